@@ -1,0 +1,203 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// defaultNodes is the cluster size used when Options.Nodes is 0.
+const defaultNodes = 5
+
+// closeGrace is how long Close waits after SIGTERM before it sends SIGKILL.
+const closeGrace = 2 * time.Second
+
+// Options configures a Cluster. The zero value starts 5 nodes without
+// persistence.
+type Options struct {
+	// Nodes is the number of nodes; 0 means 5.
+	Nodes int
+	// AppendFsyncAlways turns on "appendonly yes" and "appendfsync always",
+	// so acknowledged writes survive kill -9. By default a node has no
+	// persistence at all (save "" and appendonly no), so a restarted node
+	// comes back empty.
+	AppendFsyncAlways bool
+	// Password is set as requirepass if it is non-empty.
+	Password string
+	// Config holds extra redis.conf lines, such as
+	// "maxmemory-policy volatile-lru".
+	Config []string
+	// Dir is the parent directory of the node directories. "" means a new
+	// temporary directory that Close removes; a directory given here is
+	// kept, and data already in its node-<i> directories is loaded.
+	Dir string
+	// ServerPath is the redis-server binary; "" means "redis-server" looked
+	// up on PATH.
+	ServerPath string
+}
+
+// Cluster is a set of independent redis-server processes on 127.0.0.1.
+// Its methods are safe for concurrent use.
+type Cluster struct {
+	nodes     []*Node
+	dir       string
+	removeDir bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts a cluster for a test or benchmark and closes it when the test
+// ends. It fails the test (it never skips it) if the cluster cannot start,
+// including when redis-server is not installed.
+func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	c, err := New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+		return nil // only reached with a testing.TB whose Fatalf returns
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("testcluster: close: %v", err)
+		}
+	})
+	return c
+}
+
+// New starts a cluster and waits until every node answers PING. The caller
+// must call Close. ctx bounds only the start-up.
+func New(ctx context.Context, opts Options) (*Cluster, error) {
+	count := opts.Nodes
+	if count == 0 {
+		count = defaultNodes
+	}
+	if count < 0 {
+		return nil, fmt.Errorf("testcluster: Options.Nodes is %d, want >= 0", count)
+	}
+	server, err := findServer(opts.ServerPath)
+	if err != nil {
+		return nil, err
+	}
+	dir, removeDir, err := makeDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir, removeDir: removeDir}
+	conf := nodeConfig{aof: opts.AppendFsyncAlways, password: opts.Password, extra: slices.Clone(opts.Config)}
+	for i := range count {
+		n, err := newNode(i, filepath.Join(dir, fmt.Sprintf("node-%d", i)), server, conf)
+		if err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	if err := c.startAll(ctx); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+// findServer resolves the redis-server binary.
+func findServer(path string) (string, error) {
+	if path == "" {
+		path = "redis-server"
+	}
+	resolved, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("testcluster: redis-server not found (install it with `apt-get install -y redis-server`): %w", err)
+	}
+	return resolved, nil
+}
+
+// makeDir returns the absolute parent directory for the nodes and whether
+// Close must remove it.
+func makeDir(parent string) (dir string, remove bool, err error) {
+	if parent == "" {
+		dir, err := os.MkdirTemp("", "testcluster-")
+		if err != nil {
+			return "", false, fmt.Errorf("testcluster: create temp dir: %w", err)
+		}
+		return dir, true, nil
+	}
+	dir, err = filepath.Abs(parent)
+	if err != nil {
+		return "", false, fmt.Errorf("testcluster: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, fmt.Errorf("testcluster: create dir: %w", err)
+	}
+	return dir, false, nil
+}
+
+// startAll starts every node in parallel.
+func (c *Cluster) startAll(ctx context.Context) error {
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() { errs[i] = n.firstStart(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Nodes returns the nodes, in index order.
+func (c *Cluster) Nodes() []*Node {
+	return slices.Clone(c.nodes)
+}
+
+// Node returns node i. It panics if i is out of range.
+func (c *Cluster) Node(i int) *Node {
+	return c.nodes[i]
+}
+
+// Addrs returns every node's "127.0.0.1:port", in index order.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// URLs returns every node's redis:// URL, with the password if one is set,
+// in index order.
+func (c *Cluster) URLs() []string {
+	urls := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		urls[i] = n.URL()
+	}
+	return urls
+}
+
+// Close stops every node (SIGTERM, then SIGKILL after a short grace
+// period), waits for the processes to exit and removes the temporary
+// directory, if New created one. Nodes cannot be started again afterwards.
+// Close is idempotent: later calls return the first call's result.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.close() })
+	return c.closeErr
+}
+
+// close does the work of Close.
+func (c *Cluster) close() error {
+	errs := make([]error, len(c.nodes), len(c.nodes)+1)
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() { errs[i] = n.shutdown(closeGrace) })
+	}
+	wg.Wait()
+	if c.removeDir {
+		if err := os.RemoveAll(c.dir); err != nil {
+			errs = append(errs, fmt.Errorf("testcluster: remove dir: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
