@@ -1,0 +1,123 @@
+package redlock
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Acquire takes the lock named key, retrying with random delays until it is
+// acquired or ctx ends. It blocks. On failure the error wraps ErrNotAcquired
+// (with each node's outcome in a *QuorumError) and, when ctx ended, ctx's
+// error too: errors.Is(err, context.DeadlineExceeded) tells "gave up waiting"
+// apart from a failed attempt with a retry strategy that stopped.
+//
+// The returned lock is valid until Lock.Until; the holder must finish its
+// work by then, extend it, or use WithAutoRenew and watch Lock.Done.
+func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
+	return c.acquire(ctx, key, false, opts)
+}
+
+// TryAcquire makes exactly one attempt to take the lock named key and returns
+// at once: within the per-node timeout, twice when a failed attempt must be
+// cleaned up on a silent node. Its errors are those of Acquire.
+func (c *Client) TryAcquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
+	return c.acquire(ctx, key, true, opts)
+}
+
+func (c *Client) acquire(ctx context.Context, name string, once bool, opts []LockOption) (*Lock, error) {
+	cfg := lockConfig{ttl: c.opts.TTL, retry: c.opts.Retry}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	key, err := c.key(name)
+	if err != nil {
+		return nil, err
+	}
+	ttl := cfg.ttl.Truncate(time.Millisecond)
+	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		lock, err := c.attempt(ctx, key, ttl, cfg.autoRenew)
+		if err == nil || once {
+			return lock, err
+		}
+		if ctx.Err() != nil {
+			return nil, withCause(err, ctx)
+		}
+		delay, again := cfg.retry.NextDelay(attempt + 1)
+		if !again {
+			return nil, err
+		}
+		if !sleep(ctx, delay) {
+			return nil, withCause(err, ctx)
+		}
+	}
+}
+
+// attempt runs steps 1–5 of the Redlock algorithm once.
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
+	token := newToken()
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	set := func(ctx context.Context, conn Conn) (any, error) {
+		return conn.Do(ctx, "SET", key, token, "NX", "PX", ms)
+	}
+	start := time.Now() // carries the monotonic clock reading
+	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), set, isStatusOK, c.decided)
+	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
+	validity := time.Until(until)
+	if ok >= c.quorum && validity > 0 {
+		return newLock(c, key, token, ttl, until, autoRenew), nil
+	}
+	c.releaseEverywhere(ctx, key, token, ttl)
+	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
+	if ctx.Err() != nil {
+		qe.Cause = ctx.Err()
+	}
+	return nil, qe
+}
+
+// decided reports that the answers so far settle an acquisition or an
+// extension: a quorum said yes, or so many said no that it cannot be reached.
+func (c *Client) decided(ok, others int) bool {
+	return ok >= c.quorum || others > len(c.conns)-c.quorum
+}
+
+// releaseEverywhere deletes key on every node where it still holds token,
+// including nodes that did not answer the acquisition, and waits for all
+// answers up to the node timeout. It runs even when ctx has ended.
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration) {
+	ctx = context.WithoutCancel(ctx)
+	c.fanout(ctx, c.nodeTimeout(ttl), releaser(key, token), isOne, func(int, int) bool { return false })
+}
+
+func releaser(key, token string) sendFunc {
+	keys := []string{key}
+	return func(ctx context.Context, conn Conn) (any, error) {
+		return conn.EvalSHA(ctx, releaseScript.sha1, releaseScript.source, keys, token)
+	}
+}
+
+// withCause adds ctx's error to a QuorumError so that errors.Is sees both.
+func withCause(err error, ctx context.Context) error {
+	if qe, ok := err.(*QuorumError); ok && qe.Cause == nil {
+		qe.Cause = ctx.Err()
+	}
+	return err
+}
+
+// sleep waits d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

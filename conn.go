@@ -1,0 +1,26 @@
+package redlock
+
+import "context"
+
+// Conn is one independent Redis master as the Client sees it. The adapters in
+// the goredis and rueidis packages implement it over those clients; Dial builds
+// go-redis ones from URLs.
+//
+// A Conn must be safe for concurrent use. It must return as soon as ctx is done
+// where the underlying client allows it; the Client never waits on a node longer
+// than its per-node timeout either way.
+//
+// Replies are decoded as: integer → int64, simple or bulk string → string,
+// array → []any, nil → (nil, nil). Server errors are returned as errors.
+type Conn interface {
+	// Name identifies the node in errors and duplicate checks, typically its
+	// address. It must not contain credentials.
+	Name() string
+	// Do sends one command and returns its decoded reply.
+	Do(ctx context.Context, args ...string) (any, error)
+	// EvalSHA runs a Lua script by EVALSHA sha1, and by EVAL source when the
+	// server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+	EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error)
+	// Close releases the connection resources.
+	Close() error
+}

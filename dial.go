@@ -1,0 +1,153 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/goredis"
+)
+
+// dialCheckTimeout bounds Dial's first PING to each node: long enough for a
+// TLS handshake across a region, short enough that a typo fails fast.
+const dialCheckTimeout = 3 * time.Second
+
+// Dial returns a Client over one go-redis connection pool per URL:
+// redis://[[user]:password@]host[:port][/db], rediss:// for TLS, or
+// unix://[[user]:password@]/path?db=N, with go-redis's query parameters.
+//
+// Dial pings every node at once, bounded by ctx and a few seconds. A node that
+// rejects the credentials, or answers anything but PONG, fails the call; an
+// unreachable node does not, since Redlock works while a majority is up (its
+// failures show in each call's per-node outcomes). Errors never contain
+// passwords. opts may be nil for the defaults. Close the Client when done.
+func Dial(ctx context.Context, urls []string, opts *Options) (*Client, error) {
+	if len(urls) == 0 {
+		return nil, ErrNoNodes
+	}
+	conns := make([]Conn, 0, len(urls))
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	for _, raw := range urls {
+		o, err := ParseURL(raw)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		conns = append(conns, goredis.NewOwned(redis.NewClient(o)))
+	}
+	client, err := New(conns, opts)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	if err := client.checkNodes(ctx); err != nil {
+		closeAll()
+		return nil, err
+	}
+	return client, nil
+}
+
+// ParseURL parses a node URL into go-redis options, set up for locking: no
+// client-side retries of commands or dials (the algorithm retries itself,
+// with fresh validity), and context deadlines honoured so that the per-node
+// timeout holds. Errors wrap
+// ErrInvalidURL and never contain the password.
+func ParseURL(raw string) (*redis.Options, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, RedactURL(raw), err)
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+	default:
+		return nil, fmt.Errorf("%w: %s: scheme must be redis, rediss or unix", ErrInvalidURL, RedactURL(raw))
+	}
+	if u.Scheme != "unix" && u.Host == "" {
+		return nil, fmt.Errorf("%w: %s: no host", ErrInvalidURL, RedactURL(raw))
+	}
+	o, err := redis.ParseURL(raw)
+	if err != nil {
+		msg := err.Error()
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidURL, RedactURL(raw), msg)
+	}
+	o.MaxRetries = -1
+	o.ContextTimeoutEnabled = true
+	// One dial per request: a node that refuses connections must fail fast,
+	// not spend the per-node timeout on go-redis's own dial retries.
+	o.DialerRetries = 1
+	o.DialerRetryTimeout = time.Millisecond
+	return o, nil
+}
+
+// RedactURL returns raw with any password replaced by "xxxxx", also when raw
+// does not parse.
+func RedactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	scheme := strings.Index(raw, "://")
+	at := strings.LastIndex(raw, "@")
+	if scheme < 0 || at < scheme {
+		return raw
+	}
+	userinfo := raw[scheme+3 : at]
+	if colon := strings.Index(userinfo, ":"); colon >= 0 {
+		userinfo = userinfo[:colon+1] + "xxxxx"
+	}
+	return raw[:scheme+3] + userinfo + raw[at:]
+}
+
+// checkNodes pings every node and fails on answers that show a configuration
+// error (bad credentials, not a Redis server); unreachable nodes pass.
+func (c *Client) checkNodes(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, dialCheckTimeout)
+	defer cancel()
+	errs := make([]error, len(c.conns))
+	done := make(chan struct{}, len(c.conns))
+	for i, conn := range c.conns {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			v, err := conn.Do(ctx, "PING")
+			switch {
+			case err == nil && v != "PONG":
+				errs[i] = fmt.Errorf("%s: unexpected PING reply %v", conn.Name(), v)
+			case err != nil && isConfigError(err):
+				errs[i] = fmt.Errorf("%s: %w", conn.Name(), err)
+			}
+		}()
+	}
+	for range c.conns {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("redlock: node check failed: %w", err)
+	}
+	return nil
+}
+
+// isConfigError reports server errors that retrying will not cure.
+func isConfigError(err error) bool {
+	msg := err.Error()
+	for _, prefix := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR AUTH", "ERR invalid password", "ERR DB index", "ERR invalid DB index", "ERR unknown command"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,168 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Calls wrap them with detail (see QuorumError); compare with
+// errors.Is, never ==.
+var (
+	// ErrNotAcquired means the lock could not be acquired: a quorum of nodes did
+	// not grant it (it is held by another client, or too many nodes failed),
+	// or the validity left after the round trips and the drift allowance was
+	// not positive. Nothing is left locked behind it.
+	ErrNotAcquired = errors.New("redlock: not acquired")
+	// ErrNotExtended means an extension did not reach a quorum in time. The
+	// lock stays valid until its previous deadline (Lock.Until).
+	ErrNotExtended = errors.New("redlock: not extended")
+	// ErrNotReleased means fewer than a quorum of nodes answered the release.
+	// The keys left on silent nodes expire with their TTL.
+	ErrNotReleased = errors.New("redlock: not released")
+	// ErrNotHeld means no node that answered held the lock with this token any
+	// more: it had expired or was taken over. Releasing such a lock deletes
+	// nothing and is harmless.
+	ErrNotHeld = errors.New("redlock: lock not held")
+	// ErrLockLost means the lock's validity ended before it was released: an
+	// extension failed, or was not attempted, before the deadline. The holder
+	// must stop acting on the protected resource.
+	ErrLockLost = errors.New("redlock: lock lost")
+	// ErrReleased is returned by calls on a lock that was already released,
+	// and is the cause Lock.Err reports after a release.
+	ErrReleased = errors.New("redlock: lock already released")
+	// ErrExtendLimit means the lock was extended Options.MaxExtensions times.
+	ErrExtendLimit = errors.New("redlock: extension limit reached")
+
+	// ErrInvalidKey means the lock key is empty.
+	ErrInvalidKey = errors.New("redlock: invalid key")
+	// ErrInvalidTTL means the TTL leaves no validity after the drift
+	// allowance, or is below Redis's 1 ms resolution.
+	ErrInvalidTTL = errors.New("redlock: invalid TTL")
+	// ErrNoNodes means the client was given no node.
+	ErrNoNodes = errors.New("redlock: no nodes")
+	// ErrDuplicateNode means the same node was given twice; two votes from one
+	// server would break the quorum's independence.
+	ErrDuplicateNode = errors.New("redlock: duplicate node")
+	// ErrInvalidURL means a node URL could not be parsed.
+	ErrInvalidURL = errors.New("redlock: invalid node URL")
+	// ErrInvalidOptions means an option is out of range.
+	ErrInvalidOptions = errors.New("redlock: invalid options")
+)
+
+// Outcome is what one node answered to one request.
+type Outcome uint8
+
+// The outcomes a node can report.
+const (
+	// OutcomeNoAnswer: the decision was made before this node answered.
+	OutcomeNoAnswer Outcome = iota
+	// OutcomeOK: the node granted, extended or released the lock.
+	OutcomeOK
+	// OutcomeHeld: the key is held by another token (acquire), or does not
+	// hold ours any more (extend, release).
+	OutcomeHeld
+	// OutcomeTimeout: no answer within the per-node timeout.
+	OutcomeTimeout
+	// OutcomeError: the node answered with an error or could not be reached.
+	OutcomeError
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeHeld:
+		return "held"
+	case OutcomeTimeout:
+		return "timeout"
+	case OutcomeError:
+		return "error"
+	default:
+		return "no answer"
+	}
+}
+
+// NodeResult is one node's part in a request.
+type NodeResult struct {
+	Node    string        // Conn.Name of the node
+	Outcome Outcome       // what it answered
+	Err     error         // the error, for OutcomeTimeout and OutcomeError
+	Latency time.Duration // time to its answer; zero for OutcomeNoAnswer
+}
+
+// QuorumError reports a request that did not reach a quorum, with every
+// node's outcome. It wraps one of the sentinel errors, and the context's error
+// when the caller's context ended, so errors.Is works for both.
+type QuorumError struct {
+	Op       string        // "acquire", "extend" or "release"
+	Key      string        // the lock key, with any prefix
+	OK       int           // nodes that answered OutcomeOK
+	Quorum   int           // nodes needed
+	Validity time.Duration // validity left when a quorum was reached too late
+	Nodes    []NodeResult  // one per node, in client order
+	Err      error         // the sentinel
+	Cause    error         // the context's error, if it ended the call
+}
+
+// Error lists the verdict, then each node's outcome.
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	fmt.Fprintf(&b, ": key %q: %s on %d/%d nodes, %d needed", e.Key, e.verb(), e.OK, len(e.Nodes), e.Quorum)
+	if e.OK >= e.Quorum {
+		fmt.Fprintf(&b, ", but validity left was %s", e.Validity.Round(time.Microsecond))
+	}
+	if e.Cause != nil {
+		fmt.Fprintf(&b, " (%v)", e.Cause)
+	}
+	for i, n := range e.Nodes {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(n.Node)
+		b.WriteByte(' ')
+		b.WriteString(e.describe(n))
+	}
+	return b.String()
+}
+
+func (e *QuorumError) verb() string {
+	switch e.Op {
+	case "extend":
+		return "extended"
+	case "release":
+		return "released"
+	default:
+		return "granted"
+	}
+}
+
+func (e *QuorumError) describe(n NodeResult) string {
+	switch n.Outcome {
+	case OutcomeOK:
+		return e.verb()
+	case OutcomeHeld:
+		if e.Op == "acquire" {
+			return "held by another"
+		}
+		return "not held"
+	case OutcomeTimeout:
+		return "timeout"
+	case OutcomeError:
+		return "error: " + n.Err.Error()
+	default:
+		return "no answer"
+	}
+}
+
+// Unwrap returns the sentinel and, when set, the context's error.
+func (e *QuorumError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Err, e.Cause}
+	}
+	return []error{e.Err}
+}

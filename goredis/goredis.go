@@ -1,0 +1,110 @@
+// Package goredis adapts go-redis v9 clients to redlock.Conn.
+//
+//	conns := []redlock.Conn{goredis.New(client1), goredis.New(client2), goredis.New(client3)}
+//	locker, err := redlock.New(conns, nil)
+//
+// Give each client ContextTimeoutEnabled: true so that it stops waiting for a
+// slow node when the per-node timeout passes; the locker does not wait for it
+// either way, but a client without it keeps a pool connection busy until its
+// ReadTimeout.
+package goredis
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Conn is one Redis master reached through a go-redis client. It is safe for
+// concurrent use.
+type Conn struct {
+	client redis.UniversalClient
+	name   string
+	owned  bool
+}
+
+// New wraps client. The node is named after the client's address. Close does
+// not close client: its owner does.
+func New(client redis.UniversalClient) *Conn {
+	return &Conn{client: client, name: nameOf(client)}
+}
+
+// NewOwned wraps client and takes ownership: Close closes it. It is used by
+// redlock.Dial.
+func NewOwned(client redis.UniversalClient) *Conn {
+	c := New(client)
+	c.owned = true
+	return c
+}
+
+// Client returns the wrapped client.
+func (c *Conn) Client() redis.UniversalClient { return c.client }
+
+// Name returns the node's address.
+func (c *Conn) Name() string { return c.name }
+
+// Do sends one command; a nil reply is (nil, nil).
+func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
+	return reply(c.client.Do(ctx, toAny(args)...).Result())
+}
+
+// EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT.
+func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
+	a := toAny(args)
+	v, err := c.client.EvalSha(ctx, sha1, keys, a...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = c.client.Eval(ctx, source, keys, a...).Result()
+	}
+	return reply(v, err)
+}
+
+// Close closes the client if it was created with NewOwned.
+func (c *Conn) Close() error {
+	if !c.owned {
+		return nil
+	}
+	return c.client.Close()
+}
+
+func reply(v any, err error) (any, error) {
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return v, err
+}
+
+func toAny(args []string) []any {
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	return a
+}
+
+// nameOf names a client after the server(s) it reaches, without credentials.
+func nameOf(client redis.UniversalClient) string {
+	switch c := client.(type) {
+	case *redis.Client:
+		o := c.Options()
+		if o.Network == "unix" {
+			return "unix:" + o.Addr
+		}
+		return o.Addr
+	case *redis.ClusterClient:
+		addrs := append([]string(nil), c.Options().Addrs...)
+		sort.Strings(addrs)
+		return "cluster:" + strings.Join(addrs, ",")
+	case *redis.Ring:
+		addrs := make([]string, 0, len(c.Options().Addrs))
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		sort.Strings(addrs)
+		return "ring:" + strings.Join(addrs, ",")
+	default:
+		return "go-redis client"
+	}
+}

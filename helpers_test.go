@@ -1,0 +1,115 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	goredisv9 "github.com/redis/go-redis/v9"
+	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/rueidis"
+)
+
+// adapter builds one Conn per node address with one client library.
+type adapter struct {
+	name  string
+	conns func(t testing.TB, addrs []string) []redlock.Conn
+}
+
+var adapters = []adapter{
+	{"goredis", goredisConns},
+	{"rueidis", rueidisConns},
+}
+
+func goredisConns(t testing.TB, addrs []string) []redlock.Conn {
+	conns := make([]redlock.Conn, len(addrs))
+	for i, addr := range addrs {
+		o, err := redlock.ParseURL("redis://" + addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = goredis.NewOwned(goredisv9.NewClient(o))
+	}
+	return conns
+}
+
+func rueidisConns(t testing.TB, addrs []string) []redlock.Conn {
+	conns := make([]redlock.Conn, len(addrs))
+	for i, addr := range addrs {
+		c, err := rueidisclient.NewClient(rueidisclient.ClientOption{
+			InitAddress:  []string{addr},
+			DisableCache: true,
+			// A standalone master: skip rueidis's cluster detection.
+			ForceSingleClient: true,
+		})
+		if err != nil {
+			t.Fatalf("rueidis client for %s: %v", addr, err)
+		}
+		conns[i] = rueidis.NewOwned(c)
+	}
+	return conns
+}
+
+// newClient returns a Client over every node of cluster, closed at the end of
+// the test.
+func newClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(a.conns(t, cluster.Addrs()), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// forEachAdapter runs f once per adapter as a subtest.
+func forEachAdapter(t *testing.T, f func(t *testing.T, a adapter)) {
+	for _, a := range adapters {
+		t.Run(a.name, func(t *testing.T) { f(t, a) })
+	}
+}
+
+// keyOn returns the value of key on node n, or "" when it is absent.
+func keyOn(t testing.TB, n *testcluster.Node, key string) string {
+	t.Helper()
+	v, err := n.Do(context.Background(), "GET", key)
+	if errors.Is(err, testcluster.ErrNil) {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("GET %s on node %d: %v", key, n.Index(), err)
+	}
+	return v
+}
+
+// quorumError extracts the *QuorumError from err or fails the test.
+func quorumError(t testing.TB, err error) *redlock.QuorumError {
+	t.Helper()
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatalf("error %v (%T) is not a *QuorumError", err, err)
+	}
+	return qe
+}
+
+// countOutcomes counts the nodes that reported each outcome.
+func countOutcomes(qe *redlock.QuorumError) map[redlock.Outcome]int {
+	n := map[redlock.Outcome]int{}
+	for _, r := range qe.Nodes {
+		n[r.Outcome]++
+	}
+	return n
+}
+
+var bg = context.Background()
+
+// fast are options for tests: a per-node timeout generous enough for a
+// loaded 2-core machine running the race detector.
+func fast() *redlock.Options {
+	return &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond}
+}

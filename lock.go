@@ -1,0 +1,274 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Lock is an acquired lock. It is safe for concurrent use; it must not be
+// copied.
+//
+// A Lock is held until Release, or until its validity deadline (Until) passes
+// without a successful extension. Done and Context signal the end of
+// ownership, whatever its reason, by a local timer: they do not wait for a
+// server to notice.
+type Lock struct {
+	client *Client
+	key    string
+	token  string
+	ttl    time.Duration
+
+	mu         sync.Mutex
+	until      time.Time // validity deadline, with a monotonic clock reading
+	extensions int
+	err        error // why the lock is no longer held; nil while held
+	released   bool
+	// Set up on first use of Done or Context, or at once with auto-renewal.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	renewal chan struct{} // closed to stop the renewal goroutine
+}
+
+func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, autoRenew bool) *Lock {
+	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until}
+	if autoRenew {
+		l.mu.Lock()
+		l.watchLocked()
+		l.renewal = make(chan struct{})
+		l.mu.Unlock()
+		go l.renew()
+	}
+	return l
+}
+
+// Key returns the lock key as sent to the nodes, KeyPrefix included.
+func (l *Lock) Key() string { return l.key }
+
+// Token returns the random value that identifies this acquisition on the
+// nodes.
+func (l *Lock) Token() string { return l.token }
+
+// TTL returns the time-to-live the lock was acquired with.
+func (l *Lock) TTL() time.Duration { return l.ttl }
+
+// Until returns the validity deadline: the lock is held, at the latest, until
+// then, unless it is extended. It is computed from the monotonic clock as
+// start + TTL - drift allowance, so it errs on the early side.
+func (l *Lock) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Extensions returns how many times the lock was extended.
+func (l *Lock) Extensions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.extensions
+}
+
+// Err returns nil while the lock is held, ErrReleased after Release, and an
+// error wrapping ErrLockLost once the lock was lost (even if released later). It does no I/O.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkDeadlineLocked()
+	return l.err
+}
+
+// Done returns a channel that is closed when the lock stops being held:
+// released, or lost at the latest at its validity deadline. Err then says why.
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watchLocked()
+	return l.ctx.Done()
+}
+
+// Context returns a copy of parent that is cancelled, with Err as its cause
+// (see context.Cause), when the lock is released or lost. Call the returned
+// cancel function when done with it.
+func (l *Lock) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	l.mu.Lock()
+	l.watchLocked()
+	owner := l.ctx
+	l.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(owner, func() { cancel(context.Cause(owner)) })
+	return ctx, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// Extend resets the lock's time-to-live to ttl (the acquisition TTL when ttl
+// is 0) on every node that still holds it, and moves the validity deadline to
+// start + ttl - drift if a quorum did so in time. It blocks for at most the
+// per-node timeout.
+//
+// Errors: ErrNotExtended (the lock stays valid until Until) with each node's
+// outcome; ErrLockLost when the deadline had passed or too many nodes no
+// longer hold the lock, after which the lock is lost for good; ErrReleased;
+// ErrExtendLimit.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	c := l.client
+	if ttl == 0 {
+		ttl = l.ttl
+	}
+	ttl = ttl.Truncate(time.Millisecond)
+	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.checkDeadlineLocked()
+	err := l.err
+	if err == nil && c.opts.MaxExtensions > 0 && l.extensions >= c.opts.MaxExtensions {
+		err = fmt.Errorf("%w: %d extensions of %q", ErrExtendLimit, l.extensions, l.key)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+
+	keys := []string{l.key}
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	extend := func(ctx context.Context, conn Conn) (any, error) {
+		return conn.EvalSHA(ctx, extendScript.sha1, extendScript.source, keys, l.token, ms)
+	}
+	start := time.Now()
+	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), extend, isOne, c.decided)
+	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
+	validity := time.Until(until)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	if ok >= c.quorum && validity > 0 {
+		l.until = until
+		l.extensions++
+		if l.timer != nil {
+			l.timer.Reset(validity)
+		}
+		return nil
+	}
+	qe := &QuorumError{Op: "extend", Key: l.key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotExtended}
+	if ctx.Err() != nil {
+		qe.Cause = ctx.Err()
+	}
+	held := 0
+	for _, r := range results {
+		if r.Outcome == OutcomeHeld {
+			held++
+		}
+	}
+	if held > len(results)-c.quorum {
+		// A majority no longer holds our token: the lock is gone.
+		qe.Err = ErrLockLost
+		l.loseLocked(qe)
+	} else {
+		l.checkDeadlineLocked()
+	}
+	return qe
+}
+
+// Release deletes the lock on every node where it still holds this lock's
+// token, and never another holder's. It returns once a quorum of nodes has
+// answered (the others within the per-node timeout), and runs even when ctx
+// has already ended, so that a deferred Release always cleans up.
+//
+// Errors: ErrNotHeld when no node that answered still held the lock (it had
+// expired: harmless); ErrNotReleased when fewer than a quorum answered (keys
+// left behind expire with the TTL; Release may be called again);
+// ErrReleased when the lock was already released.
+func (l *Lock) Release(ctx context.Context) error {
+	c := l.client
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released {
+		return fmt.Errorf("%w: %q", ErrReleased, l.key)
+	}
+
+	ctx = context.WithoutCancel(ctx)
+	results, ok := c.fanout(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token), isOne,
+		func(ok, others int) bool { return ok+others >= c.quorum })
+	answered := 0
+	for _, r := range results {
+		if r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld {
+			answered++
+		}
+	}
+	if ok == 0 && answered < c.quorum {
+		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased}
+	}
+
+	l.mu.Lock()
+	l.released = true
+	l.endLocked(ErrReleased)
+	l.mu.Unlock()
+	if ok == 0 {
+		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
+	}
+	return nil
+}
+
+// watchLocked arms the lost-lock signal: a context cancelled on release, loss,
+// or when the validity deadline passes.
+func (l *Lock) watchLocked() {
+	if l.ctx != nil {
+		return
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.Background())
+	l.checkDeadlineLocked()
+	if l.err != nil {
+		l.cancel(l.err)
+		return
+	}
+	l.timer = time.AfterFunc(time.Until(l.until), l.onDeadline)
+}
+
+func (l *Lock) onDeadline() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		if left := time.Until(l.until); left > 0 {
+			l.timer.Reset(left) // an extension raced with the timer
+			return
+		}
+	}
+	l.checkDeadlineLocked()
+}
+
+// checkDeadlineLocked marks the lock lost once its validity deadline passed.
+func (l *Lock) checkDeadlineLocked() {
+	if l.err == nil && !time.Now().Before(l.until) {
+		l.loseLocked(fmt.Errorf("%w: %q: validity ended %s after its deadline without an extension",
+			ErrLockLost, l.key, time.Since(l.until).Round(time.Microsecond)))
+	}
+}
+
+func (l *Lock) loseLocked(err error) { l.endLocked(err) }
+
+// endLocked records why the lock ended and fires the signals, once: a lock
+// lost before its release keeps reporting the loss.
+func (l *Lock) endLocked(err error) {
+	if l.err != nil {
+		return
+	}
+	l.err = err
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	if l.cancel != nil {
+		l.cancel(err)
+	}
+	if l.renewal != nil {
+		close(l.renewal)
+	}
+}

@@ -1,0 +1,121 @@
+package redlock
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults used where an Options field is zero. Each one trades something off.
+const (
+	// DefaultTTL is how long a lock lives on the nodes without extension. Longer
+	// means fewer extensions, but a crashed holder blocks others for longer.
+	DefaultTTL = 10 * time.Second
+	// DefaultNodeTimeout bounds each request to one node. It must be small
+	// compared with the TTL so that a dead or paused node costs little of the
+	// validity, and large enough for a healthy node's round trip under load.
+	DefaultNodeTimeout = 50 * time.Millisecond
+	// DefaultDriftFactor is the clock-drift allowance as a fraction of the TTL
+	// (Redlock's 1%): the nodes' clocks may run this much faster than ours.
+	DefaultDriftFactor = 0.01
+	// driftConstant is added to the drift allowance for Redis's 1 ms expiry
+	// resolution and for small TTLs.
+	driftConstant = 2 * time.Millisecond
+)
+
+// DefaultRetry is the retry strategy used when Options.Retry is nil: random
+// delays growing from 10 ms to at most 200 ms, until the context ends.
+var DefaultRetry = ExponentialJitter(10*time.Millisecond, 200*time.Millisecond)
+
+// Options configures a Client. The zero value is ready to use; each field's
+// comment gives its default.
+type Options struct {
+	// TTL is the default lock time-to-live, overridden per call by WithTTL.
+	// Default DefaultTTL (10 s).
+	TTL time.Duration
+	// NodeTimeout bounds every request to one node. Default DefaultNodeTimeout
+	// (50 ms); it is capped at the validity a TTL can give.
+	NodeTimeout time.Duration
+	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
+	// are always added. Default DefaultDriftFactor (0.01). Must be in [0, 0.5).
+	DriftFactor float64
+	// Retry paces Acquire's attempts. Default DefaultRetry. Acquire always
+	// stops when its context ends.
+	Retry RetryStrategy
+	// KeyPrefix is prepended to every lock key on the wire. Default none, so
+	// that locks taken with redsync or node-redlock on the same key names
+	// exclude ours and the other way round.
+	KeyPrefix string
+	// MaxExtensions bounds how many times one lock can be extended, by Extend
+	// or by renewal; 0 means no bound.
+	MaxExtensions int
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.TTL == 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.NodeTimeout == 0 {
+		o.NodeTimeout = DefaultNodeTimeout
+	}
+	if o.DriftFactor == 0 {
+		o.DriftFactor = DefaultDriftFactor
+	}
+	if o.Retry == nil {
+		o.Retry = DefaultRetry
+	}
+	switch {
+	case o.NodeTimeout < 0:
+		return o, fmt.Errorf("%w: NodeTimeout %s is negative", ErrInvalidOptions, o.NodeTimeout)
+	case o.DriftFactor < 0 || o.DriftFactor >= 0.5:
+		return o, fmt.Errorf("%w: DriftFactor %g is outside [0, 0.5)", ErrInvalidOptions, o.DriftFactor)
+	case o.MaxExtensions < 0:
+		return o, fmt.Errorf("%w: MaxExtensions %d is negative", ErrInvalidOptions, o.MaxExtensions)
+	}
+	if err := checkTTL(o.TTL, o.DriftFactor); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// drift is the clock-drift allowance for ttl: ttl*factor + 2 ms.
+func drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + driftConstant
+}
+
+// checkTTL rejects a TTL that leaves no validity after the drift allowance.
+func checkTTL(ttl time.Duration, factor float64) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: %s is below Redis's 1 ms resolution", ErrInvalidTTL, ttl)
+	}
+	if d := drift(ttl, factor); ttl <= d {
+		return fmt.Errorf("%w: %s leaves no validity after the %s drift allowance", ErrInvalidTTL, ttl, d)
+	}
+	return nil
+}
+
+// LockOption changes one Acquire, TryAcquire or Do call.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	ttl       time.Duration
+	retry     RetryStrategy
+	autoRenew bool
+}
+
+// WithTTL sets the lock's time-to-live for this call instead of Options.TTL.
+func WithTTL(ttl time.Duration) LockOption {
+	return func(c *lockConfig) { c.ttl = ttl }
+}
+
+// WithRetry sets the retry strategy for this Acquire instead of Options.Retry.
+func WithRetry(s RetryStrategy) LockOption {
+	return func(c *lockConfig) { c.retry = s }
+}
+
+// WithAutoRenew keeps the lock alive in the background: it is extended by its
+// TTL each time a third of the TTL has passed, until Release. When the
+// extensions fail, the lock is declared lost no later than its validity
+// deadline: Done closes and Err returns ErrLockLost. Do always renews.
+func WithAutoRenew() LockOption {
+	return func(c *lockConfig) { c.autoRenew = true }
+}

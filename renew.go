@@ -1,0 +1,70 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Renewal timing, as fractions of the TTL.
+const (
+	// renewAfter: a renewing lock is extended once a third of its TTL has
+	// passed, which leaves two more tries' worth of time before the deadline
+	// when a node is slow or an attempt fails.
+	renewAfterDivisor = 3
+	// renewRetryDivisor: after a failed extension the next try comes a tenth
+	// of the TTL later, so a brief blip is ridden out well before the deadline
+	// without hammering the nodes.
+	renewRetryDivisor = 10
+)
+
+// renew extends the lock in the background until it is released or lost. It
+// never declares the loss itself: the deadline timer armed by watchLocked
+// does, at the validity deadline at the latest, and Extend does earlier when
+// a majority of nodes no longer holds the lock.
+func (l *Lock) renew() {
+	l.mu.Lock()
+	stop := l.renewal
+	l.mu.Unlock()
+	timer := time.NewTimer(time.Until(l.Until()) - l.ttl*(renewAfterDivisor-1)/renewAfterDivisor)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-timer.C:
+		}
+		err := l.Extend(context.Background(), l.ttl)
+		switch {
+		case err == nil:
+			timer.Reset(time.Until(l.Until()) - l.ttl*(renewAfterDivisor-1)/renewAfterDivisor)
+		case errors.Is(err, ErrNotExtended):
+			timer.Reset(l.ttl / renewRetryDivisor)
+		default: // lost, released, or the extension limit: nothing more to do
+			return
+		}
+	}
+}
+
+// Do acquires the lock named key (blocking like Acquire), runs fn while
+// renewing the lock in the background, and releases it when fn returns.
+// fn's context is cancelled, with ErrLockLost as its cause, as soon as the
+// lock is lost; fn must then stop touching the protected resource.
+//
+// Do returns fn's error, joined with ErrLockLost if the lock was lost while
+// fn ran, and with the release error if the release failed.
+func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) error {
+	lock, err := c.Acquire(ctx, key, append(opts, WithAutoRenew())...)
+	if err != nil {
+		return err
+	}
+	fnCtx, cancel := lock.Context(ctx)
+	fnErr := fn(fnCtx)
+	cancel()
+	lostErr := lock.Err()
+	releaseErr := lock.Release(ctx)
+	if lostErr != nil {
+		return errors.Join(fnErr, lostErr)
+	}
+	return errors.Join(fnErr, releaseErr)
+}

@@ -1,0 +1,81 @@
+package redlock
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// RetryStrategy decides how long Acquire waits between attempts. It holds no
+// per-call state, so one value may be shared by all calls and goroutines.
+type RetryStrategy interface {
+	// NextDelay returns the pause before attempt number attempt (2 for the
+	// first retry), or false to give up.
+	NextDelay(attempt int) (time.Duration, bool)
+}
+
+type jittered struct{ min, max time.Duration }
+
+// Jittered waits a uniformly random time in [min, max] before every retry.
+// Randomness keeps contenders from retrying in lock step, which would split
+// the votes so that nobody wins.
+func Jittered(min, max time.Duration) RetryStrategy {
+	if max < min {
+		max = min
+	}
+	return jittered{min: min, max: max}
+}
+
+func (j jittered) NextDelay(int) (time.Duration, bool) {
+	return randomBetween(j.min, j.max), true
+}
+
+type exponential struct{ base, max time.Duration }
+
+// ExponentialJitter doubles the delay from base after every attempt up to max,
+// and waits a random time between half of it and all of it.
+func ExponentialJitter(base, max time.Duration) RetryStrategy {
+	if base <= 0 {
+		base = time.Millisecond
+	}
+	if max < base {
+		max = base
+	}
+	return exponential{base: base, max: max}
+}
+
+func (e exponential) NextDelay(attempt int) (time.Duration, bool) {
+	d := e.max
+	if shift := attempt - 2; shift < 30 {
+		if s := e.base << max(shift, 0); s < d {
+			d = s
+		}
+	}
+	return randomBetween(d/2, d), true
+}
+
+type limited struct {
+	s   RetryStrategy
+	max int
+}
+
+// LimitAttempts gives up after attempts attempts in all (the first included).
+func LimitAttempts(s RetryStrategy, attempts int) RetryStrategy {
+	return limited{s: s, max: attempts}
+}
+
+func (l limited) NextDelay(attempt int) (time.Duration, bool) {
+	if attempt > l.max {
+		return 0, false
+	}
+	return l.s.NextDelay(attempt)
+}
+
+// NoRetry makes Acquire give up after one attempt, like TryAcquire.
+func NoRetry() RetryStrategy { return LimitAttempts(Jittered(0, 0), 1) }
+
+func randomBetween(min, max time.Duration) time.Duration {
+	if max <= min {
+		return min
+	}
+	return min + rand.N(max-min+1)
+}
