@@ -21,6 +21,7 @@ type Lock struct {
 	token  string
 	ttl    time.Duration
 
+	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
 	until      time.Time // validity deadline, with a monotonic clock reading
 	extensions int
@@ -188,6 +189,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // ErrReleased when the lock was already released.
 func (l *Lock) Release(ctx context.Context) error {
 	c := l.client
+	l.releasing.Lock()
+	defer l.releasing.Unlock()
 	l.mu.Lock()
 	released := l.released
 	l.mu.Unlock()

@@ -1,0 +1,455 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/testcluster"
+)
+
+func TestExtend_movesDeadline(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		lock, err := client.TryAcquire(bg, "extend", redlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := lock.Until()
+		if err := lock.Extend(bg, 5*time.Second); err != nil {
+			t.Fatalf("extend: %v", err)
+		}
+		if after := lock.Until(); !after.After(before.Add(3 * time.Second)) {
+			t.Errorf("deadline moved from %s to %s", before, after)
+		}
+		// Extend returns once a quorum has answered; the last node follows.
+		time.Sleep(50 * time.Millisecond)
+		for _, n := range cluster.Nodes() {
+			pttl, err := n.Do(bg, "PTTL", "extend")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ms, _ := strconv.Atoi(pttl); ms < 4000 || ms > 5000 {
+				t.Errorf("node %d: PTTL %s after extending to 5 s", n.Index(), pttl)
+			}
+		}
+		if lock.Extensions() != 1 {
+			t.Errorf("Extensions() = %d", lock.Extensions())
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestExtend_afterExpiry(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "short", redlock.WithTTL(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if err := lock.Extend(bg, time.Second); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("extend after expiry: %v, want ErrLockLost", err)
+	}
+	if !errors.Is(lock.Err(), redlock.ErrLockLost) {
+		t.Errorf("Err() = %v", lock.Err())
+	}
+	select {
+	case <-lock.Done():
+	default:
+		t.Error("Done() not closed after loss")
+	}
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "short"); v != "" {
+			t.Errorf("node %d: key revived by a failed extend", n.Index())
+		}
+	}
+}
+
+func TestExtend_takenOver(t *testing.T) {
+	// The lock expired on the servers (here: deleted by hand, as a clock jump
+	// would) and another client took it: the extension must not succeed.
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "stolen", redlock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "SET", "stolen", "other", "PX", "5000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = lock.Extend(bg, 0)
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("extend of a taken-over lock: %v", err)
+	}
+	if countOutcomes(quorumError(t, err))[redlock.OutcomeHeld] < 2 {
+		t.Errorf("want a majority of nodes not holding it: %v", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "stolen"); v != "other" {
+			t.Errorf("node %d: other holder's key became %q", n.Index(), v)
+		}
+	}
+}
+
+func TestExtend_limit(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	client := newClient(t, cluster, adapters[0], &redlock.Options{MaxExtensions: 2})
+	lock, err := client.TryAcquire(bg, "bounded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	for i := range 2 {
+		if err := lock.Extend(bg, 0); err != nil {
+			t.Fatalf("extension %d: %v", i+1, err)
+		}
+	}
+	if err := lock.Extend(bg, 0); !errors.Is(err, redlock.ErrExtendLimit) {
+		t.Fatalf("third extension: %v, want ErrExtendLimit", err)
+	}
+}
+
+func TestRelease_neverDeletesAnotherHolder(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		old, err := client.TryAcquire(bg, "res", redlock.WithTTL(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		current, err := client.TryAcquire(bg, "res")
+		if err != nil {
+			t.Fatalf("the expired lock was not free: %v", err)
+		}
+		err = old.Release(bg)
+		if !errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("release of an expired lock: %v, want ErrNotHeld", err)
+		}
+		for _, n := range cluster.Nodes() {
+			if v := keyOn(t, n, "res"); v != current.Token() {
+				t.Errorf("node %d: current holder's key is %q after the old holder's release", n.Index(), v)
+			}
+		}
+		if err := current.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cluster.Nodes() {
+			if v := keyOn(t, n, "res"); v != "" {
+				t.Errorf("node %d: key %q left after release", n.Index(), v)
+			}
+		}
+	})
+}
+
+func TestRelease_twice(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(bg); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("second release: %v, want ErrReleased", err)
+	}
+	if err := lock.Extend(bg, 0); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("extend after release: %v, want ErrReleased", err)
+	}
+	if !errors.Is(lock.Err(), redlock.ErrReleased) {
+		t.Fatalf("Err() = %v", lock.Err())
+	}
+}
+
+func TestRelease_cancelledContextStillReleases(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "deferred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := lock.Release(ctx); err != nil {
+		t.Fatalf("release with a cancelled context: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond) // release returns at a quorum; let the last node answer
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "deferred"); v != "" {
+			t.Errorf("node %d kept the key", n.Index())
+		}
+	}
+}
+
+func TestRelease_scriptCacheFlushed(t *testing.T) {
+	// After a restart or SCRIPT FLUSH the node answers NOSCRIPT to EVALSHA.
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+		client := newClient(t, cluster, a, fast())
+		lock, err := client.TryAcquire(bg, "noscript")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cluster.Node(0).Do(bg, "SCRIPT", "FLUSH"); err != nil {
+			t.Fatal(err)
+		}
+		if err := lock.Extend(bg, 0); err != nil {
+			t.Fatalf("extend after SCRIPT FLUSH: %v", err)
+		}
+		cluster.Node(0).Do(bg, "SCRIPT", "FLUSH")
+		if err := lock.Release(bg); err != nil {
+			t.Fatalf("release after SCRIPT FLUSH: %v", err)
+		}
+		if v := keyOn(t, cluster.Node(0), "noscript"); v != "" {
+			t.Errorf("key left: %q", v)
+		}
+	})
+}
+
+func TestDone_firesAtDeadlineWithoutRenewal(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "deadline", redlock.WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := lock.Context(bg)
+	defer cancel()
+	select {
+	case <-lock.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("Done not closed after the validity deadline")
+	}
+	if late := time.Since(lock.Until()); late < 0 {
+		t.Errorf("Done closed %s before the deadline", -late)
+	}
+	<-ctx.Done()
+	if !errors.Is(context.Cause(ctx), redlock.ErrLockLost) {
+		t.Errorf("context cause %v, want ErrLockLost", context.Cause(ctx))
+	}
+}
+
+func TestRenew_keepsLockBeyondThreeTTLs(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		client := newClient(t, cluster, a, fast())
+		const ttl = 300 * time.Millisecond
+		lock, err := client.TryAcquire(bg, "renewed", redlock.WithTTL(ttl), redlock.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lock.Done():
+			t.Fatalf("lock lost while renewing: %v", lock.Err())
+		case <-time.After(4 * ttl):
+		}
+		if err := lock.Err(); err != nil {
+			t.Fatalf("Err() = %v after 4 TTLs of renewal", err)
+		}
+		if lock.Extensions() < 3 {
+			t.Errorf("%d extensions in 4 TTLs", lock.Extensions())
+		}
+		if _, err := client.TryAcquire(bg, "renewed"); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Errorf("another acquire of a renewed lock: %v", err)
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lock.Done():
+		case <-time.After(time.Second):
+			t.Fatal("Done not closed by Release")
+		}
+		if !errors.Is(lock.Err(), redlock.ErrReleased) {
+			t.Errorf("Err() after release = %v", lock.Err())
+		}
+	})
+}
+
+func TestRenew_majorityKilledFiresDoneByDeadline(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 100 * time.Millisecond})
+		lock, err := client.TryAcquire(bg, "doomed", redlock.WithTTL(time.Second), redlock.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{0, 1, 2} {
+			if err := cluster.Node(i).Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := lock.Until() // renewals can no longer move it
+		select {
+		case <-lock.Done():
+		case <-time.After(3 * time.Second):
+			t.Fatal("Done never closed after a majority died")
+		}
+		at := time.Now()
+		// The timer fires at the deadline; allow scheduling slack only.
+		if late := at.Sub(deadline); late > 100*time.Millisecond {
+			t.Errorf("Done closed %s after the validity deadline", late)
+		}
+		if !errors.Is(lock.Err(), redlock.ErrLockLost) {
+			t.Errorf("Err() = %v, want ErrLockLost", lock.Err())
+		}
+	})
+}
+
+func TestDo(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	var ran bool
+	err := client.Do(bg, "job", func(ctx context.Context) error {
+		ran = true
+		holding := 0
+		for _, n := range cluster.Nodes() {
+			if keyOn(t, n, "job") != "" {
+				holding++
+			}
+		}
+		if holding < 2 {
+			t.Errorf("fn runs with the lock on %d of 3 nodes", holding)
+		}
+		return errors.New("job failed")
+	})
+	if !ran || err == nil || err.Error() != "job failed" {
+		t.Fatalf("Do returned %v (ran %v), want fn's error alone", err, ran)
+	}
+	time.Sleep(50 * time.Millisecond) // Release returns at a quorum; let the last node answer
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "job"); v != "" {
+			t.Errorf("Do did not release the lock on node %d", n.Index())
+		}
+	}
+
+	// Losing the lock cancels fn's context with ErrLockLost.
+	err = client.Do(bg, "job", func(ctx context.Context) error {
+		for _, n := range cluster.Nodes() {
+			n.Do(bg, "DEL", "job")
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(5 * time.Second):
+			return errors.New("context not cancelled")
+		}
+	}, redlock.WithTTL(600*time.Millisecond))
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Do after losing the lock: %v, want ErrLockLost", err)
+	}
+}
+
+func TestLock_concurrentUse(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[1], fast())
+	lock, err := client.TryAcquire(bg, "shared-lock", redlock.WithAutoRenew(), redlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				if err := lock.Extend(bg, 0); err != nil {
+					t.Errorf("concurrent extend: %v", err)
+				}
+				_ = lock.Until()
+				_ = lock.Err()
+				<-time.After(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	var released, notHeld int
+	var mu sync.Mutex
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := lock.Release(bg)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				released++
+			case errors.Is(err, redlock.ErrReleased), errors.Is(err, redlock.ErrNotHeld):
+				notHeld++
+			default:
+				t.Errorf("concurrent release: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if released != 1 {
+		t.Errorf("%d releases succeeded, want exactly 1", released)
+	}
+}
+
+func TestDial(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3, Password: "s3cret-pw"})
+	urls := cluster.URLs()
+	client, err := redlock.Dial(bg, urls, fast())
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer client.Close()
+	if lock, err := client.TryAcquire(bg, "dialed"); err != nil {
+		t.Fatalf("acquire through Dial: %v", err)
+	} else {
+		lock.Release(bg)
+	}
+
+	wrong := []string{strings.Replace(urls[0], "s3cret-pw", "not-it-pw", 1), urls[1], urls[2]}
+	_, err = redlock.Dial(bg, wrong, nil)
+	if err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Errorf("wrong password: %v", err)
+	}
+	if err != nil && (strings.Contains(err.Error(), "not-it-pw") || strings.Contains(err.Error(), "s3cret-pw")) {
+		t.Errorf("error shows a password: %v", err)
+	}
+
+	// One node down: Dial succeeds, the acquisition reports the node.
+	down := []string{urls[0], urls[1], "redis://:s3cret-pw@127.0.0.1:1"}
+	c2, err := redlock.Dial(bg, down, fast())
+	if err != nil {
+		t.Fatalf("Dial with one node down: %v", err)
+	}
+	defer c2.Close()
+	lock, err := c2.TryAcquire(bg, "one-down")
+	if err != nil {
+		t.Fatalf("acquire with one node down: %v", err)
+	}
+	lock.Release(bg)
+
+	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis://:pw@host:port%zz", "redis://127.0.0.1:6379/notadb", "::::"} {
+		_, err := redlock.Dial(bg, []string{bad}, nil)
+		if !errors.Is(err, redlock.ErrInvalidURL) {
+			t.Errorf("Dial(%q): %v, want ErrInvalidURL", bad, err)
+		}
+		if err != nil && strings.Contains(err.Error(), ":pw@") {
+			t.Errorf("Dial(%q) error shows the password: %v", bad, err)
+		}
+	}
+	if _, err := redlock.Dial(bg, []string{urls[0], urls[0]}, nil); !errors.Is(err, redlock.ErrDuplicateNode) {
+		t.Errorf("duplicate URL: %v", err)
+	}
+	if _, err := redlock.Dial(bg, nil, nil); !errors.Is(err, redlock.ErrNoNodes) {
+		t.Errorf("no URLs: %v", err)
+	}
+}
