@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs the whole test suite against real redis-server processes that the tests
+# start on free loopback ports. Installs redis-server from Debian's packages
+# when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v redis-server >/dev/null 2>&1; then
+	echo "redis-server not found: installing it with apt-get" >&2
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+fi
+redis-server --version
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 15m ./...
+if [ -f bench/go.mod ]; then
+	(cd bench && go vet ./... && go test -count=1 -timeout 10m ./...)
+fi
