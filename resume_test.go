@@ -1,0 +1,116 @@
+package redlock_test
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/testcluster"
+)
+
+func TestExtendToken_extendsAnotherProcessLock(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	lock, err := holder.TryAcquire(bg, "handed-over", redlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second client, as another process would, knows only key and token.
+	other := newClient(t, cluster, adapters[1], fast())
+	start := time.Now()
+	until, err := other.ExtendToken(bg, "handed-over", lock.Token(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("ExtendToken: %v", err)
+	}
+	if until.Before(start.Add(4*time.Second)) || until.After(time.Now().Add(5*time.Second)) {
+		t.Errorf("deadline %s after extending by 5 s at %s", until, start)
+	}
+	time.Sleep(50 * time.Millisecond) // the last node answers after the quorum
+	for _, n := range cluster.Nodes() {
+		pttl, err := n.Do(bg, "PTTL", "handed-over")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms, _ := strconv.Atoi(pttl); ms < 4000 || ms > 5000 {
+			t.Errorf("node %d: PTTL %s after extending to 5 s", n.Index(), pttl)
+		}
+	}
+	if err := other.ReleaseToken(bg, "handed-over", lock.Token()); err != nil {
+		t.Fatalf("ReleaseToken: %v", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "handed-over"); v != "" {
+			t.Errorf("node %d still holds %q after ReleaseToken", n.Index(), v)
+		}
+	}
+}
+
+func TestExtendToken_wrongOrExpiredToken(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "k", redlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("wrong token", func(t *testing.T) {
+		_, err := client.ExtendToken(bg, "k", "not-the-token", time.Second)
+		if !errors.Is(err, redlock.ErrLockLost) {
+			t.Fatalf("ExtendToken with a wrong token: %v, want ErrLockLost", err)
+		}
+		if n := countOutcomes(quorumError(t, err))[redlock.OutcomeHeld]; n < 2 {
+			t.Errorf("%d nodes reported the key not held, want at least 2", n)
+		}
+		err = client.ReleaseToken(bg, "k", "not-the-token")
+		if !errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("ReleaseToken with a wrong token: %v, want ErrNotHeld", err)
+		}
+		for _, n := range cluster.Nodes() {
+			if v := keyOn(t, n, "k"); v != lock.Token() {
+				t.Errorf("node %d holds %q, want the holder's token: a wrong token touched the lock", n.Index(), v)
+			}
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		short, err := client.TryAcquire(bg, "short", redlock.WithTTL(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+		if _, err := client.ExtendToken(bg, "short", short.Token(), time.Second); !errors.Is(err, redlock.ErrLockLost) {
+			t.Fatalf("ExtendToken after expiry: %v, want ErrLockLost", err)
+		}
+		if err := client.ReleaseToken(bg, "short", short.Token()); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("ReleaseToken after expiry: %v, want ErrNotHeld", err)
+		}
+	})
+	t.Run("majority down", func(t *testing.T) {
+		for _, i := range []int{0, 1} {
+			if err := cluster.Node(i).Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := client.ExtendToken(bg, "k", lock.Token(), time.Second)
+		if !errors.Is(err, redlock.ErrNotExtended) || errors.Is(err, redlock.ErrLockLost) {
+			t.Fatalf("ExtendToken with 2 of 3 nodes down: %v, want ErrNotExtended only", err)
+		}
+		// As Lock.Release: it returns once a quorum answered, so whether the
+		// live node's deletion counts depends on the order of the answers.
+		err = client.ReleaseToken(bg, "k", lock.Token())
+		if err != nil && !errors.Is(err, redlock.ErrNotReleased) {
+			t.Fatalf("ReleaseToken with 2 of 3 nodes down: %v, want nil or ErrNotReleased", err)
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		if _, err := client.ExtendToken(bg, "", "t", time.Second); !errors.Is(err, redlock.ErrInvalidKey) {
+			t.Errorf("empty key: %v", err)
+		}
+		if _, err := client.ExtendToken(bg, "k", "t", time.Microsecond); !errors.Is(err, redlock.ErrInvalidTTL) {
+			t.Errorf("1 µs TTL: %v", err)
+		}
+		if err := client.ReleaseToken(bg, "", "t"); !errors.Is(err, redlock.ErrInvalidKey) {
+			t.Errorf("empty key: %v", err)
+		}
+	})
+}
