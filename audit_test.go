@@ -1,0 +1,418 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/testcluster"
+)
+
+// markerKey is the restart quarantine's marker key on the wire.
+const markerKey = "redlock:marker"
+
+// audit runs Client.Audit over conns and fails the test on an error.
+func audit(t *testing.T, conns []redlock.Conn, opts *redlock.Options) *redlock.AuditReport {
+	t.Helper()
+	c, err := redlock.New(conns, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r, err := c.Audit(bg)
+	if err != nil {
+		t.Fatalf("Audit: %v", err)
+	}
+	if len(r.Nodes) != len(conns) {
+		t.Fatalf("%d node audits for %d nodes", len(r.Nodes), len(conns))
+	}
+	return r
+}
+
+// findings returns the report's findings of check about node ("" for the
+// cluster-wide ones).
+func findings(r *redlock.AuditReport, node, check string) []redlock.Finding {
+	var fs []redlock.Finding
+	for _, f := range r.Findings {
+		if f.Node == node && f.Check == check {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
+// wantFinding fails the test unless the report has exactly one finding of
+// check about node, with severity sev, and returns it.
+func wantFinding(t *testing.T, r *redlock.AuditReport, node, check string, sev redlock.Severity) redlock.Finding {
+	t.Helper()
+	fs := findings(r, node, check)
+	if len(fs) != 1 || fs[0].Severity != sev {
+		t.Fatalf("want one %s %q finding on %q, got %v\nall findings:\n%s", sev, check, node, fs, report(r))
+	}
+	if fs[0].Message == "" || fs[0].Remedy == "" {
+		t.Errorf("finding without message or remedy: %+v", fs[0])
+	}
+	return fs[0]
+}
+
+// wantNoFinding fails the test if the report has a finding of check about node.
+func wantNoFinding(t *testing.T, r *redlock.AuditReport, node, check string) {
+	t.Helper()
+	if fs := findings(r, node, check); len(fs) != 0 {
+		t.Errorf("unexpected %q finding on %q: %v", check, node, fs)
+	}
+}
+
+// wantNoCritical fails the test if the report has a critical finding.
+func wantNoCritical(t *testing.T, r *redlock.AuditReport) {
+	t.Helper()
+	if r.Unsafe() {
+		t.Errorf("Unsafe() = true:\n%s", report(r))
+	}
+	for _, f := range r.Findings {
+		if f.Severity == redlock.SeverityCritical {
+			t.Errorf("critical finding: %s", f)
+		}
+	}
+}
+
+func report(r *redlock.AuditReport) string {
+	var b strings.Builder
+	for _, f := range r.Findings {
+		b.WriteString("  " + f.String() + "\n")
+	}
+	return b.String()
+}
+
+// joinConns returns the goredis conns of several clusters' nodes, in order.
+func joinConns(t *testing.T, clusters ...*testcluster.Cluster) []redlock.Conn {
+	var addrs []string
+	for _, c := range clusters {
+		addrs = append(addrs, c.Addrs()...)
+	}
+	return goredisConns(t, addrs)
+}
+
+func TestAudit_healthy(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		r := audit(t, a.conns(t, cluster.Addrs()), nil)
+		wantNoCritical(t, r)
+		if r.Quorum != 2 || r.Reachable != 3 {
+			t.Errorf("Quorum %d, Reachable %d; want 2, 3", r.Quorum, r.Reachable)
+		}
+		runIDs := map[string]bool{}
+		for i, n := range r.Nodes {
+			if !n.Reachable || n.Err != nil {
+				t.Errorf("node %d: Reachable %v, Err %v", i, n.Reachable, n.Err)
+			}
+			if !strings.HasSuffix(n.Node, ":"+strconv.Itoa(cluster.Node(i).Port())) {
+				t.Errorf("node %d is %q, want %s", i, n.Node, cluster.Node(i).Addr())
+			}
+			if !strings.HasPrefix(n.Version, "7.") || len(n.RunID) != 40 || n.Role != "master" {
+				t.Errorf("node %d: Version %q, RunID %q, Role %q", i, n.Version, n.RunID, n.Role)
+			}
+			runIDs[n.RunID] = true
+			// testcluster's defaults: no persistence at all, no eviction.
+			if n.AppendOnly != "no" || n.AppendFsync != "everysec" || n.Save != "none" || n.MaxMemoryPolicy != "noeviction" {
+				t.Errorf("node %d: appendonly %q, appendfsync %q, save %q, maxmemory-policy %q",
+					i, n.AppendOnly, n.AppendFsync, n.Save, n.MaxMemoryPolicy)
+			}
+			if n.RTT <= 0 || n.RTT > time.Second || n.Uptime > time.Hour {
+				t.Errorf("node %d: RTT %s, Uptime %s", i, n.RTT, n.Uptime)
+			}
+			// Same host, same clock: the server read its clock between our
+			// two readings, so the offset is within half the round trip
+			// (plus TIME's microsecond truncation).
+			if !n.ClockKnown || n.ClockOffset.Abs() > n.RTT/2+time.Microsecond {
+				t.Errorf("node %d: clock offset %s (known %v) beyond RTT/2 = %s on loopback", i, n.ClockOffset, n.ClockKnown, n.RTT/2)
+			}
+			wantNoFinding(t, r, n.Node, "eviction")
+			wantNoFinding(t, r, n.Node, "clock")
+			wantNoFinding(t, r, n.Node, "config")
+			wantNoFinding(t, r, n.Node, "replica")
+		}
+		if len(runIDs) != 3 {
+			t.Errorf("%d distinct run_ids on 3 servers", len(runIDs))
+		}
+		wantNoFinding(t, r, "", "duplicate")
+		wantNoFinding(t, r, "", "quorum")
+	})
+}
+
+func TestAudit_persistence(t *testing.T) {
+	t.Run("none", func(t *testing.T) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
+		for _, n := range r.Nodes {
+			f := wantFinding(t, r, n.Node, "persistence", redlock.SeverityWarning)
+			if !strings.Contains(f.Remedy, "quarantine") || !strings.Contains(f.Remedy, "appendfsync always") {
+				t.Errorf("remedy %q names neither the quarantine nor appendfsync always", f.Remedy)
+			}
+		}
+	})
+	t.Run("appendfsyncAlways", func(t *testing.T) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3, AppendFsyncAlways: true})
+		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
+		wantNoCritical(t, r)
+		for _, n := range r.Nodes {
+			if n.AppendOnly != "yes" || n.AppendFsync != "always" {
+				t.Errorf("%s: appendonly %q, appendfsync %q", n.Node, n.AppendOnly, n.AppendFsync)
+			}
+			wantNoFinding(t, r, n.Node, "persistence")
+		}
+	})
+	t.Run("everysec", func(t *testing.T) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 1, Config: []string{"appendonly yes", "appendfsync everysec"}})
+		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
+		f := wantFinding(t, r, r.Nodes[0].Node, "persistence", redlock.SeverityWarning)
+		if !strings.Contains(f.Message, "everysec") {
+			t.Errorf("message %q does not name the setting", f.Message)
+		}
+	})
+}
+
+func TestAudit_eviction(t *testing.T) {
+	good := testcluster.Start(t, testcluster.Options{Nodes: 2})
+	evicting := testcluster.Start(t, testcluster.Options{Nodes: 1, Config: []string{"maxmemory-policy volatile-lru"}})
+	r := audit(t, joinConns(t, good, evicting), nil)
+	if !r.Unsafe() {
+		t.Errorf("Unsafe() = false with an evicting node:\n%s", report(r))
+	}
+	bad := r.Nodes[2]
+	if bad.MaxMemoryPolicy != "volatile-lru" {
+		t.Errorf("MaxMemoryPolicy %q, want volatile-lru", bad.MaxMemoryPolicy)
+	}
+	f := wantFinding(t, r, bad.Node, "eviction", redlock.SeverityCritical)
+	if !strings.Contains(f.Remedy, "noeviction") {
+		t.Errorf("remedy %q does not say noeviction", f.Remedy)
+	}
+	if r.Findings[0].Severity != redlock.SeverityCritical {
+		t.Errorf("findings not sorted most severe first:\n%s", report(r))
+	}
+	for _, n := range r.Nodes[:2] {
+		wantNoFinding(t, r, n.Node, "eviction")
+	}
+}
+
+func TestAudit_duplicateServer(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	addrs := cluster.Addrs()
+	// Node 0 twice, under two names: New's duplicate check by name passes.
+	addrs = append(addrs, "localhost:"+strconv.Itoa(cluster.Node(0).Port()))
+	r := audit(t, goredisConns(t, addrs), nil)
+	f := wantFinding(t, r, "", "duplicate", redlock.SeverityCritical)
+	if !strings.Contains(f.Message, addrs[0]) || !strings.Contains(f.Message, addrs[3]) || !strings.Contains(f.Message, r.Nodes[0].RunID) {
+		t.Errorf("message %q does not name both addresses and the run_id", f.Message)
+	}
+	if !r.Unsafe() {
+		t.Error("Unsafe() = false with one server counted twice")
+	}
+	wantFinding(t, r, "", "quorum", redlock.SeverityInfo) // 4 nodes: even count
+}
+
+func TestAudit_quorumLost(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	conns := goredisConns(t, cluster.Addrs())
+	for _, i := range []int{1, 2} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := audit(t, conns, nil)
+	if r.Reachable != 1 || !r.Unsafe() {
+		t.Errorf("Reachable %d, Unsafe %v; want 1, true", r.Reachable, r.Unsafe())
+	}
+	for _, i := range []int{1, 2} {
+		n := r.Nodes[i]
+		if n.Reachable || n.Err == nil || n.Version != "" || n.RTT != 0 {
+			t.Errorf("killed node %d: Reachable %v, Err %v, Version %q, RTT %s", i, n.Reachable, n.Err, n.Version, n.RTT)
+		}
+		wantFinding(t, r, n.Node, "unreachable", redlock.SeverityWarning)
+		wantNoFinding(t, r, n.Node, "persistence")
+	}
+	f := wantFinding(t, r, "", "quorum", redlock.SeverityCritical)
+	if !strings.Contains(f.Message, "1 of 3") {
+		t.Errorf("message %q does not count the reachable nodes", f.Message)
+	}
+}
+
+func TestAudit_oneFailureLeft(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	conns := goredisConns(t, cluster.Addrs())
+	if err := cluster.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r := audit(t, conns, nil)
+	wantNoCritical(t, r)
+	wantFinding(t, r, "", "quorum", redlock.SeverityWarning)
+}
+
+func TestAudit_configRefused(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 1, AppendFsyncAlways: true,
+			Config: []string{`rename-command CONFIG ""`}})
+		if _, err := cluster.Node(0).Do(bg, "CONFIG", "GET", "appendfsync"); err == nil {
+			t.Fatal("CONFIG GET answered on a node without CONFIG")
+		}
+		r := audit(t, a.conns(t, cluster.Addrs()), nil)
+		n := r.Nodes[0]
+		if !n.Reachable || n.Err != nil {
+			t.Fatalf("Reachable %v, Err %v", n.Reachable, n.Err)
+		}
+		// What only CONFIG GET tells is unknown; INFO still tells the rest.
+		if n.AppendFsync != "" || n.Save != "" {
+			t.Errorf("appendfsync %q, save %q; want unknown", n.AppendFsync, n.Save)
+		}
+		if n.AppendOnly != "yes" || n.MaxMemoryPolicy != "noeviction" {
+			t.Errorf("appendonly %q, maxmemory-policy %q; want yes, noeviction from INFO", n.AppendOnly, n.MaxMemoryPolicy)
+		}
+		f := wantFinding(t, r, n.Node, "config", redlock.SeverityInfo)
+		if !strings.Contains(f.Message, "appendfsync") || strings.Contains(f.Message, "maxmemory-policy") {
+			t.Errorf("message %q: want appendfsync unknown, maxmemory-policy known", f.Message)
+		}
+		wantFinding(t, r, n.Node, "persistence", redlock.SeverityInfo)
+		wantNoCritical(t, r)
+	})
+}
+
+func TestAudit_replica(t *testing.T) {
+	masters := testcluster.Start(t, testcluster.Options{Nodes: 2})
+	replica := testcluster.Start(t, testcluster.Options{Nodes: 1,
+		Config: []string{fmt.Sprintf("replicaof 127.0.0.1 %d", masters.Node(0).Port())}})
+	r := audit(t, joinConns(t, masters, replica), nil)
+	if r.Nodes[2].Role != "replica" {
+		t.Errorf("Role %q, want replica", r.Nodes[2].Role)
+	}
+	wantFinding(t, r, r.Nodes[2].Node, "replica", redlock.SeverityCritical)
+	if !r.Unsafe() {
+		t.Error("Unsafe() = false with a replica among the masters")
+	}
+	wantNoFinding(t, r, r.Nodes[1].Node, "replica")
+}
+
+func TestAudit_recovering(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	conns := goredisConns(t, cluster.Addrs())
+	serverMicros := func(n *testcluster.Node) int64 {
+		v, err := n.Do(bg, "TIME")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, usec, _ := strings.Cut(v, "\n")
+		s, _ := strconv.ParseInt(sec, 10, 64)
+		us, _ := strconv.ParseInt(usec, 10, 64)
+		return s*1e6 + us
+	}
+	set := func(i int, value string) {
+		if _, err := cluster.Node(i).Do(bg, "SET", markerKey, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(0, "0")                                                                                  // marked ready by an operator
+	set(1, strconv.FormatInt(serverMicros(cluster.Node(1))-(10*time.Second).Microseconds(), 10)) // restarted 10 s ago
+	// Node 2 has no marker: it restarted empty.
+	r := audit(t, conns, nil)
+	if n := r.Nodes[0]; n.Recovering {
+		t.Errorf("node marked ready is recovering, %s left", n.RecoveringLeft)
+	}
+	wantNoFinding(t, r, r.Nodes[0].Node, "recovering")
+	n := r.Nodes[1]
+	if !n.Recovering || n.RecoveringLeft > 20*time.Second || n.RecoveringLeft < 15*time.Second {
+		t.Errorf("node marked 10 s ago: Recovering %v, %s left; want about 20 s", n.Recovering, n.RecoveringLeft)
+	}
+	if n := r.Nodes[2]; !n.Recovering || n.RecoveringLeft != 30*time.Second {
+		t.Errorf("node without marker: Recovering %v, %s left; want the full 30 s", n.Recovering, n.RecoveringLeft)
+	}
+	// Two of three out: no quorum of usable nodes until one rejoins.
+	f := wantFinding(t, r, r.Nodes[1].Node, "recovering", redlock.SeverityWarning)
+	if !strings.Contains(f.Message, "s more") {
+		t.Errorf("message %q does not say the time left", f.Message)
+	}
+	wantFinding(t, r, r.Nodes[2].Node, "recovering", redlock.SeverityWarning)
+	wantNoCritical(t, r)
+
+	// Once node 2 is ready, node 1 alone sitting out leaves a quorum: info.
+	set(2, "0")
+	r = audit(t, conns, nil)
+	wantFinding(t, r, r.Nodes[1].Node, "recovering", redlock.SeverityInfo)
+	wantNoFinding(t, r, r.Nodes[2].Node, "recovering")
+}
+
+// skewedConn shifts the node's TIME replies by skew, as a node whose clock is
+// off would answer.
+type skewedConn struct {
+	redlock.Conn
+	skew time.Duration
+}
+
+func (c skewedConn) Do(ctx context.Context, args ...string) (any, error) {
+	v, err := c.Conn.Do(ctx, args...)
+	if err != nil || !strings.EqualFold(args[0], "TIME") {
+		return v, err
+	}
+	a := v.([]any)
+	sec, _ := strconv.ParseInt(fmt.Sprint(a[0]), 10, 64)
+	usec, _ := strconv.ParseInt(fmt.Sprint(a[1]), 10, 64)
+	t := time.Unix(sec, usec*1000).Add(c.skew)
+	return []any{strconv.FormatInt(t.Unix(), 10), strconv.Itoa(t.Nanosecond() / 1000)}, nil
+}
+
+func TestAudit_clockOffset(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	for _, tc := range []struct {
+		skew time.Duration
+		ttl  time.Duration
+		sev  redlock.Severity // of node 1's clock finding; Info means none
+	}{
+		{-time.Second, 10 * time.Second, redlock.SeverityCritical}, // allowance 102 ms
+		{time.Second, 10 * time.Second, redlock.SeverityCritical},
+		{time.Second, 2 * time.Minute, redlock.SeverityInfo}, // allowance 1.202 s
+	} {
+		t.Run(fmt.Sprintf("%s_ttl%s", tc.skew, tc.ttl), func(t *testing.T) {
+			conns := goredisConns(t, cluster.Addrs())
+			conns[1] = skewedConn{conns[1], tc.skew}
+			r := audit(t, conns, &redlock.Options{TTL: tc.ttl})
+			n := r.Nodes[1]
+			if d := n.ClockOffset - tc.skew; d.Abs() > n.RTT/2+time.Millisecond {
+				t.Errorf("ClockOffset %s, want %s ± %s", n.ClockOffset, tc.skew, n.RTT/2)
+			}
+			if tc.sev == redlock.SeverityInfo {
+				wantNoFinding(t, r, n.Node, "clock")
+				wantNoCritical(t, r)
+				return
+			}
+			wantFinding(t, r, n.Node, "clock", tc.sev)
+			wantNoFinding(t, r, r.Nodes[0].Node, "clock")
+		})
+	}
+}
+
+func TestAudit_cancelled(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c, err := redlock.New(goredisConns(t, cluster.Addrs()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if r, err := c.Audit(ctx); !errors.Is(err, context.Canceled) || r != nil {
+		t.Errorf("Audit with a cancelled context = %v, %v; want nil, context.Canceled", r, err)
+	}
+}
+
+func TestAudit_severityString(t *testing.T) {
+	for s, want := range map[redlock.Severity]string{
+		redlock.SeverityInfo: "info", redlock.SeverityWarning: "warning", redlock.SeverityCritical: "critical",
+	} {
+		if s.String() != want {
+			t.Errorf("%d.String() = %q, want %q", s, s.String(), want)
+		}
+	}
+}
