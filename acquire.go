@@ -50,7 +50,7 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		if !again {
 			return nil, err
 		}
-		if !sleep(ctx, delay) {
+		if !c.waitForRelease(ctx, key, delay) {
 			return nil, withCause(err, ctx)
 		}
 	}
@@ -94,8 +94,9 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 
 func releaser(key, token string) sendFunc {
 	keys := []string{key}
+	channel := releaseChannel(key)
 	return func(ctx context.Context, conn Conn) (any, error) {
-		return conn.EvalSHA(ctx, releaseScript.sha1, releaseScript.source, keys, token)
+		return conn.EvalSHA(ctx, releaseScript.sha1, releaseScript.source, keys, token, channel)
 	}
 }
 

@@ -17,6 +17,7 @@ type Client struct {
 	conns  []Conn
 	quorum int
 	opts   Options
+	waker  *waker // nil when no node can notify
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -45,7 +46,8 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conns: append([]Conn(nil), conns...), quorum: len(conns)/2 + 1, opts: o}, nil
+	conns = append([]Conn(nil), conns...)
+	return &Client{conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns)}, nil
 }
 
 // Nodes returns the names of the client's nodes, in order.
@@ -68,6 +70,7 @@ func (c *Client) Options() Options { return c.opts }
 
 // Close closes every node connection. Locks still held expire with their TTL.
 func (c *Client) Close() error {
+	c.waker.close()
 	var errs []error
 	for _, conn := range c.conns {
 		if err := conn.Close(); err != nil {

@@ -24,3 +24,16 @@ type Conn interface {
 	// Close releases the connection resources.
 	Close() error
 }
+
+// Notifier is implemented by Conns that can hold a pub/sub connection. The
+// Client uses it to wake a waiting Acquire as soon as the lock it waits for
+// is released, instead of at its next retry; over Conns without it, waiters
+// only poll. Both adapters implement it.
+type Notifier interface {
+	// Listen holds one subscription connection until ctx ends or the
+	// connection fails, and returns why. It blocks. It subscribes to each
+	// channel received from subscribe, unsubscribes from each one received
+	// from unsubscribe, and calls onMessage with the channel of every message,
+	// from one goroutine at a time.
+	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel string)) error
+}

@@ -61,6 +61,35 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 	return reply(v, err)
 }
 
+// Listen holds a pub/sub connection; see redlock.Notifier.
+func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel string)) error {
+	ps := c.client.Subscribe(ctx)
+	defer ps.Close()
+	var messages <-chan *redis.Message // nil until the first subscription
+	for {
+		select {
+		case ch := <-subscribe:
+			if err := ps.Subscribe(ctx, ch); err != nil {
+				return err
+			}
+			if messages == nil {
+				messages = ps.Channel()
+			}
+		case ch := <-unsubscribe:
+			if err := ps.Unsubscribe(ctx, ch); err != nil {
+				return err
+			}
+		case m, ok := <-messages:
+			if !ok {
+				return errors.New("goredis: subscription closed")
+			}
+			onMessage(m.Channel)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // Close closes the client if it was created with NewOwned.
 func (c *Conn) Close() error {
 	if !c.owned {

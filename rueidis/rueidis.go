@@ -58,6 +58,39 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 	return reply(v, err)
 }
 
+// Listen holds a pub/sub connection; see redlock.Notifier.
+func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel string)) error {
+	dc, release := c.client.Dedicate()
+	defer release()
+	messages := make(chan string, 64)
+	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{
+		OnMessage: func(m rueidis.PubSubMessage) {
+			select {
+			case messages <- m.Channel:
+			case <-ctx.Done():
+			}
+		},
+	})
+	for {
+		select {
+		case ch := <-subscribe:
+			if err := dc.Do(ctx, dc.B().Subscribe().Channel(ch).Build()).Error(); err != nil {
+				return err
+			}
+		case ch := <-unsubscribe:
+			if err := dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error(); err != nil {
+				return err
+			}
+		case ch := <-messages:
+			onMessage(ch)
+		case err := <-lost:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // Close closes the client if it was created with NewOwned.
 func (c *Conn) Close() error {
 	if c.owned {

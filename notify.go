@@ -1,0 +1,209 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Wake-up timing.
+const (
+	// listenRetryDelay paces reconnection of a node's subscription after it
+	// failed: waiters fall back to their retry delays meanwhile, so a slow
+	// reconnect costs latency, never correctness.
+	listenRetryDelay = 500 * time.Millisecond
+	// subscribeQueue bounds pending subscription changes per node; a full
+	// queue drops the change and the affected waiters poll instead.
+	subscribeQueue = 256
+)
+
+// releaseChannel is the pub/sub channel on which releases of key are
+// announced.
+func releaseChannel(key string) string { return "redlock:released:" + key }
+
+// waker wakes waiting Acquire calls when a lock they wait for is released.
+// Each node that implements Notifier gets one subscription connection,
+// opened on first need; a channel is subscribed while a waiter waits on it.
+// A release wakes one waiter of this Client, the longest waiting, so that
+// local waiters do not split the nodes' votes between them.
+type waker struct {
+	notifiers []Notifier
+
+	mu      sync.Mutex
+	queues  map[string][]chan struct{} // channel → waiters, oldest first
+	ops     []chan subscription        // per node
+	started bool
+	ctx     context.Context
+	stop    context.CancelFunc
+}
+
+type subscription struct {
+	channel string
+	add     bool
+}
+
+func newWaker(conns []Conn) *waker {
+	var ns []Notifier
+	for _, c := range conns {
+		if n, ok := c.(Notifier); ok {
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) == 0 {
+		return nil
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &waker{notifiers: ns, queues: map[string][]chan struct{}{}, ctx: ctx, stop: stop}
+}
+
+// register queues a waiter on channel and returns its wake-up signal.
+func (w *waker) register(channel string) chan struct{} {
+	wake := make(chan struct{}, 1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started {
+		w.startLocked()
+	}
+	q := w.queues[channel]
+	if len(q) == 0 {
+		w.sendLocked(subscription{channel: channel, add: true})
+	}
+	w.queues[channel] = append(q, wake)
+	return wake
+}
+
+// unregister removes a waiter that stopped waiting, woken or not.
+func (w *waker) unregister(channel string, wake chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[channel]
+	for i, c := range q {
+		if c == wake {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(w.queues, channel)
+		w.sendLocked(subscription{channel: channel})
+		return
+	}
+	w.queues[channel] = q
+	select {
+	case <-wake:
+		// It was woken but leaves without using the wake-up: pass it on.
+		w.wakeFirstLocked(channel)
+	default:
+	}
+}
+
+// deliver wakes the oldest waiter on channel. The other nodes' messages
+// about the same release find it awake already and are dropped.
+func (w *waker) deliver(channel string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wakeFirstLocked(channel)
+}
+
+func (w *waker) wakeFirstLocked(channel string) {
+	if q := w.queues[channel]; len(q) > 0 {
+		select {
+		case q[0] <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *waker) startLocked() {
+	w.started = true
+	w.ops = make([]chan subscription, len(w.notifiers))
+	for i, n := range w.notifiers {
+		w.ops[i] = make(chan subscription, subscribeQueue)
+		go w.listen(n, w.ops[i])
+	}
+}
+
+func (w *waker) sendLocked(s subscription) {
+	for _, ops := range w.ops {
+		select {
+		case ops <- s:
+		default: // queue full: waiters on this channel poll
+		}
+	}
+}
+
+// listen keeps one node's subscription connection up while the client is
+// open, re-subscribing the channels that have waiters after a reconnect.
+func (w *waker) listen(n Notifier, ops chan subscription) {
+	channels := map[string]bool{}
+	for w.ctx.Err() == nil {
+		sub, unsub := make(chan string), make(chan string)
+		ctx, cancel := context.WithCancel(w.ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n.Listen(ctx, sub, unsub, w.deliver)
+		}()
+		forward := func(s subscription) bool {
+			to := unsub
+			if s.add {
+				to = sub
+			}
+			select {
+			case to <- s.channel:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		alive := true
+		for ch := range channels {
+			if alive = forward(subscription{channel: ch, add: true}); !alive {
+				break
+			}
+		}
+		for alive {
+			select {
+			case s := <-ops:
+				if s.add {
+					channels[s.channel] = true
+				} else {
+					delete(channels, s.channel)
+				}
+				alive = forward(s)
+			case <-done:
+				alive = false
+			}
+		}
+		cancel()
+		<-done
+		sleep(w.ctx, listenRetryDelay)
+	}
+}
+
+func (w *waker) close() {
+	if w != nil {
+		w.stop()
+	}
+}
+
+// waitForRelease waits up to delay for key to be released, waking early
+// when a release is announced. It reports false when ctx ended first.
+func (c *Client) waitForRelease(ctx context.Context, key string, delay time.Duration) bool {
+	if c.waker == nil {
+		return sleep(ctx, delay)
+	}
+	channel := releaseChannel(key)
+	wake := c.waker.register(channel)
+	defer c.waker.unregister(channel, wake)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return true
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

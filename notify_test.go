@@ -1,0 +1,82 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/testcluster"
+)
+
+func TestAcquire_wokenByRelease(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, fast())
+		// The waiter's retry delay is far longer than the test's deadline:
+		// only the release announcement can get it the lock in time.
+		waiter := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 300 * time.Millisecond,
+			Retry: redlock.Jittered(time.Minute, time.Minute)})
+		for round := range 3 {
+			lock, err := holder.TryAcquire(bg, "wake")
+			if err != nil {
+				t.Fatal(err)
+			}
+			released := make(chan time.Time, 1)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				released <- time.Now()
+				lock.Release(bg)
+			}()
+			ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+			got, err := waiter.Acquire(ctx, "wake")
+			cancel()
+			if err != nil {
+				t.Fatalf("round %d: waiter not woken by the release: %v", round, err)
+			}
+			if at := <-released; time.Since(at) > 2*time.Second {
+				t.Errorf("round %d: acquired %s after the release", round, time.Since(at))
+			}
+			got.Release(bg)
+		}
+	})
+}
+
+func TestAcquire_wakeOneWaiterAtATime(t *testing.T) {
+	// Many waiters in one client take turns through wake-ups alone.
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+	client := newClient(t, cluster, adapters[1], &redlock.Options{NodeTimeout: 300 * time.Millisecond,
+		Retry: redlock.Jittered(time.Minute, time.Minute)})
+	first, err := client.TryAcquire(bg, "queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 6
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, waiters)
+	for range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lock, err := client.Acquire(ctx, "queue")
+			if err != nil {
+				errs <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+			errs <- lock.Release(bg)
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // let every waiter fail once and queue
+	first.Release(bg)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+	}
+}
