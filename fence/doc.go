@@ -1,0 +1,58 @@
+// Package fence checks fencing tokens on the side of the protected resource.
+//
+// A lock cannot, by itself, stop a holder that stalls past the end of its
+// validity: a garbage-collection pause, a SIGSTOP, swapping, or a request
+// delayed in the network can make a write arrive after the lock expired and
+// another client took it and wrote. No lock service can prevent this; the
+// resource has to. Each acquisition of a lock carries a fencing token larger
+// than that of any earlier acquisition of the same lock (Lock.Fence in package
+// redlock). The holder sends its token with every write; the resource keeps
+// the last token it accepted and refuses any write whose token is not greater,
+// in the same atomic step as the write. The stalled holder's late write then
+// carries an older token than the new holder's and is refused.
+//
+// Since the comparison is "greater than", each token writes once: a holder
+// that has several changes to make under one lock makes them in one write.
+//
+// # SQL
+//
+// Keep the last accepted token in a column beside the data and make the
+// comparison part of the update:
+//
+//	UPDATE accounts SET balance = $3, fence = $1 WHERE id = $2 AND fence < $1
+//
+// No row updated means the token is stale (or the row does not exist): the
+// holder has lost the lock and must stop.
+//
+// # HTTP
+//
+// The client sends the token in a header, and the service checks it against
+// the last token it accepted for the resource, atomically with the write, and
+// answers 409 Conflict when it is not greater:
+//
+//	req.Header.Set(fence.Header, strconv.FormatUint(lock.Fence(), 10))
+//
+//	// In the service, under the resource's own transaction or mutex:
+//	token, err := strconv.ParseUint(r.Header.Get(fence.Header), 10, 64)
+//	if err != nil || token <= last[resource] {
+//		http.Error(w, "stale fencing token", http.StatusConflict)
+//		return
+//	}
+//	last[resource] = token
+//	// ... apply the write ...
+//
+// # Redis
+//
+// Store does the same for values held in a Redis server: Write runs the
+// comparison and the write in one Lua script and returns an error wrapping
+// ErrStaleToken when the token is not greater than the last one accepted.
+//
+// # Caveats
+//
+// The last accepted token must be as durable as the data it guards: a store
+// that forgets it (a Redis restarted without its data, a column reset by a
+// restore) accepts stale tokens again. Run Store's server with appendfsync
+// always, and keep it apart from the lock nodes, whose data is disposable.
+// Fencing only protects writes that go through the check: every writer of
+// the resource must send a token.
+package fence
