@@ -1,0 +1,61 @@
+package fence_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+
+	"github.com/redlock-go/redlock/fence"
+)
+
+// A service that guards a resource with the fencing token sent in a header:
+// it keeps the last token it accepted and answers 409 Conflict to a request
+// whose token is not greater. The tokens here stand for Lock.Fence of two
+// successive holders: 34 for the current one, 33 for a holder that paused
+// past its validity and sends its write late.
+func Example_httpHeader() {
+	var (
+		mu    sync.Mutex
+		last  uint64
+		state string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, err := strconv.ParseUint(r.Header.Get(fence.Header), 10, 64)
+		if err != nil || token == 0 {
+			http.Error(w, "missing fencing token", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// The check and the write happen under one lock of the service's own.
+		if token <= last {
+			http.Error(w, "stale fencing token", http.StatusConflict)
+			return
+		}
+		last, state = token, r.URL.Query().Get("state")
+	}))
+	defer srv.Close()
+
+	put := func(token uint64, state string) {
+		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/orders/42?state="+state, nil)
+		req.Header.Set(fence.Header, strconv.FormatUint(token, 10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+		fmt.Println(token, resp.Status)
+	}
+	put(34, "shipped")   // the current holder
+	put(33, "cancelled") // the paused holder, too late
+	mu.Lock()
+	fmt.Println("state:", state)
+	mu.Unlock()
+	// Output:
+	// 34 200 OK
+	// 33 409 Conflict
+	// state: shipped
+}
