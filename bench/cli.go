@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// memProfileRate samples one allocation per this many bytes with
+// -memprofile: fine enough to rank allocation sites within a few seconds,
+// coarse enough not to slow the libraries into timeouts (every allocation
+// recorded does).
+const memProfileRate = 4096
+
+// config is the parsed command line.
+type config struct {
+	duration, warmup time.Duration
+	slowLatency      time.Duration
+	cases, libs      *regexp.Regexp
+	out, readme      string
+	server           string
+	cpuProfile       string
+	memProfile       string
+	quiet            bool
+	command          string
+}
+
+// run is the command: it parses args, runs the selected cases and writes the
+// results. It returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if cfg.memProfile != "" {
+		runtime.MemProfileRate = memProfileRate
+	}
+	// go-redis has only a process-wide logger.
+	logs := &clientLog{}
+	redis.SetLogger(logs)
+	rep, err := runSuite(ctx, cfg, logs, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	if cfg.memProfile != "" {
+		if err := writeHeapProfile(cfg.memProfile); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+	}
+	paths, err := writeOutputs(cfg, rep)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run . [flags]\n\n"+
+			"Starts 5 redis-server nodes on loopback and measures every lock library in every case,\n"+
+			"one after another on the same nodes, then writes latest.md, latest.json and latest.svg.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var cfg config
+	var cases, libs string
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "measured `time` per case and library")
+	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "unmeasured `time` before each measurement")
+	fs.DurationVar(&cfg.slowLatency, "slow-latency", 20*time.Millisecond, "`delay` the proxy adds to the slow node's replies")
+	fs.StringVar(&cases, "cases", "", "run only cases whose id matches this `regexp` (ids: "+caseIDs()+")")
+	fs.StringVar(&libs, "libs", "", "run only libraries whose name matches this `regexp`")
+	fs.StringVar(&cfg.out, "out", "results", "`dir`ectory for latest.md, latest.json and latest.svg")
+	fs.StringVar(&cfg.readme, "readme", "", "also replace the results section of this markdown `file`")
+	fs.StringVar(&cfg.server, "redis-server", "redis-server", "redis-server `binary`")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `file`")
+	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile (one sample per 4 KiB) to `file`")
+	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bench: unexpected arguments %q\n", fs.Args())
+		fs.Usage()
+		return cfg, fmt.Errorf("arguments")
+	}
+	var err error
+	if cfg.cases, err = regexp.Compile(cases); err != nil {
+		fmt.Fprintln(stderr, "bench: -cases:", err)
+		return cfg, err
+	}
+	if cfg.libs, err = regexp.Compile(libs); err != nil {
+		fmt.Fprintln(stderr, "bench: -libs:", err)
+		return cfg, err
+	}
+	if cfg.duration <= 0 || cfg.warmup < 0 {
+		fmt.Fprintln(stderr, "bench: -duration must be positive and -warmup not negative")
+		return cfg, fmt.Errorf("flags")
+	}
+	cfg.command = strings.TrimSpace("go run . " + strings.Join(args, " "))
+	return cfg, nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
+}

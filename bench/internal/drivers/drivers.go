@@ -1,0 +1,61 @@
+// Package drivers gives every lock library measured by the benchmark the same
+// two calls: take a lock, blocking until it is held, and release it.
+package drivers
+
+import (
+	"context"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// TTL is the lock time-to-live every library is given.
+const TTL = 10 * time.Second
+
+// Driver takes and releases locks with one library over a fixed set of nodes.
+// It is safe for concurrent use.
+type Driver interface {
+	// Acquire blocks until the lock named key is held, retrying while it is
+	// taken, or until ctx ends. held is what Release needs.
+	Acquire(ctx context.Context, key string) (held any, err error)
+	// Release releases a lock returned by Acquire.
+	Release(ctx context.Context, held any) error
+	// Close closes the library's connections.
+	Close()
+}
+
+// Library describes one lock library and how to open a Driver for it.
+type Library struct {
+	// Name identifies the library in results, e.g. "redsync".
+	Name string
+	// Ours marks this project's library.
+	Ours bool
+	// MaxNodes is the largest node count the library can lock over; 0 means
+	// any. Cases with more nodes are reported as not applicable.
+	MaxNodes int
+	// Settings states the configuration used, for the report.
+	Settings string
+	// Open connects to the nodes at addrs. contended says whether lockers
+	// will compete for keys, for libraries whose retry settings cost
+	// per-call allocations that an uncontended caller would not make.
+	Open func(ctx context.Context, addrs []string, contended bool) (Driver, error)
+}
+
+// All returns every library, this project's adapters first.
+func All() []Library {
+	return []Library{
+		redlockGoredis(),
+		redlockRueidis(),
+		redsyncLibrary(),
+		rueidislockLibrary(),
+		bsmLibrary(),
+	}
+}
+
+// retryDelay is the pause before retry number n (1 for the first retry),
+// shared by every library that lets the caller choose: this project's
+// default, exponential from 10 ms to 200 ms with jitter.
+func retryDelay(n int) time.Duration {
+	d, _ := redlock.DefaultRetry.NextDelay(n + 1)
+	return d
+}

@@ -1,0 +1,173 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Status is a target's verdict.
+type Status string
+
+// Verdicts.
+const (
+	Pass Status = "PASS"
+	Miss Status = "MISS"
+	NA   Status = "n/a"  // a result the target needs is missing
+	Info Status = "info" // a measurement shown next to the targets, no goal
+)
+
+// Target is one goal checked against a run: a ratio between our library and
+// a peer, or between our library and a reference value.
+type Target struct {
+	Goal    string `json:"goal"`
+	Case    string `json:"case"`
+	Library string `json:"library"`
+	Value   string `json:"value"` // what was measured, e.g. "3.1x (8,200 vs 2,650 cycles/s)"
+	Need    string `json:"need"`
+	Status  Status `json:"status"`
+}
+
+// Metric picks one number from a row.
+type Metric struct {
+	Name string
+	Unit string
+	Get  func(Row) float64
+}
+
+// Metrics used by targets.
+var (
+	RateMetric   = Metric{"rate", "/s", func(r Row) float64 { return r.Rate }}
+	P50Metric    = Metric{"p50", "µs", func(r Row) float64 { return r.P50Us }}
+	P99Metric    = Metric{"p99", "µs", func(r Row) float64 { return r.P99Us }}
+	AllocsMetric = Metric{"allocs/cycle", "", func(r Row) float64 { return r.AllocsPerCycle }}
+)
+
+// AtLeast checks ours >= factor × peer on metric m in one case.
+func (r *Report) AtLeast(goal, caseID, ours, peer string, m Metric, factor float64) Target {
+	t := Target{Goal: goal, Case: caseID, Library: ours, Need: fmt.Sprintf(">= %.2gx %s", factor, peer)}
+	a, okA := r.Row(caseID, ours)
+	b, okB := r.Row(caseID, peer)
+	if !okA || !okB || m.Get(b) == 0 {
+		t.Status, t.Value = NA, "missing result"
+		return t
+	}
+	ratio := m.Get(a) / m.Get(b)
+	t.Value = fmt.Sprintf("%.2fx (%s vs %s %s)", ratio, Num(m.Get(a)), Num(m.Get(b)), m.Unit)
+	t.Status = verdict(ratio >= factor)
+	return t
+}
+
+// AtMost checks ours <= fraction × peer on metric m in one case.
+func (r *Report) AtMost(goal, caseID, ours, peer string, m Metric, fraction float64) Target {
+	t := Target{Goal: goal, Case: caseID, Library: ours, Need: fmt.Sprintf("<= %.2gx %s", fraction, peer)}
+	a, okA := r.Row(caseID, ours)
+	b, okB := r.Row(caseID, peer)
+	if !okA || !okB || m.Get(b) == 0 {
+		t.Status, t.Value = NA, "missing result"
+		return t
+	}
+	if a.Cycles == 0 {
+		t.Status, t.Value = Miss, "no cycle completed"
+		return t
+	}
+	ratio := m.Get(a) / m.Get(b)
+	t.Value = fmt.Sprintf("%.2fx (%s vs %s %s)", ratio, Num(m.Get(a)), Num(m.Get(b)), m.Unit)
+	t.Status = verdict(ratio <= fraction)
+	return t
+}
+
+// WithinRoundTrips checks ours's metric m <= n round trips of the run's
+// measured node round trip.
+func (r *Report) WithinRoundTrips(goal, caseID, ours string, m Metric, n float64) Target {
+	t := Target{Goal: goal, Case: caseID, Library: ours, Need: fmt.Sprintf("<= %g round trips", n)}
+	a, ok := r.Row(caseID, ours)
+	if !ok || r.Meta.RoundTripUs == 0 {
+		t.Status, t.Value = NA, "missing result"
+		return t
+	}
+	if a.Cycles == 0 {
+		t.Status, t.Value = Miss, "no cycle completed"
+		return t
+	}
+	rts := m.Get(a) / r.Meta.RoundTripUs
+	t.Value = fmt.Sprintf("%.1f round trips (%s µs, round trip %s µs)", rts, Num(m.Get(a)), Num(r.Meta.RoundTripUs))
+	t.Status = verdict(rts <= n)
+	return t
+}
+
+// FewestAllocs checks that ours allocates less per cycle than every peer in
+// every case where both ran, and names the closest call.
+func (r *Report) FewestAllocs(goal, ours string, peers []string) Target {
+	t := Target{Goal: goal, Case: "all", Library: ours, Need: "< every peer, every case"}
+	worst, worstAt := 0.0, ""
+	compared := 0
+	for _, c := range r.Cases {
+		a, ok := r.Row(c.ID, ours)
+		if !ok || a.Cycles == 0 {
+			continue
+		}
+		for _, p := range peers {
+			b, ok := r.Row(c.ID, p)
+			if !ok || b.Cycles == 0 {
+				continue
+			}
+			compared++
+			if ratio := a.AllocsPerCycle / b.AllocsPerCycle; ratio > worst {
+				worst = ratio
+				worstAt = fmt.Sprintf("%s vs %s in %s: %s vs %s", ours, p, c.ID, Num(a.AllocsPerCycle), Num(b.AllocsPerCycle))
+			}
+		}
+	}
+	if compared == 0 {
+		t.Status, t.Value = NA, "missing result"
+		return t
+	}
+	t.Value = fmt.Sprintf("worst ratio %.2fx (%s)", worst, worstAt)
+	t.Status = verdict(worst < 1)
+	return t
+}
+
+// Ratio reports metric m of one library in case a against case b, with no
+// goal: how much a condition (a slow node) costs.
+func (r *Report) Ratio(goal, caseA, caseB, library string, m Metric) Target {
+	t := Target{Goal: goal, Case: caseA + " / " + caseB, Library: library, Need: "—", Status: Info}
+	a, okA := r.Row(caseA, library)
+	b, okB := r.Row(caseB, library)
+	if !okA || !okB || m.Get(b) == 0 {
+		t.Status, t.Value = NA, "missing result"
+		if okB && b.Cycles == 0 {
+			t.Value = "no cycle completed in " + caseB
+		}
+		return t
+	}
+	t.Value = fmt.Sprintf("%.2fx (%s vs %s %s)", m.Get(a)/m.Get(b), Num(m.Get(a)), Num(m.Get(b)), m.Unit)
+	return t
+}
+
+func verdict(ok bool) Status {
+	if ok {
+		return Pass
+	}
+	return Miss
+}
+
+// Num formats v with thousands separators and few decimals.
+func Num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	s := fmt.Sprintf("%.0f", v)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,250 @@
+// Package runner drives one benchmark case against one lock library: a fixed
+// number of goroutines acquiring and releasing locks in a loop, a warm-up,
+// then a timed window in which cycles, latencies, allocations and CPU time
+// are counted.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/redlock-go/redlock/bench/internal/drivers"
+)
+
+// Keys says which lock names a case's goroutines use.
+type Keys int
+
+const (
+	// NewKeyEachCycle gives every cycle of every goroutine a name never used
+	// before: no contention, and no state left from an earlier cycle.
+	NewKeyEachCycle Keys = iota
+	// KeyPerWorker gives each goroutine its own name for all its cycles.
+	KeyPerWorker
+	// SharedKey makes every goroutine lock the same name: each cycle is a
+	// handoff, and the latency recorded is the wait in Acquire.
+	SharedKey
+)
+
+// errorPause is how long a goroutine waits after a failed cycle before the
+// next one, so that a broken library shows as errors, not as a busy loop.
+const errorPause = time.Millisecond
+
+// Latency bounds of the histograms, in microseconds: 1 µs to 1 minute at
+// three significant digits (0.1% error) costs about 200 KB per goroutine.
+const (
+	minLatencyMicros = 1
+	maxLatencyMicros = 60_000_000
+	latencyDigits    = 3
+)
+
+// Case is one workload.
+type Case struct {
+	Workers int
+	Keys    Keys
+}
+
+// Options tunes a run.
+type Options struct {
+	// Warmup runs the workload unmeasured first: connections are opened,
+	// scripts loaded, pools grown.
+	Warmup time.Duration
+	// Duration is the measured window.
+	Duration time.Duration
+	// KeyPrefix starts every lock name, so that runs never see each other's
+	// keys.
+	KeyPrefix string
+	// ServerCPU, if set, returns the CPU time used so far by the Redis
+	// servers, to report their cost per cycle too.
+	ServerCPU func() time.Duration
+}
+
+// Result is what one run measured in its window.
+type Result struct {
+	Cycles  int64         // completed acquire+release cycles
+	Elapsed time.Duration // length of the window
+	Errors  int64         // failed cycles
+	LastErr string        // the last failure, if any
+
+	// Latency of a cycle (acquire + release), or for SharedKey of the wait
+	// in Acquire.
+	P50, P90, P99, Max time.Duration
+
+	Mallocs    uint64        // heap allocations in the window, whole process
+	AllocBytes uint64        // bytes allocated in the window, whole process
+	CPU        time.Duration // user+system CPU time of this process
+	ServerCPU  time.Duration // user+system CPU time of the Redis servers
+}
+
+// Rate returns cycles per second.
+func (r Result) Rate() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Cycles) / r.Elapsed.Seconds()
+}
+
+// PerCycle divides v by the number of cycles.
+func (r Result) PerCycle(v float64) float64 {
+	if r.Cycles == 0 {
+		return 0
+	}
+	return v / float64(r.Cycles)
+}
+
+// worker is one goroutine's counters; only it writes them, and they are read
+// after it ended.
+type worker struct {
+	hist    *hdrhistogram.Histogram
+	cycles  int64
+	errors  int64
+	lastErr error
+	_       [64]byte // keep workers' counters on separate cache lines
+}
+
+// Run runs c against d: Warmup, then Duration measured. It blocks until every
+// goroutine has stopped. The allocation and CPU counts are those of the
+// whole process in the window, the library's background goroutines
+// included.
+func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, error) {
+	if c.Workers < 1 {
+		return Result{}, fmt.Errorf("runner: %d workers", c.Workers)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := make([]worker, c.Workers)
+	for i := range workers {
+		workers[i].hist = hdrhistogram.New(minLatencyMicros, maxLatencyMicros, latencyDigits)
+	}
+	runtime.GC()
+
+	var measuring, stop atomic.Bool
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx, d, c.Keys, o.KeyPrefix, i, &workers[i], &measuring, &stop)
+		}()
+	}
+
+	if !pause(ctx, o.Warmup) {
+		stop.Store(true)
+		cancel()
+		wg.Wait()
+		return Result{}, ctx.Err()
+	}
+	before := snapshot(o.ServerCPU)
+	measuring.Store(true)
+	completed := pause(ctx, o.Duration)
+	measuring.Store(false)
+	after := snapshot(o.ServerCPU)
+	stop.Store(true)
+	cancel() // wakes goroutines waiting for a shared key
+	wg.Wait()
+	if !completed {
+		return Result{}, context.Canceled
+	}
+
+	r := Result{
+		Elapsed:    after.at.Sub(before.at),
+		Mallocs:    after.mallocs - before.mallocs,
+		AllocBytes: after.bytes - before.bytes,
+		CPU:        after.cpu - before.cpu,
+		ServerCPU:  after.serverCPU - before.serverCPU,
+	}
+	hist := hdrhistogram.New(minLatencyMicros, maxLatencyMicros, latencyDigits)
+	for i := range workers {
+		w := &workers[i]
+		r.Cycles += w.cycles
+		r.Errors += w.errors
+		if w.lastErr != nil {
+			r.LastErr = w.lastErr.Error()
+		}
+		hist.Merge(w.hist)
+	}
+	micros := func(q float64) time.Duration { return time.Duration(hist.ValueAtQuantile(q)) * time.Microsecond }
+	r.P50, r.P90, r.P99 = micros(50), micros(90), micros(99)
+	r.Max = time.Duration(hist.Max()) * time.Microsecond
+	return r, nil
+}
+
+// loop is one goroutine's cycles until stop is set.
+func loop(ctx context.Context, d drivers.Driver, keys Keys, prefix string, id int, w *worker, measuring, stop *atomic.Bool) {
+	name := prefix
+	switch keys {
+	case KeyPerWorker:
+		name = prefix + strconv.Itoa(id)
+	case SharedKey:
+		name = prefix + "shared"
+	}
+	buf := make([]byte, 0, len(prefix)+32)
+	for seq := 0; !stop.Load(); seq++ {
+		key := name
+		if keys == NewKeyEachCycle {
+			buf = strconv.AppendInt(append(buf[:0], prefix...), int64(id), 10)
+			buf = append(buf, '-')
+			buf = strconv.AppendInt(buf, int64(seq), 10)
+			key = string(buf) // the one allocation the harness makes per cycle
+		}
+		start := time.Now()
+		held, err := d.Acquire(ctx, key)
+		acquired := time.Now()
+		if err == nil {
+			// Release ignores ctx's end: a lock taken just before the
+			// window closed is still released.
+			err = d.Release(context.WithoutCancel(ctx), held)
+		}
+		end := time.Now()
+		if stop.Load() || !measuring.Load() {
+			continue
+		}
+		if err != nil {
+			w.errors++
+			w.lastErr = err
+			time.Sleep(errorPause)
+			continue
+		}
+		w.cycles++
+		lat := end.Sub(start)
+		if keys == SharedKey {
+			lat = acquired.Sub(start)
+		}
+		w.hist.RecordValue(max(lat.Microseconds(), minLatencyMicros))
+	}
+}
+
+// point is the process's counters at one instant.
+type point struct {
+	at             time.Time
+	mallocs, bytes uint64
+	cpu, serverCPU time.Duration
+}
+
+func snapshot(serverCPU func() time.Duration) point {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p := point{at: time.Now(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc, cpu: processCPU()}
+	if serverCPU != nil {
+		p.serverCPU = serverCPU()
+	}
+	return p
+}
+
+// pause waits d or until ctx ends, and reports whether d passed.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
