@@ -1,0 +1,135 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock/torture/history"
+)
+
+// Kind names a checker.
+type Kind int
+
+// The checkers.
+const (
+	Linearizable Kind = iota
+	Overlap
+	LostUpdate
+	FenceOrder
+	numKinds
+)
+
+// Kinds lists every checker, in report order.
+var Kinds = []Kind{Linearizable, Overlap, LostUpdate, FenceOrder}
+
+// String returns the checker's short name.
+func (k Kind) String() string {
+	switch k {
+	case Linearizable:
+		return "linearizable"
+	case Overlap:
+		return "overlap"
+	case LostUpdate:
+		return "lost-update"
+	case FenceOrder:
+		return "fence-order"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Violation is one thing a checker found wrong.
+type Violation struct {
+	Checker Kind
+	// Start and End delimit where it happened on the monotonic clock; they
+	// are equal for a point in time.
+	Start, End int64
+	// Workers are the workers involved.
+	Workers []string
+	// Detail explains it, with times relative to the run's start.
+	Detail string
+}
+
+// Result is the verdict of every checker on one history.
+type Result struct {
+	// Ops counts the workers' operations, Attempts their acquisition
+	// attempts, Grants the granted ones, Writes the writes the register
+	// accepted.
+	Ops, Attempts, Grants, Writes int
+	// Counts holds each checker's number of violations, indexed by Kind.
+	// For LostUpdate it counts updates lost, not the writes that lost them.
+	Counts [numKinds]int
+	// Applicable says which checkers had something to check: FenceOrder
+	// needs fencing tokens.
+	Applicable [numKinds]bool
+	// Unknown counts history segments the linearizability checker could not
+	// decide in time; the run cannot be trusted when it is not zero.
+	Unknown int
+	// Violations lists what was found, in time order per checker.
+	Violations []Violation
+}
+
+// Count returns the number of violations checker k found.
+func (r *Result) Count(k Kind) int { return r.Counts[k] }
+
+// Total returns the number of violations the checkers in kinds found.
+func (r *Result) Total(kinds []Kind) int {
+	n := 0
+	for _, k := range kinds {
+		n += r.Counts[k]
+	}
+	return n
+}
+
+// linearizeTimeout bounds the linearizability search of one history
+// segment. Segments are short (they end wherever nobody holds or is taking
+// the lock), so the search normally takes microseconds.
+const linearizeTimeout = 10 * time.Second
+
+// Check runs every checker on events, which must be sorted by time (see
+// history.Read and history.Sort). start is the run's start on the monotonic
+// clock, used to print times.
+func Check(events []history.Event, start int64) Result {
+	ops := history.Ops(events)
+	grants := Grants(ops)
+	var r Result
+	for _, op := range ops {
+		if strings.HasPrefix(op.Process(), "worker-") {
+			r.Ops++
+			if op.Name() == history.OpAcquire {
+				r.Attempts++
+			}
+		}
+	}
+	r.Grants = len(grants)
+	lin, unknown := CheckLinearizable(grants, start)
+	r.Unknown = unknown
+	r.add(Linearizable, lin, len(lin))
+	r.Applicable[Linearizable] = true
+
+	ov := CheckOverlap(grants, start)
+	r.add(Overlap, ov, len(ov))
+	r.Applicable[Overlap] = true
+
+	lost, n, writes := CheckLostUpdates(events, start)
+	r.Writes = writes
+	r.add(LostUpdate, lost, n)
+	r.Applicable[LostUpdate] = true
+
+	fo, ok := CheckFenceOrder(grants, start)
+	r.add(FenceOrder, fo, len(fo))
+	r.Applicable[FenceOrder] = ok
+	return r
+}
+
+func (r *Result) add(k Kind, vs []Violation, count int) {
+	r.Counts[k] = count
+	r.Violations = append(r.Violations, vs...)
+}
+
+// relClock formats monotonic times relative to a run's start, in seconds.
+type relClock int64
+
+func (c relClock) at(t int64) string {
+	return fmt.Sprintf("+%.3fs", float64(t-int64(c))/1e9)
+}

@@ -1,0 +1,70 @@
+package check
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/redlock-go/redlock/torture/history"
+)
+
+// Grant is one granted acquisition and how it ended.
+type Grant struct {
+	Worker string
+	// Invoke is when the successful attempt began, Granted when it
+	// returned; the lock was taken somewhere in between.
+	Invoke, Granted int64
+	// Deadline is the validity deadline the client computed.
+	Deadline int64
+	// Released is when the holder called release, ReleaseDone when that
+	// returned; both are 0 when it never did.
+	Released, ReleaseDone int64
+	Token                 string
+	Fence                 uint64
+}
+
+// End is when the holder stopped holding the lock: when it called release,
+// or at its validity deadline if that came first (or it never released).
+func (g Grant) End() int64 {
+	if g.Released != 0 && g.Released < g.Deadline {
+		return g.Released
+	}
+	return g.Deadline
+}
+
+// Grants extracts the granted acquisitions from ops, each with its release,
+// ordered by grant time.
+func Grants(ops []history.Op) []Grant {
+	type key struct{ worker, token string }
+	index := map[key]int{}
+	var grants []Grant
+	for _, op := range ops {
+		if !strings.HasPrefix(op.Process(), "worker-") {
+			continue
+		}
+		switch op.Name() {
+		case history.OpAcquire:
+			if !op.OK() {
+				continue
+			}
+			c := op.Completed
+			index[key{op.Process(), c.Token}] = len(grants)
+			grants = append(grants, Grant{
+				Worker: op.Process(), Invoke: op.Invoked.Time, Granted: c.Time,
+				Deadline: c.Deadline, Token: c.Token, Fence: c.Fence,
+			})
+		case history.OpRelease:
+			i, ok := index[key{op.Process(), op.Invoked.Token}]
+			if !ok {
+				continue
+			}
+			grants[i].Released = op.Invoked.Time
+			grants[i].ReleaseDone = math.MaxInt64
+			if op.Done() {
+				grants[i].ReleaseDone = op.Completed.Time
+			}
+		}
+	}
+	sort.SliceStable(grants, func(i, j int) bool { return grants[i].Granted < grants[j].Granted })
+	return grants
+}

@@ -1,0 +1,125 @@
+// Package cluster runs the lock nodes of a torture run: real redis-server
+// processes (package internal/testcluster) and, in front of them, one
+// toxiproxy proxy per worker and node, so that the network between each
+// worker and each node can be cut, blackholed or slowed on its own. Split
+// quorums, where two workers see different majorities, need that
+// granularity.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/redlock-go/redlock/internal/testcluster"
+)
+
+// DefaultNodes is the number of nodes when Options.Nodes is 0.
+const DefaultNodes = 5
+
+// Options configures a Cluster.
+type Options struct {
+	// Nodes is the number of redis-server nodes; 0 means DefaultNodes.
+	Nodes int
+	// Workers is the number of workers; each gets its own proxy to every
+	// node.
+	Workers int
+	// AppendFsyncAlways makes every node fsync each write before
+	// acknowledging it, so that a killed node comes back with its keys.
+	AppendFsyncAlways bool
+	// Config holds extra redis.conf lines for every node.
+	Config []string
+	// ServerPath is the redis-server binary, or a wrapper script that runs
+	// it; "" means redis-server on PATH.
+	ServerPath string
+}
+
+// Cluster is a set of nodes and the proxies in front of them. Its methods
+// are safe for concurrent use.
+type Cluster struct {
+	tc    *testcluster.Cluster
+	links [][]*Link // [worker][node]
+}
+
+// New starts the nodes and the proxies. ctx bounds the start-up. The caller
+// must call Close.
+func New(ctx context.Context, opts Options) (*Cluster, error) {
+	nodes := opts.Nodes
+	if nodes == 0 {
+		nodes = DefaultNodes
+	}
+	tc, err := testcluster.New(ctx, testcluster.Options{
+		Nodes:             nodes,
+		AppendFsyncAlways: opts.AppendFsyncAlways,
+		Config:            opts.Config,
+		ServerPath:        opts.ServerPath,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &Cluster{tc: tc}
+	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	for w := range opts.Workers {
+		row := make([]*Link, nodes)
+		for n, node := range tc.Nodes() {
+			p := toxiproxy.NewProxy(api, fmt.Sprintf("w%d-n%d", w, n), "127.0.0.1:0", node.Addr())
+			if err := p.Start(); err != nil {
+				return nil, errors.Join(fmt.Errorf("cluster: proxy for worker %d, node %d: %w", w, n, err), c.Close())
+			}
+			row[n] = &Link{worker: w, node: n, proxy: p, addr: p.Listen}
+		}
+		c.links = append(c.links, row)
+	}
+	return c, nil
+}
+
+// Nodes returns the number of nodes.
+func (c *Cluster) Nodes() int { return len(c.tc.Nodes()) }
+
+// Node returns node i. It panics if i is out of range.
+func (c *Cluster) Node(i int) *testcluster.Node { return c.tc.Node(i) }
+
+// Workers returns the number of workers the proxies were made for.
+func (c *Cluster) Workers() int { return len(c.links) }
+
+// Link returns the link between worker w and node n. It panics if either
+// is out of range.
+func (c *Cluster) Link(w, n int) *Link { return c.links[w][n] }
+
+// Links returns every link to node n, one per worker.
+func (c *Cluster) Links(n int) []*Link {
+	out := make([]*Link, len(c.links))
+	for w := range c.links {
+		out[w] = c.links[w][n]
+	}
+	return out
+}
+
+// WorkerURLs returns the redis:// URLs through which worker w reaches the
+// nodes, in node order.
+func (c *Cluster) WorkerURLs(w int) []string {
+	urls := make([]string, len(c.links[w]))
+	for n, l := range c.links[w] {
+		urls[n] = "redis://" + l.addr
+	}
+	return urls
+}
+
+// DirectURLs returns the nodes' own URLs, bypassing every proxy, for the
+// harness's administrative traffic.
+func (c *Cluster) DirectURLs() []string { return c.tc.URLs() }
+
+// Close stops every proxy and node.
+func (c *Cluster) Close() error {
+	for _, row := range c.links {
+		for _, l := range row {
+			if l != nil {
+				l.proxy.Stop()
+			}
+		}
+	}
+	return c.tc.Close()
+}

@@ -1,0 +1,140 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redlock-go/redlock/torture/history"
+)
+
+// restartTimeout bounds a node restart done while undoing a fault, after
+// the run's context has ended.
+const restartTimeout = 10 * time.Second
+
+// KillNodes kills a random minority of the nodes with SIGKILL, keeps them
+// down for a while and starts them again, over and over. Nodes without
+// persistence come back empty.
+type KillNodes struct {
+	// DownMin and DownMax bound how long the nodes stay down.
+	DownMin, DownMax time.Duration
+	// GapMin and GapMax bound the time between rounds.
+	GapMin, GapMax time.Duration
+}
+
+// Name describes the fault.
+func (f KillNodes) Name() string {
+	return fmt.Sprintf("kill -9 a minority for %v-%v, restart", f.DownMin, f.DownMax)
+}
+
+// Run implements Fault.
+func (f KillNodes) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
+	n := env.Cluster.Nodes()
+	for sleep(ctx, between(rng, f.GapMin, f.GapMax)) {
+		victims := pick(rng, n, 1+rng.IntN(n/2))
+		ids := make([]int64, len(victims))
+		var errs []error
+		for i, v := range victims {
+			ids[i] = env.start("kill", nodeName(v), "kill -9")
+			errs = append(errs, env.Cluster.Node(v).Kill())
+		}
+		sleep(ctx, between(rng, f.DownMin, f.DownMax))
+		for i, v := range victims {
+			errs = append(errs, startNode(env, v))
+			env.end(ids[i], "kill", nodeName(v))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startNode starts node v again, even after the run's context ended.
+func startNode(env *Env, v int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), restartTimeout)
+	defer cancel()
+	return env.Cluster.Node(v).Start(ctx)
+}
+
+// RestartOnGrant kills one node with SIGKILL and starts it again right after
+// a lock is granted, while the new holder is in its critical section: the
+// node loses the holder's key unless it persists it (appendfsync always),
+// and votes again at once unless the restart quarantine keeps it out.
+type RestartOnGrant struct {
+	// Node is the node to restart.
+	Node int
+	// Cooldown is the least time between two restarts.
+	Cooldown time.Duration
+}
+
+// Name describes the fault.
+func (f RestartOnGrant) Name() string {
+	return fmt.Sprintf("kill -9 and restart n%d right after a grant, every %v at most", f.Node, f.Cooldown)
+}
+
+// Run implements Fault.
+func (f RestartOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
+	grants, cancel := env.grants()
+	defer cancel()
+	var last time.Time
+	for {
+		var ev history.Event
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev = <-grants:
+		}
+		if time.Since(last) < f.Cooldown {
+			continue
+		}
+		last = time.Now()
+		id := env.start("restart", nodeName(f.Node), "kill -9 while "+ev.Process+" holds the lock, start again")
+		err := env.Cluster.Node(f.Node).Kill()
+		err = errors.Join(err, startNode(env, f.Node))
+		env.end(id, "restart", nodeName(f.Node))
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// PauseNodes stops a random minority of the nodes with SIGSTOP for a while
+// and continues them with SIGCONT, over and over. Requests to a paused node
+// wait; the client gives up on it after its node timeout.
+type PauseNodes struct {
+	// PauseMin and PauseMax bound how long the nodes stay stopped.
+	PauseMin, PauseMax time.Duration
+	// GapMin and GapMax bound the time between rounds.
+	GapMin, GapMax time.Duration
+}
+
+// Name describes the fault.
+func (f PauseNodes) Name() string {
+	return fmt.Sprintf("SIGSTOP a minority for %v-%v", f.PauseMin, f.PauseMax)
+}
+
+// Run implements Fault.
+func (f PauseNodes) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
+	n := env.Cluster.Nodes()
+	for sleep(ctx, between(rng, f.GapMin, f.GapMax)) {
+		victims := pick(rng, n, 1+rng.IntN(n/2))
+		ids := make([]int64, len(victims))
+		var errs []error
+		for i, v := range victims {
+			ids[i] = env.start("pause-node", nodeName(v), "SIGSTOP")
+			errs = append(errs, env.Cluster.Node(v).Pause())
+		}
+		sleep(ctx, between(rng, f.PauseMin, f.PauseMax))
+		for i, v := range victims {
+			errs = append(errs, env.Cluster.Node(v).Resume())
+			env.end(ids[i], "pause-node", nodeName(v))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/torture/history"
+)
+
+// PauseWorkerAtRead stops one worker with SIGSTOP the moment the register
+// serves its read, that is inside its critical section between the read
+// and the write, and continues it after Pause, longer than the lock's
+// validity. When it resumes, it writes a value computed from a read that
+// other holders have since overwritten: an unfenced register loses their
+// updates, a fenced one refuses the late write.
+type PauseWorkerAtRead struct {
+	// Worker is the index of the worker to pause.
+	Worker int
+	// Pause is how long it stays stopped; 0 means twice the TTL.
+	Pause time.Duration
+	// Cooldown is the least time from one resume to the next pause.
+	Cooldown time.Duration
+}
+
+// Name describes the fault.
+func (f PauseWorkerAtRead) Name() string {
+	return fmt.Sprintf("SIGSTOP worker-%d at its read, past its validity", f.Worker)
+}
+
+// Run implements Fault.
+func (f PauseWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
+	w := env.Workers[f.Worker]
+	pause := f.Pause
+	if pause == 0 {
+		pause = 2 * env.TTL
+	}
+	var (
+		mu      sync.Mutex
+		busy    bool
+		resumed time.Time
+		errs    []error
+		wg      sync.WaitGroup
+	)
+	env.Register.OnRead(func(name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if name != w.Name() || busy || time.Since(resumed) < f.Cooldown || ctx.Err() != nil {
+			return
+		}
+		if err := w.Pause(); err != nil {
+			errs = append(errs, err)
+			return
+		}
+		busy = true
+		id := env.start("pause-worker", w.Name(), fmt.Sprintf("SIGSTOP for %v at its read", pause))
+		wg.Go(func() {
+			sleep(ctx, pause)
+			err := w.Resume()
+			env.end(id, "pause-worker", w.Name())
+			mu.Lock()
+			defer mu.Unlock()
+			busy, resumed = false, time.Now()
+			errs = append(errs, err)
+		})
+	})
+	<-ctx.Done()
+	env.Register.OnRead(nil)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// PauseWorkerInAcquire slows one worker's links so that its acquisitions
+// take a while, and stops it with SIGSTOP in the middle of one, for longer
+// than the TTL. When it resumes, the answers it gets are stale: the
+// algorithm must notice from its monotonic clock that no validity is left.
+type PauseWorkerInAcquire struct {
+	// Worker is the index of the worker to pause.
+	Worker int
+	// Latency is added each way to the worker's links to every node.
+	Latency time.Duration
+	// DelayMin and DelayMax bound the time from the start of an
+	// acquisition to the pause.
+	DelayMin, DelayMax time.Duration
+	// Pause is how long the worker stays stopped; 0 means twice the TTL.
+	Pause time.Duration
+	// Cooldown is the least time from one resume to the next pause.
+	Cooldown time.Duration
+}
+
+// Name describes the fault.
+func (f PauseWorkerInAcquire) Name() string {
+	return fmt.Sprintf("SIGSTOP worker-%d during an acquisition (links +%v), past the TTL", f.Worker, f.Latency)
+}
+
+// Prepare slows the worker's links.
+func (f PauseWorkerInAcquire) Prepare(_ context.Context, env *Env) error {
+	for n := range env.Cluster.Nodes() {
+		if err := env.Cluster.Link(f.Worker, n).SetLatency(f.Latency, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run implements Fault.
+func (f PauseWorkerInAcquire) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
+	w := env.Workers[f.Worker]
+	pause := f.Pause
+	if pause == 0 {
+		pause = 2 * env.TTL
+	}
+	invokes, cancel := env.Rec.Subscribe(func(ev history.Event) bool {
+		return ev.Process == w.Name() && ev.Type == history.Invoke && ev.Op == history.OpAcquire
+	})
+	defer cancel()
+	var resumed time.Time
+	var errs []error
+	for {
+		select {
+		case <-ctx.Done():
+			for n := range env.Cluster.Nodes() {
+				errs = append(errs, env.Cluster.Link(f.Worker, n).SetLatency(0, 0))
+			}
+			return errors.Join(errs...)
+		case <-invokes:
+		}
+		if time.Since(resumed) < f.Cooldown {
+			continue
+		}
+		if !sleep(ctx, between(rng, f.DelayMin, f.DelayMax)) {
+			continue
+		}
+		if err := w.Pause(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		id := env.start("pause-worker", w.Name(), fmt.Sprintf("SIGSTOP for %v during an acquisition", pause))
+		sleep(ctx, pause)
+		errs = append(errs, w.Resume())
+		env.end(id, "pause-worker", w.Name())
+		resumed = time.Now()
+	}
+}

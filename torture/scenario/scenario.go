@@ -1,0 +1,135 @@
+// Package scenario is the torture harness's table of scenarios: what load
+// runs, which faults hit it, and what the checkers are expected to find.
+//
+// A scenario expected to hold must end with no violation in any checker it
+// is judged by; one expected to be caught must end with at least one. The
+// harness fails when a verdict differs from its expectation in either
+// direction, so the table documents, and guards, both what the lock
+// guarantees and where its guarantees end.
+package scenario
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/redlock-go/redlock/torture/check"
+	"github.com/redlock-go/redlock/torture/faults"
+	"github.com/redlock-go/redlock/torture/traffic"
+)
+
+// Expect is a scenario's expected verdict.
+type Expect int
+
+const (
+	// Hold: the checkers find no violation.
+	Hold Expect = iota
+	// Caught: the checkers find at least one violation.
+	Caught
+)
+
+// String returns "hold" or "caught".
+func (e Expect) String() string {
+	if e == Caught {
+		return "caught"
+	}
+	return "hold"
+}
+
+// Defaults for Scenario fields left zero. Short TTLs make expiry, pauses
+// past validity and quarantines fit in a run of a few seconds; the node
+// timeout stays at the library's 50 ms, a tenth of the TTL.
+const (
+	DefaultWorkers  = 4
+	DefaultTTL      = 500 * time.Millisecond
+	DefaultDuration = 4 * time.Second
+	DefaultThinkMin = 1 * time.Millisecond
+	DefaultThinkMax = 5 * time.Millisecond
+	DefaultRetryMin = 2 * time.Millisecond
+	DefaultRetryMax = 10 * time.Millisecond
+)
+
+// Scenario is one row of the table.
+type Scenario struct {
+	// Name identifies the scenario; variants on the fenced register end in
+	// "/fenced".
+	Name string
+	// About says in one sentence what happens and why the verdict is
+	// expected.
+	About string
+	// Expect is the expected verdict.
+	Expect Expect
+	// Register is the register's mode.
+	Register traffic.Mode
+
+	// Workers is the number of worker processes (DefaultWorkers).
+	Workers int
+	// Duration is how long the load and faults run (DefaultDuration).
+	Duration time.Duration
+	// TTL is the lock TTL (DefaultTTL).
+	TTL time.Duration
+	// ThinkMin and ThinkMax bound the time between a worker's read and its
+	// write (DefaultThinkMin, DefaultThinkMax).
+	ThinkMin, ThinkMax time.Duration
+	// HoldMargin makes workers hold the lock until this long before its
+	// validity deadline; 0 releases right after the write.
+	HoldMargin time.Duration
+	// DisableQuarantine turns the restart quarantine off.
+	DisableQuarantine bool
+	// AppendFsyncAlways gives every node appendfsync always.
+	AppendFsyncAlways bool
+	// ClockShim runs the nodes with the clock shim preloaded.
+	ClockShim bool
+	// Faults returns the faults to inject, fresh for each run.
+	Faults func() []faults.Fault
+}
+
+// Judged returns the checkers whose violations decide the verdict. On the
+// fenced register that is the register and the fencing order: fencing is
+// there to keep the protected resource correct even when two clients hold
+// the lock at once, so the lock checkers are reported but not judged.
+func (s Scenario) Judged() []check.Kind {
+	if s.Register == traffic.Fenced {
+		return []check.Kind{check.LostUpdate, check.FenceOrder}
+	}
+	return check.Kinds
+}
+
+// WithDefaults returns s with its zero fields set to the defaults.
+func (s Scenario) WithDefaults() Scenario {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if s.Workers == 0 {
+		s.Workers = DefaultWorkers
+	}
+	def(&s.Duration, DefaultDuration)
+	def(&s.TTL, DefaultTTL)
+	def(&s.ThinkMin, DefaultThinkMin)
+	def(&s.ThinkMax, DefaultThinkMax)
+	if s.Faults == nil {
+		s.Faults = func() []faults.Fault { return nil }
+	}
+	return s
+}
+
+// Select returns the scenarios of table whose names match the regular
+// expression pattern ("" matches all).
+func Select(table []Scenario, pattern string) ([]Scenario, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	var out []Scenario
+	for _, s := range table {
+		if re.MatchString(s.Name) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("scenario: no scenario matches %q", pattern)
+	}
+	return out, nil
+}

@@ -1,0 +1,87 @@
+package traffic
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// EnvWorker is the environment variable that carries a worker's
+// configuration, as JSON, to the process that runs it.
+const EnvWorker = "REDLOCK_TORTURE_WORKER"
+
+// Config configures one worker process.
+type Config struct {
+	// Name identifies the worker in the history: "worker-<i>".
+	Name string `json:"name"`
+	// Nodes are the redis:// URLs of the lock nodes as this worker reaches
+	// them (through its own proxies), in node order.
+	Nodes []string `json:"nodes"`
+	// Register is the register service's base URL.
+	Register string `json:"register"`
+	// Key is the lock name.
+	Key string `json:"key"`
+
+	// TTL, NodeTimeout and DriftFactor are the lock client's options; zero
+	// means the library's default.
+	TTL         time.Duration `json:"ttl"`
+	NodeTimeout time.Duration `json:"node_timeout"`
+	DriftFactor float64       `json:"drift_factor"`
+	// RecoveryDelay is the restart quarantine's delay; zero means the
+	// library's default.
+	RecoveryDelay time.Duration `json:"recovery_delay"`
+	// DisableQuarantine turns the library's restart quarantine off.
+	DisableQuarantine bool `json:"disable_quarantine"`
+
+	// ThinkMin and ThinkMax bound the random time between reading and
+	// writing the register.
+	ThinkMin time.Duration `json:"think_min"`
+	ThinkMax time.Duration `json:"think_max"`
+	// RetryMin and RetryMax bound the random pause after a failed attempt
+	// and after a release.
+	RetryMin time.Duration `json:"retry_min"`
+	RetryMax time.Duration `json:"retry_max"`
+	// HoldMargin, when positive, makes the worker keep the lock after its
+	// write until HoldMargin before the validity deadline, so that the end
+	// of every validity period is exercised. Zero releases at once.
+	HoldMargin time.Duration `json:"hold_margin"`
+
+	// Seed seeds the worker's random choices.
+	Seed uint64 `json:"seed"`
+}
+
+// validate reports a configuration a worker cannot run.
+func (c Config) validate() error {
+	switch {
+	case c.Name == "":
+		return errors.New("traffic: worker without a name")
+	case len(c.Nodes) == 0:
+		return errors.New("traffic: worker without nodes")
+	case c.Register == "":
+		return errors.New("traffic: worker without a register")
+	case c.Key == "":
+		return errors.New("traffic: worker without a lock key")
+	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
+		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
+	}
+	return nil
+}
+
+// encode returns c as the value of EnvWorker.
+func (c Config) encode() (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("traffic: encode config: %w", err)
+	}
+	return string(b), nil
+}
+
+// decodeConfig parses the value of EnvWorker.
+func decodeConfig(s string) (Config, error) {
+	var c Config
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return c, fmt.Errorf("traffic: decode %s: %w", EnvWorker, err)
+	}
+	return c, c.validate()
+}
