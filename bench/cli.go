@@ -30,6 +30,7 @@ type config struct {
 	server           string
 	cpuProfile       string
 	memProfile       string
+	rounds           int
 	quiet            bool
 	command          string
 }
@@ -104,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.server, "redis-server", "redis-server", "redis-server `binary`")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile (one sample per 4 KiB) to `file`")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "split each measurement into this many `rounds` that take the libraries in turn")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -122,8 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintln(stderr, "bench: -libs:", err)
 		return cfg, err
 	}
-	if cfg.duration <= 0 || cfg.warmup < 0 {
-		fmt.Fprintln(stderr, "bench: -duration must be positive and -warmup not negative")
+	if cfg.duration <= 0 || cfg.warmup < 0 || cfg.rounds < 1 {
+		fmt.Fprintln(stderr, "bench: -duration must be positive, -warmup not negative, -rounds at least 1")
 		return cfg, fmt.Errorf("flags")
 	}
 	cfg.command = strings.TrimSpace("go run . " + strings.Join(args, " "))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ const (
 	roundTripPings = 2000
 	// setupTimeout bounds starting the nodes and opening one library.
 	setupTimeout = 30 * time.Second
+	// laterWarmupDivisor shortens the warm-up of every round after the
+	// first: connections are already open, only the goroutines restart.
+	laterWarmupDivisor = 5
 )
 
 // benchCase is a workload on a node topology.
@@ -146,68 +150,164 @@ func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writ
 		return append(append([]string(nil), addrs[:maxNodes-1]...), proxy.Addr()), nil
 	}
 
-	type job struct {
-		c benchCase
-		l drivers.Library
+	type pending struct {
+		c    benchCase
+		libs []drivers.Library
 	}
-	var jobs []job
+	var plan []pending
+	segments := 0
 	for _, c := range selected {
+		p := pending{c: c}
 		for _, l := range libs {
 			if l.MaxNodes > 0 && c.Nodes > l.MaxNodes {
 				rep.Rows = append(rep.Rows, report.Row{Case: c.ID, Library: l.Name, NA: fmt.Sprintf("locks on %d node only", l.MaxNodes)})
 				continue
 			}
-			jobs = append(jobs, job{c, l})
+			p.libs = append(p.libs, l)
 		}
+		plan = append(plan, p)
+		segments += len(p.libs)
 	}
-	perJob := cfg.warmup + cfg.duration
-	bar := newBar(cfg, progress, int64(len(jobs))*perJob.Milliseconds())
+	laterWarmup := cfg.warmup / laterWarmupDivisor
+	perLib := cfg.warmup + time.Duration(cfg.rounds-1)*laterWarmup + cfg.duration
+	bar := newBar(cfg, progress, int64(segments)*perLib.Milliseconds())
+	done := time.Duration(0)
 
-	for i, j := range jobs {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		bar.Describe(fmt.Sprintf("%-15s %-16s", j.c.ID, j.l.Name))
-		runAddrs := addrs[:j.c.Nodes]
-		if j.c.SlowNodes > 0 {
+	seq := 0
+	for _, p := range plan {
+		runAddrs := addrs[:p.c.Nodes]
+		if p.c.SlowNodes > 0 {
 			if runAddrs, err = slowAddrs(); err != nil {
 				return nil, err
 			}
 		}
-		base := int64(i) * perJob.Milliseconds()
-		stopTicker := tick(bar, base, perJob)
-		logs.take()
-		row := runOne(ctx, j.c, j.l, runAddrs, cfg, servers.CPU, i)
-		row.ClientLogs, row.ClientLogSamples = logs.take()
-		stopTicker()
-		bar.Set64(base + perJob.Milliseconds())
-		rep.Rows = append(rep.Rows, row)
+		// Every library of the case gets fresh connections, then the
+		// measured time is split in rounds that take the libraries in
+		// turn, so that a burst of load from elsewhere on the machine
+		// falls on all of them alike.
+		entries := make([]*entry, len(p.libs))
+		for i, l := range p.libs {
+			entries[i] = openEntry(ctx, l, runAddrs, p.c.keys == runner.SharedKey)
+		}
+		for round := range cfg.rounds {
+			for k := range entries {
+				e := entries[(k+round)%len(entries)]
+				warmup := cfg.warmup
+				if round > 0 {
+					warmup = laterWarmup
+				}
+				share := warmup + cfg.duration/time.Duration(cfg.rounds)
+				if e.na != "" {
+					done += share
+					continue
+				}
+				if ctx.Err() != nil {
+					closeEntries(entries)
+					return nil, ctx.Err()
+				}
+				bar.Describe(fmt.Sprintf("%-15s %-16s round %d/%d", p.c.ID, e.l.Name, round+1, cfg.rounds))
+				stopTicker := tick(bar, done.Milliseconds(), share)
+				logs.take()
+				res, err := runner.Run(ctx, e.d, runner.Case{Workers: p.c.Workers, Keys: p.c.keys}, runner.Options{
+					Warmup:    warmup,
+					Duration:  cfg.duration / time.Duration(cfg.rounds),
+					KeyPrefix: "bench:" + strconv.Itoa(seq) + ":",
+					ServerCPU: servers.CPU,
+				})
+				seq++
+				n, samples := logs.take()
+				stopTicker()
+				done += share
+				bar.Set64(done.Milliseconds())
+				if err != nil {
+					e.na = "run failed: " + err.Error()
+					continue
+				}
+				e.add(res, n, samples)
+			}
+		}
+		closeEntries(entries)
+		for _, e := range entries {
+			rep.Rows = append(rep.Rows, e.row(p.c.ID))
+		}
 	}
 	bar.Finish()
 	fmt.Fprintln(progress)
+	sortRows(rep)
 	return rep, nil
 }
 
-// runOne opens a fresh driver, runs one case with it, and closes it. A
-// failure to open or run shows in the row.
-func runOne(ctx context.Context, c benchCase, l drivers.Library, addrs []string, cfg config, serverCPU func() time.Duration, seq int) report.Row {
-	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
-	d, err := l.Open(setupCtx, addrs, c.keys == runner.SharedKey)
-	cancel()
-	if err != nil {
-		return report.Row{Case: c.ID, Library: l.Name, NA: "open failed: " + err.Error()}
+// sortRows orders the rows by case, then library, as the report lists them.
+func sortRows(rep *report.Report) {
+	order := map[string]int{}
+	for i, c := range rep.Cases {
+		order["c"+c.ID] = i
 	}
-	defer d.Close()
-	res, err := runner.Run(ctx, d, runner.Case{Workers: c.Workers, Keys: c.keys}, runner.Options{
-		Warmup:    cfg.warmup,
-		Duration:  cfg.duration,
-		KeyPrefix: "bench:" + strconv.Itoa(seq) + ":",
-		ServerCPU: serverCPU,
+	for i, l := range rep.Libraries {
+		order["l"+l.Name] = i
+	}
+	slices.SortStableFunc(rep.Rows, func(a, b report.Row) int {
+		if d := order["c"+a.Case] - order["c"+b.Case]; d != 0 {
+			return d
+		}
+		return order["l"+a.Library] - order["l"+b.Library]
 	})
+}
+
+// entry is one library's driver and accumulated result within one case.
+type entry struct {
+	l   drivers.Library
+	d   drivers.Driver
+	res runner.Result
+	na  string // why the library could not run the case
+
+	logs       int
+	logSamples []string
+}
+
+// openEntry opens a fresh driver for l; a failure is kept as the entry's
+// reason not to run.
+func openEntry(ctx context.Context, l drivers.Library, addrs []string, contended bool) *entry {
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	e := &entry{l: l}
+	d, err := l.Open(ctx, addrs, contended)
 	if err != nil {
-		return report.Row{Case: c.ID, Library: l.Name, NA: "run failed: " + err.Error()}
+		e.na = "open failed: " + err.Error()
+		return e
 	}
-	return report.NewRow(c.ID, l.Name, res)
+	e.d = d
+	return e
+}
+
+// add merges one round's result and the client's log lines during it.
+func (e *entry) add(res runner.Result, logs int, samples []string) {
+	e.res.Merge(res)
+	e.logs += logs
+	for _, s := range samples {
+		if len(e.logSamples) < clientLogSamples && !contains(e.logSamples, s) {
+			e.logSamples = append(e.logSamples, s)
+		}
+	}
+}
+
+// row returns the report row for the rounds run.
+func (e *entry) row(caseID string) report.Row {
+	if e.na != "" {
+		return report.Row{Case: caseID, Library: e.l.Name, NA: e.na}
+	}
+	row := report.NewRow(caseID, e.l.Name, e.res)
+	row.ClientLogs, row.ClientLogSamples = e.logs, e.logSamples
+	return row
+}
+
+func closeEntries(entries []*entry) {
+	for _, e := range entries {
+		if e.d != nil {
+			e.d.Close()
+			e.d = nil
+		}
+	}
 }
 
 // newBar returns a progress bar over total milliseconds of planned runs,
@@ -260,6 +360,7 @@ func meta(cfg config, rtt time.Duration) report.Meta {
 		RoundTripUs:   float64(rtt) / float64(time.Microsecond),
 		DurationSec:   cfg.duration.Seconds(),
 		WarmupSec:     cfg.warmup.Seconds(),
+		Rounds:        cfg.rounds,
 		SlowLatencyMs: float64(cfg.slowLatency) / float64(time.Millisecond),
 	}
 }

@@ -22,8 +22,9 @@ func (r *Report) WriteMarkdown(w io.Writer, targets []Target, chart string) erro
 		fmt.Fprintf(&b, ", %s", m.CPUModel)
 	}
 	fmt.Fprintf(&b, "; redis-server %s on loopback, PING round trip %s µs (median).\n", m.RedisVersion, Num(m.RoundTripUs))
-	fmt.Fprintf(&b, "Each run: %gs warm-up, then %gs measured. The slow node is behind a proxy adding %g ms to every reply.\n",
-		m.WarmupSec, m.DurationSec, m.SlowLatencyMs)
+	fmt.Fprintf(&b, "Each library, in each case: %gs measured after a %gs warm-up, in %d rounds that take the libraries in turn "+
+		"(a shorter warm-up before each later round). The slow node is behind a proxy adding %g ms to every reply.\n",
+		m.DurationSec, m.WarmupSec, max(m.Rounds, 1), m.SlowLatencyMs)
 	if m.MarkedReady {
 		b.WriteString("The nodes were new and empty: redlock's restart quarantine was lifted once with Client.MarkReady before the first case.\n")
 	}

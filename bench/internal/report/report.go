@@ -32,6 +32,7 @@ type Meta struct {
 	RoundTripUs   float64   `json:"round_trip_us"` // median PING round trip to one node
 	DurationSec   float64   `json:"duration_s"`    // measured window per run
 	WarmupSec     float64   `json:"warmup_s"`
+	Rounds        int       `json:"rounds"` // the measured time is split in rounds taking the libraries in turn
 	SlowLatencyMs float64   `json:"slow_latency_ms"`
 	// MarkedReady says the library's restart quarantine was lifted on the
 	// new nodes before the first case.

@@ -80,6 +80,43 @@ type Result struct {
 	AllocBytes uint64        // bytes allocated in the window, whole process
 	CPU        time.Duration // user+system CPU time of this process
 	ServerCPU  time.Duration // user+system CPU time of the Redis servers
+
+	hist *hdrhistogram.Histogram // the latencies, for Merge
+}
+
+// Merge adds the counts of o, a run of the same case and library, to r and
+// recomputes the percentiles over both.
+func (r *Result) Merge(o Result) {
+	r.Cycles += o.Cycles
+	r.Elapsed += o.Elapsed
+	r.Errors += o.Errors
+	if o.LastErr != "" {
+		r.LastErr = o.LastErr
+	}
+	r.Mallocs += o.Mallocs
+	r.AllocBytes += o.AllocBytes
+	r.CPU += o.CPU
+	r.ServerCPU += o.ServerCPU
+	if r.hist == nil {
+		r.hist = newHistogram()
+	}
+	if o.hist != nil {
+		r.hist.Merge(o.hist)
+	}
+	r.percentiles()
+}
+
+func newHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(minLatencyMicros, maxLatencyMicros, latencyDigits)
+}
+
+// percentiles fills P50 to Max from the histogram.
+func (r *Result) percentiles() {
+	micros := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	r.P50 = micros(r.hist.ValueAtQuantile(50))
+	r.P90 = micros(r.hist.ValueAtQuantile(90))
+	r.P99 = micros(r.hist.ValueAtQuantile(99))
+	r.Max = micros(r.hist.Max())
 }
 
 // Rate returns cycles per second.
@@ -120,7 +157,7 @@ func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, erro
 	defer cancel()
 	workers := make([]worker, c.Workers)
 	for i := range workers {
-		workers[i].hist = hdrhistogram.New(minLatencyMicros, maxLatencyMicros, latencyDigits)
+		workers[i].hist = newHistogram()
 	}
 	runtime.GC()
 
@@ -159,7 +196,7 @@ func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, erro
 		CPU:        after.cpu - before.cpu,
 		ServerCPU:  after.serverCPU - before.serverCPU,
 	}
-	hist := hdrhistogram.New(minLatencyMicros, maxLatencyMicros, latencyDigits)
+	r.hist = newHistogram()
 	for i := range workers {
 		w := &workers[i]
 		r.Cycles += w.cycles
@@ -167,11 +204,9 @@ func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, erro
 		if w.lastErr != nil {
 			r.LastErr = w.lastErr.Error()
 		}
-		hist.Merge(w.hist)
+		r.hist.Merge(w.hist)
 	}
-	micros := func(q float64) time.Duration { return time.Duration(hist.ValueAtQuantile(q)) * time.Microsecond }
-	r.P50, r.P90, r.P99 = micros(50), micros(90), micros(99)
-	r.Max = time.Duration(hist.Max()) * time.Microsecond
+	r.percentiles()
 	return r, nil
 }
 
