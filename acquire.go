@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"strconv"
 	"time"
 )
 
@@ -30,12 +29,12 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	for _, o := range opts {
 		o(&cfg)
 	}
-	key, err := c.key(name)
+	key, err := c.lockKey(name)
 	if err != nil {
 		return nil, err
 	}
 	ttl := cfg.ttl.Truncate(time.Millisecond)
-	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
+	if err := c.checkLockTTL(ttl); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
@@ -56,19 +55,34 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	}
 }
 
-// attempt runs steps 1–5 of the Redlock algorithm once.
+// attempt runs steps 1–5 of the Redlock algorithm once. Each node runs the
+// acquire script, which also applies the restart quarantine and bumps the
+// key's fencing counter; when the granting nodes' counters disagree, a second
+// step raises the ones behind before the lock is handed out.
 func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
 	token := newToken()
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	set := func(ctx context.Context, conn Conn) (any, error) {
-		return conn.Do(ctx, "SET", key, token, "NX", "PX", ms)
-	}
+	replies := make([]acquireReply, len(c.conns))
+	acquire := c.acquirer(key, token, ttl, replies)
 	start := time.Now() // carries the monotonic clock reading
-	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), set, isStatusOK, c.decided)
+	// Success is decided as soon as a quorum granted; failure only once every
+	// node answered or timed out, so that the clean-up below reaches each
+	// node after its acquire script ran, not before (a node that answers
+	// NOSCRIPT takes a second round trip, and the release could overtake it).
+	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), acquire, isGranted, c.granted)
+	noteRecovering(results, replies)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 	if ok >= c.quorum && validity > 0 {
-		return newLock(c, key, token, ttl, until, autoRenew), nil
+		fence, behind := fenceOf(results, replies)
+		if behind > 0 {
+			results, ok = c.raiseFences(ctx, key, token, fence, ttl, results, replies)
+			validity = time.Until(until)
+		}
+		if ok >= c.quorum && validity > 0 {
+			lock := newLock(c, key, token, ttl, until, autoRenew)
+			lock.fence = fence
+			return lock, nil
+		}
 	}
 	c.releaseEverywhere(ctx, key, token, ttl)
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
@@ -77,6 +91,9 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	}
 	return nil, qe
 }
+
+// granted reports that a quorum granted an acquisition.
+func (c *Client) granted(ok, _ int) bool { return ok >= c.quorum }
 
 // decided reports that the answers so far settle an acquisition or an
 // extension: a quorum said yes, or so many said no that it cannot be reached.

@@ -35,10 +35,15 @@ var (
 	// ErrExtendLimit means the lock was extended Options.MaxExtensions times.
 	ErrExtendLimit = errors.New("redlock: extension limit reached")
 
-	// ErrInvalidKey means the lock key is empty.
+	// ErrInvalidKey means the lock key is empty, or is one of the keys the
+	// library keeps beside the locks on every node: MarkerKey, or a key
+	// beginning with "redlock:fence:" (see FenceKey).
 	ErrInvalidKey = errors.New("redlock: invalid key")
 	// ErrInvalidTTL means the TTL leaves no validity after the drift
-	// allowance, or is below Redis's 1 ms resolution.
+	// allowance, or is below Redis's 1 ms resolution, or is above
+	// Options.RecoveryDelay while the restart quarantine is on: a node that
+	// restarted without its data could then vote again while such a lock is
+	// still valid.
 	ErrInvalidTTL = errors.New("redlock: invalid TTL")
 	// ErrNoNodes means the client was given no node.
 	ErrNoNodes = errors.New("redlock: no nodes")
@@ -49,6 +54,9 @@ var (
 	ErrInvalidURL = errors.New("redlock: invalid node URL")
 	// ErrInvalidOptions means an option is out of range.
 	ErrInvalidOptions = errors.New("redlock: invalid options")
+	// ErrNotMarkedReady means Client.MarkReady could not mark every node
+	// ready: the nodes that failed are listed in a *QuorumError.
+	ErrNotMarkedReady = errors.New("redlock: not marked ready")
 )
 
 // Outcome is what one node answered to one request.
@@ -67,6 +75,11 @@ const (
 	OutcomeTimeout
 	// OutcomeError: the node answered with an error or could not be reached.
 	OutcomeError
+	// OutcomeRecovering: the node lost its data (its MarkerKey was missing)
+	// less than Options.RecoveryDelay ago and withholds its vote until every
+	// lock it might have granted before has expired. NodeResult.RecoveringLeft
+	// says for how long.
+	OutcomeRecovering
 )
 
 func (o Outcome) String() string {
@@ -79,6 +92,8 @@ func (o Outcome) String() string {
 		return "timeout"
 	case OutcomeError:
 		return "error"
+	case OutcomeRecovering:
+		return "recovering"
 	default:
 		return "no answer"
 	}
@@ -90,13 +105,16 @@ type NodeResult struct {
 	Outcome Outcome       // what it answered
 	Err     error         // the error, for OutcomeTimeout and OutcomeError
 	Latency time.Duration // time to its answer; zero for OutcomeNoAnswer
+	// RecoveringLeft is, for OutcomeRecovering, how long until the node
+	// votes again, by its own clock.
+	RecoveringLeft time.Duration
 }
 
 // QuorumError reports a request that did not reach a quorum, with every
 // node's outcome. It wraps one of the sentinel errors, and the context's error
 // when the caller's context ended, so errors.Is works for both.
 type QuorumError struct {
-	Op       string        // "acquire", "extend" or "release"
+	Op       string        // "acquire", "extend", "release" or "mark ready"
 	Key      string        // the lock key, with any prefix
 	OK       int           // nodes that answered OutcomeOK
 	Quorum   int           // nodes needed
@@ -136,6 +154,8 @@ func (e *QuorumError) verb() string {
 		return "extended"
 	case "release":
 		return "released"
+	case "mark ready":
+		return "marked ready"
 	default:
 		return "granted"
 	}
@@ -154,6 +174,8 @@ func (e *QuorumError) describe(n NodeResult) string {
 		return "timeout"
 	case OutcomeError:
 		return "error: " + n.Err.Error()
+	case OutcomeRecovering:
+		return "recovering, votes again in " + n.RecoveringLeft.Round(recoveringRound).String()
 	default:
 		return "no answer"
 	}

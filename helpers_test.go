@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -56,7 +58,10 @@ func rueidisConns(t testing.TB, addrs []string) []redlock.Conn {
 }
 
 // newClient returns a Client over every node of cluster, closed at the end of
-// the test.
+// the test. It marks the nodes ready (Client.MarkReady), as an operator does
+// for a new deployment, so that the restart quarantine does not hold up a
+// fresh cluster; tests of the quarantine build their clients with
+// redlock.New.
 func newClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(a.conns(t, cluster.Addrs()), opts)
@@ -64,7 +69,38 @@ func newClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *redl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	if err := c.MarkReady(context.Background()); err != nil {
+		t.Fatalf("mark the nodes ready: %v", err)
+	}
+	loadScripts(t, cluster)
 	return c
+}
+
+// loadScripts puts the library's scripts in every node's script cache, as on
+// a deployment that has served locks before. On a cold node the first call
+// of each script takes two round trips (NOSCRIPT, then EVAL), so that a
+// node's acquisition can still be running when the call returned on a quorum
+// and the test looks at the node.
+func loadScripts(t testing.TB, cluster *testcluster.Cluster) {
+	t.Helper()
+	files, err := filepath.Glob("lua/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts found: %v", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cluster.Nodes() {
+			if !n.Running() {
+				continue
+			}
+			if _, err := n.Do(context.Background(), "SCRIPT", "LOAD", string(src)); err != nil {
+				t.Fatalf("load %s on node %d: %v", f, n.Index(), err)
+			}
+		}
+	}
 }
 
 // forEachAdapter runs f once per adapter as a subtest.

@@ -20,6 +20,7 @@ type Lock struct {
 	key    string
 	token  string
 	ttl    time.Duration
+	fence  uint64 // fencing token, set once before the lock is handed out
 
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
@@ -121,7 +122,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		ttl = l.ttl
 	}
 	ttl = ttl.Truncate(time.Millisecond)
-	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
+	if err := c.checkLockTTL(ttl); err != nil {
 		return err
 	}
 	l.mu.Lock()

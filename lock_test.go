@@ -409,6 +409,9 @@ func TestDial(t *testing.T) {
 		t.Fatalf("Dial: %v", err)
 	}
 	defer client.Close()
+	if err := client.MarkReady(bg); err != nil { // a new deployment
+		t.Fatal(err)
+	}
 	if lock, err := client.TryAcquire(bg, "dialed"); err != nil {
 		t.Fatalf("acquire through Dial: %v", err)
 	} else {

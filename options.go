@@ -17,6 +17,12 @@ const (
 	// DefaultDriftFactor is the clock-drift allowance as a fraction of the TTL
 	// (Redlock's 1%): the nodes' clocks may run this much faster than ours.
 	DefaultDriftFactor = 0.01
+	// DefaultRecoveryDelay is how long a node that lost its data withholds
+	// its vote (see Options.RecoveryDelay). It must be at least the largest
+	// TTL in use, so 30 s leaves room for WithTTL up to three times
+	// DefaultTTL; a longer delay allows longer TTLs but keeps a node that
+	// restarted empty out of every quorum for longer.
+	DefaultRecoveryDelay = 30 * time.Second
 	// driftConstant is added to the drift allowance for Redis's 1 ms expiry
 	// resolution and for small TTLs.
 	driftConstant = 2 * time.Millisecond
@@ -48,6 +54,21 @@ type Options struct {
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
 	// or by renewal; 0 means no bound.
 	MaxExtensions int
+	// RecoveryDelay is how long a node that lost its data (its MarkerKey is
+	// missing) withholds its vote, measured by its own clock from the first
+	// acquisition that reaches it. Default DefaultRecoveryDelay (30 s). It
+	// must be at least the largest TTL any client of the nodes uses, which
+	// the Client enforces for its own locks: New, Acquire and Extend reject
+	// a longer TTL with ErrInvalidTTL. All clients of the same nodes should
+	// use the same value.
+	RecoveryDelay time.Duration
+	// DisableQuarantine turns the restart quarantine off: a node that
+	// restarted without its data votes at once, and the acquire script
+	// neither reads nor writes MarkerKey. This is safe only when every node
+	// keeps acknowledged writes across a crash (appendfsync always); without
+	// that, a restart can grant a lock that is still held (see SAFETY.md).
+	// Default false (quarantine on).
+	DisableQuarantine bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -63,6 +84,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Retry == nil {
 		o.Retry = DefaultRetry
 	}
+	if o.RecoveryDelay == 0 {
+		o.RecoveryDelay = DefaultRecoveryDelay
+	}
 	switch {
 	case o.NodeTimeout < 0:
 		return o, fmt.Errorf("%w: NodeTimeout %s is negative", ErrInvalidOptions, o.NodeTimeout)
@@ -70,8 +94,13 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: DriftFactor %g is outside [0, 0.5)", ErrInvalidOptions, o.DriftFactor)
 	case o.MaxExtensions < 0:
 		return o, fmt.Errorf("%w: MaxExtensions %d is negative", ErrInvalidOptions, o.MaxExtensions)
+	case o.RecoveryDelay < 0:
+		return o, fmt.Errorf("%w: RecoveryDelay %s is negative", ErrInvalidOptions, o.RecoveryDelay)
 	}
 	if err := checkTTL(o.TTL, o.DriftFactor); err != nil {
+		return o, err
+	}
+	if err := checkQuarantineTTL(o.TTL, o); err != nil {
 		return o, err
 	}
 	return o, nil

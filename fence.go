@@ -1,0 +1,185 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FenceTTL is how long a lock key's fencing counter outlives the last
+// acquisition of that key; every acquisition renews it. A counter that
+// expired starts again from the node's clock in microseconds, which is
+// above every token it handed out as long as the node clocks are not off
+// by FenceTTL, so the TTL trades the memory idle keys hold against nothing
+// that matters in practice.
+const FenceTTL = 30 * 24 * time.Hour
+
+// fencePrefix starts every fencing counter key; lock keys must not.
+const fencePrefix = "redlock:fence:"
+
+var (
+	//go:embed lua/acquire.lua
+	acquireSource string
+	//go:embed lua/raise.lua
+	raiseSource string
+
+	acquireScript = newScript(acquireSource)
+	raiseScript   = newScript(raiseSource)
+)
+
+// FenceKey returns the name of the fencing counter kept on every node beside
+// the lock key key (the key on the wire, Options.KeyPrefix included):
+// "redlock:fence:" + key. It holds the last fencing token the node handed out
+// for key, as a decimal integer, and expires FenceTTL after the last
+// acquisition. Lock keys must not begin with "redlock:fence:".
+func FenceKey(key string) string { return fencePrefix + key }
+
+// Fence returns the lock's fencing token: a number strictly greater than the
+// token of every earlier acquisition of the same key, by any client, that
+// returned one. A protected resource that remembers the highest token it has
+// seen and refuses requests carrying a lower one is safe from a holder that
+// paused, or whose request was delayed, past the end of its validity (see
+// the package documentation for the argument and its assumptions).
+func (l *Lock) Fence() uint64 { return l.fence }
+
+// lockKey returns the key on the wire for a lock name, refusing the keys the
+// library keeps beside the locks.
+func (c *Client) lockKey(name string) (string, error) {
+	key, err := c.key(name)
+	if err != nil {
+		return "", err
+	}
+	if key == MarkerKey || strings.HasPrefix(key, fencePrefix) {
+		return "", fmt.Errorf("%w: %q is reserved for the library's own keys", ErrInvalidKey, key)
+	}
+	return key, nil
+}
+
+// Replies of the acquire script.
+const (
+	acquireHeld       = 0
+	acquireGranted    = 1
+	acquireRecovering = 2
+)
+
+// acquireReply is one node's answer to the acquire script.
+type acquireReply struct {
+	status int64
+	fence  uint64
+	left   time.Duration // recovery time left, when recovering
+}
+
+// acquirer returns the request of one acquisition attempt. It decodes each
+// node's reply into replies[i], i being the node's index: the caller may read
+// replies[i] once the fan-out recorded node i's answer.
+func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquireReply) sendFunc {
+	keys := []string{key, FenceKey(key), MarkerKey}
+	args := []string{
+		token,
+		strconv.FormatInt(ttl.Milliseconds(), 10),
+		"0",
+		strconv.FormatInt(FenceTTL.Milliseconds(), 10),
+	}
+	if !c.opts.DisableQuarantine {
+		args[2] = strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
+	}
+	return func(ctx context.Context, conn Conn) (any, error) {
+		v, err := conn.EvalSHA(ctx, acquireScript.sha1, acquireScript.source, keys, args...)
+		if err != nil {
+			return nil, err
+		}
+		r, err := decodeAcquire(v)
+		if err != nil {
+			return nil, err
+		}
+		replies[c.nodeIndex(conn)] = r
+		return r.status, nil
+	}
+}
+
+func decodeAcquire(v any) (acquireReply, error) {
+	a, ok := v.([]any)
+	if ok && len(a) == 3 {
+		status, ok1 := a[0].(int64)
+		fence, ok2 := a[1].(int64)
+		left, ok3 := a[2].(int64)
+		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireRecovering && fence >= 0 {
+			return acquireReply{status: status, fence: uint64(fence), left: time.Duration(left) * time.Microsecond}, nil
+		}
+	}
+	return acquireReply{}, fmt.Errorf("redlock: unexpected reply to the acquire script: %v", v)
+}
+
+// isGranted reports the acquire script's grant.
+func isGranted(v any) bool { s, ok := v.(int64); return ok && s == acquireGranted }
+
+// nodeIndex returns the position of conn among the client's nodes. Names are
+// unique (New checks), and there are few nodes.
+func (c *Client) nodeIndex(conn Conn) int {
+	name := conn.Name()
+	for i, n := range c.conns {
+		if n.Name() == name {
+			return i
+		}
+	}
+	panic("redlock: reply from a node the client does not have: " + name)
+}
+
+// noteRecovering turns the refusals of recovering nodes into
+// OutcomeRecovering, with the time they have left.
+func noteRecovering(results []NodeResult, replies []acquireReply) {
+	for i := range results {
+		if results[i].Outcome == OutcomeHeld && replies[i].status == acquireRecovering {
+			results[i].Outcome = OutcomeRecovering
+			results[i].RecoveringLeft = replies[i].left
+		}
+	}
+}
+
+// fenceOf returns the fencing token of a granted acquisition, the largest
+// counter among the nodes that granted it, and how many of them are behind.
+func fenceOf(results []NodeResult, replies []acquireReply) (fence uint64, behind int) {
+	for i, r := range results {
+		if r.Outcome == OutcomeOK {
+			fence = max(fence, replies[i].fence)
+		}
+	}
+	for i, r := range results {
+		if r.Outcome == OutcomeOK && replies[i].fence < fence {
+			behind++
+		}
+	}
+	return fence, behind
+}
+
+// raiseFences is the second step of an acquisition whose granting nodes
+// disagree on the fencing counter. It raises the counter to fence on every
+// node that is not known to be there already: the granting nodes behind, and
+// the nodes that refused or did not answer, so that the nodes agree again
+// sooner. A node counts as OK when it still holds the lock, which orders the
+// raise before any later grant of the key there; the token is safe to hand
+// out once a quorum is OK, since every later quorum meets this one (see the
+// package documentation).
+func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint64, ttl time.Duration,
+	granted []NodeResult, replies []acquireReply) ([]NodeResult, int) {
+	keys := []string{key, FenceKey(key)}
+	value := strconv.FormatUint(fence, 10)
+	counterTTL := strconv.FormatInt(FenceTTL.Milliseconds(), 10)
+	raise := func(ctx context.Context, conn Conn) (any, error) {
+		i := c.nodeIndex(conn)
+		if granted[i].Outcome == OutcomeOK && replies[i].fence == fence {
+			return int64(1), nil // granted, and already there
+		}
+		return conn.EvalSHA(ctx, raiseScript.sha1, raiseScript.source, keys, token, value, counterTTL)
+	}
+	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), raise, isOne, c.decided)
+	for i := range results {
+		if granted[i].Outcome != OutcomeOK && results[i].Outcome != OutcomeOK {
+			results[i] = granted[i] // what the node said to the acquisition
+		}
+	}
+	return results, ok
+}

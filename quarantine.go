@@ -1,0 +1,83 @@
+package redlock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// MarkerKey is the restart marker every node keeps, without a TTL, while the
+// restart quarantine is on. It holds the node's TIME in microseconds when the
+// first acquisition found it missing, or "0" once MarkReady declared the node
+// ready. A node is recovering, and withholds its vote, while its clock is less
+// than Options.RecoveryDelay past the marker's time; a node without the marker
+// lost its data (or never served a lock) and starts recovering at the next
+// acquisition. The key is the same for every Options.KeyPrefix.
+const MarkerKey = "redlock:marker"
+
+// recoveringRound is the precision of the time left in error messages.
+const recoveringRound = 100 * time.Millisecond
+
+var (
+	//go:embed lua/mark_ready.lua
+	markReadySource string
+
+	markReadyScript = newScript(markReadySource)
+)
+
+// checkQuarantineTTL rejects a TTL that the restart quarantine cannot cover:
+// a node that lost its data must sit out until every lock it might have
+// granted has expired, which RecoveryDelay bounds.
+func checkQuarantineTTL(ttl time.Duration, o Options) error {
+	if o.DisableQuarantine || ttl <= o.RecoveryDelay {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is above the %s recovery delay, so a node that restarted without its data "+
+		"could vote again while the lock is still valid: raise Options.RecoveryDelay", ErrInvalidTTL, ttl, o.RecoveryDelay)
+}
+
+// checkLockTTL applies every rule on the TTL of one lock operation.
+func (c *Client) checkLockTTL(ttl time.Duration) error {
+	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
+		return err
+	}
+	return checkQuarantineTTL(ttl, c.opts)
+}
+
+// MarkReady declares every node ready to vote at once: it sets MarkerKey to
+// "0" on each node where the marker is missing or the node is recovering, and
+// leaves the others alone. Each node gets Options.NodeTimeout; MarkReady
+// blocks until every node answered or timed out.
+//
+// MarkReady is safe only for a brand-new, empty deployment, or when no lock
+// can be outstanding (every client stopped for longer than the largest TTL):
+// a node that restarted without its data and is marked ready can grant a lock
+// that the other nodes still hold for someone else. New and Dial never call
+// it.
+//
+// It returns nil when every node is ready, and otherwise a *QuorumError
+// wrapping ErrNotMarkedReady, and ctx's error if ctx ended, with each node's
+// outcome.
+func (c *Client) MarkReady(ctx context.Context) error {
+	keys := []string{MarkerKey}
+	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
+	mark := func(ctx context.Context, conn Conn) (any, error) {
+		v, err := conn.EvalSHA(ctx, markReadyScript.sha1, markReadyScript.source, keys, delay)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := v.(int64); !ok {
+			return nil, fmt.Errorf("redlock: unexpected reply to the mark-ready script: %v", v)
+		}
+		return v, nil
+	}
+	answered := func(any) bool { return true }
+	results, ok := c.fanout(ctx, c.opts.NodeTimeout, mark, answered, func(int, int) bool { return false })
+	if ok == len(c.conns) {
+		return nil
+	}
+	return &QuorumError{Op: "mark ready", Key: MarkerKey, OK: ok, Quorum: len(c.conns), Nodes: results,
+		Err: ErrNotMarkedReady, Cause: ctx.Err()}
+}

@@ -1,0 +1,293 @@
+package redlock_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/testcluster"
+)
+
+// coldClient returns a Client over every node of cluster that does not mark
+// the nodes ready, as a client of a running deployment would start.
+func coldClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(a.conns(t, cluster.Addrs()), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// waitForKey waits until every running node holds value at key: a call
+// returns once a quorum answered, and the last nodes follow.
+func waitForKey(t testing.TB, cluster *testcluster.Cluster, key, value string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for _, n := range cluster.Nodes() {
+		for n.Running() && keyOn(t, n, key) != value {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: %s = %q, want %q", n.Index(), key, keyOn(t, n, key), value)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func TestQuarantine_freshNodesRecover(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		opts := &redlock.Options{TTL: time.Second, RecoveryDelay: time.Second, NodeTimeout: 300 * time.Millisecond}
+		client := coldClient(t, cluster, a, opts)
+		start := time.Now()
+		_, err := client.TryAcquire(bg, "fresh")
+		if !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("nodes without a marker: err = %v, want ErrNotAcquired", err)
+		}
+		qe := quorumError(t, err)
+		if n := countOutcomes(qe)[redlock.OutcomeRecovering]; n != 3 {
+			t.Fatalf("%d nodes recovering, want 3: %v", n, err)
+		}
+		var left time.Duration
+		for _, r := range qe.Nodes {
+			if r.RecoveringLeft <= 0 || r.RecoveringLeft > opts.RecoveryDelay {
+				t.Errorf("%s: %s left, want in (0, %s]", r.Node, r.RecoveringLeft, opts.RecoveryDelay)
+			}
+			left = max(left, r.RecoveringLeft)
+		}
+		if !strings.Contains(err.Error(), "recovering, votes again in 1s") {
+			t.Errorf("error does not say the nodes are recovering: %v", err)
+		}
+		for _, n := range cluster.Nodes() {
+			if v := keyOn(t, n, "fresh"); v != "" {
+				t.Errorf("node %d: a recovering node took the lock: %q", n.Index(), v)
+			}
+			if v := keyOn(t, n, redlock.MarkerKey); v == "" || v == "0" {
+				t.Errorf("node %d: marker %q, want the time of the first contact", n.Index(), v)
+			}
+		}
+		// Retrying does not restart the quarantine.
+		if _, err := client.TryAcquire(bg, "fresh"); err == nil {
+			t.Fatal("acquired during the recovery delay")
+		}
+		time.Sleep(time.Until(start.Add(left + 50*time.Millisecond)))
+		lock, err := client.TryAcquire(bg, "fresh")
+		if err != nil {
+			t.Fatalf("after the recovery delay: %v", err)
+		}
+		lock.Release(bg)
+	})
+}
+
+// TestQuarantine_restartWithoutData is the counter-example of the Redlock
+// description: client 1 holds A, B and C; C restarts without its data; client
+// 2 asks C, D and E. Without the quarantine both hold the lock at once.
+func TestQuarantine_restartWithoutData(t *testing.T) {
+	for _, quarantine := range []bool{true, false} {
+		name := "quarantine"
+		if !quarantine {
+			name = "noQuarantine"
+		}
+		t.Run(name, func(t *testing.T) {
+			cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+			opts := &redlock.Options{TTL: 3 * time.Second, RecoveryDelay: 3 * time.Second,
+				NodeTimeout: 300 * time.Millisecond, DisableQuarantine: !quarantine}
+			client1 := newClient(t, cluster, adapters[0], opts)
+			lock1, err := client1.TryAcquire(bg, "seed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Client 1 holds A, B, C: its lock never reached D and E.
+			waitForKey(t, cluster, "seed", lock1.Token())
+			for _, i := range []int{3, 4} {
+				if _, err := cluster.Node(i).Do(bg, "DEL", "seed"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// C crashes and restarts empty.
+			if err := cluster.Node(2).Restart(bg); err != nil {
+				t.Fatal(err)
+			}
+			client2 := coldClient(t, cluster, adapters[1], opts)
+			lock2, err := client2.TryAcquire(bg, "seed")
+			if lock1.Err() != nil {
+				t.Fatalf("the first lock ended before the second client tried (machine too slow?): %v", lock1.Err())
+			}
+			if !quarantine {
+				if err != nil {
+					t.Fatalf("without the quarantine the restarted node should grant a second lock: %v", err)
+				}
+				defer lock2.Release(bg)
+				if lock1.Err() != nil || lock2.Err() != nil || !time.Now().Before(lock1.Until()) {
+					t.Fatalf("double grant not shown: lock 1 %v, lock 2 %v", lock1.Err(), lock2.Err())
+				}
+				t.Logf("two holders at once, as expected without the quarantine: fences %d and %d", lock1.Fence(), lock2.Fence())
+				return
+			}
+			if err == nil {
+				lock2.Release(bg)
+				t.Fatal("double grant: the restarted node voted while the first lock was valid")
+			}
+			qe := quorumError(t, err)
+			want := []redlock.Outcome{redlock.OutcomeHeld, redlock.OutcomeHeld, redlock.OutcomeRecovering}
+			for i, o := range want {
+				if qe.Nodes[i].Outcome != o {
+					t.Errorf("node %d: %s, want %s (%v)", i, qe.Nodes[i].Outcome, o, err)
+				}
+			}
+			if qe.OK > 2 {
+				t.Errorf("granted on %d nodes", qe.OK)
+			}
+			// Once the first lock is gone and the delay has passed, C votes.
+			lock1.Release(bg)
+			time.Sleep(qe.Nodes[2].RecoveringLeft + 50*time.Millisecond)
+			lock3, err := client2.Acquire(bg, "seed", redlock.WithRetry(redlock.LimitAttempts(redlock.DefaultRetry, 5)))
+			if err != nil {
+				t.Fatalf("after the recovery delay: %v", err)
+			}
+			defer lock3.Release(bg)
+			if lock3.Fence() <= lock1.Fence() {
+				t.Errorf("fence %d after %d", lock3.Fence(), lock1.Fence())
+			}
+			deadline := time.Now().Add(time.Second)
+			for keyOn(t, cluster.Node(2), "seed") != lock3.Token() && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if keyOn(t, cluster.Node(2), "seed") != lock3.Token() {
+				t.Error("the restarted node did not vote after its recovery delay")
+			}
+		})
+	}
+}
+
+func TestQuarantine_appendFsyncAlways(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5, AppendFsyncAlways: true})
+	client := newClient(t, cluster, adapters[0], fast())
+	held, err := client.TryAcquire(bg, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(bg)
+	if err := cluster.Node(2).Restart(bg); err != nil {
+		t.Fatal(err)
+	}
+	states, err := client.Inspect(bg, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := states[2]; s.Err != nil || s.Recovering || s.NoMarker || s.Holder != held.Token() {
+		t.Fatalf("restarted node with appendfsync always: %+v, want its marker and the lock kept", s)
+	}
+	// It votes at once.
+	lock, err := client.TryAcquire(bg, "durable-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	deadline := time.Now().Add(time.Second)
+	for keyOn(t, cluster.Node(2), "durable-2") != lock.Token() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if keyOn(t, cluster.Node(2), "durable-2") != lock.Token() {
+		t.Error("the restarted node did not grant the lock")
+	}
+}
+
+func TestMarkReady(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 4})
+	opts := fast()
+	client := coldClient(t, cluster, adapters[1], opts)
+	// Node 0 never saw a client; node 1 is recovering; node 2 has been
+	// ready for long (an old stamp); node 3 is down.
+	now := time.Now().UnixMicro()
+	for i, v := range map[int]string{1: strconv.FormatInt(now, 10), 2: "1"} {
+		if _, err := cluster.Node(i).Do(bg, "SET", redlock.MarkerKey, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cluster.Node(3).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := client.MarkReady(bg)
+	if !errors.Is(err, redlock.ErrNotMarkedReady) {
+		t.Fatalf("one node down: err = %v, want ErrNotMarkedReady", err)
+	}
+	qe := quorumError(t, err)
+	if qe.OK != 3 || qe.Nodes[3].Outcome != redlock.OutcomeError || !strings.Contains(err.Error(), cluster.Node(3).Addr()) {
+		t.Errorf("per-node detail: %v", err)
+	}
+	for i, want := range []string{"0", "0", "1"} {
+		if got := keyOn(t, cluster.Node(i), redlock.MarkerKey); got != want {
+			t.Errorf("node %d: marker %q, want %q", i, got, want)
+		}
+	}
+	if err := cluster.Node(3).Start(bg); err != nil {
+		t.Fatal(err)
+	}
+	// The connection to the restarted node may fail once before the client
+	// reconnects; an operator runs the step again.
+	for try := 1; ; try++ {
+		err := client.MarkReady(bg)
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("every node up: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lock, err := client.TryAcquire(bg, "ready")
+	if err != nil {
+		t.Fatalf("after MarkReady: %v", err)
+	}
+	lock.Release(bg)
+}
+
+func TestQuarantine_ttlAboveRecoveryDelay(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	conns := func() []redlock.Conn { return goredisConns(t, cluster.Addrs()) }
+
+	// The defaults: 30 s covers TTLs up to 30 s.
+	if _, err := redlock.New(conns(), &redlock.Options{TTL: 31 * time.Second}); !errors.Is(err, redlock.ErrInvalidTTL) ||
+		!strings.Contains(err.Error(), "recovery delay") {
+		t.Errorf("TTL 31 s with the default recovery delay: %v", err)
+	}
+	if _, err := redlock.New(conns(), &redlock.Options{TTL: 31 * time.Second, DisableQuarantine: true}); err != nil {
+		t.Errorf("TTL 31 s without the quarantine: %v", err)
+	}
+	if _, err := redlock.New(conns(), &redlock.Options{RecoveryDelay: -time.Second}); !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("negative recovery delay: %v", err)
+	}
+
+	opts := &redlock.Options{TTL: time.Second, RecoveryDelay: 2 * time.Second, NodeTimeout: 300 * time.Millisecond}
+	client := newClient(t, cluster, adapters[0], opts)
+	if got := client.Options().RecoveryDelay; got != 2*time.Second {
+		t.Errorf("Options().RecoveryDelay = %s", got)
+	}
+	if _, err := client.TryAcquire(bg, "long", redlock.WithTTL(3*time.Second)); !errors.Is(err, redlock.ErrInvalidTTL) {
+		t.Errorf("acquire with TTL above the recovery delay: %v", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "long"); v != "" {
+			t.Errorf("node %d: a rejected acquisition left the key", n.Index())
+		}
+	}
+	lock, err := client.TryAcquire(bg, "long", redlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatalf("TTL equal to the recovery delay: %v", err)
+	}
+	defer lock.Release(bg)
+	if err := lock.Extend(bg, 3*time.Second); !errors.Is(err, redlock.ErrInvalidTTL) {
+		t.Errorf("extend above the recovery delay: %v", err)
+	}
+	if _, err := client.ExtendToken(bg, "long", lock.Token(), 3*time.Second); !errors.Is(err, redlock.ErrInvalidTTL) {
+		t.Errorf("ExtendToken above the recovery delay: %v", err)
+	}
+	if err := lock.Extend(bg, 2*time.Second); err != nil {
+		t.Errorf("extend to the recovery delay: %v", err)
+	}
+}
