@@ -24,16 +24,7 @@ const (
 	// The shortest one is used: the error of the offset is at most half its
 	// round trip, so more samples tighten it, at one round trip each.
 	auditTimeSamples = 3
-	// auditRecoveryDelay is how long a node that restarted without its marker
-	// key stays out of every quorum, as the client's restart quarantine
-	// applies it by default.
-	auditRecoveryDelay = 30 * time.Second
 )
-
-// auditMarkerKey is the key a node keeps while it is known to have kept its
-// data since the client first saw it: the node's TIME in microseconds when it
-// was written, or "0" once an operator declared the node ready.
-const auditMarkerKey = "redlock:marker"
 
 // Severity ranks a Finding.
 type Severity uint8
@@ -139,12 +130,13 @@ type NodeAudit struct {
 	// refuses most commands until done.
 	Loading bool
 	// Recovering reports a node kept out of every quorum by the restart
-	// quarantine: it has no marker key (it restarted empty, or no client has
-	// used it yet), or its marker is younger than the recovery delay.
+	// quarantine: it has no MarkerKey (it restarted empty, or no client has
+	// used it yet), or its marker is younger than Options.RecoveryDelay.
+	// Always false with Options.DisableQuarantine.
 	Recovering bool
 	// RecoveringLeft is how long the node stays out, at most; for a node
-	// without a marker, the full recovery delay from the client's first
-	// contact with it.
+	// without a marker, the full recovery delay from the next acquisition
+	// that reaches it.
 	RecoveringLeft time.Duration
 
 	infoErr, timeErr, configErr, markerErr error
@@ -178,8 +170,10 @@ func (r *AuditReport) Unsafe() bool {
 // availability of locks: reachability, version, role (a replica is not an
 // independent master), persistence (appendonly, appendfsync, save), a
 // maxmemory-policy that can evict keys with a TTL, the clock offset against
-// this host, the restart quarantine, and whether two nodes are the same server
-// (by run_id). It is read-only: it writes nothing to the nodes.
+// this host, the restart quarantine (MarkerKey), and whether two nodes are the
+// same server (by run_id). The clock offset is judged against the drift
+// allowance of Options.TTL, the quarantine against Options.RecoveryDelay. It
+// is read-only: it writes nothing to the nodes.
 //
 // Audit blocks until every node answered or gave up, at most a few seconds
 // (auditNodeTimeout) after ctx allows. A node that cannot be reached, or
@@ -190,10 +184,16 @@ func (c *Client) Audit(ctx context.Context) (*AuditReport, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redlock: audit: %w", err)
 	}
+	l := auditLimits{
+		allowance:  drift(c.opts.TTL, c.opts.DriftFactor),
+		ttl:        c.opts.TTL,
+		quarantine: !c.opts.DisableQuarantine,
+		delay:      c.opts.RecoveryDelay,
+	}
 	r := &AuditReport{Nodes: make([]NodeAudit, len(c.conns)), Quorum: c.quorum}
 	var wg sync.WaitGroup
 	for i, conn := range c.conns {
-		wg.Go(func() { r.Nodes[i] = auditNode(ctx, conn, auditRecoveryDelay) })
+		wg.Go(func() { r.Nodes[i] = auditNode(ctx, conn, l) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -204,15 +204,23 @@ func (c *Client) Audit(ctx context.Context) (*AuditReport, error) {
 			r.Reachable++
 		}
 	}
-	r.Findings = r.findings(drift(c.opts.TTL, c.opts.DriftFactor), c.opts.TTL)
+	r.Findings = r.findings(l)
 	return r, nil
+}
+
+// auditLimits are the client's settings the findings are judged by.
+type auditLimits struct {
+	allowance  time.Duration // drift allowance for ttl
+	ttl        time.Duration // Options.TTL
+	quarantine bool          // the restart quarantine is on
+	delay      time.Duration // Options.RecoveryDelay
 }
 
 // auditNode runs every check's commands on one node, one after another, under
 // one deadline. A node is reachable when any command succeeds; one that
 // refuses all of them (NOAUTH, say) is unreachable, with the first refusal as
 // its Err.
-func auditNode(ctx context.Context, conn Conn, recoveryDelay time.Duration) NodeAudit {
+func auditNode(ctx context.Context, conn Conn, l auditLimits) NodeAudit {
 	ctx, cancel := context.WithTimeout(ctx, auditNodeTimeout)
 	defer cancel()
 	n := NodeAudit{Node: conn.Name()}
@@ -240,13 +248,15 @@ func auditNode(ctx context.Context, conn Conn, recoveryDelay time.Duration) Node
 		n.Reachable = true
 	}
 
-	marker, err := conn.Do(ctx, "GET", auditMarkerKey)
-	if err == nil {
-		n.Reachable = true
-		n.marker = auditString(marker)
-		n.applyMarker(serverNow, recoveryDelay)
-	} else {
-		n.markerErr = err
+	if l.quarantine {
+		marker, err := conn.Do(ctx, "GET", MarkerKey)
+		if err == nil {
+			n.Reachable = true
+			n.marker = auditString(marker)
+			n.applyMarker(serverNow, l.delay)
+		} else {
+			n.markerErr = err
+		}
 	}
 
 	if !n.Reachable {
@@ -363,7 +373,7 @@ func (n *NodeAudit) applyMarker(serverNow time.Time, delay time.Duration) {
 
 // findings turns the node audits into findings, most severe first. allowance
 // is the drift allowance for the client's TTL.
-func (r *AuditReport) findings(allowance, ttl time.Duration) []Finding {
+func (r *AuditReport) findings(l auditLimits) []Finding {
 	var fs []Finding
 	add := func(node string, sev Severity, check, remedy, format string, args ...any) {
 		fs = append(fs, Finding{Node: node, Severity: sev, Check: check, Message: fmt.Sprintf(format, args...), Remedy: remedy})
@@ -380,12 +390,15 @@ func (r *AuditReport) findings(allowance, ttl time.Duration) []Finding {
 	}
 	for _, n := range r.Nodes {
 		if !n.Reachable {
+			why := auditErrText(n.Err)
+			if isTimeout(n.Err) {
+				why = fmt.Sprintf("no answer within %s", auditNodeTimeout)
+			}
 			add(n.Node, SeverityWarning, "unreachable",
-				"check that the server runs and that this host can reach it",
-				"unreachable: %s", auditErrText(n.Err))
+				"check that the server runs and that this host can reach it", "unreachable: %s", why)
 			continue
 		}
-		auditNodeFindings(n, allowance, ttl, recoveringSev, add)
+		auditNodeFindings(n, l, recoveringSev, add)
 	}
 
 	byRunID := map[string][]string{}
@@ -428,7 +441,7 @@ func (r *AuditReport) findings(allowance, ttl time.Duration) []Finding {
 }
 
 // auditNodeFindings adds the findings about one reachable node.
-func auditNodeFindings(n NodeAudit, allowance, ttl time.Duration, recoveringSev Severity,
+func auditNodeFindings(n NodeAudit, l auditLimits, recoveringSev Severity,
 	add func(node string, sev Severity, check, remedy, format string, args ...any)) {
 	name := n.Node
 
@@ -462,16 +475,23 @@ func auditNodeFindings(n NodeAudit, allowance, ttl time.Duration, recoveringSev 
 			"unrecognised maxmemory-policy %s may evict lock keys", p)
 	}
 
-	const quarantine = "keep the restart quarantine on, so that a node without its marker key sits out the recovery delay, or set appendfsync always"
+	// Without durable writes a restarted node can grant a lock still held
+	// elsewhere; the quarantine covers that, and without it nothing does.
+	persistSev, persistRemedy := SeverityWarning,
+		"keep the restart quarantine on, so that a node without its marker key sits out the recovery delay, or set appendfsync always"
+	if !l.quarantine {
+		persistSev, persistRemedy = SeverityCritical,
+			"set appendonly yes and appendfsync always, or turn the restart quarantine back on (Options.DisableQuarantine false)"
+	}
 	switch {
 	case n.AppendOnly == "no":
-		add(name, SeverityWarning, "persistence", quarantine,
+		add(name, persistSev, "persistence", persistRemedy,
 			"appendonly no: after a restart the node has forgotten the locks it granted")
 	case n.AppendOnly == "yes" && n.AppendFsync != "" && n.AppendFsync != "always":
-		add(name, SeverityWarning, "persistence", quarantine,
+		add(name, persistSev, "persistence", persistRemedy,
 			"appendfsync %s: a crash loses the locks granted in the last moments before it", n.AppendFsync)
 	case n.AppendOnly == "" || n.AppendFsync == "":
-		add(name, SeverityInfo, "persistence", quarantine,
+		add(name, SeverityInfo, "persistence", persistRemedy,
 			"persistence unknown: cannot tell whether granted locks survive a crash")
 	}
 
@@ -493,10 +513,10 @@ func auditNodeFindings(n NodeAudit, allowance, ttl time.Duration, recoveringSev 
 	case !n.ClockKnown:
 		add(name, SeverityInfo, "clock", "allow TIME for this user to check the node's clock",
 			"TIME refused (%s): clock offset unknown", auditErrText(n.timeErr))
-	case n.ClockOffset.Abs()-n.RTT/2 > allowance:
+	case n.ClockOffset.Abs()-n.RTT/2 > l.allowance:
 		add(name, SeverityCritical, "clock", "synchronise the node's clock with NTP, slewing rather than stepping",
 			"clock %s off this host's (±%s), beyond the %s drift allowance for a %s TTL: a clock that steps expires locks early",
-			n.ClockOffset.Round(time.Microsecond), (n.RTT / 2).Round(time.Microsecond), allowance, ttl)
+			n.ClockOffset.Round(time.Microsecond), (n.RTT / 2).Round(time.Microsecond), l.allowance, l.ttl)
 	}
 
 	switch {
@@ -506,13 +526,13 @@ func auditNodeFindings(n NodeAudit, allowance, ttl time.Duration, recoveringSev 
 		add(name, recoveringSev, "recovering", "wait until the node has loaded its data",
 			"loading its data set: it refuses lock commands until done")
 	case n.markerErr != nil:
-		add(name, SeverityInfo, "recovering", "allow GET of "+auditMarkerKey+" for this user",
+		add(name, SeverityInfo, "recovering", "allow GET of "+MarkerKey+" for this user",
 			"restart marker unreadable (%s): quarantine state unknown", auditErrText(n.markerErr))
 	case n.Recovering && n.marker == "":
-		add(name, recoveringSev, "recovering", "wait, or mark the node ready once it is known to hold all live locks",
-			"no restart marker: the node sits out %s from a client's first contact (restarted empty, or never used)", n.RecoveringLeft.Round(time.Second))
+		add(name, recoveringSev, "recovering", "wait; for a new deployment with no lock outstanding, Client.MarkReady",
+			"no restart marker (restarted empty, or never used): it sits out %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
 	case n.Recovering:
-		add(name, recoveringSev, "recovering", "wait, or mark the node ready once it is known to hold all live locks",
+		add(name, recoveringSev, "recovering", "wait: MarkReady is safe only when no lock can be outstanding",
 			"restarted: out of every quorum for %s more", n.RecoveringLeft.Round(time.Millisecond))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,9 +13,6 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/testcluster"
 )
-
-// markerKey is the restart quarantine's marker key on the wire.
-const markerKey = "redlock:marker"
 
 // audit runs Client.Audit over conns and fails the test on an error.
 func audit(t *testing.T, conns []redlock.Conn, opts *redlock.Options) *redlock.AuditReport {
@@ -167,6 +165,31 @@ func TestAudit_persistence(t *testing.T) {
 			wantNoFinding(t, r, n.Node, "persistence")
 		}
 	})
+	t.Run("noneWithoutQuarantine", func(t *testing.T) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		r := audit(t, goredisConns(t, cluster.Addrs()), &redlock.Options{DisableQuarantine: true})
+		if !r.Unsafe() {
+			t.Error("Unsafe() = false: no persistence and no quarantine")
+		}
+		for _, n := range r.Nodes {
+			f := wantFinding(t, r, n.Node, "persistence", redlock.SeverityCritical)
+			if !strings.Contains(f.Remedy, "appendfsync always") {
+				t.Errorf("remedy %q does not name appendfsync always", f.Remedy)
+			}
+			if n.Recovering {
+				t.Errorf("%s recovering with the quarantine off", n.Node)
+			}
+			wantNoFinding(t, r, n.Node, "recovering")
+		}
+	})
+	t.Run("appendfsyncAlwaysWithoutQuarantine", func(t *testing.T) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3, AppendFsyncAlways: true})
+		r := audit(t, goredisConns(t, cluster.Addrs()), &redlock.Options{DisableQuarantine: true})
+		wantNoCritical(t, r)
+		for _, n := range r.Nodes {
+			wantNoFinding(t, r, n.Node, "persistence")
+		}
+	})
 	t.Run("everysec", func(t *testing.T) {
 		cluster := testcluster.Start(t, testcluster.Options{Nodes: 1, Config: []string{"appendonly yes", "appendfsync everysec"}})
 		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
@@ -242,6 +265,35 @@ func TestAudit_quorumLost(t *testing.T) {
 	}
 }
 
+func TestAudit_pausedNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the audit's per-node timeout")
+	}
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	conns := goredisConns(t, cluster.Addrs())
+	if err := cluster.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Node(0).Resume()
+	start := time.Now()
+	r := audit(t, conns, nil)
+	// The per-node timeout is 3 s; twice that is a generous liveness bound.
+	if took := time.Since(start); took > 6*time.Second {
+		t.Errorf("Audit with a paused node took %s", took)
+	}
+	var ne net.Error
+	if n := r.Nodes[0]; n.Reachable || !(errors.Is(n.Err, context.DeadlineExceeded) || errors.As(n.Err, &ne) && ne.Timeout()) {
+		t.Errorf("paused node: Reachable %v, Err %v; want unreachable by timeout", n.Reachable, n.Err)
+	}
+	f := wantFinding(t, r, r.Nodes[0].Node, "unreachable", redlock.SeverityWarning)
+	if !strings.Contains(f.Message, "no answer within") {
+		t.Errorf("message %q does not say the node timed out", f.Message)
+	}
+	if !r.Nodes[1].Reachable || !r.Nodes[2].Reachable {
+		t.Error("the nodes that answer are reported unreachable")
+	}
+}
+
 func TestAudit_oneFailureLeft(t *testing.T) {
 	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
 	conns := goredisConns(t, cluster.Addrs())
@@ -310,7 +362,7 @@ func TestAudit_recovering(t *testing.T) {
 		return s*1e6 + us
 	}
 	set := func(i int, value string) {
-		if _, err := cluster.Node(i).Do(bg, "SET", markerKey, value); err != nil {
+		if _, err := cluster.Node(i).Do(bg, "SET", redlock.MarkerKey, value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,6 +394,18 @@ func TestAudit_recovering(t *testing.T) {
 	r = audit(t, conns, nil)
 	wantFinding(t, r, r.Nodes[1].Node, "recovering", redlock.SeverityInfo)
 	wantNoFinding(t, r, r.Nodes[2].Node, "recovering")
+
+	// The delay is the client's: with a minute, node 1 has 50 s left.
+	r = audit(t, goredisConns(t, cluster.Addrs()), &redlock.Options{RecoveryDelay: time.Minute})
+	if n := r.Nodes[1]; !n.Recovering || n.RecoveringLeft > 50*time.Second || n.RecoveringLeft < 45*time.Second {
+		t.Errorf("RecoveryDelay 1m, marked 10 s ago: Recovering %v, %s left; want about 50 s", n.Recovering, n.RecoveringLeft)
+	}
+	// A marker older than the delay: recovered.
+	set(1, strconv.FormatInt(serverMicros(cluster.Node(1))-(31*time.Second).Microseconds(), 10))
+	r = audit(t, conns, nil)
+	if n := r.Nodes[1]; n.Recovering {
+		t.Errorf("node marked 31 s ago still recovering, %s left", n.RecoveringLeft)
+	}
 }
 
 // skewedConn shifts the node's TIME replies by skew, as a node whose clock is
@@ -372,7 +436,8 @@ func TestAudit_clockOffset(t *testing.T) {
 	}{
 		{-time.Second, 10 * time.Second, redlock.SeverityCritical}, // allowance 102 ms
 		{time.Second, 10 * time.Second, redlock.SeverityCritical},
-		{time.Second, 2 * time.Minute, redlock.SeverityInfo}, // allowance 1.202 s
+		{200 * time.Millisecond, 30 * time.Second, redlock.SeverityInfo}, // allowance 302 ms
+		{-50 * time.Millisecond, 10 * time.Second, redlock.SeverityInfo},
 	} {
 		t.Run(fmt.Sprintf("%s_ttl%s", tc.skew, tc.ttl), func(t *testing.T) {
 			conns := goredisConns(t, cluster.Addrs())
