@@ -1,14 +1,52 @@
 package fence_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
 
+	goredisv9 "github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/fence"
+	"github.com/redlock-go/redlock/goredis"
 )
+
+// A holder writes a Redis-held resource with its lock's fencing token. If it
+// paused past the lock's validity and another client has written since with
+// a newer token, the write is refused and the holder stops.
+func ExampleStore_Write() {
+	ctx := context.Background()
+	locker, err := redlock.Dial(ctx, []string{"redis://lock-a:6379", "redis://lock-b:6379", "redis://lock-c:6379"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	// The resource lives on its own, persistent server, not on the lock nodes.
+	data := goredis.New(goredisv9.NewClient(&goredisv9.Options{Addr: "data:6379"}))
+	store := fence.New(data, nil)
+
+	lock, err := locker.Acquire(ctx, "orders:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Release(ctx)
+
+	// ... long work: a GC pause here can outlast the lock ...
+
+	err = store.Write(ctx, "orders:42", lock.Fence(), "shipped")
+	switch {
+	case errors.Is(err, fence.ErrStaleToken):
+		log.Print("lost the lock; someone else has written since: ", err)
+	case err != nil:
+		log.Fatal(err)
+	}
+}
 
 // A service that guards a resource with the fencing token sent in a header:
 // it keeps the last token it accepted and answers 409 Conflict to a request

@@ -1,0 +1,82 @@
+package fence_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/fence"
+	"github.com/redlock-go/redlock/internal/testcluster"
+)
+
+// A holder that pauses past its lock's validity (a GC pause, SIGSTOP) and
+// then writes is refused, and the write of the client that took the lock
+// meanwhile stands.
+func TestStore_pausedHolderIsRefused(t *testing.T) {
+	ctx := t.Context()
+	lockNodes := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	data := testcluster.Start(t, testcluster.Options{Nodes: 1, AppendFsyncAlways: true})
+	store := fence.New(adapters[0].conn(t, data.Node(0).Addr()), nil)
+
+	dial := func() *redlock.Client {
+		c, err := redlock.Dial(ctx, lockNodes.URLs(), &redlock.Options{NodeTimeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	client1, client2 := dial(), dial()
+	// A new deployment: no lock can be outstanding.
+	if err := client1.MarkReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const ttl = 500 * time.Millisecond
+	lock1, err := client1.Acquire(ctx, "orders:42", redlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Write(ctx, "orders:42", lock1.Fence(), "client 1: packed"); err != nil {
+		t.Fatalf("client 1's write while it holds the lock: %v", err)
+	}
+
+	// Client 1 pauses past its validity; the lock expires on the nodes and
+	// client 2 takes it and writes.
+	time.Sleep(time.Until(lock1.Until()) + 10*time.Millisecond)
+	acquireCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lock2, err := client2.Acquire(acquireCtx, "orders:42", redlock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock2.Release(ctx)
+	if lock2.Fence() <= lock1.Fence() {
+		t.Fatalf("client 2's fence %d is not greater than client 1's %d", lock2.Fence(), lock1.Fence())
+	}
+	if err := store.Write(ctx, "orders:42", lock2.Fence(), "client 2: shipped"); err != nil {
+		t.Fatalf("client 2's write: %v", err)
+	}
+
+	// Client 1 wakes up and, unaware, sends its late write.
+	err = store.Write(ctx, "orders:42", lock1.Fence(), "client 1: cancelled")
+	var stale *fence.StaleTokenError
+	if !errors.Is(err, fence.ErrStaleToken) || !errors.As(err, &stale) {
+		t.Fatalf("client 1's late write: %v, want ErrStaleToken", err)
+	}
+	if stale.Token != lock1.Fence() || stale.Last != lock2.Fence() {
+		t.Errorf("refusal names token %d and last %d, want %d and %d", stale.Token, stale.Last, lock1.Fence(), lock2.Fence())
+	}
+	value, last, err := store.Read(ctx, "orders:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value != "client 2: shipped" || last != lock2.Fence() {
+		t.Errorf("stored %q with fence %d, want client 2's write with %d", value, last, lock2.Fence())
+	}
+	if !errors.Is(lock1.Err(), redlock.ErrLockLost) {
+		t.Errorf("client 1's lock reports %v, want ErrLockLost", lock1.Err())
+	}
+}
