@@ -27,8 +27,10 @@ const (
 	maxNodes        = 5
 	parallelWorkers = 64
 	sharedWorkers   = 8
-	// roundTripPings is how many PINGs measure the loopback round trip.
-	roundTripPings = 2000
+	// roundTripPings is how many PINGs measure the loopback round trip at
+	// the start; roundTripSample how many are sent before each round.
+	roundTripPings  = 2000
+	roundTripSample = 200
 	// setupTimeout bounds starting the nodes and opening one library.
 	setupTimeout = 30 * time.Second
 	// laterWarmupDivisor shortens the warm-up of every round after the
@@ -189,6 +191,7 @@ func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writ
 		for i, l := range p.libs {
 			entries[i] = openEntry(ctx, l, runAddrs, p.c.keys == runner.SharedKey)
 		}
+		var rtts []time.Duration
 		for round := range cfg.rounds {
 			for k := range entries {
 				e := entries[(k+round)%len(entries)]
@@ -206,6 +209,9 @@ func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writ
 					return nil, ctx.Err()
 				}
 				bar.Describe(fmt.Sprintf("%-15s %-16s round %d/%d", p.c.ID, e.l.Name, round+1, cfg.rounds))
+				if t, err := nodes.RoundTrips(ctx, addrs[0], roundTripSample); err == nil {
+					rtts = append(rtts, t...)
+				}
 				stopTicker := tick(bar, done.Milliseconds(), share)
 				logs.take()
 				res, err := runner.Run(ctx, e.d, runner.Case{Workers: p.c.Workers, Keys: p.c.keys}, runner.Options{
@@ -229,6 +235,11 @@ func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writ
 		closeEntries(entries)
 		for _, e := range entries {
 			rep.Rows = append(rep.Rows, e.row(p.c.ID))
+		}
+		for i := range rep.Cases {
+			if rep.Cases[i].ID == p.c.ID {
+				rep.Cases[i].RoundTripUs = float64(nodes.Median(rtts)) / float64(time.Microsecond)
+			}
 		}
 	}
 	bar.Finish()

@@ -44,7 +44,8 @@ func processCPU(pid int) time.Duration {
 	return time.Duration(utime+stime) * clockTick
 }
 
-func median(d []time.Duration) time.Duration {
+// Median returns the middle value of d, 0 for none.
+func Median(d []time.Duration) time.Duration {
 	if len(d) == 0 {
 		return 0
 	}

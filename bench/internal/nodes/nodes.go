@@ -208,10 +208,20 @@ func Ping(ctx context.Context, addr string) error {
 // RoundTrip measures the median time of count PINGs sent one after another
 // over one connection to addr: the floor of any request to a node.
 func RoundTrip(ctx context.Context, addr string, count int) (time.Duration, error) {
+	times, err := RoundTrips(ctx, addr, count)
+	if err != nil {
+		return 0, err
+	}
+	return Median(times), nil
+}
+
+// RoundTrips returns the times of count PINGs sent one after another over
+// one new connection to addr.
+func RoundTrips(ctx context.Context, addr string, count int) ([]time.Duration, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return 0, fmt.Errorf("nodes: %w", err)
+		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -223,12 +233,12 @@ func RoundTrip(ctx context.Context, addr string, count int) (time.Duration, erro
 	for i := range times {
 		start := time.Now()
 		if _, err := c.Write(ping); err != nil {
-			return 0, fmt.Errorf("nodes: %w", err)
+			return nil, fmt.Errorf("nodes: %w", err)
 		}
 		if _, err := r.ReadString('\n'); err != nil {
-			return 0, fmt.Errorf("nodes: %w", err)
+			return nil, fmt.Errorf("nodes: %w", err)
 		}
 		times[i] = time.Since(start)
 	}
-	return median(times), nil
+	return times, nil
 }

@@ -21,7 +21,7 @@ func (r *Report) WriteMarkdown(w io.Writer, targets []Target, chart string) erro
 	if m.CPUModel != "" {
 		fmt.Fprintf(&b, ", %s", m.CPUModel)
 	}
-	fmt.Fprintf(&b, "; redis-server %s on loopback, PING round trip %s µs (median).\n", m.RedisVersion, Num(m.RoundTripUs))
+	fmt.Fprintf(&b, "; redis-server %s on loopback, PING round trip %s µs at the start (median).\n", m.RedisVersion, Num(m.RoundTripUs))
 	fmt.Fprintf(&b, "Each library, in each case: %gs measured after a %gs warm-up, in %d rounds that take the libraries in turn "+
 		"(a shorter warm-up before each later round). The slow node is behind a proxy adding %g ms to every reply.\n",
 		m.DurationSec, m.WarmupSec, max(m.Rounds, 1), m.SlowLatencyMs)
@@ -72,6 +72,9 @@ func (r *Report) WriteMarkdown(w io.Writer, targets []Target, chart string) erro
 			rate, lat = "handoffs/s", "wait"
 		}
 		fmt.Fprintf(&b, "\n#### %s (`%s`)\n\n", c.Title, c.ID)
+		if c.RoundTripUs > 0 {
+			fmt.Fprintf(&b, "PING round trip during this case: %s µs (median of samples before each round).\n\n", Num(c.RoundTripUs))
+		}
 		fmt.Fprintf(&b, "| library | %s | p50 %s | p90 | p99 | max | allocs/cycle | B/cycle | CPU/cycle | Redis CPU/cycle | errors |\n", rate, lat)
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.Libraries {

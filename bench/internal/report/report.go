@@ -29,7 +29,7 @@ type Meta struct {
 	GOMAXPROCS    int       `json:"gomaxprocs"`
 	CPUModel      string    `json:"cpu_model,omitempty"`
 	RedisVersion  string    `json:"redis_version"`
-	RoundTripUs   float64   `json:"round_trip_us"` // median PING round trip to one node
+	RoundTripUs   float64   `json:"round_trip_us"` // median PING round trip to one node, at the start
 	DurationSec   float64   `json:"duration_s"`    // measured window per run
 	WarmupSec     float64   `json:"warmup_s"`
 	Rounds        int       `json:"rounds"` // the measured time is split in rounds taking the libraries in turn
@@ -55,6 +55,10 @@ type Case struct {
 	Nodes     int    `json:"nodes"`
 	SlowNodes int    `json:"slow_nodes"`
 	Handoffs  bool   `json:"handoffs"` // one shared key: rate is handoffs/s, latency is the wait
+	// RoundTripUs is the median PING round trip to one node, sampled before
+	// each round of this case: the floor of a request under the load the
+	// machine had then.
+	RoundTripUs float64 `json:"round_trip_us"`
 }
 
 // Row is one library's result in one case.
@@ -104,6 +108,16 @@ func NewRow(caseID, library string, r runner.Result) Row {
 		LastError:           r.LastErr,
 		Seconds:             r.Elapsed.Seconds(),
 	}
+}
+
+// Case returns the case with id.
+func (r *Report) Case(id string) (Case, bool) {
+	for _, c := range r.Cases {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Case{}, false
 }
 
 // Row returns the result of library in case, if it ran (it may have

@@ -76,12 +76,16 @@ func (r *Report) AtMost(goal, caseID, ours, peer string, m Metric, fraction floa
 	return t
 }
 
-// WithinRoundTrips checks ours's metric m <= n round trips of the run's
-// measured node round trip.
+// WithinRoundTrips checks ours's metric m <= n node round trips, as measured
+// during the case (at the start of the run if not).
 func (r *Report) WithinRoundTrips(goal, caseID, ours string, m Metric, n float64) Target {
 	t := Target{Goal: goal, Case: caseID, Library: ours, Need: fmt.Sprintf("<= %g round trips", n)}
 	a, ok := r.Row(caseID, ours)
-	if !ok || r.Meta.RoundTripUs == 0 {
+	rtt := r.Meta.RoundTripUs
+	if c, found := r.Case(caseID); found && c.RoundTripUs > 0 {
+		rtt = c.RoundTripUs
+	}
+	if !ok || rtt == 0 {
 		t.Status, t.Value = NA, "missing result"
 		return t
 	}
@@ -89,8 +93,8 @@ func (r *Report) WithinRoundTrips(goal, caseID, ours string, m Metric, n float64
 		t.Status, t.Value = Miss, "no cycle completed"
 		return t
 	}
-	rts := m.Get(a) / r.Meta.RoundTripUs
-	t.Value = fmt.Sprintf("%.1f round trips (%s µs, round trip %s µs)", rts, Num(m.Get(a)), Num(r.Meta.RoundTripUs))
+	rts := m.Get(a) / rtt
+	t.Value = fmt.Sprintf("%.1f round trips (%s µs, round trip %s µs)", rts, Num(m.Get(a)), Num(rtt))
 	t.Status = verdict(rts <= n)
 	return t
 }
