@@ -14,7 +14,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// TestShortTable runs the short table (scenario.Short): a few seconds per
+// scenario, one or more of each kind. TORTURE_SCENARIO=<regexp> runs the
+// matching scenarios of the full table instead, and TORTURE_KEEP=<dir>
+// keeps their histories.
 func TestShortTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for about 15 s; skipped with -short")
+	}
 	table := scenario.Short()
 	if pattern := os.Getenv("TORTURE_SCENARIO"); pattern != "" {
 		var err error
@@ -24,7 +31,7 @@ func TestShortTable(t *testing.T) {
 	}
 	for _, sc := range table {
 		t.Run(torture.FileName(sc.Name), func(t *testing.T) {
-			out := torture.Run(t.Context(), sc, torture.Options{Seed: 1, Dir: t.TempDir()})
+			out := torture.Run(t.Context(), sc, torture.Options{Seed: 1, Dir: historyDir(t)})
 			r := out.Result
 			t.Logf("%s: %d ops, %d attempts, %d grants, %d writes; violations %v; expect %s, judged %d: %s (%v)",
 				sc.Name, r.Ops, r.Attempts, r.Grants, r.Writes, r.Counts, sc.Expect, out.Judged, out.Verdict, out.Elapsed)
@@ -38,4 +45,13 @@ func TestShortTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// historyDir returns where a test keeps histories: $TORTURE_KEEP if set, so
+// that a failing run can be inspected, or a temporary directory.
+func historyDir(t *testing.T) string {
+	if dir := os.Getenv("TORTURE_KEEP"); dir != "" {
+		return dir
+	}
+	return t.TempDir()
 }

@@ -23,6 +23,9 @@ const evictKeys = 1024
 // TTL. Each write pushes memory over the cap and Redis evicts the keys
 // closest to expiry first, which are the lock keys.
 type Evict struct {
+	// Settle is how long to wait before measuring the memory in use, so
+	// that the workers' connections, which take memory too, are open.
+	Settle time.Duration
 	// Headroom is how many bytes the cap leaves above the memory in use.
 	Headroom int64
 	// ValueSize is the size of each filler value.
@@ -47,6 +50,9 @@ func (f Evict) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
 		}
 		clients[v] = goredisv9.NewClient(o)
 		defer clients[v].Close()
+	}
+	if !sleep(ctx, f.Settle) {
+		return nil
 	}
 	setCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -10,6 +10,14 @@ import (
 // fs wraps a list of faults as a Scenario.Faults function.
 func fs(make func() []faults.Fault) func() []faults.Fault { return make }
 
+// restartThinkMin and restartThinkMax lengthen the critical section in the
+// restart scenarios, so that a node restart (some tens of milliseconds) can
+// complete while the lock is held, which is when losing the key matters.
+const (
+	restartThinkMin = 100 * time.Millisecond
+	restartThinkMax = 200 * time.Millisecond
+)
+
 // Table returns the full scenario table, in report order: what must hold,
 // what fencing must rescue, and what must be caught.
 func Table() []Scenario {
@@ -43,19 +51,21 @@ func Table() []Scenario {
 			}),
 		},
 		{
-			Name:  "restart-quarantine",
+			Name:     "restart-quarantine",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About: "split quorum; the shared node restarts empty while the lock is held on it, and the quarantine keeps it from voting for a TTL",
 			Faults: fs(func() []faults.Fault {
-				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 300 * time.Millisecond}}
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond}}
 			}),
 		},
 		{
-			Name:              "restart-aof",
+			Name:     "restart-aof",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About:             "split quorum; the shared node restarts while the lock is held on it, with appendfsync always and no quarantine",
 			AppendFsyncAlways: true,
 			DisableQuarantine: true,
 			Faults: fs(func() []faults.Fault {
-				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 300 * time.Millisecond}}
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond}}
 			}),
 		},
 		{
@@ -92,12 +102,13 @@ func Table() []Scenario {
 	}
 	caught := []Scenario{
 		{
-			Name:              "restart-empty",
+			Name:     "restart-empty",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About:             "split quorum; the shared node restarts empty while the lock is held on it and votes at once (no quarantine)",
 			Expect:            Caught,
 			DisableQuarantine: true,
 			Faults: fs(func() []faults.Fault {
-				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 300 * time.Millisecond}}
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond}}
 			}),
 		},
 		{
@@ -122,7 +133,7 @@ func Table() []Scenario {
 			About:  "maxmemory just above use with volatile-ttl and filler writes: lock keys, the closest to expiry, are evicted",
 			Expect: Caught,
 			Faults: fs(func() []faults.Fault {
-				return []faults.Fault{faults.Evict{Headroom: 64 << 10, ValueSize: 4 << 10, Every: 2 * time.Millisecond}}
+				return []faults.Fault{faults.Evict{Settle: 300 * time.Millisecond, Headroom: 1 << 20, ValueSize: 16 << 10, Every: 2 * time.Millisecond}}
 			}),
 		},
 		{
@@ -146,11 +157,12 @@ func Table() []Scenario {
 }
 
 // Short returns a few scenarios of each kind with short runs, for the
-// default test suite: one without faults, one fault that must hold, one on
-// the fenced register and one that must be caught.
+// default test suite: one without faults; a restart that must hold with the
+// quarantine and be caught without it; a pause past validity that must be
+// caught on the unfenced register and hold on the fenced one.
 func Short() []Scenario {
 	want := map[string]bool{
-		"no-faults": true, "restart-quarantine": true,
+		"no-faults": true, "restart-quarantine": true, "restart-empty": true,
 		"worker-pause-past-validity": true, "worker-pause-past-validity/fenced": true,
 	}
 	var out []Scenario
