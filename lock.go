@@ -181,7 +181,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 
 // Release deletes the lock on every node where it still holds this lock's
 // token, and never another holder's. It returns once a quorum of nodes has
-// answered (the others within the per-node timeout), and runs even when ctx
+// deleted it (the others follow within the per-node timeout), and runs even when ctx
 // has already ended, so that a deferred Release always cleans up.
 //
 // Errors: ErrNotHeld when no node that answered still held the lock (it had
@@ -200,8 +200,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 
 	ctx = context.WithoutCancel(ctx)
+	// Return once a quorum deleted the key; otherwise hear every node out (a
+	// node that is down fails fast), so that "not held" is not mistaken for
+	// "not answered".
 	results, ok := c.fanout(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token), isOne,
-		func(ok, others int) bool { return ok+others >= c.quorum })
+		func(ok, _ int) bool { return ok >= c.quorum })
 	answered := 0
 	for _, r := range results {
 		if r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld {

@@ -54,7 +54,7 @@ func (l *Lock) renew() {
 // Do returns fn's error, joined with ErrLockLost if the lock was lost while
 // fn ran, and with the release error if the release failed.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) error {
-	lock, err := c.Acquire(ctx, key, append(opts, WithAutoRenew())...)
+	lock, err := c.Acquire(ctx, key, append(opts[:len(opts):len(opts)], WithAutoRenew())...)
 	if err != nil {
 		return err
 	}
