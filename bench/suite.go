@@ -215,10 +215,11 @@ func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writ
 				stopTicker := tick(bar, done.Milliseconds(), share)
 				logs.take()
 				res, err := runner.Run(ctx, e.d, runner.Case{Workers: p.c.Workers, Keys: p.c.keys}, runner.Options{
-					Warmup:    warmup,
-					Duration:  cfg.duration / time.Duration(cfg.rounds),
-					KeyPrefix: "bench:" + strconv.Itoa(seq) + ":",
-					ServerCPU: servers.CPU,
+					Warmup:      warmup,
+					Duration:    cfg.duration / time.Duration(cfg.rounds),
+					KeyPrefix:   "bench:" + strconv.Itoa(seq) + ":",
+					ServerCPU:   servers.CPU,
+					Connections: servers.Connections,
 				})
 				seq++
 				n, samples := logs.take()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,7 +32,8 @@ const (
 
 // Set is a group of running redis-server processes. Close stops them.
 type Set struct {
-	nodes []*node
+	nodes  []*node
+	probes atomic.Int64 // connections opened by Connections
 }
 
 type node struct {

@@ -65,7 +65,7 @@ func (r *Report) WriteMarkdown(w io.Writer, targets []Target, chart string) erro
 		"acquire. Allocations and CPU are the whole benchmark process's in the measured window divided " +
 		"by cycles: the library's background goroutines count, and so does the one string the harness " +
 		"allocates per cycle for a new key. Redis CPU is the servers' user+system time per cycle (10 ms " +
-		"resolution).\n")
+		"resolution); new connections are those the servers accepted in the window, per thousand cycles.\n")
 	for _, c := range r.Cases {
 		rate, lat := "cycles/s", "cycle"
 		if c.Handoffs {
@@ -75,24 +75,25 @@ func (r *Report) WriteMarkdown(w io.Writer, targets []Target, chart string) erro
 		if c.RoundTripUs > 0 {
 			fmt.Fprintf(&b, "PING round trip during this case: %s µs (median of samples before each round).\n\n", Num(c.RoundTripUs))
 		}
-		fmt.Fprintf(&b, "| library | %s | p50 %s | p90 | p99 | max | allocs/cycle | B/cycle | CPU/cycle | Redis CPU/cycle | errors |\n", rate, lat)
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| library | %s | p50 %s | p90 | p99 | max | allocs/cycle | B/cycle | CPU/cycle | Redis CPU/cycle | new conns/1k cycles | errors |\n", rate, lat)
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.Libraries {
 			row, found := r.Lookup(c.ID, l.Name)
 			if !found {
 				continue
 			}
 			if row.NA != "" {
-				fmt.Fprintf(&b, "| %s | n/a: %s | | | | | | | | | |\n", l.Name, row.NA)
+				fmt.Fprintf(&b, "| %s | n/a: %s | | | | | | | | | | |\n", l.Name, row.NA)
 				continue
 			}
 			errs := fmt.Sprint(row.Errors)
 			if row.LastError != "" {
 				errs += fmt.Sprintf(" (last: %s)", strings.ReplaceAll(clip(row.LastError, 80), "|", "/"))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s µs | %s µs | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s µs | %s µs | %s | %s |\n",
 				l.Name, Num(row.Rate), Dur(row.P50Us), Dur(row.P90Us), Dur(row.P99Us), Dur(row.MaxUs),
-				Num(row.AllocsPerCycle), Num(row.BytesPerCycle), Num(row.CPUUsPerCycle), Num(row.ServerCPUUsPerCycle), errs)
+				Num(row.AllocsPerCycle), Num(row.BytesPerCycle), Num(row.CPUUsPerCycle), Num(row.ServerCPUUsPerCycle),
+				Num(row.NewConnsPer1kCycles), errs)
 		}
 		for _, l := range r.Libraries {
 			if row, ok := r.Lookup(c.ID, l.Name); ok && row.ClientLogs > 0 {

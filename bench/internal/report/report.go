@@ -78,6 +78,9 @@ type Row struct {
 	BytesPerCycle       float64 `json:"bytes_per_cycle"`
 	CPUUsPerCycle       float64 `json:"cpu_us_per_cycle"`
 	ServerCPUUsPerCycle float64 `json:"server_cpu_us_per_cycle"`
+	// NewConnsPer1kCycles is how many connections the servers accepted per
+	// thousand cycles: a client that drops and redials connections shows here.
+	NewConnsPer1kCycles float64 `json:"new_conns_per_1k_cycles"`
 	Cycles              int64   `json:"cycles"`
 	Errors              int64   `json:"errors"`
 	LastError           string  `json:"last_error,omitempty"`
@@ -103,6 +106,7 @@ func NewRow(caseID, library string, r runner.Result) Row {
 		BytesPerCycle:       r.PerCycle(float64(r.AllocBytes)),
 		CPUUsPerCycle:       r.PerCycle(us(r.CPU)),
 		ServerCPUUsPerCycle: r.PerCycle(us(r.ServerCPU)),
+		NewConnsPer1kCycles: r.PerCycle(1000 * float64(r.NewConns)),
 		Cycles:              r.Cycles,
 		Errors:              r.Errors,
 		LastError:           r.LastErr,

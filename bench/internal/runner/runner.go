@@ -63,6 +63,9 @@ type Options struct {
 	// ServerCPU, if set, returns the CPU time used so far by the Redis
 	// servers, to report their cost per cycle too.
 	ServerCPU func() time.Duration
+	// Connections, if set, returns how many connections the servers have
+	// accepted so far, to show connection churn.
+	Connections func(ctx context.Context) int64
 }
 
 // Result is what one run measured in its window.
@@ -80,6 +83,9 @@ type Result struct {
 	AllocBytes uint64        // bytes allocated in the window, whole process
 	CPU        time.Duration // user+system CPU time of this process
 	ServerCPU  time.Duration // user+system CPU time of the Redis servers
+	// NewConns counts the connections the servers accepted in the window
+	// (a few of them the benchmark's own probes).
+	NewConns int64
 
 	hist *hdrhistogram.Histogram // the latencies, for Merge
 }
@@ -97,6 +103,7 @@ func (r *Result) Merge(o Result) {
 	r.AllocBytes += o.AllocBytes
 	r.CPU += o.CPU
 	r.ServerCPU += o.ServerCPU
+	r.NewConns += o.NewConns
 	if r.hist == nil {
 		r.hist = newHistogram()
 	}
@@ -177,11 +184,11 @@ func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, erro
 		wg.Wait()
 		return Result{}, ctx.Err()
 	}
-	before := snapshot(o.ServerCPU)
+	before := snapshot(ctx, o, false)
 	measuring.Store(true)
 	completed := pause(ctx, o.Duration)
 	measuring.Store(false)
-	after := snapshot(o.ServerCPU)
+	after := snapshot(ctx, o, true)
 	stop.Store(true)
 	cancel() // wakes goroutines waiting for a shared key
 	wg.Wait()
@@ -195,6 +202,7 @@ func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, erro
 		AllocBytes: after.bytes - before.bytes,
 		CPU:        after.cpu - before.cpu,
 		ServerCPU:  after.serverCPU - before.serverCPU,
+		NewConns:   after.conns - before.conns,
 	}
 	r.hist = newHistogram()
 	for i := range workers {
@@ -255,19 +263,35 @@ func loop(ctx context.Context, d drivers.Driver, keys Keys, prefix string, id in
 	}
 }
 
-// point is the process's counters at one instant.
+// point is the counters at one instant.
 type point struct {
 	at             time.Time
 	mallocs, bytes uint64
 	cpu, serverCPU time.Duration
+	conns          int64
 }
 
-func snapshot(serverCPU func() time.Duration) point {
+// snapshot reads the counters. Reading the servers' costs this process a few
+// requests, so they are read before the process's counters at the start of
+// the window, and after them at its end.
+func snapshot(ctx context.Context, o Options, end bool) point {
+	var p point
+	servers := func() {
+		if o.ServerCPU != nil {
+			p.serverCPU = o.ServerCPU()
+		}
+		if o.Connections != nil {
+			p.conns = o.Connections(ctx)
+		}
+	}
+	if !end {
+		servers()
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	p := point{at: time.Now(), mallocs: ms.Mallocs, bytes: ms.TotalAlloc, cpu: processCPU()}
-	if serverCPU != nil {
-		p.serverCPU = serverCPU()
+	p.at, p.mallocs, p.bytes, p.cpu = time.Now(), ms.Mallocs, ms.TotalAlloc, processCPU()
+	if end {
+		servers()
 	}
 	return p
 }
