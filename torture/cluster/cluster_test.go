@@ -1,0 +1,89 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	goredisv9 "github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/torture/cluster"
+)
+
+// ping sends PING to addr over a fresh connection within timeout.
+func ping(t *testing.T, url string, timeout time.Duration) (time.Duration, error) {
+	t.Helper()
+	o, err := redlock.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.PoolSize = 1
+	c := goredisv9.NewClient(o)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	begin := time.Now()
+	err = c.Ping(ctx).Err()
+	return time.Since(begin), err
+}
+
+func TestLink_cutHoldLatencyHeal(t *testing.T) {
+	t.Parallel()
+	c, err := cluster.New(t.Context(), cluster.Options{Nodes: 2, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Nodes() != 2 || c.Workers() != 2 || len(c.WorkerURLs(1)) != 2 || len(c.DirectURLs()) != 2 {
+		t.Fatalf("Nodes() = %d, Workers() = %d, WorkerURLs = %v", c.Nodes(), c.Workers(), c.WorkerURLs(1))
+	}
+	l := c.Link(0, 1)
+	url := c.WorkerURLs(0)[1]
+	if _, err := ping(t, url, time.Second); err != nil {
+		t.Fatalf("PING through the proxy: %v", err)
+	}
+
+	l.Cut()
+	if _, err := ping(t, url, time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("PING over a cut link: err = %v, want connection refused", err)
+	}
+	// Other links are untouched.
+	if _, err := ping(t, c.WorkerURLs(1)[1], time.Second); err != nil {
+		t.Fatalf("PING from the other worker: %v", err)
+	}
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ping(t, url, time.Second); err != nil {
+		t.Fatalf("PING after Heal: %v", err)
+	}
+
+	if err := l.Hold(); err != nil {
+		t.Fatal(err)
+	}
+	var netErr net.Error
+	if _, err := ping(t, url, 200*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) && !(errors.As(err, &netErr) && netErr.Timeout()) {
+		t.Fatalf("PING over a held link: err = %v, want a timeout", err)
+	}
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := l.SetLatency(50*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	took, err := ping(t, url, 2*time.Second)
+	if err != nil || took < 100*time.Millisecond {
+		t.Fatalf("PING with 50 ms each way took %v, %v; want at least 100 ms", took, err)
+	}
+	if err := l.SetLatency(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if took, err := ping(t, url, time.Second); err != nil || took > 90*time.Millisecond {
+		t.Fatalf("PING after removing the latency took %v, %v", took, err)
+	}
+}

@@ -1,0 +1,89 @@
+package faults_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/torture/faults"
+)
+
+// serverTime returns the node's TIME.
+func serverTime(t *testing.T, n *testcluster.Node) time.Time {
+	t.Helper()
+	reply, err := n.Do(t.Context(), "TIME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, usec, _ := strings.Cut(reply, "\n")
+	s, _ := strconv.ParseInt(sec, 10, 64)
+	us, _ := strconv.ParseInt(usec, 10, 64)
+	return time.Unix(s, us*1000)
+}
+
+func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
+	t.Parallel()
+	shim, err := faults.BuildClockShim(t.Context(), t.TempDir(), "redis-server")
+	if errors.Is(err, faults.ErrNoCompiler) {
+		t.Fatalf("%v: install gcc (apt-get install -y gcc) to run the clock scenarios", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, ServerPath: shim.ServerPath()})
+	n, other := c.Node(0), c.Node(1)
+	if d := serverTime(t, n).Sub(time.Now()); d < -time.Second || d > time.Second {
+		t.Fatalf("unshifted clock is %v off", d)
+	}
+	if _, err := n.Do(t.Context(), "SET", "k", "v", "PX", "100000"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := shim.Jump(n, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d := serverTime(t, n).Sub(time.Now()); d < time.Hour-time.Second || d > time.Hour+time.Second {
+		t.Fatalf("after a jump of 1h the clock is %v ahead", d)
+	}
+	if err := shim.CheckClock(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	// Redis expires keys by this clock: the 100 s key is gone.
+	if reply, err := n.Do(t.Context(), "GET", "k"); !errors.Is(err, testcluster.ErrNil) {
+		t.Fatalf("GET k after the jump = %q, %v; want nil", reply, err)
+	}
+	// The other node's clock did not move.
+	if d := serverTime(t, other).Sub(time.Now()); d > time.Second {
+		t.Fatalf("the other node's clock moved by %v", d)
+	}
+
+	if err := shim.Jump(n, -time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := shim.Skew(n, 500_000); err != nil { // 50% fast
+		t.Fatal(err)
+	}
+	before, t0 := serverTime(t, n), time.Now()
+	time.Sleep(200 * time.Millisecond)
+	ran, real := serverTime(t, n).Sub(before), time.Since(t0)
+	if ratio := float64(ran) / float64(real); ratio < 1.3 || ratio > 1.7 {
+		t.Fatalf("with +50%% skew the clock ran %v in %v (ratio %.2f), want about 1.5", ran, real, ratio)
+	}
+	if err := shim.CheckClock(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	// A shim that is not in effect is noticed.
+	c2 := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := shim.Jump(c2.Node(0), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := shim.CheckClock(ctx, c2.Node(0)); err == nil {
+		t.Fatal("CheckClock passed on a node started without the shim")
+	}
+}

@@ -1,0 +1,110 @@
+package traffic
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/redlock-go/redlock/torture/history"
+)
+
+func startRegister(t *testing.T, mode Mode) (*Register, *registerClient, *history.Recorder) {
+	t.Helper()
+	rec := history.NewRecorder(nil)
+	r, err := StartRegister(mode, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return r, newRegisterClient(r.URL()), rec
+}
+
+func TestRegister_unfencedAcceptsStaleWrites(t *testing.T) {
+	r, c, rec := startRegister(t, Unfenced)
+	ctx := t.Context()
+	a, err := c.read(ctx, "worker-0", 5)
+	if err != nil || a.Value != 0 || a.Version != 0 {
+		t.Fatalf("read = %+v, %v", a, err)
+	}
+	if _, err := c.write(ctx, "worker-1", 6, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// worker-0 writes late from the old read: accepted, losing worker-1's
+	// update, which is what the unfenced register is for.
+	v, err := c.write(ctx, "worker-0", 5, 1, a.Version)
+	if err != nil || v != 2 {
+		t.Fatalf("stale write = version %d, %v; want 2, nil", v, err)
+	}
+	if value, version := r.Value(); value != 1 || version != 2 {
+		t.Fatalf("Value() = %d, %d; want 1, 2", value, version)
+	}
+	var writes []history.Event
+	for _, ev := range rec.Events() {
+		if ev.Process == history.ProcRegister && ev.Op == history.OpWrite {
+			writes = append(writes, ev)
+		}
+	}
+	if len(writes) != 2 || writes[1].Worker != "worker-0" || writes[1].BasedOn != 0 || writes[1].Version != 2 || writes[1].Type != history.OK {
+		t.Fatalf("recorded writes = %+v", writes)
+	}
+}
+
+func TestRegister_fencedRefusesOlderTokensOnReadsAndWrites(t *testing.T) {
+	_, c, rec := startRegister(t, Fenced)
+	ctx := t.Context()
+	if _, err := c.read(ctx, "worker-0", 5); err != nil {
+		t.Fatal(err)
+	}
+	// A newer holder reads: token 6 is now the highest seen.
+	if _, err := c.read(ctx, "worker-1", 6); err != nil {
+		t.Fatal(err)
+	}
+	// The older holder's write is refused although nothing was written
+	// since its read: its read-modify-write would lose worker-1's update.
+	if _, err := c.write(ctx, "worker-0", 5, 1, 0); !errors.Is(err, ErrStale) {
+		t.Fatalf("write with token 5 after a read with 6: err = %v, want ErrStale", err)
+	}
+	if _, err := c.read(ctx, "worker-0", 5); !errors.Is(err, ErrStale) {
+		t.Fatalf("read with token 5 after 6: err = %v, want ErrStale", err)
+	}
+	if _, err := c.write(ctx, "worker-1", 6, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// One write per token.
+	if _, err := c.write(ctx, "worker-1", 6, 2, 1); !errors.Is(err, ErrStale) {
+		t.Fatalf("second write with token 6: err = %v, want ErrStale", err)
+	}
+	if _, err := c.write(ctx, "worker-2", 7, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	var refused int
+	for _, ev := range rec.Events() {
+		if ev.Type == history.Fail {
+			refused++
+		}
+	}
+	if refused != 3 {
+		t.Fatalf("recorded %d refusals, want 3", refused)
+	}
+}
+
+func TestRegister_onReadRunsBeforeTheAnswer(t *testing.T) {
+	r, c, _ := startRegister(t, Unfenced)
+	var got []string
+	r.OnRead(func(worker string) {
+		got = append(got, worker)
+		r.OnRead(nil) // once
+	})
+	if _, err := c.read(t.Context(), "worker-3", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.read(t.Context(), "worker-2", 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "worker-3" {
+		t.Fatalf("OnRead saw %v, want [worker-3]", got)
+	}
+}
