@@ -1,0 +1,143 @@
+// Package cli implements the redlock command: run a command while holding a
+// lock, scripting verbs (acquire, extend, release, inspect), a node audit
+// (doctor), init for brand-new nodes, and a demo that needs no setup.
+//
+// Run is the whole command as a function, called by cmd/redlock with the
+// process's arguments and streams, and by the tests directly.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// streams are the standard streams a command reads and writes.
+type streams struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// runner runs a command once its flags are parsed; args are the arguments
+// left after the flags.
+type runner func(ctx context.Context, s streams, args []string) int
+
+// command is one redlock sub-command.
+type command struct {
+	name     string
+	synopsis string // arguments after the name, for the usage line
+	summary  string // one line, for the command list
+	about    string // paragraphs of help after the usage line
+	exits    []exitDoc
+	// setup registers the command's flags on fs and returns its runner.
+	setup func(fs *flag.FlagSet) runner
+}
+
+// commands lists the sub-commands in the order the help shows them.
+func commands() []*command {
+	return []*command{runCommand(), acquireCommand(), extendCommand(), releaseCommand(),
+		inspectCommand(), doctorCommand(), initCommand(), demoCommand()}
+}
+
+func lookup(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Run runs the redlock command with args (without the program name) and
+// returns its exit status. ctx ends waits for a lock and the demo; for
+// `redlock run` its end stops the running command with SIGTERM, as a SIGTERM
+// sent to redlock would. Run blocks until the command is done.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s := streams{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		writeMainHelp(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && name == "help" {
+			c := lookup(args[1])
+			if c == nil {
+				return usageError(stderr, "help", fmt.Sprintf("unknown command %q", args[1]))
+			}
+			writeHelp(stdout, c)
+			return exitOK
+		}
+		writeMainHelp(stdout)
+		return exitOK
+	}
+	c := lookup(name)
+	if c == nil {
+		fmt.Fprintf(stderr, "redlock: unknown command %q\nRun 'redlock help' for usage.\n", name)
+		return exitUsage
+	}
+	fs := newFlagSet(c.name)
+	run := c.setup(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeHelp(stdout, c)
+			return exitOK
+		}
+		return usageError(stderr, c.name, err.Error())
+	}
+	return run(ctx, s, fs.Args())
+}
+
+// writeMainHelp prints the command list, the node configuration and the
+// exit codes.
+func writeMainHelp(w io.Writer) {
+	fmt.Fprint(w, `redlock: a distributed lock over N independent Redis masters (Redlock).
+
+Usage:
+`)
+	cmds := commands()
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name)+1+len(c.synopsis))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  redlock %-*s  %s\n", width, c.name+" "+c.synopsis, c.summary)
+	}
+	fmt.Fprintf(w, "  redlock %-*s  %s\n", width, "help [COMMAND]", "show a command's flags, defaults and exit codes")
+	fmt.Fprintf(w, `
+Start with 'redlock demo': it needs no Redis and shows the guarantees at work.
+
+Nodes: --nodes URL,URL,... or $%s, comma-separated redis://, rediss://
+or unix:// URLs of independent masters (no replication between them); default
+%s. A lock needs a majority of them. Passwords are never printed.
+
+Exit codes (each command's help lists its own):
+  0      success; for run, the command's own exit status
+  1      doctor found an unsafe setting; a demo check failed
+  %-5d  bad flags or arguments
+  %-5d  too few nodes answered, or nodes are recovering: nothing was decided
+  %-5d  the lock is held by another holder (run: see --conflict-exit-code)
+  %-5d  the lock was lost, or this token no longer holds it
+  %-5d  bad node list: an invalid URL, a node given twice, credentials refused
+  126    run: the command could not be started; 127: it was not found
+  128+n  run: the command was killed by signal n; any: interrupted while waiting
+`, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
+}
+
+// writeHelp prints one command's help: usage, description, flags with their
+// defaults, exit codes.
+func writeHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: redlock %s %s\n\n%s\n", c.name, c.synopsis, strings.TrimSpace(c.about))
+	fs := newFlagSet(c.name)
+	c.setup(fs)
+	fmt.Fprintf(w, "\nFlags:\n")
+	writeFlags(w, fs)
+	fmt.Fprintf(w, "\nExit codes:\n")
+	for _, e := range c.exits {
+		fmt.Fprintf(w, "  %-5s  %s\n", e.code, e.meaning)
+	}
+}

@@ -1,0 +1,499 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Demo settings. The defaults make a run of a few seconds in which each
+// worker gets the lock many times, with the faults in the middle.
+const (
+	demoNodeCount       = 5
+	defaultDemoDuration = 6 * time.Second
+	defaultDemoWorkers  = 4
+	// defaultDemoTTL is the demo lock's TTL: short, so that the restarted
+	// node's quarantine (at least one TTL) ends within the demo, yet tens of
+	// times the critical section.
+	defaultDemoTTL = time.Second
+	// demoNodeTimeout is the per-node timeout: generous, because the
+	// embedded nodes share this process's CPU with the workers.
+	demoNodeTimeout = 100 * time.Millisecond
+	// demoWorkMin and demoWorkMax bound the critical section: read the
+	// counter, work, write it back. The work between the read and the write
+	// is the window in which a second holder would lose an update.
+	demoWorkMin, demoWorkMax = 5 * time.Millisecond, 25 * time.Millisecond
+	// demoThinkMax bounds the pause after a release, which lets the other
+	// workers in.
+	demoThinkMax = 20 * time.Millisecond
+	// demoRetryMin and demoRetryMax pace the workers' attempts.
+	demoRetryMin, demoRetryMax = 2 * time.Millisecond, 30 * time.Millisecond
+	// demoTick is how often the node view refreshes on a terminal;
+	// demoLogEvery how often a status line is printed otherwise.
+	demoTick     = 100 * time.Millisecond
+	demoLogEvery = 500 * time.Millisecond
+	// demoKey is the lock the workers contend for.
+	demoKey = "demo-counter"
+)
+
+func demoCommand() *command {
+	return &command{
+		name:     "demo",
+		synopsis: "[flags]",
+		summary:  "watch workers share one lock on five nodes while two fail (no setup)",
+		about: `
+Starts five Redis-protocol nodes inside this process (no Redis needed; with
+--real, redis-server processes from PATH), marks them ready, and runs workers
+that contend for one lock. Each worker, in a loop: acquires the lock, reads a
+shared counter, works a few milliseconds, writes the counter back plus one
+together with the lock's fencing token, and releases the lock. The store
+refuses a write whose fencing token is not above every one it has seen.
+
+Halfway through, two of the five nodes are killed: three are still a
+majority, so locking goes on. Later one of them comes back empty, having
+forgotten the locks it granted: it sits out every quorum for the recovery
+delay (one TTL here) so that it cannot help grant a lock that is still held,
+then votes again.
+
+Live progress shows, for each node, whose token it holds (the worker's
+number), '*' for an attempt that has not won (yet), '.' when free, 'r' while
+recovering, 'x' when down. The summary
+checks the guarantees:
+  at most one holder at a time   the most workers inside at once is 1
+  no lost updates                the counter equals the number of writes
+  fencing tokens increase        every write's token is above the last one`,
+		exits: []exitDoc{
+			{"0", "every check passed"},
+			{code(exitFailure), "a check failed"},
+			docUsage,
+			{code(exitUnavailable), "the nodes could not be started (--real needs redis-server on PATH)"},
+			{"130", "interrupted (the summary is printed first)"},
+		},
+		setup: setupDemo,
+	}
+}
+
+type demoConfig struct {
+	duration time.Duration
+	workers  int
+	ttl      time.Duration
+	real     bool
+	faults   bool
+	verbose  bool
+}
+
+func setupDemo(fs *flag.FlagSet) runner {
+	c := &demoConfig{}
+	fs.DurationVar(&c.duration, "duration", defaultDemoDuration, "how long the workers run")
+	fs.IntVar(&c.workers, "workers", defaultDemoWorkers, "how many workers contend for the lock (1 to 9)")
+	fs.DurationVar(&c.ttl, "ttl", defaultDemoTTL, "the lock's TTL, and the recovery delay of a restarted node")
+	fs.BoolVar(&c.real, "real", false, "run redis-server processes from PATH instead of embedded nodes")
+	fs.BoolVar(&c.faults, "faults", true, "kill two nodes halfway through --duration and bring one back, empty, at 60%")
+	fs.BoolVar(&c.verbose, "verbose", false, "print every acquisition")
+	return c.run
+}
+
+// demoStore is the protected resource: a counter that accepts a write only
+// with a fencing token above every token it accepted before.
+type demoStore struct {
+	mu        sync.Mutex
+	counter   int
+	lastFence uint64
+	firstSeen uint64
+	writes    int // accepted
+	stale     int // refused: fencing token not above the last one
+}
+
+func (s *demoStore) read() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counter
+}
+
+// write stores value if fence is above every fence seen, and reports whether
+// it did.
+func (s *demoStore) write(fence uint64, value int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fence <= s.lastFence {
+		s.stale++
+		return false
+	}
+	if s.writes == 0 {
+		s.firstSeen = fence
+	}
+	s.lastFence, s.counter = fence, value
+	s.writes++
+	return true
+}
+
+// demoStats is what the workers record.
+type demoStats struct {
+	inside     atomic.Int32 // workers inside the critical section now
+	maxInside  atomic.Int32
+	acquired   atomic.Int64
+	handoffs   atomic.Int64
+	errors     atomic.Int64 // failed acquisitions other than the end of the demo
+	lastWorker atomic.Int32 // worker that acquired last, 0 before any
+	late       atomic.Int64 // critical sections that ran past the lock's validity
+	mu         sync.Mutex
+	waits      []time.Duration
+	tokens     map[string]int // token → worker, for the node view
+	lastFence  uint64
+	lastErr    error
+}
+
+func (st *demoStats) enter() {
+	n := st.inside.Add(1)
+	for {
+		m := st.maxInside.Load()
+		if n <= m || st.maxInside.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+// demoOut prints the demo's lines: events, and progress that is redrawn in
+// place on a terminal.
+type demoOut struct {
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	start time.Time
+	live  bool // a progress line is on screen, to be overwritten
+}
+
+func (o *demoOut) elapsed() string {
+	return fmt.Sprintf("%5.1fs", time.Since(o.start).Seconds())
+}
+
+// event prints a line that stays.
+func (o *demoOut) event(format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.live {
+		fmt.Fprint(o.w, "\r\033[K")
+		o.live = false
+	}
+	fmt.Fprintf(o.w, "%s  %s\n", o.elapsed(), fmt.Sprintf(format, args...))
+}
+
+// progress prints the status line: in place on a terminal, as a new line
+// otherwise.
+func (o *demoOut) progress(line string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.tty {
+		fmt.Fprintf(o.w, "\r\033[K%s  %s", o.elapsed(), line)
+		o.live = true
+		return
+	}
+	fmt.Fprintf(o.w, "%s  %s\n", o.elapsed(), line)
+}
+
+func (o *demoOut) endLive() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.live {
+		fmt.Fprintln(o.w)
+		o.live = false
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, ok = foregroundGroup(int(f.Fd()))
+	return ok
+}
+
+func (c *demoConfig) run(ctx context.Context, s streams, args []string) int {
+	if _, code := positional(s.stderr, "demo", args); code != exitOK {
+		return code
+	}
+	switch {
+	case c.duration <= 0:
+		return usageError(s.stderr, "demo", "--duration must be positive")
+	case c.workers < 1 || c.workers > 9:
+		return usageError(s.stderr, "demo", "--workers must be 1 to 9")
+	case c.ttl < 100*time.Millisecond:
+		return usageError(s.stderr, "demo", "--ttl must be at least 100ms")
+	}
+
+	var nodes demoNodes
+	var err error
+	if c.real {
+		nodes, err = startReal(ctx, demoNodeCount)
+	} else {
+		nodes, err = startEmbedded(demoNodeCount)
+	}
+	if err != nil {
+		fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
+		return exitUnavailable
+	}
+	defer nodes.Close()
+
+	opts := func() *redlock.Options {
+		return &redlock.Options{TTL: c.ttl, NodeTimeout: demoNodeTimeout, RecoveryDelay: c.ttl,
+			Retry: redlock.Jittered(demoRetryMin, demoRetryMax)}
+	}
+	monitor, err := redlock.Dial(ctx, nodes.URLs(), opts())
+	if err != nil {
+		fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
+		return exitUnavailable
+	}
+	defer monitor.Close()
+	// Brand-new nodes: let them vote at once, as 'redlock init' does.
+	if err := monitor.MarkReady(ctx); err != nil {
+		fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
+		return exitUnavailable
+	}
+	clients := make([]*redlock.Client, c.workers)
+	for i := range clients {
+		if clients[i], err = redlock.Dial(ctx, nodes.URLs(), opts()); err != nil {
+			fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
+			return exitUnavailable
+		}
+		defer clients[i].Close()
+	}
+
+	out := &demoOut{w: s.stdout, tty: isTerminal(s.stdout)}
+	c.intro(out.w, nodes)
+	store := &demoStore{}
+	stats := &demoStats{tokens: map[string]int{}}
+
+	runCtx, stop := context.WithTimeout(ctx, c.duration)
+	defer stop()
+	out.start = time.Now()
+	var workers sync.WaitGroup
+	for i, client := range clients {
+		workers.Go(func() { c.worker(runCtx, i+1, client, store, stats, out) })
+	}
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		c.watch(runCtx, monitor, nodes, stats, store, out)
+	}()
+	workers.Wait()
+	<-watchDone
+	out.endLive()
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		out.event("interrupted: %v", context.Cause(ctx))
+	} else {
+		out.event("time is up: the workers finished their critical sections and stopped")
+	}
+	ok := c.summary(out.w, store, stats)
+	switch {
+	case interrupted:
+		return exitInterrupted
+	case !ok:
+		return exitFailure
+	}
+	return exitOK
+}
+
+func (c *demoConfig) intro(w io.Writer, nodes demoNodes) {
+	fmt.Fprintf(w, "redlock demo: %d workers share one lock on %d Redis nodes, %s.\n", c.workers, demoNodeCount, nodes.Kind())
+	fmt.Fprintf(w, "A lock needs a majority: %d of %d nodes. Each worker loops: acquire %q (TTL %s), read a shared\n"+
+		"counter, work %s-%s, write counter+1 with the lock's fencing token, release.\n",
+		demoNodeCount/2+1, demoNodeCount, demoKey, c.ttl, demoWorkMin, demoWorkMax)
+	if c.faults {
+		fmt.Fprintf(w, "At %s two nodes are killed; at %s one comes back empty.\n",
+			(c.duration / 2).Round(100*time.Millisecond), (c.duration * 3 / 5).Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(w, "Nodes: the digit is the worker whose token the node holds, '*' an attempt that has not won (yet),\n"+
+		"'.' free, 'r' recovering, 'x' down.\n\n")
+}
+
+// worker takes the lock over and over until ctx ends.
+func (c *demoConfig) worker(ctx context.Context, id int, client *redlock.Client, store *demoStore, stats *demoStats, out *demoOut) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		lock, err := client.Acquire(ctx, demoKey)
+		if err != nil {
+			if ctx.Err() == nil {
+				stats.errors.Add(1)
+				stats.mu.Lock()
+				stats.lastErr = err
+				stats.mu.Unlock()
+			}
+			continue
+		}
+		waited := time.Since(start)
+		stats.enter()
+		stats.acquired.Add(1)
+		if prev := stats.lastWorker.Swap(int32(id)); prev != 0 && prev != int32(id) {
+			stats.handoffs.Add(1)
+		}
+		stats.mu.Lock()
+		stats.waits = append(stats.waits, waited)
+		stats.tokens[lock.Token()] = id
+		stats.lastFence = lock.Fence()
+		stats.mu.Unlock()
+
+		// The critical section: read, work, write back with the fence.
+		value := store.read()
+		time.Sleep(demoWorkMin + rand.N(demoWorkMax-demoWorkMin))
+		if time.Now().Before(lock.Until()) {
+			accepted := store.write(lock.Fence(), value+1)
+			if c.verbose {
+				verdict := "written"
+				if !accepted {
+					verdict = "REFUSED: stale fencing token"
+				}
+				out.event("worker %d: acquired after %s, fence %d, counter %d -> %d %s",
+					id, waited.Round(time.Millisecond), lock.Fence(), value, value+1, verdict)
+			}
+		} else {
+			stats.late.Add(1) // too late to write: a correct holder gives up
+		}
+		stats.inside.Add(-1)
+		lock.Release(context.Background())
+		time.Sleep(rand.N(demoThinkMax))
+	}
+}
+
+// watch injects the faults on schedule, and shows each node's view of the
+// lock.
+func (c *demoConfig) watch(ctx context.Context, monitor *redlock.Client, nodes demoNodes, stats *demoStats, store *demoStore, out *demoOut) {
+	killAt := out.start.Add(c.duration / 2)
+	restartAt := out.start.Add(c.duration * 3 / 5)
+	killed, restarted := false, false
+	recovering := make([]bool, demoNodeCount)
+	tick := time.NewTicker(demoTick)
+	defer tick.Stop()
+	lastLog := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		if c.faults && !killed && now.After(killAt) {
+			killed = true
+			for _, i := range []int{3, 4} {
+				if err := nodes.Kill(i); err != nil {
+					out.event("killing node %d: %v", i+1, err)
+				}
+			}
+			out.event("killed nodes 4 and 5: 3 of 5 left, still a majority, so locking goes on; " +
+				"every acquisition now needs all three, so contenders split the votes more often")
+		}
+		if c.faults && killed && !restarted && now.After(restartAt) {
+			restarted = true
+			if err := nodes.Restart(ctx, 4); err != nil {
+				out.event("%v", err)
+			} else {
+				out.event("node 5 is back, empty: it forgot the locks it granted, so it sits out every quorum for %s", c.ttl)
+			}
+		}
+		icons, states := c.nodeView(ctx, monitor, stats)
+		for i, st := range states {
+			switch {
+			case st.Err == nil && st.Recovering && !recovering[i] && restarted:
+				recovering[i] = true
+			case st.Err == nil && !st.Recovering && recovering[i]:
+				recovering[i] = false
+				out.event("node %d votes again: its recovery delay has passed", i+1)
+			}
+		}
+		if out.tty || now.Sub(lastLog) >= demoLogEvery {
+			lastLog = now
+			stats.mu.Lock()
+			fence := stats.lastFence
+			stats.mu.Unlock()
+			out.progress(fmt.Sprintf("nodes [%s]  acquisitions %d  handoffs %d  counter %d  fence %d",
+				icons, stats.acquired.Load(), stats.handoffs.Load(), store.read(), fence))
+		}
+	}
+}
+
+// nodeView returns one character per node: the holding worker's number, '*'
+// a token no worker holds (an attempt in flight, or one being cleaned up),
+// '.' free, 'r' recovering, 'x' unreachable.
+func (c *demoConfig) nodeView(ctx context.Context, monitor *redlock.Client, stats *demoStats) (string, []redlock.NodeState) {
+	states, err := monitor.Inspect(ctx, demoKey)
+	if err != nil {
+		return strings.Repeat("?", demoNodeCount), nil
+	}
+	var b strings.Builder
+	stats.mu.Lock()
+	defer stats.mu.Unlock()
+	for _, st := range states {
+		switch {
+		case st.Err != nil:
+			b.WriteByte('x')
+		case st.Recovering:
+			b.WriteByte('r')
+		case st.Holder == "":
+			b.WriteByte('.')
+		default:
+			if w, ok := stats.tokens[st.Holder]; ok {
+				b.WriteByte(byte('0' + w))
+			} else {
+				b.WriteByte('*')
+			}
+		}
+	}
+	return b.String(), states
+}
+
+// summary prints the totals and the checks, and reports whether every check
+// passed.
+func (c *demoConfig) summary(w io.Writer, store *demoStore, stats *demoStats) bool {
+	store.mu.Lock()
+	counter, writes, stale, first, last := store.counter, store.writes, store.stale, store.firstSeen, store.lastFence
+	store.mu.Unlock()
+	stats.mu.Lock()
+	waits := slices.Clone(stats.waits)
+	lastErr := stats.lastErr
+	stats.mu.Unlock()
+	slices.Sort(waits)
+	acquired := stats.acquired.Load()
+
+	fmt.Fprintf(w, "\nSummary\n")
+	fmt.Fprintf(w, "  acquisitions          %d\n", acquired)
+	if len(waits) > 0 {
+		fmt.Fprintf(w, "  wait for the lock     median %s, max %s\n",
+			waits[len(waits)/2].Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "  handoffs              %d (the lock passed to another worker)\n", stats.handoffs.Load())
+	fmt.Fprintf(w, "  most holders at once  %d\n", stats.maxInside.Load())
+	fmt.Fprintf(w, "  counter               %d after %d accepted writes\n", counter, writes)
+	fmt.Fprintf(w, "  fencing tokens        %d accepted, first %d, last %d; %d refused as stale\n", writes, first, last, stale)
+	if n := stats.errors.Load(); n > 0 {
+		fmt.Fprintf(w, "  failed acquisitions   %d, the last: %v\n", n, lastErr)
+	}
+	if n := stats.late.Load(); n > 0 {
+		fmt.Fprintf(w, "  writes given up       %d (the lock's validity had ended)\n", n)
+	}
+	fmt.Fprintln(w)
+
+	ok := true
+	check := func(pass bool, format string, args ...any) {
+		verdict := "PASS"
+		if !pass {
+			verdict, ok = "FAIL", false
+		}
+		fmt.Fprintf(w, "%s  %s\n", verdict, fmt.Sprintf(format, args...))
+	}
+	check(acquired > 0, "the lock was acquired (%d times)", acquired)
+	check(stats.maxInside.Load() <= 1, "at most one holder at a time (most seen at once: %d)", stats.maxInside.Load())
+	check(int64(writes) == int64(counter), "no lost updates (counter %d, writes %d, lost %d)", counter, writes, writes-counter)
+	check(stale == 0, "fencing tokens strictly increasing (%d writes, %d out of order)", writes+stale, stale)
+	return ok
+}

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+func doctorCommand() *command {
+	return &command{
+		name:     "doctor",
+		synopsis: "[flags]",
+		summary:  "audit the nodes for settings that make locks unsafe",
+		about: `
+Inspects every node, read-only, and prints a table with one row per node,
+then one line per finding with its remedy, most severe first. It checks:
+reachability and the majority, the Redis version, that each node is an
+independent master, persistence (appendonly, appendfsync), a maxmemory-policy
+that can evict lock keys, the node's clock against this host's (beyond the
+drift allowance of --ttl, expiry is no longer trustworthy), the restart
+quarantine, and nodes listed twice or reaching the same server twice.
+
+A critical finding makes locks unsafe or impossible now; warnings weaken them
+under some failure.
+
+Output: the table and findings; with --json one object: {"unsafe", "quorum",
+"reachable", "nodes": [...], "findings": [{"node", "severity", "check",
+"message", "remedy"}]}.`,
+		exits: []exitDoc{
+			{"0", "no finding makes locks unsafe (warnings may remain)"},
+			{code(exitFailure), "a critical finding: eviction policy, a node listed twice, an unreachable majority, a clock beyond the drift allowance, a replica, ..."},
+			docUsage,
+			docConfig,
+			docInterrupted,
+		},
+		setup: setupDoctor,
+	}
+}
+
+// auditNodeJSON is one node in doctor's JSON output.
+type auditNodeJSON struct {
+	Node              string  `json:"node"`
+	Reachable         bool    `json:"reachable"`
+	Error             string  `json:"error,omitempty"`
+	Version           string  `json:"version,omitempty"`
+	Role              string  `json:"role,omitempty"`
+	AppendOnly        string  `json:"appendonly,omitempty"`
+	AppendFsync       string  `json:"appendfsync,omitempty"`
+	MaxMemoryPolicy   string  `json:"maxmemory_policy,omitempty"`
+	ClockOffsetMs     float64 `json:"clock_offset_ms"`
+	ClockKnown        bool    `json:"clock_known"`
+	RTTMs             float64 `json:"rtt_ms"`
+	Recovering        bool    `json:"recovering"`
+	RecoveringLeftMs  int64   `json:"recovering_left_ms"`
+	UptimeSeconds     int64   `json:"uptime_s"`
+	ConnectedReplicas int     `json:"replicas"`
+}
+
+// findingJSON is one finding in doctor's JSON output.
+type findingJSON struct {
+	Node     string `json:"node"`
+	Severity string `json:"severity"`
+	Check    string `json:"check"`
+	Message  string `json:"message"`
+	Remedy   string `json:"remedy"`
+}
+
+// doctorJSON is doctor's JSON output.
+type doctorJSON struct {
+	Unsafe    bool            `json:"unsafe"`
+	Quorum    int             `json:"quorum"`
+	Reachable int             `json:"reachable"`
+	Nodes     []auditNodeJSON `json:"nodes"`
+	Findings  []findingJSON   `json:"findings"`
+}
+
+func setupDoctor(fs *flag.FlagSet) runner {
+	var nodes nodeFlags
+	nodes.register(fs, true, false)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(ctx context.Context, s streams, args []string) int {
+		if _, code := positional(s.stderr, "doctor", args); code != exitOK {
+			return code
+		}
+		// A node listed twice would make Dial fail; it is a finding instead,
+		// and the audit goes on with each node once.
+		urls, dups, err := dedupe(nodes.urls())
+		if err != nil {
+			fmt.Fprintf(s.stderr, "redlock doctor: %v\n", err)
+			return exitConfig
+		}
+		nodes.nodes = strings.Join(urls, ",")
+		nodes.fs.Set("nodes", nodes.nodes)
+		client, code := nodes.dial(ctx, s.stderr, "doctor")
+		if code != exitOK {
+			return code
+		}
+		defer client.Close()
+		report, err := client.Audit(ctx)
+		if err != nil {
+			fmt.Fprintf(s.stderr, "redlock doctor: %v\n", err)
+			return exitInterrupted
+		}
+		findings := append(dups, report.Findings...)
+		unsafe := report.Unsafe() || len(dups) > 0
+		if *asJSON {
+			writeJSON(s.stdout, doctorReportJSON(report, findings, unsafe))
+		} else {
+			writeAudit(s.stdout, report, findings, unsafe)
+		}
+		if unsafe {
+			return exitFailure
+		}
+		return exitOK
+	}
+}
+
+// dedupe drops node URLs that reach an address already listed, and returns a
+// critical finding for each.
+func dedupe(urls []string) (unique []string, findings []redlock.Finding, err error) {
+	seen := map[string]string{}
+	for _, u := range urls {
+		o, err := redlock.ParseURL(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		if first, dup := seen[o.Addr]; dup {
+			findings = append(findings, redlock.Finding{Severity: redlock.SeverityCritical, Check: "duplicate",
+				Message: fmt.Sprintf("%s and %s are the same node", redlock.RedactURL(first), redlock.RedactURL(u)),
+				Remedy:  "list each node once: one server must not vote more than once"})
+			continue
+		}
+		seen[o.Addr] = u
+		unique = append(unique, u)
+	}
+	return unique, findings, nil
+}
+
+func doctorReportJSON(r *redlock.AuditReport, findings []redlock.Finding, unsafe bool) doctorJSON {
+	out := doctorJSON{Unsafe: unsafe, Quorum: r.Quorum, Reachable: r.Reachable, Nodes: []auditNodeJSON{}, Findings: []findingJSON{}}
+	for _, n := range r.Nodes {
+		j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
+			AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, MaxMemoryPolicy: n.MaxMemoryPolicy,
+			ClockOffsetMs: ms(n.ClockOffset), ClockKnown: n.ClockKnown, RTTMs: ms(n.RTT),
+			Recovering: n.Recovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
+			UptimeSeconds: int64(n.Uptime / time.Second), ConnectedReplicas: n.Replicas}
+		if n.Err != nil {
+			j.Error = n.Err.Error()
+		}
+		out.Nodes = append(out.Nodes, j)
+	}
+	for _, f := range findings {
+		out.Findings = append(out.Findings, findingJSON{Node: f.Node, Severity: f.Severity.String(), Check: f.Check,
+			Message: f.Message, Remedy: f.Remedy})
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// writeAudit prints the node table, the findings and the verdict.
+func writeAudit(w io.Writer, r *redlock.AuditReport, findings []redlock.Finding, unsafe bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATUS\tVERSION\tROLE\tPERSISTENCE\tEVICTION\tCLOCK OFFSET\tRTT\tQUARANTINE")
+	for _, n := range r.Nodes {
+		if !n.Reachable {
+			fmt.Fprintf(tw, "%s\tunreachable\t-\t-\t-\t-\t-\t-\t-\n", n.Node)
+			continue
+		}
+		clock := "unknown"
+		if n.ClockKnown {
+			clock = fmt.Sprintf("%+.3fms ±%.3fms", ms(n.ClockOffset), ms(n.RTT/2))
+		}
+		quarantine := "ready"
+		if n.Recovering {
+			quarantine = fmt.Sprintf("recovering, %s left", n.RecoveringLeft.Round(time.Second))
+		}
+		if n.Loading {
+			quarantine = "loading"
+		}
+		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%s\t%s\t%.3fms\t%s\n", n.Node, or(n.Version), or(n.Role),
+			persistence(n), or(n.MaxMemoryPolicy), clock, ms(n.RTT), quarantine)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%d of %d nodes reachable, %d needed.\n", r.Reachable, len(r.Nodes), r.Quorum)
+	if len(findings) > 0 {
+		fmt.Fprintln(w, "\nFindings:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, f := range findings {
+			node := f.Node
+			if node == "" {
+				node = "all nodes"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Severity, f.Check, node, f.Message)
+			if f.Remedy != "" {
+				fmt.Fprintf(tw, "  \t\t\tremedy: %s\n", f.Remedy)
+			}
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	if unsafe {
+		fmt.Fprintln(w, "UNSAFE: a critical finding above makes locks on these nodes unsafe or impossible now.")
+	} else {
+		fmt.Fprintln(w, "OK: no finding makes locks unsafe.")
+	}
+}
+
+func persistence(n redlock.NodeAudit) string {
+	switch {
+	case n.AppendOnly == "yes" && n.AppendFsync != "":
+		return "aof fsync " + n.AppendFsync
+	case n.AppendOnly == "no" && n.Save != "" && n.Save != "none":
+		return "rdb only"
+	case n.AppendOnly == "no":
+		return "none"
+	}
+	return "unknown"
+}
+
+func or(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"flag"
+	"strings"
+	"testing"
+)
+
+func TestHelp_statesEveryDefaultAndExitCode(t *testing.T) {
+	main := cli(t, "--help").expect(t, exitOK, "redlock --help")
+	for _, c := range commands() {
+		if !strings.Contains(main.stdout, "redlock "+c.name+" ") {
+			t.Errorf("redlock --help does not list %q", c.name)
+		}
+		t.Run(c.name, func(t *testing.T) {
+			help := cli(t, "help", c.name).expect(t, exitOK, "redlock help "+c.name).stdout
+			if flagHelp := cli(t, c.name, "--help").expect(t, exitOK, "redlock "+c.name+" --help").stdout; flagHelp != help {
+				t.Errorf("'redlock %s --help' differs from 'redlock help %s'", c.name, c.name)
+			}
+			fs := newFlagSet(c.name)
+			c.setup(fs)
+			n := 0
+			fs.VisitAll(func(f *flag.Flag) {
+				n++
+				i := strings.Index(help, "\n  --"+f.Name)
+				if i < 0 {
+					t.Errorf("flag --%s is not in the help", f.Name)
+					return
+				}
+				entry := help[i+1:]
+				if j := strings.Index(entry[1:], "\n  --"); j >= 0 {
+					entry = entry[:j+1]
+				}
+				entry = strings.Join(strings.Fields(entry), " ")
+				if want := "(default " + defaultText(f) + ")"; !strings.Contains(entry, want) {
+					t.Errorf("help of --%s does not state %q: %s", f.Name, want, entry)
+				}
+			})
+			if c.name != "demo" && !strings.Contains(help, "--nodes") {
+				t.Errorf("no --nodes flag")
+			}
+			if n == 0 {
+				t.Errorf("no flags")
+			}
+			exits := help[strings.Index(help, "\nExit codes:\n"):]
+			for _, e := range c.exits {
+				if !strings.Contains(exits, "  "+e.code+" ") {
+					t.Errorf("exit code %s is not documented", e.code)
+				}
+			}
+			for _, want := range []string{"64"} {
+				if !strings.Contains(exits, want) {
+					t.Errorf("exit code %s is not documented", want)
+				}
+			}
+		})
+	}
+	// The codes the issue names must be distinct from each other.
+	seen := map[int]string{}
+	for name, c := range map[string]int{"usage": exitUsage, "unavailable": exitUnavailable, "conflict": exitConflict,
+		"lost": exitLockLost, "config": exitConfig, "failure": exitFailure} {
+		if other, dup := seen[c]; dup {
+			t.Errorf("exit codes %s and %s are both %d", name, other, c)
+		}
+		seen[c] = name
+	}
+}
+
+func TestHelp_defaultsShown(t *testing.T) {
+	help := cli(t, "help", "run").stdout
+	for _, want := range []string{
+		"--ttl duration", "(default 10s)",
+		"--node-timeout duration", "(default 50ms)",
+		"--retry-delay duration", "(default 200ms)",
+		"--wait duration", "(default forever)",
+		"--conflict-exit-code int", "(default 75)",
+		"--kill-grace duration", "(default 5s)",
+		"(default redis://127.0.0.1:6379)",
+		"(default 30s)",
+		"REDLOCK_KEY", "REDLOCK_TOKEN", "REDLOCK_FENCE", "REDLOCK_DEADLINE", "REDLOCK_HELD",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("'redlock help run' lacks %q", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Usage:"},
+		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"help", "frobnicate"}, "unknown command"},
+		{[]string{"run"}, "missing KEY"},
+		{[]string{"run", "k"}, "missing COMMAND"},
+		{[]string{"run", "k", "--"}, "missing COMMAND"},
+		{[]string{"run", "--bogus", "k", "--", "true"}, "flag provided but not defined: -bogus"},
+		{[]string{"run", "k", "--wait", "0", "--", "true"}, "flags go before KEY"},
+		{[]string{"run", "--ttl", "100ms", "k", "--", "true"}, "below the 500ms minimum"},
+		{[]string{"run", "--wait", "soon", "k", "--", "true"}, "not a duration"},
+		{[]string{"run", "--conflict-exit-code", "300", "k", "--", "true"}, "0..255"},
+		{[]string{"acquire"}, "want KEY"},
+		{[]string{"acquire", "k", "--json"}, "flags go before KEY"},
+		{[]string{"extend", "k"}, "want KEY TOKEN"},
+		{[]string{"release", "k", "t", "--json"}, "flags go before KEY"},
+		{[]string{"doctor", "extra"}, "got 1 argument"},
+		{[]string{"demo", "--workers", "0"}, "--workers must be 1 to 9"},
+	} {
+		r := cli(t, tc.args...)
+		if r.code != exitUsage {
+			t.Errorf("redlock %s: exit status %d, want %d\n%s", strings.Join(tc.args, " "), r.code, exitUsage, r.stderr)
+		}
+		if !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("redlock %s: stderr lacks %q:\n%s", strings.Join(tc.args, " "), tc.want, r.stderr)
+		}
+	}
+}
+
+func TestNodes_passwordNeverPrinted(t *testing.T) {
+	const secret = "s3cr3t-pw"
+	for _, tc := range []struct {
+		name  string
+		nodes string
+		args  []string
+		want  int
+	}{
+		{"bad port", "redis://:" + secret + "@127.0.0.1:notaport", []string{"acquire", "--wait", "0", "k"}, exitConfig},
+		{"bad scheme", "http://user:" + secret + "@127.0.0.1:1", []string{"inspect", "k"}, exitConfig},
+		{"unreachable", "redis://:" + secret + "@127.0.0.1:1", []string{"acquire", "--wait", "0", "k"}, exitUnavailable},
+		{"unreachable, json", "redis://:" + secret + "@127.0.0.1:1", []string{"acquire", "--json", "--wait", "0", "k"}, exitUnavailable},
+		{"duplicate", "redis://:" + secret + "@127.0.0.1:1,redis://:" + secret + "@127.0.0.1:1", []string{"doctor"}, exitFailure},
+		{"duplicate, run", "redis://:" + secret + "@127.0.0.1:1,redis://:" + secret + "@127.0.0.1:1", []string{"run", "k", "true"}, exitConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{tc.args[0], "--nodes", tc.nodes}, tc.args[1:]...)
+			r := cli(t, args...)
+			if r.code != tc.want {
+				t.Errorf("exit status %d, want %d\n%s", r.code, tc.want, r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, secret) {
+				t.Errorf("the password appears in the output:\n%s\n%s", r.stdout, r.stderr)
+			}
+			if r.stdout+r.stderr == "" {
+				t.Errorf("no message")
+			}
+		})
+	}
+}

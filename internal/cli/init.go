@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+)
+
+// initProbeKey is the lock name init inspects to read each node's restart
+// marker; Inspect reads the marker beside any lock key, and changes nothing.
+const initProbeKey = "redlock-init"
+
+func initCommand() *command {
+	return &command{
+		name:     "init",
+		synopsis: "[flags]",
+		summary:  "mark the nodes of a brand-new deployment ready to vote at once",
+		about: `
+WARNING: only for a brand-new, empty deployment, or when no lock can be
+outstanding (every client stopped for longer than the largest TTL).
+
+A node that lost its data (restarted without persistence, or was replaced)
+could grant a lock that the other nodes still hold for someone else. So a
+node without its restart marker sits out every quorum for --recovery-delay
+(the restart quarantine). On a brand-new deployment no node has a marker yet,
+and every acquisition is refused with "recovering" until the delay passes;
+'redlock init' writes the marker on every node so that they vote at once.
+
+Marking a node ready that restarted while locks were held defeats the
+quarantine and can let two clients hold the same lock. init therefore refuses
+when some nodes are already ready and others are not (a node restarted, it is
+not a new deployment), unless --force is given.`,
+		exits: []exitDoc{
+			{"0", "every node is ready"},
+			{code(exitFailure), "refused: some nodes are ready and others are not (see --force)"},
+			docUsage,
+			{code(exitUnavailable), "some nodes could not be marked ready"},
+			docConfig,
+		},
+		setup: setupInit,
+	}
+}
+
+func setupInit(fs *flag.FlagSet) runner {
+	var nodes nodeFlags
+	nodes.register(fs, false, false)
+	force := fs.Bool("force", false, "mark the nodes ready even when some already are: unsafe while locks may be held")
+	return func(ctx context.Context, s streams, args []string) int {
+		if _, code := positional(s.stderr, "init", args); code != exitOK {
+			return code
+		}
+		client, code := nodes.dial(ctx, s.stderr, "init")
+		if code != exitOK {
+			return code
+		}
+		defer client.Close()
+		if !*force {
+			states, err := client.Inspect(ctx, initProbeKey)
+			if err != nil {
+				fmt.Fprintf(s.stderr, "redlock init: %v\n", err)
+				return exitSoftware
+			}
+			var ready, waiting []string
+			for _, st := range states {
+				switch {
+				case st.Err != nil:
+				case st.Recovering:
+					waiting = append(waiting, st.Node)
+				default:
+					ready = append(ready, st.Node)
+				}
+			}
+			if len(ready) > 0 && len(waiting) > 0 {
+				fmt.Fprintf(s.stderr, "redlock init: refused: %s already ready but %s recovering: not a brand-new deployment.\n"+
+					"A node that lost its data must sit out --recovery-delay so that it cannot grant a lock still held elsewhere.\n"+
+					"Wait, or use --force if no lock can be outstanding.\n",
+					strings.Join(ready, ", "), strings.Join(waiting, ", "))
+				return exitFailure
+			}
+		}
+		if err := client.MarkReady(ctx); err != nil {
+			printFailure(s.stderr, "init", err)
+			return exitUnavailable
+		}
+		fmt.Fprintf(s.stdout, "%d nodes ready: %s\n", len(client.Nodes()), strings.Join(client.Nodes(), ", "))
+		return exitOK
+	}
+}

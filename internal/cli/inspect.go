@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+func inspectCommand() *command {
+	return &command{
+		name:     "inspect",
+		synopsis: "[flags] KEY",
+		summary:  "show each node's holder, TTL, fence counter and state for KEY",
+		about: `
+Reads, from every node at once and without changing anything, who holds the
+lock KEY there, its remaining TTL, the node's fencing counter for KEY, and
+whether the node is recovering (sitting out every quorum after losing its
+data). Then says who holds the lock: a token held on a majority of nodes.
+
+Output: a table with one row per node, then the verdict; with --json one
+object: {"key", "quorum", "holder", "nodes": [{"node", "holder", "ttl_ms",
+"fence", "recovering", "recovering_left_ms", "no_marker", "error"}]}.
+"holder" is "" when no token holds a majority; "ttl_ms" is -1 for a key
+without expiry, which no lock client writes.`,
+		exits: []exitDoc{
+			{"0", "a majority of the nodes answered"},
+			docUsage,
+			{code(exitUnavailable), "fewer than a majority of the nodes answered"},
+			docConfig,
+		},
+		setup: setupInspect,
+	}
+}
+
+// nodeStateJSON is one node in inspect's JSON output.
+type nodeStateJSON struct {
+	Node             string `json:"node"`
+	Holder           string `json:"holder"`
+	TTLMs            int64  `json:"ttl_ms"`
+	Fence            uint64 `json:"fence"`
+	Recovering       bool   `json:"recovering"`
+	RecoveringLeftMs int64  `json:"recovering_left_ms"`
+	NoMarker         bool   `json:"no_marker"`
+	Error            string `json:"error,omitempty"`
+}
+
+// inspectJSON is inspect's JSON output.
+type inspectJSON struct {
+	Key    string          `json:"key"`
+	Quorum int             `json:"quorum"`
+	Holder string          `json:"holder"`
+	Nodes  []nodeStateJSON `json:"nodes"`
+}
+
+func setupInspect(fs *flag.FlagSet) runner {
+	var nodes nodeFlags
+	nodes.register(fs, false, false)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(ctx context.Context, s streams, args []string) int {
+		args, code := positional(s.stderr, "inspect", args, "KEY")
+		if code != exitOK {
+			return code
+		}
+		key := args[0]
+		client, code := nodes.dial(ctx, s.stderr, "inspect")
+		if code != exitOK {
+			return code
+		}
+		defer client.Close()
+		states, err := client.Inspect(ctx, key)
+		if err != nil {
+			fmt.Fprintf(s.stderr, "redlock inspect: %v\n", err)
+			return exitFor(classify(err))
+		}
+		holder, holding, answered := verdict(states, client.Quorum())
+		if *asJSON {
+			out := inspectJSON{Key: key, Quorum: client.Quorum(), Holder: holder}
+			for _, st := range states {
+				n := nodeStateJSON{Node: st.Node, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
+					Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker}
+				if st.TTL < 0 {
+					n.TTLMs = -1
+				}
+				if st.Err != nil {
+					n.Error = st.Err.Error()
+				}
+				out.Nodes = append(out.Nodes, n)
+			}
+			writeJSON(s.stdout, out)
+		} else {
+			writeStates(s.stdout, key, states)
+			switch {
+			case answered < client.Quorum():
+				fmt.Fprintf(s.stdout, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
+					answered, len(states), client.Quorum(), key)
+			case holder != "":
+				fmt.Fprintf(s.stdout, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), client.Quorum())
+			case holding > 0:
+				fmt.Fprintf(s.stdout, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
+					"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), client.Quorum())
+			default:
+				fmt.Fprintf(s.stdout, "not held\n")
+			}
+		}
+		if answered < client.Quorum() {
+			return exitUnavailable
+		}
+		return exitOK
+	}
+}
+
+// verdict returns the token held on a quorum of the nodes ("" if none), the
+// number of nodes holding the most common token, and how many nodes answered.
+func verdict(states []redlock.NodeState, quorum int) (holder string, holding, answered int) {
+	count := map[string]int{}
+	for _, st := range states {
+		if st.Err != nil {
+			continue
+		}
+		answered++
+		if st.Holder != "" {
+			count[st.Holder]++
+		}
+	}
+	best := ""
+	for tok, n := range count {
+		if n > holding || (n == holding && tok < best) {
+			best, holding = tok, n
+		}
+	}
+	if holding >= quorum {
+		holder = best
+	}
+	return holder, holding, answered
+}
+
+// writeStates prints one row per node.
+func writeStates(w io.Writer, key string, states []redlock.NodeState) {
+	fmt.Fprintf(w, "lock %q:\n", key)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tHOLDER\tTTL\tFENCE\tSTATE")
+	for _, st := range states {
+		if st.Err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\terror: %v\n", st.Node, st.Err)
+			continue
+		}
+		holder, ttl := "-", "-"
+		if st.Holder != "" {
+			holder = st.Holder
+			ttl = st.TTL.Round(time.Millisecond).String()
+			if st.TTL < 0 {
+				ttl = "no expiry"
+			}
+		}
+		state := "ready"
+		switch {
+		case st.Recovering && st.NoMarker:
+			state = fmt.Sprintf("recovering: no restart marker, sits out %s from the next acquisition", st.RecoveringLeft.Round(time.Second))
+		case st.Recovering:
+			state = fmt.Sprintf("recovering: votes again in %s", st.RecoveringLeft.Round(100*time.Millisecond))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Node, holder, ttl, st.Fence, state)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,286 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// defaultNodes is the node list when neither --nodes nor REDLOCK_NODES is
+// given: one Redis on this host's default port.
+const defaultNodes = "redis://127.0.0.1:6379"
+
+// envNodes names the environment variable that lists the nodes.
+const envNodes = "REDLOCK_NODES"
+
+// retryFloor is the first pause between attempts to acquire; pauses double
+// from it up to --retry-delay, each drawn at random between half and all of
+// it, so that contenders do not retry in lock step.
+const retryFloor = 10 * time.Millisecond
+
+// defaultRetryDelay is --retry-delay's default, the ceiling of
+// redlock.DefaultRetry: waiting longer between attempts costs a waiter up to
+// that much latency after a release, retrying sooner costs the nodes load.
+const defaultRetryDelay = 200 * time.Millisecond
+
+// nodeFlags are the flags every command that talks to the nodes takes.
+type nodeFlags struct {
+	fs            *flag.FlagSet
+	nodes         string
+	ttl           time.Duration
+	nodeTimeout   time.Duration
+	retryDelay    time.Duration
+	recoveryDelay time.Duration
+}
+
+// register adds the node flags to fs. withTTL adds --ttl, and withRetry
+// --retry-delay, for the commands that use them.
+func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
+	n.fs = fs
+	fs.StringVar(&n.nodes, "nodes", defaultNodes,
+		"comma-separated node `URLs`: redis://[[user]:password@]host[:port][/db], rediss:// for TLS, unix://; "+
+			"$"+envNodes+" when the flag is absent; passwords are never printed")
+	n.ttl = redlock.DefaultTTL
+	if withTTL {
+		fs.DurationVar(&n.ttl, "ttl", redlock.DefaultTTL,
+			"lock time-to-live: a holder that vanishes blocks others this long; at most --recovery-delay")
+	}
+	fs.DurationVar(&n.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout,
+		"bound on each request to one node: small against the TTL, large enough for a healthy round trip")
+	n.retryDelay = defaultRetryDelay
+	if withRetry {
+		fs.DurationVar(&n.retryDelay, "retry-delay", defaultRetryDelay,
+			"longest random pause between attempts to acquire; pauses start at 10ms and double up to it")
+	}
+	fs.DurationVar(&n.recoveryDelay, "recovery-delay", redlock.DefaultRecoveryDelay,
+		"how long a node that restarted without its data sits out of every quorum; "+
+			"must be at least the largest TTL any client of the nodes uses, and the same for all of them")
+}
+
+// urls returns the node URLs from --nodes, else REDLOCK_NODES, else the
+// default.
+func (n *nodeFlags) urls() []string {
+	list := n.nodes
+	if !setFlags(n.fs)["nodes"] {
+		if env, ok := os.LookupEnv(envNodes); ok && strings.TrimSpace(env) != "" {
+			list = env
+		}
+	}
+	var urls []string
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
+// options returns the client options the flags describe.
+func (n *nodeFlags) options() *redlock.Options {
+	return &redlock.Options{
+		TTL:           n.ttl,
+		NodeTimeout:   n.nodeTimeout,
+		Retry:         redlock.ExponentialJitter(min(retryFloor, n.retryDelay), n.retryDelay),
+		RecoveryDelay: n.recoveryDelay,
+	}
+}
+
+// dial connects to the nodes. On failure it prints the reason to stderr and
+// returns the exit code.
+func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer, cmd string) (*redlock.Client, int) {
+	switch {
+	case n.ttl <= 0:
+		return nil, usageError(stderr, cmd, "--ttl must be positive")
+	case n.nodeTimeout <= 0:
+		return nil, usageError(stderr, cmd, "--node-timeout must be positive")
+	case n.retryDelay < 0:
+		return nil, usageError(stderr, cmd, "--retry-delay must not be negative")
+	case n.recoveryDelay <= 0:
+		return nil, usageError(stderr, cmd, "--recovery-delay must be positive")
+	}
+	client, err := redlock.Dial(ctx, n.urls(), n.options())
+	if err != nil {
+		switch {
+		case errors.Is(err, redlock.ErrInvalidTTL), errors.Is(err, redlock.ErrInvalidOptions):
+			return nil, usageError(stderr, cmd, err.Error())
+		case ctx.Err() != nil:
+			fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
+			return nil, exitInterrupted
+		}
+		fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
+		return nil, exitConfig
+	}
+	return client, exitOK
+}
+
+// usageError prints msg with a pointer to the help and returns exitUsage.
+func usageError(stderr io.Writer, cmd, msg string) int {
+	fmt.Fprintf(stderr, "redlock %s: %s\nRun 'redlock help %s' for usage.\n", cmd, msg, cmd)
+	return exitUsage
+}
+
+// failure sorts a failed lock operation into the reason scripts act on.
+type failure string
+
+const (
+	failConflict    failure = "conflict"    // held by another holder
+	failLost        failure = "lost"        // this token no longer holds the lock
+	failUnavailable failure = "unavailable" // too few nodes answered
+	failRecovering  failure = "recovering"  // too few nodes vote yet
+	failInterrupted failure = "interrupted" // the wait was cancelled
+	failInvalid     failure = "invalid"     // bad input
+)
+
+// classify sorts err, from an acquire, extend or release, into a failure.
+func classify(err error) failure {
+	var qe *redlock.QuorumError
+	switch {
+	case errors.Is(err, redlock.ErrInvalidKey), errors.Is(err, redlock.ErrInvalidTTL):
+		return failInvalid
+	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrNotHeld):
+		return failLost
+	case !errors.As(err, &qe):
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return failInterrupted
+		}
+		return failUnavailable
+	}
+	held, recovering := 0, 0
+	for _, r := range qe.Nodes {
+		switch r.Outcome {
+		case redlock.OutcomeHeld:
+			held++
+		case redlock.OutcomeRecovering:
+			recovering++
+		}
+	}
+	switch {
+	case qe.Op == "acquire" && held > 0:
+		return failConflict
+	case recovering > 0 && qe.OK+recovering >= qe.Quorum:
+		return failRecovering
+	case errors.Is(err, context.Canceled):
+		return failInterrupted
+	}
+	return failUnavailable
+}
+
+// exitFor returns the exit code for a failure.
+func exitFor(f failure) int {
+	switch f {
+	case failConflict:
+		return exitConflict
+	case failLost:
+		return exitLockLost
+	case failInterrupted:
+		return exitInterrupted
+	case failInvalid:
+		return exitUsage
+	default:
+		return exitUnavailable
+	}
+}
+
+// recoveringHint is added to errors where recovering nodes withheld the
+// quorum.
+const recoveringHint = "nodes that lost their data, or were never used, sit out every quorum for " +
+	"--recovery-delay: wait, or on a brand-new deployment run 'redlock init' once"
+
+// printFailure explains a failed lock operation on stderr: a summary line,
+// then one line per node.
+func printFailure(stderr io.Writer, cmd string, err error) {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
+		return
+	}
+	fmt.Fprintf(stderr, "redlock %s: %v: %s on %d of %d nodes, %d needed", cmd, qe.Err, verbed(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
+	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
+		fmt.Fprintf(stderr, ", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
+	}
+	if qe.Cause != nil {
+		fmt.Fprintf(stderr, " (%v)", qe.Cause)
+	}
+	fmt.Fprintln(stderr)
+	width := 0
+	for _, r := range qe.Nodes {
+		width = max(width, len(r.Node))
+	}
+	for _, r := range qe.Nodes {
+		fmt.Fprintf(stderr, "  %-*s  %s\n", width, r.Node, outcomeText(qe.Op, r))
+	}
+	if classify(err) == failRecovering {
+		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, recoveringHint)
+	}
+}
+
+func verbed(op string) string {
+	switch op {
+	case "extend":
+		return "extended"
+	case "release":
+		return "released"
+	case "mark ready":
+		return "marked ready"
+	default:
+		return "granted"
+	}
+}
+
+// outcomeText describes one node's answer.
+func outcomeText(op string, r redlock.NodeResult) string {
+	switch r.Outcome {
+	case redlock.OutcomeOK:
+		return verbed(op)
+	case redlock.OutcomeHeld:
+		if op == "acquire" {
+			return "held by another holder"
+		}
+		return "does not hold this token"
+	case redlock.OutcomeTimeout:
+		return "no answer in time"
+	case redlock.OutcomeError:
+		return "error: " + r.Err.Error()
+	case redlock.OutcomeRecovering:
+		return fmt.Sprintf("recovering: votes again in %s", r.RecoveringLeft.Round(time.Second))
+	default:
+		return "not waited for"
+	}
+}
+
+// nodeJSON is one node's outcome in JSON output.
+type nodeJSON struct {
+	Node    string `json:"node"`
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}
+
+// failureJSON is a failed operation in JSON output.
+type failureJSON struct {
+	Key    string     `json:"key"`
+	Error  string     `json:"error"`
+	Reason failure    `json:"reason"`
+	Nodes  []nodeJSON `json:"nodes,omitempty"`
+}
+
+func newFailureJSON(key string, err error) failureJSON {
+	out := failureJSON{Key: key, Error: err.Error(), Reason: classify(err)}
+	var qe *redlock.QuorumError
+	if errors.As(err, &qe) {
+		for _, r := range qe.Nodes {
+			n := nodeJSON{Node: r.Node, Outcome: r.Outcome.String()}
+			if r.Err != nil {
+				n.Error = r.Err.Error()
+			}
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package cli
+
+// raceEnabled builds the command under test with the race detector too.
+const raceEnabled = false

@@ -1,0 +1,407 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Timing of `redlock run`.
+const (
+	// stopMarginDivisor and minStopMargin set how long before the lock's
+	// validity deadline the command gets SIGTERM when renewal keeps failing:
+	// max(TTL/10, 100ms). Renewal extends the lock once a third of the TTL
+	// has passed and retries every tenth of the TTL, so stopping a tenth
+	// before the deadline gives up only the last retry, and leaves the
+	// command a tenth of the TTL to stop before another client can take the
+	// lock. The 100 ms floor covers signal delivery and scheduling on a
+	// loaded machine, for short TTLs.
+	stopMarginDivisor = 10
+	minStopMargin     = 100 * time.Millisecond
+	// minRunTTL is the shortest --ttl `redlock run` accepts: with less, the
+	// stop margin would take a fifth of the TTL or more, and renewal would
+	// have almost no room for a retry.
+	minRunTTL = 500 * time.Millisecond
+	// defaultKillGrace is how long the command's process group has between
+	// SIGTERM and SIGKILL after the lock is lost, as with consul lock:
+	// enough for a clean shutdown. A command that ignores SIGTERM for longer
+	// than the stop margin outlives the lock; one that must not should exit
+	// on SIGTERM, or be run with a shorter --kill-grace.
+	defaultKillGrace = 5 * time.Second
+	// signalSettle is how long a cancelled context waits for the signal that
+	// cancelled it to be forwarded, before the command gets SIGTERM for it:
+	// a signal reaches redlock's forwarding and the context's handler at the
+	// same moment, in no set order, and the command must get it once.
+	signalSettle = 50 * time.Millisecond
+	// stragglerPoll is how often, after the command exited on a lost lock,
+	// redlock checks whether processes of its group are left.
+	stragglerPoll = 20 * time.Millisecond
+)
+
+// stopMargin returns how long before the validity deadline the command is
+// stopped.
+func stopMargin(ttl time.Duration) time.Duration {
+	return max(ttl/stopMarginDivisor, minStopMargin)
+}
+
+// Environment variables `redlock run` gives the command.
+const (
+	envKey      = "REDLOCK_KEY"
+	envToken    = "REDLOCK_TOKEN"
+	envFence    = "REDLOCK_FENCE"
+	envDeadline = "REDLOCK_DEADLINE"
+	envHeld     = "REDLOCK_HELD"
+)
+
+// timeFormat renders deadlines: RFC 3339 in UTC with milliseconds, which
+// `date -d` parses.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func runCommand() *command {
+	return &command{
+		name:     "run",
+		synopsis: "[flags] KEY -- COMMAND [ARGS...]",
+		summary:  "run a command while holding the lock KEY",
+		about: `
+Acquires the lock KEY on a majority of the nodes, runs COMMAND, renews the lock
+while it runs, releases it when it exits, and exits with its exit status.
+
+Waiting: with --wait 0 one attempt is made, as flock -n does; otherwise
+redlock retries with random pauses until the lock is acquired or --wait
+passes, and then exits with --conflict-exit-code when the lock is held by
+another holder.
+
+Losing the lock: the lock is renewed once a third of its TTL has passed. If
+renewals keep failing (a majority of nodes is down or unreachable), the
+command's whole process group gets SIGTERM max(TTL/10, 100ms) before the
+lock's validity deadline, measured by this host's monotonic clock, not when a
+server notices; SIGKILL follows --kill-grace later. redlock then exits with
+76. A lock found taken over gets the same treatment at once.
+
+Signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 sent to redlock
+are forwarded to the command's process group; the lock is released once the
+command has ended. While waiting for the lock, the first four stop the wait.
+Standard input, output and error are the command's; when standard input is
+the terminal, the command runs in the terminal's foreground.
+
+The command's environment has:
+  REDLOCK_KEY       the lock key
+  REDLOCK_TOKEN     the token that holds it (for 'redlock extend' / 'release')
+  REDLOCK_FENCE     the fencing token: pass it to the protected resource, which
+                    must reject a write with a lower fence than one it has seen
+  REDLOCK_DEADLINE  validity deadline at the start, RFC 3339 UTC with
+                    milliseconds; renewal moves the real one forward
+  REDLOCK_HELD      1
+A nested 'redlock run' sets its own values. Locks are not re-entrant: a
+nested run of the same KEY waits for the outer one, which waits for it.
+
+Examples:
+  redlock run --wait 0 backup -- /usr/local/bin/backup.sh
+  redlock run --ttl 30s --shell report -- 'make report > out.txt'`,
+		exits: []exitDoc{
+			{"n", "the command's exit status; 128+n when it was killed by signal n"},
+			docUsage,
+			docUnavailable,
+			{code(exitConflict), "not acquired: held by another holder (--conflict-exit-code)"},
+			{code(exitLockLost), "the lock was lost while the command ran; the command was stopped"},
+			docConfig,
+			{code(exitCannotExecute), "the command could not be started"},
+			{code(exitNotFound), "the command was not found"},
+			docInterrupted,
+		},
+		setup: setupRun,
+	}
+}
+
+type runConfig struct {
+	nodes        nodeFlags
+	wait         waitFlag
+	conflictCode int
+	killGrace    time.Duration
+	shell        bool
+	verbose      bool
+}
+
+func setupRun(fs *flag.FlagSet) runner {
+	c := &runConfig{wait: waitForever}
+	c.nodes.register(fs, true, true)
+	fs.Var(&c.wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
+	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
+	fs.DurationVar(&c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost")
+	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
+	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, renewals, forwarded signals and the release on stderr")
+	return c.run
+}
+
+// logf prints a progress line on stderr when --verbose is on.
+func (c *runConfig) logf(s streams, format string, args ...any) {
+	if c.verbose {
+		fmt.Fprintf(s.stderr, "redlock run: "+format+"\n", args...)
+	}
+}
+
+func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
+	key, argv, code := c.parseArgs(s.stderr, args)
+	if code != exitOK {
+		return code
+	}
+	if c.nodes.ttl < minRunTTL {
+		return usageError(s.stderr, "run", fmt.Sprintf("--ttl %s is below the %s minimum", c.nodes.ttl, minRunTTL))
+	}
+	if c.conflictCode < 0 || c.conflictCode > 255 {
+		return usageError(s.stderr, "run", "--conflict-exit-code must be in 0..255")
+	}
+	if c.killGrace < 0 {
+		return usageError(s.stderr, "run", "--kill-grace must not be negative")
+	}
+	if os.Getenv(envHeld) == "1" && os.Getenv(envKey) == key {
+		fmt.Fprintf(s.stderr, "redlock run: warning: %q is already held by the enclosing 'redlock run'; "+
+			"locks are not re-entrant, so this waits until --wait passes\n", key)
+	}
+
+	// Catch signals from the start: one arriving while waiting ends the wait.
+	sigs, stopSignals := notifySignals()
+	defer stopSignals()
+
+	client, code := c.nodes.dial(ctx, s.stderr, "run")
+	if code != exitOK {
+		return code
+	}
+	defer client.Close()
+
+	lock, code := c.acquire(ctx, s, client, key, sigs)
+	if code != exitOK {
+		return code
+	}
+	c.logf(s, "acquired %q: token %s, fence %d, valid until %s", key, lock.Token(), lock.Fence(), formatTime(lock.Until()))
+
+	env := append(os.Environ(),
+		envKey+"="+key,
+		envToken+"="+lock.Token(),
+		envFence+"="+strconv.FormatUint(lock.Fence(), 10),
+		envDeadline+"="+formatTime(lock.Until()),
+		envHeld+"=1",
+	)
+	ch, err := startChild(argv, env, s)
+	if err != nil {
+		fmt.Fprintf(s.stderr, "redlock run: %v\n", err)
+		c.release(s, lock, key)
+		return startErrorCode(err)
+	}
+	lost := c.supervise(ctx, s, lock, key, ch, sigs)
+	ch.restoreTerminal()
+	status := ch.status()
+	if lost == nil {
+		if err := lock.Err(); errors.Is(err, redlock.ErrLockLost) {
+			lost = err // lost in the instant the command exited
+		}
+	}
+	c.release(s, lock, key)
+	if lost != nil {
+		fmt.Fprintf(s.stderr, "redlock run: the command exited with status %d after the lock was lost\n", status)
+		return exitLockLost
+	}
+	return status
+}
+
+// parseArgs splits KEY from the command, and applies --shell.
+func (c *runConfig) parseArgs(stderr io.Writer, args []string) (string, []string, int) {
+	if len(args) == 0 {
+		return "", nil, usageError(stderr, "run", "missing KEY and COMMAND")
+	}
+	key, rest := args[0], args[1:]
+	if strings.HasPrefix(key, "-") && key != "-" {
+		return "", nil, usageError(stderr, "run", fmt.Sprintf("flags go before KEY; %q came after", key))
+	}
+	switch {
+	case len(rest) > 0 && rest[0] == "--":
+		rest = rest[1:]
+	case len(rest) > 0 && strings.HasPrefix(rest[0], "-"):
+		return "", nil, usageError(stderr, "run", fmt.Sprintf("flags go before KEY, and the command after --; %q came after KEY", rest[0]))
+	}
+	if len(rest) == 0 {
+		return "", nil, usageError(stderr, "run", "missing COMMAND after KEY")
+	}
+	if c.shell {
+		rest = []string{"sh", "-c", strings.Join(rest, " ")}
+	}
+	return key, rest, exitOK
+}
+
+// acquire takes the lock with auto-renewal, waiting as --wait says. A
+// terminating signal ends the wait.
+func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Client, key string, sigs <-chan os.Signal) (*redlock.Lock, int) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if c.wait > 0 {
+		var cancelWait context.CancelFunc
+		actx, cancelWait = context.WithTimeout(actx, time.Duration(c.wait))
+		defer cancelWait()
+	}
+	type result struct {
+		lock *redlock.Lock
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		opts := []redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}
+		var r result
+		if c.wait == 0 {
+			r.lock, r.err = client.TryAcquire(actx, key, opts...)
+		} else {
+			r.lock, r.err = client.Acquire(actx, key, opts...)
+		}
+		done <- r
+	}()
+	var interrupted os.Signal
+	for {
+		select {
+		case sig := <-sigs:
+			if terminating(sig) && interrupted == nil {
+				interrupted = sig
+				cancel()
+			}
+		case r := <-done:
+			switch {
+			case interrupted != nil:
+				if r.lock != nil {
+					r.lock.Release(context.Background())
+				}
+				fmt.Fprintf(s.stderr, "redlock run: %v while waiting for %q\n", interrupted, key)
+				return nil, exitSignalBase + signalNumber(interrupted)
+			case r.err == nil:
+				return r.lock, exitOK
+			case ctx.Err() != nil:
+				fmt.Fprintf(s.stderr, "redlock run: stopped waiting for %q: %v\n", key, context.Cause(ctx))
+				return nil, exitInterrupted
+			}
+			printFailure(s.stderr, "run", r.err)
+			f := classify(r.err)
+			if f == failConflict {
+				return nil, c.conflictCode
+			}
+			return nil, exitFor(f)
+		}
+	}
+}
+
+// supervise waits for the command to exit while forwarding signals and
+// watching the lock. It returns why the lock was lost while the command ran,
+// or nil.
+func (c *runConfig) supervise(ctx context.Context, s streams, lock *redlock.Lock, key string, ch *child, sigs <-chan os.Signal) (lost error) {
+	exited := make(chan error, 1)
+	go func() { exited <- ch.cmd.Wait() }()
+
+	margin := stopMargin(lock.TTL())
+	stopAt := lock.Until().Add(-margin)
+	deadline := time.NewTimer(time.Until(stopAt))
+	defer deadline.Stop()
+	lockDone := lock.Done()
+	ctxDone := ctx.Done()
+	var settle, kill <-chan time.Time
+	terminated := false // the command was sent a terminating signal
+
+	stop := func(reason error) {
+		lost = reason
+		fmt.Fprintf(s.stderr, "redlock run: %v: stopping the command: SIGTERM to process group %d, SIGKILL in %s\n",
+			reason, ch.pgid, c.killGrace)
+		ch.signal(syscall.SIGTERM)
+		terminated = true
+		kill = time.After(c.killGrace)
+	}
+
+	for {
+		select {
+		case err := <-exited:
+			var exitErr *exec.ExitError
+			if err != nil && !errors.As(err, &exitErr) {
+				fmt.Fprintf(s.stderr, "redlock run: waiting for the command: %v\n", err)
+			}
+			if lost != nil {
+				c.killStragglers(s, ch, kill)
+			}
+			return lost
+		case sig := <-sigs:
+			c.logf(s, "forwarding %v to process group %d", sig, ch.pgid)
+			ch.signal(sig)
+			terminated = terminated || terminating(sig)
+		case <-ctxDone:
+			ctxDone = nil
+			settle = time.After(signalSettle)
+		case <-settle:
+			settle = nil
+			if !terminated {
+				c.logf(s, "%v: sending SIGTERM to process group %d", context.Cause(ctx), ch.pgid)
+				ch.signal(syscall.SIGTERM)
+				terminated = true
+			}
+		case <-lockDone:
+			lockDone = nil
+			if lost == nil {
+				stop(fmt.Errorf("lock %q lost: %w", key, lock.Err()))
+			}
+		case <-deadline.C:
+			until := lock.Until()
+			if next := until.Add(-margin); time.Until(next) > 0 {
+				if next.After(stopAt) {
+					c.logf(s, "renewed %q: valid until %s", key, formatTime(until))
+				}
+				stopAt = next
+				deadline.Reset(time.Until(next))
+				continue
+			}
+			if lost == nil {
+				stop(fmt.Errorf("lock %q could not be renewed: its validity ends at %s, in %s",
+					key, formatTime(until), time.Until(until).Round(time.Millisecond)))
+			}
+		case <-kill:
+			kill = nil
+			fmt.Fprintf(s.stderr, "redlock run: sending SIGKILL to process group %d\n", ch.pgid)
+			ch.signal(syscall.SIGKILL)
+		}
+	}
+}
+
+// killStragglers gives processes of the command's group that outlived it,
+// after the lock was lost, until the kill deadline, then kills them.
+func (c *runConfig) killStragglers(s streams, ch *child, kill <-chan time.Time) {
+	if kill == nil { // SIGKILL already sent
+		return
+	}
+	poll := time.NewTicker(stragglerPoll)
+	defer poll.Stop()
+	for ch.groupAlive() {
+		select {
+		case <-kill:
+			fmt.Fprintf(s.stderr, "redlock run: sending SIGKILL to what is left of process group %d\n", ch.pgid)
+			ch.signal(syscall.SIGKILL)
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// release releases the lock after the command ended and reports a failure.
+func (c *runConfig) release(s streams, lock *redlock.Lock, key string) {
+	err := lock.Release(context.Background())
+	switch {
+	case err == nil:
+		c.logf(s, "released %q", key)
+	case errors.Is(err, redlock.ErrNotHeld):
+		fmt.Fprintf(s.stderr, "redlock run: %q had already expired on the nodes when released\n", key)
+	default:
+		printFailure(s.stderr, "run", err)
+	}
+}
