@@ -82,6 +82,9 @@ func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquir
 		strconv.FormatInt(ttl.Milliseconds(), 10),
 		"0",
 		strconv.FormatInt(FenceTTL.Milliseconds(), 10),
+		// The same on every node: nodes that lost or missed counters start
+		// again from one value and agree, with no second step.
+		strconv.FormatInt(time.Now().UnixMicro(), 10),
 	}
 	if !c.opts.DisableQuarantine {
 		args[2] = strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
@@ -104,13 +107,25 @@ func decodeAcquire(v any) (acquireReply, error) {
 	a, ok := v.([]any)
 	if ok && len(a) == 3 {
 		status, ok1 := a[0].(int64)
-		fence, ok2 := a[1].(int64)
+		fence, ok2 := decodeUint(a[1])
 		left, ok3 := a[2].(int64)
-		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireRecovering && fence >= 0 {
-			return acquireReply{status: status, fence: uint64(fence), left: time.Duration(left) * time.Microsecond}, nil
+		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireRecovering {
+			return acquireReply{status: status, fence: fence, left: time.Duration(left) * time.Microsecond}, nil
 		}
 	}
 	return acquireReply{}, fmt.Errorf("redlock: unexpected reply to the acquire script: %v", v)
+}
+
+// decodeUint reads a non-negative integer sent as a string or an integer.
+func decodeUint(v any) (uint64, bool) {
+	switch x := v.(type) {
+	case string:
+		n, err := strconv.ParseUint(x, 10, 64)
+		return n, err == nil
+	case int64:
+		return uint64(x), x >= 0
+	}
+	return 0, false
 }
 
 // isGranted reports the acquire script's grant.

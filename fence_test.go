@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,35 +273,46 @@ func TestFence_raisesLaggards(t *testing.T) {
 		}
 	}
 
-	// The first acquisition meets no counter: each node starts from its own
-	// clock, they disagree, and the second step brings them level, or above
-	// for a node whose first request ran late.
-	first := acquire("first")
+	// A new key: every node starts its counter from the caller's clock, so
+	// they agree at once and the acquisition costs one request per node.
+	now := uint64(time.Now().UnixMicro())
+	before := snapshot(conns)
+	first := acquire("new key")
+	wantRequests("new key", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
+	if first.Fence() < now {
+		t.Errorf("first fence %d, want at least the caller's clock %d µs", first.Fence(), now)
+	}
 	release(first)
-	level := 0
-	for _, n := range cluster.Nodes() {
-		switch got := counterOn(t, n, key); {
-		case got == first.Fence():
-			level++
-		case got < first.Fence():
-			t.Errorf("node %d counter %d after the first acquisition, below its fence %d", n.Index(), got, first.Fence())
-		}
-	}
-	if level < 3 {
-		t.Errorf("%d nodes at the first fence, want at least a quorum", level)
-	}
+	wantCounters("new key", first.Fence(), 0, 1, 2, 3, 4)
 
-	// The common path: nodes that agree cost one request each.
+	// Nodes that missed an acquisition catch up with the next one.
+	setOn("someone-else", 3, 4)
+	missed := acquire("nodes 3 and 4 held by someone else")
+	release(missed)
+	setOn("", 3, 4)
+	wantCounters("3 and 4 missed one", first.Fence(), 3, 4)
+	before = snapshot(conns)
+	caught := acquire("catching up")
+	wantRequests("catching up", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
+	release(caught)
+	if caught.Fence() <= missed.Fence() || missed.Fence() <= first.Fence() {
+		t.Errorf("fences %d, %d, %d: not increasing", first.Fence(), missed.Fence(), caught.Fence())
+	}
+	wantCounters("caught up", caught.Fence(), 0, 1, 2, 3, 4)
+
+	// Counters ahead of this client's clock, as a client whose clock runs
+	// an hour fast leaves them: they grow by one per acquisition.
+	base := uint64(time.Now().Add(time.Hour).UnixMicro())
 	for _, n := range cluster.Nodes() {
-		if _, err := n.Do(bg, "SET", redlock.FenceKey(key), "5000"); err != nil {
+		if _, err := n.Do(bg, "SET", redlock.FenceKey(key), strconv.FormatUint(base, 10)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	before := snapshot(conns)
+	before = snapshot(conns)
 	agreed := acquire("agreeing nodes")
 	wantRequests("agreeing nodes", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
-	if agreed.Fence() != 5001 {
-		t.Errorf("fence %d, want 5001", agreed.Fence())
+	if agreed.Fence() != base+1 {
+		t.Errorf("fence %d, want %d", agreed.Fence(), base+1)
 	}
 	release(agreed)
 
@@ -312,8 +325,8 @@ func TestFence_raisesLaggards(t *testing.T) {
 		wantRequests("nodes 3 and 4 held", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
 		release(lock)
 	}
-	wantCounters("after 3 and 4 missed three", 5004, 0, 1, 2)
-	wantCounters("after 3 and 4 missed three", 5001, 3, 4)
+	wantCounters("after 3 and 4 missed three", base+4, 0, 1, 2)
+	wantCounters("after 3 and 4 missed three", base+1, 3, 4)
 	setOn("", 3, 4)
 
 	// Q1 = {2, 3, 4}: node 2 is ahead, and the others are raised to it.
@@ -321,15 +334,15 @@ func TestFence_raisesLaggards(t *testing.T) {
 	before = snapshot(conns)
 	q1 := acquire("quorum 2, 3, 4")
 	wantRequests("raise", requestsSince(t, conns, before, 9), 2, 2, 1, 2, 2)
-	if q1.Fence() != 5005 {
-		t.Errorf("fence %d, want the largest counter plus one, 5005", q1.Fence())
+	if q1.Fence() != base+5 {
+		t.Errorf("fence %d, want the largest counter plus one, %d", q1.Fence(), base+5)
 	}
-	wantCounters("after the raise", 5005, 0, 1, 2, 3, 4)
+	wantCounters("after the raise", base+5, 0, 1, 2, 3, 4)
 	release(q1)
 	setOn("", 0, 1)
 
 	// Q2 = {0, 1, 3, 4} meets Q1 only in raised nodes: without the raise
-	// its largest counter would be 5004+1, q1's fence again.
+	// its largest counter would be base+4+1, q1's fence again.
 	setOn("someone-else", 2)
 	q2 := acquire("quorum 0, 1, 3, 4")
 	if q2.Fence() <= q1.Fence() {
@@ -448,4 +461,44 @@ func BenchmarkFence_acquireRelease(b *testing.B) {
 			wg.Wait()
 		}
 	})
+}
+
+func TestFence_clientClockBehind(t *testing.T) {
+	// The acquire script run directly, as by a client whose clock is far
+	// behind: the node's own clock keeps a new counter near the present.
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	src, err := os.ReadFile("lua/acquire.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := cluster.Node(0)
+	eval := func(key, token, hint string) []string {
+		t.Helper()
+		v, err := node.Do(bg, "EVAL", string(src), "3", key, redlock.FenceKey(key), redlock.MarkerKey,
+			token, "10000", "0", "60000", hint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(v, "\n")
+	}
+	now := time.Now()
+	got := eval("behind", "t1", "1")
+	fence, err := strconv.ParseUint(got[1], 10, 64)
+	if got[0] != "1" || err != nil {
+		t.Fatalf("reply %q", got)
+	}
+	if low, high := uint64(now.Add(-2*time.Second).UnixMicro()), uint64(now.UnixMicro()); fence < low || fence > high {
+		t.Errorf("fence %d from a client an era behind, want the node's clock, in [%d, %d]", fence, low, high)
+	}
+	// A counter above the node's clock grows by one.
+	if _, err := node.Do(bg, "SET", redlock.FenceKey("ahead"), "99999999999999990"); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval("ahead", "t2", strconv.FormatInt(now.UnixMicro(), 10)); got[1] != "99999999999999991" {
+		t.Errorf("counter above every clock: reply %q, want 99999999999999991", got)
+	}
+	// A held key: nothing changes.
+	if got := eval("ahead", "t3", "1"); got[0] != "0" || keyOn(t, node, redlock.FenceKey("ahead")) != "99999999999999991" {
+		t.Errorf("held key: reply %q", got)
+	}
 }

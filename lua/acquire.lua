@@ -4,23 +4,23 @@
 -- (MarkerKey).
 -- ARGV[1] token; ARGV[2] lock TTL in milliseconds; ARGV[3] recovery delay in
 -- microseconds, "0" when the quarantine is off; ARGV[4] counter TTL in
--- milliseconds.
--- Returns {1, fence, 0} when granted, {0, 0, 0} when the key is held, and
--- {2, 0, microseconds left} while the node is recovering.
+-- milliseconds; ARGV[5] the caller's clock in microseconds (decimal).
+-- Returns {1, fence, 0} when granted, {0, "0", 0} when the key is held, and
+-- {2, "0", microseconds left} while the node is recovering; fence is the
+-- new counter, a decimal string.
 if redis.replicate_commands then
 	redis.replicate_commands() -- Redis < 5: allow writes after TIME
 end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local nowString = t[1] .. string.format("%06d", tonumber(t[2]))
 
 local delay = tonumber(ARGV[3])
 if delay > 0 then
 	local marker = redis.call("GET", KEYS[3])
 	if not marker then
 		-- The node lost its data, or never served a lock: start its quarantine.
-		redis.call("SET", KEYS[3], nowString)
-		return {2, 0, delay}
+		redis.call("SET", KEYS[3], t[1] .. string.format("%06d", tonumber(t[2])))
+		return {2, "0", delay}
 	end
 	local since = tonumber(marker)
 	if not since then
@@ -28,7 +28,7 @@ if delay > 0 then
 	end
 	local left = since + delay - now
 	if left > 0 then
-		return {2, 0, left}
+		return {2, "0", left}
 	end
 end
 
@@ -37,16 +37,25 @@ if counter and not string.match(counter, "^%d+$") then
 	return redis.error_reply("redlock: fencing counter " .. KEYS[2] .. " is not an integer")
 end
 if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
-	return {0, 0, 0}
+	return {0, "0", 0}
 end
-local fence
-if counter then
-	fence = redis.call("INCR", KEYS[2])
+-- The new counter is the largest of: the old one plus one; the caller's clock
+-- (ARGV[5], the same on every node, so that nodes that missed acquisitions
+-- agree again); this node's clock, as the whole second before the current
+-- one (so that it wins only when the caller's clock is more than a second
+-- behind, not when a second ends between the caller's reading and this
+-- script). A lost counter thus restarts above the tokens handed out before,
+-- which followed the clocks too.
+local current = tonumber(counter or "0")
+local hint = tonumber(ARGV[5])
+local floorSeconds = tonumber(t[1]) - 1
+local floor = floorSeconds * 1000000
+if hint > current and hint >= floor then
+	redis.call("SET", KEYS[2], ARGV[5], "PX", ARGV[4])
+elseif floor > current then
+	redis.call("SET", KEYS[2], string.format("%d000000", floorSeconds), "PX", ARGV[4])
 else
-	-- A missing counter starts from this node's clock, above every token
-	-- handed out before it was lost.
-	fence = now
-	redis.call("SET", KEYS[2], nowString)
+	redis.call("INCR", KEYS[2])
+	redis.call("PEXPIRE", KEYS[2], ARGV[4])
 end
-redis.call("PEXPIRE", KEYS[2], ARGV[4])
-return {1, fence, 0}
+return {1, redis.call("GET", KEYS[2]), 0}
