@@ -51,8 +51,8 @@ const (
 
 // Scenario is one row of the table.
 type Scenario struct {
-	// Name identifies the scenario; variants on the fenced register end in
-	// "/fenced".
+	// Name identifies the scenario; variants on a fenced register end in
+	// "/fenced" or "/write-fenced".
 	Name string
 	// About says in one sentence what happens and why the verdict is
 	// expected.
@@ -84,12 +84,12 @@ type Scenario struct {
 	Faults func() []faults.Fault
 }
 
-// Judged returns the checkers whose violations decide the verdict. On the
+// Judged returns the checkers whose violations decide the verdict. On a
 // fenced register that is the register and the fencing order: fencing is
 // there to keep the protected resource correct even when two clients hold
 // the lock at once, so the lock checkers are reported but not judged.
 func (s Scenario) Judged() []check.Kind {
-	if s.Register == traffic.Fenced {
+	if s.Register != traffic.Unfenced {
 		return []check.Kind{check.LostUpdate, check.FenceOrder}
 	}
 	return check.Kinds

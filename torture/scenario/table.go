@@ -7,9 +7,6 @@ import (
 	"github.com/redlock-go/redlock/torture/traffic"
 )
 
-// fs wraps a list of faults as a Scenario.Faults function.
-func fs(make func() []faults.Fault) func() []faults.Fault { return make }
-
 // restartThinkMin and restartThinkMax lengthen the critical section in the
 // restart scenarios, so that a node restart (some tens of milliseconds) can
 // complete while the lock is held, which is when losing the key matters.
@@ -29,34 +26,34 @@ func Table() []Scenario {
 		{
 			Name:  "minority-kill",
 			About: "kill -9 one or two nodes, restart them empty; the restart quarantine keeps them out of quorums for a TTL",
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.KillNodes{DownMin: 200 * time.Millisecond, DownMax: 800 * time.Millisecond,
 					GapMin: 200 * time.Millisecond, GapMax: 600 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:  "minority-partition",
 			About: "cut one or two nodes off from every worker, then heal",
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.Partition{DurMin: 200 * time.Millisecond, DurMax: 800 * time.Millisecond,
 					GapMin: 100 * time.Millisecond, GapMax: 400 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:  "minority-blackhole",
 			About: "drop all traffic to one or two nodes silently, so requests time out, then heal",
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.Partition{Hold: true, DurMin: 200 * time.Millisecond, DurMax: 800 * time.Millisecond,
 					GapMin: 100 * time.Millisecond, GapMax: 400 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:     "restart-quarantine",
 			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About: "split quorum; the shared node restarts empty while the lock is held on it, and the quarantine keeps it from voting for a TTL",
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:     "restart-aof",
@@ -64,40 +61,40 @@ func Table() []Scenario {
 			About:             "split quorum; the shared node restarts while the lock is held on it, with appendfsync always and no quarantine",
 			AppendFsyncAlways: true,
 			DisableQuarantine: true,
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:  "node-pause",
 			About: "SIGSTOP one or two nodes for up to 700 ms during acquisitions",
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.PauseNodes{PauseMin: 50 * time.Millisecond, PauseMax: 700 * time.Millisecond,
 					GapMin: 100 * time.Millisecond, GapMax: 400 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:  "node-slow",
 			About: "40±20 ms latency each way to one or two nodes, around the 50 ms node timeout",
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.SlowNodes{Latency: 40 * time.Millisecond, Jitter: 20 * time.Millisecond,
 					DurMin: 300 * time.Millisecond, DurMax: 800 * time.Millisecond, GapMin: 100 * time.Millisecond, GapMax: 300 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:  "worker-pause-acquire",
 			About: "SIGSTOP a worker in the middle of an acquisition for twice the TTL; its validity is gone when it resumes",
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.PauseWorkerInAcquire{Worker: 0, Latency: 15 * time.Millisecond,
 					DelayMin: 3 * time.Millisecond, DelayMax: 25 * time.Millisecond, Cooldown: 200 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:       "skew-within-drift",
 			About:      "every node's clock runs 0.5% fast, inside the 1% drift allowance, while holders keep the lock to the end of its validity",
 			ClockShim:  true,
 			HoldMargin: time.Millisecond,
-			Faults:     fs(func() []faults.Fault { return []faults.Fault{faults.ClockSkew{PPM: 5000}} }),
+			Faults:     func() []faults.Fault { return []faults.Fault{faults.ClockSkew{PPM: 5000}} },
 		},
 	}
 	caught := []Scenario{
@@ -107,42 +104,42 @@ func Table() []Scenario {
 			About:             "split quorum; the shared node restarts empty while the lock is held on it and votes at once (no quarantine)",
 			Expect:            Caught,
 			DisableQuarantine: true,
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:   "worker-pause-past-validity",
 			About:  "SIGSTOP a worker between its read and its write for twice the TTL; its late write overwrites newer updates",
 			Expect: Caught,
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.PauseWorkerAtRead{Worker: 0, Cooldown: 200 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:      "clock-jump",
 			About:     "split quorum; the shared node's clock jumps 1 s forward, beyond the TTL, right after each grant",
 			Expect:    Caught,
 			ClockShim: true,
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.ClockJumpOnGrant{Node: 2, Jump: time.Second, Cooldown: 100 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:   "eviction",
 			About:  "maxmemory just above use with volatile-ttl and filler writes: lock keys, the closest to expiry, are evicted",
 			Expect: Caught,
-			Faults: fs(func() []faults.Fault {
+			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.Evict{Settle: 300 * time.Millisecond, Headroom: 1 << 20, ValueSize: 16 << 10, Every: 2 * time.Millisecond}}
-			}),
+			},
 		},
 		{
 			Name:       "skew-beyond-drift",
-			About:      "every node's clock runs 3% fast, beyond the 1% drift allowance, while holders keep the lock to the end of its validity",
+			About:      "every node's clock runs 5% fast, beyond the 1% drift allowance, while holders keep the lock to the end of its validity",
 			Expect:     Caught,
 			ClockShim:  true,
 			HoldMargin: time.Millisecond,
-			Faults:     fs(func() []faults.Fault { return []faults.Fault{faults.ClockSkew{PPM: 30000}} }),
+			Faults:     func() []faults.Fault { return []faults.Fault{faults.ClockSkew{PPM: 50000}} },
 		},
 	}
 	var fenced []Scenario
@@ -153,7 +150,14 @@ func Table() []Scenario {
 		s.Expect = Hold
 		fenced = append(fenced, s)
 	}
-	return append(append(holds, fenced...), caught...)
+	// Fencing only writes is not enough for a read-modify-write while two
+	// holders overlap.
+	writeFenced := byName(caught, "eviction")
+	writeFenced.Name += "/write-fenced"
+	writeFenced.About = "register fencing writes only (the rule of package fence's Store): " + writeFenced.About +
+		"; an older holder's write lands between a newer holder's read and write"
+	writeFenced.Register = traffic.WriteFenced
+	return append(append(append(holds, fenced...), caught...), writeFenced)
 }
 
 // Short returns a few scenarios of each kind with short runs, for the
@@ -173,4 +177,15 @@ func Short() []Scenario {
 		}
 	}
 	return out
+}
+
+// byName returns the scenario of table named name; it panics if there is
+// none, which is a mistake in the table.
+func byName(table []Scenario, name string) Scenario {
+	for _, s := range table {
+		if s.Name == name {
+			return s
+		}
+	}
+	panic("scenario: no scenario named " + name)
 }

@@ -17,5 +17,6 @@
 // 127.0.0.1. It records every read and write it serves, in the order it
 // serves them, which is what the lost-update checker reads. Unfenced, it
 // accepts everything; fenced, it refuses requests whose fencing token is
-// older than one it has already seen.
+// older than one it has already seen; write-fenced, it checks writes only
+// (see Mode).
 package traffic

@@ -33,12 +33,22 @@ const (
 	// overwritten by an older holder's late write, even while two holders
 	// overlap.
 	Fenced
+	// WriteFenced checks only writes: it refuses a write whose token is not
+	// above the last token written, and serves every read. That is the rule
+	// of package fence's Store, and it is enough against a holder that
+	// resumes after others wrote; but while two holders overlap, the older
+	// one can read, let the newer one read the same value, write first,
+	// and have its update overwritten by the newer one's.
+	WriteFenced
 )
 
-// String returns "fenced" or "unfenced".
+// String returns "unfenced", "fenced" or "write-fenced".
 func (m Mode) String() string {
-	if m == Fenced {
+	switch m {
+	case Fenced:
 		return "fenced"
+	case WriteFenced:
+		return "write-fenced"
 	}
 	return "unfenced"
 }
@@ -161,7 +171,7 @@ func (r *Register) handleWrite(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case r.mode == Fenced && in.Fence < r.seen:
 		reply.Err = fmt.Sprintf("token %d is below %d, already seen", in.Fence, r.seen)
-	case r.mode == Fenced && in.Fence <= r.written:
+	case r.mode != Unfenced && in.Fence <= r.written:
 		reply.Err = fmt.Sprintf("token %d is not above %d, already written", in.Fence, r.written)
 	default:
 		r.value = in.Value

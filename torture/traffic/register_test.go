@@ -108,3 +108,26 @@ func TestRegister_onReadRunsBeforeTheAnswer(t *testing.T) {
 		t.Fatalf("OnRead saw %v, want [worker-3]", got)
 	}
 }
+
+func TestRegister_writeFencedChecksOnlyWrites(t *testing.T) {
+	_, c, _ := startRegister(t, WriteFenced)
+	ctx := t.Context()
+	// Two overlapping holders read the same value...
+	if _, err := c.read(ctx, "worker-1", 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.read(ctx, "worker-0", 5); err != nil {
+		t.Fatalf("read with an older token: %v, want it served", err)
+	}
+	// ...the older writes first and is accepted, the newer overwrites it.
+	if _, err := c.write(ctx, "worker-0", 5, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.write(ctx, "worker-1", 6, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A late write with an older token is refused.
+	if _, err := c.write(ctx, "worker-2", 4, 2, 0); !errors.Is(err, ErrStale) {
+		t.Fatalf("write with token 4 after 6: err = %v, want ErrStale", err)
+	}
+}
