@@ -76,8 +76,13 @@ func TestInspect(t *testing.T) {
 		if v := keyOn(t, cluster.Node(4), redlock.MarkerKey); v != "" {
 			t.Errorf("Inspect wrote the marker: %q", v)
 		}
-		// The first acquisition starts its quarantine.
+		// The first acquisition starts its quarantine (it may return before
+		// the node answered).
 		client.TryAcquire(bg, "other")
+		deadline := time.Now().Add(2 * time.Second)
+		for keyOn(t, cluster.Node(4), redlock.MarkerKey) == "" && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		states, _ = client.Inspect(bg, "other")
 		if s := states[4]; s.NoMarker || !s.Recovering || s.RecoveringLeft <= 0 || s.RecoveringLeft > opts.RecoveryDelay {
 			t.Errorf("node restarted empty, after an acquisition: %+v", s)
