@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,6 +19,9 @@ type Client struct {
 	quorum int
 	opts   Options
 	waker  *waker // nil when no node can notify
+	// inflight counts requests to single nodes still running after their
+	// fan-out returned; Close waits for them.
+	inflight sync.WaitGroup
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -69,7 +73,12 @@ func (c *Client) Quorum() int { return c.quorum }
 func (c *Client) Options() Options { return c.opts }
 
 // Close closes every node connection. Locks still held expire with their TTL.
+// It first waits for requests still in flight, at most the per-node timeout,
+// so that the nodes a Release did not wait for still get the deletion before
+// a program that releases and exits closes the connections. No call may start
+// after Close.
 func (c *Client) Close() error {
+	c.inflight.Wait()
 	c.waker.close()
 	var errs []error
 	for _, conn := range c.conns {
@@ -134,8 +143,10 @@ func (c *Client) fanout(ctx context.Context, timeout time.Duration, send sendFun
 		return results, ok
 	}
 	answers := make(chan answer, len(c.conns))
+	c.inflight.Add(len(c.conns))
 	for i, conn := range c.conns {
 		go func() {
+			defer c.inflight.Done()
 			val, err := send(nodeCtx, conn)
 			answers <- answer{node: i, val: val, err: err, took: time.Since(start)}
 			finish()

@@ -82,12 +82,19 @@ func (r result) decode(t *testing.T, v any) {
 	}
 }
 
+// newFreshCluster starts n redis-server nodes as a brand-new deployment:
+// their restart quarantine is on until 'redlock init'.
+func newFreshCluster(t *testing.T, n int) *testcluster.Cluster {
+	t.Helper()
+	return testcluster.Start(t, testcluster.Options{Nodes: n})
+}
+
 // newCluster starts n redis-server nodes and marks them ready with
 // 'redlock init', as a brand-new deployment must be. It returns the cluster
 // and the --nodes value.
 func newCluster(t *testing.T, n int) (*testcluster.Cluster, string) {
 	t.Helper()
-	c := testcluster.Start(t, testcluster.Options{Nodes: n})
+	c := newFreshCluster(t, n)
 	nodes := strings.Join(c.URLs(), ",")
 	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "redlock init")
 	return c, nodes

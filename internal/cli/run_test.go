@@ -1,0 +1,366 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRun_exitStatusPropagates(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"success", []string{"k", "--", "true"}, 0},
+		{"failure", []string{"k", "--", "sh", "-c", "exit 7"}, 7},
+		{"shell", []string{"--shell", "k", "--", "exit", "3"}, 3},
+		{"without --", []string{"k", "sh", "-c", "exit 4"}, 4},
+		{"killed by a signal", []string{"k", "--", "sh", "-c", "kill -KILL $$"}, exitSignalBase + int(syscall.SIGKILL)},
+		{"not found", []string{"k", "--", "/nonexistent/command"}, exitNotFound},
+		{"not executable", []string{"k", "--", "/etc/hostname"}, exitCannotExecute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runBinary(t, nodes, append([]string{"run"}, tc.args...)...)
+			if r.code != tc.want {
+				t.Fatalf("exit status %d, want %d\n%s", r.code, tc.want, r.stderr)
+			}
+			for _, n := range cluster.Nodes() {
+				if v := keyOn(t, n, "k"); v != "" {
+					t.Errorf("node %d still holds %q after the command ended", n.Index(), v)
+				}
+			}
+		})
+	}
+}
+
+func TestRun_stdinPassedThrough(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	cmd := binaryCommand(nodes, "run", "--shell", "k", "--", "tr a-z A-Z")
+	cmd.Stdin = strings.NewReader("hello\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "HELLO\n" {
+		t.Errorf("output %q, want %q", out, "HELLO\n")
+	}
+}
+
+func TestRun_conflict(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	held := cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "20s", "busy").expect(t, exitOK, "acquire")
+	var lock acquiredJSON
+	held.decode(t, &lock)
+
+	t.Run("no wait", func(t *testing.T) {
+		start := time.Now()
+		r := runBinary(t, nodes, "run", "--wait", "0", "busy", "--", "touch", filepath.Join(t.TempDir(), "ran"))
+		if r.code != exitConflict {
+			t.Fatalf("exit status %d, want %d\n%s", r.code, exitConflict, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "held by another holder") {
+			t.Errorf("stderr does not say who holds it:\n%s", r.stderr)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("--wait 0 took %s", took)
+		}
+	})
+	t.Run("command not run", func(t *testing.T) {
+		marker := filepath.Join(t.TempDir(), "ran")
+		runBinary(t, nodes, "run", "--wait", "0", "busy", "--", "touch", marker)
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the command ran without the lock")
+		}
+	})
+	t.Run("custom code", func(t *testing.T) {
+		r := runBinary(t, nodes, "run", "--wait", "0", "--conflict-exit-code", "9", "busy", "--", "true")
+		if r.code != 9 {
+			t.Fatalf("exit status %d, want 9\n%s", r.code, r.stderr)
+		}
+	})
+	t.Run("wait timeout", func(t *testing.T) {
+		start := time.Now()
+		r := runBinary(t, nodes, "run", "--wait", "300ms", "busy", "--", "true")
+		if r.code != exitConflict {
+			t.Fatalf("exit status %d, want %d\n%s", r.code, exitConflict, r.stderr)
+		}
+		if took := time.Since(start); took < 300*time.Millisecond {
+			t.Errorf("gave up after %s, before --wait", took)
+		}
+	})
+	t.Run("waits for the release", func(t *testing.T) {
+		cmd := binaryCommand(nodes, "run", "--wait", "20s", "busy", "--", "true")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		cli(t, "release", "--nodes", nodes, "busy", lock.Token).expect(t, exitOK, "release")
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("run after the release: %v\n%s", err, stderr.String())
+		}
+	})
+}
+
+func TestRun_environment(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	outer, inner := filepath.Join(dir, "outer"), filepath.Join(dir, "inner")
+	show := `echo "$REDLOCK_KEY $REDLOCK_TOKEN $REDLOCK_FENCE $REDLOCK_DEADLINE $REDLOCK_HELD" > `
+	// The inner run finds the nodes in REDLOCK_NODES, inherited.
+	script := show + outer + ` && ` + binary + ` run --ttl 2s inner-key -- sh -c '` + show + inner + `'`
+	start := time.Now()
+	r := runBinary(t, nodes, "run", "--ttl", "5s", "--shell", "outer-key", "--", script)
+	r.expect(t, exitOK, "nested run")
+
+	fields := func(path string) []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 5 {
+			t.Fatalf("%s: %q, want 5 fields", path, b)
+		}
+		return f
+	}
+	o, i := fields(outer), fields(inner)
+	for _, tc := range []struct {
+		name   string
+		f      []string
+		key    string
+		ttl    time.Duration
+		others []string
+	}{
+		{"outer", o, "outer-key", 5 * time.Second, i},
+		{"inner", i, "inner-key", 2 * time.Second, o},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, token, fence, deadline, held := tc.f[0], tc.f[1], tc.f[2], tc.f[3], tc.f[4]
+			if key != tc.key || held != "1" {
+				t.Errorf("REDLOCK_KEY=%s REDLOCK_HELD=%s, want %s and 1", key, held, tc.key)
+			}
+			if token == tc.others[1] || len(token) < 20 {
+				t.Errorf("REDLOCK_TOKEN=%q (the other run's is %q)", token, tc.others[1])
+			}
+			if n, err := strconv.ParseUint(fence, 10, 64); err != nil || n == 0 {
+				t.Errorf("REDLOCK_FENCE=%q is not a positive integer", fence)
+			}
+			d, err := time.Parse(time.RFC3339Nano, deadline)
+			if err != nil {
+				t.Fatalf("REDLOCK_DEADLINE=%q: %v", deadline, err)
+			}
+			if d.Before(start) || d.After(time.Now().Add(tc.ttl)) {
+				t.Errorf("REDLOCK_DEADLINE=%s outside [%s, now+%s]", d, start, tc.ttl)
+			}
+		})
+	}
+	for _, n := range cluster.Nodes() {
+		for _, k := range []string{"outer-key", "inner-key"} {
+			if v := keyOn(t, n, k); v != "" {
+				t.Errorf("node %d still holds %s after the runs ended", n.Index(), k)
+			}
+		}
+	}
+}
+
+func TestRun_tokenHeldWhileRunning(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	file := filepath.Join(t.TempDir(), "token")
+	cmd := binaryCommand(nodes, "run", "--shell", "k", "--", `echo $REDLOCK_TOKEN > `+file+`; sleep 30`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	token := strings.TrimSpace(waitForFile(t, file, 10*time.Second))
+	// The acquisition returned once a quorum granted it; the last node
+	// follows within the node timeout.
+	time.Sleep(100 * time.Millisecond)
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "k"); v != token {
+			t.Errorf("node %d holds %q, want the command's REDLOCK_TOKEN %q", n.Index(), v, token)
+		}
+	}
+	var state inspectJSON
+	cli(t, "inspect", "--nodes", nodes, "--json", "k").expect(t, exitOK, "inspect").decode(t, &state)
+	if state.Holder != token {
+		t.Errorf("inspect says the holder is %q, want %q", state.Holder, token)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+}
+
+func TestRun_renewalKeepsCommandAlive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a command for 3.5 s")
+	}
+	cluster, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	cmd := binaryCommand(nodes, "run", "--ttl", "1s", "--shell", "k", "--",
+		`echo $REDLOCK_TOKEN > `+started+`; sleep 3.5; echo done > `+filepath.Join(dir, "done"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(waitForFile(t, started, 10*time.Second))
+	// Past three TTLs, the lock is still the command's on every node.
+	time.Sleep(3 * time.Second)
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "k"); v != token {
+			t.Errorf("after 3 TTLs node %d holds %q, want %q", n.Index(), v, token)
+		}
+	}
+	cli(t, "acquire", "--nodes", nodes, "--wait", "0", "k").expect(t, exitConflict, "acquire while the run holds the lock")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "done")); err != nil {
+		t.Errorf("the command did not finish: %v", err)
+	}
+}
+
+// validityEnds finds the deadline redlock reported when it stopped the
+// command.
+var validityEnds = regexp.MustCompile(`validity ends at (\S+),`)
+
+func TestRun_majorityLostStopsCommandBeforeDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a lock to run out")
+	}
+	cluster, nodes := newCluster(t, 5)
+	dir := t.TempDir()
+	started, term := filepath.Join(dir, "started"), filepath.Join(dir, "term")
+	// The trap records when SIGTERM arrived, in nanoseconds since the epoch;
+	// waiting on a background sleep lets it run at once.
+	script := `trap 'date +%s%N > ` + term + `; exit 0' TERM; echo $REDLOCK_DEADLINE > ` + started + `; sleep 60 & wait $!`
+	cmd := binaryCommand(nodes, "run", "--ttl", "1s", "--kill-grace", "2s", "--shell", "k", "--", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitForFile(t, started, 10*time.Second)
+	for _, i := range []int{0, 1, 2} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed := time.Now()
+	err := cmd.Wait()
+	t.Logf("redlock run's stderr:\n%s", stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
+		t.Fatalf("exit status %d (%v), want %d\n%s", code, err, exitLockLost, stderr.String())
+	}
+	b, err := os.ReadFile(term)
+	if err != nil {
+		t.Fatalf("the command never got SIGTERM: %v\n%s", err, stderr.String())
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := time.Unix(0, ns)
+	m := validityEnds.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("stderr does not report the validity deadline:\n%s", stderr.String())
+	}
+	deadline, err := time.Parse(time.RFC3339Nano, m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Before(deadline) {
+		t.Errorf("SIGTERM reached the command at %s, not before the validity deadline %s", got.Format(timeFormat), m[1])
+	}
+	// Renewal cannot have moved the deadline past one TTL after the kill.
+	if bound := killed.Add(time.Second); deadline.After(bound) {
+		t.Errorf("reported deadline %s is after the kill + 1 TTL (%s)", m[1], formatTime(bound))
+	}
+	if !got.After(killed.Add(-50 * time.Millisecond)) {
+		t.Errorf("SIGTERM at %s, before the nodes were killed at %s", got.Format(timeFormat), formatTime(killed))
+	}
+}
+
+func TestRun_signalsForwarded(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	started, usr1, term := filepath.Join(dir, "started"), filepath.Join(dir, "usr1"), filepath.Join(dir, "term")
+	script := `trap 'echo usr1 >> ` + usr1 + `' USR1; trap 'echo term > ` + term + `; exit 5' TERM; ` +
+		`echo up > ` + started + `; while :; do sleep 0.05; done`
+	cmd := binaryCommand(nodes, "run", "--shell", "k", "--", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitForFile(t, started, 10*time.Second)
+
+	cmd.Process.Signal(syscall.SIGUSR1)
+	waitForFile(t, usr1, 5*time.Second)
+	if keyOn(t, cluster.Node(0), "k") == "" {
+		t.Errorf("the lock was released after SIGUSR1")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 5 {
+		t.Errorf("exit status %d, want the command's 5\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(term); err != nil {
+		t.Errorf("the command did not get SIGTERM: %v", err)
+	}
+	if b, _ := os.ReadFile(term); strings.Count(string(b), "term") != 1 {
+		t.Errorf("the command got SIGTERM %d times", strings.Count(string(b), "term"))
+	}
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "k"); v != "" {
+			t.Errorf("node %d still holds the lock after the command ended", n.Index())
+		}
+	}
+}
+
+func TestRun_signalWhileWaiting(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", "busy").expect(t, exitOK, "acquire")
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := binaryCommand(nodes, "run", "busy", "--", "touch", marker)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitSignalBase+int(syscall.SIGINT) {
+		t.Errorf("exit status %d, want %d\n%s", code, exitSignalBase+int(syscall.SIGINT), stderr.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the command ran")
+	}
+}
+
+func TestRun_recoveringNodesNeedInit(t *testing.T) {
+	cluster := newFreshCluster(t, 3)
+	nodes := strings.Join(cluster.URLs(), ",")
+	r := runBinary(t, nodes, "run", "--wait", "0", "k", "--", "true")
+	if r.code != exitUnavailable {
+		t.Fatalf("exit status %d on brand-new nodes, want %d\n%s", r.code, exitUnavailable, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "redlock init") {
+		t.Errorf("the error does not point to 'redlock init':\n%s", r.stderr)
+	}
+	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "init")
+	runBinary(t, nodes, "run", "--wait", "0", "k", "--", "true").expect(t, exitOK, "run after init")
+}
