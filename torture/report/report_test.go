@@ -1,0 +1,112 @@
+package report_test
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/torture"
+	"github.com/redlock-go/redlock/torture/check"
+	"github.com/redlock-go/redlock/torture/history"
+	"github.com/redlock-go/redlock/torture/report"
+	"github.com/redlock-go/redlock/torture/scenario"
+	"github.com/redlock-go/redlock/torture/traffic"
+)
+
+const ms = int64(time.Millisecond)
+
+// outcome returns a checked outcome of a hand-made history in which
+// worker-1 is granted the lock while worker-0 holds it, during a fault.
+func outcome(mode traffic.Mode, expect scenario.Expect) *torture.Outcome {
+	ev := func(t int64, proc string, typ history.Type, op string, id int64, f func(*history.Event)) history.Event {
+		e := history.Event{Time: t, Process: proc, Type: typ, Op: op, ID: id}
+		if f != nil {
+			f(&e)
+		}
+		return e
+	}
+	grant := func(tok string, fence uint64) func(*history.Event) {
+		return func(e *history.Event) { e.Token, e.Fence, e.Deadline = tok, fence, 400*ms }
+	}
+	events := []history.Event{
+		ev(0, history.ProcNemesis, history.Start, "pause-node", 1, func(e *history.Event) { e.Target = "n1" }),
+		ev(1*ms, "worker-0", history.Invoke, history.OpAcquire, 1, nil),
+		ev(2*ms, "worker-0", history.OK, history.OpAcquire, 1, grant("a", 1)),
+		ev(5*ms, "worker-1", history.Invoke, history.OpAcquire, 1, nil),
+		ev(6*ms, "worker-1", history.OK, history.OpAcquire, 1, grant("b", 2)),
+		ev(8*ms, "worker-0", history.Invoke, history.OpRelease, 2, func(e *history.Event) { e.Token = "a" }),
+		ev(9*ms, "worker-0", history.OK, history.OpRelease, 2, nil),
+		ev(10*ms, history.ProcNemesis, history.End, "pause-node", 1, func(e *history.Event) { e.Target = "n1" }),
+		ev(12*ms, "worker-1", history.Invoke, history.OpRelease, 2, func(e *history.Event) { e.Token = "b" }),
+		ev(13*ms, "worker-1", history.OK, history.OpRelease, 2, nil),
+	}
+	sc := scenario.Scenario{Name: "two-holders", About: "made by hand", Expect: expect, Register: mode}.WithDefaults()
+	o := &torture.Outcome{Scenario: sc, Events: events, Start: 0, End: 20 * ms, Result: check.Check(events, 0)}
+	o.Judged = o.Result.Total(sc.Judged())
+	o.Verdict = torture.Pass
+	if (expect == scenario.Hold) != (o.Judged == 0) {
+		o.Verdict = torture.Fail
+	}
+	return o
+}
+
+func TestTable_marksUnjudgedCounts(t *testing.T) {
+	var b bytes.Buffer
+	outs := []*torture.Outcome{outcome(traffic.Unfenced, scenario.Caught), outcome(traffic.Fenced, scenario.Hold)}
+	if err := report.Table(&b, outs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("table has %d lines, want 3:\n%s", len(lines), b.String())
+	}
+	// Unfenced: the lock checkers count; no fence order violation.
+	if f := strings.Fields(lines[1]); strings.Join(f[4:], " ") != "1 1 0 0 caught PASS" {
+		t.Fatalf("unfenced row %q", lines[1])
+	}
+	// Fenced: the lock checkers are reported in parentheses.
+	if f := strings.Fields(lines[2]); strings.Join(f[4:], " ") != "(1) (1) 0 0 hold PASS" {
+		t.Fatalf("fenced row %q", lines[2])
+	}
+	b.Reset()
+	if err := report.Markdown(&b, outs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| two-holders | fenced | 4 | 2 | (1) | (1) | 0 | 0 | hold | PASS |") {
+		t.Fatalf("markdown:\n%s", b.String())
+	}
+}
+
+func TestWriteHTML_drawsTimelineWithViolations(t *testing.T) {
+	dir := t.TempDir()
+	o := outcome(traffic.Unfenced, scenario.Hold) // a mismatch: FAIL
+	path, err := report.WriteHTML(dir, report.Run{Command: "go run ./cmd/torture -seed 1", Seed: 1, Started: time.Now()}, []*torture.Outcome{o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<a href="#two-holders">two-holders</a>`,
+		`class="FAIL"`,
+		"1 did not match their expectation",
+		"<svg",                                       // the timeline
+		"Close-up of the first violation, at 0.001s", // the zoom
+		`fill="#d62728"`,                             // a violation mark
+		"pause-node n1",                              // the fault's tooltip
+		"worker-1 was granted the lock at +0.006s",
+		"go run ./cmd/torture -seed 1",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, "<svg"); n != 2 {
+		t.Errorf("page has %d timelines, want 2 (full and close-up)", n)
+	}
+}

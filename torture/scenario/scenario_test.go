@@ -1,0 +1,60 @@
+package scenario_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redlock-go/redlock/torture/check"
+	"github.com/redlock-go/redlock/torture/scenario"
+	"github.com/redlock-go/redlock/torture/traffic"
+)
+
+func TestTable_coversTheRequiredCases(t *testing.T) {
+	table := scenario.Table()
+	seen := map[string]scenario.Scenario{}
+	for _, s := range table {
+		if _, dup := seen[s.Name]; dup {
+			t.Fatalf("duplicate scenario %q", s.Name)
+		}
+		seen[s.Name] = s
+		if s.About == "" || s.Faults == nil && s.Name != "no-faults" && !strings.HasPrefix(s.Name, "no-faults/") {
+			t.Errorf("%s: missing description or faults", s.Name)
+		}
+		if s.Register == traffic.Unfenced && len(s.Judged()) != len(check.Kinds) {
+			t.Errorf("%s: an unfenced scenario must be judged by every checker", s.Name)
+		}
+	}
+	for name, want := range map[string]scenario.Expect{
+		"no-faults": scenario.Hold, "minority-kill": scenario.Hold, "minority-partition": scenario.Hold,
+		"restart-quarantine": scenario.Hold, "restart-aof": scenario.Hold, "node-pause": scenario.Hold,
+		"node-slow": scenario.Hold, "worker-pause-acquire": scenario.Hold, "skew-within-drift": scenario.Hold,
+		"restart-empty": scenario.Caught, "worker-pause-past-validity": scenario.Caught,
+		"clock-jump": scenario.Caught, "eviction": scenario.Caught,
+		"restart-empty/fenced": scenario.Hold, "worker-pause-past-validity/fenced": scenario.Hold,
+		"clock-jump/fenced": scenario.Hold, "eviction/fenced": scenario.Hold,
+	} {
+		s, ok := seen[name]
+		if !ok {
+			t.Errorf("no scenario %q", name)
+			continue
+		}
+		if s.Expect != want {
+			t.Errorf("%s: expected %s, want %s", name, s.Expect, want)
+		}
+	}
+	for _, s := range scenario.Short() {
+		if seen[s.Name].Expect != s.Expect {
+			t.Errorf("short %s differs from the table", s.Name)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	got, err := scenario.Select(scenario.Table(), "^clock-jump")
+	if err != nil || len(got) != 2 || got[0].Name != "clock-jump/fenced" || got[1].Name != "clock-jump" {
+		t.Fatalf("Select(^clock-jump) = %d scenarios, %v", len(got), err)
+	}
+	if _, err := scenario.Select(scenario.Table(), "nothing-matches"); err == nil {
+		t.Fatal("Select with no match succeeded")
+	}
+}
