@@ -150,3 +150,37 @@ func keyOn(t *testing.T, n *testcluster.Node, key string) string {
 	}
 	return v
 }
+
+// assertReleased fails the test unless a majority of the cluster's nodes no
+// longer hold key: the lock is free. (A node that did not answer the release
+// within the node timeout, on a loaded machine, keeps its copy until the TTL.)
+func assertReleased(t *testing.T, c *testcluster.Cluster, key, when string) {
+	t.Helper()
+	var holding []int
+	for _, n := range c.Nodes() {
+		if !n.Running() {
+			continue
+		}
+		if v := keyOn(t, n, key); v != "" {
+			holding = append(holding, n.Index())
+		}
+	}
+	if nodes := len(c.Nodes()); len(holding) > nodes-(nodes/2+1) {
+		t.Errorf("%s: nodes %v still hold %q, a majority", when, holding, key)
+	}
+}
+
+// assertHeld fails the test unless a majority of the cluster's nodes hold key
+// with token.
+func assertHeld(t *testing.T, c *testcluster.Cluster, key, token, when string) {
+	t.Helper()
+	var other []string
+	for _, n := range c.Nodes() {
+		if v := keyOn(t, n, key); v != token {
+			other = append(other, fmt.Sprintf("node %d has %q", n.Index(), v))
+		}
+	}
+	if nodes := len(c.Nodes()); len(other) > nodes-(nodes/2+1) {
+		t.Errorf("%s: %q is not held by %s on a majority: %s", when, key, token, strings.Join(other, ", "))
+	}
+}

@@ -32,11 +32,7 @@ func TestRun_exitStatusPropagates(t *testing.T) {
 			if r.code != tc.want {
 				t.Fatalf("exit status %d, want %d\n%s", r.code, tc.want, r.stderr)
 			}
-			for _, n := range cluster.Nodes() {
-				if v := keyOn(t, n, "k"); v != "" {
-					t.Errorf("node %d still holds %q after the command ended", n.Index(), v)
-				}
-			}
+			assertReleased(t, cluster, "k", "after the command ended")
 		})
 	}
 }
@@ -164,13 +160,8 @@ func TestRun_environment(t *testing.T) {
 			}
 		})
 	}
-	for _, n := range cluster.Nodes() {
-		for _, k := range []string{"outer-key", "inner-key"} {
-			if v := keyOn(t, n, k); v != "" {
-				t.Errorf("node %d still holds %s after the runs ended", n.Index(), k)
-			}
-		}
-	}
+	assertReleased(t, cluster, "outer-key", "after the runs ended")
+	assertReleased(t, cluster, "inner-key", "after the runs ended")
 }
 
 func TestRun_tokenHeldWhileRunning(t *testing.T) {
@@ -182,14 +173,7 @@ func TestRun_tokenHeldWhileRunning(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	token := strings.TrimSpace(waitForFile(t, file, 10*time.Second))
-	// The acquisition returned once a quorum granted it; the last node
-	// follows within the node timeout.
-	time.Sleep(100 * time.Millisecond)
-	for _, n := range cluster.Nodes() {
-		if v := keyOn(t, n, "k"); v != token {
-			t.Errorf("node %d holds %q, want the command's REDLOCK_TOKEN %q", n.Index(), v, token)
-		}
-	}
+	assertHeld(t, cluster, "k", token, "while the command runs")
 	var state inspectJSON
 	cli(t, "inspect", "--nodes", nodes, "--json", "k").expect(t, exitOK, "inspect").decode(t, &state)
 	if state.Holder != token {
@@ -216,11 +200,7 @@ func TestRun_renewalKeepsCommandAlive(t *testing.T) {
 	token := strings.TrimSpace(waitForFile(t, started, 10*time.Second))
 	// Past three TTLs, the lock is still the command's on every node.
 	time.Sleep(3 * time.Second)
-	for _, n := range cluster.Nodes() {
-		if v := keyOn(t, n, "k"); v != token {
-			t.Errorf("after 3 TTLs node %d holds %q, want %q", n.Index(), v, token)
-		}
-	}
+	assertHeld(t, cluster, "k", token, "after 3 TTLs")
 	cli(t, "acquire", "--nodes", nodes, "--wait", "0", "k").expect(t, exitConflict, "acquire while the run holds the lock")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
@@ -323,11 +303,7 @@ func TestRun_signalsForwarded(t *testing.T) {
 	if b, _ := os.ReadFile(term); strings.Count(string(b), "term") != 1 {
 		t.Errorf("the command got SIGTERM %d times", strings.Count(string(b), "term"))
 	}
-	for _, n := range cluster.Nodes() {
-		if v := keyOn(t, n, "k"); v != "" {
-			t.Errorf("node %d still holds the lock after the command ended", n.Index())
-		}
-	}
+	assertReleased(t, cluster, "k", "after the command ended")
 }
 
 func TestRun_signalWhileWaiting(t *testing.T) {
