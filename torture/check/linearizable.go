@@ -54,7 +54,8 @@ var mutexModel = porcupine.Model{
 // promises nothing after it. The history is cut into segments where no
 // grant is in progress, which are checked separately; each segment that is
 // not linearizable is one violation. It also returns how many segments the
-// checker could not decide in time.
+// checker could not decide in time. start is the run's start, for the
+// times in the violations' details.
 func CheckLinearizable(grants []Grant, start int64) (violations []Violation, unknown int) {
 	clock := relClock(start)
 	for _, seg := range segments(grants) {

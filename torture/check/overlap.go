@@ -4,7 +4,8 @@ import "fmt"
 
 // CheckOverlap returns one violation per pair of grants whose holding
 // intervals [Granted, End] overlap: two clients believed they held the lock
-// at the same time.
+// at the same time. start is the run's start, for the times in the
+// violations' details.
 func CheckOverlap(grants []Grant, start int64) []Violation {
 	clock := relClock(start)
 	var out []Violation

@@ -11,7 +11,7 @@ import (
 // one computed from an older version than the current one overwrites the
 // updates in between without having seen them. It returns a violation per
 // such write, the number of updates lost, and the number of accepted
-// writes.
+// writes. start is the run's start, for the times in the details.
 func CheckLostUpdates(events []history.Event, start int64) (violations []Violation, lost, writes int) {
 	clock := relClock(start)
 	var current int64

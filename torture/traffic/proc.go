@@ -204,6 +204,7 @@ type tailBuffer struct {
 	buf []byte
 }
 
+// Write keeps the tail of what it is given; it never fails.
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -214,6 +215,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String returns what was kept, trimmed.
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
