@@ -104,14 +104,17 @@ func (c *Client) decided(ok, others int) bool {
 // releaseEverywhere deletes key on every node where it still holds token,
 // including nodes that did not answer the acquisition, and waits for all
 // answers up to the node timeout. It runs even when ctx has ended.
+//
+// It does not announce the release: a failed attempt freed at most a
+// minority of nodes, and waking waiters for that only splits their votes.
 func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration) {
 	ctx = context.WithoutCancel(ctx)
-	c.fanout(ctx, c.nodeTimeout(ttl), releaser(key, token), isOne, func(int, int) bool { return false })
+	c.fanout(ctx, c.nodeTimeout(ttl), releaser(key, token, ""), isOne, func(int, int) bool { return false })
 }
 
-func releaser(key, token string) sendFunc {
+// releaser sends the release script; channel "" releases silently.
+func releaser(key, token, channel string) sendFunc {
 	keys := []string{key}
-	channel := releaseChannel(key)
 	return func(ctx context.Context, conn Conn) (any, error) {
 		return conn.EvalSHA(ctx, releaseScript.sha1, releaseScript.source, keys, token, channel)
 	}

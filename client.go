@@ -51,7 +51,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	conns = append([]Conn(nil), conns...)
-	return &Client{conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns)}, nil
+	return &Client{conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns, len(conns)/2+1)}, nil
 }
 
 // Nodes returns the names of the client's nodes, in order.

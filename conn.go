@@ -33,7 +33,7 @@ type Notifier interface {
 	// Listen holds one subscription connection until ctx ends or the
 	// connection fails, and returns why. It blocks. It subscribes to each
 	// channel received from subscribe, unsubscribes from each one received
-	// from unsubscribe, and calls onMessage with the channel of every message,
-	// from one goroutine at a time.
-	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel string)) error
+	// from unsubscribe, and calls onMessage with the channel and payload of
+	// every message, from one goroutine at a time.
+	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error
 }

@@ -13,6 +13,11 @@ import (
 	"github.com/redlock-go/redlock/goredis"
 )
 
+// connIOTimeout bounds a single socket read or write on a node connection.
+// The Client never waits that long (see Options.NodeTimeout); it only decides
+// when a connection to a hung node is given up and replaced.
+const connIOTimeout = time.Second
+
 // dialCheckTimeout bounds Dial's first PING to each node: long enough for a
 // TLS handshake across a region, short enough that a typo fails fast.
 const dialCheckTimeout = 3 * time.Second
@@ -58,8 +63,8 @@ func Dial(ctx context.Context, urls []string, opts *Options) (*Client, error) {
 
 // ParseURL parses a node URL into go-redis options, set up for locking: no
 // client-side retries of commands or dials (the algorithm retries itself,
-// with fresh validity), and context deadlines honoured so that the per-node
-// timeout holds. Errors wrap
+// with fresh validity), and connections kept across late replies (the
+// Client enforces the per-node timeout itself). Errors wrap
 // ErrInvalidURL and never contain the password.
 func ParseURL(raw string) (*redis.Options, error) {
 	u, err := url.Parse(raw)
@@ -87,7 +92,19 @@ func ParseURL(raw string) (*redis.Options, error) {
 		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidURL, RedactURL(raw), msg)
 	}
 	o.MaxRetries = -1
-	o.ContextTimeoutEnabled = true
+	// The per-node timeout is enforced by the Client, which stops waiting
+	// for a node when it passes. Letting go-redis honour that deadline too
+	// would make it close the connection of every late reply and dial anew:
+	// under load or with one slow node, a storm of reconnections. A late
+	// reply instead completes within connIOTimeout and keeps its connection.
+	o.ContextTimeoutEnabled = false
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = connIOTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = connIOTimeout
+	}
+	o.DisableIdentity = true // one round trip less per new connection
 	// One dial per request: a node that refuses connections must fail fast,
 	// not spend the per-node timeout on go-redis's own dial retries.
 	o.DialerRetries = 1

@@ -203,7 +203,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	// Return once a quorum deleted the key; otherwise hear every node out (a
 	// node that is down fails fast), so that "not held" is not mistaken for
 	// "not answered".
-	results, ok := c.fanout(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token), isOne,
+	results, ok := c.fanout(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token, releaseChannel(l.key)), isOne,
 		func(ok, _ int) bool { return ok >= c.quorum })
 	answered := 0
 	for _, r := range results {

@@ -24,17 +24,26 @@ func releaseChannel(key string) string { return "redlock:released:" + key }
 // waker wakes waiting Acquire calls when a lock they wait for is released.
 // Each node that implements Notifier gets one subscription connection,
 // opened on first need; a channel is subscribed while a waiter waits on it.
-// A release wakes one waiter of this Client, the longest waiting, so that
-// local waiters do not split the nodes' votes between them.
+// A release wakes one waiter of this Client, the longest waiting, once a
+// quorum of nodes announced it, so that local waiters do not split the nodes'
+// votes between them, nor race ahead of the nodes still holding the lock.
 type waker struct {
 	notifiers []Notifier
+	quorum    int // announcements of one release that wake a waiter
 
 	mu      sync.Mutex
 	queues  map[string][]chan struct{} // channel → waiters, oldest first
+	heard   map[string]announcement    // channel → the latest release heard on it
 	ops     []chan subscription        // per node
 	started bool
 	ctx     context.Context
 	stop    context.CancelFunc
+}
+
+// announcement counts the nodes that announced one release (by its token).
+type announcement struct {
+	token string
+	nodes int
 }
 
 type subscription struct {
@@ -42,7 +51,7 @@ type subscription struct {
 	add     bool
 }
 
-func newWaker(conns []Conn) *waker {
+func newWaker(conns []Conn, quorum int) *waker {
 	var ns []Notifier
 	for _, c := range conns {
 		if n, ok := c.(Notifier); ok {
@@ -53,7 +62,8 @@ func newWaker(conns []Conn) *waker {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &waker{notifiers: ns, queues: map[string][]chan struct{}{}, ctx: ctx, stop: stop}
+	return &waker{notifiers: ns, quorum: min(quorum, len(ns)), queues: map[string][]chan struct{}{},
+		heard: map[string]announcement{}, ctx: ctx, stop: stop}
 }
 
 // register queues a waiter on channel and returns its wake-up signal.
@@ -85,6 +95,7 @@ func (w *waker) unregister(channel string, wake chan struct{}) {
 	}
 	if len(q) == 0 {
 		delete(w.queues, channel)
+		delete(w.heard, channel)
 		w.sendLocked(subscription{channel: channel})
 		return
 	}
@@ -97,12 +108,23 @@ func (w *waker) unregister(channel string, wake chan struct{}) {
 	}
 }
 
-// deliver wakes the oldest waiter on channel. The other nodes' messages
-// about the same release find it awake already and are dropped.
-func (w *waker) deliver(channel string) {
+// deliver counts a node's announcement of the release of token on channel,
+// and wakes the oldest waiter when a quorum of nodes has announced it.
+func (w *waker) deliver(channel, token string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.wakeFirstLocked(channel)
+	if _, waiting := w.queues[channel]; !waiting {
+		return
+	}
+	a := w.heard[channel]
+	if a.token != token {
+		a = announcement{token: token}
+	}
+	a.nodes++
+	w.heard[channel] = a
+	if a.nodes == w.quorum {
+		w.wakeFirstLocked(channel)
+	}
 }
 
 func (w *waker) wakeFirstLocked(channel string) {

@@ -25,7 +25,8 @@ func TestAcquire_wokenByRelease(t *testing.T) {
 			}
 			released := make(chan time.Time, 1)
 			go func() {
-				time.Sleep(300 * time.Millisecond)
+				// Long enough for the waiter to fail once, queue and subscribe.
+				time.Sleep(time.Second)
 				released <- time.Now()
 				lock.Release(bg)
 			}()
@@ -70,7 +71,9 @@ func TestAcquire_wakeOneWaiterAtATime(t *testing.T) {
 			errs <- lock.Release(bg)
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // let every waiter fail once and queue
+	// Let every waiter fail once and queue, and the subscriptions start: an
+	// announcement made before then is missed (waiters fall back to polling).
+	time.Sleep(time.Second)
 	first.Release(bg)
 	wg.Wait()
 	close(errs)

@@ -3,10 +3,12 @@
 //	conns := []redlock.Conn{goredis.New(client1), goredis.New(client2), goredis.New(client3)}
 //	locker, err := redlock.New(conns, nil)
 //
-// Give each client ContextTimeoutEnabled: true so that it stops waiting for a
-// slow node when the per-node timeout passes; the locker does not wait for it
-// either way, but a client without it keeps a pool connection busy until its
-// ReadTimeout.
+// The locker enforces its per-node timeout itself, whatever the client's
+// settings. Give clients MaxRetries: -1 (the algorithm retries with fresh
+// validity) and leave ContextTimeoutEnabled off: with it on, go-redis closes
+// the connection of every reply that arrives after a deadline, and a slow
+// node then costs a new connection per request. redlock.ParseURL returns
+// options set up this way.
 package goredis
 
 import (
@@ -62,7 +64,7 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 }
 
 // Listen holds a pub/sub connection; see redlock.Notifier.
-func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel string)) error {
+func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
 	ps := c.client.Subscribe(ctx)
 	defer ps.Close()
 	var messages <-chan *redis.Message // nil until the first subscription
@@ -83,7 +85,7 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 			if !ok {
 				return errors.New("goredis: subscription closed")
 			}
-			onMessage(m.Channel)
+			onMessage(m.Channel, m.Payload)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -59,14 +59,14 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 }
 
 // Listen holds a pub/sub connection; see redlock.Notifier.
-func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel string)) error {
+func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
 	dc, release := c.client.Dedicate()
 	defer release()
-	messages := make(chan string, 64)
+	messages := make(chan rueidis.PubSubMessage, 64)
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage: func(m rueidis.PubSubMessage) {
 			select {
-			case messages <- m.Channel:
+			case messages <- m:
 			case <-ctx.Done():
 			}
 		},
@@ -81,8 +81,8 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 			if err := dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error(); err != nil {
 				return err
 			}
-		case ch := <-messages:
-			onMessage(ch)
+		case m := <-messages:
+			onMessage(m.Channel, m.Message)
 		case err := <-lost:
 			return err
 		case <-ctx.Done():
