@@ -50,12 +50,16 @@ local current = tonumber(counter or "0")
 local hint = tonumber(ARGV[5])
 local floorSeconds = tonumber(t[1]) - 1
 local floor = floorSeconds * 1000000
+local fence
 if hint > current and hint >= floor then
-	redis.call("SET", KEYS[2], ARGV[5], "PX", ARGV[4])
+	fence = ARGV[5]
 elseif floor > current then
-	redis.call("SET", KEYS[2], string.format("%d000000", floorSeconds), "PX", ARGV[4])
+	fence = string.format("%d000000", floorSeconds)
 else
 	redis.call("INCR", KEYS[2])
 	redis.call("PEXPIRE", KEYS[2], ARGV[4])
+	-- Read back as a string: exact even beyond 2^53, where Lua numbers are not.
+	return {1, redis.call("GET", KEYS[2]), 0}
 end
-return {1, redis.call("GET", KEYS[2]), 0}
+redis.call("SET", KEYS[2], fence, "PX", ARGV[4])
+return {1, fence, 0}
