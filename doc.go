@@ -19,7 +19,8 @@
 //
 // # The algorithm
 //
-// An acquisition sends SET key token NX PX ttl to every node at once, with a
+// An acquisition runs, on every node at once, one script that does SET key
+// token NX PX ttl (besides the fencing and quarantine steps below), with a
 // per-node timeout (Options.NodeTimeout) small against the TTL. It succeeds
 // when at least N/2+1 nodes granted it and the validity left is positive:
 //
@@ -42,18 +43,64 @@
 //   - the nodes' clocks run at most DriftFactor (1%) faster than the client's
 //     monotonic clock, and no node's wall clock jumps: Redis expires keys by
 //     wall-clock time, so a forward jump on a node expires a key early;
-//   - a node does not lose keys it acknowledged: it does not restart without
-//     its data (use appendfsync always, or keep a restarted node out of every
-//     quorum for longer than the largest TTL), and no maxmemory-policy can
-//     evict keys (use noeviction);
+//   - a node does not lose keys it acknowledged, except by losing all of
+//     its data, which the restart quarantine below covers: no persistence
+//     that reloads an older state (RDB snapshots, appendfsync everysec; use
+//     appendfsync always, or none), and no maxmemory-policy that can evict
+//     keys (use noeviction);
 //   - the holder stops touching the protected resource by the validity
 //     deadline. A process pause (GC, SIGSTOP, swapping) or a delayed packet
 //     after that deadline breaks this, and no lock service can prevent it by
-//     itself: the protected resource must check a fencing token.
+//     itself: the protected resource must check the fencing token
+//     (Lock.Fence), as the fence package does.
 //
 // Done, Context and Do's context signal the loss of a lock by a local timer
 // at the validity deadline at the latest, not when a server notices. While
 // a majority of nodes is up, locks can be acquired and released; a lock whose
 // holder crashed becomes free when its TTL passes, so a partition costs up to
 // one TTL of availability.
+//
+// # Fencing tokens
+//
+// Every node keeps, beside each lock key, a counter (FenceKey). The acquire
+// script raises it when it grants the lock, to the largest of the old value
+// plus one, the caller's clock in microseconds (the same on every node) and
+// the node's clock less a second. The lock's token (Lock.Fence) is the largest
+// counter among the nodes that granted it; when they disagree, a second
+// request raises the others to the token, and the lock is handed out only
+// once a quorum holds the token while still holding the lock.
+//
+// Tokens increase: lock 1 is handed out with token T only once a quorum Q1
+// holds counters of at least T. Lock 2, from an acquisition that started
+// after that, is granted by a quorum Q2, which shares a node n with Q1; its
+// script ran on n after n's counter reached T, and a counter never decreases
+// while the node keeps its data, so n answered at least T+1, and lock 2's
+// token, the largest answer in Q2, is above T. No clock is involved. (A
+// node counts only while lock 1's key is on it, so a delayed request of an
+// acquisition that started earlier, arriving once lock 1's key left n, also
+// finds n's counter at T or above.) A node that lost its data (or left a
+// counter idle for FenceTTL) starts again from the clocks, and every token
+// is at most the time it was handed out plus how far the fastest clock, of a
+// client or a node, runs ahead. With the restart quarantine such a node
+// grants nothing for RecoveryDelay after it came back, so its new counter is
+// above T as long as no clock runs ahead of another by more than
+// RecoveryDelay less a second: the order survives even the loss of every
+// node's data at once. The second request is needed only when nodes
+// disagree, which the shared caller's clock makes rare: a new key or a node
+// that missed acquisitions costs nothing extra.
+//
+// # Restart quarantine
+//
+// A node that restarted without its data would grant a lock that the other
+// nodes still hold for someone else. Each node therefore keeps MarkerKey,
+// without a TTL. The acquire script, finding it missing, writes the node's
+// time into it and refuses to vote (OutcomeRecovering) until
+// Options.RecoveryDelay has passed on the node's clock. Any lock granted
+// before the data loss was written before the marker and lives at most its
+// TTL, which New, Acquire and Extend keep at or below RecoveryDelay, so it has
+// expired by the time the node votes again. A node with appendfsync always
+// keeps its marker and votes at once. Client.MarkReady marks a brand-new,
+// empty deployment ready without waiting. Options.DisableQuarantine turns
+// the mechanism off. SAFETY.md has the whole picture: guarantees,
+// assumptions, what each mechanism costs, and what remains open.
 package redlock
