@@ -38,11 +38,13 @@ var (
 func FenceKey(key string) string { return fencePrefix + key }
 
 // Fence returns the lock's fencing token: a number strictly greater than the
-// token of every earlier acquisition of the same key, by any client, that
-// returned one. A protected resource that remembers the highest token it has
-// seen and refuses requests carrying a lower one is safe from a holder that
-// paused, or whose request was delayed, past the end of its validity (see
-// the package documentation for the argument and its assumptions).
+// token of every lock of the same key that any client of this library was
+// handed before this acquisition started. A protected resource that keeps
+// the highest token it has accepted and refuses requests carrying one that is
+// not greater is safe from a holder that paused, or whose request was
+// delayed, past the end of its validity (see package fence, and the package
+// documentation for the argument and its assumptions). Tokens of different
+// keys are unrelated; they are not timestamps.
 func (l *Lock) Fence() uint64 { return l.fence }
 
 // lockKey returns the key on the wire for a lock name, refusing the keys the
