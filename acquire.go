@@ -13,13 +13,19 @@ import (
 //
 // The returned lock is valid until Lock.Until; the holder must finish its
 // work by then, extend it, or use WithAutoRenew and watch Lock.Done.
+//
+// Goroutines of one Client that wait for the same key are served in the
+// order they called Acquire: only the first of them tries the nodes, woken
+// by the release announcements (see Notifier) or its retry delay.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, key, false, opts)
 }
 
 // TryAcquire makes exactly one attempt to take the lock named key and returns
 // at once: within the per-node timeout, twice when a failed attempt must be
-// cleaned up on a silent node. Its errors are those of Acquire.
+// cleaned up on a silent node. Its errors are those of Acquire. Unlike
+// Acquire, it does not queue behind the client's other goroutines waiting for
+// the same key.
 func (c *Client) TryAcquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, key, true, opts)
 }
@@ -37,10 +43,29 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	if err := c.checkLockTTL(ttl); err != nil {
 		return nil, err
 	}
+	if once {
+		return c.attempt(ctx, key, ttl, cfg.autoRenew)
+	}
+	// One goroutine of this client at a time tries for key; the others queue
+	// behind it in order (see turns).
+	taken, queued := c.turns.take(ctx, key)
+	if !taken {
+		return nil, &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctx.Err()}
+	}
+	defer c.turns.giveBack(key)
+	// A waiter listens for release announcements from before its attempt,
+	// so that a release between a failed attempt and the wait is not missed.
+	// An uncontended call does not listen until its first attempt failed.
+	var wake chan struct{}
+	if queued {
+		var stop func()
+		wake, stop = c.listenFor(key)
+		defer stop()
+	}
 	for attempt := 1; ; attempt++ {
 		lock, err := c.attempt(ctx, key, ttl, cfg.autoRenew)
-		if err == nil || once {
-			return lock, err
+		if err == nil {
+			return lock, nil
 		}
 		if ctx.Err() != nil {
 			return nil, withCause(err, ctx)
@@ -49,7 +74,12 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		if !again {
 			return nil, err
 		}
-		if !c.waitForRelease(ctx, key, delay) {
+		if wake == nil {
+			var stop func()
+			wake, stop = c.listenFor(key)
+			defer stop()
+		}
+		if !c.waitForRelease(ctx, wake, delay) {
 			return nil, withCause(err, ctx)
 		}
 	}

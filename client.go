@@ -19,6 +19,7 @@ type Client struct {
 	quorum int
 	opts   Options
 	waker  *waker // nil when no node can notify
+	turns  *turns
 	// inflight counts requests to single nodes still running after their
 	// fan-out returned; Close waits for them.
 	inflight sync.WaitGroup
@@ -51,7 +52,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	conns = append([]Conn(nil), conns...)
-	return &Client{conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns, len(conns)/2+1)}, nil
+	return &Client{conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns, len(conns)/2+1), turns: newTurns()}, nil
 }
 
 // Nodes returns the names of the client's nodes, in order.
@@ -215,3 +216,12 @@ func isOne(v any) bool { n, ok := v.(int64); return ok && n == 1 }
 
 // isStatusOK reports SET's OK reply.
 func isStatusOK(v any) bool { s, ok := v.(string); return ok && strings.EqualFold(s, "OK") }
+
+// unasked returns a result per node for a request that was never sent.
+func (c *Client) unasked() []NodeResult {
+	results := make([]NodeResult, len(c.conns))
+	for i, conn := range c.conns {
+		results[i].Node = conn.Name()
+	}
+	return results
+}

@@ -15,6 +15,11 @@ const (
 	// subscribeQueue bounds pending subscription changes per node; a full
 	// queue drops the change and the affected waiters poll instead.
 	subscribeQueue = 256
+	// subscriptionLinger keeps a key's channel subscribed this long after its
+	// last waiter left: a contended key sees waiters come and go at every
+	// handoff, and a fresh subscription can miss the very release it waits
+	// for. It costs the nodes one idle subscription per recently awaited key.
+	subscriptionLinger = 5 * time.Second
 )
 
 // releaseChannel is the pub/sub channel on which releases of key are
@@ -33,6 +38,7 @@ type waker struct {
 
 	mu      sync.Mutex
 	queues  map[string][]chan struct{} // channel → waiters, oldest first
+	idle    map[string]*time.Timer     // subscribed channels with no waiter
 	heard   map[string]announcement    // channel → the latest release heard on it
 	ops     []chan subscription        // per node
 	started bool
@@ -63,7 +69,7 @@ func newWaker(conns []Conn, quorum int) *waker {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &waker{notifiers: ns, quorum: min(quorum, len(ns)), queues: map[string][]chan struct{}{},
-		heard: map[string]announcement{}, ctx: ctx, stop: stop}
+		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, ctx: ctx, stop: stop}
 }
 
 // register queues a waiter on channel and returns its wake-up signal.
@@ -76,7 +82,12 @@ func (w *waker) register(channel string) chan struct{} {
 	}
 	q := w.queues[channel]
 	if len(q) == 0 {
-		w.sendLocked(subscription{channel: channel, add: true})
+		if t, subscribed := w.idle[channel]; subscribed {
+			t.Stop()
+			delete(w.idle, channel)
+		} else {
+			w.sendLocked(subscription{channel: channel, add: true})
+		}
 	}
 	w.queues[channel] = append(q, wake)
 	return wake
@@ -96,7 +107,16 @@ func (w *waker) unregister(channel string, wake chan struct{}) {
 	if len(q) == 0 {
 		delete(w.queues, channel)
 		delete(w.heard, channel)
-		w.sendLocked(subscription{channel: channel})
+		var t *time.Timer
+		t = time.AfterFunc(subscriptionLinger, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.idle[channel] == t {
+				delete(w.idle, channel)
+				w.sendLocked(subscription{channel: channel})
+			}
+		})
+		w.idle[channel] = t
 		return
 	}
 	w.queues[channel] = q
@@ -209,23 +229,29 @@ func (w *waker) close() {
 	}
 }
 
-// waitForRelease waits up to delay for key to be released, waking early
-// when a release is announced. It reports false when ctx ended first.
-func (c *Client) waitForRelease(ctx context.Context, key string, delay time.Duration) bool {
-	if c.waker == nil {
-		return sleep(ctx, delay)
-	}
-	channel := releaseChannel(key)
-	wake := c.waker.register(channel)
-	defer c.waker.unregister(channel, wake)
+// waitForRelease waits up to delay for key to be released, or for ctx to
+// end, and reports whether ctx is still live. A waiter that registered with
+// the waker before its last attempt wakes on any release announced since.
+func (c *Client) waitForRelease(ctx context.Context, wake chan struct{}, delay time.Duration) bool {
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	select {
-	case <-wake:
+	case <-wake: // nil without a waker: never ready
 		return true
 	case <-t.C:
 		return true
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// listenFor registers a waiter for the release of key; stop ends it. Both are
+// no-ops on a client without a waker.
+func (c *Client) listenFor(key string) (wake chan struct{}, stop func()) {
+	if c.waker == nil {
+		return nil, func() {}
+	}
+	channel := releaseChannel(key)
+	wake = c.waker.register(channel)
+	return wake, func() { c.waker.unregister(channel, wake) }
 }
