@@ -40,6 +40,7 @@ func TestExtendToken_extendsAnotherProcessLock(t *testing.T) {
 	if err := other.ReleaseToken(bg, "handed-over", lock.Token()); err != nil {
 		t.Fatalf("ReleaseToken: %v", err)
 	}
+	time.Sleep(50 * time.Millisecond) // the last node answers after the quorum
 	for _, n := range cluster.Nodes() {
 		if v := keyOn(t, n, "handed-over"); v != "" {
 			t.Errorf("node %d still holds %q after ReleaseToken", n.Index(), v)
