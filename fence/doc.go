@@ -47,6 +47,14 @@
 // comparison and the write in one Lua script and returns an error wrapping
 // ErrStaleToken when the token is not greater than the last one accepted.
 //
+// A holder that reads the resource and writes back something computed from
+// it must read with ReadFenced. Checking writes alone is not enough: a newer
+// holder reads, a stalled older holder's write lands (its token is still
+// greater than the last write's), and the newer holder's write then
+// overwrites it, losing that update. ReadFenced records the reader's token so
+// that the older write is refused. The same holds for SQL: read with
+// SELECT ... FOR UPDATE after raising the fence column, in one transaction.
+//
 // # Caveats
 //
 // The last accepted token must be as durable as the data it guards: a store

@@ -23,8 +23,16 @@ const DefaultKeyPrefix = "fence:"
 var (
 	//go:embed write.lua
 	writeSource string
-	writeSHA1   = func() string { s := sha1.Sum([]byte(writeSource)); return hex.EncodeToString(s[:]) }()
+	writeSHA1   = sha1Hex(writeSource)
+	//go:embed read.lua
+	readSource string
+	readSHA1   = sha1Hex(readSource)
 )
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
 
 // Options configures a Store. The zero value is ready to use.
 type Options struct {
@@ -59,8 +67,8 @@ func New(conn redlock.Conn, opts *Options) *Store {
 func (s *Store) Key(resource string) string { return s.prefix + resource }
 
 // Write sets resource to value if token is greater than the last token the
-// resource accepted, and records token as the last one; a resource never
-// written accepts any token. The comparison and the write are one atomic
+// resource accepted, and not below a token that ReadFenced served, and
+// records token as the last one; a resource never written accepts any token. The comparison and the write are one atomic
 // step on the server. It blocks for one round trip, bounded by ctx.
 //
 // A refused write returns a *StaleTokenError, which wraps ErrStaleToken, and
@@ -93,6 +101,39 @@ func (s *Store) Write(ctx context.Context, resource string, token uint64, value 
 		return fmt.Errorf("fence: write %q on %s: %w", resource, s.conn.Name(), err)
 	}
 	return &StaleTokenError{Resource: resource, Token: token, Last: last}
+}
+
+// ReadFenced reads resource for a holder of token that will write it back (a
+// read-modify-write). It refuses, with a *StaleTokenError, a token below the
+// last one written or read, and records token as read, so that a holder with
+// an older token can no longer write: without it, an old holder's write could
+// land between a newer holder's read and write and be overwritten unseen. A
+// resource never written reads as "". It blocks for one round trip, bounded
+// by ctx. Errors are those of Write.
+func (s *Store) ReadFenced(ctx context.Context, resource string, token uint64) (string, error) {
+	if resource == "" {
+		return "", ErrInvalidResource
+	}
+	if token == 0 {
+		return "", fmt.Errorf("%w: 0", ErrInvalidToken)
+	}
+	v, err := s.conn.EvalSHA(ctx, readSHA1, readSource, []string{s.Key(resource)}, strconv.FormatUint(token, 10))
+	if err != nil {
+		return "", fmt.Errorf("fence: read %q on %s: %w", resource, s.conn.Name(), err)
+	}
+	r, ok := v.([]any)
+	if !ok || len(r) != 2 {
+		return "", fmt.Errorf("fence: read %q on %s: unexpected reply %v", resource, s.conn.Name(), v)
+	}
+	if served, _ := r[0].(int64); served == 1 {
+		value, _ := r[1].(string)
+		return value, nil
+	}
+	last, err := parseFence(r[1])
+	if err != nil {
+		return "", fmt.Errorf("fence: read %q on %s: %w", resource, s.conn.Name(), err)
+	}
+	return "", &StaleTokenError{Resource: resource, Token: token, Last: last}
 }
 
 // Read returns resource's value and the last token it accepted. A resource
