@@ -98,7 +98,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	// node answered or timed out, so that the clean-up below reaches each
 	// node after its acquire script ran, not before (a node that answers
 	// NOSCRIPT takes a second round trip, and the release could overtake it).
-	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), acquire, isGranted, c.granted)
+	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), acquire, isGranted, c.granted)
 	noteRecovering(results, replies)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
@@ -111,6 +111,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 		if ok >= c.quorum && validity > 0 {
 			lock := newLock(c, key, token, ttl, until, autoRenew)
 			lock.fence = fence
+			lock.noteLagging(results, landed)
 			return lock, nil
 		}
 	}

@@ -120,6 +120,14 @@ type sendFunc func(ctx context.Context, conn Conn) (any, error)
 // that answer later are not waited for: their goroutines end by themselves
 // within the timeout. A reply classifies as OutcomeOK when isOK says so.
 func (c *Client) fanout(ctx context.Context, timeout time.Duration, send sendFunc, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int) {
+	results, ok, _ = c.trackedFanout(ctx, timeout, send, isOK, enough)
+	return results, ok
+}
+
+// trackedFanout is fanout that also returns, when some nodes were not heard
+// out, a channel closed once all of their requests have ended; nil when every
+// node answered.
+func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, send sendFunc, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, landed <-chan struct{}) {
 	results = make([]NodeResult, len(c.conns))
 	for i, conn := range c.conns {
 		results[i].Node = conn.Name()
@@ -129,9 +137,11 @@ func (c *Client) fanout(ctx context.Context, timeout time.Duration, send sendFun
 	// The last node to answer cancels nodeCtx; the caller may return before.
 	pending := atomic.Int32{}
 	pending.Store(int32(len(c.conns)))
+	done := make(chan struct{})
 	finish := func() {
 		if pending.Add(-1) == 0 {
 			cancel()
+			close(done)
 		}
 	}
 	if len(c.conns) == 1 {
@@ -141,7 +151,7 @@ func (c *Client) fanout(ctx context.Context, timeout time.Duration, send sendFun
 		if results[0].Outcome == OutcomeOK {
 			ok = 1
 		}
-		return results, ok
+		return results, ok, nil
 	}
 	answers := make(chan answer, len(c.conns))
 	c.inflight.Add(len(c.conns))
@@ -184,10 +194,13 @@ func (c *Client) fanout(ctx context.Context, timeout time.Duration, send sendFun
 					}
 				}
 			}
-			return results, ok
+			return results, ok, done
 		}
 	}
-	return results, ok
+	if ok+others < len(c.conns) {
+		return results, ok, done
+	}
+	return results, ok, nil
 }
 
 // classify turns one node's reply into a NodeResult.

@@ -21,6 +21,11 @@ type Lock struct {
 	token  string
 	ttl    time.Duration
 	fence  uint64 // fencing token, set once before the lock is handed out
+	// Nodes whose acquire request was still under way when the lock was
+	// handed out, and a channel closed once all such requests have ended.
+	// Set once before the lock is handed out; nil when none lagged.
+	lagging []Conn
+	landed  <-chan struct{}
 
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
@@ -200,10 +205,14 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 
 	ctx = context.WithoutCancel(ctx)
+	release := releaser(l.key, l.token, releaseChannel(l.key))
+	if l.landed != nil {
+		release = l.afterAcquire(release)
+	}
 	// Return once a quorum deleted the key; otherwise hear every node out (a
 	// node that is down fails fast), so that "not held" is not mistaken for
 	// "not answered".
-	results, ok := c.fanout(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token, releaseChannel(l.key)), isOne,
+	results, ok := c.fanout(ctx, c.nodeTimeout(l.ttl), release, isOne,
 		func(ok, _ int) bool { return ok >= c.quorum })
 	answered := 0
 	for _, r := range results {
@@ -223,6 +232,41 @@ func (l *Lock) Release(ctx context.Context) error {
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
 	}
 	return nil
+}
+
+// noteLagging records the nodes whose acquire request had not answered when
+// the lock was granted, so that a release does not overtake it.
+func (l *Lock) noteLagging(results []NodeResult, landed <-chan struct{}) {
+	if landed == nil {
+		return
+	}
+	for i, r := range results {
+		if r.Outcome == OutcomeNoAnswer {
+			l.lagging = append(l.lagging, l.client.conns[i])
+		}
+	}
+	l.landed = landed
+}
+
+// afterAcquire makes send wait, on the nodes whose acquire request was still
+// under way, until that request has ended: over a connection pool the release
+// could otherwise reach such a node first, and the late acquisition would then
+// hold the key there until it expires. The wait is bounded by the node
+// timeout, and by then the request has ended anyway.
+func (l *Lock) afterAcquire(send sendFunc) sendFunc {
+	return func(ctx context.Context, conn Conn) (any, error) {
+		for _, lagging := range l.lagging {
+			if conn == lagging {
+				select {
+				case <-l.landed:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				break
+			}
+		}
+		return send(ctx, conn)
+	}
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

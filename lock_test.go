@@ -29,11 +29,16 @@ func TestExtend_movesDeadline(t *testing.T) {
 			t.Errorf("deadline moved from %s to %s", before, after)
 		}
 		// Extend returns once a quorum has answered; the last node follows.
-		time.Sleep(50 * time.Millisecond)
 		for _, n := range cluster.Nodes() {
-			pttl, err := n.Do(bg, "PTTL", "extend")
-			if err != nil {
-				t.Fatal(err)
+			var pttl string
+			for wait := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+				pttl, err = n.Do(bg, "PTTL", "extend")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ms, _ := strconv.Atoi(pttl); (ms >= 4000 && ms <= 5000) || time.Now().After(wait) {
+					break
+				}
 			}
 			if ms, _ := strconv.Atoi(pttl); ms < 4000 || ms > 5000 {
 				t.Errorf("node %d: PTTL %s after extending to 5 s", n.Index(), pttl)
@@ -455,4 +460,36 @@ func TestDial(t *testing.T) {
 	if _, err := redlock.Dial(bg, nil, nil); !errors.Is(err, redlock.ErrNoNodes) {
 		t.Errorf("no URLs: %v", err)
 	}
+}
+
+func TestRelease_doesNotOvertakeItsAcquisition(t *testing.T) {
+	// Acquire returns at a quorum while the other nodes' requests are still
+	// on their way; over a connection pool the release could reach such a
+	// node first and leave the key behind, failing the next attempt there.
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		left := 0
+		for i := range 300 {
+			lock, err := client.TryAcquire(bg, "loop", redlock.WithTTL(10*time.Second))
+			if err != nil {
+				t.Fatalf("cycle %d: %v", i, err)
+			}
+			if err := lock.Release(bg); err != nil {
+				t.Fatalf("cycle %d: release: %v", i, err)
+			}
+			if i%30 == 29 {
+				time.Sleep(20 * time.Millisecond) // the nodes after the quorum
+				for _, n := range cluster.Nodes() {
+					if keyOn(t, n, "loop") != "" {
+						left++
+						n.Do(bg, "DEL", "loop")
+					}
+				}
+			}
+		}
+		if left > 0 {
+			t.Errorf("%d keys left behind by releases that overtook their acquisition", left)
+		}
+	})
 }
