@@ -154,7 +154,7 @@ func Table() []Scenario {
 	// holders overlap.
 	writeFenced := byName(caught, "eviction")
 	writeFenced.Name += "/write-fenced"
-	writeFenced.About = "register fencing writes only (the rule of package fence's Store): " + writeFenced.About +
+	writeFenced.About = "register fencing writes only (fence.Store.Write without ReadFenced): " + writeFenced.About +
 		"; an older holder's write lands between a newer holder's read and write"
 	writeFenced.Register = traffic.WriteFenced
 	return append(append(append(holds, fenced...), caught...), writeFenced)
