@@ -284,3 +284,45 @@ func newFailureJSON(key string, err error) failureJSON {
 	}
 	return out
 }
+
+// acquireWaiting takes the lock named key as --wait says: one attempt when
+// wait is 0; otherwise attempts until the lock is acquired, wait has passed
+// (never, when wait is negative) or ctx ends. When the first attempt fails,
+// before the wait begins, notice gets its error, so that a waiting user can
+// be told why.
+func acquireWaiting(ctx context.Context, client *redlock.Client, key string, wait waitFlag, notice func(error),
+	opts ...redlock.LockOption) (*redlock.Lock, error) {
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(wait))
+		defer cancel()
+	}
+	lock, err := client.TryAcquire(ctx, key, opts...)
+	if err == nil || wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
+		return lock, err
+	}
+	notice(err)
+	return client.Acquire(ctx, key, opts...)
+}
+
+// noticeRecovering tells a waiting user that nodes are recovering, which can
+// last the recovery delay, and how a brand-new deployment avoids it.
+func noticeRecovering(stderr io.Writer, cmd string) func(error) {
+	return func(err error) {
+		if classify(err) != failRecovering {
+			return
+		}
+		var qe *redlock.QuorumError
+		errors.As(err, &qe)
+		var left time.Duration
+		n := 0
+		for _, r := range qe.Nodes {
+			if r.Outcome == redlock.OutcomeRecovering {
+				n++
+				left = max(left, r.RecoveringLeft)
+			}
+		}
+		fmt.Fprintf(stderr, "redlock %s: waiting: %d of %d nodes are recovering, for up to %s more "+
+			"(on a brand-new deployment, 'redlock init' ends this at once)\n", cmd, n, len(qe.Nodes), left.Round(time.Second))
+	}
+}

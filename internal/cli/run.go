@@ -245,24 +245,19 @@ func (c *runConfig) parseArgs(stderr io.Writer, args []string) (string, []string
 func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Client, key string, sigs <-chan os.Signal) (*redlock.Lock, int) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if c.wait > 0 {
-		var cancelWait context.CancelFunc
-		actx, cancelWait = context.WithTimeout(actx, time.Duration(c.wait))
-		defer cancelWait()
-	}
 	type result struct {
 		lock *redlock.Lock
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		opts := []redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}
 		var r result
-		if c.wait == 0 {
-			r.lock, r.err = client.TryAcquire(actx, key, opts...)
-		} else {
-			r.lock, r.err = client.Acquire(actx, key, opts...)
-		}
+		r.lock, r.err = acquireWaiting(actx, client, key, c.wait, func(err error) {
+			noticeRecovering(s.stderr, "run")(err)
+			if classify(err) == failConflict {
+				c.logf(s, "waiting for %q, held by another holder", key)
+			}
+		}, redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew())
 		done <- r
 	}()
 	var interrupted os.Signal

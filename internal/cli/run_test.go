@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -339,4 +340,42 @@ func TestRun_recoveringNodesNeedInit(t *testing.T) {
 	}
 	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "init")
 	runBinary(t, nodes, "run", "--wait", "0", "k", "--", "true").expect(t, exitOK, "run after init")
+}
+
+func TestAcquire_waitingOnRecoveringNodesSaysWhy(t *testing.T) {
+	cluster := newFreshCluster(t, 3)
+	r := cli(t, "acquire", "--nodes", strings.Join(cluster.URLs(), ","), "--wait", "300ms", "k")
+	r.expect(t, exitUnavailable, "acquire on brand-new nodes")
+	if !strings.Contains(r.stderr, "waiting: 3 of 3 nodes are recovering") || !strings.Contains(r.stderr, "redlock init") {
+		t.Errorf("stderr does not explain the wait:\n%s", r.stderr)
+	}
+}
+
+func TestRun_contextCancelStopsCommand(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	started, term := filepath.Join(dir, "started"), filepath.Join(dir, "term")
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"run", "--nodes", nodes, "--shell", "k", "--",
+			`trap 'echo term >> ` + term + `; exit 3' TERM; echo up > ` + started + `; sleep 60 & wait $!`},
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	waitForFile(t, started, 10*time.Second)
+	cancel()
+	select {
+	case code := <-done:
+		if code != 3 {
+			t.Errorf("exit status %d, want the command's 3\n%s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	if b, _ := os.ReadFile(term); string(b) != "term\n" {
+		t.Errorf("the command's SIGTERM record: %q, want one", b)
+	}
+	assertReleased(t, cluster, "k", "after the command ended")
 }

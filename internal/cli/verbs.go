@@ -92,19 +92,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			return code
 		}
 		defer client.Close()
-		actx := ctx
-		if wait > 0 {
-			var cancel context.CancelFunc
-			actx, cancel = context.WithTimeout(ctx, time.Duration(wait))
-			defer cancel()
-		}
-		var lock *redlock.Lock
-		var err error
-		if wait == 0 {
-			lock, err = client.TryAcquire(actx, key)
-		} else {
-			lock, err = client.Acquire(actx, key)
-		}
+		lock, err := acquireWaiting(ctx, client, key, wait, noticeRecovering(s.stderr, "acquire"))
 		if err != nil {
 			f := classify(err)
 			if ctx.Err() != nil {
