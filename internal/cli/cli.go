@@ -117,7 +117,7 @@ or unix:// URLs of independent masters (no replication between them); default
 
 Exit codes (each command's help lists its own):
   0      success; for run, the command's own exit status
-  1      doctor found an unsafe setting; a demo check failed
+  1      doctor found an unsafe setting; init refused; a demo check failed
   %-5d  bad flags or arguments
   %-5d  too few nodes answered, or nodes are recovering: nothing was decided
   %-5d  the lock is held by another holder (run: see --conflict-exit-code)

@@ -102,6 +102,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--wait", "soon", "k", "--", "true"}, "not a duration"},
 		{[]string{"run", "--conflict-exit-code", "300", "k", "--", "true"}, "0..255"},
 		{[]string{"acquire"}, "want KEY"},
+		{[]string{"acquire", "--ttl", "1m", "k"}, "raise --recovery-delay"},
 		{[]string{"acquire", "k", "--json"}, "flags go before KEY"},
 		{[]string{"extend", "k"}, "want KEY TOKEN"},
 		{[]string{"release", "k", "t", "--json"}, "flags go before KEY"},

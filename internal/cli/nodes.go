@@ -104,6 +104,10 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer, cmd string) (*re
 		return nil, usageError(stderr, cmd, "--retry-delay must not be negative")
 	case n.recoveryDelay <= 0:
 		return nil, usageError(stderr, cmd, "--recovery-delay must be positive")
+	case n.ttl > n.recoveryDelay:
+		return nil, usageError(stderr, cmd, fmt.Sprintf("--ttl %s is above --recovery-delay %s: a node that restarted "+
+			"without its data could vote again while such a lock is still valid; raise --recovery-delay, "+
+			"the same on every client of these nodes", n.ttl, n.recoveryDelay))
 	}
 	client, err := redlock.Dial(ctx, n.urls(), n.options())
 	if err != nil {
