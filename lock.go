@@ -146,6 +146,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	extend := func(ctx context.Context, conn Conn) (any, error) {
 		return conn.EvalSHA(ctx, extendScript.sha1, extendScript.source, keys, l.token, ms)
 	}
+	if l.landed != nil {
+		extend = l.afterAcquire(extend)
+	}
 	start := time.Now()
 	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), extend, isOne, c.decided)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
@@ -249,9 +252,10 @@ func (l *Lock) noteLagging(results []NodeResult, landed <-chan struct{}) {
 }
 
 // afterAcquire makes send wait, on the nodes whose acquire request was still
-// under way, until that request has ended: over a connection pool the release
-// could otherwise reach such a node first, and the late acquisition would then
-// hold the key there until it expires. The wait is bounded by the node
+// under way, until that request has ended: over a connection pool a release
+// or an extension could otherwise reach such a node first; the late
+// acquisition would then hold the key there until it expires, or miss the
+// extension. The wait is bounded by the node
 // timeout, and by then the request has ended anyway.
 func (l *Lock) afterAcquire(send sendFunc) sendFunc {
 	return func(ctx context.Context, conn Conn) (any, error) {

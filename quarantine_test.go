@@ -173,6 +173,11 @@ func TestQuarantine_appendFsyncAlways(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(bg)
+	// TryAcquire returns at a quorum: make sure node 2 has written the lock
+	// before it is killed.
+	for deadline := time.Now().Add(time.Second); keyOn(t, cluster.Node(2), "durable") != held.Token() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := cluster.Node(2).Restart(bg); err != nil {
 		t.Fatal(err)
 	}
