@@ -94,11 +94,12 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	replies := make([]acquireReply, len(c.conns))
 	acquire := c.acquirer(key, token, ttl, replies)
 	start := time.Now() // carries the monotonic clock reading
-	// Success is decided as soon as a quorum granted; failure only once every
-	// node answered or timed out, so that the clean-up below reaches each
-	// node after its acquire script ran, not before (a node that answers
-	// NOSCRIPT takes a second round trip, and the release could overtake it).
-	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), acquire, isGranted, c.granted)
+	// Decided as soon as a quorum granted, or so many refused that none can;
+	// requests still under way then are waited for before anything else is
+	// sent to their nodes (see lagging), so that a release cannot overtake
+	// them.
+	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), acquire, isGranted, c.decided)
+	lag := laggingNodes(c.conns, results, landed)
 	noteRecovering(results, replies)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
@@ -111,11 +112,11 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 		if ok >= c.quorum && validity > 0 {
 			lock := newLock(c, key, token, ttl, until, autoRenew)
 			lock.fence = fence
-			lock.noteLagging(results, landed)
+			lock.lagging = lag
 			return lock, nil
 		}
 	}
-	c.releaseEverywhere(ctx, key, token, ttl)
+	c.releaseEverywhere(ctx, key, token, ttl, lag)
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
 		qe.Cause = ctx.Err()
@@ -133,14 +134,22 @@ func (c *Client) decided(ok, others int) bool {
 }
 
 // releaseEverywhere deletes key on every node where it still holds token,
-// including nodes that did not answer the acquisition, and waits for all
-// answers up to the node timeout. It runs even when ctx has ended.
+// including nodes that did not answer the acquisition. It waits, up to the
+// node timeout, for the nodes that answered; on the others the release
+// follows their acquire request in the background, so that a slow node
+// does not hold up a failed attempt twice. It runs even when ctx has ended.
 //
 // It does not announce the release: a failed attempt freed at most a
 // minority of nodes, and waking waiters for that only splits their votes.
-func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration) {
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging) {
 	ctx = context.WithoutCancel(ctx)
-	c.fanout(ctx, c.nodeTimeout(ttl), releaser(key, token, ""), isOne, func(int, int) bool { return false })
+	release := releaser(key, token, "")
+	wait := len(c.conns)
+	if lag != nil {
+		release = lag.after(release)
+		wait -= len(lag.conns)
+	}
+	c.fanout(ctx, c.nodeTimeout(ttl), release, isOne, func(ok, others int) bool { return ok+others >= wait })
 }
 
 // releaser sends the release script; channel "" releases silently.

@@ -22,10 +22,8 @@ type Lock struct {
 	ttl    time.Duration
 	fence  uint64 // fencing token, set once before the lock is handed out
 	// Nodes whose acquire request was still under way when the lock was
-	// handed out, and a channel closed once all such requests have ended.
-	// Set once before the lock is handed out; nil when none lagged.
-	lagging []Conn
-	landed  <-chan struct{}
+	// handed out; set once before that, nil when none lagged.
+	lagging *lagging
 
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
@@ -146,8 +144,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	extend := func(ctx context.Context, conn Conn) (any, error) {
 		return conn.EvalSHA(ctx, extendScript.sha1, extendScript.source, keys, l.token, ms)
 	}
-	if l.landed != nil {
-		extend = l.afterAcquire(extend)
+	if l.lagging != nil {
+		extend = l.lagging.after(extend)
 	}
 	start := time.Now()
 	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), extend, isOne, c.decided)
@@ -209,8 +207,8 @@ func (l *Lock) Release(ctx context.Context) error {
 
 	ctx = context.WithoutCancel(ctx)
 	release := releaser(l.key, l.token, releaseChannel(l.key))
-	if l.landed != nil {
-		release = l.afterAcquire(release)
+	if l.lagging != nil {
+		release = l.lagging.after(release)
 	}
 	// Return once a quorum deleted the key; otherwise hear every node out (a
 	// node that is down fails fast), so that "not held" is not mistaken for
@@ -237,32 +235,39 @@ func (l *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
-// noteLagging records the nodes whose acquire request had not answered when
-// the lock was granted, so that a release does not overtake it.
-func (l *Lock) noteLagging(results []NodeResult, landed <-chan struct{}) {
-	if landed == nil {
-		return
-	}
-	for i, r := range results {
-		if r.Outcome == OutcomeNoAnswer {
-			l.lagging = append(l.lagging, l.client.conns[i])
-		}
-	}
-	l.landed = landed
+// lagging lists the nodes whose request of a fan-out was still under way
+// when the fan-out returned, and a channel closed once all such requests
+// have ended.
+type lagging struct {
+	conns  []Conn
+	landed <-chan struct{}
 }
 
-// afterAcquire makes send wait, on the nodes whose acquire request was still
-// under way, until that request has ended: over a connection pool a release
-// or an extension could otherwise reach such a node first; the late
-// acquisition would then hold the key there until it expires, or miss the
-// extension. The wait is bounded by the node
+// laggingNodes returns the nodes of results that had not answered, or nil.
+func laggingNodes(conns []Conn, results []NodeResult, landed <-chan struct{}) *lagging {
+	if landed == nil {
+		return nil
+	}
+	lag := &lagging{landed: landed}
+	for i, r := range results {
+		if r.Outcome == OutcomeNoAnswer {
+			lag.conns = append(lag.conns, conns[i])
+		}
+	}
+	return lag
+}
+
+// after makes send wait, on the lagging nodes, until their request has
+// ended: over a connection pool a release or an extension could otherwise
+// reach such a node first; the late acquisition would then hold the key there
+// until it expires, or miss the extension. The wait is bounded by the node
 // timeout, and by then the request has ended anyway.
-func (l *Lock) afterAcquire(send sendFunc) sendFunc {
+func (lag *lagging) after(send sendFunc) sendFunc {
 	return func(ctx context.Context, conn Conn) (any, error) {
-		for _, lagging := range l.lagging {
-			if conn == lagging {
+		for _, c := range lag.conns {
+			if conn == c {
 				select {
-				case <-l.landed:
+				case <-lag.landed:
 				case <-ctx.Done():
 					return nil, ctx.Err()
 				}

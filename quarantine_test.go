@@ -44,17 +44,21 @@ func TestQuarantine_freshNodesRecover(t *testing.T) {
 		opts := &redlock.Options{TTL: time.Second, RecoveryDelay: time.Second, NodeTimeout: 300 * time.Millisecond}
 		client := coldClient(t, cluster, a, opts)
 		_, err := client.TryAcquire(bg, "fresh")
-		// Every marker was written before the call returned.
+		// A failure is decided once a quorum cannot be reached: the last
+		// node's marker may be written just after the call returned.
 		returned := time.Now()
 		if !errors.Is(err, redlock.ErrNotAcquired) {
 			t.Fatalf("nodes without a marker: err = %v, want ErrNotAcquired", err)
 		}
 		qe := quorumError(t, err)
-		if n := countOutcomes(qe)[redlock.OutcomeRecovering]; n != 3 {
-			t.Fatalf("%d nodes recovering, want 3: %v", n, err)
+		if n := countOutcomes(qe)[redlock.OutcomeRecovering]; n < 2 {
+			t.Fatalf("%d nodes recovering, want at least 2 of 3: %v", n, err)
 		}
 		var left time.Duration
 		for _, r := range qe.Nodes {
+			if r.Outcome != redlock.OutcomeRecovering {
+				continue
+			}
 			if r.RecoveringLeft <= 0 || r.RecoveringLeft > opts.RecoveryDelay {
 				t.Errorf("%s: %s left, want in (0, %s]", r.Node, r.RecoveringLeft, opts.RecoveryDelay)
 			}
@@ -63,6 +67,7 @@ func TestQuarantine_freshNodesRecover(t *testing.T) {
 		if !strings.Contains(err.Error(), "recovering, votes again in 1s") {
 			t.Errorf("error does not say the nodes are recovering: %v", err)
 		}
+		time.Sleep(50 * time.Millisecond) // the last node's answer
 		for _, n := range cluster.Nodes() {
 			if v := keyOn(t, n, "fresh"); v != "" {
 				t.Errorf("node %d: a recovering node took the lock: %q", n.Index(), v)

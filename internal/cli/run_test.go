@@ -346,7 +346,9 @@ func TestAcquire_waitingOnRecoveringNodesSaysWhy(t *testing.T) {
 	cluster := newFreshCluster(t, 3)
 	r := cli(t, "acquire", "--nodes", strings.Join(cluster.URLs(), ","), "--wait", "300ms", "k")
 	r.expect(t, exitUnavailable, "acquire on brand-new nodes")
-	if !strings.Contains(r.stderr, "waiting: 3 of 3 nodes are recovering") || !strings.Contains(r.stderr, "redlock init") {
+	// A failure is decided once a quorum is out of reach: 2 or 3 of the
+	// nodes have answered by then.
+	if !regexp.MustCompile(`waiting: [23] of 3 nodes are recovering`).MatchString(r.stderr) || !strings.Contains(r.stderr, "redlock init") {
 		t.Errorf("stderr does not explain the wait:\n%s", r.stderr)
 	}
 }
