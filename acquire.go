@@ -48,41 +48,61 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	}
 	// One goroutine of this client at a time tries for key; the others queue
 	// behind it in order (see turns).
-	taken, queued := c.turns.take(ctx, key)
-	if !taken {
-		return nil, &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctx.Err()}
+	turn := c.turns.take(ctx, key)
+	if !turn.taken {
+		return nil, c.notAsked(key, ctx)
 	}
-	defer c.turns.giveBack(key)
+	acquired := false
+	defer func() { c.turns.giveBack(key, acquired) }()
 	// A waiter listens for release announcements from before its attempt,
 	// so that a release between a failed attempt and the wait is not missed.
 	// An uncontended call does not listen until its first attempt failed.
 	var wake chan struct{}
-	if queued {
+	if turn.queued {
 		var stop func()
 		wake, stop = c.listenFor(key)
 		defer stop()
 	}
+	// When the turn comes from a goroutine of this client that has just
+	// acquired the lock, it is held: wait for its release before trying.
+	wait := turn.heldHere
+	var lastErr error
 	for attempt := 1; ; attempt++ {
+		if wait {
+			delay, again := cfg.retry.NextDelay(attempt)
+			if !again {
+				return nil, lastErr
+			}
+			freed := turn.freed
+			turn.freed = nil // a closed channel: use it once
+			if !c.waitForRelease(ctx, wake, freed, delay) {
+				if lastErr == nil {
+					return nil, c.notAsked(key, ctx)
+				}
+				return nil, withCause(lastErr, ctx)
+			}
+		}
 		lock, err := c.attempt(ctx, key, ttl, cfg.autoRenew)
 		if err == nil {
+			acquired = true
 			return lock, nil
 		}
 		if ctx.Err() != nil {
 			return nil, withCause(err, ctx)
 		}
-		delay, again := cfg.retry.NextDelay(attempt + 1)
-		if !again {
-			return nil, err
-		}
+		lastErr, wait = err, true
 		if wake == nil {
 			var stop func()
 			wake, stop = c.listenFor(key)
 			defer stop()
 		}
-		if !c.waitForRelease(ctx, wake, delay) {
-			return nil, withCause(err, ctx)
-		}
 	}
+}
+
+// notAsked is the error of an Acquire whose context ended before it asked
+// the nodes: it was queued behind another goroutine of this client.
+func (c *Client) notAsked(key string, ctx context.Context) error {
+	return &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctx.Err()}
 }
 
 // attempt runs steps 1–5 of the Redlock algorithm once. Each node runs the

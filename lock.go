@@ -229,6 +229,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.released = true
 	l.endLocked(ErrReleased)
 	l.mu.Unlock()
+	c.turns.released(l.key)
 	if ok == 0 {
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
 	}

@@ -29,6 +29,21 @@ type turnShard struct {
 // waiting goroutines are handed the turn in order.
 type turnQueue struct {
 	waiting []chan struct{}
+	// heldHere: the last turn ended with the lock acquired, so the next one
+	// starts with the lock held by this client, and freed is closed when
+	// this client releases it.
+	heldHere bool
+	freed    chan struct{}
+}
+
+// turn is the outcome of take.
+type turn struct {
+	taken    bool // the caller has the turn and must give it back
+	queued   bool // the caller waited behind another goroutine
+	heldHere bool // the goroutine before it acquired the lock
+	// freed is closed when the lock held here is released; nil unless
+	// heldHere.
+	freed <-chan struct{}
 }
 
 func newTurns() *turns {
@@ -43,17 +58,16 @@ func (t *turns) shard(key string) *turnShard {
 	return &t.shards[maphash.String(t.seed, key)%turnShards]
 }
 
-// take waits for the turn on key, or for ctx to end, and reports whether the
-// turn was taken, and whether the caller had to queue for it. The caller must
-// call giveBack after a true return.
-func (t *turns) take(ctx context.Context, key string) (taken, queued bool) {
+// take waits for the turn on key, or for ctx to end. The caller must call
+// giveBack when the result says the turn was taken.
+func (t *turns) take(ctx context.Context, key string) turn {
 	s := t.shard(key)
 	s.mu.Lock()
 	q, busy := s.queues[key]
 	if !busy {
 		s.queues[key] = &turnQueue{}
 		s.mu.Unlock()
-		return true, false
+		return turn{taken: true}
 	}
 	handed := make(chan struct{})
 	q.waiting = append(q.waiting, handed)
@@ -61,7 +75,9 @@ func (t *turns) take(ctx context.Context, key string) (taken, queued bool) {
 
 	select {
 	case <-handed:
-		return true, true
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return turn{taken: true, queued: true, heldHere: q.heldHere, freed: q.freed}
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -69,26 +85,44 @@ func (t *turns) take(ctx context.Context, key string) (taken, queued bool) {
 	for i, c := range q.waiting {
 		if c == handed {
 			q.waiting = append(q.waiting[:i:i], q.waiting[i+1:]...)
-			return false, true
+			return turn{queued: true}
 		}
 	}
-	// The turn was handed over while ctx ended: pass it on.
-	t.giveLocked(s, key, q)
-	return false, true
+	// The turn was handed over while ctx ended: pass it on as it came.
+	t.giveLocked(s, key, q, q.heldHere)
+	return turn{queued: true}
 }
 
-// giveBack ends the caller's turn on key and hands it to the next in line.
-func (t *turns) giveBack(key string) {
+// giveBack ends the caller's turn on key and hands it to the next in line,
+// telling it whether the caller acquired the lock.
+func (t *turns) giveBack(key string, acquired bool) {
 	s := t.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t.giveLocked(s, key, s.queues[key])
+	t.giveLocked(s, key, s.queues[key], acquired)
 }
 
-func (t *turns) giveLocked(s *turnShard, key string, q *turnQueue) {
+// released tells the goroutine whose turn started with key held here that
+// this client has released it.
+func (t *turns) released(key string) {
+	s := t.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[key]; q != nil && q.freed != nil {
+		close(q.freed)
+		q.freed = nil
+	}
+}
+
+func (t *turns) giveLocked(s *turnShard, key string, q *turnQueue, acquired bool) {
 	if len(q.waiting) == 0 {
 		delete(s.queues, key)
 		return
+	}
+	q.heldHere = acquired
+	q.freed = nil
+	if acquired {
+		q.freed = make(chan struct{})
 	}
 	next := q.waiting[0]
 	q.waiting = q.waiting[1:]

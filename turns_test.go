@@ -9,30 +9,30 @@ import (
 func TestTurns_firstComeFirstServed(t *testing.T) {
 	tr := newTurns()
 	ctx := context.Background()
-	if ok, _ := tr.take(ctx, "k"); !ok {
+	if !tr.take(ctx, "k").taken {
 		t.Fatal("free turn not taken")
 	}
 	order := make(chan int, 3)
 	for i := range 3 {
 		go func() {
-			if ok, _ := tr.take(ctx, "k"); ok {
+			if tr.take(ctx, "k").taken {
 				order <- i
-				tr.giveBack("k")
+				tr.giveBack("k", false)
 			}
 		}()
 		time.Sleep(20 * time.Millisecond) // queue them in order
 	}
 	// Another key is independent.
-	if ok, _ := tr.take(ctx, "other"); !ok {
+	if !tr.take(ctx, "other").taken {
 		t.Fatal("other key blocked")
 	}
-	tr.giveBack("other")
+	tr.giveBack("other", false)
 	select {
 	case i := <-order:
 		t.Fatalf("waiter %d got a turn that was not given back", i)
 	case <-time.After(50 * time.Millisecond):
 	}
-	tr.giveBack("k")
+	tr.giveBack("k", false)
 	for want := range 3 {
 		select {
 		case got := <-order:
@@ -53,21 +53,21 @@ func TestTurns_firstComeFirstServed(t *testing.T) {
 
 func TestTurns_cancelledWaiterPassesTurnOn(t *testing.T) {
 	tr := newTurns()
-	if ok, _ := tr.take(context.Background(), "k"); !ok {
+	if !tr.take(context.Background(), "k").taken {
 		t.Fatal("free turn not taken")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan bool)
-	go func() { ok, _ := tr.take(ctx, "k"); gaveUp <- ok }()
+	go func() { gaveUp <- tr.take(ctx, "k").taken }()
 	got := make(chan bool)
 	time.Sleep(20 * time.Millisecond)
-	go func() { ok, _ := tr.take(context.Background(), "k"); got <- ok }()
+	go func() { got <- tr.take(context.Background(), "k").taken }()
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	if <-gaveUp {
 		t.Fatal("cancelled waiter got the turn")
 	}
-	tr.giveBack("k")
+	tr.giveBack("k", false)
 	select {
 	case ok := <-got:
 		if !ok {
