@@ -35,6 +35,16 @@
 // string, as redsync and node-redlock write it, so locks taken by those
 // libraries on the same nodes and names exclude ours, and ours theirs.
 //
+// A call returns as soon as the answers settle it, so a slow or dead
+// minority of nodes does not slow it; anything sent later to a node that had
+// not answered waits for its earlier request, so a release never overtakes
+// its acquisition. A release announces itself on a per-key pub/sub channel
+// (see Notifier): a waiting Acquire wakes once a quorum of nodes announced
+// it, and the goroutines of one Client waiting for the same key queue in
+// order behind one that tries the nodes, so that they never split the votes
+// among themselves. A jittered retry (Options.Retry) covers locks that expire
+// instead of being released.
+//
 // # Safety model
 //
 // At most one client holds a lock during its validity (Lock.Until) provided
