@@ -119,7 +119,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	// sent to their nodes (see lagging), so that a release cannot overtake
 	// them.
 	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), acquire, isGranted, c.decided)
-	lag := laggingNodes(c.conns, results, landed)
+	lag := laggingNodes(c.conns, results, landed, c.nodeTimeout(ttl))
 	noteRecovering(results, replies)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)

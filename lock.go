@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -236,45 +237,58 @@ func (l *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
+// lagWaitLimit bounds how long a request to a lagging node waits for the
+// node's earlier request to end. Requests end by themselves, at the latest
+// after the client library's own read timeout (one second for Dial's
+// clients, three by go-redis's default); the bound only keeps a goroutine
+// from waiting forever on a Conn that never returns.
+const lagWaitLimit = 10 * time.Second
+
 // lagging lists the nodes whose request of a fan-out was still under way
-// when the fan-out returned, and a channel closed once all such requests
+// when the fan-out returned (unanswered, or past the node timeout but
+// possibly still on its way), and a channel closed once all such requests
 // have ended.
 type lagging struct {
-	conns  []Conn
-	landed <-chan struct{}
+	conns   []Conn
+	landed  <-chan struct{}
+	timeout time.Duration // for a request sent after the wait
 }
 
-// laggingNodes returns the nodes of results that had not answered, or nil.
-func laggingNodes(conns []Conn, results []NodeResult, landed <-chan struct{}) *lagging {
+// laggingNodes returns the nodes of results whose request may not have
+// ended, or nil.
+func laggingNodes(conns []Conn, results []NodeResult, landed <-chan struct{}, timeout time.Duration) *lagging {
 	if landed == nil {
 		return nil
 	}
-	lag := &lagging{landed: landed}
+	lag := &lagging{landed: landed, timeout: timeout}
 	for i, r := range results {
-		if r.Outcome == OutcomeNoAnswer {
+		if r.Outcome == OutcomeNoAnswer || r.Outcome == OutcomeTimeout {
 			lag.conns = append(lag.conns, conns[i])
 		}
 	}
 	return lag
 }
 
-// after makes send wait, on the lagging nodes, until their request has
-// ended: over a connection pool a release or an extension could otherwise
-// reach such a node first; the late acquisition would then hold the key there
-// until it expires, or miss the extension. The wait is bounded by the node
-// timeout, and by then the request has ended anyway.
+// after makes send wait, on the lagging nodes, until their earlier request
+// has ended: over a connection pool a release or an extension could
+// otherwise reach such a node first; the late acquisition would then hold
+// the key there until it expires, or miss the extension. The request then
+// gets a node timeout of its own, since the fan-out it belongs to has
+// usually been decided by then.
 func (lag *lagging) after(send sendFunc) sendFunc {
 	return func(ctx context.Context, conn Conn) (any, error) {
-		for _, c := range lag.conns {
-			if conn == c {
-				select {
-				case <-lag.landed:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				break
-			}
+		if !slices.Contains(lag.conns, conn) {
+			return send(ctx, conn)
 		}
+		wait := time.NewTimer(lagWaitLimit)
+		defer wait.Stop()
+		select {
+		case <-lag.landed:
+		case <-wait.C:
+			return nil, fmt.Errorf("redlock: %s: an earlier request is still under way after %s", conn.Name(), lagWaitLimit)
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lag.timeout)
+		defer cancel()
 		return send(ctx, conn)
 	}
 }

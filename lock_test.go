@@ -150,8 +150,9 @@ func TestRelease_neverDeletesAnotherHolder(t *testing.T) {
 		if err := current.Release(bg); err != nil {
 			t.Fatal(err)
 		}
+		// Release returns at a quorum; the last node follows.
 		for _, n := range cluster.Nodes() {
-			if v := keyOn(t, n, "res"); v != "" {
+			if v := eventuallyGone(t, n, "res"); v != "" {
 				t.Errorf("node %d: key %q left after release", n.Index(), v)
 			}
 		}
@@ -191,9 +192,8 @@ func TestRelease_cancelledContextStillReleases(t *testing.T) {
 	if err := lock.Release(ctx); err != nil {
 		t.Fatalf("release with a cancelled context: %v", err)
 	}
-	time.Sleep(50 * time.Millisecond) // release returns at a quorum; let the last node answer
-	for _, n := range cluster.Nodes() {
-		if v := keyOn(t, n, "deferred"); v != "" {
+	for _, n := range cluster.Nodes() { // the last node follows the quorum
+		if v := eventuallyGone(t, n, "deferred"); v != "" {
 			t.Errorf("node %d kept the key", n.Index())
 		}
 	}
@@ -334,9 +334,8 @@ func TestDo(t *testing.T) {
 	if !ran || err == nil || err.Error() != "job failed" {
 		t.Fatalf("Do returned %v (ran %v), want fn's error alone", err, ran)
 	}
-	time.Sleep(50 * time.Millisecond) // Release returns at a quorum; let the last node answer
-	for _, n := range cluster.Nodes() {
-		if v := keyOn(t, n, "job"); v != "" {
+	for _, n := range cluster.Nodes() { // the last node follows the quorum
+		if v := eventuallyGone(t, n, "job"); v != "" {
 			t.Errorf("Do did not release the lock on node %d", n.Index())
 		}
 	}

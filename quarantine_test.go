@@ -67,7 +67,7 @@ func TestQuarantine_freshNodesRecover(t *testing.T) {
 		if !strings.Contains(err.Error(), "recovering, votes again in 1s") {
 			t.Errorf("error does not say the nodes are recovering: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond) // the last node's answer
+		time.Sleep(100 * time.Millisecond) // the last node's answer
 		for _, n := range cluster.Nodes() {
 			if v := keyOn(t, n, "fresh"); v != "" {
 				t.Errorf("node %d: a recovering node took the lock: %q", n.Index(), v)
