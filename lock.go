@@ -191,9 +191,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // deleted it (the others follow within the per-node timeout), and runs even when ctx
 // has already ended, so that a deferred Release always cleans up.
 //
-// Errors: ErrNotHeld when no node that answered still held the lock (it had
-// expired: harmless); ErrNotReleased when fewer than a quorum answered (keys
-// left behind expire with the TTL; Release may be called again);
+// It succeeds once a quorum of nodes has answered, each having deleted the
+// key or no longer holding it, and at least one having deleted it. Errors:
+// ErrNotHeld when no node that answered still held the lock (it had expired:
+// harmless); ErrNotReleased when fewer than a quorum answered in time (the
+// lock may stand until its TTL passes; Release may be called again);
 // ErrReleased when the lock was already released.
 func (l *Lock) Release(ctx context.Context) error {
 	c := l.client
@@ -222,7 +224,8 @@ func (l *Lock) Release(ctx context.Context) error {
 			answered++
 		}
 	}
-	if ok == 0 && answered < c.quorum {
+	if answered < c.quorum {
+		// The lock may still stand on a quorum until its TTL passes.
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased}
 	}
 

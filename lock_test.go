@@ -467,7 +467,9 @@ func TestRelease_doesNotOvertakeItsAcquisition(t *testing.T) {
 	// node first and leave the key behind, failing the next attempt there.
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
-		client := newClient(t, cluster, a, fast())
+		// A generous node timeout: this test is about ordering, and a loaded
+		// machine must not turn it into one about timeouts.
+		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 2 * time.Second})
 		left := 0
 		for i := range 300 {
 			lock, err := client.TryAcquire(bg, "loop", redlock.WithTTL(10*time.Second))
@@ -491,4 +493,38 @@ func TestRelease_doesNotOvertakeItsAcquisition(t *testing.T) {
 			t.Errorf("%d keys left behind by releases that overtook their acquisition", left)
 		}
 	})
+}
+
+func TestRelease_majorityDownIsNotReleased(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, "stuck", lock.Token())
+	for _, i := range []int{0, 1, 2} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = lock.Release(bg)
+	if !errors.Is(err, redlock.ErrNotReleased) {
+		t.Fatalf("release with 3 of 5 nodes down: %v, want ErrNotReleased", err)
+	}
+	if countOutcomes(quorumError(t, err))[redlock.OutcomeOK] != 2 {
+		t.Errorf("want the 2 live nodes to have deleted the key: %v", err)
+	}
+	// Not marked released: once the nodes are back, releasing again works.
+	for _, i := range []int{0, 1, 2} {
+		if err := cluster.Node(i).Start(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lock.Release(bg); !errors.Is(err, redlock.ErrNotHeld) && err != nil {
+		t.Fatalf("second release: %v", err)
+	}
+	if err := lock.Release(bg); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("third release: %v, want ErrReleased", err)
+	}
 }

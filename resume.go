@@ -37,11 +37,10 @@ func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Du
 // without the *Lock of that acquisition. It deletes the key on every node
 // where it still holds token, never another holder's, and behaves as
 // Lock.Release does: it runs even when ctx has ended, and returns once a
-// quorum answered. It succeeds when at least one node deleted the key.
-// Errors: ErrNotHeld when no node that answered held token (the lock had
-// expired: harmless, but its holder overran it); ErrNotReleased when no node
-// deleted it and fewer than a quorum answered (keys left behind expire with
-// their TTL); ErrInvalidKey.
+// quorum answered; its errors are Release's: ErrNotHeld when no node that
+// answered held token (the lock had expired: harmless, but its holder
+// overran it); ErrNotReleased when fewer than a quorum answered in time (the
+// lock may stand until its TTL passes); ErrInvalidKey.
 func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 	l, err := c.tokenLock(key, token, c.opts.TTL)
 	if err != nil {
