@@ -79,9 +79,7 @@ func TestAcquireExtendRelease(t *testing.T) {
 	t.Run("wrong token", func(t *testing.T) {
 		cli(t, "extend", "--nodes", nodes, "job", "someone-else").expect(t, exitLockLost, "extend with a wrong token")
 		cli(t, "release", "--nodes", nodes, "job", "someone-else").expect(t, exitLockLost, "release with a wrong token")
-		if v := keyOn(t, cluster.Node(0), "job"); v != lock.Token {
-			t.Errorf("a wrong token changed the lock: %q", v)
-		}
+		assertHeld(t, cluster, "job", lock.Token, "after a wrong token's extend and release")
 	})
 	t.Run("release", func(t *testing.T) {
 		r := cli(t, "release", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitOK, "release")
