@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ type Client struct {
 	opts   Options
 	waker  *waker // nil when no node can notify
 	turns  *turns
+	wire   wireArgs
 	// inflight counts requests to single nodes still running after their
 	// fan-out returned; Close waits for them.
 	inflight sync.WaitGroup
@@ -52,7 +54,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	conns = append([]Conn(nil), conns...)
-	return &Client{conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns, len(conns)/2+1), turns: newTurns()}, nil
+	return &Client{wire: newWireArgs(o), conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns, len(conns)/2+1), turns: newTurns()}, nil
 }
 
 // Nodes returns the names of the client's nodes, in order.
@@ -133,6 +135,16 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, send 
 		results[i].Node = conn.Name()
 	}
 	start := time.Now()
+	if len(c.conns) == 1 {
+		nodeCtx, cancel := context.WithTimeout(ctx, timeout)
+		val, err := send(nodeCtx, c.conns[0])
+		cancel()
+		results[0] = classify(results[0].Node, val, err, time.Since(start), isOK)
+		if results[0].Outcome == OutcomeOK {
+			ok = 1
+		}
+		return results, ok, nil
+	}
 	nodeCtx, cancel := context.WithTimeout(ctx, timeout)
 	// The last node to answer cancels nodeCtx; the caller may return before.
 	pending := atomic.Int32{}
@@ -143,15 +155,6 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, send 
 			cancel()
 			close(done)
 		}
-	}
-	if len(c.conns) == 1 {
-		val, err := send(nodeCtx, c.conns[0])
-		finish()
-		results[0] = classify(results[0].Node, val, err, time.Since(start), isOK)
-		if results[0].Outcome == OutcomeOK {
-			ok = 1
-		}
-		return results, ok, nil
 	}
 	answers := make(chan answer, len(c.conns))
 	c.inflight.Add(len(c.conns))
@@ -237,4 +240,34 @@ func (c *Client) unasked() []NodeResult {
 		results[i].Node = conn.Name()
 	}
 	return results
+}
+
+// wireArgs are script arguments that depend only on the options, formatted
+// once instead of on every call.
+type wireArgs struct {
+	ttl        time.Duration
+	ttlMillis  string // Options.TTL
+	counterTTL string // FenceTTL, in milliseconds
+	recovery   string // Options.RecoveryDelay in microseconds; "0" when off
+}
+
+func newWireArgs(o Options) wireArgs {
+	w := wireArgs{
+		ttl:        o.TTL,
+		ttlMillis:  strconv.FormatInt(o.TTL.Milliseconds(), 10),
+		counterTTL: strconv.FormatInt(FenceTTL.Milliseconds(), 10),
+		recovery:   "0",
+	}
+	if !o.DisableQuarantine {
+		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)
+	}
+	return w
+}
+
+// millis formats a TTL in milliseconds for a script.
+func (w *wireArgs) millis(ttl time.Duration) string {
+	if ttl == w.ttl {
+		return w.ttlMillis
+	}
+	return strconv.FormatInt(ttl.Milliseconds(), 10)
 }

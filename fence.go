@@ -81,15 +81,12 @@ func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquir
 	keys := []string{key, FenceKey(key), MarkerKey}
 	args := []string{
 		token,
-		strconv.FormatInt(ttl.Milliseconds(), 10),
-		"0",
-		strconv.FormatInt(FenceTTL.Milliseconds(), 10),
+		c.wire.millis(ttl),
+		c.wire.recovery,
+		c.wire.counterTTL,
 		// The same on every node: nodes that lost or missed counters start
 		// again from one value and agree, with no second step.
 		strconv.FormatInt(time.Now().UnixMicro(), 10),
-	}
-	if !c.opts.DisableQuarantine {
-		args[2] = strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
 	}
 	return func(ctx context.Context, conn Conn) (any, error) {
 		v, err := conn.EvalSHA(ctx, acquireScript.sha1, acquireScript.source, keys, args...)
@@ -184,7 +181,7 @@ func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint6
 	granted []NodeResult, replies []acquireReply) ([]NodeResult, int) {
 	keys := []string{key, FenceKey(key)}
 	value := strconv.FormatUint(fence, 10)
-	counterTTL := strconv.FormatInt(FenceTTL.Milliseconds(), 10)
+	counterTTL := c.wire.counterTTL
 	raise := func(ctx context.Context, conn Conn) (any, error) {
 		i := c.nodeIndex(conn)
 		if granted[i].Outcome == OutcomeOK && replies[i].fence == fence {

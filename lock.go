@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -141,7 +140,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 
 	keys := []string{l.key}
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	ms := c.wire.millis(ttl)
 	extend := func(ctx context.Context, conn Conn) (any, error) {
 		return conn.EvalSHA(ctx, extendScript.sha1, extendScript.source, keys, l.token, ms)
 	}
