@@ -82,6 +82,8 @@ const (
 	OutcomeRecovering
 )
 
+// String returns the outcome's name as errors print it: "ok", "held",
+// "recovering", "timeout", "error" or "no answer".
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeOK:
