@@ -7,8 +7,11 @@ import "context"
 // go-redis ones from URLs.
 //
 // A Conn must be safe for concurrent use. It must return as soon as ctx is done
-// where the underlying client allows it; the Client never waits on a node longer
-// than its per-node timeout either way.
+// where the underlying client allows it. Over two or more nodes the Client
+// never waits on a node longer than its per-node timeout either way; a
+// single node is asked inline, so there the Conn's own bound applies (the
+// rueidis adapter honours ctx; Dial's go-redis clients give up a read after
+// one second).
 //
 // Replies are decoded as: integer → int64, simple or bulk string → string,
 // array → []any, nil → (nil, nil). Server errors are returned as errors.
