@@ -130,7 +130,7 @@ type QuorumError struct {
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, ": key %q: %s on %d/%d nodes, %d needed", e.Key, e.verb(), e.OK, len(e.Nodes), e.Quorum)
+	fmt.Fprintf(&b, ": key %q: %s on %d/%d nodes, %d needed", e.Key, e.Verb(), e.OK, len(e.Nodes), e.Quorum)
 	if e.OK >= e.Quorum {
 		fmt.Fprintf(&b, ", but validity left was %s", e.Validity.Round(time.Microsecond))
 	}
@@ -150,7 +150,9 @@ func (e *QuorumError) Error() string {
 	return b.String()
 }
 
-func (e *QuorumError) verb() string {
+// Verb names what an OutcomeOK node did in e's operation, for messages:
+// "granted", "extended", "released" or "marked ready".
+func (e *QuorumError) Verb() string {
 	switch e.Op {
 	case "extend":
 		return "extended"
@@ -166,7 +168,7 @@ func (e *QuorumError) verb() string {
 func (e *QuorumError) describe(n NodeResult) string {
 	switch n.Outcome {
 	case OutcomeOK:
-		return e.verb()
+		return e.Verb()
 	case OutcomeHeld:
 		if e.Op == "acquire" {
 			return "held by another"

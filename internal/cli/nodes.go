@@ -205,7 +205,7 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 		fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
 		return
 	}
-	fmt.Fprintf(stderr, "redlock %s: %v: %s on %d of %d nodes, %d needed", cmd, qe.Err, verbed(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
+	fmt.Fprintf(stderr, "redlock %s: %v: %s on %d of %d nodes, %d needed", cmd, qe.Err, qe.Verb(), qe.OK, len(qe.Nodes), qe.Quorum)
 	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
 		fmt.Fprintf(stderr, ", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
 	}
@@ -218,31 +218,19 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 		width = max(width, len(r.Node))
 	}
 	for _, r := range qe.Nodes {
-		fmt.Fprintf(stderr, "  %-*s  %s\n", width, r.Node, outcomeText(qe.Op, r))
+		fmt.Fprintf(stderr, "  %-*s  %s\n", width, r.Node, outcomeText(qe, r))
 	}
 	if classify(err) == failRecovering {
 		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, recoveringHint)
 	}
 }
 
-func verbed(op string) string {
-	switch op {
-	case "extend":
-		return "extended"
-	case "release":
-		return "released"
-	case "mark ready":
-		return "marked ready"
-	default:
-		return "granted"
-	}
-}
-
 // outcomeText describes one node's answer.
-func outcomeText(op string, r redlock.NodeResult) string {
+func outcomeText(qe *redlock.QuorumError, r redlock.NodeResult) string {
+	op := qe.Op
 	switch r.Outcome {
 	case redlock.OutcomeOK:
-		return verbed(op)
+		return qe.Verb()
 	case redlock.OutcomeHeld:
 		if op == "acquire" {
 			return "held by another holder"

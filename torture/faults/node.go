@@ -31,19 +31,38 @@ func (f KillNodes) Name() string {
 
 // Run implements Fault.
 func (f KillNodes) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
+	return minorityRounds(ctx, env, rng, rounds{
+		gapMin: f.GapMin, gapMax: f.GapMax, downMin: f.DownMin, downMax: f.DownMax,
+		kind: "kill", detail: "kill -9",
+		down: func(v int) error { return env.Cluster.Node(v).Kill() },
+		up:   func(v int) error { return startNode(env, v) },
+	})
+}
+
+// rounds describes a fault that takes a random minority of the nodes down
+// for a while, brings them back, and does it again after a gap.
+type rounds struct {
+	gapMin, gapMax, downMin, downMax time.Duration
+	kind, detail                     string // for the history
+	down, up                         func(node int) error
+}
+
+// minorityRounds runs r until ctx ends; nodes taken down are always brought
+// back, even when ctx ends while they are down.
+func minorityRounds(ctx context.Context, env *Env, rng *rand.Rand, r rounds) error {
 	n := env.Cluster.Nodes()
-	for sleep(ctx, between(rng, f.GapMin, f.GapMax)) {
+	for sleep(ctx, between(rng, r.gapMin, r.gapMax)) {
 		victims := pick(rng, n, 1+rng.IntN(n/2))
 		ids := make([]int64, len(victims))
 		var errs []error
 		for i, v := range victims {
-			ids[i] = env.start("kill", nodeName(v), "kill -9")
-			errs = append(errs, env.Cluster.Node(v).Kill())
+			ids[i] = env.start(r.kind, nodeName(v), r.detail)
+			errs = append(errs, r.down(v))
 		}
-		sleep(ctx, between(rng, f.DownMin, f.DownMax))
+		sleep(ctx, between(rng, r.downMin, r.downMax))
 		for i, v := range victims {
-			errs = append(errs, startNode(env, v))
-			env.end(ids[i], "kill", nodeName(v))
+			errs = append(errs, r.up(v))
+			env.end(ids[i], r.kind, nodeName(v))
 		}
 		if err := errors.Join(errs...); err != nil {
 			return err
@@ -118,23 +137,10 @@ func (f PauseNodes) Name() string {
 
 // Run implements Fault.
 func (f PauseNodes) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
-	n := env.Cluster.Nodes()
-	for sleep(ctx, between(rng, f.GapMin, f.GapMax)) {
-		victims := pick(rng, n, 1+rng.IntN(n/2))
-		ids := make([]int64, len(victims))
-		var errs []error
-		for i, v := range victims {
-			ids[i] = env.start("pause-node", nodeName(v), "SIGSTOP")
-			errs = append(errs, env.Cluster.Node(v).Pause())
-		}
-		sleep(ctx, between(rng, f.PauseMin, f.PauseMax))
-		for i, v := range victims {
-			errs = append(errs, env.Cluster.Node(v).Resume())
-			env.end(ids[i], "pause-node", nodeName(v))
-		}
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return minorityRounds(ctx, env, rng, rounds{
+		gapMin: f.GapMin, gapMax: f.GapMax, downMin: f.PauseMin, downMax: f.PauseMax,
+		kind: "pause-node", detail: "SIGSTOP",
+		down: func(v int) error { return env.Cluster.Node(v).Pause() },
+		up:   func(v int) error { return env.Cluster.Node(v).Resume() },
+	})
 }
