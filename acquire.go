@@ -118,8 +118,8 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (see lagging), so that a release cannot overtake
 	// them.
-	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), acquire, isGranted, c.decided)
-	lag := laggingNodes(c.conns, results, landed, c.nodeTimeout(ttl))
+	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), acquire, nil, isGranted, c.decided)
+	lag := laggingNodes(results, landed, c.nodeTimeout(ttl))
 	noteRecovering(results, replies)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
@@ -163,21 +163,18 @@ func (c *Client) decided(ok, others int) bool {
 // minority of nodes, and waking waiters for that only splits their votes.
 func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging) {
 	ctx = context.WithoutCancel(ctx)
-	release := releaser(key, token, "")
 	wait := len(c.conns)
 	if lag != nil {
-		release = lag.after(release)
-		wait -= len(lag.conns)
+		wait -= len(lag.nodes)
 	}
-	c.fanout(ctx, c.nodeTimeout(ttl), release, isOne, func(ok, others int) bool { return ok+others >= wait })
+	c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, ""), lag, isOne,
+		func(ok, others int) bool { return ok+others >= wait })
 }
 
-// releaser sends the release script; channel "" releases silently.
-func releaser(key, token, channel string) sendFunc {
-	keys := []string{key}
-	return func(ctx context.Context, conn Conn) (any, error) {
-		return conn.EvalSHA(ctx, releaseScript.sha1, releaseScript.source, keys, token, channel)
-	}
+// releaser returns the release script's request; channel "" releases
+// silently.
+func releaser(key, token, channel string) *request {
+	return &request{script: releaseScript, keys: []string{key}, args: []string{token, channel}}
 }
 
 // withCause adds ctx's error to a QuorumError so that errors.Is sees both.

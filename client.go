@@ -19,11 +19,12 @@ type Client struct {
 	conns  []Conn
 	quorum int
 	opts   Options
-	waker  *waker // nil when no node can notify
+	pipes  []*pipe // one per conn
+	waker  *waker  // nil when no node can notify
 	turns  *turns
 	wire   wireArgs
-	// inflight counts requests to single nodes still running after their
-	// fan-out returned; Close waits for them.
+	// inflight counts requests to single nodes not yet answered, some
+	// possibly after their fan-out returned; Close waits for them.
 	inflight sync.WaitGroup
 }
 
@@ -54,7 +55,12 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	conns = append([]Conn(nil), conns...)
-	return &Client{wire: newWireArgs(o), conns: conns, quorum: len(conns)/2 + 1, opts: o, waker: newWaker(conns, len(conns)/2+1), turns: newTurns()}, nil
+	pipes := make([]*pipe, len(conns))
+	for i, conn := range conns {
+		pipes[i] = &pipe{conn: conn, node: i}
+	}
+	return &Client{wire: newWireArgs(o), conns: conns, pipes: pipes, quorum: len(conns)/2 + 1, opts: o,
+		waker: newWaker(conns, len(conns)/2+1), turns: newTurns()}, nil
 }
 
 // Nodes returns the names of the client's nodes, in order.
@@ -114,30 +120,31 @@ type answer struct {
 	took time.Duration
 }
 
-// sendFunc sends one request to one node.
-type sendFunc func(ctx context.Context, conn Conn) (any, error)
-
-// fanout sends a request to every node at once and collects the answers until
+// fanout sends req to every node at once and collects the answers until
 // enough(ok, others) is true, every node answered, or timeout passed. Nodes
-// that answer later are not waited for: their goroutines end by themselves
+// that answer later are not waited for: their requests end by themselves
 // within the timeout. A reply classifies as OutcomeOK when isOK says so.
-func (c *Client) fanout(ctx context.Context, timeout time.Duration, send sendFunc, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int) {
-	results, ok, _ = c.trackedFanout(ctx, timeout, send, isOK, enough)
+func (c *Client) fanout(ctx context.Context, timeout time.Duration, req *request, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int) {
+	results, ok, _ = c.trackedFanout(ctx, timeout, req, nil, isOK, enough)
 	return results, ok
 }
 
 // trackedFanout is fanout that also returns, when some nodes were not heard
 // out, a channel closed once all of their requests have ended; nil when every
-// node answered.
-func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, send sendFunc, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, landed <-chan struct{}) {
+// node answered. On the nodes of lag, req waits for their earlier request
+// to end (see lagging).
+func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *request, lag *lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, landed <-chan struct{}) {
 	results = make([]NodeResult, len(c.conns))
 	for i, conn := range c.conns {
 		results[i].Node = conn.Name()
 	}
 	start := time.Now()
-	if len(c.conns) == 1 {
-		nodeCtx, cancel := context.WithTimeout(ctx, timeout)
-		val, err := send(nodeCtx, c.conns[0])
+	nodeCtx, cancel := context.WithTimeout(ctx, timeout)
+	deadline, _ := nodeCtx.Deadline()
+	if len(c.conns) == 1 && !lag.holds(0) && c.pipes[0].tryInline() {
+		// One node with room: ask it from this goroutine.
+		val, err := c.ask(nodeCtx, req, 0)
+		c.pipes[0].done()
 		cancel()
 		results[0] = classify(results[0].Node, val, err, time.Since(start), isOK)
 		if results[0].Outcome == OutcomeOK {
@@ -145,26 +152,33 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, send 
 		}
 		return results, ok, nil
 	}
-	nodeCtx, cancel := context.WithTimeout(ctx, timeout)
 	// The last node to answer cancels nodeCtx; the caller may return before.
 	pending := atomic.Int32{}
 	pending.Store(int32(len(c.conns)))
 	done := make(chan struct{})
-	finish := func() {
+	answers := make(chan answer, len(c.conns))
+	deliver := func(a answer) {
+		answers <- a
+		c.inflight.Done()
 		if pending.Add(-1) == 0 {
 			cancel()
 			close(done)
 		}
 	}
-	answers := make(chan answer, len(c.conns))
 	c.inflight.Add(len(c.conns))
-	for i, conn := range c.conns {
-		go func() {
-			defer c.inflight.Done()
-			val, err := send(nodeCtx, conn)
-			answers <- answer{node: i, val: val, err: err, took: time.Since(start)}
-			finish()
-		}()
+	for i := range c.conns {
+		if req.local != nil {
+			if v, ok := req.local(i); ok {
+				deliver(answer{node: i, val: v})
+				continue
+			}
+		}
+		cl := &call{req: req, node: i, ctx: nodeCtx, deadline: deadline, start: start, answer: deliver}
+		if lag.holds(i) {
+			go lag.wait(cl, c.pipes[i])
+			continue
+		}
+		c.pipes[i].submit(cl)
 	}
 	others := 0
 	record := func(a answer) {
@@ -204,6 +218,20 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, send 
 		return results, ok, done
 	}
 	return results, ok, nil
+}
+
+// ask sends req to node i from the calling goroutine, by itself.
+func (c *Client) ask(ctx context.Context, req *request, i int) (any, error) {
+	if req.local != nil {
+		if v, ok := req.local(i); ok {
+			return v, nil
+		}
+	}
+	v, err := c.conns[i].EvalSHA(ctx, req.script.sha1, req.script.source, req.keys, req.args...)
+	if err == nil && req.decode != nil {
+		v, err = req.decode(i, v)
+	}
+	return v, err
 }
 
 // classify turns one node's reply into a NodeResult.

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,16 +18,6 @@ const FenceTTL = 30 * 24 * time.Hour
 
 // fencePrefix starts every fencing counter key; lock keys must not.
 const fencePrefix = "redlock:fence:"
-
-var (
-	//go:embed lua/acquire.lua
-	acquireSource string
-	//go:embed lua/raise.lua
-	raiseSource string
-
-	acquireScript = newScript(acquireSource)
-	raiseScript   = newScript(raiseSource)
-)
 
 // FenceKey returns the name of the fencing counter kept on every node beside
 // the lock key key (the key on the wire, Options.KeyPrefix included):
@@ -77,7 +66,7 @@ type acquireReply struct {
 // acquirer returns the request of one acquisition attempt. It decodes each
 // node's reply into replies[i], i being the node's index: the caller may read
 // replies[i] once the fan-out recorded node i's answer.
-func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquireReply) sendFunc {
+func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquireReply) *request {
 	keys := []string{key, FenceKey(key), MarkerKey}
 	args := []string{
 		token,
@@ -88,18 +77,15 @@ func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquir
 		// again from one value and agree, with no second step.
 		strconv.FormatInt(time.Now().UnixMicro(), 10),
 	}
-	return func(ctx context.Context, conn Conn) (any, error) {
-		v, err := conn.EvalSHA(ctx, acquireScript.sha1, acquireScript.source, keys, args...)
-		if err != nil {
-			return nil, err
-		}
+	decode := func(node int, v any) (any, error) {
 		r, err := decodeAcquire(v)
 		if err != nil {
 			return nil, err
 		}
-		replies[c.nodeIndex(conn)] = r
+		replies[node] = r
 		return r.status, nil
 	}
+	return &request{script: acquireScript, keys: keys, args: args, decode: decode}
 }
 
 func decodeAcquire(v any) (acquireReply, error) {
@@ -129,18 +115,6 @@ func decodeUint(v any) (uint64, bool) {
 
 // isGranted reports the acquire script's grant.
 func isGranted(v any) bool { s, ok := v.(int64); return ok && s == acquireGranted }
-
-// nodeIndex returns the position of conn among the client's nodes. Names are
-// unique (New checks), and there are few nodes.
-func (c *Client) nodeIndex(conn Conn) int {
-	name := conn.Name()
-	for i, n := range c.conns {
-		if n.Name() == name {
-			return i
-		}
-	}
-	panic("redlock: reply from a node the client does not have: " + name)
-}
 
 // noteRecovering turns the refusals of recovering nodes into
 // OutcomeRecovering, with the time they have left.
@@ -182,13 +156,11 @@ func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint6
 	keys := []string{key, FenceKey(key)}
 	value := strconv.FormatUint(fence, 10)
 	counterTTL := c.wire.counterTTL
-	raise := func(ctx context.Context, conn Conn) (any, error) {
-		i := c.nodeIndex(conn)
-		if granted[i].Outcome == OutcomeOK && replies[i].fence == fence {
-			return int64(1), nil // granted, and already there
-		}
-		return conn.EvalSHA(ctx, raiseScript.sha1, raiseScript.source, keys, token, value, counterTTL)
-	}
+	raise := &request{script: raiseScript, keys: keys, args: []string{token, value, counterTTL},
+		local: func(node int) (any, bool) {
+			// Granted, and already there.
+			return int64(1), granted[node].Outcome == OutcomeOK && replies[node].fence == fence
+		}}
 	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), raise, isOne, c.decided)
 	for i := range results {
 		if granted[i].Outcome != OutcomeOK && results[i].Outcome != OutcomeOK {

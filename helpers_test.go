@@ -87,17 +87,21 @@ func loadScripts(t testing.TB, cluster *testcluster.Cluster) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts found: %v", err)
 	}
+	sources := []string{redlock.BatchScriptSource}
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		sources = append(sources, string(src))
+	}
+	for _, src := range sources {
 		for _, n := range cluster.Nodes() {
 			if !n.Running() {
 				continue
 			}
-			if _, err := n.Do(context.Background(), "SCRIPT", "LOAD", string(src)); err != nil {
-				t.Fatalf("load %s on node %d: %v", f, n.Index(), err)
+			if _, err := n.Do(context.Background(), "SCRIPT", "LOAD", src); err != nil {
+				t.Fatalf("load a script on node %d: %v", n.Index(), err)
 			}
 		}
 	}

@@ -2,17 +2,9 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
-)
-
-var (
-	//go:embed lua/inspect.lua
-	inspectSource string
-
-	inspectScript = newScript(inspectSource)
 )
 
 // NodeState is what one node holds for one lock, as Client.Inspect read it in
@@ -59,18 +51,14 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
-	read := func(ctx context.Context, conn Conn) (any, error) {
-		v, err := conn.EvalSHA(ctx, inspectScript.sha1, inspectScript.source, keys)
-		if err != nil {
-			return nil, err
-		}
+	read := &request{script: inspectScript, keys: keys, decode: func(node int, v any) (any, error) {
 		s, err := c.decodeInspect(v)
 		if err != nil {
 			return nil, err
 		}
-		decoded[c.nodeIndex(conn)] = s
+		decoded[node] = s
 		return nil, nil
-	}
+	}}
 	results, _ := c.fanout(ctx, c.opts.NodeTimeout, read, func(any) bool { return true }, func(int, int) bool { return false })
 	states := make([]NodeState, len(c.conns))
 	for i, r := range results {

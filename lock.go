@@ -139,16 +139,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 
-	keys := []string{l.key}
-	ms := c.wire.millis(ttl)
-	extend := func(ctx context.Context, conn Conn) (any, error) {
-		return conn.EvalSHA(ctx, extendScript.sha1, extendScript.source, keys, l.token, ms)
-	}
-	if l.lagging != nil {
-		extend = l.lagging.after(extend)
-	}
+	extend := &request{script: extendScript, keys: []string{l.key}, args: []string{l.token, c.wire.millis(ttl)}}
 	start := time.Now()
-	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), extend, isOne, c.decided)
+	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, isOne, c.decided)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 
@@ -209,13 +202,10 @@ func (l *Lock) Release(ctx context.Context) error {
 
 	ctx = context.WithoutCancel(ctx)
 	release := releaser(l.key, l.token, releaseChannel(l.key))
-	if l.lagging != nil {
-		release = l.lagging.after(release)
-	}
 	// Return once a quorum deleted the key; otherwise hear every node out (a
 	// node that is down fails fast), so that "not held" is not mistaken for
 	// "not answered".
-	results, ok := c.fanout(ctx, c.nodeTimeout(l.ttl), release, isOne,
+	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne,
 		func(ok, _ int) bool { return ok >= c.quorum })
 	answered := 0
 	for _, r := range results {
@@ -251,48 +241,64 @@ const lagWaitLimit = 10 * time.Second
 // possibly still on its way), and a channel closed once all such requests
 // have ended.
 type lagging struct {
-	conns   []Conn
+	nodes   []int
 	landed  <-chan struct{}
 	timeout time.Duration // for a request sent after the wait
 }
 
 // laggingNodes returns the nodes of results whose request may not have
 // ended, or nil.
-func laggingNodes(conns []Conn, results []NodeResult, landed <-chan struct{}, timeout time.Duration) *lagging {
+func laggingNodes(results []NodeResult, landed <-chan struct{}, timeout time.Duration) *lagging {
 	if landed == nil {
 		return nil
 	}
 	lag := &lagging{landed: landed, timeout: timeout}
 	for i, r := range results {
 		if r.Outcome == OutcomeNoAnswer || r.Outcome == OutcomeTimeout {
-			lag.conns = append(lag.conns, conns[i])
+			lag.nodes = append(lag.nodes, i)
 		}
 	}
 	return lag
 }
 
-// after makes send wait, on the lagging nodes, until their earlier request
-// has ended: over a connection pool a release or an extension could
-// otherwise reach such a node first; the late acquisition would then hold
-// the key there until it expires, or miss the extension. The request then
-// gets a node timeout of its own, since the fan-out it belongs to has
-// usually been decided by then.
-func (lag *lagging) after(send sendFunc) sendFunc {
-	return func(ctx context.Context, conn Conn) (any, error) {
-		if !slices.Contains(lag.conns, conn) {
-			return send(ctx, conn)
-		}
-		wait := time.NewTimer(lagWaitLimit)
-		defer wait.Stop()
-		select {
-		case <-lag.landed:
-		case <-wait.C:
-			return nil, fmt.Errorf("redlock: %s: an earlier request is still under way after %s", conn.Name(), lagWaitLimit)
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lag.timeout)
-		defer cancel()
-		return send(ctx, conn)
+// holds reports whether a request to node must wait for the node's earlier
+// request, which lags and has not ended yet; a nil lagging holds none.
+func (lag *lagging) holds(node int) bool {
+	if lag == nil || !slices.Contains(lag.nodes, node) {
+		return false
 	}
+	select {
+	case <-lag.landed:
+		return false
+	default:
+		return true
+	}
+}
+
+// wait submits cl to its lagging node once the node's earlier request has
+// ended: over a connection pool a release or an extension could otherwise
+// reach such a node first; the late acquisition would then hold the key
+// there until it expires, or miss the extension. The call then gets a node
+// timeout of its own, since the fan-out it belongs to has usually been
+// decided by then.
+func (lag *lagging) wait(cl *call, p *pipe) {
+	wait := time.NewTimer(lagWaitLimit)
+	defer wait.Stop()
+	select {
+	case <-lag.landed:
+	case <-wait.C:
+		p.deliver(cl, nil, fmt.Errorf("redlock: %s: an earlier request is still under way after %s", p.conn.Name(), lagWaitLimit))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(cl.ctx), lag.timeout)
+	cl.ctx = ctx
+	cl.deadline, _ = ctx.Deadline()
+	deliver := cl.answer
+	cl.answer = func(a answer) {
+		cancel()
+		deliver(a)
+	}
+	p.submit(cl)
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

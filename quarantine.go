@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
@@ -19,13 +18,6 @@ const MarkerKey = "redlock:marker"
 
 // recoveringRound is the precision of the time left in error messages.
 const recoveringRound = 100 * time.Millisecond
-
-var (
-	//go:embed lua/mark_ready.lua
-	markReadySource string
-
-	markReadyScript = newScript(markReadySource)
-)
 
 // checkQuarantineTTL rejects a TTL that the restart quarantine cannot cover:
 // a node that lost its data must sit out until every lock it might have
@@ -63,16 +55,12 @@ func (c *Client) checkLockTTL(ttl time.Duration) error {
 func (c *Client) MarkReady(ctx context.Context) error {
 	keys := []string{MarkerKey}
 	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
-	mark := func(ctx context.Context, conn Conn) (any, error) {
-		v, err := conn.EvalSHA(ctx, markReadyScript.sha1, markReadyScript.source, keys, delay)
-		if err != nil {
-			return nil, err
-		}
+	mark := &request{script: markReadyScript, keys: keys, args: []string{delay}, decode: func(_ int, v any) (any, error) {
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("redlock: unexpected reply to the mark-ready script: %v", v)
 		}
 		return v, nil
-	}
+	}}
 	answered := func(any) bool { return true }
 	results, ok := c.fanout(ctx, c.opts.NodeTimeout, mark, answered, func(int, int) bool { return false })
 	if ok == len(c.conns) {

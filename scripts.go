@@ -4,25 +4,63 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"strconv"
+	"strings"
 )
 
 // script is a Lua script with its SHA1, sent by EVALSHA.
 type script struct {
 	source string
 	sha1   string
+	// batchID names the script inside the batch script.
+	batchID string
 }
 
-func newScript(source string) script {
+func newScript(source string) *script {
 	sum := sha1.Sum([]byte(source))
-	return script{source: source, sha1: hex.EncodeToString(sum[:])}
+	return &script{source: source, sha1: hex.EncodeToString(sum[:])}
 }
 
 var (
+	//go:embed lua/acquire.lua
+	acquireSource string
 	//go:embed lua/release.lua
 	releaseSource string
 	//go:embed lua/extend.lua
 	extendSource string
+	//go:embed lua/raise.lua
+	raiseSource string
+	//go:embed lua/inspect.lua
+	inspectSource string
+	//go:embed lua/mark_ready.lua
+	markReadySource string
+	//go:embed lua/batch.lua
+	batchSource string
 
-	releaseScript = newScript(releaseSource)
-	extendScript  = newScript(extendSource)
+	acquireScript   = newScript(acquireSource)
+	releaseScript   = newScript(releaseSource)
+	extendScript    = newScript(extendSource)
+	raiseScript     = newScript(raiseSource)
+	inspectScript   = newScript(inspectSource)
+	markReadyScript = newScript(markReadySource)
+
+	// batchScript runs the requests of several calls to one node in one
+	// script call; see pipe.
+	batchScript = newBatchScript(acquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript)
 )
+
+// newBatchScript returns lua/batch.lua with each of scripts as a function
+// of its own KEYS and ARGV, and numbers them.
+func newBatchScript(scripts ...*script) *script {
+	var b strings.Builder
+	b.WriteString("local scripts = {\n")
+	for i, s := range scripts {
+		s.batchID = strconv.Itoa(i + 1)
+		b.WriteString("function(KEYS, ARGV)\n")
+		b.WriteString(s.source)
+		b.WriteString("\nend,\n")
+	}
+	b.WriteString("}\n")
+	b.WriteString(batchSource)
+	return newScript(b.String())
+}

@@ -1,0 +1,35 @@
+-- Runs the requests of several calls to one node in one script call. The
+-- scripts it can run are prepended as the table `scripts`, each a function of
+-- its own KEYS and ARGV.
+-- KEYS: each request's keys in turn. ARGV: for each request, the script's
+-- number in `scripts`, its number of keys, its number of arguments, then its
+-- arguments.
+-- Returns one reply per request, in order; a request that fails has its
+-- error as its reply and does not stop the others.
+if redis.replicate_commands then
+	redis.replicate_commands() -- Redis < 5: allow writes after TIME
+end
+local replies = {}
+local k, a = 1, 1
+while a <= #ARGV do
+	local run = scripts[tonumber(ARGV[a])]
+	local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+	local keys, args = {}, {}
+	for i = 1, nkeys do
+		keys[i] = KEYS[k + i - 1]
+	end
+	for i = 1, nargs do
+		args[i] = ARGV[a + 2 + i]
+	end
+	local ok, reply = pcall(run, keys, args)
+	if not ok then
+		if type(reply) ~= "table" or not reply.err then
+			reply = redis.error_reply(tostring(reply))
+		end
+	elseif reply == nil then
+		reply = false
+	end
+	replies[#replies + 1] = reply
+	k, a = k + nkeys, a + 3 + nargs
+end
+return replies

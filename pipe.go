@@ -1,0 +1,187 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Requests of concurrent calls to one node share script calls: while
+// maxInFlight script calls are under way to a node, its new requests queue,
+// and the next call carries up to maxBatch of them at once through the
+// batch script. One script call then costs the node and the client what
+// many would: a single round trip, a single script invocation, and as few
+// system calls. A lone request is sent at once and by itself, with its own
+// script, so an idle client waits for nothing.
+const (
+	maxInFlight = 2
+	maxBatch    = 128
+)
+
+// request is one script call that a fan-out makes of every node.
+type request struct {
+	script *script
+	keys   []string
+	args   []string
+	// decode, when set, turns node's reply into the value the fan-out
+	// classifies; it runs before the answer reaches the fan-out.
+	decode func(node int, v any) (any, error)
+	// local, when set, answers for node without asking it when ok.
+	local func(node int) (v any, ok bool)
+}
+
+// call is a request on its way to one node.
+type call struct {
+	req      *request
+	node     int
+	ctx      context.Context // a lone call is sent with it
+	deadline time.Time       // the fan-out stops waiting then
+	start    time.Time
+	// answer receives the reply; it must not block.
+	answer func(a answer)
+}
+
+// pipe queues the calls to one node and sends them in batches.
+type pipe struct {
+	conn Conn
+	node int
+
+	mu       sync.Mutex
+	inFlight int
+	queue    []*call
+}
+
+// submit sends cl at once when the node has room, and queues it otherwise.
+func (p *pipe) submit(cl *call) {
+	p.mu.Lock()
+	if p.inFlight < maxInFlight {
+		p.inFlight++
+		p.mu.Unlock()
+		go p.run([]*call{cl})
+		return
+	}
+	p.queue = append(p.queue, cl)
+	p.mu.Unlock()
+}
+
+// tryInline reserves room for a call that the caller then sends itself, and
+// must follow with done.
+func (p *pipe) tryInline() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inFlight < maxInFlight {
+		p.inFlight++
+		return true
+	}
+	return false
+}
+
+// done gives back the room of a call sent inline; queued calls then leave
+// from a goroutine of their own.
+func (p *pipe) done() {
+	if next := p.next(); next != nil {
+		go p.run(next)
+	}
+}
+
+// run sends batch and then whatever queued meanwhile, until the queue is
+// empty.
+func (p *pipe) run(batch []*call) {
+	for batch != nil {
+		p.send(batch)
+		batch = p.next()
+	}
+}
+
+// next takes the next batch off the queue, or gives back the room of the
+// caller's batch and returns nil when the queue is empty.
+func (p *pipe) next() []*call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) == 0 {
+		p.inFlight--
+		return nil
+	}
+	n := min(len(p.queue), maxBatch)
+	batch := make([]*call, n)
+	copy(batch, p.queue)
+	rest := copy(p.queue, p.queue[n:])
+	clear(p.queue[rest:])
+	p.queue = p.queue[:rest]
+	return batch
+}
+
+// send sends the calls of batch that are still awaited, by themselves or
+// together, and delivers every answer.
+func (p *pipe) send(batch []*call) {
+	now := time.Now()
+	live := batch[:0]
+	for _, cl := range batch {
+		if err := cl.ctx.Err(); err != nil || !now.Before(cl.deadline) {
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			// Nobody waits for it any more: skip it rather than ask.
+			p.deliver(cl, nil, fmt.Errorf("%w: not sent, waited in the queue past the node timeout", err))
+			continue
+		}
+		live = append(live, cl)
+	}
+	switch len(live) {
+	case 0:
+	case 1:
+		cl := live[0]
+		v, err := p.conn.EvalSHA(cl.ctx, cl.req.script.sha1, cl.req.script.source, cl.req.keys, cl.req.args...)
+		p.deliver(cl, v, err)
+	default:
+		p.sendBatch(live)
+	}
+}
+
+// sendBatch runs the calls of batch in one batch script call.
+func (p *pipe) sendBatch(batch []*call) {
+	var deadline time.Time
+	nKeys, nArgs := 0, 0
+	for _, cl := range batch {
+		if cl.deadline.After(deadline) {
+			deadline = cl.deadline
+		}
+		nKeys += len(cl.req.keys)
+		nArgs += 3 + len(cl.req.args)
+	}
+	keys := make([]string, 0, nKeys)
+	args := make([]string, 0, nArgs)
+	for _, cl := range batch {
+		keys = append(keys, cl.req.keys...)
+		args = append(args, cl.req.script.batchID, strconv.Itoa(len(cl.req.keys)), strconv.Itoa(len(cl.req.args)))
+		args = append(args, cl.req.args...)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	v, err := p.conn.EvalSHA(ctx, batchScript.sha1, batchScript.source, keys, args...)
+	cancel()
+	replies, ok := v.([]any)
+	if err == nil && (!ok || len(replies) != len(batch)) {
+		err = fmt.Errorf("redlock: unexpected reply to the batch script: %d replies for %d requests", len(replies), len(batch))
+	}
+	for i, cl := range batch {
+		if err != nil {
+			p.deliver(cl, nil, err)
+			continue
+		}
+		if e, isErr := replies[i].(error); isErr {
+			p.deliver(cl, nil, e)
+			continue
+		}
+		p.deliver(cl, replies[i], nil)
+	}
+}
+
+// deliver decodes a reply and hands it to its call.
+func (p *pipe) deliver(cl *call, v any, err error) {
+	if err == nil && cl.req.decode != nil {
+		v, err = cl.req.decode(cl.node, v)
+	}
+	cl.answer(answer{node: cl.node, val: v, err: err, took: time.Since(cl.start)})
+}

@@ -1,0 +1,303 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredisv9 "github.com/redis/go-redis/v9"
+	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/rueidis"
+)
+
+// pipeAdapters build a Conn to one address with each client library.
+var pipeAdapters = []struct {
+	name string
+	conn func(t *testing.T, addr string) Conn
+}{
+	{"goredis", func(t *testing.T, addr string) Conn {
+		o, err := ParseURL("redis://" + addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return goredis.NewOwned(goredisv9.NewClient(o))
+	}},
+	{"rueidis", func(t *testing.T, addr string) Conn {
+		c, err := rueidisclient.NewClient(rueidisclient.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rueidis.NewOwned(c)
+	}},
+}
+
+// pipeClient returns a Client over the nodes of cluster with the named
+// adapter, its nodes marked ready.
+func pipeClient(t *testing.T, cluster *testcluster.Cluster, conn func(*testing.T, string) Conn) *Client {
+	t.Helper()
+	var conns []Conn
+	for _, addr := range cluster.Addrs() {
+		conns = append(conns, conn(t, addr))
+	}
+	c, err := New(conns, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.MarkReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// collect returns a call of req to node 0 and the channel its answer goes to.
+func collect(req *request, deadline time.Time) (*call, chan answer) {
+	ch := make(chan answer, 1)
+	cl := &call{req: req, ctx: context.Background(), deadline: deadline, start: time.Now(), answer: func(a answer) { ch <- a }}
+	return cl, ch
+}
+
+// await returns the answer on ch, failing the test after five seconds.
+func await(t *testing.T, ch <-chan answer) answer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer within 5 s")
+		return answer{}
+	}
+}
+
+func must(t *testing.T, n *testcluster.Node, args ...string) string {
+	t.Helper()
+	v, err := n.Do(context.Background(), args...)
+	if err != nil && !errors.Is(err, testcluster.ErrNil) {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return v
+}
+
+// A batch gives every request the reply it would get alone, the error of
+// one request included, and goes by EVAL when the node lost its scripts.
+func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
+	for _, a := range pipeAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+			node := cluster.Node(0)
+			c := pipeClient(t, cluster, a.conn)
+			must(t, node, "SET", "held", "someone-else", "PX", "60000")
+			must(t, node, "SET", "mine", "tok-mine", "PX", "60000")
+			must(t, node, "SET", "ext", "tok-ext", "PX", "1000")
+			must(t, node, "RPUSH", FenceKey("broken"), "not a counter")
+			must(t, node, "SCRIPT", "FLUSH")
+
+			replies := make([][]acquireReply, 3)
+			for i := range replies {
+				replies[i] = make([]acquireReply, 1)
+			}
+			reqs := []*request{
+				c.acquirer("free", "tok-free", 10*time.Second, replies[0]),
+				c.acquirer("held", "tok-held", 10*time.Second, replies[1]),
+				releaser("mine", "tok-mine", ""),
+				{script: extendScript, keys: []string{"ext"}, args: []string{"tok-ext", "60000"}},
+				c.acquirer("broken", "tok-broken", 10*time.Second, replies[2]),
+				releaser("held", "wrong-token", ""),
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			var batch []*call
+			var answers []chan answer
+			for _, r := range reqs {
+				cl, ch := collect(r, deadline)
+				batch = append(batch, cl)
+				answers = append(answers, ch)
+			}
+			c.pipes[0].send(batch)
+
+			got := make([]answer, len(answers))
+			for i, ch := range answers {
+				got[i] = await(t, ch)
+			}
+			want := []any{int64(acquireGranted), int64(acquireHeld), int64(1), int64(1), nil, int64(0)}
+			for i, w := range want {
+				if i == 4 {
+					continue
+				}
+				if got[i].err != nil || got[i].val != w {
+					t.Errorf("request %d: got (%v, %v), want %v", i, got[i].val, got[i].err, w)
+				}
+			}
+			if got[4].err == nil || !strings.Contains(got[4].err.Error(), "WRONGTYPE") {
+				t.Errorf("acquire over a broken counter: got (%v, %v), want a WRONGTYPE error", got[4].val, got[4].err)
+			}
+			if replies[0][0].fence == 0 {
+				t.Error("granted acquisition without a fencing token")
+			}
+			if v := must(t, node, "GET", "free"); v != "tok-free" {
+				t.Errorf("free = %q after its acquisition", v)
+			}
+			if v := must(t, node, "GET", "mine"); v != "" {
+				t.Errorf("mine = %q after its release", v)
+			}
+			if v := must(t, node, "GET", "held"); v != "someone-else" {
+				t.Errorf("held = %q; the other holder's lock must stay", v)
+			}
+			if ms, _ := strconv.Atoi(must(t, node, "PTTL", "ext")); ms < 10000 {
+				t.Errorf("ext expires in %d ms after its extension to 60 s", ms)
+			}
+			if v := must(t, node, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
+				t.Errorf("SCRIPT EXISTS batch script = %q: the requests did not go as one batch", v)
+			}
+		})
+	}
+}
+
+// A call whose fan-out stopped waiting before its turn came is not sent.
+func TestPipe_skipsCallsPastTheirDeadline(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c := pipeClient(t, cluster, pipeAdapters[0].conn)
+	late, lateAnswer := collect(c.acquirer("late", "tok-late", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(-time.Millisecond))
+	live, liveAnswer := collect(c.acquirer("live", "tok-live", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(5*time.Second))
+	c.pipes[0].send([]*call{late, live})
+	if a := await(t, lateAnswer); !errors.Is(a.err, context.DeadlineExceeded) {
+		t.Errorf("late call: got (%v, %v), want context.DeadlineExceeded", a.val, a.err)
+	}
+	if a := await(t, liveAnswer); a.err != nil || a.val != int64(acquireGranted) {
+		t.Errorf("live call: got (%v, %v), want granted", a.val, a.err)
+	}
+	node := cluster.Node(0)
+	if v := must(t, node, "GET", "late"); v != "" {
+		t.Errorf("late = %q: a call past its deadline was sent", v)
+	}
+	if v := must(t, node, "GET", "live"); v != "tok-live" {
+		t.Errorf("live = %q", v)
+	}
+}
+
+// While the node has no room, calls queue; the next batch carries them all.
+func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	node := cluster.Node(0)
+	c := pipeClient(t, cluster, pipeAdapters[0].conn)
+	must(t, node, "SCRIPT", "FLUSH")
+	p := c.pipes[0]
+	for range maxInFlight {
+		if !p.tryInline() {
+			t.Fatal("an idle pipe has no room")
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var answers []chan answer
+	for i := range 3 {
+		cl, ch := collect(c.acquirer(fmt.Sprint("queued-", i), "tok", 10*time.Second, make([]acquireReply, 1)), deadline)
+		p.submit(cl)
+		answers = append(answers, ch)
+	}
+	select {
+	case a := <-answers[0]:
+		t.Fatalf("a call was sent while the node had no room: %+v", a)
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.done() // one batch ends: the queue leaves in the next
+	for i, ch := range answers {
+		if a := await(t, ch); a.err != nil || a.val != int64(acquireGranted) {
+			t.Errorf("queued call %d: got (%v, %v), want granted", i, a.val, a.err)
+		}
+	}
+	if v := must(t, node, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
+		t.Errorf("SCRIPT EXISTS batch script = %q: the queued calls did not leave as one batch", v)
+	}
+	p.done()
+	// The goroutine that sent the batch gives its room back after the
+	// answers.
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		inFlight, queued := p.inFlight, len(p.queue)
+		p.mu.Unlock()
+		if inFlight == 0 && queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pipe not idle afterwards: %d in flight, %d queued", inFlight, queued)
+		}
+	}
+}
+
+// Many goroutines contending for a few keys never hold one key at once, see
+// its fencing tokens grow, and leave nothing behind, while their requests
+// share batches.
+func TestPipe_contendedKeysStayExclusive(t *testing.T) {
+	for _, a := range pipeAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+			c := pipeClient(t, cluster, a.conn)
+			const keys = 4
+			var holders [keys]atomic.Int32
+			var lastFence [keys]uint64 // written only by the key's holder
+			var grants atomic.Int64
+			stop := time.Now().Add(1500 * time.Millisecond)
+			var wg sync.WaitGroup
+			for range 48 {
+				wg.Go(func() {
+					for time.Now().Before(stop) {
+						k := rand.IntN(keys)
+						lock, err := c.TryAcquire(context.Background(), fmt.Sprint("contended-", k))
+						if err != nil {
+							if !errors.Is(err, ErrNotAcquired) {
+								t.Error(err)
+								return
+							}
+							continue
+						}
+						if holders[k].Add(1) != 1 {
+							t.Errorf("key %d held twice at once", k)
+						}
+						if lock.Fence() <= lastFence[k] {
+							t.Errorf("key %d: fence %d after %d", k, lock.Fence(), lastFence[k])
+						}
+						lastFence[k] = lock.Fence()
+						grants.Add(1)
+						holders[k].Add(-1)
+						if err := lock.Release(context.Background()); err != nil {
+							t.Errorf("release key %d: %v", k, err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if grants.Load() < 10 {
+				t.Fatalf("only %d grants in 1.5 s", grants.Load())
+			}
+			batched := 0
+			for _, n := range cluster.Nodes() {
+				if must(t, n, "SCRIPT", "EXISTS", batchScript.sha1) == "1" {
+					batched++
+				}
+				for k := range keys {
+					deadline := time.Now().Add(time.Second)
+					for must(t, n, "GET", fmt.Sprint("contended-", k)) != "" {
+						if time.Now().After(deadline) {
+							t.Errorf("node %d still holds key %d after every release", n.Index(), k)
+							break
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+			}
+			if batched == 0 {
+				t.Error("48 goroutines never shared a script call")
+			}
+			t.Logf("%d grants", grants.Load())
+		})
+	}
+}
