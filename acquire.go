@@ -48,12 +48,26 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	}
 	// One goroutine of this client at a time tries for key; the others queue
 	// behind it in order (see turns).
-	turn := c.turns.take(ctx, key)
+	offer, handed := c.newHandoff(ctx, key, ttl, cfg.autoRenew)
+	turn := c.turns.take(ctx, key, offer)
 	if !turn.taken {
 		return nil, c.notAsked(key, ctx)
 	}
-	acquired := false
-	defer func() { c.turns.giveBack(key, acquired) }()
+	var acquired *Lock
+	defer func() {
+		if offer != nil && acquired == nil && !offer.withdraw() {
+			// A release took the attempt with it as this call gave up: see
+			// the attempt through, and undo it if it won.
+			<-offer.sent
+			if lock, err := handed(); err == nil {
+				lock.Release(context.WithoutCancel(ctx))
+			}
+		}
+		freed := c.turns.giveBack(key, acquired != nil)
+		if acquired != nil {
+			acquired.freed = freed
+		}
+	}()
 	// A waiter listens for release announcements from before its attempt,
 	// so that a release between a failed attempt and the wait is not missed.
 	// An uncontended call does not listen until its first attempt failed.
@@ -64,27 +78,53 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		defer stop()
 	}
 	// When the turn comes from a goroutine of this client that has just
-	// acquired the lock, it is held: wait for its release before trying.
+	// acquired the lock, it is held: wait for its release before trying,
+	// and offer the attempt to go out with that release (see handoff).
 	wait := turn.heldHere
+	if !turn.heldHere {
+		if offer.withdraw() {
+			offer = nil // not taken, and now never will be
+		} else {
+			// The lock was released while the turn came, and the release
+			// took the attempt with it.
+			wait = true
+		}
+	}
 	var lastErr error
 	for attempt := 1; ; attempt++ {
+		var lock *Lock
+		var err error
+		tried := false
 		if wait {
 			delay, again := cfg.retry.NextDelay(attempt)
 			if !again {
+				if lastErr == nil {
+					return nil, c.notAsked(key, ctx)
+				}
 				return nil, lastErr
 			}
 			freed := turn.freed
 			turn.freed = nil // a closed channel: use it once
-			if !c.waitForRelease(ctx, wake, freed, delay) {
+			h := offer
+			offer = nil // offered for the first wait only
+			woke := c.waitForRelease(ctx, wake, freed, h.sentOrNil(), delay)
+			if h != nil && !h.withdraw() {
+				// The release took the attempt with it.
+				<-h.sent
+				lock, err = handed()
+				tried = true
+			} else if !woke {
 				if lastErr == nil {
 					return nil, c.notAsked(key, ctx)
 				}
 				return nil, withCause(lastErr, ctx)
 			}
 		}
-		lock, err := c.attempt(ctx, key, ttl, cfg.autoRenew)
+		if !tried {
+			lock, err = c.attempt(ctx, key, ttl, cfg.autoRenew)
+		}
 		if err == nil {
-			acquired = true
+			acquired = lock
 			return lock, nil
 		}
 		if ctx.Err() != nil {
@@ -99,10 +139,55 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	}
 }
 
+// newHandoff returns an attempt on key to offer to this client's release
+// of it (see turns.take), and the function that completes the attempt once
+// a release took the offer and sent it.
+func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*handoff, func() (*Lock, error)) {
+	var a *attempt
+	var f *flight
+	h := &handoff{sent: make(chan struct{})}
+	h.launch = func() []*call {
+		a = c.newAttempt(key, ttl)
+		f = c.newFlight(ctx, c.nodeTimeout(ttl))
+		return f.calls(a.req)
+	}
+	return h, func() (*Lock, error) {
+		results, ok, landed := f.collect(isGranted, c.decided)
+		return c.conclude(ctx, a, results, ok, landed, autoRenew)
+	}
+}
+
+// sentOrNil returns h.sent, or nil for no offer.
+func (h *handoff) sentOrNil() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	return h.sent
+}
+
 // notAsked is the error of an Acquire whose context ended before it asked
 // the nodes: it was queued behind another goroutine of this client.
 func (c *Client) notAsked(key string, ctx context.Context) error {
 	return &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctx.Err()}
+}
+
+// attempt is one acquisition attempt: its token, its request and the
+// nodes' replies.
+type attempt struct {
+	key     string
+	token   string
+	ttl     time.Duration
+	start   time.Time // carries the monotonic clock reading
+	req     *request
+	replies []acquireReply
+}
+
+// newAttempt prepares an attempt on key, its clock started.
+func (c *Client) newAttempt(key string, ttl time.Duration) *attempt {
+	a := &attempt{key: key, token: newToken(), ttl: ttl, replies: make([]acquireReply, len(c.conns))}
+	a.req = c.acquirer(key, a.token, ttl, a.replies)
+	a.start = time.Now()
+	return a
 }
 
 // attempt runs steps 1–5 of the Redlock algorithm once. Each node runs the
@@ -110,23 +195,27 @@ func (c *Client) notAsked(key string, ctx context.Context) error {
 // key's fencing counter; when the granting nodes' counters disagree, a second
 // step raises the ones behind before the lock is handed out.
 func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
-	token := newToken()
-	replies := make([]acquireReply, len(c.conns))
-	acquire := c.acquirer(key, token, ttl, replies)
-	start := time.Now() // carries the monotonic clock reading
+	a := c.newAttempt(key, ttl)
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (see lagging), so that a release cannot overtake
 	// them.
-	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), acquire, nil, isGranted, c.decided)
+	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, nil, isGranted, c.decided)
+	return c.conclude(ctx, a, results, ok, landed, autoRenew)
+}
+
+// conclude turns the nodes' answers to an attempt into a Lock, or cleans up
+// after a failed one.
+func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult, ok int, landed <-chan struct{}, autoRenew bool) (*Lock, error) {
+	key, token, ttl := a.key, a.token, a.ttl
 	lag := laggingNodes(results, landed, c.nodeTimeout(ttl))
-	noteRecovering(results, replies)
-	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
+	noteRecovering(results, a.replies)
+	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 	if ok >= c.quorum && validity > 0 {
-		fence, behind := fenceOf(results, replies)
+		fence, behind := fenceOf(results, a.replies)
 		if behind > 0 {
-			results, ok = c.raiseFences(ctx, key, token, fence, ttl, results, replies)
+			results, ok = c.raiseFences(ctx, key, token, fence, ttl, results, a.replies)
 			validity = time.Until(until)
 		}
 		if ok >= c.quorum && validity > 0 {

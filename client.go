@@ -134,51 +134,99 @@ func (c *Client) fanout(ctx context.Context, timeout time.Duration, req *request
 // node answered. On the nodes of lag, req waits for their earlier request
 // to end (see lagging).
 func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *request, lag *lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, landed <-chan struct{}) {
-	results = make([]NodeResult, len(c.conns))
-	for i, conn := range c.conns {
-		results[i].Node = conn.Name()
-	}
-	start := time.Now()
-	nodeCtx, cancel := context.WithTimeout(ctx, timeout)
-	deadline, _ := nodeCtx.Deadline()
 	if len(c.conns) == 1 && !lag.holds(0) && c.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.
+		start := time.Now()
+		nodeCtx, cancel := context.WithTimeout(ctx, timeout)
 		val, err := c.ask(nodeCtx, req, 0)
 		c.pipes[0].done()
 		cancel()
-		results[0] = classify(results[0].Node, val, err, time.Since(start), isOK)
+		results = []NodeResult{classify(c.conns[0].Name(), val, err, time.Since(start), isOK)}
 		if results[0].Outcome == OutcomeOK {
 			ok = 1
 		}
 		return results, ok, nil
 	}
-	// The last node to answer cancels nodeCtx; the caller may return before.
-	pending := atomic.Int32{}
-	pending.Store(int32(len(c.conns)))
-	done := make(chan struct{})
-	answers := make(chan answer, len(c.conns))
-	deliver := func(a answer) {
-		answers <- a
-		c.inflight.Done()
-		if pending.Add(-1) == 0 {
-			cancel()
-			close(done)
-		}
-	}
+	f := c.newFlight(ctx, timeout)
+	f.submit(f.calls(req), lag)
+	return f.collect(isOK, enough)
+}
+
+// flight is one fan-out under way: a request to every node, sharing one
+// start and one per-node deadline, and the answers coming back.
+type flight struct {
+	client   *Client
+	ctx      context.Context // ends at the per-node deadline
+	cancel   context.CancelFunc
+	timeout  time.Duration
+	start    time.Time
+	deadline time.Time
+	answers  chan answer
+	pending  atomic.Int32 // nodes still to answer
+	done     chan struct{}
+}
+
+// newFlight starts the clock of a fan-out; each of its calls must be
+// answered, or submitted to be.
+func (c *Client) newFlight(ctx context.Context, timeout time.Duration) *flight {
+	f := &flight{client: c, timeout: timeout, start: time.Now(), answers: make(chan answer, len(c.conns)), done: make(chan struct{})}
+	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
+	f.deadline, _ = f.ctx.Deadline()
+	f.pending.Store(int32(len(c.conns)))
 	c.inflight.Add(len(c.conns))
-	for i := range c.conns {
+	return f
+}
+
+// deliver records one node's answer. The last one ends the flight: the
+// caller may have returned before.
+func (f *flight) deliver(a answer) {
+	f.answers <- a
+	f.client.inflight.Done()
+	if f.pending.Add(-1) == 0 {
+		f.cancel()
+		close(f.done)
+	}
+}
+
+// calls returns req's call to each node, nil for the nodes req answers
+// itself (see request.local), whose answers are delivered at once.
+func (f *flight) calls(req *request) []*call {
+	calls := make([]*call, len(f.client.conns))
+	for i := range calls {
 		if req.local != nil {
 			if v, ok := req.local(i); ok {
-				deliver(answer{node: i, val: v})
+				f.deliver(answer{node: i, val: v})
 				continue
 			}
 		}
-		cl := &call{req: req, node: i, ctx: nodeCtx, deadline: deadline, start: start, answer: deliver}
-		if lag.holds(i) {
-			go lag.wait(cl, c.pipes[i])
-			continue
+		calls[i] = &call{req: req, node: i, ctx: f.ctx, deadline: f.deadline, start: f.start, answer: f.deliver}
+	}
+	return calls
+}
+
+// submit hands each call to its node's pipe; on the nodes of lag, once
+// their earlier request has ended.
+func (f *flight) submit(calls []*call, lag *lagging) {
+	for i, cl := range calls {
+		switch {
+		case cl == nil:
+		case lag.holds(i):
+			go lag.wait(f.client.pipes[i], cl)
+		default:
+			f.client.pipes[i].submit(cl)
 		}
-		c.pipes[i].submit(cl)
+	}
+}
+
+// collect gathers the answers until enough(ok, others) is true, every node
+// answered, or the per-node deadline passed. A reply classifies as
+// OutcomeOK when isOK says so. landed is nil when every node answered, and
+// otherwise closed once the others have.
+func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, landed <-chan struct{}) {
+	c := f.client
+	results = make([]NodeResult, len(c.conns))
+	for i, conn := range c.conns {
+		results[i].Node = conn.Name()
 	}
 	others := 0
 	record := func(a answer) {
@@ -192,30 +240,30 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *
 	}
 	for ok+others < len(c.conns) && !enough(ok, others) {
 		select {
-		case a := <-answers:
+		case a := <-f.answers:
 			record(a)
-		case <-nodeCtx.Done():
+		case <-f.ctx.Done():
 			// Take what already arrived, then mark the silent nodes.
 			for drained := false; !drained; {
 				select {
-				case a := <-answers:
+				case a := <-f.answers:
 					record(a)
 				default:
 					drained = true
 				}
 			}
-			if ok+others < len(c.conns) && errors.Is(nodeCtx.Err(), context.DeadlineExceeded) {
+			if ok+others < len(c.conns) && errors.Is(f.ctx.Err(), context.DeadlineExceeded) {
 				for i := range results {
 					if results[i].Outcome == OutcomeNoAnswer {
-						results[i].Outcome, results[i].Err, results[i].Latency = OutcomeTimeout, context.DeadlineExceeded, timeout
+						results[i].Outcome, results[i].Err, results[i].Latency = OutcomeTimeout, context.DeadlineExceeded, f.timeout
 					}
 				}
 			}
-			return results, ok, done
+			return results, ok, f.done
 		}
 	}
 	if ok+others < len(c.conns) {
-		return results, ok, done
+		return results, ok, f.done
 	}
 	return results, ok, nil
 }

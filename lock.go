@@ -24,6 +24,11 @@ type Lock struct {
 	// Nodes whose acquire request was still under way when the lock was
 	// handed out; set once before that, nil when none lagged.
 	lagging *lagging
+	// freed is closed when the lock is released, for the goroutine of this
+	// client whose turn to try for the key started while the lock was
+	// held (see turns); set once before the lock is handed out, nil for
+	// TryAcquire.
+	freed chan struct{}
 
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
@@ -205,8 +210,31 @@ func (l *Lock) Release(ctx context.Context) error {
 	// Return once a quorum deleted the key; otherwise hear every node out (a
 	// node that is down fails fast), so that "not held" is not mistaken for
 	// "not answered".
-	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne,
-		func(ok, _ int) bool { return ok >= c.quorum })
+	enough := func(ok, _ int) bool { return ok >= c.quorum }
+	var results []NodeResult
+	var ok int
+	if h := l.takeHandoff(); h != nil {
+		// A goroutine of this client waits for the lock: its attempt
+		// follows the release on each node, in the same script call.
+		f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
+		releases := f.calls(release)
+		attempts := h.launch()
+		for i, rel := range releases {
+			group := []*call{rel}
+			if attempts[i] != nil {
+				group = append(group, attempts[i])
+			}
+			if l.lagging.holds(i) {
+				go l.lagging.wait(c.pipes[i], group...)
+			} else {
+				c.pipes[i].submit(group...)
+			}
+		}
+		close(h.sent)
+		results, ok, _ = f.collect(isOne, enough)
+	} else {
+		results, ok, _ = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
+	}
 	answered := 0
 	for _, r := range results {
 		if r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld {
@@ -222,12 +250,16 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.released = true
 	l.endLocked(ErrReleased)
 	l.mu.Unlock()
-	c.turns.released(l.key)
+	c.turns.released(l.key, l.freed)
 	if ok == 0 {
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
 	}
 	return nil
 }
+
+// takeHandoff returns the attempt of a goroutine of this client waiting for
+// the lock, offered to go out with its release; nil when none is.
+func (l *Lock) takeHandoff() *handoff { return l.client.turns.takeHandoff(l.key) }
 
 // lagWaitLimit bounds how long a request to a lagging node waits for the
 // node's earlier request to end. Requests end by themselves, at the latest
@@ -275,30 +307,33 @@ func (lag *lagging) holds(node int) bool {
 	}
 }
 
-// wait submits cl to its lagging node once the node's earlier request has
-// ended: over a connection pool a release or an extension could otherwise
-// reach such a node first; the late acquisition would then hold the key
-// there until it expires, or miss the extension. The call then gets a node
-// timeout of its own, since the fan-out it belongs to has usually been
-// decided by then.
-func (lag *lagging) wait(cl *call, p *pipe) {
+// wait submits calls to their lagging node once the node's earlier request
+// has ended: over a connection pool a release or an extension could
+// otherwise reach such a node first; the late acquisition would then hold
+// the key there until it expires, or miss the extension. The first call
+// then gets a node timeout of its own, since the fan-out it belongs to has
+// usually been decided by then; the others keep theirs.
+func (lag *lagging) wait(p *pipe, calls ...*call) {
 	wait := time.NewTimer(lagWaitLimit)
 	defer wait.Stop()
 	select {
 	case <-lag.landed:
 	case <-wait.C:
-		p.deliver(cl, nil, fmt.Errorf("redlock: %s: an earlier request is still under way after %s", p.conn.Name(), lagWaitLimit))
+		for _, cl := range calls {
+			p.deliver(cl, nil, fmt.Errorf("redlock: %s: an earlier request is still under way after %s", p.conn.Name(), lagWaitLimit))
+		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(cl.ctx), lag.timeout)
-	cl.ctx = ctx
-	cl.deadline, _ = ctx.Deadline()
-	deliver := cl.answer
-	cl.answer = func(a answer) {
+	first := calls[0]
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(first.ctx), lag.timeout)
+	first.ctx = ctx
+	first.deadline, _ = ctx.Deadline()
+	deliver := first.answer
+	first.answer = func(a answer) {
 		cancel()
 		deliver(a)
 	}
-	p.submit(cl)
+	p.submit(calls...)
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

@@ -232,14 +232,17 @@ func (w *waker) close() {
 // waitForRelease waits up to delay for key to be released, or for ctx to
 // end, and reports whether ctx is still live. A waiter that registered with
 // the waker before its last attempt wakes on any release announced since;
-// freed, when not nil, is closed by a release of this client.
-func (c *Client) waitForRelease(ctx context.Context, wake chan struct{}, freed <-chan struct{}, delay time.Duration) bool {
+// freed, when not nil, is closed by a release of this client, and sent when
+// such a release took the waiter's attempt with it (see handoff).
+func (c *Client) waitForRelease(ctx context.Context, wake chan struct{}, freed, sent <-chan struct{}, delay time.Duration) bool {
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	select {
 	case <-wake: // nil without a waker: never ready
 		return true
 	case <-freed:
+		return true
+	case <-sent:
 		return true
 	case <-t.C:
 		return true

@@ -41,6 +41,9 @@ type call struct {
 	start    time.Time
 	// answer receives the reply; it must not block.
 	answer func(a answer)
+	// joined: the call must leave in the same batch as the one queued
+	// before it.
+	joined bool
 }
 
 // pipe queues the calls to one node and sends them in batches.
@@ -53,16 +56,21 @@ type pipe struct {
 	queue    []*call
 }
 
-// submit sends cl at once when the node has room, and queues it otherwise.
-func (p *pipe) submit(cl *call) {
+// submit sends calls at once when the node has room, and queues them
+// otherwise. Calls submitted together stay together: they leave in one
+// batch, in order.
+func (p *pipe) submit(calls ...*call) {
 	p.mu.Lock()
 	if p.inFlight < maxInFlight {
 		p.inFlight++
 		p.mu.Unlock()
-		go p.run([]*call{cl})
+		go p.run(calls)
 		return
 	}
-	p.queue = append(p.queue, cl)
+	for i, cl := range calls {
+		cl.joined = i > 0
+	}
+	p.queue = append(p.queue, calls...)
 	p.mu.Unlock()
 }
 
@@ -105,6 +113,9 @@ func (p *pipe) next() []*call {
 		return nil
 	}
 	n := min(len(p.queue), maxBatch)
+	for n < len(p.queue) && p.queue[n].joined {
+		n++
+	}
 	batch := make([]*call, n)
 	copy(batch, p.queue)
 	rest := copy(p.queue, p.queue[n:])

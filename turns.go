@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 )
 
 // turnShards spreads the per-key queues over independent mutexes so that
@@ -25,13 +26,30 @@ type turnShard struct {
 	queues map[string]*turnQueue
 }
 
-// turnQueue is the queue for one key: a turn is taken while it exists, and
-// waiting goroutines are handed the turn in order.
+// turnQueue is the state of one key: whether a goroutine has the turn, the
+// goroutines waiting for it, in order, and whether this client holds the
+// lock. It exists while any of the three is so.
 type turnQueue struct {
-	waiting []chan struct{}
-	// heldHere: the last turn ended with the lock acquired, so the next one
-	// starts with the lock held by this client, and freed is closed when
-	// this client releases it.
+	busy    bool // a goroutine has the turn
+	waiting []*waiter
+	// heldHere: this client holds the lock, acquired in an earlier turn,
+	// and freed is closed when it releases it.
+	heldHere bool
+	freed    chan struct{}
+	// handoff is the attempt of the goroutine whose turn it is, offered to
+	// go out with this client's release of the lock; nil when none is.
+	handoff *handoff
+}
+
+// waiter is a goroutine queued for a turn.
+type waiter struct {
+	handed chan struct{} // closed when the turn is the waiter's
+	// offer is the waiter's attempt, to go out with this client's release
+	// of the lock if its turn starts with the lock held here; may be nil.
+	offer *handoff
+	// The state of the lock when the turn was handed over, set before
+	// handed is closed: a release may follow at once, and take then still
+	// reports that the offer was parked.
 	heldHere bool
 	freed    chan struct{}
 }
@@ -40,7 +58,7 @@ type turnQueue struct {
 type turn struct {
 	taken    bool // the caller has the turn and must give it back
 	queued   bool // the caller waited behind another goroutine
-	heldHere bool // the goroutine before it acquired the lock
+	heldHere bool // this client holds the lock, acquired in an earlier turn
 	// freed is closed when the lock held here is released; nil unless
 	// heldHere.
 	freed <-chan struct{}
@@ -59,72 +77,149 @@ func (t *turns) shard(key string) *turnShard {
 }
 
 // take waits for the turn on key, or for ctx to end. The caller must call
-// giveBack when the result says the turn was taken.
-func (t *turns) take(ctx context.Context, key string) turn {
+// giveBack when the result says the turn was taken. offer, when not nil, is
+// the caller's attempt, which a release of this client may take with it
+// once the caller's turn started with the lock held here; see handoff.
+func (t *turns) take(ctx context.Context, key string, offer *handoff) turn {
 	s := t.shard(key)
 	s.mu.Lock()
-	q, busy := s.queues[key]
-	if !busy {
-		s.queues[key] = &turnQueue{}
+	q, ok := s.queues[key]
+	if !ok {
+		s.queues[key] = &turnQueue{busy: true}
 		s.mu.Unlock()
 		return turn{taken: true}
 	}
-	handed := make(chan struct{})
-	q.waiting = append(q.waiting, handed)
+	if !q.busy {
+		// Nobody else waits, but this client holds the lock.
+		q.busy = true
+		if offer != nil {
+			q.handoff = offer
+		}
+		s.mu.Unlock()
+		return turn{taken: true, heldHere: q.heldHere, freed: q.freed}
+	}
+	w := &waiter{handed: make(chan struct{}), offer: offer}
+	q.waiting = append(q.waiting, w)
 	s.mu.Unlock()
 
 	select {
-	case <-handed:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return turn{taken: true, queued: true, heldHere: q.heldHere, freed: q.freed}
+	case <-w.handed:
+		return turn{taken: true, queued: true, heldHere: w.heldHere, freed: w.freed}
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, c := range q.waiting {
-		if c == handed {
+	for i, other := range q.waiting {
+		if other == w {
 			q.waiting = append(q.waiting[:i:i], q.waiting[i+1:]...)
 			return turn{queued: true}
 		}
 	}
+	if offer != nil && !offer.withdraw() {
+		// A release took the caller's attempt with it: the caller must see
+		// it through.
+		return turn{taken: true, queued: true, heldHere: true, freed: w.freed}
+	}
 	// The turn was handed over while ctx ended: pass it on as it came.
-	t.giveLocked(s, key, q, q.heldHere)
+	t.giveLocked(s, key, q, false)
 	return turn{queued: true}
 }
 
 // giveBack ends the caller's turn on key and hands it to the next in line,
-// telling it whether the caller acquired the lock.
-func (t *turns) giveBack(key string, acquired bool) {
+// telling it whether the lock is held here: acquired in the caller's turn,
+// or earlier and not released yet. When the caller acquired the lock, it
+// returns the channel to pass to released when the lock is released.
+func (t *turns) giveBack(key string, acquired bool) (freed chan struct{}) {
 	s := t.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t.giveLocked(s, key, s.queues[key], acquired)
+	q := s.queues[key]
+	t.giveLocked(s, key, q, acquired)
+	if acquired {
+		return q.freed
+	}
+	return nil
 }
 
-// released tells the goroutine whose turn started with key held here that
-// this client has released it.
-func (t *turns) released(key string) {
+// released tells the goroutine whose turn started while this client held
+// the lock on key, acquired with freed (from giveBack), that the lock was
+// released. A release of an earlier lock of the key, which handed it over
+// to a newer one (see handoff), leaves the newer one's state alone.
+func (t *turns) released(key string, freed chan struct{}) {
 	s := t.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if q := s.queues[key]; q != nil && q.freed != nil {
-		close(q.freed)
-		q.freed = nil
+	q := s.queues[key]
+	if freed == nil || q == nil || q.freed != freed {
+		return
+	}
+	close(q.freed)
+	q.heldHere, q.freed, q.handoff = false, nil, nil
+	if !q.busy && len(q.waiting) == 0 {
+		delete(s.queues, key)
 	}
 }
 
 func (t *turns) giveLocked(s *turnShard, key string, q *turnQueue, acquired bool) {
-	if len(q.waiting) == 0 {
-		delete(s.queues, key)
-		return
-	}
-	q.heldHere = acquired
-	q.freed = nil
 	if acquired {
-		q.freed = make(chan struct{})
+		q.heldHere, q.freed = true, make(chan struct{})
+	}
+	q.handoff = nil
+	if len(q.waiting) == 0 {
+		q.busy = false
+		if !q.heldHere {
+			delete(s.queues, key)
+		}
+		return
 	}
 	next := q.waiting[0]
 	q.waiting = q.waiting[1:]
-	close(next)
+	if q.heldHere {
+		q.handoff = next.offer
+	}
+	next.heldHere, next.freed = q.heldHere, q.freed
+	close(next.handed)
+}
+
+// handoff is the acquisition attempt of a goroutine whose turn started with
+// the lock held by this client, offered to go out with the release: on each
+// node the release and the attempt then leave in one script call, in that
+// order, so the lock changes hands within one round trip instead of two.
+type handoff struct {
+	state atomic.Int32 // handoffOffered, handoffTaken or handoffWithdrawn
+	// launch starts the attempt's fan-out and returns its calls, one per
+	// node (nil for a node answered without asking).
+	launch func() []*call
+	// sent is closed once the releasing goroutine has submitted the calls.
+	sent chan struct{}
+}
+
+const (
+	handoffOffered = iota
+	handoffTaken
+	handoffWithdrawn
+)
+
+// withdraw takes back an offer that no release has taken yet, and reports
+// whether it did; when it did not, the attempt is under way (see sent).
+func (h *handoff) withdraw() bool {
+	return h.state.CompareAndSwap(handoffOffered, handoffWithdrawn)
+}
+
+// takeHandoff returns the attempt offered to go out with this client's
+// release of key, now the caller's to launch and submit; nil when none is.
+func (t *turns) takeHandoff(key string) *handoff {
+	s := t.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[key]
+	if q == nil || q.handoff == nil {
+		return nil
+	}
+	h := q.handoff
+	q.handoff = nil
+	if !h.state.CompareAndSwap(handoffOffered, handoffTaken) {
+		return nil
+	}
+	return h
 }

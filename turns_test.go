@@ -9,13 +9,13 @@ import (
 func TestTurns_firstComeFirstServed(t *testing.T) {
 	tr := newTurns()
 	ctx := context.Background()
-	if !tr.take(ctx, "k").taken {
+	if !tr.take(ctx, "k", nil).taken {
 		t.Fatal("free turn not taken")
 	}
 	order := make(chan int, 3)
 	for i := range 3 {
 		go func() {
-			if tr.take(ctx, "k").taken {
+			if tr.take(ctx, "k", nil).taken {
 				order <- i
 				tr.giveBack("k", false)
 			}
@@ -23,7 +23,7 @@ func TestTurns_firstComeFirstServed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // queue them in order
 	}
 	// Another key is independent.
-	if !tr.take(ctx, "other").taken {
+	if !tr.take(ctx, "other", nil).taken {
 		t.Fatal("other key blocked")
 	}
 	tr.giveBack("other", false)
@@ -53,15 +53,15 @@ func TestTurns_firstComeFirstServed(t *testing.T) {
 
 func TestTurns_cancelledWaiterPassesTurnOn(t *testing.T) {
 	tr := newTurns()
-	if !tr.take(context.Background(), "k").taken {
+	if !tr.take(context.Background(), "k", nil).taken {
 		t.Fatal("free turn not taken")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan bool)
-	go func() { gaveUp <- tr.take(ctx, "k").taken }()
+	go func() { gaveUp <- tr.take(ctx, "k", nil).taken }()
 	got := make(chan bool)
 	time.Sleep(20 * time.Millisecond)
-	go func() { got <- tr.take(context.Background(), "k").taken }()
+	go func() { got <- tr.take(context.Background(), "k", nil).taken }()
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	if <-gaveUp {
@@ -75,5 +75,91 @@ func TestTurns_cancelledWaiterPassesTurnOn(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("turn lost with the cancelled waiter")
+	}
+}
+
+// The attempt of the goroutine whose turn starts with the lock held here is
+// offered to the release, once; a turn that starts otherwise offers nothing.
+func TestTurns_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
+	tr := newTurns()
+	if !tr.take(context.Background(), "k", nil).taken {
+		t.Fatal("free turn not taken")
+	}
+	offer := &handoff{sent: make(chan struct{})}
+	got := make(chan turn, 1)
+	go func() { got <- tr.take(context.Background(), "k", offer) }()
+	time.Sleep(20 * time.Millisecond) // queue it
+	if h := tr.takeHandoff("k"); h != nil {
+		t.Fatal("an offer was taken before the turn started")
+	}
+	freed := tr.giveBack("k", true)
+	tn := <-got
+	if !tn.taken || !tn.heldHere {
+		t.Fatalf("turn = %+v, want taken with the lock held here", tn)
+	}
+	if h := tr.takeHandoff("k"); h != offer {
+		t.Fatalf("takeHandoff = %p, want the waiter's offer %p", h, offer)
+	}
+	if offer.withdraw() {
+		t.Fatal("an offer the release took could be withdrawn")
+	}
+	if h := tr.takeHandoff("k"); h != nil {
+		t.Fatal("an offer was taken twice")
+	}
+
+	// The holder's turn ends without acquiring (say its attempt failed):
+	// the lock is still held here, so the next turn offers again.
+	second := &handoff{sent: make(chan struct{})}
+	go func() { got <- tr.take(context.Background(), "k", second) }()
+	time.Sleep(20 * time.Millisecond)
+	tr.giveBack("k", false)
+	if tn := <-got; !tn.taken || !tn.heldHere || tn.freed != freed {
+		t.Fatalf("turn = %+v, want taken with the same lock held here", tn)
+	}
+	if h := tr.takeHandoff("k"); h != second {
+		t.Fatal("the second waiter's offer was not parked")
+	}
+	// Once released, a turn starts without the lock held here, and a stale
+	// release of an older lock changes nothing.
+	tr.released("k", freed)
+	select {
+	case <-freed:
+	default:
+		t.Fatal("released did not close freed")
+	}
+	third := &handoff{sent: make(chan struct{})}
+	go func() { got <- tr.take(context.Background(), "k", third) }()
+	time.Sleep(20 * time.Millisecond)
+	tr.giveBack("k", false)
+	if tn := <-got; !tn.taken || tn.heldHere {
+		t.Fatalf("turn = %+v, want taken, lock not held here", tn)
+	}
+	if h := tr.takeHandoff("k"); h != nil {
+		t.Fatal("an offer was taken though the lock was not held here")
+	}
+	tr.giveBack("k", false)
+	if q := tr.shard("k").queues["k"]; q != nil {
+		t.Fatalf("state left behind for a key nobody holds or waits for: %+v", q)
+	}
+}
+
+// A goroutine that arrives while this client holds the lock and nobody
+// waits starts its turn knowing the lock is held here.
+func TestTurns_newcomerSeesLockHeldHere(t *testing.T) {
+	tr := newTurns()
+	tr.take(context.Background(), "k", nil)
+	freed := tr.giveBack("k", true)
+	offer := &handoff{sent: make(chan struct{})}
+	tn := tr.take(context.Background(), "k", offer)
+	if !tn.taken || !tn.heldHere || tn.freed != freed {
+		t.Fatalf("turn = %+v, want taken with the lock held here", tn)
+	}
+	if h := tr.takeHandoff("k"); h != offer {
+		t.Fatal("the newcomer's offer was not parked")
+	}
+	tr.giveBack("k", true)  // the newcomer got the lock from the handoff
+	tr.released("k", freed) // the older lock's release: no effect
+	if q := tr.shard("k").queues["k"]; q == nil || !q.heldHere {
+		t.Fatal("an older lock's release cleared the newer lock's state")
 	}
 }
