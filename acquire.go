@@ -70,9 +70,11 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	}()
 	// A waiter listens for release announcements from before its attempt,
 	// so that a release between a failed attempt and the wait is not missed.
-	// An uncontended call does not listen until its first attempt failed.
+	// An uncontended call does not listen until its first attempt failed,
+	// nor does one whose turn starts while this client holds the lock: that
+	// lock's release reaches it in-process (see turns and handoff).
 	var wake chan struct{}
-	if turn.queued {
+	if turn.queued && !turn.heldHere {
 		var stop func()
 		wake, stop = c.listenFor(key)
 		defer stop()

@@ -215,9 +215,10 @@ func (l *Lock) Release(ctx context.Context) error {
 	var ok int
 	if h := l.takeHandoff(); h != nil {
 		// A goroutine of this client waits for the lock: its attempt
-		// follows the release on each node, in the same script call.
+		// follows the release on each node, in the same script call. The
+		// release is not announced: the key is taken again at once.
 		f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
-		releases := f.calls(release)
+		releases := f.calls(releaser(l.key, l.token, ""))
 		attempts := h.launch()
 		for i, rel := range releases {
 			group := []*call{rel}
