@@ -192,6 +192,8 @@ func (f *flight) deliver(a answer) {
 // itself (see request.local), whose answers are delivered at once.
 func (f *flight) calls(req *request) []*call {
 	calls := make([]*call, len(f.client.conns))
+	slab := make([]call, len(calls))
+	deliver := f.deliver
 	for i := range calls {
 		if req.local != nil {
 			if v, ok := req.local(i); ok {
@@ -199,7 +201,8 @@ func (f *flight) calls(req *request) []*call {
 				continue
 			}
 		}
-		calls[i] = &call{req: req, node: i, ctx: f.ctx, deadline: f.deadline, start: f.start, answer: f.deliver}
+		slab[i] = call{req: req, node: i, ctx: f.ctx, deadline: f.deadline, start: f.start, answer: deliver}
+		calls[i] = &slab[i]
 	}
 	return calls
 }
