@@ -14,7 +14,10 @@ import "context"
 // one second).
 //
 // Replies are decoded as: integer → int64, simple or bulk string → string,
-// array → []any, nil → (nil, nil). Server errors are returned as errors.
+// array → []any, nil → (nil, nil). Server errors are returned as errors; an
+// error inside an array is an error value in the slice (the Client sends
+// the requests of concurrent calls in one script call, which replies with
+// an array holding each request's reply or error).
 type Conn interface {
 	// Name identifies the node in errors and duplicate checks, typically its
 	// address. It must not contain credentials.

@@ -38,12 +38,20 @@
 // A call returns as soon as the answers settle it, so a slow or dead
 // minority of nodes does not slow it; anything sent later to a node that had
 // not answered waits for its earlier request, so a release never overtakes
-// its acquisition. A release announces itself on a per-key pub/sub channel
-// (see Notifier): a waiting Acquire wakes once a quorum of nodes announced
-// it, and the goroutines of one Client waiting for the same key queue in
-// order behind one that tries the nodes, so that they never split the votes
-// among themselves. A jittered retry (Options.Retry) covers locks that expire
-// instead of being released.
+// its acquisition. Concurrent calls share script calls: while a node has two
+// under way, the requests of other calls to it queue and leave together in
+// the next, through a script that runs each as if alone; a lone call is sent
+// at once, by itself.
+//
+// The goroutines of one Client waiting for the same key queue in order
+// behind one that tries the nodes, so that they never split the votes among
+// themselves. When the Client releases a lock that one of its goroutines
+// waits for, the release carries that goroutine's attempt: on each node the
+// release and the attempt run in one script call, in that order, so the
+// lock changes hands within one round trip. Other releases announce
+// themselves on a per-key pub/sub channel (see Notifier): a waiting Acquire
+// wakes once a quorum of nodes announced one. A jittered retry
+// (Options.Retry) covers locks that expire instead of being released.
 //
 // # Safety model
 //
