@@ -48,7 +48,14 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	}
 	// One goroutine of this client at a time tries for key; the others queue
 	// behind it in order (see turns).
-	offer, handed := c.newHandoff(ctx, key, ttl, cfg.autoRenew)
+	// An attempt is offered to this client's release only where a goroutine
+	// of this client has the key's turn or holds its lock: a key nobody
+	// here holds is tried at once.
+	var offer *handoff
+	var handed func() (*Lock, error)
+	if c.turns.busy(key) {
+		offer, handed = c.newHandoff(ctx, key, ttl, cfg.autoRenew)
+	}
 	turn := c.turns.take(ctx, key, offer)
 	if !turn.taken {
 		return nil, c.notAsked(key, ctx)

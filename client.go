@@ -16,13 +16,15 @@ import (
 // algorithm; with one node it is the single-instance lock. A Client is safe
 // for concurrent use by multiple goroutines.
 type Client struct {
-	conns  []Conn
-	quorum int
-	opts   Options
-	pipes  []*pipe // one per conn
-	waker  *waker  // nil when no node can notify
-	turns  *turns
-	wire   wireArgs
+	conns     []Conn
+	quorum    int
+	opts      Options
+	pipes     []*pipe       // one per conn
+	closed    chan struct{} // closed by Close: the pipes' idle senders end
+	closeOnce sync.Once
+	waker     *waker // nil when no node can notify
+	turns     *turns
+	wire      wireArgs
 	// inflight counts requests to single nodes not yet answered, some
 	// possibly after their fan-out returned; Close waits for them.
 	inflight sync.WaitGroup
@@ -55,11 +57,12 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	conns = append([]Conn(nil), conns...)
+	closed := make(chan struct{})
 	pipes := make([]*pipe, len(conns))
 	for i, conn := range conns {
-		pipes[i] = &pipe{conn: conn, node: i}
+		pipes[i] = &pipe{conn: conn, node: i, work: make(chan []*call), stop: closed}
 	}
-	return &Client{wire: newWireArgs(o), conns: conns, pipes: pipes, quorum: len(conns)/2 + 1, opts: o,
+	return &Client{wire: newWireArgs(o), conns: conns, pipes: pipes, closed: closed, quorum: len(conns)/2 + 1, opts: o,
 		waker: newWaker(conns, len(conns)/2+1), turns: newTurns()}, nil
 }
 
@@ -88,6 +91,7 @@ func (c *Client) Options() Options { return c.opts }
 // after Close.
 func (c *Client) Close() error {
 	c.inflight.Wait()
+	c.closeOnce.Do(func() { close(c.closed) })
 	c.waker.close()
 	var errs []error
 	for _, conn := range c.conns {

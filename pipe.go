@@ -46,10 +46,19 @@ type call struct {
 	joined bool
 }
 
+// senderIdle is how long a goroutine that sent a node's requests waits for
+// more before it ends: reusing it spares starting a goroutine, and growing
+// its stack, for every request.
+const senderIdle = time.Second
+
 // pipe queues the calls to one node and sends them in batches.
 type pipe struct {
 	conn Conn
 	node int
+	// work hands calls to an idle sender; unbuffered, so a send succeeds
+	// only when one waits.
+	work chan []*call
+	stop <-chan struct{} // closed by Client.Close: idle senders end
 
 	mu       sync.Mutex
 	inFlight int
@@ -64,7 +73,7 @@ func (p *pipe) submit(calls ...*call) {
 	if p.inFlight < maxInFlight {
 		p.inFlight++
 		p.mu.Unlock()
-		go p.run(calls)
+		p.start(calls)
 		return
 	}
 	for i, cl := range calls {
@@ -90,16 +99,37 @@ func (p *pipe) tryInline() bool {
 // from a goroutine of their own.
 func (p *pipe) done() {
 	if next := p.next(); next != nil {
-		go p.run(next)
+		p.start(next)
+	}
+}
+
+// start sends batch from an idle sender, or from a new one.
+func (p *pipe) start(batch []*call) {
+	select {
+	case p.work <- batch:
+	default:
+		go p.run(batch)
 	}
 }
 
 // run sends batch and then whatever queued meanwhile, until the queue is
-// empty.
+// empty; then it waits for more, up to senderIdle.
 func (p *pipe) run(batch []*call) {
-	for batch != nil {
-		p.send(batch)
-		batch = p.next()
+	idle := time.NewTimer(senderIdle)
+	defer idle.Stop()
+	for {
+		for batch != nil {
+			p.send(batch)
+			batch = p.next()
+		}
+		idle.Reset(senderIdle)
+		select {
+		case batch = <-p.work:
+		case <-idle.C:
+			return
+		case <-p.stop:
+			return
+		}
 	}
 }
 

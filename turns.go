@@ -201,9 +201,20 @@ const (
 )
 
 // withdraw takes back an offer that no release has taken yet, and reports
-// whether it did; when it did not, the attempt is under way (see sent).
+// whether it did; when it did not, the attempt is under way (see sent). A
+// nil offer is withdrawn.
 func (h *handoff) withdraw() bool {
-	return h.state.CompareAndSwap(handoffOffered, handoffWithdrawn)
+	return h == nil || h.state.CompareAndSwap(handoffOffered, handoffWithdrawn)
+}
+
+// busy reports whether a goroutine of this client has the turn on key or
+// holds its lock. The answer may be stale at once.
+func (t *turns) busy(key string) bool {
+	s := t.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.queues[key]
+	return ok
 }
 
 // takeHandoff returns the attempt offered to go out with this client's
