@@ -269,6 +269,8 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			RetryMax:          scenario.DefaultRetryMax,
 			HoldMargin:        sc.HoldMargin,
 			Seed:              derive(seed, sc.Name, i),
+			Goroutines:        sc.Goroutines,
+			Wait:              sc.Wait,
 		}
 		w, err := traffic.Spawn(exe, cfg, env.Rec)
 		if err != nil {

@@ -311,8 +311,10 @@ func cross(b *strings.Builder, x, y, r float64, tip string) {
 		violationColor, tip, x-r, y-r, x+r, y+r, x-r, y+r, x+r, y-r)
 }
 
-// workerIndex returns i for "worker-<i>", or 0.
+// workerIndex returns i for "worker-<i>" and for its goroutines,
+// "worker-<i>.<g>", or 0.
 func workerIndex(name string) int {
-	i, _ := strconv.Atoi(strings.TrimPrefix(name, "worker-"))
+	worker, _, _ := strings.Cut(strings.TrimPrefix(name, "worker-"), ".")
+	i, _ := strconv.Atoi(worker)
 	return i
 }

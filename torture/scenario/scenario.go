@@ -64,6 +64,12 @@ type Scenario struct {
 
 	// Workers is the number of worker processes (DefaultWorkers).
 	Workers int
+	// Goroutines is how many goroutines of each worker share its lock
+	// client; 0 means one.
+	Goroutines int
+	// Wait makes workers wait in Client.Acquire instead of making one
+	// attempt at a time (see traffic.Config.Wait).
+	Wait bool
 	// Duration is how long the load and faults run (DefaultDuration).
 	Duration time.Duration
 	// TTL is the lock TTL (DefaultTTL).

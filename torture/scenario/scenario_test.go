@@ -25,7 +25,8 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]scenario.Expect{
-		"no-faults": scenario.Hold, "minority-kill": scenario.Hold, "minority-partition": scenario.Hold,
+		"no-faults": scenario.Hold, "no-faults/handoff": scenario.Hold, "minority-kill/handoff": scenario.Hold,
+		"minority-kill": scenario.Hold, "minority-partition": scenario.Hold,
 		"restart-quarantine": scenario.Hold, "restart-aof": scenario.Hold, "node-pause": scenario.Hold,
 		"node-slow": scenario.Hold, "worker-pause-acquire": scenario.Hold, "skew-within-drift": scenario.Hold,
 		"restart-empty": scenario.Caught, "worker-pause-past-validity": scenario.Caught,

@@ -24,6 +24,21 @@ func Table() []Scenario {
 			About: "four workers contend for one lock on five healthy nodes",
 		},
 		{
+			Name: "no-faults/handoff",
+			About: "two workers of four goroutines each wait in Acquire for one lock on five healthy nodes; " +
+				"a release hands the lock to the next goroutine of its client within one round trip",
+			Workers: 2, Goroutines: 4, Wait: true,
+		},
+		{
+			Name:    "minority-kill/handoff",
+			About:   "handoffs between goroutines of two clients while one or two nodes are killed and restart empty",
+			Workers: 2, Goroutines: 4, Wait: true,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.KillNodes{DownMin: 200 * time.Millisecond, DownMax: 800 * time.Millisecond,
+					GapMin: 200 * time.Millisecond, GapMax: 600 * time.Millisecond}}
+			},
+		},
+		{
 			Name:  "minority-kill",
 			About: "kill -9 one or two nodes, restart them empty; the restart quarantine keeps them out of quorums for a TTL",
 			Faults: func() []faults.Fault {
@@ -166,7 +181,7 @@ func Table() []Scenario {
 // caught on the unfenced register and hold on the fenced one.
 func Short() []Scenario {
 	want := map[string]bool{
-		"no-faults": true, "restart-quarantine": true, "restart-empty": true,
+		"no-faults": true, "no-faults/handoff": true, "restart-quarantine": true, "restart-empty": true,
 		"worker-pause-past-validity": true, "worker-pause-past-validity/fenced": true,
 	}
 	var out []Scenario

@@ -49,6 +49,14 @@ type Config struct {
 
 	// Seed seeds the worker's random choices.
 	Seed uint64 `json:"seed"`
+	// Goroutines is how many goroutines of the worker share its lock
+	// client, each with its own cycle loop and its own name in the history
+	// ("<Name>.<i>"); 0 means one, named Name.
+	Goroutines int `json:"goroutines"`
+	// Wait makes the goroutines wait in Client.Acquire (up to four TTLs)
+	// instead of making one attempt with TryAcquire: goroutines of one
+	// client then queue for the lock, and a release hands it to the next.
+	Wait bool `json:"wait"`
 }
 
 // validate reports a configuration a worker cannot run.

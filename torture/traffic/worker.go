@@ -81,20 +81,47 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("traffic: %s: %w", cfg.Name, err)
 	}
 	defer client.Close()
-	w := &worker{
-		cfg:    cfg,
-		client: client,
-		reg:    newRegisterClient(cfg.Register),
-		book:   book,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x746f7274)),
-		enc:    json.NewEncoder(out),
-	}
-	for ctx.Err() == nil {
-		if err := w.cycle(); err != nil {
-			return err
+	loops := max(cfg.Goroutines, 1)
+	shared := &lockedWriter{w: out}
+	errs := make([]error, loops)
+	var wg sync.WaitGroup
+	for g := range loops {
+		gcfg := cfg
+		if cfg.Goroutines > 1 {
+			gcfg.Name = fmt.Sprintf("%s.%d", cfg.Name, g)
 		}
+		w := &worker{
+			cfg:    gcfg,
+			client: client,
+			reg:    newRegisterClient(cfg.Register),
+			book:   book,
+			rng:    rand.New(rand.NewPCG(cfg.Seed, 0x746f7274+uint64(g))),
+			enc:    json.NewEncoder(shared),
+		}
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := w.cycle(); err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// lockedWriter lets the goroutines of a worker write whole history lines to
+// one output.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // worker is the state of one worker loop.
@@ -139,7 +166,14 @@ func (w *worker) cycle() error {
 	if err != nil {
 		return err
 	}
-	lock, err := w.client.TryAcquire(ctx, key)
+	var lock *redlock.Lock
+	if w.cfg.Wait {
+		waitCtx, cancel := context.WithTimeout(ctx, 4*w.ttl())
+		lock, err = w.client.Acquire(waitCtx, key)
+		cancel()
+	} else {
+		lock, err = w.client.TryAcquire(ctx, key)
+	}
 	now := history.Now()
 	if err != nil {
 		ev := history.Event{Time: now, Type: history.Fail, Op: history.OpAcquire, ID: id, Key: key, Err: err.Error()}
@@ -220,6 +254,9 @@ func (w *worker) release(ctx context.Context, lock *redlock.Lock) error {
 	return w.emit(ev)
 }
 
+// ttl returns the lock TTL in force.
+func (w *worker) ttl() time.Duration { return w.client.Options().TTL }
+
 // between returns a uniformly random duration in [lo, hi].
 func (w *worker) between(lo, hi time.Duration) time.Duration {
 	if hi <= lo {
@@ -251,34 +288,43 @@ func nodeOutcomes(results []redlock.NodeResult) []history.NodeOutcome {
 type outcomeBook struct {
 	nodes    int
 	mu       sync.Mutex
-	token    string
-	outcomes []history.NodeOutcome
+	attempts map[string][]history.NodeOutcome // by token
 }
 
-// put records node's answer to the attempt with token. Answers to an older
-// attempt that arrive late are ignored.
+// maxBookedAttempts bounds the attempts a book remembers: those that failed
+// are never taken.
+const maxBookedAttempts = 1024
+
+// put records node's answer to the attempt with token.
 func (b *outcomeBook) put(token string, node int, outcome string, latency time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if token != b.token {
-		b.token = token
-		b.outcomes = make([]history.NodeOutcome, b.nodes)
-		for i := range b.outcomes {
-			b.outcomes[i] = history.NodeOutcome{Node: i, Outcome: redlock.OutcomeNoAnswer.String()}
+	outcomes, ok := b.attempts[token]
+	if !ok {
+		if b.attempts == nil || len(b.attempts) >= maxBookedAttempts {
+			b.attempts = map[string][]history.NodeOutcome{}
 		}
+		outcomes = make([]history.NodeOutcome, b.nodes)
+		for i := range outcomes {
+			outcomes[i] = history.NodeOutcome{Node: i, Outcome: redlock.OutcomeNoAnswer.String()}
+		}
+		b.attempts[token] = outcomes
 	}
-	b.outcomes[node] = history.NodeOutcome{Node: node, Outcome: outcome, Micros: latency.Microseconds()}
+	outcomes[node] = history.NodeOutcome{Node: node, Outcome: outcome, Micros: latency.Microseconds()}
 }
 
 // take returns the answers recorded for the attempt with token: nodes that
-// had not answered when the attempt was decided show as "no answer".
+// had not answered when the attempt was decided show as "no answer". An
+// attempt whose requests went in a batch with others' is not recorded.
 func (b *outcomeBook) take(token string) []history.NodeOutcome {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if token != b.token {
+	outcomes, ok := b.attempts[token]
+	if !ok {
 		return nil
 	}
-	return append([]history.NodeOutcome(nil), b.outcomes...)
+	delete(b.attempts, token)
+	return append([]history.NodeOutcome(nil), outcomes...)
 }
 
 // recordingConn notes each node's answer to acquisition requests in a book.
