@@ -176,10 +176,10 @@ func Table() []Scenario {
 }
 
 // Short returns a few scenarios of each kind with short runs, for the
-// default test suite: one without faults, and one of handoffs between waiting
-// goroutines; a restart that must hold with the
-// quarantine and be caught without it; a pause past validity that must be
-// caught on the unfenced register and hold on the fenced one.
+// default test suite: one without faults, and one of handoffs between
+// waiting goroutines; a restart that must hold with the quarantine and be
+// caught without it; a pause past validity that must be caught on the
+// unfenced register and hold on the fenced one.
 func Short() []Scenario {
 	want := map[string]bool{
 		"no-faults": true, "no-faults/handoff": true, "restart-quarantine": true, "restart-empty": true,
