@@ -14,7 +14,10 @@ import (
 
 // Client acquires locks over N independent Redis masters with the Redlock
 // algorithm; with one node it is the single-instance lock. A Client is safe
-// for concurrent use by multiple goroutines.
+// for concurrent use by multiple goroutines, and is best shared by all of a
+// process's: the requests of concurrent calls to a node go together in one
+// script call, and a release hands the lock to the next goroutine of the
+// same Client waiting in Acquire within one round trip.
 type Client struct {
 	conns     []Conn
 	quorum    int
