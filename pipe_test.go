@@ -242,41 +242,26 @@ func TestPipe_contendedKeysStayExclusive(t *testing.T) {
 			cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
 			c := pipeClient(t, cluster, a.conn)
 			const keys = 4
-			var holders [keys]atomic.Int32
-			var lastFence [keys]uint64 // written only by the key's holder
-			var grants atomic.Int64
-			stop := time.Now().Add(1500 * time.Millisecond)
-			var wg sync.WaitGroup
-			for range 48 {
-				wg.Go(func() {
-					for time.Now().Before(stop) {
-						k := rand.IntN(keys)
-						lock, err := c.TryAcquire(context.Background(), fmt.Sprint("contended-", k))
-						if err != nil {
-							if !errors.Is(err, ErrNotAcquired) {
-								t.Error(err)
-								return
-							}
-							continue
-						}
-						if holders[k].Add(1) != 1 {
-							t.Errorf("key %d held twice at once", k)
-						}
-						if lock.Fence() <= lastFence[k] {
-							t.Errorf("key %d: fence %d after %d", k, lock.Fence(), lastFence[k])
-						}
-						lastFence[k] = lock.Fence()
-						grants.Add(1)
-						holders[k].Add(-1)
-						if err := lock.Release(context.Background()); err != nil {
-							t.Errorf("release key %d: %v", k, err)
-						}
+			ex := newExclusivity(keys)
+			runFor(1500*time.Millisecond, 48, func() bool {
+				k := rand.IntN(keys)
+				lock, err := c.TryAcquire(context.Background(), fmt.Sprint("contended-", k))
+				if err != nil {
+					if !errors.Is(err, ErrNotAcquired) {
+						t.Error(err)
+						return false
 					}
-				})
-			}
-			wg.Wait()
-			if grants.Load() < 10 {
-				t.Fatalf("only %d grants in 1.5 s", grants.Load())
+					return true
+				}
+				ex.hold(t, k, lock, 0)
+				if err := lock.Release(context.Background()); err != nil {
+					t.Errorf("release key %d: %v", k, err)
+				}
+				return true
+			})
+			grants := ex.grants.Load()
+			if grants < 10 {
+				t.Fatalf("only %d grants in 1.5 s", grants)
 			}
 			batched := 0
 			for _, n := range cluster.Nodes() {
@@ -297,7 +282,7 @@ func TestPipe_contendedKeysStayExclusive(t *testing.T) {
 			if batched == 0 {
 				t.Error("48 goroutines never shared a script call")
 			}
-			t.Logf("%d grants", grants.Load())
+			t.Logf("%d grants", grants)
 		})
 	}
 }
@@ -329,39 +314,22 @@ func testHandoff(t *testing.T, conn func(*testing.T, string) Conn, nodes int) {
 	for _, n := range cluster.Nodes() {
 		must(t, n, "CONFIG", "RESETSTAT")
 	}
-	var holders atomic.Int32
-	var lastFence uint64 // written only by the holder
-	var grants atomic.Int64
-	stop := time.Now().Add(1500 * time.Millisecond)
-	var wg sync.WaitGroup
-	for range 6 {
-		wg.Go(func() {
-			for time.Now().Before(stop) {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				lock, err := c.Acquire(ctx, "handoff")
-				cancel()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if holders.Add(1) != 1 {
-					t.Error("held twice at once")
-				}
-				if lock.Fence() <= lastFence {
-					t.Errorf("fence %d after %d", lock.Fence(), lastFence)
-				}
-				lastFence = lock.Fence()
-				grants.Add(1)
-				time.Sleep(200 * time.Microsecond)
-				holders.Add(-1)
-				if err := lock.Release(context.Background()); err != nil {
-					t.Errorf("release: %v", err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	n := grants.Load()
+	ex := newExclusivity(1)
+	runFor(1500*time.Millisecond, 6, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lock, err := c.Acquire(ctx, "handoff")
+		cancel()
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		ex.hold(t, 0, lock, 200*time.Microsecond)
+		if err := lock.Release(context.Background()); err != nil {
+			t.Errorf("release: %v", err)
+		}
+		return true
+	})
+	n := ex.grants.Load()
 	if n < 20 {
 		t.Fatalf("only %d grants in 1.5 s", n)
 	}
@@ -390,4 +358,44 @@ func scriptCalls(t *testing.T, n *testcluster.Node) int64 {
 		}
 	}
 	return total
+}
+
+// exclusivity checks that no key of a few is held twice at once and that
+// each key's fencing tokens grow, and counts the grants.
+type exclusivity struct {
+	holders   []atomic.Int32
+	lastFence []uint64 // each written only by its key's holder
+	grants    atomic.Int64
+}
+
+func newExclusivity(keys int) *exclusivity {
+	return &exclusivity{holders: make([]atomic.Int32, keys), lastFence: make([]uint64, keys)}
+}
+
+// hold records lock, of key k, held for d.
+func (e *exclusivity) hold(t *testing.T, k int, lock *Lock, d time.Duration) {
+	if e.holders[k].Add(1) != 1 {
+		t.Errorf("key %d held twice at once", k)
+	}
+	if lock.Fence() <= e.lastFence[k] {
+		t.Errorf("key %d: fence %d after %d", k, lock.Fence(), e.lastFence[k])
+	}
+	e.lastFence[k] = lock.Fence()
+	e.grants.Add(1)
+	time.Sleep(d)
+	e.holders[k].Add(-1)
+}
+
+// runFor runs cycle in a loop on each of n goroutines for d, or until it
+// returns false, and waits for them.
+func runFor(d time.Duration, n int, cycle func() bool) {
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for time.Now().Before(stop) && cycle() {
+			}
+		})
+	}
+	wg.Wait()
 }
