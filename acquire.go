@@ -161,8 +161,8 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 		return f.calls(a.req)
 	}
 	return h, func() (*Lock, error) {
-		results, ok, landed := f.collect(isGranted, c.decided)
-		return c.conclude(ctx, a, results, ok, landed, autoRenew)
+		results, ok, unfinished := f.collect(isGranted, c.decided)
+		return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
 	}
 }
 
@@ -209,15 +209,15 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (see lagging), so that a release cannot overtake
 	// them.
-	results, ok, landed := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, nil, isGranted, c.decided)
-	return c.conclude(ctx, a, results, ok, landed, autoRenew)
+	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, nil, isGranted, c.decided)
+	return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
 }
 
 // conclude turns the nodes' answers to an attempt into a Lock, or cleans up
 // after a failed one.
-func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult, ok int, landed <-chan struct{}, autoRenew bool) (*Lock, error) {
+func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult, ok int, unfinished *flight, autoRenew bool) (*Lock, error) {
 	key, token, ttl := a.key, a.token, a.ttl
-	lag := laggingNodes(results, landed, c.nodeTimeout(ttl))
+	lag := laggingNodes(results, unfinished, c.nodeTimeout(ttl))
 	noteRecovering(results, a.replies)
 	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)

@@ -137,10 +137,10 @@ func (c *Client) fanout(ctx context.Context, timeout time.Duration, req *request
 }
 
 // trackedFanout is fanout that also returns, when some nodes were not heard
-// out, a channel closed once all of their requests have ended; nil when every
+// out, the fan-out whose requests to them are still to end; nil when every
 // node answered. On the nodes of lag, req waits for their earlier request
 // to end (see lagging).
-func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *request, lag *lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, landed <-chan struct{}) {
+func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *request, lag *lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
 	if len(c.conns) == 1 && !lag.holds(0) && c.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.
 		start := time.Now()
@@ -169,8 +169,12 @@ type flight struct {
 	start    time.Time
 	deadline time.Time
 	answers  chan answer
-	pending  atomic.Int32 // nodes still to answer
-	done     chan struct{}
+	pending  atomic.Int32  // nodes still to answer
+	done     chan struct{} // closed once every node answered
+
+	mu     sync.Mutex
+	landed bool     // every node answered
+	onLand []func() // run once every node answered
 }
 
 // newFlight starts the clock of a fan-out; each of its calls must be
@@ -192,7 +196,27 @@ func (f *flight) deliver(a answer) {
 	if f.pending.Add(-1) == 0 {
 		f.cancel()
 		close(f.done)
+		f.mu.Lock()
+		f.landed = true
+		then := f.onLand
+		f.onLand = nil
+		f.mu.Unlock()
+		for _, fn := range then {
+			fn()
+		}
 	}
+}
+
+// afterLanding runs fn once every node answered: at once if they have.
+func (f *flight) afterLanding(fn func()) {
+	f.mu.Lock()
+	if !f.landed {
+		f.onLand = append(f.onLand, fn)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	fn()
 }
 
 // calls returns req's call to each node, nil for the nodes req answers
@@ -221,7 +245,7 @@ func (f *flight) submit(calls []*call, lag *lagging) {
 		switch {
 		case cl == nil:
 		case lag.holds(i):
-			go lag.wait(f.client.pipes[i], cl)
+			lag.submitAfter(f.client.pipes[i], cl)
 		default:
 			f.client.pipes[i].submit(cl)
 		}
@@ -230,9 +254,9 @@ func (f *flight) submit(calls []*call, lag *lagging) {
 
 // collect gathers the answers until enough(ok, others) is true, every node
 // answered, or the per-node deadline passed. A reply classifies as
-// OutcomeOK when isOK says so. landed is nil when every node answered, and
-// otherwise closed once the others have.
-func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, landed <-chan struct{}) {
+// OutcomeOK when isOK says so. unfinished is nil when every node answered,
+// and otherwise f.
+func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
 	c := f.client
 	results = make([]NodeResult, len(c.conns))
 	for i, conn := range c.conns {
@@ -269,11 +293,11 @@ func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) 
 					}
 				}
 			}
-			return results, ok, f.done
+			return results, ok, f
 		}
 	}
 	if ok+others < len(c.conns) {
-		return results, ok, f.done
+		return results, ok, f
 	}
 	return results, ok, nil
 }

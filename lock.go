@@ -226,7 +226,7 @@ func (l *Lock) Release(ctx context.Context) error {
 				group = append(group, attempts[i])
 			}
 			if l.lagging.holds(i) {
-				go l.lagging.wait(c.pipes[i], group...)
+				l.lagging.submitAfter(c.pipes[i], group...)
 			} else {
 				c.pipes[i].submit(group...)
 			}
@@ -262,30 +262,22 @@ func (l *Lock) Release(ctx context.Context) error {
 // the lock, offered to go out with its release; nil when none is.
 func (l *Lock) takeHandoff() *handoff { return l.client.turns.takeHandoff(l.key) }
 
-// lagWaitLimit bounds how long a request to a lagging node waits for the
-// node's earlier request to end. Requests end by themselves, at the latest
-// after the client library's own read timeout (one second for Dial's
-// clients, three by go-redis's default); the bound only keeps a goroutine
-// from waiting forever on a Conn that never returns.
-const lagWaitLimit = 10 * time.Second
-
 // lagging lists the nodes whose request of a fan-out was still under way
 // when the fan-out returned (unanswered, or past the node timeout but
-// possibly still on its way), and a channel closed once all such requests
-// have ended.
+// possibly still on its way), and that fan-out.
 type lagging struct {
 	nodes   []int
-	landed  <-chan struct{}
+	earlier *flight
 	timeout time.Duration // for a request sent after the wait
 }
 
 // laggingNodes returns the nodes of results whose request may not have
-// ended, or nil.
-func laggingNodes(results []NodeResult, landed <-chan struct{}, timeout time.Duration) *lagging {
-	if landed == nil {
+// ended, or nil when the fan-out finished.
+func laggingNodes(results []NodeResult, unfinished *flight, timeout time.Duration) *lagging {
+	if unfinished == nil {
 		return nil
 	}
-	lag := &lagging{landed: landed, timeout: timeout}
+	lag := &lagging{earlier: unfinished, timeout: timeout}
 	for i, r := range results {
 		if r.Outcome == OutcomeNoAnswer || r.Outcome == OutcomeTimeout {
 			lag.nodes = append(lag.nodes, i)
@@ -301,40 +293,26 @@ func (lag *lagging) holds(node int) bool {
 		return false
 	}
 	select {
-	case <-lag.landed:
+	case <-lag.earlier.done:
 		return false
 	default:
 		return true
 	}
 }
 
-// wait submits calls to their lagging node once the node's earlier request
-// has ended: over a connection pool a release or an extension could
-// otherwise reach such a node first; the late acquisition would then hold
-// the key there until it expires, or miss the extension. The first call
-// then gets a node timeout of its own, since the fan-out it belongs to has
-// usually been decided by then; the others keep theirs.
-func (lag *lagging) wait(p *pipe, calls ...*call) {
-	wait := time.NewTimer(lagWaitLimit)
-	defer wait.Stop()
-	select {
-	case <-lag.landed:
-	case <-wait.C:
-		for _, cl := range calls {
-			p.deliver(cl, nil, fmt.Errorf("redlock: %s: an earlier request is still under way after %s", p.conn.Name(), lagWaitLimit))
-		}
-		return
-	}
-	first := calls[0]
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(first.ctx), lag.timeout)
-	first.ctx = ctx
-	first.deadline, _ = ctx.Deadline()
-	deliver := first.answer
-	first.answer = func(a answer) {
-		cancel()
-		deliver(a)
-	}
-	p.submit(calls...)
+// submitAfter submits calls to their lagging node once the earlier
+// fan-out's requests have all ended: over a connection pool a release or an
+// extension could otherwise reach such a node first; the late acquisition
+// would then hold the key there until it expires, or miss the extension.
+// The first call then gets a node timeout of its own, since the fan-out it
+// belongs to has usually been decided by then; the others keep theirs.
+func (lag *lagging) submitAfter(p *pipe, calls ...*call) {
+	lag.earlier.afterLanding(func() {
+		first := calls[0]
+		first.ctx = context.WithoutCancel(first.ctx)
+		first.deadline = time.Now().Add(lag.timeout)
+		p.submit(calls...)
+	})
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

@@ -36,7 +36,7 @@ type request struct {
 type call struct {
 	req      *request
 	node     int
-	ctx      context.Context // a lone call is sent with it
+	ctx      context.Context // a lone call is sent with it, bounded by deadline
 	deadline time.Time       // the fan-out stops waiting then
 	start    time.Time
 	// answer receives the reply; it must not block.
@@ -174,7 +174,13 @@ func (p *pipe) send(batch []*call) {
 	case 0:
 	case 1:
 		cl := live[0]
-		v, err := p.conn.EvalSHA(cl.ctx, cl.req.script.sha1, cl.req.script.source, cl.req.keys, cl.req.args...)
+		ctx := cl.ctx
+		if d, ok := ctx.Deadline(); !ok || d.After(cl.deadline) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, cl.deadline)
+			defer cancel()
+		}
+		v, err := p.conn.EvalSHA(ctx, cl.req.script.sha1, cl.req.script.source, cl.req.keys, cl.req.args...)
 		p.deliver(cl, v, err)
 	default:
 		p.sendBatch(live)
