@@ -399,3 +399,61 @@ func runFor(d time.Duration, n int, cycle func() bool) {
 	}
 	wg.Wait()
 }
+
+// The requests of a batch share the node's clock and restart marker: on a
+// node without a marker, every acquisition in the batch is refused as
+// recovering, the first one starts the quarantine, and once the node is
+// marked ready they are granted.
+func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	node := cluster.Node(0)
+	conn := pipeAdapters[1].conn(t, cluster.Addrs()[0])
+	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sendBatch := func() []acquireReply {
+		deadline := time.Now().Add(5 * time.Second)
+		var batch []*call
+		var answers []chan answer
+		replies := make([][]acquireReply, 3)
+		for i := range replies {
+			replies[i] = make([]acquireReply, 1)
+			cl, ch := collect(c.acquirer(fmt.Sprint("fresh-", i), fmt.Sprint("tok-", i), 10*time.Second, replies[i]), deadline)
+			batch = append(batch, cl)
+			answers = append(answers, ch)
+		}
+		c.pipes[0].send(batch)
+		var got []acquireReply
+		for i, ch := range answers {
+			if a := await(t, ch); a.err != nil {
+				t.Fatalf("request %d: %v", i, a.err)
+			}
+			got = append(got, replies[i][0])
+		}
+		return got
+	}
+	for i, r := range sendBatch() {
+		if r.status != acquireRecovering || r.left <= 0 || r.left > c.opts.RecoveryDelay {
+			t.Errorf("request %d on a node without a marker: %+v, want recovering for up to %s", i, r, c.opts.RecoveryDelay)
+		}
+	}
+	marker := must(t, node, "GET", MarkerKey)
+	if marker == "" {
+		t.Fatal("no restart marker after the batch")
+	}
+	for i := range 3 {
+		if v := must(t, node, "GET", fmt.Sprint("fresh-", i)); v != "" {
+			t.Errorf("fresh-%d = %q on a recovering node", i, v)
+		}
+	}
+	if err := c.MarkReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range sendBatch() {
+		if r.status != acquireGranted || r.fence == 0 {
+			t.Errorf("request %d on a ready node: %+v, want granted with a fence", i, r)
+		}
+	}
+}

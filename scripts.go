@@ -49,15 +49,20 @@ var (
 	batchScript = newBatchScript(acquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript)
 )
 
+// sharedLine declares, in a script, the table that the requests of one
+// script call share; the batch script makes it one table for all of them.
+const sharedLine = "local shared = {}"
+
 // newBatchScript returns lua/batch.lua with each of scripts as a function
 // of its own KEYS and ARGV, and numbers them.
 func newBatchScript(scripts ...*script) *script {
 	var b strings.Builder
+	b.WriteString("local batchShared = {}\n")
 	b.WriteString("local scripts = {\n")
 	for i, s := range scripts {
 		s.batchID = strconv.Itoa(i + 1)
 		b.WriteString("function(KEYS, ARGV)\n")
-		b.WriteString(s.source)
+		b.WriteString(strings.Replace(s.source, sharedLine, "local shared = batchShared", 1))
 		b.WriteString("\nend,\n")
 	}
 	b.WriteString("}\n")

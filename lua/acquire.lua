@@ -8,18 +8,32 @@
 -- Returns {1, fence, 0} when granted, {0, "0", 0} when the key is held, and
 -- {2, "0", microseconds left} while the node is recovering; fence is the
 -- new counter, a decimal string.
+-- The node's clock and restart marker are read once per script call: the
+-- batch script gives the requests it runs one `shared` table (the line
+-- below is rewritten there; see newBatchScript).
+local shared = {}
 if redis.replicate_commands then
 	redis.replicate_commands() -- Redis < 5: allow writes after TIME
 end
-local t = redis.call("TIME")
+local t = shared.time
+if not t then
+	t = redis.call("TIME")
+	shared.time = t
+end
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 local delay = tonumber(ARGV[3])
 if delay > 0 then
-	local marker = redis.call("GET", KEYS[3])
+	local marker = shared.marker
+	if marker == nil or shared.markerKey ~= KEYS[3] then
+		marker = redis.call("GET", KEYS[3])
+		shared.marker, shared.markerKey = marker, KEYS[3]
+	end
 	if not marker then
 		-- The node lost its data, or never served a lock: start its quarantine.
-		redis.call("SET", KEYS[3], t[1] .. string.format("%06d", tonumber(t[2])))
+		marker = t[1] .. string.format("%06d", tonumber(t[2]))
+		redis.call("SET", KEYS[3], marker)
+		shared.marker = marker
 		return {2, "0", delay}
 	end
 	local since = tonumber(marker)

@@ -1,6 +1,7 @@
 -- Runs the requests of several calls to one node in one script call. The
 -- scripts it can run are prepended as the table `scripts`, each a function of
--- its own KEYS and ARGV.
+-- its own KEYS and ARGV, with `batchShared`, a table their requests share
+-- (see acquire.lua).
 -- KEYS: each request's keys in turn. ARGV: for each request, the script's
 -- number in `scripts`, its number of keys, its number of arguments, then its
 -- arguments.
