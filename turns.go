@@ -95,8 +95,9 @@ func (t *turns) take(ctx context.Context, key string, offer *handoff) turn {
 		if offer != nil {
 			q.handoff = offer
 		}
+		tn := turn{taken: true, heldHere: q.heldHere, freed: q.freed}
 		s.mu.Unlock()
-		return turn{taken: true, heldHere: q.heldHere, freed: q.freed}
+		return tn
 	}
 	w := &waiter{handed: make(chan struct{}), offer: offer}
 	q.waiting = append(q.waiting, w)
