@@ -83,14 +83,17 @@ func ExampleClient_TryAcquire() {
 	_, err = client.TryAcquire(ctx, "report")
 	fmt.Println("second attempt not acquired:", errors.Is(err, redlock.ErrNotAcquired))
 
+	// The error lists each node's outcome. A node that had not yet answered
+	// the first attempt when it returned (at a quorum) may grant the second
+	// one; that is still short of a quorum, and undone at once.
 	var qe *redlock.QuorumError
 	if errors.As(err, &qe) {
-		fmt.Printf("granted by %d of %d nodes, %d needed\n", qe.OK, len(qe.Nodes), qe.Quorum)
+		fmt.Printf("short of a quorum of %d out of %d nodes: %v\n", qe.Quorum, len(qe.Nodes), qe.OK < qe.Quorum)
 	}
 	fmt.Println("release:", first.Release(ctx))
 	// Output:
 	// second attempt not acquired: true
-	// granted by 0 of 3 nodes, 2 needed
+	// short of a quorum of 2 out of 3 nodes: true
 	// release: <nil>
 }
 
