@@ -401,7 +401,9 @@ func TestRestartWaitsForTakenPort(t *testing.T) {
 		l.Close()
 		t.Fatalf("Start on a taken port: err = %v, want address already in use", err)
 	}
-	if elapsed := time.Since(begin); elapsed < time.Second || elapsed > 5*time.Second {
+	// It retries for about 2 s; the upper bound only tells "gave up" from
+	// "retries for ever", with room for a loaded machine.
+	if elapsed := time.Since(begin); elapsed < time.Second || elapsed > 15*time.Second {
 		t.Errorf("Start on a taken port gave up after %v, want about 2s", elapsed)
 	}
 
