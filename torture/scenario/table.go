@@ -15,6 +15,13 @@ const (
 	restartThinkMax = 200 * time.Millisecond
 )
 
+// minorityKill kills one or two nodes at a time with kill -9 and restarts
+// them empty.
+func minorityKill() []faults.Fault {
+	return []faults.Fault{faults.KillNodes{DownMin: 200 * time.Millisecond, DownMax: 800 * time.Millisecond,
+		GapMin: 200 * time.Millisecond, GapMax: 600 * time.Millisecond}}
+}
+
 // Table returns the full scenario table, in report order: what must hold,
 // what fencing must rescue, and what must be caught.
 func Table() []Scenario {
@@ -33,18 +40,12 @@ func Table() []Scenario {
 			Name:    "minority-kill/handoff",
 			About:   "handoffs between goroutines of two clients while one or two nodes are killed and restart empty",
 			Workers: 2, Goroutines: 4, Wait: true,
-			Faults: func() []faults.Fault {
-				return []faults.Fault{faults.KillNodes{DownMin: 200 * time.Millisecond, DownMax: 800 * time.Millisecond,
-					GapMin: 200 * time.Millisecond, GapMax: 600 * time.Millisecond}}
-			},
+			Faults: minorityKill,
 		},
 		{
-			Name:  "minority-kill",
-			About: "kill -9 one or two nodes, restart them empty; the restart quarantine keeps them out of quorums for a TTL",
-			Faults: func() []faults.Fault {
-				return []faults.Fault{faults.KillNodes{DownMin: 200 * time.Millisecond, DownMax: 800 * time.Millisecond,
-					GapMin: 200 * time.Millisecond, GapMax: 600 * time.Millisecond}}
-			},
+			Name:   "minority-kill",
+			About:  "kill -9 one or two nodes, restart them empty; the restart quarantine keeps them out of quorums for a TTL",
+			Faults: minorityKill,
 		},
 		{
 			Name:  "minority-partition",
