@@ -40,6 +40,7 @@ func (f PauseWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) erro
 	}
 	var (
 		mu      sync.Mutex
+		stopped bool // set once ctx ends, before wg.Wait: no wg.Go after
 		busy    bool
 		resumed time.Time
 		errs    []error
@@ -48,7 +49,7 @@ func (f PauseWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) erro
 	env.Register.OnRead(func(name string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if name != w.Name() || busy || time.Since(resumed) < f.Cooldown || ctx.Err() != nil {
+		if name != w.Name() || stopped || busy || time.Since(resumed) < f.Cooldown || ctx.Err() != nil {
 			return
 		}
 		if err := w.Pause(); err != nil {
@@ -69,6 +70,12 @@ func (f PauseWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) erro
 	})
 	<-ctx.Done()
 	env.Register.OnRead(nil)
+	// A read served just before OnRead(nil) may still be calling the hook;
+	// once stopped is set under mu, no call of it can start a pause, so
+	// wg.Wait does not race with wg.Go.
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
