@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -53,16 +54,38 @@ var (
 // script call share; the batch script makes it one table for all of them.
 const sharedLine = "local shared = {}"
 
+// inputIndex matches a script's reads of its inputs. Scripts read them only
+// as KEYS[n] and ARGV[n] with a literal n, so that the batch script can run
+// each request on its slice of the batch's own KEYS and ARGV without
+// copying them into tables of its own.
+var (
+	inputIndex = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+)\]`)
+	inputName  = regexp.MustCompile(`\b(KEYS|ARGV)\b`)
+)
+
 // newBatchScript returns lua/batch.lua with each of scripts as a function
-// of its own KEYS and ARGV, and numbers them.
+// of the batch's KEYS and ARGV and of the offsets of its request's keys and
+// arguments in them, and numbers the scripts. It panics when a script reads
+// KEYS or ARGV other than by a literal index.
 func newBatchScript(scripts ...*script) *script {
 	var b strings.Builder
 	b.WriteString("local batchShared = {}\n")
 	b.WriteString("local scripts = {\n")
 	for i, s := range scripts {
 		s.batchID = strconv.Itoa(i + 1)
-		b.WriteString("function(KEYS, ARGV)\n")
-		b.WriteString(strings.Replace(s.source, sharedLine, "local shared = batchShared", 1))
+		body := strings.Replace(s.source, sharedLine, "local shared = batchShared", 1)
+		body = inputIndex.ReplaceAllStringFunc(body, func(m string) string {
+			sub := inputIndex.FindStringSubmatch(m)
+			if sub[1] == "KEYS" {
+				return "KEYS[k+" + sub[2] + "]"
+			}
+			return "ARGV[a+" + sub[2] + "]"
+		})
+		if len(inputName.FindAllStringIndex(s.source, -1)) != len(inputIndex.FindAllStringIndex(s.source, -1)) {
+			panic("redlock: a script reads KEYS or ARGV other than by a literal index")
+		}
+		b.WriteString("function(KEYS, ARGV, k, a)\n")
+		b.WriteString(body)
 		b.WriteString("\nend,\n")
 	}
 	b.WriteString("}\n")

@@ -1,7 +1,8 @@
 -- Runs the requests of several calls to one node in one script call. The
 -- scripts it can run are prepended as the table `scripts`, each a function of
--- its own KEYS and ARGV, with `batchShared`, a table their requests share
--- (see acquire.lua).
+-- the batch's KEYS and ARGV and of the offsets of its request's keys and
+-- arguments in them (its KEYS[n] reads KEYS[k+n]), with `batchShared`, a table
+-- their requests share (see acquire.lua).
 -- KEYS: each request's keys in turn. ARGV: for each request, the script's
 -- number in `scripts`, its number of keys, its number of arguments, then its
 -- arguments.
@@ -11,18 +12,12 @@ if redis.replicate_commands then
 	redis.replicate_commands() -- Redis < 5: allow writes after TIME
 end
 local replies = {}
-local k, a = 1, 1
-while a <= #ARGV do
+local k, a = 0, 1
+local n = #ARGV
+while a <= n do
 	local run = scripts[tonumber(ARGV[a])]
 	local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-	local keys, args = {}, {}
-	for i = 1, nkeys do
-		keys[i] = KEYS[k + i - 1]
-	end
-	for i = 1, nargs do
-		args[i] = ARGV[a + 2 + i]
-	end
-	local ok, reply = pcall(run, keys, args)
+	local ok, reply = pcall(run, KEYS, ARGV, k, a + 2)
 	if not ok then
 		if type(reply) ~= "table" or not reply.err then
 			reply = redis.error_reply(tostring(reply))
