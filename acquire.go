@@ -272,7 +272,17 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 // releaser returns the release script's request; channel "" releases
 // silently.
 func releaser(key, token, channel string) *request {
-	return &request{script: releaseScript, keys: []string{key}, args: []string{token, channel}}
+	r := &releaseRequest{keys: [1]string{key}, args: [2]string{token, channel}}
+	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
+	return &r.request
+}
+
+// releaseRequest is a release's request with its keys and arguments in one
+// allocation.
+type releaseRequest struct {
+	request
+	keys [1]string
+	args [2]string
 }
 
 // withCause adds ctx's error to a QuorumError so that errors.Is sees both.

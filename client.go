@@ -169,18 +169,28 @@ type flight struct {
 	start    time.Time
 	deadline time.Time
 	answers  chan answer
-	pending  atomic.Int32  // nodes still to answer
-	done     chan struct{} // closed once every node answered
+	pending  atomic.Int32 // nodes still to answer
+	done     atomic.Bool  // every node answered
 
 	mu     sync.Mutex
-	landed bool     // every node answered
+	landed bool     // every node answered; under mu, for onLand
 	onLand []func() // run once every node answered
+
+	// The calls of a fan-out to at most inlineNodes nodes live here, in
+	// the flight's own allocation.
+	callBuf [inlineNodes]call
+	ptrBuf  [inlineNodes]*call
+	bufUsed bool
 }
+
+// inlineNodes is the most nodes whose calls a flight holds without
+// allocating them apart.
+const inlineNodes = 5
 
 // newFlight starts the clock of a fan-out; each of its calls must be
 // answered, or submitted to be.
 func (c *Client) newFlight(ctx context.Context, timeout time.Duration) *flight {
-	f := &flight{client: c, timeout: timeout, start: time.Now(), answers: make(chan answer, len(c.conns)), done: make(chan struct{})}
+	f := &flight{client: c, timeout: timeout, start: time.Now(), answers: make(chan answer, len(c.conns))}
 	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
 	f.deadline, _ = f.ctx.Deadline()
 	f.pending.Store(int32(len(c.conns)))
@@ -195,7 +205,7 @@ func (f *flight) deliver(a answer) {
 	f.client.inflight.Done()
 	if f.pending.Add(-1) == 0 {
 		f.cancel()
-		close(f.done)
+		f.done.Store(true)
 		f.mu.Lock()
 		f.landed = true
 		then := f.onLand
@@ -222,9 +232,14 @@ func (f *flight) afterLanding(fn func()) {
 // calls returns req's call to each node, nil for the nodes req answers
 // itself (see request.local), whose answers are delivered at once.
 func (f *flight) calls(req *request) []*call {
-	calls := make([]*call, len(f.client.conns))
-	slab := make([]call, len(calls))
-	deliver := f.deliver
+	var calls []*call
+	var slab []call
+	if n := len(f.client.conns); n <= inlineNodes && !f.bufUsed {
+		f.bufUsed = true
+		calls, slab = f.ptrBuf[:n], f.callBuf[:n]
+	} else {
+		calls, slab = make([]*call, n), make([]call, n)
+	}
 	for i := range calls {
 		if req.local != nil {
 			if v, ok := req.local(i); ok {
@@ -232,7 +247,7 @@ func (f *flight) calls(req *request) []*call {
 				continue
 			}
 		}
-		slab[i] = call{req: req, node: i, ctx: f.ctx, deadline: f.deadline, start: f.start, answer: deliver}
+		slab[i] = call{req: req, node: i, ctx: f.ctx, deadline: f.deadline, start: f.start, to: f}
 		calls[i] = &slab[i]
 	}
 	return calls
@@ -247,7 +262,7 @@ func (f *flight) submit(calls []*call, lag *lagging) {
 		case lag.holds(i):
 			lag.submitAfter(f.client.pipes[i], cl)
 		default:
-			f.client.pipes[i].submit(cl)
+			f.client.pipes[i].submit(cl.asBatch()...)
 		}
 	}
 }
@@ -311,7 +326,7 @@ func (c *Client) ask(ctx context.Context, req *request, i int) (any, error) {
 	}
 	v, err := c.conns[i].EvalSHA(ctx, req.script.sha1, req.script.source, req.keys, req.args...)
 	if err == nil && req.decode != nil {
-		v, err = req.decode(i, v)
+		v, err = req.decode.decode(i, v)
 	}
 	return v, err
 }

@@ -67,25 +67,41 @@ type acquireReply struct {
 // node's reply into replies[i], i being the node's index: the caller may read
 // replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquireReply) *request {
-	keys := []string{key, FenceKey(key), MarkerKey}
-	args := []string{
-		token,
-		c.wire.millis(ttl),
-		c.wire.recovery,
-		c.wire.counterTTL,
-		// The same on every node: nodes that lost or missed counters start
-		// again from one value and agree, with no second step.
-		strconv.FormatInt(time.Now().UnixMicro(), 10),
+	r := &acquireRequest{
+		keys: [3]string{key, FenceKey(key), MarkerKey},
+		args: [5]string{
+			token,
+			c.wire.millis(ttl),
+			c.wire.recovery,
+			c.wire.counterTTL,
+			// The same on every node: nodes that lost or missed counters
+			// start again from one value and agree, with no second step.
+			strconv.FormatInt(time.Now().UnixMicro(), 10),
+		},
+		replies: replies,
 	}
-	decode := func(node int, v any) (any, error) {
-		r, err := decodeAcquire(v)
-		if err != nil {
-			return nil, err
-		}
-		replies[node] = r
-		return r.status, nil
+	r.request = request{script: acquireScript, keys: r.keys[:], args: r.args[:], decode: r}
+	return &r.request
+}
+
+// acquireRequest is an acquisition's request with its keys, arguments and
+// decoder in one allocation.
+type acquireRequest struct {
+	request
+	keys    [3]string
+	args    [5]string
+	replies []acquireReply
+}
+
+// decode implements decoder: it records node's reply in replies[node] and
+// classifies it by its status.
+func (r *acquireRequest) decode(node int, v any) (any, error) {
+	reply, err := decodeAcquire(v)
+	if err != nil {
+		return nil, err
 	}
-	return &request{script: acquireScript, keys: keys, args: args, decode: decode}
+	r.replies[node] = reply
+	return reply.status, nil
 }
 
 func decodeAcquire(v any) (acquireReply, error) {

@@ -51,14 +51,14 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
-	read := &request{script: inspectScript, keys: keys, decode: func(node int, v any) (any, error) {
+	read := &request{script: inspectScript, keys: keys, decode: decodeFunc(func(node int, v any) (any, error) {
 		s, err := c.decodeInspect(v)
 		if err != nil {
 			return nil, err
 		}
 		decoded[node] = s
 		return nil, nil
-	}}
+	})}
 	results, _ := c.fanout(ctx, c.opts.NodeTimeout, read, func(any) bool { return true }, func(int, int) bool { return false })
 	states := make([]NodeState, len(c.conns))
 	for i, r := range results {

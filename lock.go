@@ -267,6 +267,7 @@ func (l *Lock) takeHandoff() *handoff { return l.client.turns.takeHandoff(l.key)
 // possibly still on its way), and that fan-out.
 type lagging struct {
 	nodes   []int
+	buf     [inlineNodes]int // nodes' backing array while it fits
 	earlier *flight
 	timeout time.Duration // for a request sent after the wait
 }
@@ -278,6 +279,7 @@ func laggingNodes(results []NodeResult, unfinished *flight, timeout time.Duratio
 		return nil
 	}
 	lag := &lagging{earlier: unfinished, timeout: timeout}
+	lag.nodes = lag.buf[:0]
 	for i, r := range results {
 		if r.Outcome == OutcomeNoAnswer || r.Outcome == OutcomeTimeout {
 			lag.nodes = append(lag.nodes, i)
@@ -292,12 +294,7 @@ func (lag *lagging) holds(node int) bool {
 	if lag == nil || !slices.Contains(lag.nodes, node) {
 		return false
 	}
-	select {
-	case <-lag.earlier.done:
-		return false
-	default:
-		return true
-	}
+	return !lag.earlier.done.Load()
 }
 
 // submitAfter submits calls to their lagging node once the earlier

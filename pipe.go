@@ -27,9 +27,25 @@ type request struct {
 	args   []string
 	// decode, when set, turns node's reply into the value the fan-out
 	// classifies; it runs before the answer reaches the fan-out.
-	decode func(node int, v any) (any, error)
+	decode decoder
 	// local, when set, answers for node without asking it when ok.
 	local func(node int) (v any, ok bool)
+}
+
+// decoder turns a node's reply to a request into the value its fan-out
+// classifies.
+type decoder interface {
+	decode(node int, v any) (any, error)
+}
+
+// decodeFunc is a function as a decoder.
+type decodeFunc func(node int, v any) (any, error)
+
+func (f decodeFunc) decode(node int, v any) (any, error) { return f(node, v) }
+
+// receiver takes the answers of calls; deliver must not block.
+type receiver interface {
+	deliver(a answer)
 }
 
 // call is a request on its way to one node.
@@ -39,11 +55,20 @@ type call struct {
 	ctx      context.Context // a lone call is sent with it, bounded by deadline
 	deadline time.Time       // the fan-out stops waiting then
 	start    time.Time
-	// answer receives the reply; it must not block.
-	answer func(a answer)
+	// to receives the reply.
+	to receiver
 	// joined: the call must leave in the same batch as the one queued
 	// before it.
 	joined bool
+	// alone holds the call itself, as a batch of one that costs no
+	// allocation of its own.
+	alone [1]*call
+}
+
+// asBatch returns the call as a batch of one.
+func (cl *call) asBatch() []*call {
+	cl.alone[0] = cl
+	return cl.alone[:]
 }
 
 // senderIdle is how long a goroutine that sent a node's requests waits for
@@ -228,7 +253,7 @@ func (p *pipe) sendBatch(batch []*call) {
 // deliver decodes a reply and hands it to its call.
 func (p *pipe) deliver(cl *call, v any, err error) {
 	if err == nil && cl.req.decode != nil {
-		v, err = cl.req.decode(cl.node, v)
+		v, err = cl.req.decode.decode(cl.node, v)
 	}
-	cl.answer(answer{node: cl.node, val: v, err: err, took: time.Since(cl.start)})
+	cl.to.deliver(answer{node: cl.node, val: v, err: err, took: time.Since(cl.start)})
 }

@@ -63,9 +63,14 @@ func pipeClient(t *testing.T, cluster *testcluster.Cluster, conn func(*testing.T
 // collect returns a call of req to node 0 and the channel its answer goes to.
 func collect(req *request, deadline time.Time) (*call, chan answer) {
 	ch := make(chan answer, 1)
-	cl := &call{req: req, ctx: context.Background(), deadline: deadline, start: time.Now(), answer: func(a answer) { ch <- a }}
+	cl := &call{req: req, ctx: context.Background(), deadline: deadline, start: time.Now(), to: chanReceiver(ch)}
 	return cl, ch
 }
+
+// chanReceiver delivers answers to a channel.
+type chanReceiver chan answer
+
+func (ch chanReceiver) deliver(a answer) { ch <- a }
 
 // await returns the answer on ch, failing the test after five seconds.
 func await(t *testing.T, ch <-chan answer) answer {

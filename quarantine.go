@@ -55,12 +55,12 @@ func (c *Client) checkLockTTL(ttl time.Duration) error {
 func (c *Client) MarkReady(ctx context.Context) error {
 	keys := []string{MarkerKey}
 	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
-	mark := &request{script: markReadyScript, keys: keys, args: []string{delay}, decode: func(_ int, v any) (any, error) {
+	mark := &request{script: markReadyScript, keys: keys, args: []string{delay}, decode: decodeFunc(func(_ int, v any) (any, error) {
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("redlock: unexpected reply to the mark-ready script: %v", v)
 		}
 		return v, nil
-	}}
+	})}
 	answered := func(any) bool { return true }
 	results, ok := c.fanout(ctx, c.opts.NodeTimeout, mark, answered, func(int, int) bool { return false })
 	if ok == len(c.conns) {
