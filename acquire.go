@@ -189,12 +189,22 @@ type attempt struct {
 	start   time.Time // carries the monotonic clock reading
 	req     *request
 	replies []acquireReply
+
+	acquire  acquireRequest
+	replyBuf [inlineNodes]acquireReply // replies' backing array while it fits
 }
 
 // newAttempt prepares an attempt on key, its clock started.
 func (c *Client) newAttempt(key string, ttl time.Duration) *attempt {
-	a := &attempt{key: key, token: newToken(), ttl: ttl, replies: make([]acquireReply, len(c.conns))}
-	a.req = c.acquirer(key, a.token, ttl, a.replies)
+	a := &attempt{key: key, ttl: ttl}
+	if n := len(c.conns); n <= inlineNodes {
+		a.replies = a.replyBuf[:n]
+	} else {
+		a.replies = make([]acquireReply, n)
+	}
+	token, fenceKey, clock := attemptStrings(key, time.Now())
+	a.token = token
+	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
 	a.start = time.Now()
 	return a
 }
@@ -260,7 +270,7 @@ func (c *Client) decided(ok, others int) bool {
 // It does not announce the release: a failed attempt freed at most a
 // minority of nodes, and waking waiters for that only splits their votes.
 func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging) {
-	ctx = context.WithoutCancel(ctx)
+	ctx = uncancelled(ctx)
 	wait := len(c.conns)
 	if lag != nil {
 		wait -= len(lag.nodes)
@@ -283,6 +293,15 @@ type releaseRequest struct {
 	request
 	keys [1]string
 	args [2]string
+}
+
+// uncancelled returns ctx without its cancellation and deadline, and ctx
+// itself when it has neither.
+func uncancelled(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // withCause adds ctx's error to a QuorumError so that errors.Is sees both.

@@ -63,23 +63,16 @@ type acquireReply struct {
 	left   time.Duration // recovery time left, when recovering
 }
 
-// acquirer returns the request of one acquisition attempt. It decodes each
-// node's reply into replies[i], i being the node's index: the caller may read
-// replies[i] once the fan-out recorded node i's answer.
-func (c *Client) acquirer(key, token string, ttl time.Duration, replies []acquireReply) *request {
-	r := &acquireRequest{
-		keys: [3]string{key, FenceKey(key), MarkerKey},
-		args: [5]string{
-			token,
-			c.wire.millis(ttl),
-			c.wire.recovery,
-			c.wire.counterTTL,
-			// The same on every node: nodes that lost or missed counters
-			// start again from one value and agree, with no second step.
-			strconv.FormatInt(time.Now().UnixMicro(), 10),
-		},
-		replies: replies,
-	}
+// acquirer fills in r as the request of one acquisition attempt and
+// returns it. fenceKey is FenceKey(key); clock is the caller's clock in
+// microseconds, the same on every node, so that nodes that lost or missed
+// counters start again from one value and agree, with no second step. It
+// decodes each node's reply into replies[i], i being the node's index: the
+// caller may read replies[i] once the fan-out recorded node i's answer.
+func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
+	r.keys = [3]string{key, fenceKey, MarkerKey}
+	r.args = [5]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
+	r.replies = replies
 	r.request = request{script: acquireScript, keys: r.keys[:], args: r.args[:], decode: r}
 	return &r.request
 }

@@ -205,8 +205,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: %q", ErrReleased, l.key)
 	}
 
-	ctx = context.WithoutCancel(ctx)
-	release := releaser(l.key, l.token, releaseChannel(l.key))
+	ctx = uncancelled(ctx)
 	// Return once a quorum deleted the key; otherwise hear every node out (a
 	// node that is down fails fast), so that "not held" is not mistaken for
 	// "not answered".
@@ -234,6 +233,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		close(h.sent)
 		results, ok, _ = f.collect(isOne, enough)
 	} else {
+		release := releaser(l.key, l.token, releaseChannel(l.key))
 		results, ok, _ = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
 	}
 	answered := 0
@@ -306,7 +306,7 @@ func (lag *lagging) holds(node int) bool {
 func (lag *lagging) submitAfter(p *pipe, calls ...*call) {
 	lag.earlier.afterLanding(func() {
 		first := calls[0]
-		first.ctx = context.WithoutCancel(first.ctx)
+		first.ctx = uncancelled(first.ctx)
 		first.deadline = time.Now().Add(lag.timeout)
 		p.submit(calls...)
 	})

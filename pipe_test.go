@@ -112,11 +112,11 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 				replies[i] = make([]acquireReply, 1)
 			}
 			reqs := []*request{
-				c.acquirer("free", "tok-free", 10*time.Second, replies[0]),
-				c.acquirer("held", "tok-held", 10*time.Second, replies[1]),
+				testAcquirer(c, "free", "tok-free", 10*time.Second, replies[0]),
+				testAcquirer(c, "held", "tok-held", 10*time.Second, replies[1]),
 				releaser("mine", "tok-mine", ""),
 				{script: extendScript, keys: []string{"ext"}, args: []string{"tok-ext", "60000"}},
-				c.acquirer("broken", "tok-broken", 10*time.Second, replies[2]),
+				testAcquirer(c, "broken", "tok-broken", 10*time.Second, replies[2]),
 				releaser("held", "wrong-token", ""),
 			}
 			deadline := time.Now().Add(5 * time.Second)
@@ -171,8 +171,8 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 func TestPipe_skipsCallsPastTheirDeadline(t *testing.T) {
 	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
 	c := pipeClient(t, cluster, pipeAdapters[0].conn)
-	late, lateAnswer := collect(c.acquirer("late", "tok-late", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(-time.Millisecond))
-	live, liveAnswer := collect(c.acquirer("live", "tok-live", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(5*time.Second))
+	late, lateAnswer := collect(testAcquirer(c, "late", "tok-late", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(-time.Millisecond))
+	live, liveAnswer := collect(testAcquirer(c, "live", "tok-live", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(5*time.Second))
 	c.pipes[0].send([]*call{late, live})
 	if a := await(t, lateAnswer); !errors.Is(a.err, context.DeadlineExceeded) {
 		t.Errorf("late call: got (%v, %v), want context.DeadlineExceeded", a.val, a.err)
@@ -204,7 +204,7 @@ func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	var answers []chan answer
 	for i := range 3 {
-		cl, ch := collect(c.acquirer(fmt.Sprint("queued-", i), "tok", 10*time.Second, make([]acquireReply, 1)), deadline)
+		cl, ch := collect(testAcquirer(c, fmt.Sprint("queued-", i), "tok", 10*time.Second, make([]acquireReply, 1)), deadline)
 		p.submit(cl)
 		answers = append(answers, ch)
 	}
@@ -425,7 +425,7 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 		replies := make([][]acquireReply, 3)
 		for i := range replies {
 			replies[i] = make([]acquireReply, 1)
-			cl, ch := collect(c.acquirer(fmt.Sprint("fresh-", i), fmt.Sprint("tok-", i), 10*time.Second, replies[i]), deadline)
+			cl, ch := collect(testAcquirer(c, fmt.Sprint("fresh-", i), fmt.Sprint("tok-", i), 10*time.Second, replies[i]), deadline)
 			batch = append(batch, cl)
 			answers = append(answers, ch)
 		}
@@ -461,4 +461,11 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 			t.Errorf("request %d on a ready node: %+v, want granted with a fence", i, r)
 		}
 	}
+}
+
+// testAcquirer returns an acquisition request for key with token, as an
+// attempt would send it now.
+func testAcquirer(c *Client, key, token string, ttl time.Duration, replies []acquireReply) *request {
+	clock := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	return c.acquirer(&acquireRequest{}, key, FenceKey(key), token, clock, ttl, replies)
 }

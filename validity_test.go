@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -110,14 +111,19 @@ func TestRetryStrategies(t *testing.T) {
 	}
 }
 
-func TestNewToken(t *testing.T) {
+func TestAttemptStrings(t *testing.T) {
 	seen := map[string]bool{}
-	for range 1000 {
-		tok := newToken()
+	now := time.UnixMicro(1_700_000_000_123_456)
+	for i := range 1000 {
+		key := strings.Repeat("k", i%200) // past the stack buffer, too
+		tok, fenceKey, clock := attemptStrings(key, now)
 		if len(tok) != 27 || seen[tok] {
 			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
 		}
 		seen[tok] = true
+		if fenceKey != FenceKey(key) || clock != "1700000000123456" {
+			t.Fatalf("attemptStrings(%q) = %q, %q; want %q, %q", key, fenceKey, clock, FenceKey(key), "1700000000123456")
+		}
 	}
 }
 
