@@ -52,9 +52,8 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	// of this client has the key's turn or holds its lock: a key nobody
 	// here holds is tried at once.
 	var offer *handoff
-	var handed func() (*Lock, error)
 	if c.turns.busy(key) {
-		offer, handed = c.newHandoff(ctx, key, ttl, cfg.autoRenew)
+		offer = c.newHandoff(ctx, key, ttl, cfg.autoRenew)
 	}
 	turn := c.turns.take(ctx, key, offer)
 	if !turn.taken {
@@ -66,7 +65,7 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 			// A release took the attempt with it as this call gave up: see
 			// the attempt through, and undo it if it won.
 			<-offer.sent
-			if lock, err := handed(); err == nil {
+			if lock, err := offer.collect(); err == nil {
 				lock.Release(context.WithoutCancel(ctx))
 			}
 		}
@@ -120,7 +119,7 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 			if h != nil && !h.withdraw() {
 				// The release took the attempt with it.
 				<-h.sent
-				lock, err = handed()
+				lock, err = h.collect()
 				tried = true
 			} else if !woke {
 				if lastErr == nil {
@@ -149,21 +148,26 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 }
 
 // newHandoff returns an attempt on key to offer to this client's release
-// of it (see turns.take), and the function that completes the attempt once
-// a release took the offer and sent it.
-func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*handoff, func() (*Lock, error)) {
-	var a *attempt
-	var f *flight
-	h := &handoff{sent: make(chan struct{})}
-	h.launch = func() []*call {
-		a = c.newAttempt(key, ttl)
-		f = c.newFlight(ctx, c.nodeTimeout(ttl))
-		return f.calls(a.req)
-	}
-	return h, func() (*Lock, error) {
-		results, ok, unfinished := f.collect(isGranted, c.decided)
-		return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
-	}
+// of it (see turns.take).
+func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) *handoff {
+	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, autoRenew: autoRenew}
+}
+
+// launch starts the offered attempt's fan-out, for a release that took the
+// offer, and returns its calls, one per node (nil for a node answered
+// without asking).
+func (h *handoff) launch() []*call {
+	c := h.client
+	h.attempt = c.newAttempt(h.key, h.ttl)
+	h.flight = c.newFlight(h.ctx, c.nodeTimeout(h.ttl))
+	return h.flight.calls(h.attempt.req)
+}
+
+// collect completes the attempt once the release that took the offer sent
+// it (see sent).
+func (h *handoff) collect() (*Lock, error) {
+	results, ok, unfinished := h.flight.collect(isGranted, h.client.decided)
+	return h.client.conclude(h.ctx, h.attempt, results, ok, unfinished, h.autoRenew)
 }
 
 // sentOrNil returns h.sent, or nil for no offer.

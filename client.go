@@ -163,11 +163,10 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *
 // start and one per-node deadline, and the answers coming back.
 type flight struct {
 	client   *Client
-	ctx      context.Context // ends at the per-node deadline
-	cancel   context.CancelFunc
+	parent   context.Context // the caller's
 	timeout  time.Duration
 	start    time.Time
-	deadline time.Time
+	deadline time.Time // per node: the earlier of start+timeout and parent's
 	answers  chan answer
 	pending  atomic.Int32 // nodes still to answer
 	done     atomic.Bool  // every node answered
@@ -175,6 +174,11 @@ type flight struct {
 	mu     sync.Mutex
 	landed bool     // every node answered; under mu, for onLand
 	onLand []func() // run once every node answered
+	// nodeCtx bounds the requests sent by themselves, made on the first:
+	// requests that go in batches need none. Ended once every node
+	// answered.
+	nodeCtx context.Context
+	cancel  context.CancelFunc
 
 	// The calls of a fan-out to at most inlineNodes nodes live here, in
 	// the flight's own allocation.
@@ -190,9 +194,11 @@ const inlineNodes = 5
 // newFlight starts the clock of a fan-out; each of its calls must be
 // answered, or submitted to be.
 func (c *Client) newFlight(ctx context.Context, timeout time.Duration) *flight {
-	f := &flight{client: c, timeout: timeout, start: time.Now(), answers: make(chan answer, len(c.conns))}
-	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
-	f.deadline, _ = f.ctx.Deadline()
+	f := &flight{client: c, parent: ctx, timeout: timeout, start: time.Now(), answers: make(chan answer, len(c.conns))}
+	f.deadline = f.start.Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(f.deadline) {
+		f.deadline = d
+	}
 	f.pending.Store(int32(len(c.conns)))
 	c.inflight.Add(len(c.conns))
 	return f
@@ -204,17 +210,46 @@ func (f *flight) deliver(a answer) {
 	f.answers <- a
 	f.client.inflight.Done()
 	if f.pending.Add(-1) == 0 {
-		f.cancel()
 		f.done.Store(true)
 		f.mu.Lock()
 		f.landed = true
-		then := f.onLand
+		then, cancel := f.onLand, f.cancel
 		f.onLand = nil
 		f.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 		for _, fn := range then {
 			fn()
 		}
 	}
+}
+
+// nodeContext returns the context to send cl with by itself, bounded by
+// cl's deadline, and the function to call once it was sent. Calls that
+// kept the flight's context and deadline share one context, made on first
+// need.
+func (f *flight) nodeContext(cl *call) (context.Context, context.CancelFunc) {
+	if cl.ctx != f.parent || !cl.deadline.Equal(f.deadline) {
+		return withDeadline(cl.ctx, cl.deadline)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodeCtx == nil {
+		// cl is not answered yet, so the flight has not landed: its last
+		// answer will end the context.
+		f.nodeCtx, f.cancel = context.WithDeadline(f.parent, f.deadline)
+	}
+	return f.nodeCtx, func() {}
+}
+
+// withDeadline returns ctx bounded by deadline, and ctx itself when it ends
+// no later.
+func withDeadline(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && !d.After(deadline) {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, deadline)
 }
 
 // afterLanding runs fn once every node answered: at once if they have.
@@ -247,7 +282,7 @@ func (f *flight) calls(req *request) []*call {
 				continue
 			}
 		}
-		slab[i] = call{req: req, node: i, ctx: f.ctx, deadline: f.deadline, start: f.start, to: f}
+		slab[i] = call{req: req, node: i, ctx: f.parent, deadline: f.deadline, start: f.start, to: f}
 		calls[i] = &slab[i]
 	}
 	return calls
@@ -287,29 +322,40 @@ func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) 
 			others++
 		}
 	}
+	var expired <-chan time.Time
 	for ok+others < len(c.conns) && !enough(ok, others) {
+		if expired == nil {
+			t := getTimer(time.Until(f.deadline))
+			defer putTimer(t)
+			expired = t.C
+		}
+		timedOut := false
 		select {
 		case a := <-f.answers:
 			record(a)
-		case <-f.ctx.Done():
-			// Take what already arrived, then mark the silent nodes.
-			for drained := false; !drained; {
-				select {
-				case a := <-f.answers:
-					record(a)
-				default:
-					drained = true
-				}
-			}
-			if ok+others < len(c.conns) && errors.Is(f.ctx.Err(), context.DeadlineExceeded) {
-				for i := range results {
-					if results[i].Outcome == OutcomeNoAnswer {
-						results[i].Outcome, results[i].Err, results[i].Latency = OutcomeTimeout, context.DeadlineExceeded, f.timeout
-					}
-				}
-			}
-			return results, ok, f
+			continue
+		case <-expired:
+			timedOut = true
+		case <-f.parent.Done():
+			timedOut = errors.Is(f.parent.Err(), context.DeadlineExceeded)
 		}
+		// Take what already arrived, then mark the silent nodes.
+		for drained := false; !drained; {
+			select {
+			case a := <-f.answers:
+				record(a)
+			default:
+				drained = true
+			}
+		}
+		if ok+others < len(c.conns) && timedOut {
+			for i := range results {
+				if results[i].Outcome == OutcomeNoAnswer {
+					results[i].Outcome, results[i].Err, results[i].Latency = OutcomeTimeout, context.DeadlineExceeded, f.timeout
+				}
+			}
+		}
+		return results, ok, f
 	}
 	if ok+others < len(c.conns) {
 		return results, ok, f

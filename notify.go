@@ -235,8 +235,8 @@ func (w *waker) close() {
 // freed, when not nil, is closed by a release of this client, and sent when
 // such a release took the waiter's attempt with it (see handoff).
 func (c *Client) waitForRelease(ctx context.Context, wake chan struct{}, freed, sent <-chan struct{}, delay time.Duration) bool {
-	t := time.NewTimer(delay)
-	defer t.Stop()
+	t := getTimer(delay)
+	defer putTimer(t)
 	select {
 	case <-wake: // nil without a waker: never ready
 		return true
@@ -249,6 +249,27 @@ func (c *Client) waitForRelease(ctx context.Context, wake chan struct{}, freed, 
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// timers keeps stopped timers for reuse: a waiting goroutine, or a
+// fan-out, would otherwise allocate one, and its channel, every time.
+var timers sync.Pool
+
+// getTimer returns a timer that fires after d, reused when one is free.
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it for reuse. Since Go 1.23 a stopped timer's
+// channel holds no stale value, so a reused timer fires only for its new
+// duration.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // listenFor registers a waiter for the release of key; stop ends it. Both are

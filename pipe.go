@@ -46,6 +46,9 @@ func (f decodeFunc) decode(node int, v any) (any, error) { return f(node, v) }
 // receiver takes the answers of calls; deliver must not block.
 type receiver interface {
 	deliver(a answer)
+	// nodeContext returns the context to send cl with by itself, bounded
+	// by cl's deadline, and the function to call once it was sent.
+	nodeContext(cl *call) (context.Context, context.CancelFunc)
 }
 
 // call is a request on its way to one node.
@@ -199,12 +202,8 @@ func (p *pipe) send(batch []*call) {
 	case 0:
 	case 1:
 		cl := live[0]
-		ctx := cl.ctx
-		if d, ok := ctx.Deadline(); !ok || d.After(cl.deadline) {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, cl.deadline)
-			defer cancel()
-		}
+		ctx, sent := cl.to.nodeContext(cl)
+		defer sent()
 		v, err := p.conn.EvalSHA(ctx, cl.req.script.sha1, cl.req.script.source, cl.req.keys, cl.req.args...)
 		p.deliver(cl, v, err)
 	default:

@@ -72,6 +72,10 @@ type chanReceiver chan answer
 
 func (ch chanReceiver) deliver(a answer) { ch <- a }
 
+func (ch chanReceiver) nodeContext(cl *call) (context.Context, context.CancelFunc) {
+	return withDeadline(cl.ctx, cl.deadline)
+}
+
 // await returns the answer on ch, failing the test after five seconds.
 func await(t *testing.T, ch <-chan answer) answer {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // turnShards spreads the per-key queues over independent mutexes so that
@@ -188,11 +189,19 @@ func (t *turns) giveLocked(s *turnShard, key string, q *turnQueue, acquired bool
 // order, so the lock changes hands within one round trip instead of two.
 type handoff struct {
 	state atomic.Int32 // handoffOffered, handoffTaken or handoffWithdrawn
-	// launch starts the attempt's fan-out and returns its calls, one per
-	// node (nil for a node answered without asking).
-	launch func() []*call
-	// sent is closed once the releasing goroutine has submitted the calls.
+	// sent is closed once the releasing goroutine has submitted the calls
+	// that launch returned.
 	sent chan struct{}
+
+	// The attempt offered, set up by newHandoff.
+	client    *Client
+	ctx       context.Context
+	key       string
+	ttl       time.Duration
+	autoRenew bool
+	// Set by launch, before sent is closed.
+	attempt *attempt
+	flight  *flight
 }
 
 const (
