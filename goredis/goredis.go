@@ -53,14 +53,34 @@ func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
 	return reply(c.client.Do(ctx, toAny(args)...).Result())
 }
 
-// EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT.
+// EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT. The
+// command is built in one argument slice, which the fallback reuses.
 func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
-	a := toAny(args)
-	v, err := c.client.EvalSha(ctx, sha1, keys, a...).Result()
+	cmdArgs := make([]any, 3+len(keys)+len(args))
+	cmdArgs[0], cmdArgs[1], cmdArgs[2] = "evalsha", sha1, len(keys)
+	for i, k := range keys {
+		cmdArgs[3+i] = k
+	}
+	for i, a := range args {
+		cmdArgs[3+len(keys)+i] = a
+	}
+	v, err := c.eval(ctx, cmdArgs, len(keys))
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = c.client.Eval(ctx, source, keys, a...).Result()
+		cmdArgs[0], cmdArgs[1] = "eval", source
+		v, err = c.eval(ctx, cmdArgs, len(keys))
 	}
 	return reply(v, err)
+}
+
+// eval runs an EVAL or EVALSHA command whose first key, if any, is its
+// fourth argument.
+func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if keys > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	_ = c.client.Process(ctx, cmd)
+	return cmd.Result()
 }
 
 // Listen holds a pub/sub connection; see redlock.Notifier.
