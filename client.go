@@ -322,19 +322,22 @@ func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) 
 			others++
 		}
 	}
-	var expired <-chan time.Time
+	var timer *time.Timer // made on first need
+	defer func() {
+		if timer != nil {
+			putTimer(timer)
+		}
+	}()
 	for ok+others < len(c.conns) && !enough(ok, others) {
-		if expired == nil {
-			t := getTimer(time.Until(f.deadline))
-			defer putTimer(t)
-			expired = t.C
+		if timer == nil {
+			timer = getTimer(time.Until(f.deadline))
 		}
 		timedOut := false
 		select {
 		case a := <-f.answers:
 			record(a)
 			continue
-		case <-expired:
+		case <-timer.C:
 			timedOut = true
 		case <-f.parent.Done():
 			timedOut = errors.Is(f.parent.Err(), context.DeadlineExceeded)

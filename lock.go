@@ -220,7 +220,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		releases := f.calls(releaser(l.key, l.token, ""))
 		attempts := h.launch()
 		for i, rel := range releases {
-			group := []*call{rel}
+			group := append(make([]*call, 0, 2), rel)
 			if attempts[i] != nil {
 				group = append(group, attempts[i])
 			}
