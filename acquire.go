@@ -244,6 +244,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		if ok >= c.quorum && validity > 0 {
 			lock := newLock(c, key, token, ttl, until, autoRenew)
 			lock.fence = fence
+			lock.nodes = results
 			lock.lagging = lag
 			return lock, nil
 		}

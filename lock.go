@@ -20,7 +20,8 @@ type Lock struct {
 	key    string
 	token  string
 	ttl    time.Duration
-	fence  uint64 // fencing token, set once before the lock is handed out
+	fence  uint64       // fencing token, set once before the lock is handed out
+	nodes  []NodeResult // the answers that granted it; set with fence
 	// Nodes whose acquire request was still under way when the lock was
 	// handed out; set once before that, nil when none lagged.
 	lagging *lagging
@@ -54,6 +55,14 @@ func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, a
 	}
 	return l
 }
+
+// Nodes returns each node's answer to the acquisition that granted the
+// lock, in the client's node order: OutcomeOK where the node holds it for
+// this lock, and why not elsewhere. A node that had not answered when a
+// quorum had granted shows OutcomeNoAnswer; its request may still have set
+// the key there, and Release deletes it there too. The slice is the
+// caller's.
+func (l *Lock) Nodes() []NodeResult { return slices.Clone(l.nodes) }
 
 // Key returns the lock key as sent to the nodes, KeyPrefix included.
 func (l *Lock) Key() string { return l.key }

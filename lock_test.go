@@ -528,3 +528,37 @@ func TestRelease_majorityDownIsNotReleased(t *testing.T) {
 		t.Fatalf("third release: %v, want ErrReleased", err)
 	}
 }
+
+func TestLock_nodesTellEachNodesAnswer(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 2 * time.Second})
+		if err := cluster.Node(2).Kill(); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := client.TryAcquire(bg, "answers")
+		if err != nil {
+			t.Fatalf("acquire with one node down: %v", err)
+		}
+		defer lock.Release(bg)
+		nodes := lock.Nodes()
+		if len(nodes) != 3 {
+			t.Fatalf("Nodes() has %d entries, want 3: %v", len(nodes), nodes)
+		}
+		for i, name := range client.Nodes() {
+			if nodes[i].Node != name {
+				t.Errorf("Nodes()[%d] is %s, want %s", i, nodes[i].Node, name)
+			}
+		}
+		if nodes[0].Outcome != redlock.OutcomeOK || nodes[1].Outcome != redlock.OutcomeOK {
+			t.Errorf("live nodes: %v and %v, want both granted", nodes[0], nodes[1])
+		}
+		if nodes[2].Outcome == redlock.OutcomeOK {
+			t.Errorf("killed node reported as granting: %v", nodes[2])
+		}
+		nodes[0].Outcome = redlock.OutcomeError
+		if lock.Nodes()[0].Outcome != redlock.OutcomeOK {
+			t.Error("changing the returned slice changed the lock's")
+		}
+	})
+}

@@ -58,14 +58,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	book := &outcomeBook{nodes: len(cfg.Nodes)}
 	conns := make([]redlock.Conn, len(cfg.Nodes))
 	for i, u := range cfg.Nodes {
 		o, err := redlock.ParseURL(u)
 		if err != nil {
 			return err
 		}
-		conns[i] = &recordingConn{Conn: goredis.NewOwned(goredisv9.NewClient(o)), node: i, book: book}
+		conns[i] = goredis.NewOwned(goredisv9.NewClient(o))
 	}
 	client, err := redlock.New(conns, &redlock.Options{
 		TTL:               cfg.TTL,
@@ -94,7 +93,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 			cfg:    gcfg,
 			client: client,
 			reg:    newRegisterClient(cfg.Register),
-			book:   book,
 			rng:    rand.New(rand.NewPCG(cfg.Seed, 0x746f7274+uint64(g))),
 			enc:    json.NewEncoder(shared),
 		}
@@ -129,7 +127,6 @@ type worker struct {
 	cfg    Config
 	client *redlock.Client
 	reg    *registerClient
-	book   *outcomeBook
 	rng    *rand.Rand
 	enc    *json.Encoder
 	lastID int64
@@ -190,7 +187,7 @@ func (w *worker) cycle() error {
 	deadline := now + int64(time.Until(lock.Until()))
 	if err := w.emit(history.Event{
 		Time: now, Type: history.OK, Op: history.OpAcquire, ID: id, Key: key,
-		Token: lock.Token(), Fence: lock.Fence(), Deadline: deadline, Nodes: w.book.take(lock.Token()),
+		Token: lock.Token(), Fence: lock.Fence(), Deadline: deadline, Nodes: nodeOutcomes(lock.Nodes()),
 	}); err != nil {
 		return err
 	}
@@ -281,88 +278,4 @@ func nodeOutcomes(results []redlock.NodeResult) []history.NodeOutcome {
 		out[i] = history.NodeOutcome{Node: i, Outcome: r.Outcome.String(), Micros: r.Latency.Microseconds()}
 	}
 	return out
-}
-
-// outcomeBook keeps each node's answer to the current acquisition attempt,
-// which the library reports only for attempts that fail.
-type outcomeBook struct {
-	nodes    int
-	mu       sync.Mutex
-	attempts map[string][]history.NodeOutcome // by token
-}
-
-// maxBookedAttempts bounds the attempts a book remembers: those that failed
-// are never taken.
-const maxBookedAttempts = 1024
-
-// put records node's answer to the attempt with token.
-func (b *outcomeBook) put(token string, node int, outcome string, latency time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	outcomes, ok := b.attempts[token]
-	if !ok {
-		if b.attempts == nil || len(b.attempts) >= maxBookedAttempts {
-			b.attempts = map[string][]history.NodeOutcome{}
-		}
-		outcomes = make([]history.NodeOutcome, b.nodes)
-		for i := range outcomes {
-			outcomes[i] = history.NodeOutcome{Node: i, Outcome: redlock.OutcomeNoAnswer.String()}
-		}
-		b.attempts[token] = outcomes
-	}
-	outcomes[node] = history.NodeOutcome{Node: node, Outcome: outcome, Micros: latency.Microseconds()}
-}
-
-// take returns the answers recorded for the attempt with token: nodes that
-// had not answered when the attempt was decided show as "no answer". An
-// attempt whose requests went in a batch with others' is not recorded.
-func (b *outcomeBook) take(token string) []history.NodeOutcome {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	outcomes, ok := b.attempts[token]
-	if !ok {
-		return nil
-	}
-	delete(b.attempts, token)
-	return append([]history.NodeOutcome(nil), outcomes...)
-}
-
-// recordingConn notes each node's answer to acquisition requests in a book.
-type recordingConn struct {
-	redlock.Conn
-	node int
-	book *outcomeBook
-}
-
-// EvalSHA runs the script and, when it is the acquisition script (the lock
-// key, its fencing counter and the restart marker as keys; the token as the
-// first argument), records the node's answer.
-func (c *recordingConn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
-	start := time.Now()
-	v, err := c.Conn.EvalSHA(ctx, sha1, source, keys, args...)
-	if len(keys) == 3 && len(args) > 0 && keys[1] == redlock.FenceKey(keys[0]) && keys[2] == redlock.MarkerKey {
-		c.book.put(args[0], c.node, acquireOutcome(v, err), time.Since(start))
-	}
-	return v, err
-}
-
-// acquireOutcome names a node's answer to the acquisition script.
-func acquireOutcome(v any, err error) string {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return redlock.OutcomeTimeout.String()
-	case err != nil:
-		return redlock.OutcomeError.String()
-	}
-	if a, ok := v.([]any); ok && len(a) > 0 {
-		switch a[0] {
-		case int64(1):
-			return redlock.OutcomeOK.String()
-		case int64(0):
-			return redlock.OutcomeHeld.String()
-		case int64(2):
-			return redlock.OutcomeRecovering.String()
-		}
-	}
-	return fmt.Sprintf("reply %v", v)
 }
