@@ -262,15 +262,21 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	released := make(chan error, 1)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
-		first.Release(bg)
+		released <- first.Release(bg)
 	}()
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	second, err := client.Acquire(ctx, "handoff")
 	if err != nil {
 		t.Fatalf("Acquire did not get the lock after its release: %v", err)
+	}
+	// The nodes may grant the waiter before the releasing goroutine has
+	// heard back from them: wait for Release to return.
+	if err := <-released; err != nil {
+		t.Errorf("release: %v", err)
 	}
 	if first.Err() == nil {
 		t.Error("the first lock still reports being held")
