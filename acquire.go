@@ -222,8 +222,10 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (see lagging), so that a release cannot overtake
-	// them.
-	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, nil, isGranted, c.decided)
+	// them. Likewise, this attempt waits on the nodes that this client's
+	// last release of the key has not heard back from (see
+	// trailingReleases).
+	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, c.trailing.of(key).within(c.nodeTimeout(ttl)), isGranted, c.decided)
 	return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
 }
 
@@ -280,8 +282,9 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	if lag != nil {
 		wait -= len(lag.nodes)
 	}
-	c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, ""), lag, isOne,
+	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, ""), lag, isOne,
 		func(ok, others int) bool { return ok+others >= wait })
+	c.trailing.add(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
 }
 
 // releaser returns the release script's request; channel "" releases

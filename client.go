@@ -27,6 +27,7 @@ type Client struct {
 	closeOnce sync.Once
 	waker     *waker // nil when no node can notify
 	turns     *turns
+	trailing  *trailingReleases
 	wire      wireArgs
 	// inflight counts requests to single nodes not yet answered, some
 	// possibly after their fan-out returned; Close waits for them.
@@ -66,7 +67,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		pipes[i] = &pipe{conn: conn, node: i, work: make(chan []*call), stop: closed}
 	}
 	return &Client{wire: newWireArgs(o), conns: conns, pipes: pipes, closed: closed, quorum: len(conns)/2 + 1, opts: o,
-		waker: newWaker(conns, len(conns)/2+1), turns: newTurns()}, nil
+		waker: newWaker(conns, len(conns)/2+1), turns: newTurns(), trailing: newTrailingReleases()}, nil
 }
 
 // Nodes returns the names of the client's nodes, in order.

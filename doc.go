@@ -38,7 +38,8 @@
 // A call returns as soon as the answers settle it, so a slow or dead
 // minority of nodes does not slow it; anything sent later to a node that had
 // not answered waits for its earlier request, so a release never overtakes
-// its acquisition. Concurrent calls share script calls: while a node has two
+// its acquisition, nor a client's next acquisition of a key its release of
+// that key. Concurrent calls share script calls: while a node has two
 // under way, the requests of other calls to it queue and leave together in
 // the next, through a script that runs each as if alone; a lone call is sent
 // at once, by itself.

@@ -240,10 +240,14 @@ func (l *Lock) Release(ctx context.Context) error {
 			}
 		}
 		close(h.sent)
-		results, ok, _ = f.collect(isOne, enough)
+		var unfinished *flight
+		results, ok, unfinished = f.collect(isOne, enough)
+		c.trailing.add(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	} else {
 		release := releaser(l.key, l.token, releaseChannel(l.key))
-		results, ok, _ = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
+		var unfinished *flight
+		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
+		c.trailing.add(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	}
 	answered := 0
 	for _, r := range results {
@@ -295,6 +299,15 @@ func laggingNodes(results []NodeResult, unfinished *flight, timeout time.Duratio
 		}
 	}
 	return lag
+}
+
+// within returns lag with timeout for the request sent after the wait; nil
+// stays nil.
+func (lag *lagging) within(timeout time.Duration) *lagging {
+	if lag == nil || lag.timeout == timeout {
+		return lag
+	}
+	return &lagging{nodes: lag.nodes, earlier: lag.earlier, timeout: timeout}
 }
 
 // holds reports whether a request to node must wait for the node's earlier

@@ -465,6 +465,8 @@ func TestRelease_doesNotOvertakeItsAcquisition(t *testing.T) {
 	// Acquire returns at a quorum while the other nodes' requests are still
 	// on their way; over a connection pool the release could reach such a
 	// node first and leave the key behind, failing the next attempt there.
+	// Release returns at a quorum too, and the next acquisition must not
+	// overtake it either: it would find the old lock and fail.
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
 		// A generous node timeout: this test is about ordering, and a loaded
@@ -480,9 +482,10 @@ func TestRelease_doesNotOvertakeItsAcquisition(t *testing.T) {
 				t.Fatalf("cycle %d: release: %v", i, err)
 			}
 			if i%30 == 29 {
-				time.Sleep(20 * time.Millisecond) // the nodes after the quorum
+				// The nodes after the quorum answer within moments; a key
+				// that a release overtook stays for its TTL.
 				for _, n := range cluster.Nodes() {
-					if keyOn(t, n, "loop") != "" {
+					if eventuallyGone(t, n, "loop") != "" {
 						left++
 						n.Do(bg, "DEL", "loop")
 					}
@@ -559,6 +562,52 @@ func TestLock_nodesTellEachNodesAnswer(t *testing.T) {
 		nodes[0].Outcome = redlock.OutcomeError
 		if lock.Nodes()[0].Outcome != redlock.OutcomeOK {
 			t.Error("changing the returned slice changed the lock's")
+		}
+	})
+}
+
+func TestAcquire_waitsForThisClientsTrailingRelease(t *testing.T) {
+	// Release returns at a quorum. On a node that has not answered yet, the
+	// next acquisition of the key by the same client goes after that
+	// release, not before it. Here a paused node has not answered the first
+	// acquisition, so the release waits in the client for that answer (see
+	// TestRelease_doesNotOvertakeItsAcquisition); the second acquisition
+	// must wait behind the release, or it would reach the node first, find
+	// the first lock there and be refused, and the node would end up empty.
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 2 * time.Second})
+		slow := cluster.Node(2)
+		for round := range 3 {
+			if err := slow.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			first, err := client.TryAcquire(bg, "trail")
+			if err != nil {
+				t.Fatalf("round %d: acquire with one node paused: %v", round, err)
+			}
+			if err := first.Release(bg); err != nil {
+				t.Fatalf("round %d: release with one node paused: %v", round, err)
+			}
+			second, err := client.TryAcquire(bg, "trail")
+			if err != nil {
+				t.Fatalf("round %d: acquire after release, one node paused: %v", round, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if err := slow.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			// The paused node runs the first acquisition, its release, and
+			// then the second acquisition.
+			waitForKey(t, cluster, "trail", second.Token())
+			if err := second.Release(bg); err != nil {
+				t.Fatalf("round %d: release: %v", round, err)
+			}
+			for _, n := range cluster.Nodes() {
+				if v := eventuallyGone(t, n, "trail"); v != "" {
+					t.Fatalf("round %d: node %d still holds %q", round, n.Index(), v)
+				}
+			}
 		}
 	})
 }
