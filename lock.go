@@ -221,6 +221,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	enough := func(ok, _ int) bool { return ok >= c.quorum }
 	var results []NodeResult
 	var ok int
+	var unfinished *flight
 	if h := l.takeHandoff(); h != nil {
 		// A goroutine of this client waits for the lock: its attempt
 		// follows the release on each node, in the same script call. The
@@ -240,15 +241,14 @@ func (l *Lock) Release(ctx context.Context) error {
 			}
 		}
 		close(h.sent)
-		var unfinished *flight
 		results, ok, unfinished = f.collect(isOne, enough)
-		c.trailing.add(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	} else {
 		release := releaser(l.key, l.token, releaseChannel(l.key))
-		var unfinished *flight
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
-		c.trailing.add(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	}
+	// The next acquisition of the key by this client waits for the nodes
+	// not heard from yet (see trailingReleases).
+	c.trailing.add(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	answered := 0
 	for _, r := range results {
 		if r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld {
