@@ -16,6 +16,8 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,9 +25,10 @@ import (
 // Conn is one Redis master reached through a go-redis client. It is safe for
 // concurrent use.
 type Conn struct {
-	client redis.UniversalClient
-	name   string
-	owned  bool
+	client  redis.UniversalClient
+	name    string
+	owned   bool
+	digests boxes
 }
 
 // New wraps client. The node is named after the client's address. Close does
@@ -54,15 +57,18 @@ func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
 }
 
 // EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT. The
-// command is built in one argument slice, which the fallback reuses.
+// command is built in one argument slice, which the fallback reuses. Keys
+// and arguments go in as pointers into keys and args, which go-redis writes
+// like the strings themselves: boxing a pointer allocates nothing, boxing a
+// string allocates a copy of its header. The digest is boxed once per script.
 func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
 	cmdArgs := make([]any, 3+len(keys)+len(args))
-	cmdArgs[0], cmdArgs[1], cmdArgs[2] = "evalsha", sha1, len(keys)
-	for i, k := range keys {
-		cmdArgs[3+i] = k
+	cmdArgs[0], cmdArgs[1], cmdArgs[2] = "evalsha", c.digests.boxed(sha1), len(keys)
+	for i := range keys {
+		cmdArgs[3+i] = &keys[i]
 	}
-	for i, a := range args {
-		cmdArgs[3+len(keys)+i] = a
+	for i := range args {
+		cmdArgs[3+len(keys)+i] = &args[i]
 	}
 	v, err := c.eval(ctx, cmdArgs, len(keys))
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -72,8 +78,6 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 	return reply(v, err)
 }
 
-// eval runs an EVAL or EVALSHA command whose first key, if any, is its
-// fourth argument.
 func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {
 	cmd := redis.NewCmd(ctx, cmdArgs...)
 	if keys > 0 {
@@ -158,4 +162,45 @@ func nameOf(client redis.UniversalClient) string {
 	default:
 		return "go-redis client"
 	}
+}
+
+// maxBoxes bounds the strings a boxes keeps: a Client runs a handful of
+// scripts, and a caller running many more gets them boxed per call.
+const maxBoxes = 64
+
+// boxes keeps strings boxed as interface values, so that a string sent with
+// every call (a script's digest) is not boxed anew each time. Readers take a
+// copy-on-write map without locking.
+type boxes struct {
+	mu    sync.Mutex
+	byKey atomic.Pointer[map[string]any]
+}
+
+// boxed returns s as an interface value, from the cache when it is there.
+func (b *boxes) boxed(s string) any {
+	if m := b.byKey.Load(); m != nil {
+		if v, ok := (*m)[s]; ok {
+			return v
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.byKey.Load()
+	if old == nil {
+		old = new(map[string]any)
+	}
+	if v, ok := (*old)[s]; ok {
+		return v
+	}
+	if len(*old) >= maxBoxes {
+		return s
+	}
+	next := make(map[string]any, len(*old)+1)
+	for k, v := range *old {
+		next[k] = v
+	}
+	var v any = s
+	next[s] = v
+	b.byKey.Store(&next)
+	return v
 }
