@@ -246,7 +246,12 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		if ok >= c.quorum && validity > 0 {
 			lock := newLock(c, key, token, ttl, until, autoRenew)
 			lock.fence = fence
-			lock.nodes = results
+			if len(results) <= inlineNodes {
+				// results may live in the fan-out's own memory.
+				lock.nodes = append(lock.nodesBuf[:0], results...)
+			} else {
+				lock.nodes = results
+			}
 			lock.lagging = lag
 			return lock, nil
 		}
@@ -282,15 +287,19 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	if lag != nil {
 		wait -= len(lag.nodes)
 	}
-	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, ""), lag, isOne,
+	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, false), lag, isOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.trailing.add(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
 }
 
-// releaser returns the release script's request; channel "" releases
-// silently.
-func releaser(key, token, channel string) *request {
-	r := &releaseRequest{keys: [1]string{key}, args: [2]string{token, channel}}
+// releaser returns the release script's request; announced releases are
+// published on releaseChannel(key), silent ones are not.
+func releaser(key, token string, announced bool) *request {
+	var prefix string
+	if announced {
+		prefix = releaseChannelPrefix
+	}
+	r := &releaseRequest{keys: [1]string{key}, args: [2]string{token, prefix}}
 	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
 	return &r.request
 }

@@ -96,6 +96,9 @@ func (c *Client) Options() Options { return c.opts }
 func (c *Client) Close() error {
 	c.inflight.Wait()
 	c.closeOnce.Do(func() { close(c.closed) })
+	for _, p := range c.pipes {
+		p.batchDeadlines.stop()
+	}
 	c.waker.close()
 	var errs []error
 	for _, conn := range c.conns {
@@ -149,7 +152,8 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *
 		val, err := c.ask(nodeCtx, req, 0)
 		c.pipes[0].done()
 		cancel()
-		results = []NodeResult{classify(c.conns[0].Name(), val, err, time.Since(start), isOK)}
+		req.alone[0] = classify(c.conns[0].Name(), val, err, time.Since(start), isOK)
+		results = req.alone[:]
 		if results[0].Outcome == OutcomeOK {
 			ok = 1
 		}
@@ -186,6 +190,8 @@ type flight struct {
 	callBuf [inlineNodes]call
 	ptrBuf  [inlineNodes]*call
 	bufUsed bool
+	// The results that collect returns live here too, when they fit.
+	resultBuf [inlineNodes]NodeResult
 }
 
 // inlineNodes is the most nodes whose calls a flight holds without
@@ -309,7 +315,11 @@ func (f *flight) submit(calls []*call, lag *lagging) {
 // and otherwise f.
 func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
 	c := f.client
-	results = make([]NodeResult, len(c.conns))
+	if n := len(c.conns); n <= inlineNodes {
+		results = f.resultBuf[:n]
+	} else {
+		results = make([]NodeResult, n)
+	}
 	for i, conn := range c.conns {
 		results[i].Node = conn.Name()
 	}

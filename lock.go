@@ -22,6 +22,8 @@ type Lock struct {
 	ttl    time.Duration
 	fence  uint64       // fencing token, set once before the lock is handed out
 	nodes  []NodeResult // the answers that granted it; set with fence
+	// nodesBuf backs nodes while they fit.
+	nodesBuf [inlineNodes]NodeResult
 	// Nodes whose acquire request was still under way when the lock was
 	// handed out; set once before that, nil when none lagged.
 	lagging *lagging
@@ -227,7 +229,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		// follows the release on each node, in the same script call. The
 		// release is not announced: the key is taken again at once.
 		f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
-		releases := f.calls(releaser(l.key, l.token, ""))
+		releases := f.calls(releaser(l.key, l.token, false))
 		attempts := h.launch()
 		for i, rel := range releases {
 			group := append(make([]*call, 0, 2), rel)
@@ -243,7 +245,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		close(h.sent)
 		results, ok, unfinished = f.collect(isOne, enough)
 	} else {
-		release := releaser(l.key, l.token, releaseChannel(l.key))
+		release := releaser(l.key, l.token, true)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
 	}
 	// The next acquisition of the key by this client waits for the nodes

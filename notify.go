@@ -22,9 +22,14 @@ const (
 	subscriptionLinger = 5 * time.Second
 )
 
+// releaseChannelPrefix followed by a lock key names the pub/sub channel on
+// which releases of the key are announced. The release script appends the
+// key, so that a release does not build the name.
+const releaseChannelPrefix = "redlock:released:"
+
 // releaseChannel is the pub/sub channel on which releases of key are
 // announced.
-func releaseChannel(key string) string { return "redlock:released:" + key }
+func releaseChannel(key string) string { return releaseChannelPrefix + key }
 
 // waker wakes waiting Acquire calls when a lock they wait for is released.
 // Each node that implements Notifier gets one subscription connection,

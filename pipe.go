@@ -30,6 +30,9 @@ type request struct {
 	decode decoder
 	// local, when set, answers for node without asking it when ok.
 	local func(node int) (v any, ok bool)
+	// alone holds the result of a fan-out to the client's only node made
+	// inline, so that it costs no allocation of its own.
+	alone [1]NodeResult
 }
 
 // decoder turns a node's reply to a request into the value its fan-out
@@ -91,6 +94,8 @@ type pipe struct {
 	mu       sync.Mutex
 	inFlight int
 	queue    []*call
+
+	batchDeadlines sharedDeadline // the batches' contexts
 }
 
 // submit sends calls at once when the node has room, and queues them
@@ -229,9 +234,8 @@ func (p *pipe) sendBatch(batch []*call) {
 		args = append(args, cl.req.script.batchID, strconv.Itoa(len(cl.req.keys)), strconv.Itoa(len(cl.req.args)))
 		args = append(args, cl.req.args...)
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx := p.batchDeadlines.until(deadline)
 	v, err := p.conn.EvalSHA(ctx, batchScript.sha1, batchScript.source, keys, args...)
-	cancel()
 	replies, ok := v.([]any)
 	if err == nil && (!ok || len(replies) != len(batch)) {
 		err = fmt.Errorf("redlock: unexpected reply to the batch script: %d replies for %d requests", len(replies), len(batch))
@@ -255,4 +259,43 @@ func (p *pipe) deliver(cl *call, v any, err error) {
 		v, err = cl.req.decode.decode(cl.node, v)
 	}
 	cl.to.deliver(answer{node: cl.node, val: v, err: err, took: time.Since(cl.start)})
+}
+
+// batchDeadlineSlack is how much later than its latest call's deadline a
+// batch's context may end. Batches whose deadlines fall that close share
+// one context, so that a busy node does not cost a context and a timer per
+// batch; the fan-outs stop waiting at their own deadlines either way.
+const batchDeadlineSlack = time.Millisecond
+
+// sharedDeadline hands out contexts without values that end at a given
+// deadline or up to batchDeadlineSlack later, one for many deadlines. Each
+// ends by its own timer; stop ends the latest at once.
+type sharedDeadline struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	end    time.Time
+	cancel context.CancelFunc
+}
+
+// until returns a context that ends no earlier than deadline, and no more
+// than batchDeadlineSlack later.
+func (d *sharedDeadline) until(deadline time.Time) context.Context {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx == nil || d.end.Before(deadline) || d.end.Sub(deadline) > batchDeadlineSlack {
+		// The context replaced, if any, ends at its deadline.
+		d.end = deadline.Add(batchDeadlineSlack)
+		d.ctx, d.cancel = context.WithDeadline(context.Background(), d.end)
+	}
+	return d.ctx
+}
+
+// stop ends the latest context, for a client whose requests all ended.
+func (d *sharedDeadline) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel != nil {
+		d.cancel()
+		d.ctx, d.cancel = nil, nil
+	}
 }

@@ -118,10 +118,10 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 			reqs := []*request{
 				testAcquirer(c, "free", "tok-free", 10*time.Second, replies[0]),
 				testAcquirer(c, "held", "tok-held", 10*time.Second, replies[1]),
-				releaser("mine", "tok-mine", ""),
+				releaser("mine", "tok-mine", false),
 				{script: extendScript, keys: []string{"ext"}, args: []string{"tok-ext", "60000"}},
 				testAcquirer(c, "broken", "tok-broken", 10*time.Second, replies[2]),
-				releaser("held", "wrong-token", ""),
+				releaser("held", "wrong-token", false),
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			var batch []*call
