@@ -473,3 +473,47 @@ func testAcquirer(c *Client, key, token string, ttl time.Duration, replies []acq
 	clock := strconv.FormatInt(time.Now().UnixMicro(), 10)
 	return c.acquirer(&acquireRequest{}, key, FenceKey(key), token, clock, ttl, replies)
 }
+
+func TestSharedDeadline_sharesOneContextPerSlack(t *testing.T) {
+	var d sharedDeadline
+	start := time.Now()
+	first := d.until(start.Add(time.Minute))
+	end, ok := first.Deadline()
+	if !ok || end.Before(start.Add(time.Minute)) || end.After(start.Add(time.Minute+batchDeadlineSlack)) {
+		t.Fatalf("deadline %v, want within %v after %v", end, batchDeadlineSlack, start.Add(time.Minute))
+	}
+	if again := d.until(start.Add(time.Minute + batchDeadlineSlack/2)); again != first {
+		t.Error("a deadline within the slack got a context of its own")
+	}
+	later := d.until(start.Add(time.Minute + 2*batchDeadlineSlack))
+	if later == first {
+		t.Error("a deadline past the shared context's end got that context")
+	}
+	if earlier := d.until(start.Add(time.Minute - 2*batchDeadlineSlack)); earlier == later {
+		t.Error("a deadline more than the slack before the shared context's end got that context")
+	}
+	last := d.until(start.Add(time.Minute))
+	d.stop()
+	if last.Err() == nil {
+		t.Error("stop left the latest context running")
+	}
+	if first.Err() != nil {
+		t.Error("stop ended a context it no longer hands out: it ends at its own deadline")
+	}
+}
+
+func TestSharedDeadline_endsAtTheDeadline(t *testing.T) {
+	var d sharedDeadline
+	ctx := d.until(time.Now().Add(10 * time.Millisecond))
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the context did not end")
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("err = %v, want DeadlineExceeded", ctx.Err())
+	}
+	if next := d.until(time.Now().Add(time.Minute)); next.Err() != nil {
+		t.Errorf("after the shared context ended, until returned an ended context: %v", next.Err())
+	}
+}
