@@ -1,6 +1,7 @@
 package goredis
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 )
@@ -26,5 +27,18 @@ func TestBoxes_keepsAtMostMaxBoxes(t *testing.T) {
 	}
 	if n := len(*b.byKey.Load()); n != maxBoxes {
 		t.Errorf("kept %d strings, want %d", n, maxBoxes)
+	}
+}
+
+func TestArg_writesAndPrintsAsItsString(t *testing.T) {
+	for _, s := range []string{"lock:orders", ""} {
+		a := (*arg)(&s)
+		b, err := a.MarshalBinary()
+		if err != nil || string(b) != s {
+			t.Errorf("MarshalBinary(%q) = %q, %v", s, b, err)
+		}
+		if got := fmt.Sprint(a); got != s {
+			t.Errorf("printed as %q, want %q", got, s)
+		}
 	}
 }

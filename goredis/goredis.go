@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -58,17 +59,16 @@ func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
 
 // EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT. The
 // command is built in one argument slice, which the fallback reuses. Keys
-// and arguments go in as pointers into keys and args, which go-redis writes
-// like the strings themselves: boxing a pointer allocates nothing, boxing a
-// string allocates a copy of its header. The digest is boxed once per script.
+// and arguments go in as pointers into keys and args (see arg), which box
+// into the slice without allocating; the digest is boxed once per script.
 func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
 	cmdArgs := make([]any, 3+len(keys)+len(args))
 	cmdArgs[0], cmdArgs[1], cmdArgs[2] = "evalsha", c.digests.boxed(sha1), len(keys)
 	for i := range keys {
-		cmdArgs[3+i] = &keys[i]
+		cmdArgs[3+i] = (*arg)(&keys[i])
 	}
 	for i := range args {
-		cmdArgs[3+len(keys)+i] = &args[i]
+		cmdArgs[3+len(keys)+i] = (*arg)(&args[i])
 	}
 	v, err := c.eval(ctx, cmdArgs, len(keys))
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -163,6 +163,22 @@ func nameOf(client redis.UniversalClient) string {
 		return "go-redis client"
 	}
 }
+
+// arg is a command argument that go-redis writes, logs and routes as the
+// string it points to. Boxing a pointer into an interface allocates
+// nothing, where boxing a string allocates a copy of its header; go-redis
+// writes an arg through encoding.BinaryMarshaler, and prints it (in command
+// strings, hooks and traces) and reads cluster keys through fmt.Stringer.
+type arg string
+
+// MarshalBinary returns the string's bytes without copying them: go-redis
+// only reads them, while writing the command.
+func (a *arg) MarshalBinary() ([]byte, error) {
+	return unsafe.Slice(unsafe.StringData(string(*a)), len(*a)), nil
+}
+
+// String returns the argument.
+func (a *arg) String() string { return string(*a) }
 
 // maxBoxes bounds the strings a boxes keeps: a Client runs a handful of
 // scripts, and a caller running many more gets them boxed per call.
