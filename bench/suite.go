@@ -127,7 +127,7 @@ func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writ
 	rep := &report.Report{Meta: meta(cfg, rtt)}
 	rep.Meta.MarkedReady = quarantine
 	for _, l := range libs {
-		rep.Libraries = append(rep.Libraries, report.Library{Name: l.Name, Ours: l.Ours, Settings: l.Settings})
+		rep.Libraries = append(rep.Libraries, report.Library{Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Settings: l.Settings})
 	}
 	for _, c := range selected {
 		rep.Cases = append(rep.Cases, c.Case)
@@ -163,6 +163,10 @@ func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writ
 		for _, l := range libs {
 			if l.MaxNodes > 0 && c.Nodes > l.MaxNodes {
 				rep.Rows = append(rep.Rows, report.Row{Case: c.ID, Library: l.Name, NA: fmt.Sprintf("locks on %d node only", l.MaxNodes)})
+				continue
+			}
+			if l.Baseline && c.Handoffs {
+				rep.Rows = append(rep.Rows, report.Row{Case: c.ID, Library: l.Name, NA: "not a lock: run only where keys are not contended"})
 				continue
 			}
 			p.libs = append(p.libs, l)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/redlock-go/redlock/bench/internal/drivers"
 	"github.com/redlock-go/redlock/bench/internal/report"
 )
 
@@ -15,10 +16,14 @@ const (
 // much one slow node costs as information.
 func targets(rep *report.Report) []report.Target {
 	var ours, peers []string
+	baseline := false
 	for _, l := range rep.Libraries {
-		if l.Ours {
+		switch {
+		case l.Ours:
 			ours = append(ours, l.Name)
-		} else {
+		case l.Baseline:
+			baseline = true
+		default:
 			peers = append(peers, l.Name)
 		}
 	}
@@ -39,6 +44,26 @@ func targets(rep *report.Report) []report.Target {
 			rep.Ratio("one slow node: 1-goroutine cycles/s", "serial-5slow", "serial-5", name, report.RateMetric),
 			rep.Ratio("one slow node: 64-goroutine cycles/s", "parallel-5slow", "parallel-5", name, report.RateMetric),
 		)
+	}
+	if !baseline {
+		return ts
+	}
+	// What the nodes and one lean client allow (see drivers.BaselineName),
+	// against redsync, and how much of it each adapter reaches.
+	limit := drivers.BaselineName
+	p50 := rep.WithinRoundTrips("limit: baseline p50 cycle", "serial-5", limit, report.P50Metric, 3)
+	if p50.Status != report.NA {
+		p50.Status, p50.Need = report.Info, "—"
+	}
+	ts = append(ts,
+		rep.Versus("limit: baseline cycles/s", "serial-5", limit, redsync, report.RateMetric),
+		p50,
+		rep.Versus("limit: baseline cycles/s", "parallel-5", limit, redsync, report.RateMetric),
+	)
+	for _, o := range ours {
+		for _, c := range []string{"serial-1", "serial-5", "parallel-1", "parallel-5"} {
+			ts = append(ts, rep.Versus("share of the limit: cycles/s", c, o, limit, report.RateMetric))
+		}
 	}
 	return ts
 }

@@ -30,6 +30,10 @@ type Library struct {
 	Name string
 	// Ours marks this project's library.
 	Ours bool
+	// Baseline marks the reference that is not a lock (see
+	// baselineLibrary): it is no peer, and runs only where keys are not
+	// contended.
+	Baseline bool
 	// MaxNodes is the largest node count the library can lock over; 0 means
 	// any. Cases with more nodes are reported as not applicable.
 	MaxNodes int
@@ -41,7 +45,8 @@ type Library struct {
 	Open func(ctx context.Context, addrs []string, contended bool) (Driver, error)
 }
 
-// All returns every library, this project's adapters first.
+// All returns every library, this project's adapters first and the
+// baseline last.
 func All() []Library {
 	return []Library{
 		redlockGoredis(),
@@ -49,6 +54,7 @@ func All() []Library {
 		redsyncLibrary(),
 		rueidislockLibrary(),
 		bsmLibrary(),
+		baselineLibrary(),
 	}
 }
 

@@ -41,8 +41,11 @@ type Meta struct {
 
 // Library is one measured library and its configuration.
 type Library struct {
-	Name     string `json:"name"`
-	Ours     bool   `json:"ours"`
+	Name string `json:"name"`
+	Ours bool   `json:"ours"`
+	// Baseline marks the reference that is not a lock: the least Redis
+	// work of a cycle, as fast as one client sends it.
+	Baseline bool   `json:"baseline,omitempty"`
 	Settings string `json:"settings"`
 }
 

@@ -148,6 +148,17 @@ func (r *Report) Ratio(goal, caseA, caseB, library string, m Metric) Target {
 	return t
 }
 
+// Versus reports metric m of library a against library b in one case, with
+// no goal.
+func (r *Report) Versus(goal, caseID, a, b string, m Metric) Target {
+	t := r.AtLeast(goal, caseID, a, b, m, 0)
+	t.Need = "—"
+	if t.Status != NA {
+		t.Status = Info
+	}
+	return t
+}
+
 func verdict(ok bool) Status {
 	if ok {
 		return Pass
