@@ -25,20 +25,11 @@ func baselineLibrary() Library {
 			"of a failed attempt but the DEL. One rueidis client per node (DisableCache, ForceSingleClient). " +
 			"Run only where keys are not contended.",
 		Open: func(_ context.Context, addrs []string, _ bool) (Driver, error) {
-			d := &baselineDriver{quorum: len(addrs)/2 + 1}
-			for _, a := range addrs {
-				c, err := rueidisclient.NewClient(rueidisclient.ClientOption{
-					InitAddress:       []string{a},
-					DisableCache:      true,
-					ForceSingleClient: true,
-				})
-				if err != nil {
-					d.Close()
-					return nil, fmt.Errorf("rueidis client for %s: %w", a, err)
-				}
-				d.nodes = append(d.nodes, c)
+			clients, err := rueidisClients(addrs)
+			if err != nil {
+				return nil, err
 			}
-			return d, nil
+			return &baselineDriver{nodes: clients, quorum: len(addrs)/2 + 1}, nil
 		},
 	}
 }

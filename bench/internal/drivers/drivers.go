@@ -4,7 +4,10 @@ package drivers
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	rueidisclient "github.com/redis/rueidis"
 
 	"github.com/redlock-go/redlock"
 )
@@ -64,4 +67,26 @@ func All() []Library {
 func retryDelay(n int) time.Duration {
 	d, _ := redlock.DefaultRetry.NextDelay(n + 1)
 	return d
+}
+
+// rueidisClients opens one rueidis client per node, as this library's
+// rueidis adapter is measured with: no client-side cache, no cluster
+// discovery.
+func rueidisClients(addrs []string) ([]rueidisclient.Client, error) {
+	clients := make([]rueidisclient.Client, 0, len(addrs))
+	for _, a := range addrs {
+		c, err := rueidisclient.NewClient(rueidisclient.ClientOption{
+			InitAddress:       []string{a},
+			DisableCache:      true,
+			ForceSingleClient: true,
+		})
+		if err != nil {
+			for _, c := range clients {
+				c.Close()
+			}
+			return nil, fmt.Errorf("rueidis client for %s: %w", a, err)
+		}
+		clients = append(clients, c)
+	}
+	return clients, nil
 }

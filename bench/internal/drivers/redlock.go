@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	rueidisclient "github.com/redis/rueidis"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/rueidis"
 )
@@ -39,20 +37,13 @@ func redlockRueidis() Library {
 		Ours:     true,
 		Settings: redlockSettings + " One rueidis client per node (DisableCache, ForceSingleClient).",
 		Open: func(_ context.Context, addrs []string, _ bool) (Driver, error) {
-			conns := make([]redlock.Conn, 0, len(addrs))
-			for _, a := range addrs {
-				c, err := rueidisclient.NewClient(rueidisclient.ClientOption{
-					InitAddress:       []string{a},
-					DisableCache:      true,
-					ForceSingleClient: true,
-				})
-				if err != nil {
-					for _, c := range conns {
-						c.Close()
-					}
-					return nil, fmt.Errorf("rueidis client for %s: %w", a, err)
-				}
-				conns = append(conns, rueidis.NewOwned(c))
+			clients, err := rueidisClients(addrs)
+			if err != nil {
+				return nil, err
+			}
+			conns := make([]redlock.Conn, len(clients))
+			for i, c := range clients {
+				conns[i] = rueidis.NewOwned(c)
 			}
 			c, err := redlock.New(conns, &redlock.Options{TTL: TTL})
 			if err != nil {
