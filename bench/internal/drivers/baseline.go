@@ -70,10 +70,9 @@ func (d *baselineDriver) Release(ctx context.Context, held any) error {
 
 // fanOut sends the command build makes to every node, each from a goroutine
 // of its own, and reports whether a majority of the nodes succeeded: replied
-// without an error, where a SET NX that found the key held replies nil, which
-// rueidis returns as an error. It
-// returns as soon as that is settled; the other requests finish on their
-// own.
+// without an error (a SET NX that found the key held replies nil, which
+// rueidis returns as an error). It returns as soon as that is settled; the
+// other requests finish on their own.
 func (d *baselineDriver) fanOut(ctx context.Context, build func(rueidisclient.Client) rueidisclient.Completed) bool {
 	replies := make(chan bool, len(d.nodes))
 	for _, c := range d.nodes {
