@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestAcquire_mutualExclusion(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		for _, nodes := range []int{1, 5} {
 			t.Run(fmt.Sprintf("%dnodes", nodes), func(t *testing.T) {
-				cluster := testcluster.Start(t, testcluster.Options{Nodes: nodes})
+				cluster := redlocktest.Start(t, redlocktest.Options{Nodes: nodes})
 				const workers, rounds = 8, 15
 				var counter atomic.Int64 // read and written apart: only the lock makes it safe
 				var holders, maxHolders atomic.Int32
@@ -63,7 +63,7 @@ func TestAcquire_mutualExclusion(t *testing.T) {
 
 func TestAcquire_minorityDown(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		client := newClient(t, cluster, a, fast())
 		for _, i := range []int{1, 3} {
 			if err := cluster.Node(i).Kill(); err != nil {
@@ -91,7 +91,7 @@ func TestAcquire_minorityDown(t *testing.T) {
 
 func TestAcquire_majorityDown(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		client := newClient(t, cluster, a, fast())
 		for _, i := range []int{0, 2, 4} {
 			if err := cluster.Node(i).Kill(); err != nil {
@@ -132,7 +132,7 @@ func TestAcquire_majorityDown(t *testing.T) {
 
 // eventuallyGone waits up to a second for key to disappear from node n and
 // returns its last value, "" when gone.
-func eventuallyGone(t testing.TB, n *testcluster.Node, key string) string {
+func eventuallyGone(t testing.TB, n *redlocktest.Node, key string) string {
 	t.Helper()
 	deadline := time.Now().Add(time.Second)
 	for {
@@ -146,7 +146,7 @@ func eventuallyGone(t testing.TB, n *testcluster.Node, key string) string {
 
 func TestAcquire_pausedNodes(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		opts := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 400 * time.Millisecond}
 		client := newClient(t, cluster, a, opts)
 		// Warm the connections so that pausing blocks replies, not dials.
@@ -195,7 +195,7 @@ func TestAcquire_pausedNodes(t *testing.T) {
 }
 
 func TestAcquire_failureLeavesNoKey(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 	client := newClient(t, cluster, adapters[0], fast())
 	for _, i := range []int{0, 1, 2} {
 		if _, err := cluster.Node(i).Do(bg, "SET", "taken", "someone-else", "PX", "60000"); err != nil {
@@ -226,7 +226,7 @@ func TestAcquire_failureLeavesNoKey(t *testing.T) {
 
 func TestAcquire_foreignLockBlocks(t *testing.T) {
 	// What redsync and node-redlock write: SET key random NX PX ttl.
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	for _, n := range cluster.Nodes() {
 		if _, err := n.Do(bg, "SET", "shared-resource", "their-token", "NX", "PX", "60000"); err != nil {
 			t.Fatal(err)
@@ -256,7 +256,7 @@ func TestAcquire_foreignLockBlocks(t *testing.T) {
 }
 
 func TestAcquire_waitsForRelease(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	first, err := client.TryAcquire(bg, "handoff")
 	if err != nil {
@@ -285,7 +285,7 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 }
 
 func TestAcquire_contextEnds(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	held, err := client.TryAcquire(bg, "busy")
 	if err != nil {
@@ -315,7 +315,7 @@ func TestAcquire_contextEnds(t *testing.T) {
 }
 
 func TestAcquire_badInput(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	if _, err := client.TryAcquire(bg, ""); !errors.Is(err, redlock.ErrInvalidKey) {
 		t.Errorf("empty key: %v", err)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // audit runs Client.Audit over conns and fails the test on an error.
@@ -88,7 +88,7 @@ func report(r *redlock.AuditReport) string {
 }
 
 // joinConns returns the goredis conns of several clusters' nodes, in order.
-func joinConns(t *testing.T, clusters ...*testcluster.Cluster) []redlock.Conn {
+func joinConns(t *testing.T, clusters ...*redlocktest.Cluster) []redlock.Conn {
 	var addrs []string
 	for _, c := range clusters {
 		addrs = append(addrs, c.Addrs()...)
@@ -98,7 +98,7 @@ func joinConns(t *testing.T, clusters ...*testcluster.Cluster) []redlock.Conn {
 
 func TestAudit_healthy(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		r := audit(t, a.conns(t, cluster.Addrs()), nil)
 		wantNoCritical(t, r)
 		if r.Quorum != 2 || r.Reachable != 3 {
@@ -116,7 +116,7 @@ func TestAudit_healthy(t *testing.T) {
 				t.Errorf("node %d: Version %q, RunID %q, Role %q", i, n.Version, n.RunID, n.Role)
 			}
 			runIDs[n.RunID] = true
-			// testcluster's defaults: no persistence at all, no eviction.
+			// redlocktest.s defaults: no persistence at all, no eviction.
 			if n.AppendOnly != "no" || n.AppendFsync != "everysec" || n.Save != "none" || n.MaxMemoryPolicy != "noeviction" {
 				t.Errorf("node %d: appendonly %q, appendfsync %q, save %q, maxmemory-policy %q",
 					i, n.AppendOnly, n.AppendFsync, n.Save, n.MaxMemoryPolicy)
@@ -145,7 +145,7 @@ func TestAudit_healthy(t *testing.T) {
 
 func TestAudit_persistence(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
 		for _, n := range r.Nodes {
 			f := wantFinding(t, r, n.Node, "persistence", redlock.SeverityWarning)
@@ -155,7 +155,7 @@ func TestAudit_persistence(t *testing.T) {
 		}
 	})
 	t.Run("appendfsyncAlways", func(t *testing.T) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3, AppendFsyncAlways: true})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, AppendFsyncAlways: true})
 		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
 		wantNoCritical(t, r)
 		for _, n := range r.Nodes {
@@ -166,7 +166,7 @@ func TestAudit_persistence(t *testing.T) {
 		}
 	})
 	t.Run("noneWithoutQuarantine", func(t *testing.T) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		r := audit(t, goredisConns(t, cluster.Addrs()), &redlock.Options{DisableQuarantine: true})
 		if !r.Unsafe() {
 			t.Error("Unsafe() = false: no persistence and no quarantine")
@@ -183,7 +183,7 @@ func TestAudit_persistence(t *testing.T) {
 		}
 	})
 	t.Run("appendfsyncAlwaysWithoutQuarantine", func(t *testing.T) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3, AppendFsyncAlways: true})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, AppendFsyncAlways: true})
 		r := audit(t, goredisConns(t, cluster.Addrs()), &redlock.Options{DisableQuarantine: true})
 		wantNoCritical(t, r)
 		for _, n := range r.Nodes {
@@ -191,7 +191,7 @@ func TestAudit_persistence(t *testing.T) {
 		}
 	})
 	t.Run("everysec", func(t *testing.T) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 1, Config: []string{"appendonly yes", "appendfsync everysec"}})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{"appendonly yes", "appendfsync everysec"}})
 		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
 		f := wantFinding(t, r, r.Nodes[0].Node, "persistence", redlock.SeverityWarning)
 		if !strings.Contains(f.Message, "everysec") {
@@ -201,8 +201,8 @@ func TestAudit_persistence(t *testing.T) {
 }
 
 func TestAudit_eviction(t *testing.T) {
-	good := testcluster.Start(t, testcluster.Options{Nodes: 2})
-	evicting := testcluster.Start(t, testcluster.Options{Nodes: 1, Config: []string{"maxmemory-policy volatile-lru"}})
+	good := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	evicting := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{"maxmemory-policy volatile-lru"}})
 	r := audit(t, joinConns(t, good, evicting), nil)
 	if !r.Unsafe() {
 		t.Errorf("Unsafe() = false with an evicting node:\n%s", report(r))
@@ -224,7 +224,7 @@ func TestAudit_eviction(t *testing.T) {
 }
 
 func TestAudit_duplicateServer(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	addrs := cluster.Addrs()
 	// Node 0 twice, under two names: New's duplicate check by name passes.
 	addrs = append(addrs, "localhost:"+strconv.Itoa(cluster.Node(0).Port()))
@@ -240,7 +240,7 @@ func TestAudit_duplicateServer(t *testing.T) {
 }
 
 func TestAudit_quorumLost(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	conns := goredisConns(t, cluster.Addrs())
 	for _, i := range []int{1, 2} {
 		if err := cluster.Node(i).Kill(); err != nil {
@@ -269,7 +269,7 @@ func TestAudit_pausedNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the audit's per-node timeout")
 	}
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	conns := goredisConns(t, cluster.Addrs())
 	if err := cluster.Node(0).Pause(); err != nil {
 		t.Fatal(err)
@@ -295,7 +295,7 @@ func TestAudit_pausedNode(t *testing.T) {
 }
 
 func TestAudit_oneFailureLeft(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	conns := goredisConns(t, cluster.Addrs())
 	if err := cluster.Node(2).Kill(); err != nil {
 		t.Fatal(err)
@@ -307,7 +307,7 @@ func TestAudit_oneFailureLeft(t *testing.T) {
 
 func TestAudit_configRefused(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 1, AppendFsyncAlways: true,
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, AppendFsyncAlways: true,
 			Config: []string{`rename-command CONFIG ""`}})
 		if _, err := cluster.Node(0).Do(bg, "CONFIG", "GET", "appendfsync"); err == nil {
 			t.Fatal("CONFIG GET answered on a node without CONFIG")
@@ -334,8 +334,8 @@ func TestAudit_configRefused(t *testing.T) {
 }
 
 func TestAudit_replica(t *testing.T) {
-	masters := testcluster.Start(t, testcluster.Options{Nodes: 2})
-	replica := testcluster.Start(t, testcluster.Options{Nodes: 1,
+	masters := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
 		Config: []string{fmt.Sprintf("replicaof 127.0.0.1 %d", masters.Node(0).Port())}})
 	r := audit(t, joinConns(t, masters, replica), nil)
 	if r.Nodes[2].Role != "replica" {
@@ -349,9 +349,9 @@ func TestAudit_replica(t *testing.T) {
 }
 
 func TestAudit_recovering(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	conns := goredisConns(t, cluster.Addrs())
-	serverMicros := func(n *testcluster.Node) int64 {
+	serverMicros := func(n *redlocktest.Node) int64 {
 		v, err := n.Do(bg, "TIME")
 		if err != nil {
 			t.Fatal(err)
@@ -428,7 +428,7 @@ func (c skewedConn) Do(ctx context.Context, args ...string) (any, error) {
 }
 
 func TestAudit_clockOffset(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	for _, tc := range []struct {
 		skew time.Duration
 		ttl  time.Duration
@@ -459,7 +459,7 @@ func TestAudit_clockOffset(t *testing.T) {
 }
 
 func TestAudit_cancelled(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	c, err := redlock.New(goredisConns(t, cluster.Addrs()), nil)
 	if err != nil {
 		t.Fatal(err)

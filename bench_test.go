@@ -6,14 +6,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // BenchmarkCycle measures one acquire + release of a fresh key, per adapter
 // and cluster size. The cross-library comparison lives in the bench module.
 func BenchmarkCycle(b *testing.B) {
 	for _, nodes := range []int{1, 5} {
-		cluster := testcluster.Start(b, testcluster.Options{Nodes: nodes})
+		cluster := redlocktest.Start(b, redlocktest.Options{Nodes: nodes})
 		for _, a := range adapters {
 			b.Run(fmt.Sprintf("%s/%dnodes", a.name, nodes), func(b *testing.B) {
 				client := newClient(b, cluster, a, nil)

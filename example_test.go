@@ -11,7 +11,7 @@ import (
 	goredisv9 "github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // exampleNodes are the URLs of three redis-server processes that TestMain
@@ -21,7 +21,7 @@ var exampleNodes []string
 func TestMain(m *testing.M) {
 	// go-redis logs every refused dial; the tests kill nodes on purpose.
 	goredisv9.SetLogger(quietLogger{})
-	cluster, err := testcluster.New(context.Background(), testcluster.Options{Nodes: 3})
+	cluster, err := redlocktest.New(context.Background(), redlocktest.Options{Nodes: 3})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // countingConn counts the requests sent to one node.
@@ -35,7 +35,7 @@ func (c *countingConn) EvalSHA(ctx context.Context, sha1, source string, keys []
 
 // countingClient returns a Client over every node of cluster whose requests
 // are counted per node, with the nodes marked ready.
-func countingClient(t testing.TB, cluster *testcluster.Cluster, opts *redlock.Options) (*redlock.Client, []*countingConn) {
+func countingClient(t testing.TB, cluster *redlocktest.Cluster, opts *redlock.Options) (*redlock.Client, []*countingConn) {
 	t.Helper()
 	var conns []redlock.Conn
 	var counted []*countingConn
@@ -101,7 +101,7 @@ func snapshot(conns []*countingConn) []int64 {
 }
 
 // counterOn returns the fencing counter of key on node n, 0 when absent.
-func counterOn(t testing.TB, n *testcluster.Node, key string) uint64 {
+func counterOn(t testing.TB, n *redlocktest.Node, key string) uint64 {
 	t.Helper()
 	v := keyOn(t, n, redlock.FenceKey(key))
 	if v == "" {
@@ -116,7 +116,7 @@ func counterOn(t testing.TB, n *testcluster.Node, key string) uint64 {
 
 func TestFence_increasesAcrossClients(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		const workers, rounds = 4, 12
 		keys := []string{"fenced-a", "fenced-b"}
 		var mu sync.Mutex
@@ -170,7 +170,7 @@ func TestFence_afterAllNodesLoseData(t *testing.T) {
 			name = "quarantineOff"
 		}
 		t.Run(name, func(t *testing.T) {
-			cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 			opts := fast()
 			opts.DisableQuarantine = !quarantine
 			client := newClient(t, cluster, adapters[0], opts)
@@ -224,7 +224,7 @@ func TestFence_afterAllNodesLoseData(t *testing.T) {
 }
 
 func TestFence_raisesLaggards(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 	client, conns := countingClient(t, cluster, fast())
 	const key = "laggard"
 	acquire := func(step string) *redlock.Lock {
@@ -363,7 +363,7 @@ func TestFence_raisesLaggards(t *testing.T) {
 func TestFence_raiseNeedsTheLock(t *testing.T) {
 	// Counters written by someone else are not trusted blindly: a counter
 	// that is not an integer is a node error, and the lock key is left alone.
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	if _, err := cluster.Node(0).Do(bg, "SET", redlock.FenceKey("bad"), "not-a-number"); err != nil {
 		t.Fatal(err)
@@ -382,7 +382,7 @@ func TestFence_raiseNeedsTheLock(t *testing.T) {
 }
 
 func TestFence_reservedKeys(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	client := newClient(t, cluster, adapters[0], fast())
 	for _, key := range []string{redlock.MarkerKey, redlock.FenceKey("x"), redlock.FenceKey("")} {
 		if _, err := client.TryAcquire(bg, key); !errors.Is(err, redlock.ErrInvalidKey) {
@@ -406,7 +406,7 @@ func TestFence_reservedKeys(t *testing.T) {
 // The baseline does the same with the plain SET NX PX that the acquire script
 // replaces, to show what the script costs.
 func BenchmarkFence_acquireRelease(b *testing.B) {
-	cluster := testcluster.Start(b, testcluster.Options{Nodes: 5})
+	cluster := redlocktest.Start(b, redlocktest.Options{Nodes: 5})
 	b.Run("fenced", func(b *testing.B) {
 		client, conns := countingClient(b, cluster, &redlock.Options{NodeTimeout: time.Second})
 		warm, err := client.TryAcquire(bg, "bench")
@@ -466,7 +466,7 @@ func BenchmarkFence_acquireRelease(b *testing.B) {
 func TestFence_clientClockBehind(t *testing.T) {
 	// The acquire script run directly, as by a client whose clock is far
 	// behind: the node's own clock keeps a new counter near the present.
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	src, err := os.ReadFile("lua/acquire.lua")
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/rueidis"
 )
 
@@ -62,7 +62,7 @@ func rueidisConns(t testing.TB, addrs []string) []redlock.Conn {
 // for a new deployment, so that the restart quarantine does not hold up a
 // fresh cluster; tests of the quarantine build their clients with
 // redlock.New.
-func newClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
+func newClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(a.conns(t, cluster.Addrs()), opts)
 	if err != nil {
@@ -81,7 +81,7 @@ func newClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *redl
 // of each script takes two round trips (NOSCRIPT, then EVAL), so that a
 // node's acquisition can still be running when the call returned on a quorum
 // and the test looks at the node.
-func loadScripts(t testing.TB, cluster *testcluster.Cluster) {
+func loadScripts(t testing.TB, cluster *redlocktest.Cluster) {
 	t.Helper()
 	files, err := filepath.Glob("lua/*.lua")
 	if err != nil || len(files) == 0 {
@@ -115,10 +115,10 @@ func forEachAdapter(t *testing.T, f func(t *testing.T, a adapter)) {
 }
 
 // keyOn returns the value of key on node n, or "" when it is absent.
-func keyOn(t testing.TB, n *testcluster.Node, key string) string {
+func keyOn(t testing.TB, n *redlocktest.Node, key string) string {
 	t.Helper()
 	v, err := n.Do(context.Background(), "GET", key)
-	if errors.Is(err, testcluster.ErrNil) {
+	if errors.Is(err, redlocktest.ErrNil) {
 		return ""
 	}
 	if err != nil {

@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestInspect(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		opts := &redlock.Options{TTL: 2 * time.Second, RecoveryDelay: 5 * time.Second, NodeTimeout: 300 * time.Millisecond,
 			KeyPrefix: "app:"}
 		client := newClient(t, cluster, a, opts)

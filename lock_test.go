@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestExtend_movesDeadline(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, fast())
 		lock, err := client.TryAcquire(bg, "extend", redlock.WithTTL(time.Second))
 		if err != nil {
@@ -54,7 +54,7 @@ func TestExtend_movesDeadline(t *testing.T) {
 }
 
 func TestExtend_afterExpiry(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	lock, err := client.TryAcquire(bg, "short", redlock.WithTTL(100*time.Millisecond))
 	if err != nil {
@@ -82,7 +82,7 @@ func TestExtend_afterExpiry(t *testing.T) {
 func TestExtend_takenOver(t *testing.T) {
 	// The lock expired on the servers (here: deleted by hand, as a clock jump
 	// would) and another client took it: the extension must not succeed.
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	lock, err := client.TryAcquire(bg, "stolen", redlock.WithTTL(5*time.Second))
 	if err != nil {
@@ -108,7 +108,7 @@ func TestExtend_takenOver(t *testing.T) {
 }
 
 func TestExtend_limit(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	client := newClient(t, cluster, adapters[0], &redlock.Options{MaxExtensions: 2})
 	lock, err := client.TryAcquire(bg, "bounded")
 	if err != nil {
@@ -127,7 +127,7 @@ func TestExtend_limit(t *testing.T) {
 
 func TestRelease_neverDeletesAnotherHolder(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, fast())
 		old, err := client.TryAcquire(bg, "res", redlock.WithTTL(100*time.Millisecond))
 		if err != nil {
@@ -160,7 +160,7 @@ func TestRelease_neverDeletesAnotherHolder(t *testing.T) {
 }
 
 func TestRelease_twice(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	lock, err := client.TryAcquire(bg, "twice")
 	if err != nil {
@@ -181,7 +181,7 @@ func TestRelease_twice(t *testing.T) {
 }
 
 func TestRelease_cancelledContextStillReleases(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	lock, err := client.TryAcquire(bg, "deferred")
 	if err != nil {
@@ -202,7 +202,7 @@ func TestRelease_cancelledContextStillReleases(t *testing.T) {
 func TestRelease_scriptCacheFlushed(t *testing.T) {
 	// After a restart or SCRIPT FLUSH the node answers NOSCRIPT to EVALSHA.
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 		client := newClient(t, cluster, a, fast())
 		lock, err := client.TryAcquire(bg, "noscript")
 		if err != nil {
@@ -225,7 +225,7 @@ func TestRelease_scriptCacheFlushed(t *testing.T) {
 }
 
 func TestDone_firesAtDeadlineWithoutRenewal(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	lock, err := client.TryAcquire(bg, "deadline", redlock.WithTTL(300*time.Millisecond))
 	if err != nil {
@@ -249,7 +249,7 @@ func TestDone_firesAtDeadlineWithoutRenewal(t *testing.T) {
 
 func TestRenew_keepsLockBeyondThreeTTLs(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		client := newClient(t, cluster, a, fast())
 		const ttl = 300 * time.Millisecond
 		lock, err := client.TryAcquire(bg, "renewed", redlock.WithTTL(ttl), redlock.WithAutoRenew())
@@ -286,7 +286,7 @@ func TestRenew_keepsLockBeyondThreeTTLs(t *testing.T) {
 
 func TestRenew_majorityKilledFiresDoneByDeadline(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 100 * time.Millisecond})
 		lock, err := client.TryAcquire(bg, "doomed", redlock.WithTTL(time.Second), redlock.WithAutoRenew())
 		if err != nil {
@@ -315,7 +315,7 @@ func TestRenew_majorityKilledFiresDoneByDeadline(t *testing.T) {
 }
 
 func TestDo(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	var ran bool
 	err := client.Do(bg, "job", func(ctx context.Context) error {
@@ -358,7 +358,7 @@ func TestDo(t *testing.T) {
 }
 
 func TestLock_concurrentUse(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[1], fast())
 	lock, err := client.TryAcquire(bg, "shared-lock", redlock.WithAutoRenew(), redlock.WithTTL(time.Second))
 	if err != nil {
@@ -406,7 +406,7 @@ func TestLock_concurrentUse(t *testing.T) {
 }
 
 func TestDial(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3, Password: "s3cret-pw"})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Password: "s3cret-pw"})
 	urls := cluster.URLs()
 	client, err := redlock.Dial(bg, urls, fast())
 	if err != nil {
@@ -468,7 +468,7 @@ func TestRelease_doesNotOvertakeItsAcquisition(t *testing.T) {
 	// Release returns at a quorum too, and the next acquisition must not
 	// overtake it either: it would find the old lock and fail.
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		// A generous node timeout: this test is about ordering, and a loaded
 		// machine must not turn it into one about timeouts.
 		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 2 * time.Second})
@@ -499,7 +499,7 @@ func TestRelease_doesNotOvertakeItsAcquisition(t *testing.T) {
 }
 
 func TestRelease_majorityDownIsNotReleased(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 	client := newClient(t, cluster, adapters[0], fast())
 	lock, err := client.TryAcquire(bg, "stuck")
 	if err != nil {
@@ -534,7 +534,7 @@ func TestRelease_majorityDownIsNotReleased(t *testing.T) {
 
 func TestLock_nodesTellEachNodesAnswer(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 2 * time.Second})
 		if err := cluster.Node(2).Kill(); err != nil {
 			t.Fatal(err)
@@ -575,7 +575,7 @@ func TestAcquire_waitsForThisClientsTrailingRelease(t *testing.T) {
 	// must wait behind the release, or it would reach the node first, find
 	// the first lock there and be refused, and the node would end up empty.
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 2 * time.Second})
 		slow := cluster.Node(2)
 		for round := range 3 {

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestAcquire_wokenByRelease(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		holder := newClient(t, cluster, a, fast())
 		// The waiter's retry delay is far longer than the test's deadline:
 		// only the release announcement can get it the lock in time.
@@ -46,7 +46,7 @@ func TestAcquire_wokenByRelease(t *testing.T) {
 
 func TestAcquire_wakeOneWaiterAtATime(t *testing.T) {
 	// Many waiters in one client take turns through wake-ups alone.
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 	client := newClient(t, cluster, adapters[1], &redlock.Options{NodeTimeout: 300 * time.Millisecond,
 		Retry: redlock.Jittered(time.Minute, time.Minute)})
 	first, err := client.TryAcquire(bg, "queue")

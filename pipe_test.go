@@ -16,7 +16,7 @@ import (
 	rueidisclient "github.com/redis/rueidis"
 
 	"github.com/redlock-go/redlock/goredis"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/rueidis"
 )
 
@@ -43,7 +43,7 @@ var pipeAdapters = []struct {
 
 // pipeClient returns a Client over the nodes of cluster with the named
 // adapter, its nodes marked ready.
-func pipeClient(t *testing.T, cluster *testcluster.Cluster, conn func(*testing.T, string) Conn) *Client {
+func pipeClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testing.T, string) Conn) *Client {
 	t.Helper()
 	var conns []Conn
 	for _, addr := range cluster.Addrs() {
@@ -88,10 +88,10 @@ func await(t *testing.T, ch <-chan answer) answer {
 	}
 }
 
-func must(t *testing.T, n *testcluster.Node, args ...string) string {
+func must(t *testing.T, n *redlocktest.Node, args ...string) string {
 	t.Helper()
 	v, err := n.Do(context.Background(), args...)
-	if err != nil && !errors.Is(err, testcluster.ErrNil) {
+	if err != nil && !errors.Is(err, redlocktest.ErrNil) {
 		t.Fatalf("%v: %v", args, err)
 	}
 	return v
@@ -102,7 +102,7 @@ func must(t *testing.T, n *testcluster.Node, args ...string) string {
 func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 	for _, a := range pipeAdapters {
 		t.Run(a.name, func(t *testing.T) {
-			cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 			node := cluster.Node(0)
 			c := pipeClient(t, cluster, a.conn)
 			must(t, node, "SET", "held", "someone-else", "PX", "60000")
@@ -173,7 +173,7 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 
 // A call whose fan-out stopped waiting before its turn came is not sent.
 func TestPipe_skipsCallsPastTheirDeadline(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	c := pipeClient(t, cluster, pipeAdapters[0].conn)
 	late, lateAnswer := collect(testAcquirer(c, "late", "tok-late", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(-time.Millisecond))
 	live, liveAnswer := collect(testAcquirer(c, "live", "tok-live", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(5*time.Second))
@@ -195,7 +195,7 @@ func TestPipe_skipsCallsPastTheirDeadline(t *testing.T) {
 
 // While the node has no room, calls queue; the next batch carries them all.
 func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	node := cluster.Node(0)
 	c := pipeClient(t, cluster, pipeAdapters[0].conn)
 	must(t, node, "SCRIPT", "FLUSH")
@@ -248,7 +248,7 @@ func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
 func TestPipe_contendedKeysStayExclusive(t *testing.T) {
 	for _, a := range pipeAdapters {
 		t.Run(a.name, func(t *testing.T) {
-			cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 			c := pipeClient(t, cluster, a.conn)
 			const keys = 4
 			ex := newExclusivity(keys)
@@ -313,7 +313,7 @@ func TestHandoff_releaseCarriesTheNextAttempt(t *testing.T) {
 }
 
 func testHandoff(t *testing.T, conn func(*testing.T, string) Conn, nodes int) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: nodes})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: nodes})
 	c := pipeClient(t, cluster, conn)
 	if l, err := c.Acquire(context.Background(), "handoff"); err != nil { // warm up
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func testHandoff(t *testing.T, conn func(*testing.T, string) Conn, nodes int) {
 
 // scriptCalls returns how many EVALSHA and EVAL calls node n served since
 // its statistics were reset.
-func scriptCalls(t *testing.T, n *testcluster.Node) int64 {
+func scriptCalls(t *testing.T, n *redlocktest.Node) int64 {
 	t.Helper()
 	var total int64
 	for _, line := range strings.Split(must(t, n, "INFO", "commandstats"), "\n") {
@@ -414,7 +414,7 @@ func runFor(d time.Duration, n int, cycle func() bool) {
 // recovering, the first one starts the quarantine, and once the node is
 // marked ready they are granted.
 func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	node := cluster.Node(0)
 	conn := pipeAdapters[1].conn(t, cluster.Addrs()[0])
 	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})

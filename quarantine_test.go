@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // coldClient returns a Client over every node of cluster that does not mark
 // the nodes ready, as a client of a running deployment would start.
-func coldClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
+func coldClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(a.conns(t, cluster.Addrs()), opts)
 	if err != nil {
@@ -25,7 +25,7 @@ func coldClient(t testing.TB, cluster *testcluster.Cluster, a adapter, opts *red
 
 // waitForKey waits until every running node holds value at key: a call
 // returns once a quorum answered, and the last nodes follow.
-func waitForKey(t testing.TB, cluster *testcluster.Cluster, key, value string) {
+func waitForKey(t testing.TB, cluster *redlocktest.Cluster, key, value string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for _, n := range cluster.Nodes() {
@@ -40,7 +40,7 @@ func waitForKey(t testing.TB, cluster *testcluster.Cluster, key, value string) {
 
 func TestQuarantine_freshNodesRecover(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		opts := &redlock.Options{TTL: time.Second, RecoveryDelay: time.Second, NodeTimeout: 300 * time.Millisecond}
 		client := coldClient(t, cluster, a, opts)
 		_, err := client.TryAcquire(bg, "fresh")
@@ -99,7 +99,7 @@ func TestQuarantine_restartWithoutData(t *testing.T) {
 			name = "noQuarantine"
 		}
 		t.Run(name, func(t *testing.T) {
-			cluster := testcluster.Start(t, testcluster.Options{Nodes: 5})
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 			opts := &redlock.Options{TTL: 3 * time.Second, RecoveryDelay: 3 * time.Second,
 				NodeTimeout: 300 * time.Millisecond, DisableQuarantine: !quarantine}
 			client1 := newClient(t, cluster, adapters[0], opts)
@@ -171,7 +171,7 @@ func TestQuarantine_restartWithoutData(t *testing.T) {
 }
 
 func TestQuarantine_appendFsyncAlways(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 5, AppendFsyncAlways: true})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5, AppendFsyncAlways: true})
 	client := newClient(t, cluster, adapters[0], fast())
 	held, err := client.TryAcquire(bg, "durable")
 	if err != nil {
@@ -209,7 +209,7 @@ func TestQuarantine_appendFsyncAlways(t *testing.T) {
 }
 
 func TestMarkReady(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 4})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 4})
 	opts := fast()
 	client := coldClient(t, cluster, adapters[1], opts)
 	// Node 0 never saw a client; node 1 is recovering; node 2 has been
@@ -259,7 +259,7 @@ func TestMarkReady(t *testing.T) {
 }
 
 func TestQuarantine_ttlAboveRecoveryDelay(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	conns := func() []redlock.Conn { return goredisConns(t, cluster.Addrs()) }
 
 	// The defaults: 30 s covers TTLs up to 30 s.

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestExtendToken_extendsAnotherProcessLock(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
 	lock, err := holder.TryAcquire(bg, "handed-over", redlock.WithTTL(time.Second))
 	if err != nil {
@@ -48,7 +48,7 @@ func TestExtendToken_extendsAnotherProcessLock(t *testing.T) {
 }
 
 func TestExtendToken_wrongOrExpiredToken(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	lock, err := client.TryAcquire(bg, "k", redlock.WithTTL(2*time.Second))
 	if err != nil {

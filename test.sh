@@ -20,8 +20,11 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
-go vet ./...
-go test -race -count=1 -timeout 15m ./...
-if [ -f bench/go.mod ]; then
-	(cd bench && go vet ./... && go test -count=1 -timeout 10m ./...)
-fi
+# Every module: the library, then the tools that use it from this
+# checkout (replace directives), each with its own dependencies.
+for module in . cmd/redlock torture; do
+	echo "== $module" >&2
+	(cd "$module" && go vet ./... && go test -race -count=1 -timeout 15m ./...)
+done
+echo "== bench" >&2
+(cd bench && go vet ./... && go test -count=1 -timeout 10m ./...)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/fence"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // A holder that pauses past its lock's validity (a GC pause, SIGSTOP) and
@@ -16,8 +16,8 @@ import (
 // meanwhile stands.
 func TestStore_pausedHolderIsRefused(t *testing.T) {
 	ctx := t.Context()
-	lockNodes := testcluster.Start(t, testcluster.Options{Nodes: 3})
-	data := testcluster.Start(t, testcluster.Options{Nodes: 1, AppendFsyncAlways: true})
+	lockNodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	data := redlocktest.Start(t, redlocktest.Options{Nodes: 1, AppendFsyncAlways: true})
 	store := fence.New(adapters[0].conn(t, data.Node(0).Addr()), nil)
 
 	dial := func() *redlock.Client {

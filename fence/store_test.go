@@ -16,7 +16,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/fence"
 	"github.com/redlock-go/redlock/goredis"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/rueidis"
 )
 
@@ -47,8 +47,8 @@ var adapters = []struct {
 
 // forEachAdapter starts one Redis server and runs f with a Store on it for
 // each adapter, as subtests. Each Store has its own key prefix.
-func forEachAdapter(t *testing.T, f func(t *testing.T, s *fence.Store, node *testcluster.Node)) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+func forEachAdapter(t *testing.T, f func(t *testing.T, s *fence.Store, node *redlocktest.Node)) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	for _, a := range adapters {
 		t.Run(a.name, func(t *testing.T) {
 			f(t, fence.New(a.conn(t, cluster.Node(0).Addr()), &fence.Options{KeyPrefix: a.name + ":"}), cluster.Node(0))
@@ -85,7 +85,7 @@ func wantStale(t *testing.T, err error, resource string, token, last uint64) {
 }
 
 func TestWrite_refusesTokensNotGreater(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, s *fence.Store, node *testcluster.Node) {
+	forEachAdapter(t, func(t *testing.T, s *fence.Store, node *redlocktest.Node) {
 		ctx := t.Context()
 		const res = "account:refuse"
 		if err := s.Write(ctx, res, 5, "five"); err != nil {
@@ -114,7 +114,7 @@ func TestWrite_refusesTokensNotGreater(t *testing.T) {
 }
 
 func TestWrite_comparesFullUint64(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *testcluster.Node) {
+	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *redlocktest.Node) {
 		ctx := t.Context()
 		// 9 < 10 as numbers but not as strings; 2^53+1 and 2^53 are equal as
 		// doubles; MaxUint64 is the largest token there is.
@@ -145,7 +145,7 @@ func TestWrite_comparesFullUint64(t *testing.T) {
 }
 
 func TestRead_neverWritten(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *testcluster.Node) {
+	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *redlocktest.Node) {
 		if v, last := mustRead(t, s, "nothing"); v != "" || last != 0 {
 			t.Errorf("Read of a resource never written = %q, %d", v, last)
 		}
@@ -153,7 +153,7 @@ func TestRead_neverWritten(t *testing.T) {
 }
 
 func TestWrite_invalidArguments(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *testcluster.Node) {
+	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *redlocktest.Node) {
 		if err := s.Write(t.Context(), "r", 0, "v"); !errors.Is(err, fence.ErrInvalidToken) {
 			t.Errorf("token 0: %v, want ErrInvalidToken", err)
 		}
@@ -170,7 +170,7 @@ func TestWrite_invalidArguments(t *testing.T) {
 }
 
 func TestWrite_serverErrors(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, s *fence.Store, node *testcluster.Node) {
+	forEachAdapter(t, func(t *testing.T, s *fence.Store, node *redlocktest.Node) {
 		ctx := t.Context()
 		// A key of another type, and a corrupted fence field.
 		if _, err := node.Do(ctx, "SET", s.Key("string"), "x"); err != nil {
@@ -190,7 +190,7 @@ func TestWrite_serverErrors(t *testing.T) {
 }
 
 func TestWrite_concurrentWritersKeepTheLargest(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *testcluster.Node) {
+	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *redlocktest.Node) {
 		const tokens = 200
 		order := rand.Perm(tokens)
 		var (

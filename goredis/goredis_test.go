@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/goredis"
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // commandLog is a go-redis hook that records each command as go-redis
@@ -35,7 +35,7 @@ func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 func TestEvalSHA_sendsAndPrintsItsArguments(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	client := redis.NewClient(&redis.Options{Addr: cluster.Node(0).Addr(), MaxRetries: -1})
 	log := &commandLog{}
 	client.AddHook(log)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/internal/cli"
+	"github.com/redlock-go/redlock/cmd/redlock/internal/cli"
 )
 
 // quiet drops go-redis's own log lines (failed dials to a node that is down,

@@ -1,5 +1,5 @@
 // Package cluster runs the lock nodes of a torture run: real redis-server
-// processes (package internal/testcluster) and, in front of them, one
+// processes (package redlocktest) and, in front of them, one
 // toxiproxy proxy per worker and node, so that the network between each
 // worker and each node can be cut, blackholed or slowed on its own. Split
 // quorums, where two workers see different majorities, need that
@@ -14,7 +14,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // DefaultNodes is the number of nodes when Options.Nodes is 0.
@@ -40,7 +40,7 @@ type Options struct {
 // Cluster is a set of nodes and the proxies in front of them. Its methods
 // are safe for concurrent use.
 type Cluster struct {
-	tc    *testcluster.Cluster
+	tc    *redlocktest.Cluster
 	links [][]*Link // [worker][node]
 }
 
@@ -51,7 +51,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if nodes == 0 {
 		nodes = DefaultNodes
 	}
-	tc, err := testcluster.New(ctx, testcluster.Options{
+	tc, err := redlocktest.New(ctx, redlocktest.Options{
 		Nodes:             nodes,
 		AppendFsyncAlways: opts.AppendFsyncAlways,
 		Config:            opts.Config,
@@ -80,7 +80,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 func (c *Cluster) Nodes() int { return len(c.tc.Nodes()) }
 
 // Node returns node i. It panics if i is out of range.
-func (c *Cluster) Node(i int) *testcluster.Node { return c.tc.Node(i) }
+func (c *Cluster) Node(i int) *redlocktest.Node { return c.tc.Node(i) }
 
 // Workers returns the number of workers the proxies were made for.
 func (c *Cluster) Workers() int { return len(c.links) }

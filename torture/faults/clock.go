@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 //go:embed clockshim/clockshim.c
@@ -90,7 +90,7 @@ func BuildClockShim(ctx context.Context, dir, server string) (*ClockShim, error)
 func (s *ClockShim) ServerPath() string { return s.wrapper }
 
 // Jump moves node's clock forward by d (backward if d is negative), at once.
-func (s *ClockShim) Jump(node *testcluster.Node, d time.Duration) error {
+func (s *ClockShim) Jump(node *redlocktest.Node, d time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh := s.shifts[node.Dir()]
@@ -101,7 +101,7 @@ func (s *ClockShim) Jump(node *testcluster.Node, d time.Duration) error {
 // Skew makes node's clock run ppm parts per million faster than real time
 // from now on (slower if negative; 0 for real speed), keeping the shift it
 // has accumulated so far.
-func (s *ClockShim) Skew(node *testcluster.Node, ppm int64) error {
+func (s *ClockShim) Skew(node *redlocktest.Node, ppm int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh := s.shifts[node.Dir()]
@@ -114,7 +114,7 @@ func (s *ClockShim) Skew(node *testcluster.Node, ppm int64) error {
 }
 
 // Offset returns how far node's clock is ahead of real time now.
-func (s *ClockShim) Offset(node *testcluster.Node) time.Duration {
+func (s *ClockShim) Offset(node *redlocktest.Node) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh := s.shifts[node.Dir()]
@@ -127,7 +127,7 @@ func (s *ClockShim) Offset(node *testcluster.Node) time.Duration {
 
 // writeLocked stores sh as node's shift. The file is written in place, never
 // truncated: redis-server has it mapped, and a truncated mapping faults.
-func (s *ClockShim) writeLocked(node *testcluster.Node, sh shift) error {
+func (s *ClockShim) writeLocked(node *redlocktest.Node, sh shift) error {
 	var b [24]byte
 	binary.LittleEndian.PutUint64(b[0:], uint64(sh.offset))
 	binary.LittleEndian.PutUint64(b[8:], uint64(sh.ppm))
@@ -150,7 +150,7 @@ func (s *ClockShim) writeLocked(node *testcluster.Node, sh shift) error {
 // CheckClock asks node for its TIME and fails unless it is within a few
 // seconds of real time plus the shift the shim was given: it proves that
 // the shim is loaded and effective.
-func (s *ClockShim) CheckClock(ctx context.Context, node *testcluster.Node) error {
+func (s *ClockShim) CheckClock(ctx context.Context, node *redlocktest.Node) error {
 	reply, err := node.Do(ctx, "TIME")
 	if err != nil {
 		return fmt.Errorf("faults: clock check: %w", err)

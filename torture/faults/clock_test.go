@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 	"github.com/redlock-go/redlock/torture/faults"
 )
 
 // serverTime returns the node's TIME.
-func serverTime(t *testing.T, n *testcluster.Node) time.Time {
+func serverTime(t *testing.T, n *redlocktest.Node) time.Time {
 	t.Helper()
 	reply, err := n.Do(t.Context(), "TIME")
 	if err != nil {
@@ -34,7 +34,7 @@ func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, ServerPath: shim.ServerPath()})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 2, ServerPath: shim.ServerPath()})
 	n, other := c.Node(0), c.Node(1)
 	if d := serverTime(t, n).Sub(time.Now()); d < -time.Second || d > time.Second {
 		t.Fatalf("unshifted clock is %v off", d)
@@ -53,7 +53,7 @@ func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Redis expires keys by this clock: the 100 s key is gone.
-	if reply, err := n.Do(t.Context(), "GET", "k"); !errors.Is(err, testcluster.ErrNil) {
+	if reply, err := n.Do(t.Context(), "GET", "k"); !errors.Is(err, redlocktest.ErrNil) {
 		t.Fatalf("GET k after the jump = %q, %v; want nil", reply, err)
 	}
 	// The other node's clock did not move.
@@ -77,7 +77,7 @@ func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A shim that is not in effect is noticed.
-	c2 := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c2 := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := shim.Jump(c2.Node(0), time.Hour); err != nil {

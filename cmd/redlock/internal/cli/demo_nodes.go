@@ -7,7 +7,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // demoNodes are the nodes the demo runs on, and the faults it injects.
@@ -89,10 +89,10 @@ func (e *embeddedNodes) Close() {
 
 // realNodes are redis-server processes started from PATH, without
 // persistence, so that a restarted node comes back empty.
-type realNodes struct{ c *testcluster.Cluster }
+type realNodes struct{ c *redlocktest.Cluster }
 
 func startReal(ctx context.Context, n int) (*realNodes, error) {
-	c, err := testcluster.New(ctx, testcluster.Options{Nodes: n})
+	c, err := redlocktest.New(ctx, redlocktest.Options{Nodes: n})
 	if err != nil {
 		return nil, err
 	}

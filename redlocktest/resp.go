@@ -1,4 +1,4 @@
-package testcluster
+package redlocktest
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ const maxBulk = 512 << 20
 
 // ErrNil is returned by Node.Do when Redis replies with nil, such as GET of
 // a missing key.
-var ErrNil = errors.New("testcluster: nil reply")
+var ErrNil = errors.New("redlocktest: nil reply")
 
 // ServerError is an error reply from Redis, such as
 // "NOAUTH Authentication required.". Node.Do returns it wrapped.
@@ -40,12 +40,12 @@ func (n *Node) Do(ctx context.Context, args ...string) (string, error) {
 // do implements Node.Do.
 func do(ctx context.Context, addr, password string, args []string) (string, error) {
 	if len(args) == 0 {
-		return "", errors.New("testcluster: Do: no command")
+		return "", errors.New("redlocktest: Do: no command")
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("testcluster: %s: %w", addr, err)
+		return "", fmt.Errorf("redlocktest: %s: %w", addr, err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -68,9 +68,9 @@ func do(ctx context.Context, addr, password string, args []string) (string, erro
 // (a done ctx shows up as an I/O timeout).
 func commandError(ctx context.Context, addr, cmd string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("testcluster: %s on %s: %w (%w)", cmd, addr, ctxErr, err)
+		return fmt.Errorf("redlocktest: %s on %s: %w (%w)", cmd, addr, ctxErr, err)
 	}
-	return fmt.Errorf("testcluster: %s on %s: %w", cmd, addr, err)
+	return fmt.Errorf("redlocktest: %s on %s: %w", cmd, addr, err)
 }
 
 // roundTrip writes one command and reads its reply.

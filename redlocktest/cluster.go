@@ -1,4 +1,4 @@
-package testcluster
+package redlocktest
 
 import (
 	"context"
@@ -66,7 +66,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("testcluster: close: %v", err)
+			t.Errorf("redlocktest: close: %v", err)
 		}
 	})
 	return c
@@ -80,7 +80,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		count = defaultNodes
 	}
 	if count < 0 {
-		return nil, fmt.Errorf("testcluster: Options.Nodes is %d, want >= 0", count)
+		return nil, fmt.Errorf("redlocktest: Options.Nodes is %d, want >= 0", count)
 	}
 	server, err := findServer(opts.ServerPath)
 	if err != nil {
@@ -112,7 +112,7 @@ func findServer(path string) (string, error) {
 	}
 	resolved, err := exec.LookPath(path)
 	if err != nil {
-		return "", fmt.Errorf("testcluster: redis-server not found (install it with `apt-get install -y redis-server`): %w", err)
+		return "", fmt.Errorf("redlocktest: redis-server not found (install it with `apt-get install -y redis-server`): %w", err)
 	}
 	return resolved, nil
 }
@@ -121,18 +121,18 @@ func findServer(path string) (string, error) {
 // Close must remove it.
 func makeDir(parent string) (dir string, remove bool, err error) {
 	if parent == "" {
-		dir, err := os.MkdirTemp("", "testcluster-")
+		dir, err := os.MkdirTemp("", "redlocktest-")
 		if err != nil {
-			return "", false, fmt.Errorf("testcluster: create temp dir: %w", err)
+			return "", false, fmt.Errorf("redlocktest: create temp dir: %w", err)
 		}
 		return dir, true, nil
 	}
 	dir, err = filepath.Abs(parent)
 	if err != nil {
-		return "", false, fmt.Errorf("testcluster: %w", err)
+		return "", false, fmt.Errorf("redlocktest: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, fmt.Errorf("testcluster: create dir: %w", err)
+		return "", false, fmt.Errorf("redlocktest: create dir: %w", err)
 	}
 	return dir, false, nil
 }
@@ -196,7 +196,7 @@ func (c *Cluster) close() error {
 	wg.Wait()
 	if c.removeDir {
 		if err := os.RemoveAll(c.dir); err != nil {
-			errs = append(errs, fmt.Errorf("testcluster: remove dir: %w", err))
+			errs = append(errs, fmt.Errorf("redlocktest: remove dir: %w", err))
 		}
 	}
 	return errors.Join(errs...)

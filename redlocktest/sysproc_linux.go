@@ -1,6 +1,6 @@
 //go:build linux
 
-package testcluster
+package redlocktest
 
 import "syscall"
 

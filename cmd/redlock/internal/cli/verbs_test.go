@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestAcquireExtendRelease(t *testing.T) {
@@ -134,7 +134,7 @@ func TestDoctor(t *testing.T) {
 		}
 	})
 	t.Run("eviction", func(t *testing.T) {
-		c := testcluster.Start(t, testcluster.Options{Nodes: 3, Config: []string{"maxmemory-policy allkeys-lru"}})
+		c := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Config: []string{"maxmemory-policy allkeys-lru"}})
 		r := cli(t, "doctor", "--nodes", strings.Join(c.URLs(), ",")).expect(t, exitFailure, "doctor")
 		for _, want := range []string{"critical", "eviction", "allkeys-lru", "remedy: set maxmemory-policy noeviction", "UNSAFE"} {
 			if !strings.Contains(r.stdout, want) {

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package testcluster
+package redlocktest
 
 import "syscall"
 

@@ -1,18 +1,26 @@
-// Package testcluster runs real redis-server processes on loopback ports for
-// tests, benchmarks, demos and fault injection.
+// Package redlocktest starts real redis-server processes on loopback ports,
+// for the tests of programs that take locks with package redlock, and for
+// the demos, benchmarks and fault injection of this repository. It needs
+// nothing beyond the standard library and a redis-server binary.
 //
 // A Cluster is N independent Redis nodes (not Redis Cluster mode), which is
 // what the Redlock algorithm talks to. Each node listens on 127.0.0.1 only,
-// lives in its own directory (<dir>/node-<i>) with a generated redis.conf,
-// redis.log and redis.out (stdout and stderr), and can be killed (SIGKILL),
-// stopped (SIGTERM), started again on the same port, paused (SIGSTOP) and
-// resumed (SIGCONT):
+// on a free port, lives in its own directory (<dir>/node-<i>) with a
+// generated redis.conf, redis.log and redis.out (stdout and stderr), and can
+// be killed (SIGKILL), stopped (SIGTERM), started again on the same port,
+// paused (SIGSTOP) and resumed (SIGCONT). In a test:
 //
-//	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
-//	locker := newLocker(c.URLs())
-//	if err := c.Node(0).Kill(); err != nil {
-//		t.Fatal(err)
+//	func TestJob_runsOnce(t *testing.T) {
+//		nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3}) // closed when the test ends
+//		client, err := goredis.Dial(t.Context(), nodes.URLs(), nil)
+//		...
+//		if err := nodes.Node(0).Kill(); err != nil { // a minority fails: locks still work
+//			t.Fatal(err)
+//		}
 //	}
+//
+// New and Close do the same outside a test. Node.Do sends one command over
+// a connection of its own, for setting up or checking a node's state.
 //
 // By default nodes have no persistence at all, so a node that is killed or
 // stopped and started again comes back empty, which is the crash-recovery
@@ -34,4 +42,4 @@
 // The package needs a Unix system and redis-server (on Debian or Ubuntu:
 // apt-get install -y redis-server). Start fails the test, never skips it,
 // when redis-server is missing.
-package testcluster
+package redlocktest

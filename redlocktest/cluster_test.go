@@ -1,4 +1,4 @@
-package testcluster_test
+package redlocktest_test
 
 import (
 	"bufio"
@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // do runs a command that must succeed and returns its reply.
-func do(t *testing.T, n *testcluster.Node, args ...string) string {
+func do(t *testing.T, n *redlocktest.Node, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -32,7 +32,7 @@ func do(t *testing.T, n *testcluster.Node, args ...string) string {
 }
 
 // expect runs a command that must succeed with the reply want.
-func expect(t *testing.T, n *testcluster.Node, want string, args ...string) {
+func expect(t *testing.T, n *redlocktest.Node, want string, args ...string) {
 	t.Helper()
 	if got := do(t, n, args...); got != want {
 		t.Fatalf("node %d: %v = %q, want %q", n.Index(), args, got, want)
@@ -60,7 +60,7 @@ func rawPing(t *testing.T, addr string, timeout time.Duration) (string, error) {
 
 func TestSetGetOnEveryNode(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	nodes := c.Nodes()
 	if len(nodes) != 3 {
 		t.Fatalf("len(Nodes()) = %d, want 3", len(nodes))
@@ -99,7 +99,7 @@ func TestSetGetOnEveryNode(t *testing.T) {
 func TestZeroOptionsStartsFiveNodesFast(t *testing.T) {
 	t.Parallel()
 	begin := time.Now()
-	c := testcluster.Start(t, testcluster.Options{})
+	c := redlocktest.Start(t, redlocktest.Options{})
 	elapsed := time.Since(begin)
 	t.Logf("5 nodes started in %v", elapsed)
 	if len(c.Nodes()) != 5 {
@@ -116,7 +116,7 @@ func TestZeroOptionsStartsFiveNodesFast(t *testing.T) {
 
 func TestKillRefusesConnectionsAndStartComesBackEmpty(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	n := c.Node(0)
 	port, oldPID := n.Port(), n.PID()
 	expect(t, n, "OK", "SET", "key", "value")
@@ -134,7 +134,7 @@ func TestKillRefusesConnectionsAndStartComesBackEmpty(t *testing.T) {
 		t.Fatalf("PING after Kill: err = %v, want connection refused", err)
 	}
 	for name, f := range map[string]func() error{"Kill": n.Kill, "Stop": n.Stop, "Pause": n.Pause, "Resume": n.Resume} {
-		if err := f(); !errors.Is(err, testcluster.ErrNotRunning) {
+		if err := f(); !errors.Is(err, redlocktest.ErrNotRunning) {
 			t.Errorf("%s on a killed node: err = %v, want ErrNotRunning", name, err)
 		}
 	}
@@ -145,7 +145,7 @@ func TestKillRefusesConnectionsAndStartComesBackEmpty(t *testing.T) {
 	if n.Port() != port || !n.Running() || n.PID() == oldPID {
 		t.Fatalf("after Start: Port() = %d (was %d), Running() = %v, PID() = %d (was %d)", n.Port(), port, n.Running(), n.PID(), oldPID)
 	}
-	if reply, err := n.Do(t.Context(), "GET", "key"); !errors.Is(err, testcluster.ErrNil) || reply != "" {
+	if reply, err := n.Do(t.Context(), "GET", "key"); !errors.Is(err, redlocktest.ErrNil) || reply != "" {
 		t.Fatalf("GET after restart = %q, %v; want \"\", ErrNil", reply, err)
 	}
 	expect(t, n, "0", "DBSIZE")
@@ -156,7 +156,7 @@ func TestKillRefusesConnectionsAndStartComesBackEmpty(t *testing.T) {
 
 func TestStopWithoutPersistenceLosesData(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	n := c.Node(0)
 	expect(t, n, "OK", "SET", "key", "value")
 	if err := n.Stop(); err != nil {
@@ -173,7 +173,7 @@ func TestStopWithoutPersistenceLosesData(t *testing.T) {
 
 func TestAppendFsyncAlwaysSurvivesKill(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1, AppendFsyncAlways: true})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1, AppendFsyncAlways: true})
 	n := c.Node(0)
 	expect(t, n, "appendfsync\nalways", "CONFIG", "GET", "appendfsync")
 	expect(t, n, "OK", "SET", "key", "value")
@@ -198,7 +198,7 @@ func TestAppendFsyncAlwaysSurvivesKill(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	n := c.Node(0)
 	if err := n.Pause(); err != nil {
 		t.Fatalf("Pause: %v", err)
@@ -229,8 +229,8 @@ func TestPauseResume(t *testing.T) {
 
 func TestKillAndStopOfPausedNodeArePrompt(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2})
-	for i, stop := range []func(*testcluster.Node) error{(*testcluster.Node).Kill, (*testcluster.Node).Stop} {
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	for i, stop := range []func(*redlocktest.Node) error{(*redlocktest.Node).Kill, (*redlocktest.Node).Stop} {
 		n := c.Node(i)
 		if err := n.Pause(); err != nil {
 			t.Fatalf("Pause: %v", err)
@@ -255,7 +255,7 @@ func TestKillAndStopOfPausedNodeArePrompt(t *testing.T) {
 func TestPassword(t *testing.T) {
 	t.Parallel()
 	const password = `s3cr@t "pass" \word`
-	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Password: password})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 2, Password: password})
 	for i, n := range c.Nodes() {
 		u, err := url.Parse(n.URL())
 		if err != nil {
@@ -281,7 +281,7 @@ func TestPassword(t *testing.T) {
 
 func TestConfigLinesAndDebug(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Config: []string{"maxmemory-policy volatile-lru", "hz 50"}})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{"maxmemory-policy volatile-lru", "hz 50"}})
 	n := c.Node(0)
 	expect(t, n, "maxmemory-policy\nvolatile-lru", "CONFIG", "GET", "maxmemory-policy")
 	expect(t, n, "hz\n50", "CONFIG", "GET", "hz")
@@ -291,7 +291,7 @@ func TestConfigLinesAndDebug(t *testing.T) {
 
 func TestDoReplies(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	n := c.Node(0)
 	expect(t, n, "OK", "SET", "k", "a b\r\nc")
 	expect(t, n, "a b\r\nc", "GET", "k")
@@ -303,17 +303,17 @@ func TestDoReplies(t *testing.T) {
 	expect(t, n, "x\ny", "LRANGE", "list", "0", "-1")
 	expect(t, n, "a b\r\nc\n", "MGET", "k", "missing")
 	expect(t, n, "OK", "SET", "lock", "token", "NX", "PX", "100000")
-	if reply, err := n.Do(t.Context(), "SET", "lock", "other", "NX", "PX", "1000"); !errors.Is(err, testcluster.ErrNil) || reply != "" {
+	if reply, err := n.Do(t.Context(), "SET", "lock", "other", "NX", "PX", "1000"); !errors.Is(err, redlocktest.ErrNil) || reply != "" {
 		t.Fatalf("SET NX on an existing key = %q, %v; want \"\", ErrNil", reply, err)
 	}
 	if ttl := do(t, n, "PTTL", "lock"); ttl == "-1" || ttl == "-2" || strings.HasPrefix(ttl, "0") {
 		t.Fatalf("PTTL lock = %s", ttl)
 	}
-	if reply, err := n.Do(t.Context(), "GET", "missing"); err != testcluster.ErrNil || reply != "" {
+	if reply, err := n.Do(t.Context(), "GET", "missing"); err != redlocktest.ErrNil || reply != "" {
 		t.Fatalf("GET missing = %q, %v; want \"\", ErrNil", reply, err)
 	}
 	_, err := n.Do(t.Context(), "NOSUCHCOMMAND")
-	var serverErr testcluster.ServerError
+	var serverErr redlocktest.ServerError
 	if !errors.As(err, &serverErr) || !strings.HasPrefix(string(serverErr), "ERR unknown command") {
 		t.Fatalf("unknown command: err = %v, want a ServerError", err)
 	}
@@ -326,7 +326,7 @@ func TestDoReplies(t *testing.T) {
 
 func TestCloseStopsProcessesAndRemovesTempDir(t *testing.T) {
 	t.Parallel()
-	c, err := testcluster.New(t.Context(), testcluster.Options{Nodes: 3})
+	c, err := redlocktest.New(t.Context(), redlocktest.Options{Nodes: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestCloseStopsProcessesAndRemovesTempDir(t *testing.T) {
 func TestCloseKeepsCallerDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	c, err := testcluster.New(t.Context(), testcluster.Options{Nodes: 1, Dir: dir})
+	c, err := redlocktest.New(t.Context(), redlocktest.Options{Nodes: 1, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestCloseKeepsCallerDir(t *testing.T) {
 
 func TestRestartWaitsForTakenPort(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	n := c.Node(0)
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
@@ -420,7 +420,7 @@ func TestRestartWaitsForTakenPort(t *testing.T) {
 func TestStartupErrorQuotesOutput(t *testing.T) {
 	t.Parallel()
 	begin := time.Now()
-	c, err := testcluster.New(t.Context(), testcluster.Options{Nodes: 2, Config: []string{"no-such-directive yes"}})
+	c, err := redlocktest.New(t.Context(), redlocktest.Options{Nodes: 2, Config: []string{"no-such-directive yes"}})
 	if err == nil {
 		c.Close()
 		t.Fatal("New with a bad config line succeeded")
@@ -435,14 +435,14 @@ func TestStartupErrorQuotesOutput(t *testing.T) {
 
 func TestMissingServerFailsWithInstallHint(t *testing.T) {
 	const hint = "apt-get install -y redis-server"
-	_, err := testcluster.New(t.Context(), testcluster.Options{ServerPath: "/nonexistent/redis-server"})
+	_, err := redlocktest.New(t.Context(), redlocktest.Options{ServerPath: "/nonexistent/redis-server"})
 	if err == nil || !strings.Contains(err.Error(), hint) {
 		t.Fatalf("New with a missing ServerPath: err = %v, want it to mention %q", err, hint)
 	}
 
 	t.Setenv("PATH", t.TempDir())
 	ft := &fakeTB{TB: t}
-	if c := testcluster.Start(ft, testcluster.Options{}); c != nil {
+	if c := redlocktest.Start(ft, redlocktest.Options{}); c != nil {
 		t.Fatal("Start without redis-server on PATH returned a cluster")
 	}
 	if !ft.failed || ft.skipped || !strings.Contains(ft.msg, hint) {
@@ -467,7 +467,7 @@ func (f *fakeTB) SkipNow()             { f.skipped = true }
 
 func TestConcurrentLifecycle(t *testing.T) {
 	t.Parallel()
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	n := c.Node(0)
 	ops := []func() error{
 		n.Kill, n.Stop, n.Pause, n.Resume,
@@ -484,7 +484,7 @@ func TestConcurrentLifecycle(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := n.Resume(); err != nil && !errors.Is(err, testcluster.ErrNotRunning) {
+	if err := n.Resume(); err != nil && !errors.Is(err, redlocktest.ErrNotRunning) {
 		t.Fatal(err)
 	}
 	if !n.Running() {

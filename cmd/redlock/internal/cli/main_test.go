@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/internal/testcluster"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // binary is the redlock command built for the end-to-end tests.
@@ -84,15 +84,15 @@ func (r result) decode(t *testing.T, v any) {
 
 // newFreshCluster starts n redis-server nodes as a brand-new deployment:
 // their restart quarantine is on until 'redlock init'.
-func newFreshCluster(t *testing.T, n int) *testcluster.Cluster {
+func newFreshCluster(t *testing.T, n int) *redlocktest.Cluster {
 	t.Helper()
-	return testcluster.Start(t, testcluster.Options{Nodes: n})
+	return redlocktest.Start(t, redlocktest.Options{Nodes: n})
 }
 
 // newCluster starts n redis-server nodes and marks them ready with
 // 'redlock init', as a brand-new deployment must be. It returns the cluster
 // and the --nodes value.
-func newCluster(t *testing.T, n int) (*testcluster.Cluster, string) {
+func newCluster(t *testing.T, n int) (*redlocktest.Cluster, string) {
 	t.Helper()
 	c := newFreshCluster(t, n)
 	nodes := strings.Join(c.URLs(), ",")
@@ -139,10 +139,10 @@ func waitForFile(t *testing.T, path string, timeout time.Duration) string {
 }
 
 // keyOn returns key's value on node n, "" when absent.
-func keyOn(t *testing.T, n *testcluster.Node, key string) string {
+func keyOn(t *testing.T, n *redlocktest.Node, key string) string {
 	t.Helper()
 	v, err := n.Do(bg, "GET", key)
-	if errors.Is(err, testcluster.ErrNil) {
+	if errors.Is(err, redlocktest.ErrNil) {
 		return ""
 	}
 	if err != nil {
@@ -154,7 +154,7 @@ func keyOn(t *testing.T, n *testcluster.Node, key string) string {
 // assertReleased fails the test unless a majority of the cluster's nodes no
 // longer hold key: the lock is free. (A node that did not answer the release
 // within the node timeout, on a loaded machine, keeps its copy until the TTL.)
-func assertReleased(t *testing.T, c *testcluster.Cluster, key, when string) {
+func assertReleased(t *testing.T, c *redlocktest.Cluster, key, when string) {
 	t.Helper()
 	var holding []int
 	for _, n := range c.Nodes() {
@@ -172,7 +172,7 @@ func assertReleased(t *testing.T, c *testcluster.Cluster, key, when string) {
 
 // assertHeld fails the test unless a majority of the cluster's nodes hold key
 // with token.
-func assertHeld(t *testing.T, c *testcluster.Cluster, key, token, when string) {
+func assertHeld(t *testing.T, c *redlocktest.Cluster, key, token, when string) {
 	t.Helper()
 	var other []string
 	for _, n := range c.Nodes() {

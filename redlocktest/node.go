@@ -1,4 +1,4 @@
-package testcluster
+package redlocktest
 
 import (
 	"context"
@@ -35,7 +35,7 @@ const (
 
 // ErrNotRunning is returned, wrapped, by Node methods that need a running
 // redis-server process when there is none.
-var ErrNotRunning = errors.New("testcluster: node not running")
+var ErrNotRunning = errors.New("redlocktest: node not running")
 
 // errAddrInUse marks a start that failed because the port was taken.
 var errAddrInUse = errors.New("address already in use")
@@ -62,7 +62,7 @@ type Node struct {
 // newNode creates the node's directory; firstStart picks its port.
 func newNode(index int, dir, server string, conf nodeConfig) (*Node, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("testcluster: create node dir: %w", err)
+		return nil, fmt.Errorf("redlocktest: create node dir: %w", err)
 	}
 	return &Node{index: index, dir: dir, server: server, conf: conf}, nil
 }
@@ -141,7 +141,7 @@ func (n *Node) Stop() error {
 		return err
 	}
 	if killed {
-		return fmt.Errorf("testcluster: node %d (%s) ignored SIGTERM for %v and was killed", n.index, n.Addr(), stopTimeout)
+		return fmt.Errorf("redlocktest: node %d (%s) ignored SIGTERM for %v and was killed", n.index, n.Addr(), stopTimeout)
 	}
 	return nil
 }
@@ -179,11 +179,11 @@ func (n *Node) Pause() error {
 		return err
 	}
 	if err := p.signal(syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("testcluster: pause node %d: %w", n.index, err)
+		return fmt.Errorf("redlocktest: pause node %d: %w", n.index, err)
 	}
 	n.paused = true
 	if err := p.waitStopped(); err != nil {
-		return fmt.Errorf("testcluster: pause node %d: %w", n.index, err)
+		return fmt.Errorf("redlocktest: pause node %d: %w", n.index, err)
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func (n *Node) Resume() error {
 		return err
 	}
 	if err := p.signal(syscall.SIGCONT); err != nil {
-		return fmt.Errorf("testcluster: resume node %d: %w", n.index, err)
+		return fmt.Errorf("redlocktest: resume node %d: %w", n.index, err)
 	}
 	n.paused = false
 	return nil
@@ -212,7 +212,7 @@ func (n *Node) runningLocked() bool {
 // runningProcLocked returns the running process or an ErrNotRunning error.
 func (n *Node) runningProcLocked() (*process, error) {
 	if !n.runningLocked() {
-		return nil, fmt.Errorf("testcluster: node %d (%s): %w", n.index, n.Addr(), ErrNotRunning)
+		return nil, fmt.Errorf("redlocktest: node %d (%s): %w", n.index, n.Addr(), ErrNotRunning)
 	}
 	return n.proc, nil
 }
@@ -225,7 +225,7 @@ func (n *Node) killLocked() error {
 	}
 	n.paused = false
 	if err := p.kill(); err != nil {
-		return fmt.Errorf("testcluster: kill node %d: %w", n.index, err)
+		return fmt.Errorf("redlocktest: kill node %d: %w", n.index, err)
 	}
 	return nil
 }
@@ -236,19 +236,19 @@ func (n *Node) killLocked() error {
 func (n *Node) terminateLocked(grace time.Duration) (killed bool, err error) {
 	p := n.proc
 	if err := p.signal(syscall.SIGTERM); err != nil {
-		return false, fmt.Errorf("testcluster: stop node %d: %w", n.index, err)
+		return false, fmt.Errorf("redlocktest: stop node %d: %w", n.index, err)
 	}
 	if n.paused {
 		n.paused = false
 		if err := p.signal(syscall.SIGCONT); err != nil {
-			return false, fmt.Errorf("testcluster: stop node %d: %w", n.index, err)
+			return false, fmt.Errorf("redlocktest: stop node %d: %w", n.index, err)
 		}
 	}
 	if p.waitExit(grace) == nil {
 		return false, nil
 	}
 	if err := p.kill(); err != nil {
-		return true, fmt.Errorf("testcluster: stop node %d: %w", n.index, err)
+		return true, fmt.Errorf("redlocktest: stop node %d: %w", n.index, err)
 	}
 	return true, nil
 }
@@ -289,10 +289,10 @@ func (n *Node) firstStart(ctx context.Context) error {
 // the port is taken.
 func (n *Node) startLocked(ctx context.Context) error {
 	if n.closed {
-		return fmt.Errorf("testcluster: start node %d: cluster is closed", n.index)
+		return fmt.Errorf("redlocktest: start node %d: cluster is closed", n.index)
 	}
 	if n.runningLocked() {
-		return fmt.Errorf("testcluster: start node %d: already running as pid %d", n.index, n.proc.pid())
+		return fmt.Errorf("redlocktest: start node %d: already running as pid %d", n.index, n.proc.pid())
 	}
 	deadline := time.Now().Add(rebindTimeout)
 	for {
@@ -301,7 +301,7 @@ func (n *Node) startLocked(ctx context.Context) error {
 			return err
 		}
 		if err := sleep(ctx, rebindPoll); err != nil {
-			return fmt.Errorf("testcluster: start node %d: %w", n.index, err)
+			return fmt.Errorf("redlocktest: start node %d: %w", n.index, err)
 		}
 	}
 }
@@ -311,7 +311,7 @@ func (n *Node) startLocked(ctx context.Context) error {
 func (n *Node) launchLocked(ctx context.Context) error {
 	p, err := spawn(n.server, n.dir)
 	if err != nil {
-		return fmt.Errorf("testcluster: start node %d: %w", n.index, err)
+		return fmt.Errorf("redlocktest: start node %d: %w", n.index, err)
 	}
 	n.proc, n.paused = p, false
 	if err := n.waitReady(ctx, p); err != nil {
@@ -336,7 +336,7 @@ func (n *Node) waitReady(ctx context.Context, p *process) error {
 		case <-p.done:
 			return n.exitError(p)
 		case <-ctx.Done():
-			return fmt.Errorf("testcluster: node %d (%s) not ready: %w\n%s", n.index, n.Addr(), ctx.Err(), p.output())
+			return fmt.Errorf("redlocktest: node %d (%s) not ready: %w\n%s", n.index, n.Addr(), ctx.Err(), p.output())
 		case <-tick.C:
 		}
 	}
@@ -362,14 +362,14 @@ func (n *Node) exitError(p *process) error {
 	if strings.Contains(out, "Address already in use") {
 		cause = fmt.Errorf("%w (%w)", errAddrInUse, p.err)
 	}
-	return fmt.Errorf("testcluster: node %d (%s): redis-server exited during start-up: %w\n%s", n.index, n.Addr(), cause, out)
+	return fmt.Errorf("redlocktest: node %d (%s): redis-server exited during start-up: %w\n%s", n.index, n.Addr(), cause, out)
 }
 
 // writeConfig writes redis.conf for the node's current port.
 func (n *Node) writeConfig() error {
 	conf := n.conf.render(n.port, n.dir)
 	if err := os.WriteFile(filepath.Join(n.dir, confName), []byte(conf), 0o600); err != nil {
-		return fmt.Errorf("testcluster: write config: %w", err)
+		return fmt.Errorf("redlocktest: write config: %w", err)
 	}
 	return nil
 }
@@ -465,7 +465,7 @@ func freePort() (int, error) {
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("testcluster: find a free port: %w", err)
+		return 0, fmt.Errorf("redlocktest: find a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
