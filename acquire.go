@@ -16,7 +16,7 @@ import (
 //
 // Goroutines of one Client that wait for the same key are served in the
 // order they called Acquire: only the first of them tries the nodes, woken
-// by the release announcements (see Notifier) or its retry delay.
+// by the release announcements (see notifier) or its retry delay.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, key, false, opts)
 }

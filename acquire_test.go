@@ -325,7 +325,7 @@ func TestAcquire_badInput(t *testing.T) {
 			t.Errorf("TTL %s: %v", ttl, err)
 		}
 	}
-	if _, err := redlock.New(nil, nil); !errors.Is(err, redlock.ErrNoNodes) {
+	if _, err := redlock.New(nil, nil); !errors.Is(err, redlock.ErrInvalidOptions) {
 		t.Errorf("no nodes: %v", err)
 	}
 	conns := goredisConns(t, []string{cluster.Addrs()[0], cluster.Addrs()[1], cluster.Addrs()[0]})

@@ -35,17 +35,17 @@ type Client struct {
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
-// no I/O. opts may be nil for the defaults. It fails with ErrNoNodes when
-// conns is empty, ErrDuplicateNode when two conns have the same Name, and
-// ErrInvalidOptions or ErrInvalidTTL for out-of-range options.
+// no I/O. opts may be nil for the defaults. It fails with ErrInvalidOptions
+// when conns is empty or holds nil, ErrDuplicateNode when two conns have the
+// same Name, and ErrInvalidOptions or ErrInvalidTTL for out-of-range options.
 func New(conns []Conn, opts *Options) (*Client, error) {
 	if len(conns) == 0 {
-		return nil, ErrNoNodes
+		return nil, fmt.Errorf("%w: no nodes", ErrInvalidOptions)
 	}
 	seen := make(map[string]int, len(conns))
 	for i, c := range conns {
 		if c == nil {
-			return nil, fmt.Errorf("%w: node %d is nil", ErrNoNodes, i)
+			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalidOptions, i)
 		}
 		if j, dup := seen[c.Name()]; dup {
 			return nil, fmt.Errorf("%w: %s is node %d and node %d", ErrDuplicateNode, c.Name(), j, i)
@@ -69,24 +69,6 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	return &Client{wire: newWireArgs(o), conns: conns, pipes: pipes, closed: closed, quorum: len(conns)/2 + 1, opts: o,
 		waker: newWaker(conns, len(conns)/2+1), turns: newTurns(), trailing: newTrailingReleases()}, nil
 }
-
-// Nodes returns the names of the client's nodes, in order.
-func (c *Client) Nodes() []string {
-	names := make([]string, len(c.conns))
-	for i, conn := range c.conns {
-		names[i] = conn.Name()
-	}
-	return names
-}
-
-// Conns returns the client's nodes, in order, for tools that inspect them.
-func (c *Client) Conns() []Conn { return append([]Conn(nil), c.conns...) }
-
-// Quorum returns how many nodes must agree: N/2+1.
-func (c *Client) Quorum() int { return c.quorum }
-
-// Options returns the options in force, defaults filled in.
-func (c *Client) Options() Options { return c.opts }
 
 // Close closes every node connection. Locks still held expire with their TTL.
 // It first waits for requests still in flight, at most the per-node timeout,
@@ -432,7 +414,7 @@ func (c *Client) unasked() []NodeResult {
 type wireArgs struct {
 	ttl        time.Duration
 	ttlMillis  string // Options.TTL
-	counterTTL string // FenceTTL, in milliseconds
+	counterTTL string // fenceTTL, in milliseconds
 	recovery   string // Options.RecoveryDelay in microseconds; "0" when off
 }
 
@@ -440,7 +422,7 @@ func newWireArgs(o Options) wireArgs {
 	w := wireArgs{
 		ttl:        o.TTL,
 		ttlMillis:  strconv.FormatInt(o.TTL.Milliseconds(), 10),
-		counterTTL: strconv.FormatInt(FenceTTL.Milliseconds(), 10),
+		counterTTL: strconv.FormatInt(fenceTTL.Milliseconds(), 10),
 		recovery:   "0",
 	}
 	if !o.DisableQuarantine {

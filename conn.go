@@ -3,14 +3,14 @@ package redlock
 import "context"
 
 // Conn is one independent Redis master as the Client sees it. The adapters in
-// the goredis and rueidis packages implement it over those clients; Dial builds
-// go-redis ones from URLs.
+// the goredis and rueidis packages implement it over those clients;
+// goredis.Dial builds go-redis ones from URLs.
 //
 // A Conn must be safe for concurrent use. It must return as soon as ctx is done
 // where the underlying client allows it. Over two or more nodes the Client
 // never waits on a node longer than its per-node timeout either way; a
 // single node is asked inline, so there the Conn's own bound applies (the
-// rueidis adapter honours ctx; Dial's go-redis clients give up a read after
+// rueidis adapter honours ctx; goredis.Dial's clients give up a read after
 // one second).
 //
 // Replies are decoded as: integer → int64, simple or bulk string → string,
@@ -18,6 +18,18 @@ import "context"
 // error inside an array is an error value in the slice (the Client sends
 // the requests of concurrent calls in one script call, which replies with
 // an array holding each request's reply or error).
+//
+// A Conn that can hold a pub/sub connection also has the method
+//
+//	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error
+//
+// which holds one subscription connection until ctx ends or the connection
+// fails, and returns why. It blocks. It subscribes to each channel received
+// from subscribe, unsubscribes from each one received from unsubscribe, and
+// calls onMessage with the channel and payload of every message, from one
+// goroutine at a time. The Client then wakes a waiting Acquire as soon as
+// the lock it waits for is released, instead of at its next retry; over
+// Conns without it, waiters only poll. Both adapters have it.
 type Conn interface {
 	// Name identifies the node in errors and duplicate checks, typically its
 	// address. It must not contain credentials.
@@ -31,15 +43,7 @@ type Conn interface {
 	Close() error
 }
 
-// Notifier is implemented by Conns that can hold a pub/sub connection. The
-// Client uses it to wake a waiting Acquire as soon as the lock it waits for
-// is released, instead of at its next retry; over Conns without it, waiters
-// only poll. Both adapters implement it.
-type Notifier interface {
-	// Listen holds one subscription connection until ctx ends or the
-	// connection fails, and returns why. It blocks. It subscribes to each
-	// channel received from subscribe, unsubscribes from each one received
-	// from unsubscribe, and calls onMessage with the channel and payload of
-	// every message, from one goroutine at a time.
+// notifier is a Conn that can hold a pub/sub connection (see Conn).
+type notifier interface {
 	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error
 }

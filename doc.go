@@ -4,7 +4,7 @@
 //
 // # Use
 //
-//	client, err := redlock.Dial(ctx, []string{"redis://a:6379", "redis://b:6379", "redis://c:6379"}, nil)
+//	client, err := goredis.Dial(ctx, []string{"redis://a:6379", "redis://b:6379", "redis://c:6379"}, nil)
 //	...
 //	err = client.Do(ctx, "orders:42", func(ctx context.Context) error {
 //		// Runs while the lock is held and renewed; ctx is cancelled if it is lost.
@@ -50,7 +50,7 @@
 // waits for, the release carries that goroutine's attempt: on each node the
 // release and the attempt run in one script call, in that order, so the
 // lock changes hands within one round trip. Other releases announce
-// themselves on a per-key pub/sub channel (see Notifier): a waiting Acquire
+// themselves on a per-key pub/sub channel (see Conn): a waiting Acquire
 // wakes once a quorum of nodes announced one. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
 //
@@ -81,7 +81,8 @@
 //
 // # Fencing tokens
 //
-// Every node keeps, beside each lock key, a counter (FenceKey). The acquire
+// Every node keeps, beside each lock key, a counter, "redlock:fence:" followed by the lock key, that
+// expires 30 days after the key's last acquisition. The acquire
 // script raises it when it grants the lock, to the largest of the old value
 // plus one, the caller's clock in microseconds (the same on every node) and
 // the node's clock less a second. The lock's token (Lock.Fence) is the largest
@@ -98,7 +99,7 @@
 // node counts only while lock 1's key is on it, so a delayed request of an
 // acquisition that started earlier, arriving once lock 1's key left n, also
 // finds n's counter at T or above.) A node that lost its data (or left a
-// counter idle for FenceTTL) starts again from the clocks, and every token
+// counter idle for 30 days) starts again from the clocks, and every token
 // is at most the time it was handed out plus how far the fastest clock, of a
 // client or a node, runs ahead. With the restart quarantine such a node
 // grants nothing for RecoveryDelay after it came back, so its new counter is
@@ -111,7 +112,8 @@
 // # Restart quarantine
 //
 // A node that restarted without its data would grant a lock that the other
-// nodes still hold for someone else. Each node therefore keeps MarkerKey,
+// nodes still hold for someone else. Each node therefore keeps a restart marker,
+// the key "redlock:marker",
 // without a TTL. The acquire script, finding it missing, writes the node's
 // time into it and refuses to vote (OutcomeRecovering) until
 // Options.RecoveryDelay has passed on the node's clock. Any lock granted

@@ -36,8 +36,8 @@ var (
 	ErrExtendLimit = errors.New("redlock: extension limit reached")
 
 	// ErrInvalidKey means the lock key is empty, or is one of the keys the
-	// library keeps beside the locks on every node: MarkerKey, or a key
-	// beginning with "redlock:fence:" (see FenceKey).
+	// library keeps beside the locks on every node: markerKey, or a key
+	// beginning with "redlock:fence:" (see fenceKey).
 	ErrInvalidKey = errors.New("redlock: invalid key")
 	// ErrInvalidTTL means the TTL leaves no validity after the drift
 	// allowance, or is below Redis's 1 ms resolution, or is above
@@ -45,19 +45,17 @@ var (
 	// restarted without its data could then vote again while such a lock is
 	// still valid.
 	ErrInvalidTTL = errors.New("redlock: invalid TTL")
-	// ErrNoNodes means the client was given no node.
-	ErrNoNodes = errors.New("redlock: no nodes")
 	// ErrDuplicateNode means the same node was given twice; two votes from one
 	// server would break the quorum's independence.
 	ErrDuplicateNode = errors.New("redlock: duplicate node")
-	// ErrInvalidURL means a node URL could not be parsed.
-	ErrInvalidURL = errors.New("redlock: invalid node URL")
-	// ErrInvalidOptions means an option is out of range.
+	// ErrInvalidOptions means an option is out of range, or New was given
+	// no node, or a nil one.
 	ErrInvalidOptions = errors.New("redlock: invalid options")
-	// ErrNotMarkedReady means Client.MarkReady could not mark every node
-	// ready: the nodes that failed are listed in a *QuorumError.
-	ErrNotMarkedReady = errors.New("redlock: not marked ready")
 )
+
+// errNotMarkedReady is the verdict of a Client.MarkReady that could not mark
+// every node ready; the *QuorumError that wraps it lists the nodes.
+var errNotMarkedReady = errors.New("redlock: not marked ready")
 
 // Outcome is what one node answered to one request.
 type Outcome uint8
@@ -75,7 +73,7 @@ const (
 	OutcomeTimeout
 	// OutcomeError: the node answered with an error or could not be reached.
 	OutcomeError
-	// OutcomeRecovering: the node lost its data (its MarkerKey was missing)
+	// OutcomeRecovering: the node lost its data (its markerKey was missing)
 	// less than Options.RecoveryDelay ago and withholds its vote until every
 	// lock it might have granted before has expired. NodeResult.RecoveringLeft
 	// says for how long.
@@ -130,7 +128,7 @@ type QuorumError struct {
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, ": key %q: %s on %d/%d nodes, %d needed", e.Key, e.Verb(), e.OK, len(e.Nodes), e.Quorum)
+	fmt.Fprintf(&b, ": key %q: %s on %d/%d nodes, %d needed", e.Key, e.verb(), e.OK, len(e.Nodes), e.Quorum)
 	if e.OK >= e.Quorum {
 		fmt.Fprintf(&b, ", but validity left was %s", e.Validity.Round(time.Microsecond))
 	}
@@ -150,9 +148,9 @@ func (e *QuorumError) Error() string {
 	return b.String()
 }
 
-// Verb names what an OutcomeOK node did in e's operation, for messages:
+// verb names what an OutcomeOK node did in e's operation, for messages:
 // "granted", "extended", "released" or "marked ready".
-func (e *QuorumError) Verb() string {
+func (e *QuorumError) verb() string {
 	switch e.Op {
 	case "extend":
 		return "extended"
@@ -168,7 +166,7 @@ func (e *QuorumError) Verb() string {
 func (e *QuorumError) describe(n NodeResult) string {
 	switch n.Outcome {
 	case OutcomeOK:
-		return e.Verb()
+		return e.verb()
 	case OutcomeHeld:
 		if e.Op == "acquire" {
 			return "held by another"

@@ -11,6 +11,7 @@ import (
 	goredisv9 "github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -47,7 +48,7 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func Example() {
 	ctx := context.Background()
-	client, err := redlock.Dial(ctx, exampleNodes, nil)
+	client, err := goredis.Dial(ctx, exampleNodes, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -68,7 +69,7 @@ func Example() {
 
 func ExampleClient_TryAcquire() {
 	ctx := context.Background()
-	client, err := redlock.Dial(ctx, exampleNodes, &redlock.Options{TTL: 30 * time.Second})
+	client, err := goredis.Dial(ctx, exampleNodes, &redlock.Options{TTL: 30 * time.Second})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -99,7 +100,7 @@ func ExampleClient_TryAcquire() {
 
 func ExampleLock_Done() {
 	ctx := context.Background()
-	client, err := redlock.Dial(ctx, exampleNodes, nil)
+	client, err := goredis.Dial(ctx, exampleNodes, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,5 +1,106 @@
 package redlock
 
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// What the tests read of the package's insides.
+
 // BatchScriptSource is the batch script as sent, for tests that preload the
 // library's scripts on their nodes.
 var BatchScriptSource = batchScript.source
+
+// The keys the library keeps beside the locks.
+const (
+	MarkerKey = markerKey
+	FenceTTL  = fenceTTL
+)
+
+// FenceKey returns the fencing counter's key for a lock key.
+func FenceKey(key string) string { return fenceKey(key) }
+
+// ErrNotMarkedReady is the verdict of a failed MarkReady.
+var ErrNotMarkedReady = errNotMarkedReady
+
+// DefaultRetry is the retry strategy of a zero Options.
+var DefaultRetry = defaultRetry
+
+// Key returns the lock key as sent to the nodes, KeyPrefix included.
+func (l *Lock) Key() string { return l.key }
+
+// TTL returns the time-to-live the lock was acquired with.
+func (l *Lock) TTL() time.Duration { return l.ttl }
+
+// Extensions returns how many times the lock was extended.
+func (l *Lock) Extensions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.extensions
+}
+
+// Context is the lock's lost-lock context, as Do gives it.
+func (l *Lock) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return l.context(parent)
+}
+
+// Nodes returns the names of the client's nodes, in order.
+func (c *Client) Nodes() []string {
+	names := make([]string, len(c.conns))
+	for i, conn := range c.conns {
+		names[i] = conn.Name()
+	}
+	return names
+}
+
+// Quorum returns how many nodes must agree.
+func (c *Client) Quorum() int { return c.quorum }
+
+// Options returns the options in force, defaults filled in.
+func (c *Client) Options() Options { return c.opts }
+
+// WithRetry sets the retry strategy for one Acquire.
+func WithRetry(s RetryStrategy) LockOption {
+	return func(c *lockConfig) { c.retry = s }
+}
+
+// Jittered waits a uniformly random time in [min, max] before every retry.
+func Jittered(min, max time.Duration) RetryStrategy {
+	if max < min {
+		max = min
+	}
+	return jittered{min: min, max: max}
+}
+
+type jittered struct{ min, max time.Duration }
+
+func (j jittered) NextDelay(int) (time.Duration, bool) {
+	return randomBetween(j.min, j.max), true
+}
+
+// The adapters' conns over one node address, for the package's internal
+// tests: the adapters import this package, so the internal tests cannot
+// import them, and adapters_test.go, an external test file compiled into
+// the same test binary, sets these before any test runs.
+var (
+	GoredisConn func(t *testing.T, addr string) Conn
+	RueidisConn func(t *testing.T, addr string) Conn
+)
+
+// LimitAttempts gives up after attempts attempts in all (the first included).
+func LimitAttempts(s RetryStrategy, attempts int) RetryStrategy {
+	return limited{s: s, max: attempts}
+}
+
+type limited struct {
+	s   RetryStrategy
+	max int
+}
+
+func (l limited) NextDelay(attempt int) (time.Duration, bool) {
+	if attempt > l.max {
+		return 0, false
+	}
+	return l.s.NextDelay(attempt)
+}

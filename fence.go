@@ -8,23 +8,23 @@ import (
 	"time"
 )
 
-// FenceTTL is how long a lock key's fencing counter outlives the last
+// fenceTTL is how long a lock key's fencing counter outlives the last
 // acquisition of that key; every acquisition renews it. A counter that
 // expired starts again from the node's clock in microseconds, which is
 // above every token it handed out as long as the node clocks are not off
-// by FenceTTL, so the TTL trades the memory idle keys hold against nothing
+// by fenceTTL, so the TTL trades the memory idle keys hold against nothing
 // that matters in practice.
-const FenceTTL = 30 * 24 * time.Hour
+const fenceTTL = 30 * 24 * time.Hour
 
 // fencePrefix starts every fencing counter key; lock keys must not.
 const fencePrefix = "redlock:fence:"
 
-// FenceKey returns the name of the fencing counter kept on every node beside
+// fenceKey returns the name of the fencing counter kept on every node beside
 // the lock key key (the key on the wire, Options.KeyPrefix included):
 // "redlock:fence:" + key. It holds the last fencing token the node handed out
-// for key, as a decimal integer, and expires FenceTTL after the last
+// for key, as a decimal integer, and expires fenceTTL after the last
 // acquisition. Lock keys must not begin with "redlock:fence:".
-func FenceKey(key string) string { return fencePrefix + key }
+func fenceKey(key string) string { return fencePrefix + key }
 
 // Fence returns the lock's fencing token: a number strictly greater than the
 // token of every lock of the same key that any client of this library was
@@ -43,7 +43,7 @@ func (c *Client) lockKey(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if key == MarkerKey || strings.HasPrefix(key, fencePrefix) {
+	if key == markerKey || strings.HasPrefix(key, fencePrefix) {
 		return "", fmt.Errorf("%w: %q is reserved for the library's own keys", ErrInvalidKey, key)
 	}
 	return key, nil
@@ -64,13 +64,13 @@ type acquireReply struct {
 }
 
 // acquirer fills in r as the request of one acquisition attempt and
-// returns it. fenceKey is FenceKey(key); clock is the caller's clock in
+// returns it. fenceKey is fenceKey(key); clock is the caller's clock in
 // microseconds, the same on every node, so that nodes that lost or missed
 // counters start again from one value and agree, with no second step. It
 // decodes each node's reply into replies[i], i being the node's index: the
 // caller may read replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
-	r.keys = [3]string{key, fenceKey, MarkerKey}
+	r.keys = [3]string{key, fenceKey, markerKey}
 	r.args = [5]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
 	r.replies = replies
 	r.request = request{script: acquireScript, keys: r.keys[:], args: r.args[:], decode: r}
@@ -162,7 +162,7 @@ func fenceOf(results []NodeResult, replies []acquireReply) (fence uint64, behind
 // package documentation).
 func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint64, ttl time.Duration,
 	granted []NodeResult, replies []acquireReply) ([]NodeResult, int) {
-	keys := []string{key, FenceKey(key)}
+	keys := []string{key, fenceKey(key)}
 	value := strconv.FormatUint(fence, 10)
 	counterTTL := c.wire.counterTTL
 	raise := &request{script: raiseScript, keys: keys, args: []string{token, value, counterTTL},

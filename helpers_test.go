@@ -31,7 +31,7 @@ var adapters = []adapter{
 func goredisConns(t testing.TB, addrs []string) []redlock.Conn {
 	conns := make([]redlock.Conn, len(addrs))
 	for i, addr := range addrs {
-		o, err := redlock.ParseURL("redis://" + addr)
+		o, err := goredis.ParseURL("redis://" + addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,10 +19,10 @@ type NodeState struct {
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
 	TTL time.Duration
-	// Fence is the node's fencing counter for the key (see FenceKey), 0 when
+	// Fence is the node's fencing counter for the key (see fenceKey), 0 when
 	// it has none.
 	Fence uint64
-	// NoMarker reports that the node has no MarkerKey: it lost its data or
+	// NoMarker reports that the node has no markerKey: it lost its data or
 	// never served a lock, and the next acquisition starts its quarantine.
 	NoMarker bool
 	// Recovering reports that this client's acquisitions are refused there
@@ -47,7 +47,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{wire, FenceKey(wire), MarkerKey}
+	keys := []string{wire, fenceKey(wire), markerKey}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
@@ -131,7 +131,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	}
 	since, err := strconv.ParseInt(marker, 10, 64)
 	if err != nil {
-		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", MarkerKey, marker)
+		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, marker)
 	}
 	if left := since + c.opts.RecoveryDelay.Microseconds() - now; left > 0 {
 		s.Recovering, s.RecoveringLeft = true, time.Duration(left)*time.Microsecond

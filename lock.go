@@ -66,15 +66,9 @@ func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, a
 // caller's.
 func (l *Lock) Nodes() []NodeResult { return slices.Clone(l.nodes) }
 
-// Key returns the lock key as sent to the nodes, KeyPrefix included.
-func (l *Lock) Key() string { return l.key }
-
 // Token returns the random value that identifies this acquisition on the
 // nodes.
 func (l *Lock) Token() string { return l.token }
-
-// TTL returns the time-to-live the lock was acquired with.
-func (l *Lock) TTL() time.Duration { return l.ttl }
 
 // Until returns the validity deadline: the lock is held, at the latest, until
 // then, unless it is extended. It is computed from the monotonic clock as
@@ -83,13 +77,6 @@ func (l *Lock) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
-}
-
-// Extensions returns how many times the lock was extended.
-func (l *Lock) Extensions() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.extensions
 }
 
 // Err returns nil while the lock is held, ErrReleased after Release, and an
@@ -110,10 +97,10 @@ func (l *Lock) Done() <-chan struct{} {
 	return l.ctx.Done()
 }
 
-// Context returns a copy of parent that is cancelled, with Err as its cause
-// (see context.Cause), when the lock is released or lost. Call the returned
-// cancel function when done with it.
-func (l *Lock) Context(parent context.Context) (context.Context, context.CancelFunc) {
+// context returns a copy of parent that is cancelled, with Err as its cause
+// (see context.Cause), when the lock is released or lost. The caller must
+// call the returned cancel function when done with it.
+func (l *Lock) context(parent context.Context) (context.Context, context.CancelFunc) {
 	l.mu.Lock()
 	l.watchLocked()
 	owner := l.ctx

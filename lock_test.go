@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -408,7 +409,7 @@ func TestLock_concurrentUse(t *testing.T) {
 func TestDial(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Password: "s3cret-pw"})
 	urls := cluster.URLs()
-	client, err := redlock.Dial(bg, urls, fast())
+	client, err := goredis.Dial(bg, urls, fast())
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -423,7 +424,7 @@ func TestDial(t *testing.T) {
 	}
 
 	wrong := []string{strings.Replace(urls[0], "s3cret-pw", "not-it-pw", 1), urls[1], urls[2]}
-	_, err = redlock.Dial(bg, wrong, nil)
+	_, err = goredis.Dial(bg, wrong, nil)
 	if err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 		t.Errorf("wrong password: %v", err)
 	}
@@ -433,7 +434,7 @@ func TestDial(t *testing.T) {
 
 	// One node down: Dial succeeds, the acquisition reports the node.
 	down := []string{urls[0], urls[1], "redis://:s3cret-pw@127.0.0.1:1"}
-	c2, err := redlock.Dial(bg, down, fast())
+	c2, err := goredis.Dial(bg, down, fast())
 	if err != nil {
 		t.Fatalf("Dial with one node down: %v", err)
 	}
@@ -445,18 +446,18 @@ func TestDial(t *testing.T) {
 	lock.Release(bg)
 
 	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis://:pw@host:port%zz", "redis://127.0.0.1:6379/notadb", "::::"} {
-		_, err := redlock.Dial(bg, []string{bad}, nil)
-		if !errors.Is(err, redlock.ErrInvalidURL) {
+		_, err := goredis.Dial(bg, []string{bad}, nil)
+		if !errors.Is(err, goredis.ErrInvalidURL) {
 			t.Errorf("Dial(%q): %v, want ErrInvalidURL", bad, err)
 		}
 		if err != nil && strings.Contains(err.Error(), ":pw@") {
 			t.Errorf("Dial(%q) error shows the password: %v", bad, err)
 		}
 	}
-	if _, err := redlock.Dial(bg, []string{urls[0], urls[0]}, nil); !errors.Is(err, redlock.ErrDuplicateNode) {
+	if _, err := goredis.Dial(bg, []string{urls[0], urls[0]}, nil); !errors.Is(err, redlock.ErrDuplicateNode) {
 		t.Errorf("duplicate URL: %v", err)
 	}
-	if _, err := redlock.Dial(bg, nil, nil); !errors.Is(err, redlock.ErrNoNodes) {
+	if _, err := goredis.Dial(bg, nil, nil); !errors.Is(err, redlock.ErrInvalidOptions) {
 		t.Errorf("no URLs: %v", err)
 	}
 }

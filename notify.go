@@ -32,13 +32,13 @@ const releaseChannelPrefix = "redlock:released:"
 func releaseChannel(key string) string { return releaseChannelPrefix + key }
 
 // waker wakes waiting Acquire calls when a lock they wait for is released.
-// Each node that implements Notifier gets one subscription connection,
+// Each node that implements notifier gets one subscription connection,
 // opened on first need; a channel is subscribed while a waiter waits on it.
 // A release wakes one waiter of this Client, the longest waiting, once a
 // quorum of nodes announced it, so that local waiters do not split the nodes'
 // votes between them, nor race ahead of the nodes still holding the lock.
 type waker struct {
-	notifiers []Notifier
+	notifiers []notifier
 	quorum    int // announcements of one release that wake a waiter
 
 	mu      sync.Mutex
@@ -63,9 +63,9 @@ type subscription struct {
 }
 
 func newWaker(conns []Conn, quorum int) *waker {
-	var ns []Notifier
+	var ns []notifier
 	for _, c := range conns {
-		if n, ok := c.(Notifier); ok {
+		if n, ok := c.(notifier); ok {
 			ns = append(ns, n)
 		}
 	}
@@ -181,7 +181,7 @@ func (w *waker) sendLocked(s subscription) {
 
 // listen keeps one node's subscription connection up while the client is
 // open, re-subscribing the channels that have waiters after a reconnect.
-func (w *waker) listen(n Notifier, ops chan subscription) {
+func (w *waker) listen(n notifier, ops chan subscription) {
 	channels := map[string]bool{}
 	for w.ctx.Err() == nil {
 		sub, unsub := make(chan string), make(chan string)

@@ -7,44 +7,44 @@ import (
 
 // Defaults used where an Options field is zero. Each one trades something off.
 const (
-	// DefaultTTL is how long a lock lives on the nodes without extension. Longer
+	// defaultTTL is how long a lock lives on the nodes without extension. Longer
 	// means fewer extensions, but a crashed holder blocks others for longer.
-	DefaultTTL = 10 * time.Second
-	// DefaultNodeTimeout bounds each request to one node. It must be small
+	defaultTTL = 10 * time.Second
+	// defaultNodeTimeout bounds each request to one node. It must be small
 	// compared with the TTL so that a dead or paused node costs little of the
 	// validity, and large enough for a healthy node's round trip under load.
-	DefaultNodeTimeout = 50 * time.Millisecond
-	// DefaultDriftFactor is the clock-drift allowance as a fraction of the TTL
+	defaultNodeTimeout = 50 * time.Millisecond
+	// defaultDriftFactor is the clock-drift allowance as a fraction of the TTL
 	// (Redlock's 1%): the nodes' clocks may run this much faster than ours.
-	DefaultDriftFactor = 0.01
-	// DefaultRecoveryDelay is how long a node that lost its data withholds
+	defaultDriftFactor = 0.01
+	// defaultRecoveryDelay is how long a node that lost its data withholds
 	// its vote (see Options.RecoveryDelay). It must be at least the largest
 	// TTL in use, so 30 s leaves room for WithTTL up to three times
-	// DefaultTTL; a longer delay allows longer TTLs but keeps a node that
+	// defaultTTL; a longer delay allows longer TTLs but keeps a node that
 	// restarted empty out of every quorum for longer.
-	DefaultRecoveryDelay = 30 * time.Second
+	defaultRecoveryDelay = 30 * time.Second
 	// driftConstant is added to the drift allowance for Redis's 1 ms expiry
 	// resolution and for small TTLs.
 	driftConstant = 2 * time.Millisecond
 )
 
-// DefaultRetry is the retry strategy used when Options.Retry is nil: random
+// defaultRetry is the retry strategy used when Options.Retry is nil: random
 // delays growing from 10 ms to at most 200 ms, until the context ends.
-var DefaultRetry = ExponentialJitter(10*time.Millisecond, 200*time.Millisecond)
+var defaultRetry = ExponentialJitter(10*time.Millisecond, 200*time.Millisecond)
 
 // Options configures a Client. The zero value is ready to use; each field's
 // comment gives its default.
 type Options struct {
 	// TTL is the default lock time-to-live, overridden per call by WithTTL.
-	// Default DefaultTTL (10 s).
+	// Default defaultTTL (10 s).
 	TTL time.Duration
-	// NodeTimeout bounds every request to one node. Default DefaultNodeTimeout
+	// NodeTimeout bounds every request to one node. Default defaultNodeTimeout
 	// (50 ms); it is capped at the validity a TTL can give.
 	NodeTimeout time.Duration
 	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
-	// are always added. Default DefaultDriftFactor (0.01). Must be in [0, 0.5).
+	// are always added. Default defaultDriftFactor (0.01). Must be in [0, 0.5).
 	DriftFactor float64
-	// Retry paces Acquire's attempts. Default DefaultRetry. Acquire always
+	// Retry paces Acquire's attempts. Default defaultRetry. Acquire always
 	// stops when its context ends.
 	Retry RetryStrategy
 	// KeyPrefix is prepended to every lock key on the wire. Default none, so
@@ -54,9 +54,9 @@ type Options struct {
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
 	// or by renewal; 0 means no bound.
 	MaxExtensions int
-	// RecoveryDelay is how long a node that lost its data (its MarkerKey is
+	// RecoveryDelay is how long a node that lost its data (its markerKey is
 	// missing) withholds its vote, measured by its own clock from the first
-	// acquisition that reaches it. Default DefaultRecoveryDelay (30 s). It
+	// acquisition that reaches it. Default defaultRecoveryDelay (30 s). It
 	// must be at least the largest TTL any client of the nodes uses, which
 	// the Client enforces for its own locks: New, Acquire and Extend reject
 	// a longer TTL with ErrInvalidTTL. All clients of the same nodes should
@@ -64,7 +64,7 @@ type Options struct {
 	RecoveryDelay time.Duration
 	// DisableQuarantine turns the restart quarantine off: a node that
 	// restarted without its data votes at once, and the acquire script
-	// neither reads nor writes MarkerKey. This is safe only when every node
+	// neither reads nor writes markerKey. This is safe only when every node
 	// keeps acknowledged writes across a crash (appendfsync always); without
 	// that, a restart can grant a lock that is still held (see SAFETY.md).
 	// Default false (quarantine on).
@@ -73,19 +73,19 @@ type Options struct {
 
 func (o Options) withDefaults() (Options, error) {
 	if o.TTL == 0 {
-		o.TTL = DefaultTTL
+		o.TTL = defaultTTL
 	}
 	if o.NodeTimeout == 0 {
-		o.NodeTimeout = DefaultNodeTimeout
+		o.NodeTimeout = defaultNodeTimeout
 	}
 	if o.DriftFactor == 0 {
-		o.DriftFactor = DefaultDriftFactor
+		o.DriftFactor = defaultDriftFactor
 	}
 	if o.Retry == nil {
-		o.Retry = DefaultRetry
+		o.Retry = defaultRetry
 	}
 	if o.RecoveryDelay == 0 {
-		o.RecoveryDelay = DefaultRecoveryDelay
+		o.RecoveryDelay = defaultRecoveryDelay
 	}
 	switch {
 	case o.NodeTimeout < 0:
@@ -134,11 +134,6 @@ type lockConfig struct {
 // WithTTL sets the lock's time-to-live for this call instead of Options.TTL.
 func WithTTL(ttl time.Duration) LockOption {
 	return func(c *lockConfig) { c.ttl = ttl }
-}
-
-// WithRetry sets the retry strategy for this Acquire instead of Options.Retry.
-func WithRetry(s RetryStrategy) LockOption {
-	return func(c *lockConfig) { c.retry = s }
 }
 
 // WithAutoRenew keeps the lock alive in the background: it is extended by its

@@ -12,33 +12,17 @@ import (
 	"testing"
 	"time"
 
-	goredisv9 "github.com/redis/go-redis/v9"
-	rueidisclient "github.com/redis/rueidis"
-
-	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
-	"github.com/redlock-go/redlock/rueidis"
 )
 
-// pipeAdapters build a Conn to one address with each client library.
+// pipeAdapters build a Conn to one address with each client library (see
+// GoredisConn).
 var pipeAdapters = []struct {
 	name string
 	conn func(t *testing.T, addr string) Conn
 }{
-	{"goredis", func(t *testing.T, addr string) Conn {
-		o, err := ParseURL("redis://" + addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return goredis.NewOwned(goredisv9.NewClient(o))
-	}},
-	{"rueidis", func(t *testing.T, addr string) Conn {
-		c, err := rueidisclient.NewClient(rueidisclient.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rueidis.NewOwned(c)
-	}},
+	{"goredis", func(t *testing.T, addr string) Conn { return GoredisConn(t, addr) }},
+	{"rueidis", func(t *testing.T, addr string) Conn { return RueidisConn(t, addr) }},
 }
 
 // pipeClient returns a Client over the nodes of cluster with the named

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// MarkerKey is the restart marker every node keeps, without a TTL, while the
+// markerKey is the restart marker every node keeps, without a TTL, while the
 // restart quarantine is on. It holds the node's TIME in microseconds when the
 // first acquisition found it missing, or "0" once MarkReady declared the node
 // ready. A node is recovering, and withholds its vote, while its clock is less
 // than Options.RecoveryDelay past the marker's time; a node without the marker
 // lost its data (or never served a lock) and starts recovering at the next
 // acquisition. The key is the same for every Options.KeyPrefix.
-const MarkerKey = "redlock:marker"
+const markerKey = "redlock:marker"
 
 // recoveringRound is the precision of the time left in error messages.
 const recoveringRound = 100 * time.Millisecond
@@ -38,7 +38,7 @@ func (c *Client) checkLockTTL(ttl time.Duration) error {
 	return checkQuarantineTTL(ttl, c.opts)
 }
 
-// MarkReady declares every node ready to vote at once: it sets MarkerKey to
+// MarkReady declares every node ready to vote at once: it sets markerKey to
 // "0" on each node where the marker is missing or the node is recovering, and
 // leaves the others alone. Each node gets Options.NodeTimeout; MarkReady
 // blocks until every node answered or timed out.
@@ -46,14 +46,14 @@ func (c *Client) checkLockTTL(ttl time.Duration) error {
 // MarkReady is safe only for a brand-new, empty deployment, or when no lock
 // can be outstanding (every client stopped for longer than the largest TTL):
 // a node that restarted without its data and is marked ready can grant a lock
-// that the other nodes still hold for someone else. New and Dial never call
-// it.
+// that the other nodes still hold for someone else. New and goredis.Dial never
+// call it.
 //
-// It returns nil when every node is ready, and otherwise a *QuorumError
-// wrapping ErrNotMarkedReady, and ctx's error if ctx ended, with each node's
-// outcome.
+// It returns nil when every node is ready, and otherwise a *QuorumError with
+// Op "mark ready" and each node's outcome, wrapping ctx's error if ctx
+// ended.
 func (c *Client) MarkReady(ctx context.Context) error {
-	keys := []string{MarkerKey}
+	keys := []string{markerKey}
 	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
 	mark := &request{script: markReadyScript, keys: keys, args: []string{delay}, decode: decodeFunc(func(_ int, v any) (any, error) {
 		if _, ok := v.(int64); !ok {
@@ -66,6 +66,6 @@ func (c *Client) MarkReady(ctx context.Context) error {
 	if ok == len(c.conns) {
 		return nil
 	}
-	return &QuorumError{Op: "mark ready", Key: MarkerKey, OK: ok, Quorum: len(c.conns), Nodes: results,
-		Err: ErrNotMarkedReady, Cause: ctx.Err()}
+	return &QuorumError{Op: "mark ready", Key: markerKey, OK: ok, Quorum: len(c.conns), Nodes: results,
+		Err: errNotMarkedReady, Cause: ctx.Err()}
 }

@@ -58,7 +58,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	if err != nil {
 		return err
 	}
-	fnCtx, cancel := lock.Context(ctx)
+	fnCtx, cancel := lock.context(ctx)
 	fnErr := fn(fnCtx)
 	cancel()
 	lostErr := lock.Err()

@@ -13,22 +13,6 @@ type RetryStrategy interface {
 	NextDelay(attempt int) (time.Duration, bool)
 }
 
-type jittered struct{ min, max time.Duration }
-
-// Jittered waits a uniformly random time in [min, max] before every retry.
-// Randomness keeps contenders from retrying in lock step, which would split
-// the votes so that nobody wins.
-func Jittered(min, max time.Duration) RetryStrategy {
-	if max < min {
-		max = min
-	}
-	return jittered{min: min, max: max}
-}
-
-func (j jittered) NextDelay(int) (time.Duration, bool) {
-	return randomBetween(j.min, j.max), true
-}
-
 type exponential struct{ base, max time.Duration }
 
 // ExponentialJitter doubles the delay from base after every attempt up to max,
@@ -52,26 +36,6 @@ func (e exponential) NextDelay(attempt int) (time.Duration, bool) {
 	}
 	return randomBetween(d/2, d), true
 }
-
-type limited struct {
-	s   RetryStrategy
-	max int
-}
-
-// LimitAttempts gives up after attempts attempts in all (the first included).
-func LimitAttempts(s RetryStrategy, attempts int) RetryStrategy {
-	return limited{s: s, max: attempts}
-}
-
-func (l limited) NextDelay(attempt int) (time.Duration, bool) {
-	if attempt > l.max {
-		return 0, false
-	}
-	return l.s.NextDelay(attempt)
-}
-
-// NoRetry makes Acquire give up after one attempt, like TryAcquire.
-func NoRetry() RetryStrategy { return LimitAttempts(Jittered(0, 0), 1) }
 
 func randomBetween(min, max time.Duration) time.Duration {
 	if max <= min {

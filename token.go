@@ -15,7 +15,7 @@ const tokenBytes = 20
 // attemptStrings returns what an acquisition attempt on key sends that
 // changes with every attempt: a fresh random token, URL-safe base64 without
 // padding, the key's
-// fencing counter key (FenceKey) and now in microseconds, in decimal. The
+// fencing counter key (fenceKey) and now in microseconds, in decimal. The
 // three share one allocation.
 func attemptStrings(key string, now time.Time) (token, fenceKey, clock string) {
 	var b [tokenBytes]byte

@@ -12,7 +12,6 @@ import (
 
 	goredisv9 "github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/fence"
 	"github.com/redlock-go/redlock/goredis"
 )
@@ -22,7 +21,7 @@ import (
 // a newer token, the write is refused and the holder stops.
 func ExampleStore_Write() {
 	ctx := context.Background()
-	locker, err := redlock.Dial(ctx, []string{"redis://lock-a:6379", "redis://lock-b:6379", "redis://lock-c:6379"}, nil)
+	locker, err := goredis.Dial(ctx, []string{"redis://lock-a:6379", "redis://lock-b:6379", "redis://lock-c:6379"}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

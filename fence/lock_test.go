@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/fence"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -21,7 +22,7 @@ func TestStore_pausedHolderIsRefused(t *testing.T) {
 	store := fence.New(adapters[0].conn(t, data.Node(0).Addr()), nil)
 
 	dial := func() *redlock.Client {
-		c, err := redlock.Dial(ctx, lockNodes.URLs(), &redlock.Options{NodeTimeout: 300 * time.Millisecond})
+		c, err := goredis.Dial(ctx, lockNodes.URLs(), &redlock.Options{NodeTimeout: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ var adapters = []struct {
 	conn func(t *testing.T, addr string) redlock.Conn
 }{
 	{"goredis", func(t *testing.T, addr string) redlock.Conn {
-		o, err := redlock.ParseURL("redis://" + addr)
+		o, err := goredis.ParseURL("redis://" + addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,14 +1,19 @@
-// Package goredis adapts go-redis v9 clients to redlock.Conn.
+// Package goredis adapts go-redis v9 clients to redlock.Conn, and dials
+// nodes from URLs.
+//
+//	client, err := goredis.Dial(ctx, []string{"redis://a:6379", "redis://b:6379", "redis://c:6379"}, nil)
+//
+// or, over clients of your own:
 //
 //	conns := []redlock.Conn{goredis.New(client1), goredis.New(client2), goredis.New(client3)}
-//	locker, err := redlock.New(conns, nil)
+//	client, err := redlock.New(conns, nil)
 //
-// The locker enforces its per-node timeout itself, whatever the client's
-// settings. Give clients MaxRetries: -1 (the algorithm retries with fresh
-// validity) and leave ContextTimeoutEnabled off: with it on, go-redis closes
-// the connection of every reply that arrives after a deadline, and a slow
-// node then costs a new connection per request. redlock.ParseURL returns
-// options set up this way.
+// The redlock.Client enforces its per-node timeout itself, whatever the
+// go-redis client's settings. Give clients MaxRetries: -1 (the algorithm
+// retries with fresh validity) and leave ContextTimeoutEnabled off: with it
+// on, go-redis closes the connection of every reply that arrives after a
+// deadline, and a slow node then costs a new connection per request.
+// ParseURL returns options set up this way.
 package goredis
 
 import (
@@ -38,8 +43,7 @@ func New(client redis.UniversalClient) *Conn {
 	return &Conn{client: client, name: nameOf(client)}
 }
 
-// NewOwned wraps client and takes ownership: Close closes it. It is used by
-// redlock.Dial.
+// NewOwned wraps client and takes ownership: Close closes it.
 func NewOwned(client redis.UniversalClient) *Conn {
 	c := New(client)
 	c.owned = true
@@ -87,7 +91,9 @@ func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {
 	return cmd.Result()
 }
 
-// Listen holds a pub/sub connection; see redlock.Notifier.
+// Listen holds one pub/sub connection until ctx ends or the connection
+// fails, and returns why: the Client wakes its waiting Acquire calls with the
+// release announcements it receives (see redlock.Conn).
 func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
 	ps := c.client.Subscribe(ctx)
 	defer ps.Close()

@@ -58,7 +58,9 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 	return reply(v, err)
 }
 
-// Listen holds a pub/sub connection; see redlock.Notifier.
+// Listen holds one pub/sub connection until ctx ends or the connection
+// fails, and returns why: the Client wakes its waiting Acquire calls with the
+// release announcements it receives (see redlock.Conn).
 func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
 	dc, release := c.client.Dedicate()
 	defer release()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/torture/check"
 	"github.com/redlock-go/redlock/torture/cluster"
 	"github.com/redlock-go/redlock/torture/faults"
@@ -232,7 +233,7 @@ func checkShim(ctx context.Context, env *faults.Env) error {
 // markReady declares the brand-new nodes ready, as an operator does once for
 // a new deployment, so that the quarantine applies only to restarts.
 func markReady(ctx context.Context, c *cluster.Cluster, ttl time.Duration) error {
-	client, err := redlock.Dial(ctx, c.DirectURLs(), &redlock.Options{TTL: ttl, RecoveryDelay: ttl})
+	client, err := goredis.Dial(ctx, c.DirectURLs(), &redlock.Options{TTL: ttl, RecoveryDelay: ttl})
 	if err != nil {
 		return fmt.Errorf("torture: %w", err)
 	}

@@ -10,14 +10,14 @@ import (
 
 	goredisv9 "github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/torture/cluster"
 )
 
 // ping sends PING to addr over a fresh connection within timeout.
 func ping(t *testing.T, url string, timeout time.Duration) (time.Duration, error) {
 	t.Helper()
-	o, err := redlock.ParseURL(url)
+	o, err := goredis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	goredisv9 "github.com/redis/go-redis/v9"
-
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 )
 
 // evictKeys is how many distinct filler keys Evict cycles through: far
@@ -44,7 +43,7 @@ func (f Evict) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
 	n := env.Cluster.Nodes()
 	clients := make([]*goredisv9.Client, n)
 	for v, u := range env.Cluster.DirectURLs() {
-		o, err := redlock.ParseURL(u)
+		o, err := goredis.ParseURL(u)
 		if err != nil {
 			return err
 		}

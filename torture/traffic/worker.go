@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	conns := make([]redlock.Conn, len(cfg.Nodes))
 	for i, u := range cfg.Nodes {
-		o, err := redlock.ParseURL(u)
+		o, err := goredis.ParseURL(u)
 		if err != nil {
 			return err
 		}
@@ -251,8 +251,17 @@ func (w *worker) release(ctx context.Context, lock *redlock.Lock) error {
 	return w.emit(ev)
 }
 
+// libraryTTL is the library's default TTL (redlock.Options.TTL), in force
+// when the config leaves TTL zero.
+const libraryTTL = 10 * time.Second
+
 // ttl returns the lock TTL in force.
-func (w *worker) ttl() time.Duration { return w.client.Options().TTL }
+func (w *worker) ttl() time.Duration {
+	if w.cfg.TTL > 0 {
+		return w.cfg.TTL
+	}
+	return libraryTTL
+}
 
 // between returns a uniformly random duration in [lo, hi].
 func (w *worker) between(lo, hi time.Duration) time.Duration {

@@ -61,11 +61,15 @@ func All() []Library {
 	}
 }
 
+// retry is this project's default retry strategy (redlock.Options.Retry):
+// exponential from 10 ms to 200 ms with jitter.
+var retry = redlock.ExponentialJitter(10*time.Millisecond, 200*time.Millisecond)
+
 // retryDelay is the pause before retry number n (1 for the first retry),
 // shared by every library that lets the caller choose: this project's
-// default, exponential from 10 ms to 200 ms with jitter.
+// default.
 func retryDelay(n int) time.Duration {
-	d, _ := redlock.DefaultRetry.NextDelay(n + 1)
+	d, _ := retry.NextDelay(n + 1)
 	return d
 }
 

@@ -5,24 +5,25 @@ import (
 	"fmt"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/rueidis"
 )
 
 const redlockSettings = "redlock.Options{TTL: 10s}, otherwise defaults: NodeTimeout 50 ms, " +
-	"drift 1% + 2 ms, DefaultRetry (exponential jitter 10 ms to 200 ms, until ctx ends). " +
+	"drift 1% + 2 ms, the default Retry (exponential jitter 10 ms to 200 ms, until ctx ends). " +
 	"Acquire + Lock.Release."
 
 func redlockGoredis() Library {
 	return Library{
 		Name:     "redlock/goredis",
 		Ours:     true,
-		Settings: redlockSettings + " go-redis v9 pools via redlock.Dial (go-redis defaults, no command retries).",
+		Settings: redlockSettings + " go-redis v9 pools via goredis.Dial (go-redis defaults, no command retries).",
 		Open: func(ctx context.Context, addrs []string, _ bool) (Driver, error) {
 			urls := make([]string, len(addrs))
 			for i, a := range addrs {
 				urls[i] = "redis://" + a
 			}
-			c, err := redlock.Dial(ctx, urls, &redlock.Options{TTL: TTL})
+			c, err := goredis.Dial(ctx, urls, &redlock.Options{TTL: TTL})
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +74,7 @@ func MarkReady(ctx context.Context, addrs []string) (bool, error) {
 	for i, a := range addrs {
 		urls[i] = "redis://" + a
 	}
-	c, err := redlock.Dial(ctx, urls, nil)
+	c, err := goredis.Dial(ctx, urls, nil)
 	if err != nil {
 		return false, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 )
 
 // Demo settings. The defaults make a run of a few seconds in which each
@@ -247,9 +248,9 @@ func (c *demoConfig) run(ctx context.Context, s streams, args []string) int {
 
 	opts := func() *redlock.Options {
 		return &redlock.Options{TTL: c.ttl, NodeTimeout: demoNodeTimeout, RecoveryDelay: c.ttl,
-			Retry: redlock.Jittered(demoRetryMin, demoRetryMax)}
+			Retry: uniformRetry{demoRetryMin, demoRetryMax}}
 	}
-	monitor, err := redlock.Dial(ctx, nodes.URLs(), opts())
+	monitor, err := goredis.Dial(ctx, nodes.URLs(), opts())
 	if err != nil {
 		fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
 		return exitUnavailable
@@ -262,7 +263,7 @@ func (c *demoConfig) run(ctx context.Context, s streams, args []string) int {
 	}
 	clients := make([]*redlock.Client, c.workers)
 	for i := range clients {
-		if clients[i], err = redlock.Dial(ctx, nodes.URLs(), opts()); err != nil {
+		if clients[i], err = goredis.Dial(ctx, nodes.URLs(), opts()); err != nil {
 			fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
 			return exitUnavailable
 		}
@@ -496,4 +497,13 @@ func (c *demoConfig) summary(w io.Writer, store *demoStore, stats *demoStats) bo
 	check(int64(writes) == int64(counter), "no lost updates (counter %d, writes %d, lost %d)", counter, writes, writes-counter)
 	check(stale == 0, "fencing tokens strictly increasing (%d writes, %d out of order)", writes+stale, stale)
 	return ok
+}
+
+// uniformRetry waits a uniformly random time in [min, max] before every
+// retry: the demo's workers retry often and never give up.
+type uniformRetry struct{ min, max time.Duration }
+
+// NextDelay implements redlock.RetryStrategy.
+func (u uniformRetry) NextDelay(int) (time.Duration, bool) {
+	return u.min + rand.N(u.max-u.min+1), true
 }

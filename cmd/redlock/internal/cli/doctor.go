@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/cmd/redlock/internal/doctor"
+	"github.com/redlock-go/redlock/goredis"
 )
 
 func doctorCommand() *command {
@@ -97,12 +99,21 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		}
 		nodes.nodes = strings.Join(urls, ",")
 		nodes.fs.Set("nodes", nodes.nodes)
+		limits := doctor.LimitsOf(*nodes.options())
+		// The audit waits for a slow node far longer than a lock would.
+		nodes.nodeTimeout = doctor.NodeTimeout
 		client, code := nodes.dial(ctx, s.stderr, "doctor")
 		if code != exitOK {
 			return code
 		}
 		defer client.Close()
-		report, err := client.Audit(ctx)
+		conns, err := probeConns(urls)
+		if err != nil {
+			fmt.Fprintf(s.stderr, "redlock doctor: %v\n", err)
+			return exitConfig
+		}
+		defer closeAll(conns)
+		report, err := doctor.Audit(ctx, client, conns, limits)
 		if err != nil {
 			fmt.Fprintf(s.stderr, "redlock doctor: %v\n", err)
 			return exitInterrupted
@@ -121,18 +132,38 @@ func setupDoctor(fs *flag.FlagSet) runner {
 	}
 }
 
+// probeConns returns a connection per URL for the audit's own commands.
+func probeConns(urls []string) ([]redlock.Conn, error) {
+	var conns []redlock.Conn
+	for _, u := range urls {
+		c, err := goredis.NewURL(u)
+		if err != nil {
+			closeAll(conns)
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	return conns, nil
+}
+
+func closeAll(conns []redlock.Conn) {
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 // dedupe drops node URLs that reach an address already listed, and returns a
 // critical finding for each.
-func dedupe(urls []string) (unique []string, findings []redlock.Finding, err error) {
+func dedupe(urls []string) (unique []string, findings []doctor.Finding, err error) {
 	seen := map[string]string{}
 	for _, u := range urls {
-		o, err := redlock.ParseURL(u)
+		o, err := goredis.ParseURL(u)
 		if err != nil {
 			return nil, nil, err
 		}
 		if first, dup := seen[o.Addr]; dup {
-			findings = append(findings, redlock.Finding{Severity: redlock.SeverityCritical, Check: "duplicate",
-				Message: fmt.Sprintf("%s and %s are the same node", redlock.RedactURL(first), redlock.RedactURL(u)),
+			findings = append(findings, doctor.Finding{Severity: doctor.Critical, Check: "duplicate",
+				Message: fmt.Sprintf("%s and %s are the same node", goredis.RedactURL(first), goredis.RedactURL(u)),
 				Remedy:  "list each node once: one server must not vote more than once"})
 			continue
 		}
@@ -142,7 +173,7 @@ func dedupe(urls []string) (unique []string, findings []redlock.Finding, err err
 	return unique, findings, nil
 }
 
-func doctorReportJSON(r *redlock.AuditReport, findings []redlock.Finding, unsafe bool) doctorJSON {
+func doctorReportJSON(r *doctor.Report, findings []doctor.Finding, unsafe bool) doctorJSON {
 	out := doctorJSON{Unsafe: unsafe, Quorum: r.Quorum, Reachable: r.Reachable, Nodes: []auditNodeJSON{}, Findings: []findingJSON{}}
 	for _, n := range r.Nodes {
 		j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
@@ -165,7 +196,7 @@ func doctorReportJSON(r *redlock.AuditReport, findings []redlock.Finding, unsafe
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // writeAudit prints the node table, the findings and the verdict.
-func writeAudit(w io.Writer, r *redlock.AuditReport, findings []redlock.Finding, unsafe bool) {
+func writeAudit(w io.Writer, r *doctor.Report, findings []doctor.Finding, unsafe bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATUS\tVERSION\tROLE\tPERSISTENCE\tEVICTION\tCLOCK OFFSET\tRTT\tQUARANTINE")
 	for _, n := range r.Nodes {
@@ -212,7 +243,7 @@ func writeAudit(w io.Writer, r *redlock.AuditReport, findings []redlock.Finding,
 	}
 }
 
-func persistence(n redlock.NodeAudit) string {
+func persistence(n doctor.Node) string {
 	switch {
 	case n.AppendOnly == "yes" && n.AppendFsync != "":
 		return "aof fsync " + n.AppendFsync

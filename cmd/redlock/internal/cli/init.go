@@ -83,7 +83,8 @@ func setupInit(fs *flag.FlagSet) runner {
 			printFailure(s.stderr, "init", err)
 			return exitUnavailable
 		}
-		fmt.Fprintf(s.stdout, "%d nodes ready: %s\n", len(client.Nodes()), strings.Join(client.Nodes(), ", "))
+		names := nodeNames(nodes.urls())
+		fmt.Fprintf(s.stdout, "%d nodes ready: %s\n", len(names), strings.Join(names, ", "))
 		return exitOK
 	}
 }

@@ -77,9 +77,10 @@ func setupInspect(fs *flag.FlagSet) runner {
 			fmt.Fprintf(s.stderr, "redlock inspect: %v\n", err)
 			return exitFor(classify(err))
 		}
-		holder, holding, answered := verdict(states, client.Quorum())
+		quorum := len(states)/2 + 1
+		holder, holding, answered := verdict(states, quorum)
 		if *asJSON {
-			out := inspectJSON{Key: key, Quorum: client.Quorum(), Holder: holder}
+			out := inspectJSON{Key: key, Quorum: quorum, Holder: holder}
 			for _, st := range states {
 				n := nodeStateJSON{Node: st.Node, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
 					Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker}
@@ -95,19 +96,19 @@ func setupInspect(fs *flag.FlagSet) runner {
 		} else {
 			writeStates(s.stdout, key, states)
 			switch {
-			case answered < client.Quorum():
+			case answered < quorum:
 				fmt.Fprintf(s.stdout, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
-					answered, len(states), client.Quorum(), key)
+					answered, len(states), quorum, key)
 			case holder != "":
-				fmt.Fprintf(s.stdout, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), client.Quorum())
+				fmt.Fprintf(s.stdout, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), quorum)
 			case holding > 0:
 				fmt.Fprintf(s.stdout, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
-					"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), client.Quorum())
+					"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), quorum)
 			default:
 				fmt.Fprintf(s.stdout, "not held\n")
 			}
 		}
-		if answered < client.Quorum() {
+		if answered < quorum {
 			return exitUnavailable
 		}
 		return exitOK

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 )
 
 // defaultNodes is the node list when neither --nodes nor REDLOCK_NODES is
@@ -20,13 +21,21 @@ const defaultNodes = "redis://127.0.0.1:6379"
 // envNodes names the environment variable that lists the nodes.
 const envNodes = "REDLOCK_NODES"
 
+// The library's defaults (see redlock.Options), which the flags' defaults
+// repeat so that the help states them.
+const (
+	defaultTTL           = 10 * time.Second
+	defaultNodeTimeout   = 50 * time.Millisecond
+	defaultRecoveryDelay = 30 * time.Second
+)
+
 // retryFloor is the first pause between attempts to acquire; pauses double
 // from it up to --retry-delay, each drawn at random between half and all of
 // it, so that contenders do not retry in lock step.
 const retryFloor = 10 * time.Millisecond
 
-// defaultRetryDelay is --retry-delay's default, the ceiling of
-// redlock.DefaultRetry: waiting longer between attempts costs a waiter up to
+// defaultRetryDelay is --retry-delay's default, the ceiling of the
+// library's default retry strategy: waiting longer between attempts costs a waiter up to
 // that much latency after a release, retrying sooner costs the nodes load.
 const defaultRetryDelay = 200 * time.Millisecond
 
@@ -47,19 +56,19 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	fs.StringVar(&n.nodes, "nodes", defaultNodes,
 		"comma-separated node `URLs`: redis://[[user]:password@]host[:port][/db], rediss:// for TLS, unix://; "+
 			"$"+envNodes+" when the flag is absent; passwords are never printed")
-	n.ttl = redlock.DefaultTTL
+	n.ttl = defaultTTL
 	if withTTL {
-		fs.DurationVar(&n.ttl, "ttl", redlock.DefaultTTL,
+		fs.DurationVar(&n.ttl, "ttl", defaultTTL,
 			"lock time-to-live: a holder that vanishes blocks others this long; at most --recovery-delay")
 	}
-	fs.DurationVar(&n.nodeTimeout, "node-timeout", redlock.DefaultNodeTimeout,
+	fs.DurationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout,
 		"bound on each request to one node: small against the TTL, large enough for a healthy round trip")
 	n.retryDelay = defaultRetryDelay
 	if withRetry {
 		fs.DurationVar(&n.retryDelay, "retry-delay", defaultRetryDelay,
 			"longest random pause between attempts to acquire; pauses start at 10ms and double up to it")
 	}
-	fs.DurationVar(&n.recoveryDelay, "recovery-delay", redlock.DefaultRecoveryDelay,
+	fs.DurationVar(&n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
 		"how long a node that restarted without its data sits out of every quorum; "+
 			"must be at least the largest TTL any client of the nodes uses, and the same for all of them")
 }
@@ -109,7 +118,7 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer, cmd string) (*re
 			"without its data could vote again while such a lock is still valid; raise --recovery-delay, "+
 			"the same on every client of these nodes", n.ttl, n.recoveryDelay))
 	}
-	client, err := redlock.Dial(ctx, n.urls(), n.options())
+	client, err := goredis.Dial(ctx, n.urls(), n.options())
 	if err != nil {
 		switch {
 		case errors.Is(err, redlock.ErrInvalidTTL), errors.Is(err, redlock.ErrInvalidOptions):
@@ -122,6 +131,23 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer, cmd string) (*re
 		return nil, exitConfig
 	}
 	return client, exitOK
+}
+
+// nodeNames returns the names the nodes at urls go by in outcomes and
+// errors (their addresses), as the adapter names them; an URL that does
+// not parse is named as given, redacted.
+func nodeNames(urls []string) []string {
+	names := make([]string, len(urls))
+	for i, u := range urls {
+		c, err := goredis.NewURL(u)
+		if err != nil {
+			names[i] = goredis.RedactURL(u)
+			continue
+		}
+		names[i] = c.Name()
+		c.Close()
+	}
+	return names
 }
 
 // usageError prints msg with a pointer to the help and returns exitUsage.
@@ -205,7 +231,7 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 		fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
 		return
 	}
-	fmt.Fprintf(stderr, "redlock %s: %v: %s on %d of %d nodes, %d needed", cmd, qe.Err, qe.Verb(), qe.OK, len(qe.Nodes), qe.Quorum)
+	fmt.Fprintf(stderr, "redlock %s: %v: %s on %d of %d nodes, %d needed", cmd, qe.Err, verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
 	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
 		fmt.Fprintf(stderr, ", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
 	}
@@ -225,12 +251,27 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 	}
 }
 
+// verb names what a node that answered OutcomeOK did in the operation op
+// of a QuorumError.
+func verb(op string) string {
+	switch op {
+	case "extend":
+		return "extended"
+	case "release":
+		return "released"
+	case "mark ready":
+		return "marked ready"
+	default:
+		return "granted"
+	}
+}
+
 // outcomeText describes one node's answer.
 func outcomeText(qe *redlock.QuorumError, r redlock.NodeResult) string {
 	op := qe.Op
 	switch r.Outcome {
 	case redlock.OutcomeOK:
-		return qe.Verb()
+		return verb(qe.Op)
 	case redlock.OutcomeHeld:
 		if op == "acquire" {
 			return "held by another holder"

@@ -299,7 +299,7 @@ func (c *runConfig) supervise(ctx context.Context, s streams, lock *redlock.Lock
 	exited := make(chan error, 1)
 	go func() { exited <- ch.cmd.Wait() }()
 
-	margin := stopMargin(lock.TTL())
+	margin := stopMargin(c.nodes.ttl)
 	stopAt := lock.Until().Add(-margin)
 	deadline := time.NewTimer(time.Until(stopAt))
 	defer deadline.Stop()

@@ -109,7 +109,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		until := lock.Until()
 		if *asJSON {
 			writeJSON(s.stdout, acquiredJSON{Key: key, Token: lock.Token(), Fence: lock.Fence(),
-				TTLMs: lock.TTL().Milliseconds(), Deadline: formatTime(until), ValidityMs: time.Until(until).Milliseconds()})
+				TTLMs: nodes.ttl.Milliseconds(), Deadline: formatTime(until), ValidityMs: time.Until(until).Milliseconds()})
 			return exitOK
 		}
 		fmt.Fprintf(s.stdout, "key       %s\ntoken     %s\nfence     %d\ndeadline  %s (valid for %s)\n",

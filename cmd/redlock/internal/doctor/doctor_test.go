@@ -1,4 +1,4 @@
-package redlock_test
+package doctor_test
 
 import (
 	"context"
@@ -11,18 +11,16 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/cmd/redlock/internal/doctor"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// audit runs Client.Audit over conns and fails the test on an error.
-func audit(t *testing.T, conns []redlock.Conn, opts *redlock.Options) *redlock.AuditReport {
+// audit runs doctor.Audit over conns, as clients with opts see them, and
+// fails the test on an error.
+func audit(t *testing.T, conns []redlock.Conn, opts *redlock.Options) *doctor.Report {
 	t.Helper()
-	c, err := redlock.New(conns, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	r, err := c.Audit(bg)
+	c, limits := client(t, conns, opts)
+	r, err := doctor.Audit(bg, c, conns, limits)
 	if err != nil {
 		t.Fatalf("Audit: %v", err)
 	}
@@ -32,10 +30,28 @@ func audit(t *testing.T, conns []redlock.Conn, opts *redlock.Options) *redlock.A
 	return r
 }
 
+// client returns a Client over conns for doctor.Audit, with opts and the
+// audit's per-node timeout, and the limits of clients with opts.
+func client(t *testing.T, conns []redlock.Conn, opts *redlock.Options) (*redlock.Client, doctor.Limits) {
+	t.Helper()
+	var o redlock.Options
+	if opts != nil {
+		o = *opts
+	}
+	limits := doctor.LimitsOf(o)
+	o.NodeTimeout = doctor.NodeTimeout
+	c, err := redlock.New(conns, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, limits
+}
+
 // findings returns the report's findings of check about node ("" for the
 // cluster-wide ones).
-func findings(r *redlock.AuditReport, node, check string) []redlock.Finding {
-	var fs []redlock.Finding
+func findings(r *doctor.Report, node, check string) []doctor.Finding {
+	var fs []doctor.Finding
 	for _, f := range r.Findings {
 		if f.Node == node && f.Check == check {
 			fs = append(fs, f)
@@ -46,7 +62,7 @@ func findings(r *redlock.AuditReport, node, check string) []redlock.Finding {
 
 // wantFinding fails the test unless the report has exactly one finding of
 // check about node, with severity sev, and returns it.
-func wantFinding(t *testing.T, r *redlock.AuditReport, node, check string, sev redlock.Severity) redlock.Finding {
+func wantFinding(t *testing.T, r *doctor.Report, node, check string, sev doctor.Severity) doctor.Finding {
 	t.Helper()
 	fs := findings(r, node, check)
 	if len(fs) != 1 || fs[0].Severity != sev {
@@ -59,7 +75,7 @@ func wantFinding(t *testing.T, r *redlock.AuditReport, node, check string, sev r
 }
 
 // wantNoFinding fails the test if the report has a finding of check about node.
-func wantNoFinding(t *testing.T, r *redlock.AuditReport, node, check string) {
+func wantNoFinding(t *testing.T, r *doctor.Report, node, check string) {
 	t.Helper()
 	if fs := findings(r, node, check); len(fs) != 0 {
 		t.Errorf("unexpected %q finding on %q: %v", check, node, fs)
@@ -67,19 +83,19 @@ func wantNoFinding(t *testing.T, r *redlock.AuditReport, node, check string) {
 }
 
 // wantNoCritical fails the test if the report has a critical finding.
-func wantNoCritical(t *testing.T, r *redlock.AuditReport) {
+func wantNoCritical(t *testing.T, r *doctor.Report) {
 	t.Helper()
 	if r.Unsafe() {
 		t.Errorf("Unsafe() = true:\n%s", report(r))
 	}
 	for _, f := range r.Findings {
-		if f.Severity == redlock.SeverityCritical {
+		if f.Severity == doctor.Critical {
 			t.Errorf("critical finding: %s", f)
 		}
 	}
 }
 
-func report(r *redlock.AuditReport) string {
+func report(r *doctor.Report) string {
 	var b strings.Builder
 	for _, f := range r.Findings {
 		b.WriteString("  " + f.String() + "\n")
@@ -148,7 +164,7 @@ func TestAudit_persistence(t *testing.T) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
 		for _, n := range r.Nodes {
-			f := wantFinding(t, r, n.Node, "persistence", redlock.SeverityWarning)
+			f := wantFinding(t, r, n.Node, "persistence", doctor.Warning)
 			if !strings.Contains(f.Remedy, "quarantine") || !strings.Contains(f.Remedy, "appendfsync always") {
 				t.Errorf("remedy %q names neither the quarantine nor appendfsync always", f.Remedy)
 			}
@@ -172,7 +188,7 @@ func TestAudit_persistence(t *testing.T) {
 			t.Error("Unsafe() = false: no persistence and no quarantine")
 		}
 		for _, n := range r.Nodes {
-			f := wantFinding(t, r, n.Node, "persistence", redlock.SeverityCritical)
+			f := wantFinding(t, r, n.Node, "persistence", doctor.Critical)
 			if !strings.Contains(f.Remedy, "appendfsync always") {
 				t.Errorf("remedy %q does not name appendfsync always", f.Remedy)
 			}
@@ -193,7 +209,7 @@ func TestAudit_persistence(t *testing.T) {
 	t.Run("everysec", func(t *testing.T) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{"appendonly yes", "appendfsync everysec"}})
 		r := audit(t, goredisConns(t, cluster.Addrs()), nil)
-		f := wantFinding(t, r, r.Nodes[0].Node, "persistence", redlock.SeverityWarning)
+		f := wantFinding(t, r, r.Nodes[0].Node, "persistence", doctor.Warning)
 		if !strings.Contains(f.Message, "everysec") {
 			t.Errorf("message %q does not name the setting", f.Message)
 		}
@@ -211,11 +227,11 @@ func TestAudit_eviction(t *testing.T) {
 	if bad.MaxMemoryPolicy != "volatile-lru" {
 		t.Errorf("MaxMemoryPolicy %q, want volatile-lru", bad.MaxMemoryPolicy)
 	}
-	f := wantFinding(t, r, bad.Node, "eviction", redlock.SeverityCritical)
+	f := wantFinding(t, r, bad.Node, "eviction", doctor.Critical)
 	if !strings.Contains(f.Remedy, "noeviction") {
 		t.Errorf("remedy %q does not say noeviction", f.Remedy)
 	}
-	if r.Findings[0].Severity != redlock.SeverityCritical {
+	if r.Findings[0].Severity != doctor.Critical {
 		t.Errorf("findings not sorted most severe first:\n%s", report(r))
 	}
 	for _, n := range r.Nodes[:2] {
@@ -229,14 +245,14 @@ func TestAudit_duplicateServer(t *testing.T) {
 	// Node 0 twice, under two names: New's duplicate check by name passes.
 	addrs = append(addrs, "localhost:"+strconv.Itoa(cluster.Node(0).Port()))
 	r := audit(t, goredisConns(t, addrs), nil)
-	f := wantFinding(t, r, "", "duplicate", redlock.SeverityCritical)
+	f := wantFinding(t, r, "", "duplicate", doctor.Critical)
 	if !strings.Contains(f.Message, addrs[0]) || !strings.Contains(f.Message, addrs[3]) || !strings.Contains(f.Message, r.Nodes[0].RunID) {
 		t.Errorf("message %q does not name both addresses and the run_id", f.Message)
 	}
 	if !r.Unsafe() {
 		t.Error("Unsafe() = false with one server counted twice")
 	}
-	wantFinding(t, r, "", "quorum", redlock.SeverityInfo) // 4 nodes: even count
+	wantFinding(t, r, "", "quorum", doctor.Info) // 4 nodes: even count
 }
 
 func TestAudit_quorumLost(t *testing.T) {
@@ -256,10 +272,10 @@ func TestAudit_quorumLost(t *testing.T) {
 		if n.Reachable || n.Err == nil || n.Version != "" || n.RTT != 0 {
 			t.Errorf("killed node %d: Reachable %v, Err %v, Version %q, RTT %s", i, n.Reachable, n.Err, n.Version, n.RTT)
 		}
-		wantFinding(t, r, n.Node, "unreachable", redlock.SeverityWarning)
+		wantFinding(t, r, n.Node, "unreachable", doctor.Warning)
 		wantNoFinding(t, r, n.Node, "persistence")
 	}
-	f := wantFinding(t, r, "", "quorum", redlock.SeverityCritical)
+	f := wantFinding(t, r, "", "quorum", doctor.Critical)
 	if !strings.Contains(f.Message, "1 of 3") {
 		t.Errorf("message %q does not count the reachable nodes", f.Message)
 	}
@@ -285,7 +301,7 @@ func TestAudit_pausedNode(t *testing.T) {
 	if n := r.Nodes[0]; n.Reachable || !(errors.Is(n.Err, context.DeadlineExceeded) || errors.As(n.Err, &ne) && ne.Timeout()) {
 		t.Errorf("paused node: Reachable %v, Err %v; want unreachable by timeout", n.Reachable, n.Err)
 	}
-	f := wantFinding(t, r, r.Nodes[0].Node, "unreachable", redlock.SeverityWarning)
+	f := wantFinding(t, r, r.Nodes[0].Node, "unreachable", doctor.Warning)
 	if !strings.Contains(f.Message, "no answer within") {
 		t.Errorf("message %q does not say the node timed out", f.Message)
 	}
@@ -302,7 +318,7 @@ func TestAudit_oneFailureLeft(t *testing.T) {
 	}
 	r := audit(t, conns, nil)
 	wantNoCritical(t, r)
-	wantFinding(t, r, "", "quorum", redlock.SeverityWarning)
+	wantFinding(t, r, "", "quorum", doctor.Warning)
 }
 
 func TestAudit_configRefused(t *testing.T) {
@@ -324,11 +340,11 @@ func TestAudit_configRefused(t *testing.T) {
 		if n.AppendOnly != "yes" || n.MaxMemoryPolicy != "noeviction" {
 			t.Errorf("appendonly %q, maxmemory-policy %q; want yes, noeviction from INFO", n.AppendOnly, n.MaxMemoryPolicy)
 		}
-		f := wantFinding(t, r, n.Node, "config", redlock.SeverityInfo)
+		f := wantFinding(t, r, n.Node, "config", doctor.Info)
 		if !strings.Contains(f.Message, "appendfsync") || strings.Contains(f.Message, "maxmemory-policy") {
 			t.Errorf("message %q: want appendfsync unknown, maxmemory-policy known", f.Message)
 		}
-		wantFinding(t, r, n.Node, "persistence", redlock.SeverityInfo)
+		wantFinding(t, r, n.Node, "persistence", doctor.Info)
 		wantNoCritical(t, r)
 	})
 }
@@ -341,7 +357,7 @@ func TestAudit_replica(t *testing.T) {
 	if r.Nodes[2].Role != "replica" {
 		t.Errorf("Role %q, want replica", r.Nodes[2].Role)
 	}
-	wantFinding(t, r, r.Nodes[2].Node, "replica", redlock.SeverityCritical)
+	wantFinding(t, r, r.Nodes[2].Node, "replica", doctor.Critical)
 	if !r.Unsafe() {
 		t.Error("Unsafe() = false with a replica among the masters")
 	}
@@ -362,7 +378,7 @@ func TestAudit_recovering(t *testing.T) {
 		return s*1e6 + us
 	}
 	set := func(i int, value string) {
-		if _, err := cluster.Node(i).Do(bg, "SET", redlock.MarkerKey, value); err != nil {
+		if _, err := cluster.Node(i).Do(bg, "SET", markerKey, value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -382,17 +398,17 @@ func TestAudit_recovering(t *testing.T) {
 		t.Errorf("node without marker: Recovering %v, %s left; want the full 30 s", n.Recovering, n.RecoveringLeft)
 	}
 	// Two of three out: no quorum of usable nodes until one rejoins.
-	f := wantFinding(t, r, r.Nodes[1].Node, "recovering", redlock.SeverityWarning)
+	f := wantFinding(t, r, r.Nodes[1].Node, "recovering", doctor.Warning)
 	if !strings.Contains(f.Message, "s more") {
 		t.Errorf("message %q does not say the time left", f.Message)
 	}
-	wantFinding(t, r, r.Nodes[2].Node, "recovering", redlock.SeverityWarning)
+	wantFinding(t, r, r.Nodes[2].Node, "recovering", doctor.Warning)
 	wantNoCritical(t, r)
 
 	// Once node 2 is ready, node 1 alone sitting out leaves a quorum: info.
 	set(2, "0")
 	r = audit(t, conns, nil)
-	wantFinding(t, r, r.Nodes[1].Node, "recovering", redlock.SeverityInfo)
+	wantFinding(t, r, r.Nodes[1].Node, "recovering", doctor.Info)
 	wantNoFinding(t, r, r.Nodes[2].Node, "recovering")
 
 	// The delay is the client's: with a minute, node 1 has 50 s left.
@@ -432,12 +448,12 @@ func TestAudit_clockOffset(t *testing.T) {
 	for _, tc := range []struct {
 		skew time.Duration
 		ttl  time.Duration
-		sev  redlock.Severity // of node 1's clock finding; Info means none
+		sev  doctor.Severity // of node 1's clock finding; Info means none
 	}{
-		{-time.Second, 10 * time.Second, redlock.SeverityCritical}, // allowance 102 ms
-		{time.Second, 10 * time.Second, redlock.SeverityCritical},
-		{200 * time.Millisecond, 30 * time.Second, redlock.SeverityInfo}, // allowance 302 ms
-		{-50 * time.Millisecond, 10 * time.Second, redlock.SeverityInfo},
+		{-time.Second, 10 * time.Second, doctor.Critical}, // allowance 102 ms
+		{time.Second, 10 * time.Second, doctor.Critical},
+		{200 * time.Millisecond, 30 * time.Second, doctor.Info}, // allowance 302 ms
+		{-50 * time.Millisecond, 10 * time.Second, doctor.Info},
 	} {
 		t.Run(fmt.Sprintf("%s_ttl%s", tc.skew, tc.ttl), func(t *testing.T) {
 			conns := goredisConns(t, cluster.Addrs())
@@ -447,7 +463,7 @@ func TestAudit_clockOffset(t *testing.T) {
 			if d := n.ClockOffset - tc.skew; d.Abs() > n.RTT/2+time.Millisecond {
 				t.Errorf("ClockOffset %s, want %s ± %s", n.ClockOffset, tc.skew, n.RTT/2)
 			}
-			if tc.sev == redlock.SeverityInfo {
+			if tc.sev == doctor.Info {
 				wantNoFinding(t, r, n.Node, "clock")
 				wantNoCritical(t, r)
 				return
@@ -460,21 +476,18 @@ func TestAudit_clockOffset(t *testing.T) {
 
 func TestAudit_cancelled(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	c, err := redlock.New(goredisConns(t, cluster.Addrs()), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	conns := goredisConns(t, cluster.Addrs())
+	c, limits := client(t, conns, nil)
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	if r, err := c.Audit(ctx); !errors.Is(err, context.Canceled) || r != nil {
+	if r, err := doctor.Audit(ctx, c, conns, limits); !errors.Is(err, context.Canceled) || r != nil {
 		t.Errorf("Audit with a cancelled context = %v, %v; want nil, context.Canceled", r, err)
 	}
 }
 
 func TestAudit_severityString(t *testing.T) {
-	for s, want := range map[redlock.Severity]string{
-		redlock.SeverityInfo: "info", redlock.SeverityWarning: "warning", redlock.SeverityCritical: "critical",
+	for s, want := range map[doctor.Severity]string{
+		doctor.Info: "info", doctor.Warning: "warning", doctor.Critical: "critical",
 	} {
 		if s.String() != want {
 			t.Errorf("%d.String() = %q, want %q", s, s.String(), want)

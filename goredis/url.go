@@ -1,4 +1,4 @@
-package redlock
+package goredis
 
 import (
 	"context"
@@ -10,19 +10,22 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock"
 )
 
+// ErrInvalidURL means a node URL could not be parsed.
+var ErrInvalidURL = errors.New("redlock: invalid node URL")
+
 // connIOTimeout bounds a single socket read or write on a node connection.
-// The Client never waits that long (see Options.NodeTimeout); it only decides
-// when a connection to a hung node is given up and replaced.
+// The Client never waits that long (see redlock.Options.NodeTimeout); it
+// only decides when a connection to a hung node is given up and replaced.
 const connIOTimeout = time.Second
 
 // dialCheckTimeout bounds Dial's first PING to each node: long enough for a
 // TLS handshake across a region, short enough that a typo fails fast.
 const dialCheckTimeout = 3 * time.Second
 
-// Dial returns a Client over one go-redis connection pool per URL:
+// Dial returns a redlock.Client over one go-redis connection pool per URL:
 // redis://[[user]:password@]host[:port][/db], rediss:// for TLS, or
 // unix://[[user]:password@]/path?db=N, with go-redis's query parameters.
 //
@@ -30,42 +33,51 @@ const dialCheckTimeout = 3 * time.Second
 // rejects the credentials, or answers anything but PONG, fails the call; an
 // unreachable node does not, since Redlock works while a majority is up (its
 // failures show in each call's per-node outcomes). Errors never contain
-// passwords. opts may be nil for the defaults. Close the Client when done.
-func Dial(ctx context.Context, urls []string, opts *Options) (*Client, error) {
-	if len(urls) == 0 {
-		return nil, ErrNoNodes
-	}
-	conns := make([]Conn, 0, len(urls))
+// passwords; a malformed URL wraps ErrInvalidURL, and the errors of
+// redlock.New are returned as they are. opts may be nil for the defaults.
+// Close the Client when done: it closes the pools.
+func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.Client, error) {
+	conns := make([]redlock.Conn, 0, len(urls))
 	closeAll := func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}
 	for _, raw := range urls {
-		o, err := ParseURL(raw)
+		c, err := NewURL(raw)
 		if err != nil {
 			closeAll()
 			return nil, err
 		}
-		conns = append(conns, goredis.NewOwned(redis.NewClient(o)))
+		conns = append(conns, c)
 	}
-	client, err := New(conns, opts)
+	client, err := redlock.New(conns, opts)
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	if err := client.checkNodes(ctx); err != nil {
-		closeAll()
+	if err := checkNodes(ctx, conns); err != nil {
+		client.Close()
 		return nil, err
 	}
 	return client, nil
 }
 
+// NewURL returns a Conn over a new go-redis pool for one node URL, set up by
+// ParseURL, and owning it: Close closes the pool. It does no I/O.
+func NewURL(raw string) (*Conn, error) {
+	o, err := ParseURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	return NewOwned(redis.NewClient(o)), nil
+}
+
 // ParseURL parses a node URL into go-redis options, set up for locking: no
 // client-side retries of commands or dials (the algorithm retries itself,
 // with fresh validity), and connections kept across late replies (the
-// Client enforces the per-node timeout itself). Errors wrap
-// ErrInvalidURL and never contain the password.
+// Client enforces the per-node timeout itself). Errors wrap ErrInvalidURL
+// and never contain the password.
 func ParseURL(raw string) (*redis.Options, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -91,6 +103,12 @@ func ParseURL(raw string) (*redis.Options, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidURL, RedactURL(raw), msg)
 	}
+	setUpForLocking(o)
+	return o, nil
+}
+
+// setUpForLocking adjusts go-redis options for lock traffic.
+func setUpForLocking(o *redis.Options) {
 	o.MaxRetries = -1
 	// The per-node timeout is enforced by the Client, which stops waiting
 	// for a node when it passes. Letting go-redis honour that deadline too
@@ -109,7 +127,6 @@ func ParseURL(raw string) (*redis.Options, error) {
 	// not spend the per-node timeout on go-redis's own dial retries.
 	o.DialerRetries = 1
 	o.DialerRetryTimeout = time.Millisecond
-	return o, nil
 }
 
 // RedactURL returns raw with any password replaced by "xxxxx", also when raw
@@ -132,12 +149,12 @@ func RedactURL(raw string) string {
 
 // checkNodes pings every node and fails on answers that show a configuration
 // error (bad credentials, not a Redis server); unreachable nodes pass.
-func (c *Client) checkNodes(ctx context.Context) error {
+func checkNodes(ctx context.Context, conns []redlock.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, dialCheckTimeout)
 	defer cancel()
-	errs := make([]error, len(c.conns))
-	done := make(chan struct{}, len(c.conns))
-	for i, conn := range c.conns {
+	errs := make([]error, len(conns))
+	done := make(chan struct{}, len(conns))
+	for i, conn := range conns {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			v, err := conn.Do(ctx, "PING")
@@ -149,7 +166,7 @@ func (c *Client) checkNodes(ctx context.Context) error {
 			}
 		}()
 	}
-	for range c.conns {
+	for range conns {
 		<-done
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -1,0 +1,216 @@
+package doctor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+)
+
+// findingList collects findings.
+type findingList []Finding
+
+func (fs *findingList) add(node string, sev Severity, check, remedy, format string, args ...any) {
+	*fs = append(*fs, Finding{Node: node, Severity: sev, Check: check, Message: fmt.Sprintf(format, args...), Remedy: remedy})
+}
+
+// findings turns the node audits into findings, most severe first.
+func (r *Report) findings(l Limits) []Finding {
+	var fs findingList
+	recoveringSev := r.recoveringSeverity()
+	for _, n := range r.Nodes {
+		if !n.Reachable {
+			why := errText(n.Err)
+			if isTimeout(n.Err) {
+				why = fmt.Sprintf("no answer within %s", NodeTimeout)
+			}
+			fs.add(n.Node, Warning, "unreachable",
+				"check that the server runs and that this host can reach it", "unreachable: %s", why)
+			continue
+		}
+		for _, check := range []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings,
+			persistenceFindings, configFindings, clockFindings} {
+			check(&fs, n, l)
+		}
+		recoveringFindings(&fs, n, recoveringSev)
+	}
+	r.duplicateFindings(&fs)
+	r.quorumFindings(&fs)
+	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(b.Severity, a.Severity) })
+	return fs
+}
+
+// recoveringSeverity is Warning when the nodes that sit out cost the quorum,
+// Info otherwise.
+func (r *Report) recoveringSeverity() Severity {
+	usable := 0
+	for _, n := range r.Nodes {
+		if n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" {
+			usable++
+		}
+	}
+	if r.Reachable >= r.Quorum && usable < r.Quorum {
+		return Warning
+	}
+	return Info
+}
+
+func versionFindings(fs *findingList, n Node, _ Limits) {
+	switch {
+	case n.infoErr != nil:
+		fs.add(n.Node, Info, "version", "allow INFO for this user to check version, role and run_id",
+			"INFO refused (%s): version, role and run_id unknown", errText(n.infoErr))
+	case n.Version == "":
+		fs.add(n.Node, Info, "version", "", "INFO has no redis_version: not a Redis server, or a proxy")
+	case versionBelow(n.Version, 2, 6, 12):
+		fs.add(n.Node, Critical, "version", "upgrade Redis: locks need SET NX PX and Lua scripts (2.6.12+)",
+			"Redis %s is too old for locks", n.Version)
+	}
+}
+
+func replicaFindings(fs *findingList, n Node, _ Limits) {
+	switch {
+	case n.Role == "replica":
+		fs.add(n.Node, Critical, "replica", "point the client at independent masters only, with no replication between them",
+			"a replica, not an independent master: it refuses lock writes or loses them at the next sync")
+	case n.Replicas > 0:
+		fs.add(n.Node, Warning, "replica", "turn off automatic failover for lock nodes, or run them without replicas",
+			"master with %d replica(s): a failover can promote a replica that never received a lock key", n.Replicas)
+	}
+}
+
+func evictionFindings(fs *findingList, n Node, _ Limits) {
+	switch p := n.MaxMemoryPolicy; {
+	case p == "" || p == "noeviction":
+	case strings.HasPrefix(p, "volatile-") || strings.HasPrefix(p, "allkeys-"):
+		fs.add(n.Node, Critical, "eviction", "set maxmemory-policy noeviction, in redis.conf too",
+			"maxmemory-policy %s can evict lock keys, which carry a TTL", p)
+	default:
+		fs.add(n.Node, Warning, "eviction", "set maxmemory-policy noeviction, in redis.conf too",
+			"unrecognised maxmemory-policy %s may evict lock keys", p)
+	}
+}
+
+// persistenceFindings: without durable writes a restarted node can grant a
+// lock still held elsewhere; the quarantine covers that, and without it
+// nothing does.
+func persistenceFindings(fs *findingList, n Node, l Limits) {
+	sev, remedy := Warning,
+		"keep the restart quarantine on, so that a node without its marker key sits out the recovery delay, or set appendfsync always"
+	if !l.Quarantine {
+		sev, remedy = Critical,
+			"set appendonly yes and appendfsync always, or turn the restart quarantine back on (Options.DisableQuarantine false)"
+	}
+	switch {
+	case n.AppendOnly == "no":
+		fs.add(n.Node, sev, "persistence", remedy,
+			"appendonly no: after a restart the node has forgotten the locks it granted")
+	case n.AppendOnly == "yes" && n.AppendFsync != "" && n.AppendFsync != "always":
+		fs.add(n.Node, sev, "persistence", remedy,
+			"appendfsync %s: a crash loses the locks granted in the last moments before it", n.AppendFsync)
+	case n.AppendOnly == "" || n.AppendFsync == "":
+		fs.add(n.Node, Info, "persistence", remedy,
+			"persistence unknown: cannot tell whether granted locks survive a crash")
+	}
+}
+
+func configFindings(fs *findingList, n Node, _ Limits) {
+	if n.configErr == nil {
+		return
+	}
+	var unknown []string
+	for _, f := range []struct{ name, val string }{
+		{"appendonly", n.AppendOnly}, {"appendfsync", n.AppendFsync},
+		{"maxmemory-policy", n.MaxMemoryPolicy}, {"save", n.Save},
+	} {
+		if f.val == "" {
+			unknown = append(unknown, f.name)
+		}
+	}
+	fs.add(n.Node, Info, "config", "check these settings with the provider: locks need maxmemory-policy noeviction",
+		"CONFIG GET refused (%s): %s unknown", errText(n.configErr), strings.Join(unknown, ", "))
+}
+
+func clockFindings(fs *findingList, n Node, l Limits) {
+	switch {
+	case !n.ClockKnown:
+		fs.add(n.Node, Info, "clock", "allow TIME for this user to check the node's clock",
+			"TIME refused (%s): clock offset unknown", errText(n.timeErr))
+	case n.ClockOffset.Abs()-n.RTT/2 > l.DriftAllowance:
+		fs.add(n.Node, Critical, "clock", "synchronise the node's clock with NTP, slewing rather than stepping",
+			"clock %s off this host's (±%s), beyond the %s drift allowance for a %s TTL: a clock that steps expires locks early",
+			n.ClockOffset.Round(time.Microsecond), (n.RTT / 2).Round(time.Microsecond), l.DriftAllowance, l.TTL)
+	}
+}
+
+func recoveringFindings(fs *findingList, n Node, sev Severity) {
+	switch {
+	case n.Role == "replica":
+		// Never part of a quorum: the replica finding says it all.
+	case n.Loading:
+		fs.add(n.Node, sev, "recovering", "wait until the node has loaded its data",
+			"loading its data set: it refuses lock commands until done")
+	case n.markerErr != nil:
+		fs.add(n.Node, Info, "recovering", "allow EVALSHA and the restart marker key for this user",
+			"restart marker unreadable (%s): quarantine state unknown", errText(n.markerErr))
+	case n.Recovering && n.NoMarker:
+		fs.add(n.Node, sev, "recovering", "wait; for a new deployment with no lock outstanding, Client.MarkReady",
+			"no restart marker (restarted empty, or never used): it sits out %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
+	case n.Recovering:
+		fs.add(n.Node, sev, "recovering", "wait: MarkReady is safe only when no lock can be outstanding",
+			"restarted: out of every quorum for %s more", n.RecoveringLeft.Round(time.Millisecond))
+	}
+}
+
+// duplicateFindings reports nodes that are the same server, by run_id.
+func (r *Report) duplicateFindings(fs *findingList) {
+	byRunID := map[string][]string{}
+	var runIDs []string
+	for _, n := range r.Nodes {
+		if n.Reachable && n.RunID != "" {
+			if byRunID[n.RunID] == nil {
+				runIDs = append(runIDs, n.RunID)
+			}
+			byRunID[n.RunID] = append(byRunID[n.RunID], n.Node)
+		}
+	}
+	for _, id := range runIDs {
+		if names := byRunID[id]; len(names) > 1 {
+			fs.add("", Critical, "duplicate",
+				"list each server once: one server must not vote more than once",
+				"%s are the same server (run_id %s)", strings.Join(names, ", "), id)
+		}
+	}
+}
+
+// quorumFindings reports a majority lost or at its edge, and node counts
+// that tolerate no failure or no more than one node fewer would.
+func (r *Report) quorumFindings(fs *findingList) {
+	total := len(r.Nodes)
+	switch {
+	case r.Reachable < r.Quorum:
+		fs.add("", Critical, "quorum", "bring nodes back, or point the client at reachable ones",
+			"%d of %d nodes reachable, %d needed: no lock can be acquired", r.Reachable, total, r.Quorum)
+	case total > 1 && r.Reachable == r.Quorum:
+		fs.add("", Warning, "quorum", "bring the unreachable nodes back",
+			"%d of %d nodes reachable, %d needed: one more failure stops locking", r.Reachable, total, r.Quorum)
+	}
+	switch {
+	case total == 1:
+		fs.add("", Info, "quorum", "use 3 or 5 independent masters to survive a node failure",
+			"one node: no fault tolerance")
+	case total%2 == 0:
+		fs.add("", Info, "quorum", fmt.Sprintf("use %d or %d nodes", total-1, total+1),
+			"%d nodes tolerate no more failures than %d", total, total-1)
+	}
+}
+
+// isTimeout reports an error that means the node did not answer in time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}

@@ -1,0 +1,209 @@
+package doctor
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Node is what an audit learned about one node. String fields are "" when
+// the value is unknown: the node was unreachable, or refused the command
+// that reports it.
+type Node struct {
+	// Node is the node's Conn.Name.
+	Node string
+	// Reachable reports whether the node answered any command.
+	Reachable bool
+	// Err is why the node is unreachable; nil when it is reachable.
+	Err error
+	// Version is redis_version from INFO.
+	Version string
+	// RunID identifies the server process (INFO run_id). Two nodes with the
+	// same RunID are the same server.
+	RunID string
+	// Role is "master" or "replica". A replica is not an independent master.
+	Role string
+	// Replicas is the number of replicas connected to a master.
+	Replicas int
+	// Uptime is how long the server process has run.
+	Uptime time.Duration
+	// RTT is the shortest round trip of a TIME command.
+	RTT time.Duration
+	// ClockOffset is the node's wall clock minus this host's, measured with
+	// TIME and corrected for half the round trip; the error is at most RTT/2.
+	// It is zero when unknown.
+	ClockOffset time.Duration
+	// ClockKnown reports whether ClockOffset was measured.
+	ClockKnown bool
+	// AppendOnly is the appendonly setting, "yes" or "no" (from INFO when
+	// CONFIG GET is refused).
+	AppendOnly string
+	// AppendFsync is the appendfsync setting: "always", "everysec" or "no".
+	AppendFsync string
+	// Save is the RDB snapshot schedule, such as "3600 1 300 100", or "none"
+	// when snapshots are off.
+	Save string
+	// MaxMemoryPolicy is the maxmemory-policy setting (from INFO when CONFIG
+	// GET is refused).
+	MaxMemoryPolicy string
+	// Loading reports a node still loading its data set from disk; it
+	// refuses most commands until done.
+	Loading bool
+	// Recovering reports a node kept out of every quorum by the restart
+	// quarantine: it has no restart marker (it restarted empty, or no
+	// client has used it yet), or its marker is younger than the recovery
+	// delay. Always false when the quarantine is off.
+	Recovering bool
+	// NoMarker reports a node without a restart marker.
+	NoMarker bool
+	// RecoveringLeft is how long the node stays out, at most; for a node
+	// without a marker, the full recovery delay from the next acquisition
+	// that reaches it.
+	RecoveringLeft time.Duration
+
+	infoErr, timeErr, configErr, markerErr error
+}
+
+// probe runs the commands of every check but the quarantine's on one node,
+// one after another, under one deadline. A node is reachable when any
+// command succeeds; one that refuses all of them (NOAUTH, say) is
+// unreachable, with the first refusal as its Err.
+func probe(ctx context.Context, conn redlock.Conn) Node {
+	ctx, cancel := context.WithTimeout(ctx, NodeTimeout)
+	defer cancel()
+	n := Node{Node: conn.Name()}
+
+	start := time.Now()
+	info, err := conn.Do(ctx, "INFO")
+	infoRTT := time.Since(start)
+	if err == nil {
+		n.Reachable = true
+		n.applyInfo(parseInfo(replyString(info)))
+	} else {
+		n.infoErr = err
+	}
+
+	if n.timeErr = n.measureClock(ctx, conn); n.timeErr != nil {
+		n.RTT = infoRTT
+	} else {
+		n.Reachable = true
+	}
+
+	if n.configErr = n.readConfig(ctx, conn); n.configErr == nil {
+		n.Reachable = true
+	}
+	if !n.Reachable {
+		n.Err, n.RTT = n.infoErr, 0
+	}
+	return n
+}
+
+// applyQuarantine takes each node's restart quarantine state from the
+// client's Inspect, which decides "recovering" exactly as an acquisition
+// does. The key inspected is one no lock uses; only the node-wide marker
+// matters here.
+func applyQuarantine(ctx context.Context, client *redlock.Client, nodes []Node) {
+	states, err := client.Inspect(ctx, "redlock-doctor")
+	for i := range nodes {
+		n := &nodes[i]
+		switch {
+		case err != nil:
+			n.markerErr = err
+		case i >= len(states):
+		case states[i].Err != nil:
+			n.markerErr = states[i].Err
+		default:
+			s := states[i]
+			n.Reachable = true
+			n.NoMarker, n.Recovering, n.RecoveringLeft = s.NoMarker, s.Recovering, s.RecoveringLeft
+		}
+		if n.Reachable {
+			n.Err = nil
+		}
+	}
+}
+
+// applyInfo takes the fields of an INFO reply.
+func (n *Node) applyInfo(f map[string]string) {
+	n.Version = f["redis_version"]
+	n.RunID = f["run_id"]
+	switch f["role"] {
+	case "master":
+		n.Role = "master"
+	case "slave", "replica":
+		n.Role = "replica"
+	}
+	n.Replicas, _ = strconv.Atoi(f["connected_slaves"])
+	if s, err := strconv.ParseInt(f["uptime_in_seconds"], 10, 64); err == nil {
+		n.Uptime = time.Duration(s) * time.Second
+	}
+	switch f["aof_enabled"] {
+	case "0":
+		n.AppendOnly = "no"
+	case "1":
+		n.AppendOnly = "yes"
+	}
+	n.MaxMemoryPolicy = f["maxmemory_policy"]
+	n.Loading = f["loading"] == "1"
+}
+
+// measureClock sends TIME timeSamples times and keeps the sample with the
+// shortest round trip.
+//
+// The offset compares wall clocks on purpose: TIME is the node's wall clock,
+// the one Redis expires keys by, and what can be wrong with it (a step, an
+// unsynchronised clock) is what the check looks for. The monotonic clock only
+// measures the round trip.
+func (n *Node) measureClock(ctx context.Context, conn redlock.Conn) error {
+	best := time.Duration(-1)
+	for range timeSamples {
+		t0 := time.Now()
+		v, err := conn.Do(ctx, "TIME")
+		rtt := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		server, err := parseTime(v)
+		if err != nil {
+			return err
+		}
+		if best < 0 || rtt < best {
+			best = rtt
+			// Round(0) drops the monotonic reading, so Sub compares wall clocks.
+			n.ClockOffset = server.Sub(t0.Round(0).Add(rtt / 2))
+		}
+	}
+	n.RTT, n.ClockKnown = best, true
+	return nil
+}
+
+// readConfig reads the persistence and eviction settings, one CONFIG GET per
+// parameter so that servers older than 7.0 answer too. It stops at the first
+// refusal.
+func (n *Node) readConfig(ctx context.Context, conn redlock.Conn) error {
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{
+		{"appendonly", &n.AppendOnly},
+		{"appendfsync", &n.AppendFsync},
+		{"maxmemory-policy", &n.MaxMemoryPolicy},
+		{"save", &n.Save},
+	} {
+		v, err := conn.Do(ctx, "CONFIG", "GET", p.name)
+		if err != nil {
+			return err
+		}
+		val, ok := configValue(v, p.name)
+		if !ok {
+			continue // hidden from this user, or unknown to this version
+		}
+		if p.name == "save" && val == "" {
+			val = "none"
+		}
+		*p.dst = val
+	}
+	return nil
+}
