@@ -8,9 +8,14 @@ import (
 
 // What the tests read of the package's insides.
 
-// BatchScriptSource is the batch script as sent, for tests that preload the
-// library's scripts on their nodes.
-var BatchScriptSource = batchScript.source
+// ScriptSources are the library's scripts as sent, for tests that preload
+// them on their nodes.
+var ScriptSources = []string{acquireScript.source, releaseScript.source, extendScript.source, raiseScript.source,
+	inspectScript.source, markReadyScript.source, batchScript.source}
+
+// AcquireScriptSource is the acquire script as sent, for tests that run it
+// directly.
+var AcquireScriptSource = acquireScript.source
 
 // The keys the library keeps beside the locks.
 const (

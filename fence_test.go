@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -467,14 +466,10 @@ func TestFence_clientClockBehind(t *testing.T) {
 	// The acquire script run directly, as by a client whose clock is far
 	// behind: the node's own clock keeps a new counter near the present.
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	src, err := os.ReadFile("lua/acquire.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
 	node := cluster.Node(0)
 	eval := func(key, token, hint string) []string {
 		t.Helper()
-		v, err := node.Do(bg, "EVAL", string(src), "3", key, redlock.FenceKey(key), redlock.MarkerKey,
+		v, err := node.Do(bg, "EVAL", redlock.AcquireScriptSource, "3", key, redlock.FenceKey(key), redlock.MarkerKey,
 			token, "10000", "0", "60000", hint)
 		if err != nil {
 			t.Fatal(err)

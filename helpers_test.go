@@ -3,8 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -83,19 +81,7 @@ func newClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redl
 // and the test looks at the node.
 func loadScripts(t testing.TB, cluster *redlocktest.Cluster) {
 	t.Helper()
-	files, err := filepath.Glob("lua/*.lua")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts found: %v", err)
-	}
-	sources := []string{redlock.BatchScriptSource}
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sources = append(sources, string(src))
-	}
-	for _, src := range sources {
+	for _, src := range redlock.ScriptSources {
 		for _, n := range cluster.Nodes() {
 			if !n.Running() {
 				continue

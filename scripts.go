@@ -4,25 +4,37 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
-	"regexp"
 	"strconv"
 	"strings"
 )
 
-// script is a Lua script with its SHA1, sent by EVALSHA.
-type script struct {
-	source string
-	sha1   string
-	// batchID names the script inside the batch script.
-	batchID string
-}
+// The library's Lua scripts are built from the functions in lua/, one per
+// file. Each function that serves a request takes the script call's KEYS and
+// ARGV, the offsets k and a of its request's keys and arguments in them
+// (it reads KEYS[k+1], ARGV[a+1], …), and a table that the requests of one
+// script call share (see lua/acquire.lua). A script for one request defines
+// its function and the functions that one calls, then calls it on the whole
+// KEYS and ARGV; the batch script defines them all and runs each request of a
+// batch on its own slice (see pipe).
 
-func newScript(source string) *script {
-	sum := sha1.Sum([]byte(source))
-	return &script{source: source, sha1: hex.EncodeToString(sum[:])}
+// luaFunction is a function of lua/.
+type luaFunction struct {
+	// name is the local name that source declares.
+	name   string
+	source string
+	// calls are the functions of lua/ that it calls.
+	calls []*luaFunction
 }
 
 var (
+	//go:embed lua/clock.lua
+	clockSource string
+	//go:embed lua/marker.lua
+	markerSource string
+	//go:embed lua/set_marker.lua
+	setMarkerSource string
+	//go:embed lua/fence.lua
+	fenceSource string
 	//go:embed lua/acquire.lua
 	acquireSource string
 	//go:embed lua/release.lua
@@ -37,58 +49,100 @@ var (
 	markReadySource string
 	//go:embed lua/batch.lua
 	batchSource string
+)
 
-	acquireScript   = newScript(acquireSource)
-	releaseScript   = newScript(releaseSource)
-	extendScript    = newScript(extendSource)
-	raiseScript     = newScript(raiseSource)
-	inspectScript   = newScript(inspectSource)
-	markReadyScript = newScript(markReadySource)
+// The functions of lua/.
+var (
+	nodeClockFunc     = &luaFunction{name: "nodeClock", source: clockSource}
+	restartMarkerFunc = &luaFunction{name: "restartMarker", source: markerSource}
+	setMarkerFunc     = &luaFunction{name: "setMarker", source: setMarkerSource}
+	nextFenceFunc     = &luaFunction{name: "nextFence", source: fenceSource}
+
+	acquireFunc = &luaFunction{name: "acquire", source: acquireSource,
+		calls: []*luaFunction{nodeClockFunc, restartMarkerFunc, setMarkerFunc, nextFenceFunc}}
+	releaseFunc   = &luaFunction{name: "release", source: releaseSource}
+	extendFunc    = &luaFunction{name: "extend", source: extendSource}
+	raiseFunc     = &luaFunction{name: "raise", source: raiseSource}
+	inspectFunc   = &luaFunction{name: "inspect", source: inspectSource}
+	markReadyFunc = &luaFunction{name: "markReady", source: markReadySource}
+	batchFunc     = &luaFunction{name: "batch", source: batchSource}
+)
+
+// script is a Lua script with its SHA1, sent by EVALSHA.
+type script struct {
+	source string
+	sha1   string
+	// fn is the function of lua/ that the script runs.
+	fn *luaFunction
+	// batchID is fn's number in the batch script's table of functions.
+	batchID string
+}
+
+var (
+	acquireScript   = newScript(acquireFunc)
+	releaseScript   = newScript(releaseFunc)
+	extendScript    = newScript(extendFunc)
+	raiseScript     = newScript(raiseFunc)
+	inspectScript   = newScript(inspectFunc)
+	markReadyScript = newScript(markReadyFunc)
 
 	// batchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
 	batchScript = newBatchScript(acquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript)
 )
 
-// sharedLine declares, in a script, the table that the requests of one
-// script call share; the batch script makes it one table for all of them.
-const sharedLine = "local shared = {}"
+// newScript returns the script that runs fn for one request: fn's
+// definition, then a call of fn on the whole KEYS and ARGV with a table of
+// its own to share.
+func newScript(fn *luaFunction) *script {
+	s := withSHA1(definitions(fn) + "return " + fn.name + "(KEYS, ARGV, 0, 0, {})\n")
+	s.fn = fn
+	return s
+}
 
-// inputIndex matches a script's reads of its inputs. Scripts read them only
-// as KEYS[n] and ARGV[n] with a literal n, so that the batch script can run
-// each request on its slice of the batch's own KEYS and ARGV without
-// copying them into tables of its own.
-var (
-	inputIndex = regexp.MustCompile(`\b(KEYS|ARGV)\[(\d+)\]`)
-	inputName  = regexp.MustCompile(`\b(KEYS|ARGV)\b`)
-)
-
-// newBatchScript returns lua/batch.lua with each of scripts as a function
-// of the batch's KEYS and ARGV and of the offsets of its request's keys and
-// arguments in them, and numbers the scripts. It panics when a script reads
-// KEYS or ARGV other than by a literal index.
+// newBatchScript returns the script that runs a batch of requests for
+// scripts (lua/batch.lua), and numbers the scripts in order in it.
 func newBatchScript(scripts ...*script) *script {
-	var b strings.Builder
-	b.WriteString("local batchShared = {}\n")
-	b.WriteString("local scripts = {\n")
+	fns := make([]*luaFunction, 0, len(scripts)+1)
+	names := make([]string, 0, len(scripts))
 	for i, s := range scripts {
 		s.batchID = strconv.Itoa(i + 1)
-		body := strings.Replace(s.source, sharedLine, "local shared = batchShared", 1)
-		body = inputIndex.ReplaceAllStringFunc(body, func(m string) string {
-			sub := inputIndex.FindStringSubmatch(m)
-			if sub[1] == "KEYS" {
-				return "KEYS[k+" + sub[2] + "]"
-			}
-			return "ARGV[a+" + sub[2] + "]"
-		})
-		if len(inputName.FindAllStringIndex(s.source, -1)) != len(inputIndex.FindAllStringIndex(s.source, -1)) {
-			panic("redlock: a script reads KEYS or ARGV other than by a literal index")
-		}
-		b.WriteString("function(KEYS, ARGV, k, a)\n")
-		b.WriteString(body)
-		b.WriteString("\nend,\n")
+		fns = append(fns, s.fn)
+		names = append(names, s.fn.name)
 	}
-	b.WriteString("}\n")
-	b.WriteString(batchSource)
-	return newScript(b.String())
+	fns = append(fns, batchFunc)
+	call := "return " + batchFunc.name + "(KEYS, ARGV, {" + strings.Join(names, ", ") + "})\n"
+	return withSHA1(definitions(fns...) + call)
+}
+
+// withSHA1 returns source as a script, with its SHA1.
+func withSHA1(source string) *script {
+	sum := sha1.Sum([]byte(source))
+	return &script{source: source, sha1: hex.EncodeToString(sum[:])}
+}
+
+// definitions returns the sources of fns and of the functions they call,
+// each once and after the functions it calls, since a Lua local is visible
+// only after its declaration.
+func definitions(fns ...*luaFunction) string {
+	var b strings.Builder
+	defined := make(map[*luaFunction]bool)
+	var define func(f *luaFunction)
+	define = func(f *luaFunction) {
+		if defined[f] {
+			return
+		}
+		defined[f] = true
+		for _, c := range f.calls {
+			define(c)
+		}
+		b.WriteString(f.source)
+		if !strings.HasSuffix(f.source, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	for _, f := range fns {
+		define(f)
+	}
+	return b.String()
 }

@@ -1,0 +1,58 @@
+package redlock
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Every function of lua/ declares the name it is called by, and every script
+// defines each function it runs once, after the functions that one calls.
+func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
+	all := []*luaFunction{acquireFunc, releaseFunc, extendFunc, raiseFunc, inspectFunc, markReadyFunc, batchFunc}
+	scripts := []struct {
+		s    *script
+		runs []*luaFunction
+	}{
+		{acquireScript, all[:1]}, {releaseScript, all[1:2]}, {extendScript, all[2:3]}, {raiseScript, all[3:4]},
+		{inspectScript, all[4:5]}, {markReadyScript, all[5:6]}, {batchScript, all},
+	}
+	for _, sc := range scripts {
+		var check func(f *luaFunction) int
+		check = func(f *luaFunction) int {
+			decl := "local function " + f.name + "("
+			if !strings.Contains("\n"+f.source, "\n"+decl) {
+				t.Errorf("%s's source does not declare %s", f.name, decl)
+			}
+			if n := strings.Count(sc.s.source, decl); n != 1 {
+				t.Errorf("%s script: %s defined %d times", sc.runs[0].name, f.name, n)
+			}
+			at := strings.Index(sc.s.source, f.source)
+			for _, c := range f.calls {
+				if check(c) > at {
+					t.Errorf("%s script: %s, which %s calls, is defined after it", sc.runs[0].name, c.name, f.name)
+				}
+			}
+			return at
+		}
+		for _, f := range sc.runs {
+			check(f)
+		}
+	}
+	if want := "\nreturn acquire(KEYS, ARGV, 0, 0, {})\n"; !strings.HasSuffix(acquireScript.source, want) {
+		t.Errorf("the acquire script does not end with %q", want)
+	}
+}
+
+// The batch script's table lists the scripts' functions by their batchID.
+func TestScripts_batchIDsNumberTheBatchTable(t *testing.T) {
+	want := "\nreturn batch(KEYS, ARGV, {acquire, release, extend, raise, inspect, markReady})\n"
+	if !strings.HasSuffix(batchScript.source, want) {
+		t.Fatalf("the batch script does not end with %q", want)
+	}
+	for i, s := range []*script{acquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript} {
+		if s.batchID != strconv.Itoa(i+1) {
+			t.Errorf("%s: batchID %q, want %d", s.fn.name, s.batchID, i+1)
+		}
+	}
+}
