@@ -19,7 +19,7 @@ type NodeState struct {
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
 	TTL time.Duration
-	// Fence is the node's fencing counter for the key (see fenceKey), 0 when
+	// Fence is the node's fencing counter for the key (see FenceKey), 0 when
 	// it has none.
 	Fence uint64
 	// NoMarker reports that the node has no markerKey: it lost its data or
@@ -48,10 +48,11 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		return nil, err
 	}
 	keys := []string{wire, fenceKey(wire), markerKey}
+	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
-	read := &request{script: inspectScript, keys: keys, decode: decodeFunc(func(node int, v any) (any, error) {
+	read := &request{script: inspectScript, keys: keys, args: args, decode: decodeFunc(func(node int, v any) (any, error) {
 		s, err := c.decodeInspect(v)
 		if err != nil {
 			return nil, err
@@ -77,64 +78,51 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	return states, nil
 }
 
-// decodeInspect decodes the inspect script's reply.
+// decodeInspect decodes the inspect script's reply: {holder, PTTL, counter,
+// marker, microseconds left recovering or -1}.
 func (c *Client) decodeInspect(v any) (NodeState, error) {
 	bad := func(why string) (NodeState, error) {
 		return NodeState{}, fmt.Errorf("redlock: unexpected reply to the inspect script (%s): %v", why, v)
 	}
 	a, ok := v.([]any)
-	if !ok || len(a) != 6 {
-		return bad("not 6 elements")
+	if !ok || len(a) != 5 {
+		return bad("not 5 elements")
 	}
-	var f [6]string
-	for i, x := range a {
-		if i == 1 {
-			continue
-		}
-		if f[i], ok = x.(string); !ok {
-			return bad("element " + strconv.Itoa(i+1))
+	var f [3]string
+	for i, j := range [...]int{0, 2, 3} {
+		if f[i], ok = a[j].(string); !ok {
+			return bad("element " + strconv.Itoa(j+1))
 		}
 	}
-	pttl, ok := a[1].(int64)
-	if !ok {
-		return bad("PTTL")
+	holder, counter, marker := f[0], f[1], f[2]
+	pttl, ok1 := a[1].(int64)
+	left, ok2 := a[4].(int64)
+	if !ok1 || !ok2 {
+		return bad("PTTL or time left")
 	}
-	var s NodeState
-	s.Holder = f[0]
+	if left < 0 {
+		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, marker)
+	}
+	s := NodeState{Holder: holder, NoMarker: marker == ""}
 	switch {
 	case pttl >= 0:
 		s.TTL = time.Duration(pttl) * time.Millisecond
 	case pttl == -1:
 		s.TTL = -1
 	}
-	if f[2] != "" {
-		n, err := strconv.ParseUint(f[2], 10, 64)
+	if counter != "" {
+		n, err := strconv.ParseUint(counter, 10, 64)
 		if err != nil {
 			return bad("fencing counter")
 		}
 		s.Fence = n
 	}
-	sec, err1 := strconv.ParseInt(f[4], 10, 64)
-	usec, err2 := strconv.ParseInt(f[5], 10, 64)
-	if err1 != nil || err2 != nil {
-		return bad("TIME")
-	}
-	now := sec*1_000_000 + usec
-	marker := f[3]
-	s.NoMarker = marker == ""
-	if c.opts.DisableQuarantine {
-		return s, nil
-	}
-	if s.NoMarker {
-		s.Recovering, s.RecoveringLeft = true, c.opts.RecoveryDelay
-		return s, nil
-	}
-	since, err := strconv.ParseInt(marker, 10, 64)
-	if err != nil {
-		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, marker)
-	}
-	if left := since + c.opts.RecoveryDelay.Microseconds() - now; left > 0 {
+	if left > 0 {
 		s.Recovering, s.RecoveringLeft = true, time.Duration(left)*time.Microsecond
+		if s.NoMarker {
+			// The delay went to the node in whole microseconds.
+			s.RecoveringLeft = c.opts.RecoveryDelay
+		}
 	}
 	return s, nil
 }

@@ -33,6 +33,8 @@ var (
 	markerSource string
 	//go:embed lua/set_marker.lua
 	setMarkerSource string
+	//go:embed lua/quarantine.lua
+	quarantineSource string
 	//go:embed lua/fence.lua
 	fenceSource string
 	//go:embed lua/acquire.lua
@@ -56,16 +58,18 @@ var (
 	nodeClockFunc     = &luaFunction{name: "nodeClock", source: clockSource}
 	restartMarkerFunc = &luaFunction{name: "restartMarker", source: markerSource}
 	setMarkerFunc     = &luaFunction{name: "setMarker", source: setMarkerSource}
+	recoveryLeftFunc  = &luaFunction{name: "recoveryLeft", source: quarantineSource, calls: []*luaFunction{nodeClockFunc}}
 	nextFenceFunc     = &luaFunction{name: "nextFence", source: fenceSource}
 
 	acquireFunc = &luaFunction{name: "acquire", source: acquireSource,
-		calls: []*luaFunction{nodeClockFunc, restartMarkerFunc, setMarkerFunc, nextFenceFunc}}
+		calls: []*luaFunction{nodeClockFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, nextFenceFunc}}
 	releaseFunc   = &luaFunction{name: "release", source: releaseSource}
 	extendFunc    = &luaFunction{name: "extend", source: extendSource}
 	raiseFunc     = &luaFunction{name: "raise", source: raiseSource}
-	inspectFunc   = &luaFunction{name: "inspect", source: inspectSource}
-	markReadyFunc = &luaFunction{name: "markReady", source: markReadySource}
-	batchFunc     = &luaFunction{name: "batch", source: batchSource}
+	inspectFunc   = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc}}
+	markReadyFunc = &luaFunction{name: "markReady", source: markReadySource,
+		calls: []*luaFunction{restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
+	batchFunc = &luaFunction{name: "batch", source: batchSource}
 )
 
 // script is a Lua script with its SHA1, sent by EVALSHA.

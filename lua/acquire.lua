@@ -17,8 +17,6 @@ local function acquire(KEYS, ARGV, k, a, shared)
 		redis.replicate_commands() -- Redis < 5: allow writes after TIME
 	end
 	local t = nodeClock(shared)
-	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-
 	local delay = tonumber(ARGV[a + 3])
 	if delay > 0 then
 		local marker = restartMarker(shared, KEYS[k + 3])
@@ -27,11 +25,10 @@ local function acquire(KEYS, ARGV, k, a, shared)
 			setMarker(shared, KEYS[k + 3], t[1] .. string.format("%06d", tonumber(t[2])))
 			return {2, "0", delay}
 		end
-		local since = tonumber(marker)
-		if not since then
+		local left = recoveryLeft(shared, marker, delay)
+		if not left then
 			return redis.error_reply("redlock: " .. KEYS[k + 3] .. " is not a time in microseconds")
 		end
-		local left = since + delay - now
 		if left > 0 then
 			return {2, "0", left}
 		end
