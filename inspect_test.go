@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +93,48 @@ func TestInspect(t *testing.T) {
 			t.Error("empty key accepted")
 		}
 	})
+}
+
+// A restart marker that is not a number is the node's error in Inspect, as in
+// an acquisition, unless the quarantine is off; MarkReady replaces it.
+func TestInspect_markerNotANumber(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	node := cluster.Node(0)
+	if _, err := node.Do(bg, "SET", redlock.MarkerKey, "not a time"); err != nil {
+		t.Fatal(err)
+	}
+	opts := &redlock.Options{TTL: 2 * time.Second, RecoveryDelay: 5 * time.Second, NodeTimeout: 300 * time.Millisecond}
+	client := coldClient(t, cluster, adapters[0], opts)
+	states, err := client.Inspect(bg, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `redlock: redlock:marker is "not a time", not a time in microseconds`
+	if s := states[0]; s.Err == nil || s.Err.Error() != want || s.Recovering || s.NoMarker {
+		t.Errorf("marker not a number: %+v, want the error %q", s, want)
+	}
+	if _, err := client.TryAcquire(bg, "k"); err == nil || !strings.Contains(err.Error(), "is not a time in microseconds") {
+		t.Errorf("acquire with a marker not a number: %v", err)
+	}
+
+	off := *opts
+	off.DisableQuarantine = true
+	states, err = coldClient(t, cluster, adapters[1], &off).Inspect(bg, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := states[0]; s.Err != nil || s.Recovering || s.RecoveringLeft != 0 || s.NoMarker {
+		t.Errorf("marker not a number, quarantine off: %+v", s)
+	}
+
+	if err := client.MarkReady(bg); err != nil {
+		t.Fatal(err)
+	}
+	if v := keyOn(t, node, redlock.MarkerKey); v != "0" {
+		t.Errorf("marker %q after MarkReady, want 0", v)
+	}
+	states, _ = client.Inspect(bg, "k")
+	if s := states[0]; s.Err != nil || s.Recovering || s.RecoveringLeft != 0 || s.NoMarker {
+		t.Errorf("after MarkReady: %+v", s)
+	}
 }

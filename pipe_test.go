@@ -451,6 +451,91 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 	}
 }
 
+// A batch of acquisitions, inspections and mark-ready requests on a node
+// without a marker: each request sees the node's clock and restart marker as
+// the requests before it in the batch left them, the clock read once.
+func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
+	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	node := cluster.Node(0)
+	conn := pipeAdapters[0].conn(t, cluster.Addrs()[0])
+	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	delay := c.opts.RecoveryDelay
+	inspector := func() *request {
+		return &request{script: inspectScript, keys: []string{"mixed", FenceKey("mixed"), MarkerKey}, args: []string{c.wire.recovery},
+			decode: decodeFunc(func(_ int, v any) (any, error) {
+				s, err := c.decodeInspect(v)
+				return s, err
+			})}
+	}
+	markReady := func() *request {
+		return &request{script: markReadyScript, keys: []string{MarkerKey}, args: []string{c.wire.recovery}}
+	}
+	replies := [][]acquireReply{make([]acquireReply, 1), make([]acquireReply, 1)}
+	reqs := []*request{
+		inspector(),
+		testAcquirer(c, "mixed", "tok-1", 10*time.Second, replies[0]),
+		inspector(),
+		markReady(),
+		inspector(),
+		testAcquirer(c, "mixed", "tok-5", 10*time.Second, replies[1]),
+		inspector(),
+		markReady(),
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var batch []*call
+	var answers []chan answer
+	for _, r := range reqs {
+		cl, ch := collect(r, deadline)
+		batch = append(batch, cl)
+		answers = append(answers, ch)
+	}
+	c.pipes[0].send(batch)
+	got := make([]any, len(answers))
+	for i, ch := range answers {
+		a := await(t, ch)
+		if a.err != nil {
+			t.Fatalf("request %d: %v", i, a.err)
+		}
+		got[i] = a.val
+	}
+
+	if s := got[0].(NodeState); !s.NoMarker || !s.Recovering || s.RecoveringLeft != delay {
+		t.Errorf("inspect without a marker: %+v, want recovering for the whole %s", s, delay)
+	}
+	if r := replies[0][0]; r.status != acquireRecovering || r.left != delay {
+		t.Errorf("first acquisition: %+v, want recovering for the whole %s", r, delay)
+	}
+	// The marker holds the batch's clock, which the inspection reads again.
+	if s := got[2].(NodeState); s.NoMarker || !s.Recovering || s.RecoveringLeft != delay {
+		t.Errorf("inspect after the quarantine started: %+v, want recovering for the whole %s", s, delay)
+	}
+	if got[3] != int64(1) {
+		t.Errorf("mark ready on a recovering node: %v, want 1", got[3])
+	}
+	if s := got[4].(NodeState); s.NoMarker || s.Recovering || s.Holder != "" {
+		t.Errorf("inspect after mark ready: %+v, want ready and free", s)
+	}
+	if r := replies[1][0]; r.status != acquireGranted || r.fence == 0 {
+		t.Errorf("acquisition after mark ready: %+v, want granted", r)
+	}
+	if s := got[6].(NodeState); s.Holder != "tok-5" || s.TTL <= 0 || s.Fence != replies[1][0].fence || s.Recovering {
+		t.Errorf("inspect after the grant: %+v, want tok-5 holding fence %d", s, replies[1][0].fence)
+	}
+	if got[7] != int64(0) {
+		t.Errorf("mark ready on a ready node: %v, want 0", got[7])
+	}
+	if v := must(t, node, "GET", MarkerKey); v != "0" {
+		t.Errorf("marker %q after the batch, want 0", v)
+	}
+	if v := must(t, node, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
+		t.Errorf("SCRIPT EXISTS batch script = %q: the requests did not go as one batch", v)
+	}
+}
+
 // testAcquirer returns an acquisition request for key with token, as an
 // attempt would send it now.
 func testAcquirer(c *Client, key, token string, ttl time.Duration, replies []acquireReply) *request {
