@@ -98,7 +98,7 @@ func TestInspect(t *testing.T) {
 // A restart marker that is not a number is the node's error in Inspect, as in
 // an acquisition, unless the quarantine is off; MarkReady replaces it.
 func TestInspect_markerNotANumber(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	node := cluster.Node(0)
 	if _, err := node.Do(bg, "SET", redlock.MarkerKey, "not a time"); err != nil {
 		t.Fatal(err)

@@ -455,7 +455,7 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 // without a marker: each request sees the node's clock and restart marker as
 // the requests before it in the batch left them, the clock read once.
 func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
-	cluster := testcluster.Start(t, testcluster.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	node := cluster.Node(0)
 	conn := pipeAdapters[0].conn(t, cluster.Addrs()[0])
 	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})

@@ -3,8 +3,8 @@
 -- It reads its request's keys and arguments at offsets k and a in KEYS and
 -- ARGV; shared is the table that the requests of one script call share, so
 -- that the node's clock and restart marker are read once per script call.
--- KEYS[k+1] lock key; KEYS[k+2] fencing counter (FenceKey); KEYS[k+3] restart
--- marker (MarkerKey).
+-- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock key); KEYS[k+3] restart
+-- marker ("redlock:marker").
 -- ARGV[a+1] token; ARGV[a+2] lock TTL in milliseconds; ARGV[a+3] recovery
 -- delay in microseconds, "0" when the quarantine is off; ARGV[a+4] counter
 -- TTL in milliseconds; ARGV[a+5] the caller's clock in microseconds

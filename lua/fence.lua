@@ -1,4 +1,4 @@
--- nextFence sets the fencing counter fenceKey (FenceKey), which held counter
+-- nextFence sets the fencing counter fenceKey ("redlock:fence:" + lock key), which held counter
 -- (a decimal string, false when absent), to the fencing token of a new
 -- acquisition, with a TTL of ttl milliseconds, and returns the token as a
 -- decimal string. hint is the caller's clock in microseconds (decimal); t is

@@ -2,8 +2,8 @@
 -- and whether the node is recovering (see quarantine.lua). It reads its
 -- request's keys and arguments at offsets k and a in KEYS and ARGV; shared is
 -- the table that the requests of one script call share (see acquire.lua).
--- KEYS[k+1] lock key; KEYS[k+2] fencing counter (FenceKey); KEYS[k+3] restart
--- marker (MarkerKey).
+-- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock key); KEYS[k+3] restart
+-- marker ("redlock:marker").
 -- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off.
 -- Returns {holder, lock PTTL in ms, counter, marker, left}, where an absent
 -- string is "" and left is the microseconds the node stays recovering: 0

@@ -3,7 +3,7 @@
 -- (see quarantine.lua). It reads its request's keys and arguments at offsets
 -- k and a in KEYS and ARGV; shared is the table that the requests of one
 -- script call share (see acquire.lua).
--- KEYS[k+1] restart marker (MarkerKey); ARGV[a+1] recovery delay in
+-- KEYS[k+1] restart marker ("redlock:marker"); ARGV[a+1] recovery delay in
 -- microseconds.
 -- Returns 1 when the marker was set, 0 when the node was already ready.
 local function markReady(KEYS, ARGV, k, a, shared)

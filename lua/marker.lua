@@ -1,4 +1,4 @@
--- restartMarker returns the value of the restart marker key (MarkerKey),
+-- restartMarker returns the value of the restart marker key ("redlock:marker"),
 -- false when it is absent, read once per script call: shared, the table that
 -- the requests of one script call share, keeps it as shared.marker with its
 -- key as shared.markerKey (see set_marker.lua).

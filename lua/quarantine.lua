@@ -1,6 +1,6 @@
 -- recoveryLeft decides whether a node is recovering under the restart
 -- quarantine, and so withholds its vote. marker is the restart marker's value
--- (MarkerKey), false when it is absent; delay is the recovery delay in
+-- ("redlock:marker"), false when it is absent; delay is the recovery delay in
 -- microseconds, 0 when the quarantine is off; the node's clock is read
 -- through shared (see clock.lua), and only when the marker holds a time.
 -- Returns the microseconds the node stays recovering, 0 when it is not, and

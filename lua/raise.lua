@@ -4,7 +4,7 @@
 -- only a node that still holds the lock counts towards the quorum that
 -- carries the token. It reads its request's keys and arguments at offsets k
 -- and a in KEYS and ARGV.
--- KEYS[k+1] lock key; KEYS[k+2] fencing counter (FenceKey).
+-- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock key).
 -- ARGV[a+1] token; ARGV[a+2] fencing token (decimal, no leading zeros);
 -- ARGV[a+3] counter TTL in milliseconds.
 -- Returns 1 when the lock key holds ARGV[a+1], 0 otherwise; the counter is

@@ -1,4 +1,4 @@
--- setMarker sets the restart marker key (MarkerKey) to value, and makes
+-- setMarker sets the restart marker key ("redlock:marker") to value, and makes
 -- restartMarker return value for it in the rest of the script call.
 local function setMarker(shared, key, value)
 	redis.call("SET", key, value)
