@@ -2,9 +2,7 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -35,106 +33,6 @@ func fenceKey(key string) string { return fencePrefix + key }
 // documentation for the argument and its assumptions). Tokens of different
 // keys are unrelated; they are not timestamps.
 func (l *Lock) Fence() uint64 { return l.fence }
-
-// lockKey returns the key on the wire for a lock name, refusing the keys the
-// library keeps beside the locks.
-func (c *Client) lockKey(name string) (string, error) {
-	key, err := c.key(name)
-	if err != nil {
-		return "", err
-	}
-	if key == markerKey || strings.HasPrefix(key, fencePrefix) {
-		return "", fmt.Errorf("%w: %q is reserved for the library's own keys", ErrInvalidKey, key)
-	}
-	return key, nil
-}
-
-// Replies of the acquire script.
-const (
-	acquireHeld       = 0
-	acquireGranted    = 1
-	acquireRecovering = 2
-)
-
-// acquireReply is one node's answer to the acquire script.
-type acquireReply struct {
-	status int64
-	fence  uint64
-	left   time.Duration // recovery time left, when recovering
-}
-
-// acquirer fills in r as the request of one acquisition attempt and
-// returns it. fenceKey is fenceKey(key); clock is the caller's clock in
-// microseconds, the same on every node, so that nodes that lost or missed
-// counters start again from one value and agree, with no second step. It
-// decodes each node's reply into replies[i], i being the node's index: the
-// caller may read replies[i] once the fan-out recorded node i's answer.
-func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
-	r.keys = [3]string{key, fenceKey, markerKey}
-	r.args = [5]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
-	r.replies = replies
-	r.request = request{script: acquireScript, keys: r.keys[:], args: r.args[:], decode: r}
-	return &r.request
-}
-
-// acquireRequest is an acquisition's request with its keys, arguments and
-// decoder in one allocation.
-type acquireRequest struct {
-	request
-	keys    [3]string
-	args    [5]string
-	replies []acquireReply
-}
-
-// decode implements decoder: it records node's reply in replies[node] and
-// classifies it by its status.
-func (r *acquireRequest) decode(node int, v any) (any, error) {
-	reply, err := decodeAcquire(v)
-	if err != nil {
-		return nil, err
-	}
-	r.replies[node] = reply
-	return reply.status, nil
-}
-
-func decodeAcquire(v any) (acquireReply, error) {
-	a, ok := v.([]any)
-	if ok && len(a) == 3 {
-		status, ok1 := a[0].(int64)
-		fence, ok2 := decodeUint(a[1])
-		left, ok3 := a[2].(int64)
-		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireRecovering {
-			return acquireReply{status: status, fence: fence, left: time.Duration(left) * time.Microsecond}, nil
-		}
-	}
-	return acquireReply{}, fmt.Errorf("redlock: unexpected reply to the acquire script: %v", v)
-}
-
-// decodeUint reads a non-negative integer sent as a string or an integer.
-func decodeUint(v any) (uint64, bool) {
-	switch x := v.(type) {
-	case string:
-		n, err := strconv.ParseUint(x, 10, 64)
-		return n, err == nil
-	case int64:
-		return uint64(x), x >= 0
-	}
-	return 0, false
-}
-
-// isGranted reports the acquire script's grant.
-func isGranted(v any) bool { s, ok := v.(int64); return ok && s == acquireGranted }
-
-// noteRecovering turns the refusals of recovering nodes into
-// OutcomeRecovering, with the time they have left.
-func noteRecovering(results []NodeResult, replies []acquireReply) {
-	for i := range results {
-		if results[i].Outcome == OutcomeHeld && replies[i].status == acquireRecovering {
-			results[i].Outcome = OutcomeRecovering
-			results[i].RecoveringLeft = replies[i].left
-		}
-	}
-}
 
 // fenceOf returns the fencing token of a granted acquisition, the largest
 // counter among the nodes that granted it, and how many of them are behind.

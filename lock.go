@@ -174,7 +174,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if held > len(results)-c.quorum {
 		// A majority no longer holds our token: the lock is gone.
 		qe.Err = ErrLockLost
-		l.loseLocked(qe)
+		l.endLocked(qe)
 	} else {
 		l.checkDeadlineLocked()
 	}
@@ -260,67 +260,24 @@ func (l *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
-// takeHandoff returns the attempt of a goroutine of this client waiting for
-// the lock, offered to go out with its release; nil when none is.
-func (l *Lock) takeHandoff() *handoff { return l.client.turns.takeHandoff(l.key) }
-
-// lagging lists the nodes whose request of a fan-out was still under way
-// when the fan-out returned (unanswered, or past the node timeout but
-// possibly still on its way), and that fan-out.
-type lagging struct {
-	nodes   []int
-	buf     [inlineNodes]int // nodes' backing array while it fits
-	earlier *flight
-	timeout time.Duration // for a request sent after the wait
+// releaser returns the release script's request; announced releases are
+// published on releaseChannel(key), silent ones are not.
+func releaser(key, token string, announced bool) *request {
+	var prefix string
+	if announced {
+		prefix = releaseChannelPrefix
+	}
+	r := &releaseRequest{keys: [1]string{key}, args: [2]string{token, prefix}}
+	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
+	return &r.request
 }
 
-// laggingNodes returns the nodes of results whose request may not have
-// ended, or nil when the fan-out finished.
-func laggingNodes(results []NodeResult, unfinished *flight, timeout time.Duration) *lagging {
-	if unfinished == nil {
-		return nil
-	}
-	lag := &lagging{earlier: unfinished, timeout: timeout}
-	lag.nodes = lag.buf[:0]
-	for i, r := range results {
-		if r.Outcome == OutcomeNoAnswer || r.Outcome == OutcomeTimeout {
-			lag.nodes = append(lag.nodes, i)
-		}
-	}
-	return lag
-}
-
-// within returns lag with timeout for the request sent after the wait; nil
-// stays nil.
-func (lag *lagging) within(timeout time.Duration) *lagging {
-	if lag == nil || lag.timeout == timeout {
-		return lag
-	}
-	return &lagging{nodes: lag.nodes, earlier: lag.earlier, timeout: timeout}
-}
-
-// holds reports whether a request to node must wait for the node's earlier
-// request, which lags and has not ended yet; a nil lagging holds none.
-func (lag *lagging) holds(node int) bool {
-	if lag == nil || !slices.Contains(lag.nodes, node) {
-		return false
-	}
-	return !lag.earlier.done.Load()
-}
-
-// submitAfter submits calls to their lagging node once the earlier
-// fan-out's requests have all ended: over a connection pool a release or an
-// extension could otherwise reach such a node first; the late acquisition
-// would then hold the key there until it expires, or miss the extension.
-// The first call then gets a node timeout of its own, since the fan-out it
-// belongs to has usually been decided by then; the others keep theirs.
-func (lag *lagging) submitAfter(p *pipe, calls ...*call) {
-	lag.earlier.afterLanding(func() {
-		first := calls[0]
-		first.ctx = uncancelled(first.ctx)
-		first.deadline = time.Now().Add(lag.timeout)
-		p.submit(calls...)
-	})
+// releaseRequest is a release's request with its keys and arguments in one
+// allocation.
+type releaseRequest struct {
+	request
+	keys [1]string
+	args [2]string
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,
@@ -353,12 +310,10 @@ func (l *Lock) onDeadline() {
 // checkDeadlineLocked marks the lock lost once its validity deadline passed.
 func (l *Lock) checkDeadlineLocked() {
 	if l.err == nil && !time.Now().Before(l.until) {
-		l.loseLocked(fmt.Errorf("%w: %q: validity ended %s after its deadline without an extension",
+		l.endLocked(fmt.Errorf("%w: %q: validity ended %s after its deadline without an extension",
 			ErrLockLost, l.key, time.Since(l.until).Round(time.Microsecond)))
 	}
 }
-
-func (l *Lock) loseLocked(err error) { l.endLocked(err) }
 
 // endLocked records why the lock ended and fires the signals, once: a lock
 // lost before its release keeps reporting the loss.

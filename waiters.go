@@ -4,8 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // turnShards spreads the per-key queues over independent mutexes so that
@@ -183,40 +181,6 @@ func (t *turns) giveLocked(s *turnShard, key string, q *turnQueue, acquired bool
 	close(next.handed)
 }
 
-// handoff is the acquisition attempt of a goroutine whose turn started with
-// the lock held by this client, offered to go out with the release: on each
-// node the release and the attempt then leave in one script call, in that
-// order, so the lock changes hands within one round trip instead of two.
-type handoff struct {
-	state atomic.Int32 // handoffOffered, handoffTaken or handoffWithdrawn
-	// sent is closed once the releasing goroutine has submitted the calls
-	// that launch returned.
-	sent chan struct{}
-
-	// The attempt offered, set up by newHandoff.
-	client    *Client
-	ctx       context.Context
-	key       string
-	ttl       time.Duration
-	autoRenew bool
-	// Set by launch, before sent is closed.
-	attempt *attempt
-	flight  *flight
-}
-
-const (
-	handoffOffered = iota
-	handoffTaken
-	handoffWithdrawn
-)
-
-// withdraw takes back an offer that no release has taken yet, and reports
-// whether it did; when it did not, the attempt is under way (see sent). A
-// nil offer is withdrawn.
-func (h *handoff) withdraw() bool {
-	return h == nil || h.state.CompareAndSwap(handoffOffered, handoffWithdrawn)
-}
-
 // busy reports whether a goroutine of this client has the turn on key or
 // holds its lock. The answer may be stale at once.
 func (t *turns) busy(key string) bool {
@@ -243,4 +207,61 @@ func (t *turns) takeHandoff(key string) *handoff {
 		return nil
 	}
 	return h
+}
+
+// trailingReleases remembers, per key, the last release of this client that
+// returned before every node had answered (a release returns at a quorum),
+// until those nodes have answered. The next acquisition of the key by this
+// client waits for them on those nodes, as a lock's release waits for its
+// own acquisition's lagging requests (see lagging): over a connection pool
+// the acquisition could otherwise reach such a node before the release,
+// find the old lock there, and fail, though this client released it.
+type trailingReleases struct {
+	seed   maphash.Seed
+	shards [turnShards]trailingShard
+}
+
+type trailingShard struct {
+	mu   sync.Mutex
+	keys map[string]*lagging
+}
+
+func newTrailingReleases() *trailingReleases {
+	return &trailingReleases{seed: maphash.MakeSeed()}
+}
+
+func (t *trailingReleases) shard(key string) *trailingShard {
+	return &t.shards[maphash.String(t.seed, key)%turnShards]
+}
+
+// add records the release of key whose requests to lag.nodes may still be
+// under way; nil is a release that every node answered. The record goes
+// once they have all answered.
+func (t *trailingReleases) add(key string, lag *lagging) {
+	if lag == nil {
+		return
+	}
+	s := t.shard(key)
+	s.mu.Lock()
+	if s.keys == nil {
+		s.keys = make(map[string]*lagging)
+	}
+	s.keys[key] = lag
+	s.mu.Unlock()
+	lag.earlier.afterLanding(func() {
+		s.mu.Lock()
+		if s.keys[key] == lag {
+			delete(s.keys, key)
+		}
+		s.mu.Unlock()
+	})
+}
+
+// of returns the nodes where the last release of key may still be under
+// way, or nil when none may be.
+func (t *trailingReleases) of(key string) *lagging {
+	s := t.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[key]
 }

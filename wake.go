@@ -234,6 +234,17 @@ func (w *waker) close() {
 	}
 }
 
+// listenFor registers a waiter for the release of key; stop ends it. Both are
+// no-ops on a client without a waker.
+func (c *Client) listenFor(key string) (wake chan struct{}, stop func()) {
+	if c.waker == nil {
+		return nil, func() {}
+	}
+	channel := releaseChannel(key)
+	wake = c.waker.register(channel)
+	return wake, func() { c.waker.unregister(channel, wake) }
+}
+
 // waitForRelease waits up to delay for key to be released, or for ctx to
 // end, and reports whether ctx is still live. A waiter that registered with
 // the waker before its last attempt wakes on any release announced since;
@@ -256,34 +267,17 @@ func (c *Client) waitForRelease(ctx context.Context, wake chan struct{}, freed, 
 	}
 }
 
-// timers keeps stopped timers for reuse: a waiting goroutine, or a
-// fan-out, would otherwise allocate one, and its channel, every time.
-var timers sync.Pool
-
-// getTimer returns a timer that fires after d, reused when one is free.
-func getTimer(d time.Duration) *time.Timer {
-	if t, ok := timers.Get().(*time.Timer); ok {
-		t.Reset(d)
-		return t
+// sleep waits d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
 	}
-	return time.NewTimer(d)
-}
-
-// putTimer stops t and keeps it for reuse. Since Go 1.23 a stopped timer's
-// channel holds no stale value, so a reused timer fires only for its new
-// duration.
-func putTimer(t *time.Timer) {
-	t.Stop()
-	timers.Put(t)
-}
-
-// listenFor registers a waiter for the release of key; stop ends it. Both are
-// no-ops on a client without a waker.
-func (c *Client) listenFor(key string) (wake chan struct{}, stop func()) {
-	if c.waker == nil {
-		return nil, func() {}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	channel := releaseChannel(key)
-	wake = c.waker.register(channel)
-	return wake, func() { c.waker.unregister(channel, wake) }
 }

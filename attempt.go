@@ -1,0 +1,226 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// tokenBytes is the size of the random part of a lock token: 160 bits from the
+// CSPRNG, as the Redlock description recommends, so that two acquisitions never
+// share a token.
+const tokenBytes = 20
+
+// attemptStrings returns what an acquisition attempt on key sends that
+// changes with every attempt: a fresh random token, URL-safe base64 without
+// padding, the key's
+// fencing counter key (fenceKey) and now in microseconds, in decimal. The
+// three share one allocation.
+func attemptStrings(key string, now time.Time) (token, fenceKey, clock string) {
+	var b [tokenBytes]byte
+	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
+	var stack [128]byte
+	buf := base64.RawURLEncoding.AppendEncode(stack[:0], b[:])
+	endToken := len(buf)
+	buf = append(buf, fencePrefix...)
+	buf = append(buf, key...)
+	endFenceKey := len(buf)
+	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
+	s := string(buf)
+	return s[:endToken], s[endToken:endFenceKey], s[endFenceKey:]
+}
+
+// attempt is one acquisition attempt: its token, its request and the
+// nodes' replies.
+type attempt struct {
+	key     string
+	token   string
+	ttl     time.Duration
+	start   time.Time // carries the monotonic clock reading
+	req     *request
+	replies []acquireReply
+
+	acquire  acquireRequest
+	replyBuf [inlineNodes]acquireReply // replies' backing array while it fits
+}
+
+// newAttempt prepares an attempt on key, its clock started.
+func (c *Client) newAttempt(key string, ttl time.Duration) *attempt {
+	a := &attempt{key: key, ttl: ttl}
+	if n := len(c.conns); n <= inlineNodes {
+		a.replies = a.replyBuf[:n]
+	} else {
+		a.replies = make([]acquireReply, n)
+	}
+	token, fenceKey, clock := attemptStrings(key, time.Now())
+	a.token = token
+	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
+	a.start = time.Now()
+	return a
+}
+
+// attempt runs steps 1–5 of the Redlock algorithm once. Each node runs the
+// acquire script, which also applies the restart quarantine and bumps the
+// key's fencing counter; when the granting nodes' counters disagree, a second
+// step raises the ones behind before the lock is handed out.
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
+	a := c.newAttempt(key, ttl)
+	// Decided as soon as a quorum granted, or so many refused that none can;
+	// requests still under way then are waited for before anything else is
+	// sent to their nodes (see lagging), so that a release cannot overtake
+	// them. Likewise, this attempt waits on the nodes that this client's
+	// last release of the key has not heard back from (see
+	// trailingReleases).
+	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, c.trailing.of(key).within(c.nodeTimeout(ttl)), isGranted, c.decided)
+	return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
+}
+
+// conclude turns the nodes' answers to an attempt into a Lock, or cleans up
+// after a failed one.
+func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult, ok int, unfinished *flight, autoRenew bool) (*Lock, error) {
+	key, token, ttl := a.key, a.token, a.ttl
+	lag := laggingNodes(results, unfinished, c.nodeTimeout(ttl))
+	noteRecovering(results, a.replies)
+	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
+	validity := time.Until(until)
+	if ok >= c.quorum && validity > 0 {
+		fence, behind := fenceOf(results, a.replies)
+		if behind > 0 {
+			results, ok = c.raiseFences(ctx, key, token, fence, ttl, results, a.replies)
+			validity = time.Until(until)
+		}
+		if ok >= c.quorum && validity > 0 {
+			lock := newLock(c, key, token, ttl, until, autoRenew)
+			lock.fence = fence
+			if len(results) <= inlineNodes {
+				// results may live in the fan-out's own memory.
+				lock.nodes = append(lock.nodesBuf[:0], results...)
+			} else {
+				lock.nodes = results
+			}
+			lock.lagging = lag
+			return lock, nil
+		}
+	}
+	c.releaseEverywhere(ctx, key, token, ttl, lag)
+	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
+	if ctx.Err() != nil {
+		qe.Cause = ctx.Err()
+	}
+	return nil, qe
+}
+
+// decided reports that the answers so far settle an acquisition or an
+// extension: a quorum said yes, or so many said no that it cannot be reached.
+func (c *Client) decided(ok, others int) bool {
+	return ok >= c.quorum || others > len(c.conns)-c.quorum
+}
+
+// Replies of the acquire script.
+const (
+	acquireHeld       = 0
+	acquireGranted    = 1
+	acquireRecovering = 2
+)
+
+// acquireReply is one node's answer to the acquire script.
+type acquireReply struct {
+	status int64
+	fence  uint64
+	left   time.Duration // recovery time left, when recovering
+}
+
+// acquirer fills in r as the request of one acquisition attempt and
+// returns it. fenceKey is fenceKey(key); clock is the caller's clock in
+// microseconds, the same on every node, so that nodes that lost or missed
+// counters start again from one value and agree, with no second step. It
+// decodes each node's reply into replies[i], i being the node's index: the
+// caller may read replies[i] once the fan-out recorded node i's answer.
+func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
+	r.keys = [3]string{key, fenceKey, markerKey}
+	r.args = [5]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
+	r.replies = replies
+	r.request = request{script: acquireScript, keys: r.keys[:], args: r.args[:], decode: r}
+	return &r.request
+}
+
+// acquireRequest is an acquisition's request with its keys, arguments and
+// decoder in one allocation.
+type acquireRequest struct {
+	request
+	keys    [3]string
+	args    [5]string
+	replies []acquireReply
+}
+
+// decode implements decoder: it records node's reply in replies[node] and
+// classifies it by its status.
+func (r *acquireRequest) decode(node int, v any) (any, error) {
+	reply, err := decodeAcquire(v)
+	if err != nil {
+		return nil, err
+	}
+	r.replies[node] = reply
+	return reply.status, nil
+}
+
+func decodeAcquire(v any) (acquireReply, error) {
+	a, ok := v.([]any)
+	if ok && len(a) == 3 {
+		status, ok1 := a[0].(int64)
+		fence, ok2 := decodeUint(a[1])
+		left, ok3 := a[2].(int64)
+		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireRecovering {
+			return acquireReply{status: status, fence: fence, left: time.Duration(left) * time.Microsecond}, nil
+		}
+	}
+	return acquireReply{}, fmt.Errorf("redlock: unexpected reply to the acquire script: %v", v)
+}
+
+// decodeUint reads a non-negative integer sent as a string or an integer.
+func decodeUint(v any) (uint64, bool) {
+	switch x := v.(type) {
+	case string:
+		n, err := strconv.ParseUint(x, 10, 64)
+		return n, err == nil
+	case int64:
+		return uint64(x), x >= 0
+	}
+	return 0, false
+}
+
+// isGranted reports the acquire script's grant.
+func isGranted(v any) bool { s, ok := v.(int64); return ok && s == acquireGranted }
+
+// noteRecovering turns the refusals of recovering nodes into
+// OutcomeRecovering, with the time they have left.
+func noteRecovering(results []NodeResult, replies []acquireReply) {
+	for i := range results {
+		if results[i].Outcome == OutcomeHeld && replies[i].status == acquireRecovering {
+			results[i].Outcome = OutcomeRecovering
+			results[i].RecoveringLeft = replies[i].left
+		}
+	}
+}
+
+// releaseEverywhere deletes key on every node where it still holds token,
+// including nodes that did not answer the acquisition. It waits, up to the
+// node timeout, for the nodes that answered; on the others the release
+// follows their acquire request in the background, so that a slow node
+// does not hold up a failed attempt twice. It runs even when ctx has ended.
+//
+// It does not announce the release: a failed attempt freed at most a
+// minority of nodes, and waking waiters for that only splits their votes.
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging) {
+	ctx = uncancelled(ctx)
+	wait := len(c.conns)
+	if lag != nil {
+		wait -= len(lag.nodes)
+	}
+	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, false), lag, isOne,
+		func(ok, others int) bool { return ok+others >= wait })
+	c.trailing.add(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
+}

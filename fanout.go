@@ -1,0 +1,401 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// answer is one node's reply to a fan-out.
+type answer struct {
+	node int
+	val  any
+	err  error
+	took time.Duration
+}
+
+// fanout sends req to every node at once and collects the answers until
+// enough(ok, others) is true, every node answered, or timeout passed. Nodes
+// that answer later are not waited for: their requests end by themselves
+// within the timeout. A reply classifies as OutcomeOK when isOK says so.
+func (c *Client) fanout(ctx context.Context, timeout time.Duration, req *request, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int) {
+	results, ok, _ = c.trackedFanout(ctx, timeout, req, nil, isOK, enough)
+	return results, ok
+}
+
+// trackedFanout is fanout that also returns, when some nodes were not heard
+// out, the fan-out whose requests to them are still to end; nil when every
+// node answered. On the nodes of lag, req waits for their earlier request
+// to end (see lagging).
+func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *request, lag *lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
+	if len(c.conns) == 1 && !lag.holds(0) && c.pipes[0].tryInline() {
+		// One node with room: ask it from this goroutine.
+		start := time.Now()
+		nodeCtx, cancel := context.WithTimeout(ctx, timeout)
+		val, err := c.ask(nodeCtx, req, 0)
+		c.pipes[0].done()
+		cancel()
+		req.alone[0] = classify(c.conns[0].Name(), val, err, time.Since(start), isOK)
+		results = req.alone[:]
+		if results[0].Outcome == OutcomeOK {
+			ok = 1
+		}
+		return results, ok, nil
+	}
+	f := c.newFlight(ctx, timeout)
+	f.submit(f.calls(req), lag)
+	return f.collect(isOK, enough)
+}
+
+// flight is one fan-out under way: a request to every node, sharing one
+// start and one per-node deadline, and the answers coming back.
+type flight struct {
+	client   *Client
+	parent   context.Context // the caller's
+	timeout  time.Duration
+	start    time.Time
+	deadline time.Time // per node: the earlier of start+timeout and parent's
+	answers  chan answer
+	pending  atomic.Int32 // nodes still to answer
+	done     atomic.Bool  // every node answered
+
+	mu     sync.Mutex
+	landed bool     // every node answered; under mu, for onLand
+	onLand []func() // run once every node answered
+	// nodeCtx bounds the requests sent by themselves, made on the first:
+	// requests that go in batches need none. Ended once every node
+	// answered.
+	nodeCtx context.Context
+	cancel  context.CancelFunc
+
+	// The calls of a fan-out to at most inlineNodes nodes live here, in
+	// the flight's own allocation.
+	callBuf [inlineNodes]call
+	ptrBuf  [inlineNodes]*call
+	bufUsed bool
+	// The results that collect returns live here too, when they fit.
+	resultBuf [inlineNodes]NodeResult
+}
+
+// inlineNodes is the most nodes whose calls a flight holds without
+// allocating them apart.
+const inlineNodes = 5
+
+// newFlight starts the clock of a fan-out; each of its calls must be
+// answered, or submitted to be.
+func (c *Client) newFlight(ctx context.Context, timeout time.Duration) *flight {
+	f := &flight{client: c, parent: ctx, timeout: timeout, start: time.Now(), answers: make(chan answer, len(c.conns))}
+	f.deadline = f.start.Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(f.deadline) {
+		f.deadline = d
+	}
+	f.pending.Store(int32(len(c.conns)))
+	c.inflight.Add(len(c.conns))
+	return f
+}
+
+// deliver records one node's answer. The last one ends the flight: the
+// caller may have returned before.
+func (f *flight) deliver(a answer) {
+	f.answers <- a
+	f.client.inflight.Done()
+	if f.pending.Add(-1) == 0 {
+		f.done.Store(true)
+		f.mu.Lock()
+		f.landed = true
+		then, cancel := f.onLand, f.cancel
+		f.onLand = nil
+		f.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		for _, fn := range then {
+			fn()
+		}
+	}
+}
+
+// nodeContext returns the context to send cl with by itself, bounded by
+// cl's deadline, and the function to call once it was sent. Calls that
+// kept the flight's context and deadline share one context, made on first
+// need.
+func (f *flight) nodeContext(cl *call) (context.Context, context.CancelFunc) {
+	if cl.ctx != f.parent || !cl.deadline.Equal(f.deadline) {
+		return withDeadline(cl.ctx, cl.deadline)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodeCtx == nil {
+		// cl is not answered yet, so the flight has not landed: its last
+		// answer will end the context.
+		f.nodeCtx, f.cancel = context.WithDeadline(f.parent, f.deadline)
+	}
+	return f.nodeCtx, func() {}
+}
+
+// withDeadline returns ctx bounded by deadline, and ctx itself when it ends
+// no later.
+func withDeadline(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && !d.After(deadline) {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, deadline)
+}
+
+// uncancelled returns ctx without its cancellation and deadline, and ctx
+// itself when it has neither.
+func uncancelled(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// afterLanding runs fn once every node answered: at once if they have.
+func (f *flight) afterLanding(fn func()) {
+	f.mu.Lock()
+	if !f.landed {
+		f.onLand = append(f.onLand, fn)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	fn()
+}
+
+// calls returns req's call to each node, nil for the nodes req answers
+// itself (see request.local), whose answers are delivered at once.
+func (f *flight) calls(req *request) []*call {
+	var calls []*call
+	var slab []call
+	if n := len(f.client.conns); n <= inlineNodes && !f.bufUsed {
+		f.bufUsed = true
+		calls, slab = f.ptrBuf[:n], f.callBuf[:n]
+	} else {
+		calls, slab = make([]*call, n), make([]call, n)
+	}
+	for i := range calls {
+		if req.local != nil {
+			if v, ok := req.local(i); ok {
+				f.deliver(answer{node: i, val: v})
+				continue
+			}
+		}
+		slab[i] = call{req: req, node: i, ctx: f.parent, deadline: f.deadline, start: f.start, to: f}
+		calls[i] = &slab[i]
+	}
+	return calls
+}
+
+// submit hands each call to its node's pipe; on the nodes of lag, once
+// their earlier request has ended.
+func (f *flight) submit(calls []*call, lag *lagging) {
+	for i, cl := range calls {
+		switch {
+		case cl == nil:
+		case lag.holds(i):
+			lag.submitAfter(f.client.pipes[i], cl)
+		default:
+			f.client.pipes[i].submit(cl.asBatch()...)
+		}
+	}
+}
+
+// collect gathers the answers until enough(ok, others) is true, every node
+// answered, or the per-node deadline passed. A reply classifies as
+// OutcomeOK when isOK says so. unfinished is nil when every node answered,
+// and otherwise f.
+func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
+	c := f.client
+	if n := len(c.conns); n <= inlineNodes {
+		results = f.resultBuf[:n]
+	} else {
+		results = make([]NodeResult, n)
+	}
+	for i, conn := range c.conns {
+		results[i].Node = conn.Name()
+	}
+	others := 0
+	record := func(a answer) {
+		r := classify(results[a.node].Node, a.val, a.err, a.took, isOK)
+		results[a.node] = r
+		if r.Outcome == OutcomeOK {
+			ok++
+		} else {
+			others++
+		}
+	}
+	var timer *time.Timer // made on first need
+	defer func() {
+		if timer != nil {
+			putTimer(timer)
+		}
+	}()
+	for ok+others < len(c.conns) && !enough(ok, others) {
+		if timer == nil {
+			timer = getTimer(time.Until(f.deadline))
+		}
+		timedOut := false
+		select {
+		case a := <-f.answers:
+			record(a)
+			continue
+		case <-timer.C:
+			timedOut = true
+		case <-f.parent.Done():
+			timedOut = errors.Is(f.parent.Err(), context.DeadlineExceeded)
+		}
+		// Take what already arrived, then mark the silent nodes.
+		for drained := false; !drained; {
+			select {
+			case a := <-f.answers:
+				record(a)
+			default:
+				drained = true
+			}
+		}
+		if ok+others < len(c.conns) && timedOut {
+			for i := range results {
+				if results[i].Outcome == OutcomeNoAnswer {
+					results[i].Outcome, results[i].Err, results[i].Latency = OutcomeTimeout, context.DeadlineExceeded, f.timeout
+				}
+			}
+		}
+		return results, ok, f
+	}
+	if ok+others < len(c.conns) {
+		return results, ok, f
+	}
+	return results, ok, nil
+}
+
+// ask sends req to node i from the calling goroutine, by itself.
+func (c *Client) ask(ctx context.Context, req *request, i int) (any, error) {
+	if req.local != nil {
+		if v, ok := req.local(i); ok {
+			return v, nil
+		}
+	}
+	v, err := c.conns[i].EvalSHA(ctx, req.script.sha1, req.script.source, req.keys, req.args...)
+	if err == nil && req.decode != nil {
+		v, err = req.decode.decode(i, v)
+	}
+	return v, err
+}
+
+// classify turns one node's reply into a NodeResult.
+func classify(node string, val any, err error, took time.Duration, isOK func(any) bool) NodeResult {
+	r := NodeResult{Node: node, Latency: took}
+	switch {
+	case err == nil && isOK(val):
+		r.Outcome = OutcomeOK
+	case err == nil:
+		r.Outcome = OutcomeHeld
+	case isTimeout(err):
+		r.Outcome, r.Err = OutcomeTimeout, err
+	default:
+		r.Outcome, r.Err = OutcomeError, err
+	}
+	return r
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// isOne reports a script's integer 1 reply.
+func isOne(v any) bool { n, ok := v.(int64); return ok && n == 1 }
+
+// unasked returns a result per node for a request that was never sent.
+func (c *Client) unasked() []NodeResult {
+	results := make([]NodeResult, len(c.conns))
+	for i, conn := range c.conns {
+		results[i].Node = conn.Name()
+	}
+	return results
+}
+
+// lagging lists the nodes whose request of a fan-out was still under way
+// when the fan-out returned (unanswered, or past the node timeout but
+// possibly still on its way), and that fan-out.
+type lagging struct {
+	nodes   []int
+	buf     [inlineNodes]int // nodes' backing array while it fits
+	earlier *flight
+	timeout time.Duration // for a request sent after the wait
+}
+
+// laggingNodes returns the nodes of results whose request may not have
+// ended, or nil when the fan-out finished.
+func laggingNodes(results []NodeResult, unfinished *flight, timeout time.Duration) *lagging {
+	if unfinished == nil {
+		return nil
+	}
+	lag := &lagging{earlier: unfinished, timeout: timeout}
+	lag.nodes = lag.buf[:0]
+	for i, r := range results {
+		if r.Outcome == OutcomeNoAnswer || r.Outcome == OutcomeTimeout {
+			lag.nodes = append(lag.nodes, i)
+		}
+	}
+	return lag
+}
+
+// within returns lag with timeout for the request sent after the wait; nil
+// stays nil.
+func (lag *lagging) within(timeout time.Duration) *lagging {
+	if lag == nil || lag.timeout == timeout {
+		return lag
+	}
+	return &lagging{nodes: lag.nodes, earlier: lag.earlier, timeout: timeout}
+}
+
+// holds reports whether a request to node must wait for the node's earlier
+// request, which lags and has not ended yet; a nil lagging holds none.
+func (lag *lagging) holds(node int) bool {
+	if lag == nil || !slices.Contains(lag.nodes, node) {
+		return false
+	}
+	return !lag.earlier.done.Load()
+}
+
+// submitAfter submits calls to their lagging node once the earlier
+// fan-out's requests have all ended: over a connection pool a release or an
+// extension could otherwise reach such a node first; the late acquisition
+// would then hold the key there until it expires, or miss the extension.
+// The first call then gets a node timeout of its own, since the fan-out it
+// belongs to has usually been decided by then; the others keep theirs.
+func (lag *lagging) submitAfter(p *pipe, calls ...*call) {
+	lag.earlier.afterLanding(func() {
+		first := calls[0]
+		first.ctx = uncancelled(first.ctx)
+		first.deadline = time.Now().Add(lag.timeout)
+		p.submit(calls...)
+	})
+}
+
+// timers keeps stopped timers for reuse: a waiting goroutine, or a
+// fan-out, would otherwise allocate one, and its channel, every time.
+var timers sync.Pool
+
+// getTimer returns a timer that fires after d, reused when one is free.
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it for reuse. Since Go 1.23 a stopped timer's
+// channel holds no stale value, so a reused timer fires only for its new
+// duration.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
