@@ -16,7 +16,7 @@ import (
 //
 // Goroutines of one Client that wait for the same key are served in the
 // order they called Acquire: only the first of them tries the nodes, woken
-// by the release announcements (see notifier) or its retry delay.
+// by the release announcements (see Conn) or its retry delay.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, key, false, opts)
 }
@@ -31,119 +31,189 @@ func (c *Client) TryAcquire(ctx context.Context, key string, opts ...LockOption)
 }
 
 func (c *Client) acquire(ctx context.Context, name string, once bool, opts []LockOption) (*Lock, error) {
+	key, cfg, err := c.lockRequest(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if once {
+		return c.attempt(ctx, key, cfg.ttl, cfg.autoRenew)
+	}
+	a, err := c.takeTurn(ctx, key, cfg)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := a.run()
+	a.end(lock)
+	return lock, err
+}
+
+// lockRequest checks a lock name and the options of one call, and returns
+// the key on the wire and the call's settings.
+func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig, error) {
 	cfg := lockConfig{ttl: c.opts.TTL, retry: c.opts.Retry}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	key, err := c.lockKey(name)
 	if err != nil {
-		return nil, err
+		return "", cfg, err
 	}
-	ttl := cfg.ttl.Truncate(time.Millisecond)
-	if err := c.checkLockTTL(ttl); err != nil {
-		return nil, err
-	}
-	if once {
-		return c.attempt(ctx, key, ttl, cfg.autoRenew)
-	}
-	// One goroutine of this client at a time tries for key; the others queue
-	// behind it in order (see turns).
+	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
+	return key, cfg, c.checkLockTTL(cfg.ttl)
+}
+
+// acquisition is one Acquire call that has the turn on its key: the only
+// goroutine of this client that tries for the key until it gives the turn
+// back (waiters.go).
+type acquisition struct {
+	c   *Client
+	ctx context.Context
+	key string
+	cfg lockConfig
+	// turn is how the turn came: the lock may be held by this client.
+	turn turn
+	// offer is this call's attempt, offered to go out with this client's
+	// release of the lock (handoff.go); nil once settled.
+	offer *handoff
+	// carried is the offer once a release took it with it: the attempt is
+	// under way, and run collects it instead of trying.
+	carried *handoff
+	// wake signals release announcements (wake.go); nil while not
+	// listening.
+	wake          chan struct{}
+	stopListening func()
+	waitFirst     bool  // wait for a release or a retry delay before trying
+	lastErr       error // the last attempt's failure
+}
+
+// takeTurn waits for the turn on key behind the client's other goroutines
+// waiting for it. Its error is that of an Acquire whose context ended in
+// the queue.
+func (c *Client) takeTurn(ctx context.Context, key string, cfg lockConfig) (*acquisition, error) {
+	a := &acquisition{c: c, ctx: ctx, key: key, cfg: cfg, stopListening: func() {}}
 	// An attempt is offered to this client's release only where a goroutine
 	// of this client has the key's turn or holds its lock: a key nobody
 	// here holds is tried at once.
-	var offer *handoff
-	if c.turns.busy(key) {
-		offer = c.newHandoff(ctx, key, ttl, cfg.autoRenew)
+	if c.waiters.busy(key) {
+		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.autoRenew)
 	}
-	turn := c.turns.take(ctx, key, offer)
-	if !turn.taken {
+	a.turn = c.waiters.take(ctx, key, a.offer)
+	if !a.turn.taken {
 		return nil, c.notAsked(key, ctx)
 	}
-	var acquired *Lock
-	defer func() {
-		if offer != nil && acquired == nil && !offer.withdraw() {
-			// A release took the attempt with it as this call gave up: see
-			// the attempt through, and undo it if it won.
-			<-offer.sent
-			if lock, err := offer.collect(); err == nil {
-				lock.Release(context.WithoutCancel(ctx))
-			}
-		}
-		freed := c.turns.giveBack(key, acquired != nil)
-		if acquired != nil {
-			acquired.freed = freed
-		}
-	}()
 	// A waiter listens for release announcements from before its attempt,
-	// so that a release between a failed attempt and the wait is not missed.
-	// An uncontended call does not listen until its first attempt failed,
-	// nor does one whose turn starts while this client holds the lock: that
-	// lock's release reaches it in-process (see turns and handoff).
-	var wake chan struct{}
-	if turn.queued && !turn.heldHere {
-		var stop func()
-		wake, stop = c.listenFor(key)
-		defer stop()
+	// so that a release between a failed attempt and the wait is not
+	// missed. An uncontended call does not listen until its first attempt
+	// failed, nor does one whose turn starts while this client holds the
+	// lock: that lock's release reaches it in-process.
+	if a.turn.queued && !a.turn.heldHere {
+		a.listen()
 	}
 	// When the turn comes from a goroutine of this client that has just
 	// acquired the lock, it is held: wait for its release before trying,
-	// and offer the attempt to go out with that release (see handoff).
-	wait := turn.heldHere
-	if !turn.heldHere {
-		if offer.withdraw() {
-			offer = nil // not taken, and now never will be
+	// with the attempt offered to go out with that release.
+	a.waitFirst = a.turn.heldHere
+	if !a.turn.heldHere {
+		if a.offer.withdraw() {
+			a.offer = nil // not taken, and now never will be
 		} else {
 			// The lock was released while the turn came, and the release
 			// took the attempt with it.
-			wait = true
+			a.waitFirst = true
 		}
 	}
-	var lastErr error
+	return a, nil
+}
+
+// run is the Redlock retry loop: wait for a release or a retry delay, try,
+// done if won, back off.
+func (a *acquisition) run() (*Lock, error) {
+	wait := a.waitFirst
 	for attempt := 1; ; attempt++ {
-		var lock *Lock
-		var err error
-		tried := false
 		if wait {
-			delay, again := cfg.retry.NextDelay(attempt)
-			if !again {
-				if lastErr == nil {
-					return nil, c.notAsked(key, ctx)
-				}
-				return nil, lastErr
-			}
-			freed := turn.freed
-			turn.freed = nil // a closed channel: use it once
-			h := offer
-			offer = nil // offered for the first wait only
-			woke := c.waitForRelease(ctx, wake, freed, h.sentOrNil(), delay)
-			if h != nil && !h.withdraw() {
-				// The release took the attempt with it.
-				<-h.sent
-				lock, err = h.collect()
-				tried = true
-			} else if !woke {
-				if lastErr == nil {
-					return nil, c.notAsked(key, ctx)
-				}
-				return nil, withCause(lastErr, ctx)
+			if err := a.wait(attempt); err != nil {
+				return nil, err
 			}
 		}
-		if !tried {
-			lock, err = c.attempt(ctx, key, ttl, cfg.autoRenew)
-		}
+		lock, err := a.try()
 		if err == nil {
-			acquired = lock
 			return lock, nil
 		}
-		if ctx.Err() != nil {
-			return nil, withCause(err, ctx)
+		if a.ctx.Err() != nil {
+			return nil, withCause(err, a.ctx)
 		}
-		lastErr, wait = err, true
-		if wake == nil {
-			var stop func()
-			wake, stop = c.listenFor(key)
-			defer stop()
+		a.lastErr, wait = err, true
+		a.listen()
+	}
+}
+
+// wait waits for a release of the key or the retry delay before attempt
+// number attempt. It fails when the retry strategy or the context gives up.
+func (a *acquisition) wait(attempt int) error {
+	delay, again := a.cfg.retry.NextDelay(attempt)
+	if !again {
+		return a.giveUp(false)
+	}
+	freed := a.turn.freed
+	a.turn.freed = nil // a closed channel: use it once
+	offer := a.offer
+	a.offer = nil // offered for the first wait only
+	woke := a.c.waitForRelease(a.ctx, a.wake, freed, offer.sentOrNil(), delay)
+	if offer != nil && !offer.withdraw() {
+		a.carried = offer // the release took the attempt with it
+		return nil
+	}
+	if !woke {
+		return a.giveUp(true)
+	}
+	return nil
+}
+
+// try makes one attempt, or collects the one a release carried.
+func (a *acquisition) try() (*Lock, error) {
+	if h := a.carried; h != nil {
+		a.carried = nil
+		<-h.sent
+		return h.collect()
+	}
+	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew)
+}
+
+// giveUp returns the error of a call that stops waiting: the last
+// attempt's, with the context's error when it ended, or notAsked when no
+// attempt was made.
+func (a *acquisition) giveUp(ctxEnded bool) error {
+	switch {
+	case a.lastErr == nil:
+		return a.c.notAsked(a.key, a.ctx)
+	case ctxEnded:
+		return withCause(a.lastErr, a.ctx)
+	default:
+		return a.lastErr
+	}
+}
+
+// listen starts listening for release announcements of the key, once.
+func (a *acquisition) listen() {
+	if a.wake == nil {
+		a.wake, a.stopListening = a.c.listenFor(a.key)
+	}
+}
+
+// end stops listening and gives the turn back, telling the next in line
+// whether the lock is now held here. An offer that a release took with it
+// as the call gave up is seen through, and its lock, if it won, released.
+func (a *acquisition) end(acquired *Lock) {
+	a.stopListening()
+	if a.offer != nil && acquired == nil && !a.offer.withdraw() {
+		<-a.offer.sent
+		if lock, err := a.offer.collect(); err == nil {
+			lock.Release(context.WithoutCancel(a.ctx))
 		}
+	}
+	freed := a.c.waiters.giveBack(a.key, acquired != nil)
+	if acquired != nil {
+		acquired.freed = freed
 	}
 }
 

@@ -74,7 +74,7 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	// them. Likewise, this attempt waits on the nodes that this client's
 	// last release of the key has not heard back from (see
 	// trailingReleases).
-	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, c.trailing.of(key).within(c.nodeTimeout(ttl)), isGranted, c.decided)
+	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, c.waiters.trailing(key).within(c.nodeTimeout(ttl)), isGranted, c.decided)
 	return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
 }
 
@@ -222,5 +222,5 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	}
 	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, false), lag, isOne,
 		func(ok, others int) bool { return ok+others >= wait })
-	c.trailing.add(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
+	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
 }

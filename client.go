@@ -23,8 +23,7 @@ type Client struct {
 	closed    chan struct{} // closed by Close: the pipes' idle senders end
 	closeOnce sync.Once
 	waker     *waker // nil when no node can notify
-	turns     *turns
-	trailing  *trailingReleases
+	waiters   *waiters
 	wire      wireArgs
 	// inflight counts requests to single nodes not yet answered, some
 	// possibly after their fan-out returned; Close waits for them.
@@ -64,7 +63,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		pipes[i] = &pipe{conn: conn, node: i, work: make(chan []*call), stop: closed}
 	}
 	return &Client{wire: newWireArgs(o), conns: conns, pipes: pipes, closed: closed, quorum: len(conns)/2 + 1, opts: o,
-		waker: newWaker(conns, len(conns)/2+1), turns: newTurns(), trailing: newTrailingReleases()}, nil
+		waker: newWaker(conns, len(conns)/2+1), waiters: newWaiters()}, nil
 }
 
 // Close closes every node connection. Locks still held expire with their TTL.

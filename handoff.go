@@ -73,4 +73,4 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 
 // takeHandoff returns the attempt of a goroutine of this client waiting for
 // the lock, offered to go out with its release; nil when none is.
-func (l *Lock) takeHandoff() *handoff { return l.client.turns.takeHandoff(l.key) }
+func (l *Lock) takeHandoff() *handoff { return l.client.waiters.takeHandoff(l.key) }

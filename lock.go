@@ -237,7 +237,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	// The next acquisition of the key by this client waits for the nodes
 	// not heard from yet (see trailingReleases).
-	c.trailing.add(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
+	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	answered := 0
 	for _, r := range results {
 		if r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld {
@@ -253,7 +253,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.released = true
 	l.endLocked(ErrReleased)
 	l.mu.Unlock()
-	c.turns.released(l.key, l.freed)
+	c.waiters.released(l.key, l.freed)
 	if ok == 0 {
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
 	}

@@ -6,29 +6,41 @@ import (
 	"sync"
 )
 
-// turnShards spreads the per-key queues over independent mutexes so that
+// keyShards spreads the per-key state over independent mutexes so that
 // goroutines locking different keys rarely wait on each other's bookkeeping.
-const turnShards = 64
+const keyShards = 64
 
-// turns lets one goroutine of a Client at a time try for a given key; the
-// others queue behind it, first come first served. Without it, goroutines of
-// one process that wait for the same lock would wake together and split the
-// nodes' votes so that none wins, and a goroutine releasing a lock could take
-// it straight back ahead of those that waited.
-type turns struct {
+// waiters is what a Client's goroutines know about each key they lock:
+//
+//   - the turn: one goroutine at a time tries for a key, and the others
+//     queue behind it, first come first served. Without it, goroutines of
+//     one process that wait for the same lock would wake together and split
+//     the nodes' votes so that none wins, and a goroutine releasing a lock
+//     could take it straight back ahead of those that waited;
+//   - whether this client holds the key's lock, so that the next goroutine
+//     waits for its release and offers its attempt to go out with it
+//     (handoff.go);
+//   - the last release of the key that returned before every node had
+//     answered (a release returns at a quorum), until those nodes have
+//     answered. The next acquisition of the key waits for them on those
+//     nodes, as a lock's release waits for its own acquisition's lagging
+//     requests (see lagging): over a connection pool the acquisition could
+//     otherwise reach such a node before the release, find the old lock
+//     there, and fail, though this client released it.
+//
+// A key's state exists while any of these holds.
+type waiters struct {
 	seed   maphash.Seed
-	shards [turnShards]turnShard
+	shards [keyShards]keyShard
 }
 
-type turnShard struct {
-	mu     sync.Mutex
-	queues map[string]*turnQueue
+type keyShard struct {
+	mu   sync.Mutex
+	keys map[string]*keyState
 }
 
-// turnQueue is the state of one key: whether a goroutine has the turn, the
-// goroutines waiting for it, in order, and whether this client holds the
-// lock. It exists while any of the three is so.
-type turnQueue struct {
+// keyState is the state of one key.
+type keyState struct {
 	busy    bool // a goroutine has the turn
 	waiting []*waiter
 	// heldHere: this client holds the lock, acquired in an earlier turn,
@@ -38,6 +50,14 @@ type turnQueue struct {
 	// handoff is the attempt of the goroutine whose turn it is, offered to
 	// go out with this client's release of the lock; nil when none is.
 	handoff *handoff
+	// trailing is the last release of the key whose requests to some nodes
+	// may still be under way; nil when none may be.
+	trailing *lagging
+}
+
+// idle reports that the key's state holds nothing worth keeping.
+func (k *keyState) idle() bool {
+	return !k.busy && len(k.waiting) == 0 && !k.heldHere && k.trailing == nil
 }
 
 // waiter is a goroutine queued for a turn.
@@ -63,65 +83,70 @@ type turn struct {
 	freed <-chan struct{}
 }
 
-func newTurns() *turns {
-	t := &turns{seed: maphash.MakeSeed()}
-	for i := range t.shards {
-		t.shards[i].queues = map[string]*turnQueue{}
+func newWaiters() *waiters {
+	w := &waiters{seed: maphash.MakeSeed()}
+	for i := range w.shards {
+		w.shards[i].keys = map[string]*keyState{}
 	}
-	return t
+	return w
 }
 
-func (t *turns) shard(key string) *turnShard {
-	return &t.shards[maphash.String(t.seed, key)%turnShards]
+func (w *waiters) shard(key string) *keyShard {
+	return &w.shards[maphash.String(w.seed, key)%keyShards]
 }
 
 // take waits for the turn on key, or for ctx to end. The caller must call
 // giveBack when the result says the turn was taken. offer, when not nil, is
 // the caller's attempt, which a release of this client may take with it
 // once the caller's turn started with the lock held here; see handoff.
-func (t *turns) take(ctx context.Context, key string, offer *handoff) turn {
-	s := t.shard(key)
+func (w *waiters) take(ctx context.Context, key string, offer *handoff) turn {
+	s := w.shard(key)
 	s.mu.Lock()
-	q, ok := s.queues[key]
+	k, ok := s.keys[key]
 	if !ok {
-		s.queues[key] = &turnQueue{busy: true}
+		s.keys[key] = &keyState{busy: true}
 		s.mu.Unlock()
 		return turn{taken: true}
 	}
-	if !q.busy {
-		// Nobody else waits, but this client holds the lock.
-		q.busy = true
-		if offer != nil {
-			q.handoff = offer
+	if !k.busy {
+		// Nobody else waits: the lock may be held here.
+		k.busy = true
+		if offer != nil && k.heldHere {
+			k.handoff = offer
 		}
-		tn := turn{taken: true, heldHere: q.heldHere, freed: q.freed}
+		tn := turn{taken: true, heldHere: k.heldHere, freed: k.freed}
 		s.mu.Unlock()
 		return tn
 	}
-	w := &waiter{handed: make(chan struct{}), offer: offer}
-	q.waiting = append(q.waiting, w)
+	wt := &waiter{handed: make(chan struct{}), offer: offer}
+	k.waiting = append(k.waiting, wt)
 	s.mu.Unlock()
 
 	select {
-	case <-w.handed:
-		return turn{taken: true, queued: true, heldHere: w.heldHere, freed: w.freed}
+	case <-wt.handed:
+		return turn{taken: true, queued: true, heldHere: wt.heldHere, freed: wt.freed}
 	case <-ctx.Done():
 	}
+	return w.leave(s, key, k, wt)
+}
+
+// leave takes wt, whose context ended, out of the queue of key. A turn
+// handed over meanwhile is passed on as it came, unless a release took the
+// waiter's attempt with it: the waiter then has the turn and must see the
+// attempt through.
+func (w *waiters) leave(s *keyShard, key string, k *keyState, wt *waiter) turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, other := range q.waiting {
-		if other == w {
-			q.waiting = append(q.waiting[:i:i], q.waiting[i+1:]...)
+	for i, other := range k.waiting {
+		if other == wt {
+			k.waiting = append(k.waiting[:i:i], k.waiting[i+1:]...)
 			return turn{queued: true}
 		}
 	}
-	if offer != nil && !offer.withdraw() {
-		// A release took the caller's attempt with it: the caller must see
-		// it through.
-		return turn{taken: true, queued: true, heldHere: true, freed: w.freed}
+	if wt.offer != nil && !wt.offer.withdraw() {
+		return turn{taken: true, queued: true, heldHere: true, freed: wt.freed}
 	}
-	// The turn was handed over while ctx ended: pass it on as it came.
-	t.giveLocked(s, key, q, false)
+	w.giveLocked(s, key, k, false)
 	return turn{queued: true}
 }
 
@@ -129,14 +154,14 @@ func (t *turns) take(ctx context.Context, key string, offer *handoff) turn {
 // telling it whether the lock is held here: acquired in the caller's turn,
 // or earlier and not released yet. When the caller acquired the lock, it
 // returns the channel to pass to released when the lock is released.
-func (t *turns) giveBack(key string, acquired bool) (freed chan struct{}) {
-	s := t.shard(key)
+func (w *waiters) giveBack(key string, acquired bool) (freed chan struct{}) {
+	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := s.queues[key]
-	t.giveLocked(s, key, q, acquired)
+	k := s.keys[key]
+	w.giveLocked(s, key, k, acquired)
 	if acquired {
-		return q.freed
+		return k.freed
 	}
 	return nil
 }
@@ -145,123 +170,106 @@ func (t *turns) giveBack(key string, acquired bool) (freed chan struct{}) {
 // the lock on key, acquired with freed (from giveBack), that the lock was
 // released. A release of an earlier lock of the key, which handed it over
 // to a newer one (see handoff), leaves the newer one's state alone.
-func (t *turns) released(key string, freed chan struct{}) {
-	s := t.shard(key)
+func (w *waiters) released(key string, freed chan struct{}) {
+	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := s.queues[key]
-	if freed == nil || q == nil || q.freed != freed {
+	k := s.keys[key]
+	if freed == nil || k == nil || k.freed != freed {
 		return
 	}
-	close(q.freed)
-	q.heldHere, q.freed, q.handoff = false, nil, nil
-	if !q.busy && len(q.waiting) == 0 {
-		delete(s.queues, key)
+	close(k.freed)
+	k.heldHere, k.freed, k.handoff = false, nil, nil
+	if k.idle() {
+		delete(s.keys, key)
 	}
 }
 
-func (t *turns) giveLocked(s *turnShard, key string, q *turnQueue, acquired bool) {
+func (w *waiters) giveLocked(s *keyShard, key string, k *keyState, acquired bool) {
 	if acquired {
-		q.heldHere, q.freed = true, make(chan struct{})
+		k.heldHere, k.freed = true, make(chan struct{})
 	}
-	q.handoff = nil
-	if len(q.waiting) == 0 {
-		q.busy = false
-		if !q.heldHere {
-			delete(s.queues, key)
+	k.handoff = nil
+	if len(k.waiting) == 0 {
+		k.busy = false
+		if k.idle() {
+			delete(s.keys, key)
 		}
 		return
 	}
-	next := q.waiting[0]
-	q.waiting = q.waiting[1:]
-	if q.heldHere {
-		q.handoff = next.offer
+	next := k.waiting[0]
+	k.waiting = k.waiting[1:]
+	if k.heldHere {
+		k.handoff = next.offer
 	}
-	next.heldHere, next.freed = q.heldHere, q.freed
+	next.heldHere, next.freed = k.heldHere, k.freed
 	close(next.handed)
 }
 
 // busy reports whether a goroutine of this client has the turn on key or
 // holds its lock. The answer may be stale at once.
-func (t *turns) busy(key string) bool {
-	s := t.shard(key)
+func (w *waiters) busy(key string) bool {
+	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.queues[key]
-	return ok
+	k, ok := s.keys[key]
+	return ok && (k.busy || len(k.waiting) > 0 || k.heldHere)
 }
 
 // takeHandoff returns the attempt offered to go out with this client's
 // release of key, now the caller's to launch and submit; nil when none is.
-func (t *turns) takeHandoff(key string) *handoff {
-	s := t.shard(key)
+func (w *waiters) takeHandoff(key string) *handoff {
+	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := s.queues[key]
-	if q == nil || q.handoff == nil {
+	k := s.keys[key]
+	if k == nil || k.handoff == nil {
 		return nil
 	}
-	h := q.handoff
-	q.handoff = nil
+	h := k.handoff
+	k.handoff = nil
 	if !h.state.CompareAndSwap(handoffOffered, handoffTaken) {
 		return nil
 	}
 	return h
 }
 
-// trailingReleases remembers, per key, the last release of this client that
-// returned before every node had answered (a release returns at a quorum),
-// until those nodes have answered. The next acquisition of the key by this
-// client waits for them on those nodes, as a lock's release waits for its
-// own acquisition's lagging requests (see lagging): over a connection pool
-// the acquisition could otherwise reach such a node before the release,
-// find the old lock there, and fail, though this client released it.
-type trailingReleases struct {
-	seed   maphash.Seed
-	shards [turnShards]trailingShard
-}
-
-type trailingShard struct {
-	mu   sync.Mutex
-	keys map[string]*lagging
-}
-
-func newTrailingReleases() *trailingReleases {
-	return &trailingReleases{seed: maphash.MakeSeed()}
-}
-
-func (t *trailingReleases) shard(key string) *trailingShard {
-	return &t.shards[maphash.String(t.seed, key)%turnShards]
-}
-
-// add records the release of key whose requests to lag.nodes may still be
-// under way; nil is a release that every node answered. The record goes
-// once they have all answered.
-func (t *trailingReleases) add(key string, lag *lagging) {
+// addTrailing records the release of key whose requests to lag.nodes may
+// still be under way; nil is a release that every node answered. The record
+// goes once they have all answered.
+func (w *waiters) addTrailing(key string, lag *lagging) {
 	if lag == nil {
 		return
 	}
-	s := t.shard(key)
+	s := w.shard(key)
 	s.mu.Lock()
-	if s.keys == nil {
-		s.keys = make(map[string]*lagging)
+	k, ok := s.keys[key]
+	if !ok {
+		k = &keyState{}
+		s.keys[key] = k
 	}
-	s.keys[key] = lag
+	k.trailing = lag
 	s.mu.Unlock()
 	lag.earlier.afterLanding(func() {
 		s.mu.Lock()
-		if s.keys[key] == lag {
-			delete(s.keys, key)
+		defer s.mu.Unlock()
+		if k := s.keys[key]; k != nil && k.trailing == lag {
+			k.trailing = nil
+			if k.idle() {
+				delete(s.keys, key)
+			}
 		}
-		s.mu.Unlock()
 	})
 }
 
-// of returns the nodes where the last release of key may still be under
-// way, or nil when none may be.
-func (t *trailingReleases) of(key string) *lagging {
-	s := t.shard(key)
+// trailing returns the nodes where the last release of key may still be
+// under way, or nil when none may be.
+func (w *waiters) trailing(key string) *lagging {
+	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.keys[key]
+	if k := s.keys[key]; k != nil {
+		return k.trailing
+	}
+	return nil
 }

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-func TestTurns_firstComeFirstServed(t *testing.T) {
-	tr := newTurns()
+func TestWaiters_firstComeFirstServed(t *testing.T) {
+	tr := newWaiters()
 	ctx := context.Background()
 	if !tr.take(ctx, "k", nil).taken {
 		t.Fatal("free turn not taken")
@@ -47,7 +47,7 @@ func TestTurns_firstComeFirstServed(t *testing.T) {
 	s := tr.shard("k")
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.mu.Lock()
-		left := len(s.queues)
+		left := len(s.keys)
 		s.mu.Unlock()
 		if left == 0 {
 			break
@@ -58,8 +58,8 @@ func TestTurns_firstComeFirstServed(t *testing.T) {
 	}
 }
 
-func TestTurns_cancelledWaiterPassesTurnOn(t *testing.T) {
-	tr := newTurns()
+func TestWaiters_cancelledWaiterPassesTurnOn(t *testing.T) {
+	tr := newWaiters()
 	if !tr.take(context.Background(), "k", nil).taken {
 		t.Fatal("free turn not taken")
 	}
@@ -87,8 +87,8 @@ func TestTurns_cancelledWaiterPassesTurnOn(t *testing.T) {
 
 // The attempt of the goroutine whose turn starts with the lock held here is
 // offered to the release, once; a turn that starts otherwise offers nothing.
-func TestTurns_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
-	tr := newTurns()
+func TestWaiters_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
+	tr := newWaiters()
 	if !tr.take(context.Background(), "k", nil).taken {
 		t.Fatal("free turn not taken")
 	}
@@ -145,15 +145,15 @@ func TestTurns_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
 		t.Fatal("an offer was taken though the lock was not held here")
 	}
 	tr.giveBack("k", false)
-	if q := tr.shard("k").queues["k"]; q != nil {
+	if q := tr.shard("k").keys["k"]; q != nil {
 		t.Fatalf("state left behind for a key nobody holds or waits for: %+v", q)
 	}
 }
 
 // A goroutine that arrives while this client holds the lock and nobody
 // waits starts its turn knowing the lock is held here.
-func TestTurns_newcomerSeesLockHeldHere(t *testing.T) {
-	tr := newTurns()
+func TestWaiters_newcomerSeesLockHeldHere(t *testing.T) {
+	tr := newWaiters()
 	tr.take(context.Background(), "k", nil)
 	freed := tr.giveBack("k", true)
 	offer := &handoff{sent: make(chan struct{})}
@@ -166,7 +166,44 @@ func TestTurns_newcomerSeesLockHeldHere(t *testing.T) {
 	}
 	tr.giveBack("k", true)  // the newcomer got the lock from the handoff
 	tr.released("k", freed) // the older lock's release: no effect
-	if q := tr.shard("k").queues["k"]; q == nil || !q.heldHere {
+	if q := tr.shard("k").keys["k"]; q == nil || !q.heldHere {
 		t.Fatal("an older lock's release cleared the newer lock's state")
+	}
+}
+
+func TestWaiters_trailingReleaseOutlivesTheTurn(t *testing.T) {
+	w := newWaiters()
+	earlier := &flight{} // a release's fan-out, some of its nodes unanswered
+	lag := &lagging{earlier: earlier}
+	if !w.take(context.Background(), "k", nil).taken {
+		t.Fatal("free turn not taken")
+	}
+	w.addTrailing("k", lag)
+	w.giveBack("k", false)
+	if got := w.trailing("k"); got != lag {
+		t.Fatalf("trailing release %p after the turn ended, want %p", got, lag)
+	}
+	if w.busy("k") {
+		t.Error("busy with only a trailing release")
+	}
+	// A new turn while the release trails: it sees the release.
+	if tn := w.take(context.Background(), "k", nil); !tn.taken || tn.heldHere {
+		t.Fatalf("turn %+v, want taken, not held here", tn)
+	}
+	// Every node answered the release: the record goes, and once the turn
+	// is given back, the key's state too.
+	earlier.mu.Lock()
+	earlier.landed = true
+	then := earlier.onLand
+	earlier.mu.Unlock()
+	for _, fn := range then {
+		fn()
+	}
+	if w.trailing("k") != nil {
+		t.Error("trailing release kept after every node answered")
+	}
+	w.giveBack("k", false)
+	if n := len(w.shard("k").keys); n != 0 {
+		t.Errorf("%d keys' state left behind", n)
 	}
 }
