@@ -210,67 +210,99 @@ func (f *flight) submit(calls []*call, lag *lagging) {
 // OutcomeOK when isOK says so. unfinished is nil when every node answered,
 // and otherwise f.
 func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
-	c := f.client
-	if n := len(c.conns); n <= inlineNodes {
-		results = f.resultBuf[:n]
-	} else {
-		results = make([]NodeResult, n)
-	}
-	for i, conn := range c.conns {
-		results[i].Node = conn.Name()
-	}
-	others := 0
-	record := func(a answer) {
-		r := classify(results[a.node].Node, a.val, a.err, a.took, isOK)
-		results[a.node] = r
-		if r.Outcome == OutcomeOK {
-			ok++
-		} else {
-			others++
-		}
-	}
+	t := tally{results: f.results(), isOK: isOK}
 	var timer *time.Timer // made on first need
 	defer func() {
 		if timer != nil {
 			putTimer(timer)
 		}
 	}()
-	for ok+others < len(c.conns) && !enough(ok, others) {
+	for waiting := true; waiting && !t.complete() && !enough(t.ok, t.others); {
 		if timer == nil {
 			timer = getTimer(time.Until(f.deadline))
 		}
-		timedOut := false
 		select {
 		case a := <-f.answers:
-			record(a)
-			continue
+			t.record(a)
 		case <-timer.C:
-			timedOut = true
+			f.stopWaiting(&t, true)
+			waiting = false
 		case <-f.parent.Done():
-			timedOut = errors.Is(f.parent.Err(), context.DeadlineExceeded)
+			f.stopWaiting(&t, errors.Is(f.parent.Err(), context.DeadlineExceeded))
+			waiting = false
 		}
-		// Take what already arrived, then mark the silent nodes.
-		for drained := false; !drained; {
-			select {
-			case a := <-f.answers:
-				record(a)
-			default:
-				drained = true
-			}
-		}
-		if ok+others < len(c.conns) && timedOut {
-			for i := range results {
-				if results[i].Outcome == OutcomeNoAnswer {
-					results[i].Outcome, results[i].Err, results[i].Latency = OutcomeTimeout, context.DeadlineExceeded, f.timeout
-				}
-			}
-		}
-		return results, ok, f
 	}
-	if ok+others < len(c.conns) {
-		return results, ok, f
+	if !t.complete() {
+		return t.results, t.ok, f
 	}
-	return results, ok, nil
+	return t.results, t.ok, nil
+}
+
+// results returns a result per node, named, for collect to fill in: in the
+// flight's own memory when they fit.
+func (f *flight) results() []NodeResult {
+	var results []NodeResult
+	if n := len(f.client.conns); n <= inlineNodes {
+		results = f.resultBuf[:n]
+	} else {
+		results = make([]NodeResult, n)
+	}
+	for i, conn := range f.client.conns {
+		results[i].Node = conn.Name()
+	}
+	return results
+}
+
+// stopWaiting records the answers that already arrived and, when the
+// per-node deadline passed, marks the nodes still silent as timed out.
+func (f *flight) stopWaiting(t *tally, timedOut bool) {
+	f.drain(t)
+	if timedOut {
+		t.markSilent(f.timeout)
+	}
+}
+
+// drain records the answers that already arrived.
+func (f *flight) drain(t *tally) {
+	for {
+		select {
+		case a := <-f.answers:
+			t.record(a)
+		default:
+			return
+		}
+	}
+}
+
+// tally is the answers of a fan-out so far.
+type tally struct {
+	results    []NodeResult
+	isOK       func(any) bool
+	ok, others int
+}
+
+// record classifies one node's answer.
+func (t *tally) record(a answer) {
+	r := classify(t.results[a.node].Node, a.val, a.err, a.took, t.isOK)
+	t.results[a.node] = r
+	if r.Outcome == OutcomeOK {
+		t.ok++
+	} else {
+		t.others++
+	}
+}
+
+// complete reports that every node answered.
+func (t *tally) complete() bool { return t.ok+t.others == len(t.results) }
+
+// markSilent marks the nodes that have not answered as timed out after
+// timeout.
+func (t *tally) markSilent(timeout time.Duration) {
+	for i := range t.results {
+		if t.results[i].Outcome == OutcomeNoAnswer {
+			t.results[i].Outcome, t.results[i].Err, t.results[i].Latency = OutcomeTimeout, context.DeadlineExceeded, timeout
+		}
+	}
 }
 
 // ask sends req to node i from the calling goroutine, by itself.
