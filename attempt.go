@@ -70,11 +70,12 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	a := c.newAttempt(key, ttl)
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
-	// sent to their nodes (see lagging), so that a release cannot overtake
+	// sent to their nodes (lagging), so that a release cannot overtake
 	// them. Likewise, this attempt waits on the nodes that this client's
-	// last release of the key has not heard back from (see
-	// trailingReleases).
-	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), a.req, c.waiters.trailing(key).within(c.nodeTimeout(ttl)), isGranted, c.decided)
+	// last release of the key has not heard back from.
+	timeout := c.nodeTimeout(ttl)
+	trailing := c.waiters.trailing(key).within(timeout)
+	results, ok, unfinished := c.trackedFanout(ctx, timeout, a.req, trailing, isGranted, c.decided)
 	return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
 }
 

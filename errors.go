@@ -37,7 +37,7 @@ var (
 
 	// ErrInvalidKey means the lock key is empty, or is one of the keys the
 	// library keeps beside the locks on every node: markerKey, or a key
-	// beginning with "redlock:fence:" (see fenceKey).
+	// beginning with "redlock:fence:", the fencing counters.
 	ErrInvalidKey = errors.New("redlock: invalid key")
 	// ErrInvalidTTL means the TTL leaves no validity after the drift
 	// allowance, or is below Redis's 1 ms resolution, or is above

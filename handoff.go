@@ -41,7 +41,7 @@ func (h *handoff) withdraw() bool {
 }
 
 // newHandoff returns an attempt on key to offer to this client's release
-// of it (see turns.take).
+// of it, parked by waiters.take.
 func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) *handoff {
 	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, autoRenew: autoRenew}
 }

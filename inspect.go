@@ -19,7 +19,7 @@ type NodeState struct {
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
 	TTL time.Duration
-	// Fence is the node's fencing counter for the key (see FenceKey), 0 when
+	// Fence is the node's fencing counter for the key ("redlock:fence:" + key), 0 when
 	// it has none.
 	Fence uint64
 	// NoMarker reports that the node has no markerKey: it lost its data or

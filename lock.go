@@ -29,7 +29,7 @@ type Lock struct {
 	lagging *lagging
 	// freed is closed when the lock is released, for the goroutine of this
 	// client whose turn to try for the key started while the lock was
-	// held (see turns); set once before the lock is handed out, nil for
+	// held (waiters.go); set once before the lock is handed out, nil for
 	// TryAcquire.
 	freed chan struct{}
 
@@ -236,7 +236,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
 	}
 	// The next acquisition of the key by this client waits for the nodes
-	// not heard from yet (see trailingReleases).
+	// not heard from yet (waiters.addTrailing).
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	answered := 0
 	for _, r := range results {
