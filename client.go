@@ -1,11 +1,9 @@
 package redlock
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -16,18 +14,11 @@ import (
 // script call, and a release hands the lock to the next goroutine of the
 // same Client waiting in Acquire within one round trip.
 type Client struct {
-	conns     []Conn
-	quorum    int
-	opts      Options
-	pipes     []*pipe       // one per conn
-	closed    chan struct{} // closed by Close: the pipes' idle senders end
-	closeOnce sync.Once
-	waker     *waker // nil when no node can notify
-	waiters   *waiters
-	wire      wireArgs
-	// inflight counts requests to single nodes not yet answered, some
-	// possibly after their fan-out returned; Close waits for them.
-	inflight sync.WaitGroup
+	nodes   // the nodes, and the fan-out of requests to them
+	opts    Options
+	wire    wireArgs
+	waker   *waker // nil when no node can notify
+	waiters *waiters
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -56,14 +47,10 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	conns = append([]Conn(nil), conns...)
-	closed := make(chan struct{})
-	pipes := make([]*pipe, len(conns))
-	for i, conn := range conns {
-		pipes[i] = &pipe{conn: conn, node: i, work: make(chan []*call), stop: closed}
-	}
-	return &Client{wire: newWireArgs(o), conns: conns, pipes: pipes, closed: closed, quorum: len(conns)/2 + 1, opts: o,
-		waker: newWaker(conns, len(conns)/2+1), waiters: newWaiters()}, nil
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters()}
+	c.nodes.init(conns)
+	c.waker = newWaker(c.conns, c.quorum)
+	return c, nil
 }
 
 // Close closes every node connection. Locks still held expire with their TTL.
@@ -72,19 +59,9 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // a program that releases and exits closes the connections. No call may start
 // after Close.
 func (c *Client) Close() error {
-	c.inflight.Wait()
-	c.closeOnce.Do(func() { close(c.closed) })
-	for _, p := range c.pipes {
-		p.batchDeadlines.stop()
-	}
+	c.nodes.drain()
 	c.waker.close()
-	var errs []error
-	for _, conn := range c.conns {
-		if err := conn.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", conn.Name(), err))
-		}
-	}
-	return errors.Join(errs...)
+	return c.nodes.close()
 }
 
 // key returns the lock key on the wire.

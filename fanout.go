@@ -3,12 +3,59 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// nodes are the Redis masters of a Client, each with the queue of requests
+// to it (batch.go), and the fan-out of one request to all of them at once.
+// It must not be copied.
+type nodes struct {
+	conns     []Conn
+	quorum    int           // N/2+1
+	pipes     []*pipe       // one per conn
+	closed    chan struct{} // closed by close: the pipes' idle senders end
+	closeOnce sync.Once
+	// inflight counts requests to single nodes not yet answered, some
+	// possibly after their fan-out returned; drain waits for them.
+	inflight sync.WaitGroup
+}
+
+// init sets up n over conns.
+func (n *nodes) init(conns []Conn) {
+	n.conns = append([]Conn(nil), conns...)
+	n.quorum = len(conns)/2 + 1
+	n.closed = make(chan struct{})
+	n.pipes = make([]*pipe, len(conns))
+	for i, conn := range n.conns {
+		n.pipes[i] = &pipe{conn: conn, node: i, work: make(chan []*call), stop: n.closed}
+	}
+}
+
+// drain waits for the requests still in flight, at most the per-node
+// timeout, and ends the pipes' idle senders.
+func (n *nodes) drain() {
+	n.inflight.Wait()
+	n.closeOnce.Do(func() { close(n.closed) })
+	for _, p := range n.pipes {
+		p.batchDeadlines.stop()
+	}
+}
+
+// close closes every node connection.
+func (n *nodes) close() error {
+	var errs []error
+	for _, conn := range n.conns {
+		if err := conn.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", conn.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // answer is one node's reply to a fan-out.
 type answer struct {
@@ -22,8 +69,8 @@ type answer struct {
 // enough(ok, others) is true, every node answered, or timeout passed. Nodes
 // that answer later are not waited for: their requests end by themselves
 // within the timeout. A reply classifies as OutcomeOK when isOK says so.
-func (c *Client) fanout(ctx context.Context, timeout time.Duration, req *request, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int) {
-	results, ok, _ = c.trackedFanout(ctx, timeout, req, nil, isOK, enough)
+func (n *nodes) fanout(ctx context.Context, timeout time.Duration, req *request, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int) {
+	results, ok, _ = n.trackedFanout(ctx, timeout, req, nil, isOK, enough)
 	return results, ok
 }
 
@@ -31,22 +78,22 @@ func (c *Client) fanout(ctx context.Context, timeout time.Duration, req *request
 // out, the fan-out whose requests to them are still to end; nil when every
 // node answered. On the nodes of lag, req waits for their earlier request
 // to end (see lagging).
-func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *request, lag *lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
-	if len(c.conns) == 1 && !lag.holds(0) && c.pipes[0].tryInline() {
+func (n *nodes) trackedFanout(ctx context.Context, timeout time.Duration, req *request, lag *lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []NodeResult, ok int, unfinished *flight) {
+	if len(n.conns) == 1 && !lag.holds(0) && n.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.
 		start := time.Now()
 		nodeCtx, cancel := context.WithTimeout(ctx, timeout)
-		val, err := c.ask(nodeCtx, req, 0)
-		c.pipes[0].done()
+		val, err := n.ask(nodeCtx, req, 0)
+		n.pipes[0].done()
 		cancel()
-		req.alone[0] = classify(c.conns[0].Name(), val, err, time.Since(start), isOK)
+		req.alone[0] = classify(n.conns[0].Name(), val, err, time.Since(start), isOK)
 		results = req.alone[:]
 		if results[0].Outcome == OutcomeOK {
 			ok = 1
 		}
 		return results, ok, nil
 	}
-	f := c.newFlight(ctx, timeout)
+	f := n.newFlight(ctx, timeout)
 	f.submit(f.calls(req), lag)
 	return f.collect(isOK, enough)
 }
@@ -54,7 +101,7 @@ func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *
 // flight is one fan-out under way: a request to every node, sharing one
 // start and one per-node deadline, and the answers coming back.
 type flight struct {
-	client   *Client
+	nodes    *nodes
 	parent   context.Context // the caller's
 	timeout  time.Duration
 	start    time.Time
@@ -87,14 +134,14 @@ const inlineNodes = 5
 
 // newFlight starts the clock of a fan-out; each of its calls must be
 // answered, or submitted to be.
-func (c *Client) newFlight(ctx context.Context, timeout time.Duration) *flight {
-	f := &flight{client: c, parent: ctx, timeout: timeout, start: time.Now(), answers: make(chan answer, len(c.conns))}
+func (n *nodes) newFlight(ctx context.Context, timeout time.Duration) *flight {
+	f := &flight{nodes: n, parent: ctx, timeout: timeout, start: time.Now(), answers: make(chan answer, len(n.conns))}
 	f.deadline = f.start.Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(f.deadline) {
 		f.deadline = d
 	}
-	f.pending.Store(int32(len(c.conns)))
-	c.inflight.Add(len(c.conns))
+	f.pending.Store(int32(len(n.conns)))
+	n.inflight.Add(len(n.conns))
 	return f
 }
 
@@ -102,7 +149,7 @@ func (c *Client) newFlight(ctx context.Context, timeout time.Duration) *flight {
 // caller may have returned before.
 func (f *flight) deliver(a answer) {
 	f.answers <- a
-	f.client.inflight.Done()
+	f.nodes.inflight.Done()
 	if f.pending.Add(-1) == 0 {
 		f.done.Store(true)
 		f.mu.Lock()
@@ -172,7 +219,7 @@ func (f *flight) afterLanding(fn func()) {
 func (f *flight) calls(req *request) []*call {
 	var calls []*call
 	var slab []call
-	if n := len(f.client.conns); n <= inlineNodes && !f.bufUsed {
+	if n := len(f.nodes.conns); n <= inlineNodes && !f.bufUsed {
 		f.bufUsed = true
 		calls, slab = f.ptrBuf[:n], f.callBuf[:n]
 	} else {
@@ -198,9 +245,9 @@ func (f *flight) submit(calls []*call, lag *lagging) {
 		switch {
 		case cl == nil:
 		case lag.holds(i):
-			lag.submitAfter(f.client.pipes[i], cl)
+			lag.submitAfter(f.nodes.pipes[i], cl)
 		default:
-			f.client.pipes[i].submit(cl.asBatch()...)
+			f.nodes.pipes[i].submit(cl.asBatch()...)
 		}
 	}
 }
@@ -242,12 +289,12 @@ func (f *flight) collect(isOK func(any) bool, enough func(ok, others int) bool) 
 // flight's own memory when they fit.
 func (f *flight) results() []NodeResult {
 	var results []NodeResult
-	if n := len(f.client.conns); n <= inlineNodes {
+	if n := len(f.nodes.conns); n <= inlineNodes {
 		results = f.resultBuf[:n]
 	} else {
 		results = make([]NodeResult, n)
 	}
-	for i, conn := range f.client.conns {
+	for i, conn := range f.nodes.conns {
 		results[i].Node = conn.Name()
 	}
 	return results
@@ -306,13 +353,13 @@ func (t *tally) markSilent(timeout time.Duration) {
 }
 
 // ask sends req to node i from the calling goroutine, by itself.
-func (c *Client) ask(ctx context.Context, req *request, i int) (any, error) {
+func (n *nodes) ask(ctx context.Context, req *request, i int) (any, error) {
 	if req.local != nil {
 		if v, ok := req.local(i); ok {
 			return v, nil
 		}
 	}
-	v, err := c.conns[i].EvalSHA(ctx, req.script.sha1, req.script.source, req.keys, req.args...)
+	v, err := n.conns[i].EvalSHA(ctx, req.script.sha1, req.script.source, req.keys, req.args...)
 	if err == nil && req.decode != nil {
 		v, err = req.decode.decode(i, v)
 	}
@@ -344,9 +391,9 @@ func isTimeout(err error) bool {
 func isOne(v any) bool { n, ok := v.(int64); return ok && n == 1 }
 
 // unasked returns a result per node for a request that was never sent.
-func (c *Client) unasked() []NodeResult {
-	results := make([]NodeResult, len(c.conns))
-	for i, conn := range c.conns {
+func (n *nodes) unasked() []NodeResult {
+	results := make([]NodeResult, len(n.conns))
+	for i, conn := range n.conns {
 		results[i].Node = conn.Name()
 	}
 	return results
