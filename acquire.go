@@ -158,7 +158,7 @@ func (a *acquisition) wait(attempt int) error {
 	a.turn.freed = nil // a closed channel: use it once
 	offer := a.offer
 	a.offer = nil // offered for the first wait only
-	woke := a.c.waitForRelease(a.ctx, a.wake, freed, offer.sentOrNil(), delay)
+	woke := waitForRelease(a.ctx, a.wake, freed, offer.sentOrNil(), delay)
 	if offer != nil && !offer.withdraw() {
 		a.carried = offer // the release took the attempt with it
 		return nil
@@ -167,6 +167,28 @@ func (a *acquisition) wait(attempt int) error {
 		return a.giveUp(true)
 	}
 	return nil
+}
+
+// waitForRelease waits up to delay for key to be released, or for ctx to
+// end, and reports whether ctx is still live. A waiter that registered with
+// the waker before its last attempt wakes on any release announced since;
+// freed, when not nil, is closed by a release of this client, and sent when
+// such a release took the waiter's attempt with it (handoff.go).
+func waitForRelease(ctx context.Context, wake chan struct{}, freed, sent <-chan struct{}, delay time.Duration) bool {
+	t := getTimer(delay)
+	defer putTimer(t)
+	select {
+	case <-wake: // nil without a waker: never ready
+		return true
+	case <-freed:
+		return true
+	case <-sent:
+		return true
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // try makes one attempt, or collects the one a release carried.
@@ -196,7 +218,7 @@ func (a *acquisition) giveUp(ctxEnded bool) error {
 // listen starts listening for release announcements of the key, once.
 func (a *acquisition) listen() {
 	if a.wake == nil {
-		a.wake, a.stopListening = a.c.listenFor(a.key)
+		a.wake, a.stopListening = a.c.waker.listenFor(a.key)
 	}
 }
 

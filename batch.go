@@ -46,6 +46,14 @@ type decodeFunc func(node int, v any) (any, error)
 
 func (f decodeFunc) decode(node int, v any) (any, error) { return f(node, v) }
 
+// answer is one node's reply to a fan-out.
+type answer struct {
+	node int
+	val  any
+	err  error
+	took time.Duration
+}
+
 // receiver takes the answers of calls; deliver must not block.
 type receiver interface {
 	deliver(a answer)

@@ -91,6 +91,14 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	return min(c.opts.NodeTimeout, ttl-drift(ttl, c.opts.DriftFactor))
 }
 
+// checkLockTTL applies every rule on the TTL of one lock operation.
+func (c *Client) checkLockTTL(ttl time.Duration) error {
+	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
+		return err
+	}
+	return checkQuarantineTTL(ttl, c.opts)
+}
+
 // wireArgs are script arguments that depend only on the options, formatted
 // once instead of on every call.
 type wireArgs struct {

@@ -36,7 +36,7 @@ var (
 	ErrExtendLimit = errors.New("redlock: extension limit reached")
 
 	// ErrInvalidKey means the lock key is empty, or is one of the keys the
-	// library keeps beside the locks on every node: markerKey, or a key
+	// library keeps beside the locks on every node: "redlock:marker", or a key
 	// beginning with "redlock:fence:", the fencing counters.
 	ErrInvalidKey = errors.New("redlock: invalid key")
 	// ErrInvalidTTL means the TTL leaves no validity after the drift
@@ -73,7 +73,7 @@ const (
 	OutcomeTimeout
 	// OutcomeError: the node answered with an error or could not be reached.
 	OutcomeError
-	// OutcomeRecovering: the node lost its data (its markerKey was missing)
+	// OutcomeRecovering: the node lost its data (its restart marker was missing)
 	// less than Options.RecoveryDelay ago and withholds its vote until every
 	// lock it might have granted before has expired. NodeResult.RecoveringLeft
 	// says for how long.
@@ -98,6 +98,9 @@ func (o Outcome) String() string {
 		return "no answer"
 	}
 }
+
+// recoveringRound is the precision of the time left in error messages.
+const recoveringRound = 100 * time.Millisecond
 
 // NodeResult is one node's part in a request.
 type NodeResult struct {

@@ -57,14 +57,6 @@ func (n *nodes) close() error {
 	return errors.Join(errs...)
 }
 
-// answer is one node's reply to a fan-out.
-type answer struct {
-	node int
-	val  any
-	err  error
-	took time.Duration
-}
-
 // fanout sends req to every node at once and collects the answers until
 // enough(ok, others) is true, every node answered, or timeout passed. Nodes
 // that answer later are not waited for: their requests end by themselves

@@ -71,6 +71,25 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 	return h.sent
 }
 
-// takeHandoff returns the attempt of a goroutine of this client waiting for
-// the lock, offered to go out with its release; nil when none is.
-func (l *Lock) takeHandoff() *handoff { return l.client.waiters.takeHandoff(l.key) }
+// releaseCarrying releases the lock with h's attempt in tow: on each node
+// the attempt follows the release in the same script call. The release is
+// not announced: the key is taken again at once.
+func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *flight) {
+	c := l.client
+	f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
+	releases := f.calls(releaser(l.key, l.token, false))
+	attempts := h.launch()
+	for i, rel := range releases {
+		group := append(make([]*call, 0, 2), rel)
+		if attempts[i] != nil {
+			group = append(group, attempts[i])
+		}
+		if l.lagging.holds(i) {
+			l.lagging.submitAfter(c.pipes[i], group...)
+		} else {
+			c.pipes[i].submit(group...)
+		}
+	}
+	close(h.sent)
+	return f.collect(isOne, enough)
+}

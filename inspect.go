@@ -22,7 +22,7 @@ type NodeState struct {
 	// Fence is the node's fencing counter for the key ("redlock:fence:" + key), 0 when
 	// it has none.
 	Fence uint64
-	// NoMarker reports that the node has no markerKey: it lost its data or
+	// NoMarker reports that the node has no restart marker ("redlock:marker"): it lost its data or
 	// never served a lock, and the next acquisition starts its quarantine.
 	NoMarker bool
 	// Recovering reports that this client's acquisitions are refused there

@@ -54,7 +54,7 @@ type Options struct {
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
 	// or by renewal; 0 means no bound.
 	MaxExtensions int
-	// RecoveryDelay is how long a node that lost its data (its markerKey is
+	// RecoveryDelay is how long a node that lost its data (its restart marker
 	// missing) withholds its vote, measured by its own clock from the first
 	// acquisition that reaches it. Default defaultRecoveryDelay (30 s). It
 	// must be at least the largest TTL any client of the nodes uses, which
@@ -64,7 +64,7 @@ type Options struct {
 	RecoveryDelay time.Duration
 	// DisableQuarantine turns the restart quarantine off: a node that
 	// restarted without its data votes at once, and the acquire script
-	// neither reads nor writes markerKey. This is safe only when every node
+	// neither reads nor writes the restart marker. This is safe only when every node
 	// keeps acknowledged writes across a crash (appendfsync always); without
 	// that, a restart can grant a lock that is still held (see SAFETY.md).
 	// Default false (quarantine on).
@@ -120,6 +120,17 @@ func checkTTL(ttl time.Duration, factor float64) error {
 		return fmt.Errorf("%w: %s leaves no validity after the %s drift allowance", ErrInvalidTTL, ttl, d)
 	}
 	return nil
+}
+
+// checkQuarantineTTL rejects a TTL that the restart quarantine cannot cover:
+// a node that lost its data must sit out until every lock it might have
+// granted has expired, which RecoveryDelay bounds.
+func checkQuarantineTTL(ttl time.Duration, o Options) error {
+	if o.DisableQuarantine || ttl <= o.RecoveryDelay {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is above the %s recovery delay, so a node that restarted without its data "+
+		"could vote again while the lock is still valid: raise Options.RecoveryDelay", ErrInvalidTTL, ttl, o.RecoveryDelay)
 }
 
 // LockOption changes one Acquire, TryAcquire or Do call.

@@ -4,39 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 )
-
-// markerKey is the restart marker every node keeps, without a TTL, while the
-// restart quarantine is on. It holds the node's TIME in microseconds when the
-// first acquisition found it missing, or "0" once MarkReady declared the node
-// ready. A node is recovering, and withholds its vote, while its clock is less
-// than Options.RecoveryDelay past the marker's time; a node without the marker
-// lost its data (or never served a lock) and starts recovering at the next
-// acquisition. The key is the same for every Options.KeyPrefix.
-const markerKey = "redlock:marker"
-
-// recoveringRound is the precision of the time left in error messages.
-const recoveringRound = 100 * time.Millisecond
-
-// checkQuarantineTTL rejects a TTL that the restart quarantine cannot cover:
-// a node that lost its data must sit out until every lock it might have
-// granted has expired, which RecoveryDelay bounds.
-func checkQuarantineTTL(ttl time.Duration, o Options) error {
-	if o.DisableQuarantine || ttl <= o.RecoveryDelay {
-		return nil
-	}
-	return fmt.Errorf("%w: %s is above the %s recovery delay, so a node that restarted without its data "+
-		"could vote again while the lock is still valid: raise Options.RecoveryDelay", ErrInvalidTTL, ttl, o.RecoveryDelay)
-}
-
-// checkLockTTL applies every rule on the TTL of one lock operation.
-func (c *Client) checkLockTTL(ttl time.Duration) error {
-	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
-		return err
-	}
-	return checkQuarantineTTL(ttl, c.opts)
-}
 
 // MarkReady declares every node ready to vote at once: it sets markerKey to
 // "0" on each node where the marker is missing or the node is recovering, and

@@ -15,7 +15,7 @@ import (
 // script call share (see lua/acquire.lua). A script for one request defines
 // its function and the functions that one calls, then calls it on the whole
 // KEYS and ARGV; the batch script defines them all and runs each request of a
-// batch on its own slice (see batch.go).
+// batch on its own slice (batch.go).
 
 // luaFunction is a function of lua/.
 type luaFunction struct {

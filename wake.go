@@ -22,15 +22,6 @@ const (
 	subscriptionLinger = 5 * time.Second
 )
 
-// releaseChannelPrefix followed by a lock key names the pub/sub channel on
-// which releases of the key are announced. The release script appends the
-// key, so that a release does not build the name.
-const releaseChannelPrefix = "redlock:released:"
-
-// releaseChannel is the pub/sub channel on which releases of key are
-// announced.
-func releaseChannel(key string) string { return releaseChannelPrefix + key }
-
 // waker wakes waiting Acquire calls when a lock they wait for is released.
 // Each node that implements notifier gets one subscription connection,
 // opened on first need; a channel is subscribed while a waiter waits on it.
@@ -234,37 +225,15 @@ func (w *waker) close() {
 	}
 }
 
-// listenFor registers a waiter for the release of key; stop ends it. Both are
-// no-ops on a client without a waker.
-func (c *Client) listenFor(key string) (wake chan struct{}, stop func()) {
-	if c.waker == nil {
+// listenFor registers a waiter for the release of key; stop ends it. Both
+// are no-ops on a nil waker: a client whose nodes cannot notify.
+func (w *waker) listenFor(key string) (wake chan struct{}, stop func()) {
+	if w == nil {
 		return nil, func() {}
 	}
 	channel := releaseChannel(key)
-	wake = c.waker.register(channel)
-	return wake, func() { c.waker.unregister(channel, wake) }
-}
-
-// waitForRelease waits up to delay for key to be released, or for ctx to
-// end, and reports whether ctx is still live. A waiter that registered with
-// the waker before its last attempt wakes on any release announced since;
-// freed, when not nil, is closed by a release of this client, and sent when
-// such a release took the waiter's attempt with it (see handoff).
-func (c *Client) waitForRelease(ctx context.Context, wake chan struct{}, freed, sent <-chan struct{}, delay time.Duration) bool {
-	t := getTimer(delay)
-	defer putTimer(t)
-	select {
-	case <-wake: // nil without a waker: never ready
-		return true
-	case <-freed:
-		return true
-	case <-sent:
-		return true
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	wake = w.register(channel)
+	return wake, func() { w.unregister(channel, wake) }
 }
 
 // sleep waits d or until ctx ends, and reports whether d passed.

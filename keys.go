@@ -1,0 +1,43 @@
+package redlock
+
+import "time"
+
+// The names the library uses on every node beside the lock keys, which are
+// the names given (plus Options.KeyPrefix), as redsync and node-redlock
+// write them.
+
+// markerKey is the restart marker every node keeps, without a TTL, while the
+// restart quarantine is on. It holds the node's TIME in microseconds when the
+// first acquisition found it missing, or "0" once MarkReady declared the node
+// ready. A node is recovering, and withholds its vote, while its clock is less
+// than Options.RecoveryDelay past the marker's time; a node without the marker
+// lost its data (or never served a lock) and starts recovering at the next
+// acquisition. The key is the same for every Options.KeyPrefix.
+const markerKey = "redlock:marker"
+
+// fencePrefix starts every fencing counter key; lock keys must not.
+const fencePrefix = "redlock:fence:"
+
+// fenceKey returns the name of the fencing counter kept on every node beside
+// the lock key key (the key on the wire, Options.KeyPrefix included):
+// "redlock:fence:" + key. It holds the last fencing token the node handed out
+// for key, as a decimal integer, and expires fenceTTL after the last
+// acquisition. Lock keys must not begin with "redlock:fence:".
+func fenceKey(key string) string { return fencePrefix + key }
+
+// fenceTTL is how long a lock key's fencing counter outlives the last
+// acquisition of that key; every acquisition renews it. A counter that
+// expired starts again from the node's clock in microseconds, which is
+// above every token it handed out as long as the node clocks are not off
+// by fenceTTL, so the TTL trades the memory idle keys hold against nothing
+// that matters in practice.
+const fenceTTL = 30 * 24 * time.Hour
+
+// releaseChannelPrefix followed by a lock key names the pub/sub channel on
+// which releases of the key are announced. The release script appends the
+// key, so that a release does not build the name.
+const releaseChannelPrefix = "redlock:released:"
+
+// releaseChannel is the pub/sub channel on which releases of key are
+// announced.
+func releaseChannel(key string) string { return releaseChannelPrefix + key }
