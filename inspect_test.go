@@ -14,85 +14,146 @@ func TestInspect(t *testing.T) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		opts := &redlock.Options{TTL: 2 * time.Second, RecoveryDelay: 5 * time.Second, NodeTimeout: 300 * time.Millisecond,
 			KeyPrefix: "app:"}
-		client := newClient(t, cluster, a, opts)
-		lock, err := client.TryAcquire(bg, "inspected")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lock.Release(bg)
-		waitForKey(t, cluster, "app:inspected", lock.Token())
-		states, err := client.Inspect(bg, "inspected")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(states) != 5 {
-			t.Fatalf("%d states for 5 nodes", len(states))
-		}
-		for i, s := range states {
-			if s.Node != cluster.Node(i).Addr() || s.Err != nil || s.Holder != lock.Token() ||
-				s.TTL <= 0 || s.TTL > 2*time.Second || s.Fence == 0 || s.Recovering || s.NoMarker {
-				t.Errorf("node %d: %+v", i, s)
-			}
-		}
-		agree := 0
-		for _, s := range states {
-			if s.Fence == lock.Fence() {
-				agree++
-			}
-		}
-		if agree < 3 {
-			t.Errorf("%d nodes have the lock's fence %d, want at least a quorum: %+v", agree, lock.Fence(), states)
-		}
+		t.Run("heldLock", func(t *testing.T) { inspectHeldLock(t, cluster, newClient(t, cluster, a, opts)) })
 
 		// A free key, a foreign key without expiry, a dead node and a
 		// node restarted without its data.
-		if _, err := cluster.Node(1).Do(bg, "SET", "app:foreign", "their-token"); err != nil {
-			t.Fatal(err)
-		}
-		if err := cluster.Node(4).Restart(bg); err != nil {
-			t.Fatal(err)
-		}
-		// A new client: connections from before the restart may fail once.
-		client = coldClient(t, cluster, a, opts)
-		if err := cluster.Node(3).Kill(); err != nil {
-			t.Fatal(err)
-		}
-		states, err = client.Inspect(bg, "foreign")
+		client := breakInspectedNodes(t, cluster, a, opts)
+		states, err := client.Inspect(bg, "foreign")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s := states[0]; s.Err != nil || s.Holder != "" || s.TTL != 0 || s.Fence != 0 || s.Recovering {
-			t.Errorf("free key: %+v", s)
-		}
-		if s := states[1]; s.Err != nil || s.Holder != "their-token" || s.TTL >= 0 {
-			t.Errorf("foreign key without expiry: %+v", s)
-		}
-		if s := states[3]; s.Err == nil {
-			t.Errorf("dead node: %+v", s)
-		}
-		if s := states[4]; s.Err != nil || !s.NoMarker || !s.Recovering || s.RecoveringLeft != opts.RecoveryDelay {
-			t.Errorf("node restarted empty: %+v", s)
-		}
-		// Inspect changes nothing: the restarted node still has no marker.
-		if v := keyOn(t, cluster.Node(4), redlock.MarkerKey); v != "" {
-			t.Errorf("Inspect wrote the marker: %q", v)
-		}
-		// The first acquisition starts its quarantine (it may return before
-		// the node answered).
-		client.TryAcquire(bg, "other")
-		deadline := time.Now().Add(2 * time.Second)
-		for keyOn(t, cluster.Node(4), redlock.MarkerKey) == "" && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		states, _ = client.Inspect(bg, "other")
-		if s := states[4]; s.NoMarker || !s.Recovering || s.RecoveringLeft <= 0 || s.RecoveringLeft > opts.RecoveryDelay {
-			t.Errorf("node restarted empty, after an acquisition: %+v", s)
-		}
+		t.Run("freeKey", func(t *testing.T) { wantFreeKey(t, states[0]) })
+		t.Run("foreignKeyWithoutExpiry", func(t *testing.T) { wantForeignKeyWithoutExpiry(t, states[1]) })
+		t.Run("deadNode", func(t *testing.T) {
+			if s := states[3]; s.Err == nil {
+				t.Errorf("dead node: %+v", s)
+			}
+		})
+		t.Run("nodeRestartedEmpty", func(t *testing.T) { wantRestartedEmpty(t, cluster.Node(4), states[4], opts) })
+		t.Run("acquisitionStartsQuarantine", func(t *testing.T) { inspectQuarantineStarted(t, cluster.Node(4), client, opts) })
 
-		if _, err := client.Inspect(bg, ""); err == nil {
-			t.Error("empty key accepted")
-		}
+		t.Run("emptyKeyRefused", func(t *testing.T) {
+			if _, err := client.Inspect(bg, ""); err == nil {
+				t.Error("empty key accepted")
+			}
+		})
 	})
+}
+
+// inspectHeldLock acquires a lock through client and inspects it: every node
+// holds it, and a quorum has its fencing token as their counter.
+func inspectHeldLock(t *testing.T, cluster *redlocktest.Cluster, client *redlock.Client) {
+	lock, err := client.TryAcquire(bg, "inspected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	waitForKey(t, cluster, "app:inspected", lock.Token())
+	states, err := client.Inspect(bg, "inspected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 5 {
+		t.Fatalf("%d states for 5 nodes", len(states))
+	}
+	wantHeldOnEveryNode(t, cluster, states, lock)
+	wantQuorumAtFence(t, states, lock)
+}
+
+// wantHeldOnEveryNode fails the test unless every node of cluster, in
+// order, holds lock with a TTL of at most 2 s and a fencing counter, and has
+// its restart marker.
+func wantHeldOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, states []redlock.NodeState, lock *redlock.Lock) {
+	t.Helper()
+	for i, s := range states {
+		if s.Node != cluster.Node(i).Addr() || s.Err != nil || s.Holder != lock.Token() ||
+			s.TTL <= 0 || s.TTL > 2*time.Second || s.Fence == 0 || s.Recovering || s.NoMarker {
+			t.Errorf("node %d: %+v", i, s)
+		}
+	}
+}
+
+// wantQuorumAtFence fails the test unless at least 3 of the nodes have the
+// lock's fencing token as their counter.
+func wantQuorumAtFence(t *testing.T, states []redlock.NodeState, lock *redlock.Lock) {
+	t.Helper()
+	agree := 0
+	for _, s := range states {
+		if s.Fence == lock.Fence() {
+			agree++
+		}
+	}
+	if agree < 3 {
+		t.Errorf("%d nodes have the lock's fence %d, want at least a quorum: %+v", agree, lock.Fence(), states)
+	}
+}
+
+// breakInspectedNodes sets a key without expiry on node 1, restarts node 4
+// without its data and kills node 3. It returns a new client: connections
+// from before the restart may fail once.
+func breakInspectedNodes(t *testing.T, cluster *redlocktest.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
+	t.Helper()
+	if _, err := cluster.Node(1).Do(bg, "SET", "app:foreign", "their-token"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Node(4).Restart(bg); err != nil {
+		t.Fatal(err)
+	}
+	client := coldClient(t, cluster, a, opts)
+	if err := cluster.Node(3).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// wantFreeKey fails the test unless s is a node's state of a key nobody
+// holds.
+func wantFreeKey(t *testing.T, s redlock.NodeState) {
+	t.Helper()
+	if s.Err != nil || s.Holder != "" || s.TTL != 0 || s.Fence != 0 || s.Recovering {
+		t.Errorf("free key: %+v", s)
+	}
+}
+
+// wantForeignKeyWithoutExpiry fails the test unless s is a node's state of
+// a key set, without expiry, to "their-token".
+func wantForeignKeyWithoutExpiry(t *testing.T, s redlock.NodeState) {
+	t.Helper()
+	if s.Err != nil || s.Holder != "their-token" || s.TTL >= 0 {
+		t.Errorf("foreign key without expiry: %+v", s)
+	}
+}
+
+// wantRestartedEmpty fails the test unless s is the state of node n,
+// restarted without its data and not contacted since: it has no marker and
+// is recovering for the whole delay, and Inspect did not write its marker.
+func wantRestartedEmpty(t *testing.T, n *redlocktest.Node, s redlock.NodeState, opts *redlock.Options) {
+	t.Helper()
+	if s.Err != nil || !s.NoMarker || !s.Recovering || s.RecoveringLeft != opts.RecoveryDelay {
+		t.Errorf("node restarted empty: %+v", s)
+	}
+	// Inspect changes nothing: the restarted node still has no marker.
+	if v := keyOn(t, n, redlock.MarkerKey); v != "" {
+		t.Errorf("Inspect wrote the marker: %q", v)
+	}
+}
+
+// inspectQuarantineStarted acquires a lock through client and inspects node
+// n, restarted without its data: the acquisition wrote its marker and
+// started its quarantine.
+func inspectQuarantineStarted(t *testing.T, n *redlocktest.Node, client *redlock.Client, opts *redlock.Options) {
+	// The first acquisition starts its quarantine (it may return before
+	// the node answered).
+	client.TryAcquire(bg, "other")
+	deadline := time.Now().Add(2 * time.Second)
+	for keyOn(t, n, redlock.MarkerKey) == "" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	states, _ := client.Inspect(bg, "other")
+	if s := states[n.Index()]; s.NoMarker || !s.Recovering || s.RecoveringLeft <= 0 || s.RecoveringLeft > opts.RecoveryDelay {
+		t.Errorf("node restarted empty, after an acquisition: %+v", s)
+	}
 }
 
 // A restart marker that is not a number is the node's error in Inspect, as in
@@ -105,6 +166,31 @@ func TestInspect_markerNotANumber(t *testing.T) {
 	}
 	opts := &redlock.Options{TTL: 2 * time.Second, RecoveryDelay: 5 * time.Second, NodeTimeout: 300 * time.Millisecond}
 	client := coldClient(t, cluster, adapters[0], opts)
+	t.Run("nodeError", func(t *testing.T) { inspectAndAcquireOverBadMarker(t, client) })
+	t.Run("quarantineOff", func(t *testing.T) {
+		off := *opts
+		off.DisableQuarantine = true
+		states, err := coldClient(t, cluster, adapters[1], &off).Inspect(bg, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantVotingNode(t, states[0], "marker not a number, quarantine off")
+	})
+	t.Run("replacedByMarkReady", func(t *testing.T) {
+		if err := client.MarkReady(bg); err != nil {
+			t.Fatal(err)
+		}
+		if v := keyOn(t, node, redlock.MarkerKey); v != "0" {
+			t.Errorf("marker %q after MarkReady, want 0", v)
+		}
+		states, _ := client.Inspect(bg, "k")
+		wantVotingNode(t, states[0], "after MarkReady")
+	})
+}
+
+// inspectAndAcquireOverBadMarker inspects a node whose restart marker is not
+// a number, and tries to acquire a lock on it: both report the node's error.
+func inspectAndAcquireOverBadMarker(t *testing.T, client *redlock.Client) {
 	states, err := client.Inspect(bg, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -116,25 +202,13 @@ func TestInspect_markerNotANumber(t *testing.T) {
 	if _, err := client.TryAcquire(bg, "k"); err == nil || !strings.Contains(err.Error(), "is not a time in microseconds") {
 		t.Errorf("acquire with a marker not a number: %v", err)
 	}
+}
 
-	off := *opts
-	off.DisableQuarantine = true
-	states, err = coldClient(t, cluster, adapters[1], &off).Inspect(bg, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := states[0]; s.Err != nil || s.Recovering || s.RecoveringLeft != 0 || s.NoMarker {
-		t.Errorf("marker not a number, quarantine off: %+v", s)
-	}
-
-	if err := client.MarkReady(bg); err != nil {
-		t.Fatal(err)
-	}
-	if v := keyOn(t, node, redlock.MarkerKey); v != "0" {
-		t.Errorf("marker %q after MarkReady, want 0", v)
-	}
-	states, _ = client.Inspect(bg, "k")
-	if s := states[0]; s.Err != nil || s.Recovering || s.RecoveringLeft != 0 || s.NoMarker {
-		t.Errorf("after MarkReady: %+v", s)
+// wantVotingNode fails the test unless s is the state of a node that
+// answered and votes: not recovering, with a marker.
+func wantVotingNode(t *testing.T, s redlock.NodeState, when string) {
+	t.Helper()
+	if s.Err != nil || s.Recovering || s.RecoveringLeft != 0 || s.NoMarker {
+		t.Errorf("%s: %+v", when, s)
 	}
 }
