@@ -93,80 +93,107 @@ func TestQuarantine_freshNodesRecover(t *testing.T) {
 // description: client 1 holds A, B and C; C restarts without its data; client
 // 2 asks C, D and E. Without the quarantine both hold the lock at once.
 func TestQuarantine_restartWithoutData(t *testing.T) {
-	for _, quarantine := range []bool{true, false} {
-		name := "quarantine"
-		if !quarantine {
-			name = "noQuarantine"
+	t.Run("quarantine", func(t *testing.T) {
+		r := restartUnderHeldLock(t, true)
+		wantRestartedNodeRefuses(t, r)
+		acquireOnceRecovered(t, r)
+	})
+	t.Run("noQuarantine", func(t *testing.T) {
+		r := restartUnderHeldLock(t, false)
+		if r.err != nil {
+			t.Fatalf("without the quarantine the restarted node should grant a second lock: %v", r.err)
 		}
-		t.Run(name, func(t *testing.T) {
-			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
-			opts := &redlock.Options{TTL: 3 * time.Second, RecoveryDelay: 3 * time.Second,
-				NodeTimeout: 300 * time.Millisecond, DisableQuarantine: !quarantine}
-			client1 := newClient(t, cluster, adapters[0], opts)
-			lock1, err := client1.TryAcquire(bg, "seed")
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Client 1 holds A, B, C: its lock never reached D and E.
-			waitForKey(t, cluster, "seed", lock1.Token())
-			for _, i := range []int{3, 4} {
-				if _, err := cluster.Node(i).Do(bg, "DEL", "seed"); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// C crashes and restarts empty.
-			if err := cluster.Node(2).Restart(bg); err != nil {
-				t.Fatal(err)
-			}
-			client2 := coldClient(t, cluster, adapters[1], opts)
-			lock2, err := client2.TryAcquire(bg, "seed")
-			if lock1.Err() != nil {
-				t.Fatalf("the first lock ended before the second client tried (machine too slow?): %v", lock1.Err())
-			}
-			if !quarantine {
-				if err != nil {
-					t.Fatalf("without the quarantine the restarted node should grant a second lock: %v", err)
-				}
-				defer lock2.Release(bg)
-				if lock1.Err() != nil || lock2.Err() != nil || !time.Now().Before(lock1.Until()) {
-					t.Fatalf("double grant not shown: lock 1 %v, lock 2 %v", lock1.Err(), lock2.Err())
-				}
-				t.Logf("two holders at once, as expected without the quarantine: fences %d and %d", lock1.Fence(), lock2.Fence())
-				return
-			}
-			if err == nil {
-				lock2.Release(bg)
-				t.Fatal("double grant: the restarted node voted while the first lock was valid")
-			}
-			qe := quorumError(t, err)
-			want := []redlock.Outcome{redlock.OutcomeHeld, redlock.OutcomeHeld, redlock.OutcomeRecovering}
-			for i, o := range want {
-				if qe.Nodes[i].Outcome != o {
-					t.Errorf("node %d: %s, want %s (%v)", i, qe.Nodes[i].Outcome, o, err)
-				}
-			}
-			if qe.OK > 2 {
-				t.Errorf("granted on %d nodes", qe.OK)
-			}
-			// Once the first lock is gone and the delay has passed, C votes.
-			lock1.Release(bg)
-			time.Sleep(qe.Nodes[2].RecoveringLeft + 50*time.Millisecond)
-			lock3, err := client2.Acquire(bg, "seed", redlock.WithRetry(redlock.LimitAttempts(redlock.DefaultRetry, 5)))
-			if err != nil {
-				t.Fatalf("after the recovery delay: %v", err)
-			}
-			defer lock3.Release(bg)
-			if lock3.Fence() <= lock1.Fence() {
-				t.Errorf("fence %d after %d", lock3.Fence(), lock1.Fence())
-			}
-			deadline := time.Now().Add(time.Second)
-			for keyOn(t, cluster.Node(2), "seed") != lock3.Token() && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if keyOn(t, cluster.Node(2), "seed") != lock3.Token() {
-				t.Error("the restarted node did not vote after its recovery delay")
-			}
-		})
+		defer r.lock2.Release(bg)
+		if r.lock1.Err() != nil || r.lock2.Err() != nil || !time.Now().Before(r.lock1.Until()) {
+			t.Fatalf("double grant not shown: lock 1 %v, lock 2 %v", r.lock1.Err(), r.lock2.Err())
+		}
+		t.Logf("two holders at once, as expected without the quarantine: fences %d and %d", r.lock1.Fence(), r.lock2.Fence())
+	})
+}
+
+// restartedUnderLock is the counter-example once client 2 tried to take the
+// lock client 1 holds.
+type restartedUnderLock struct {
+	cluster *redlocktest.Cluster
+	lock1   *redlock.Lock // client 1's lock, on nodes A, B and C
+	client2 *redlock.Client
+	lock2   *redlock.Lock // client 2's lock, if it was granted
+	err     error         // why client 2's lock was not granted
+}
+
+// restartUnderHeldLock lets client 1 take the lock on A, B and C, restarts C
+// without its data, and lets client 2 try the lock. It fails the test if
+// client 1's lock ended before client 2 tried.
+func restartUnderHeldLock(t *testing.T, quarantine bool) restartedUnderLock {
+	t.Helper()
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
+	opts := &redlock.Options{TTL: 3 * time.Second, RecoveryDelay: 3 * time.Second,
+		NodeTimeout: 300 * time.Millisecond, DisableQuarantine: !quarantine}
+	client1 := newClient(t, cluster, adapters[0], opts)
+	lock1, err := client1.TryAcquire(bg, "seed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Client 1 holds A, B, C: its lock never reached D and E.
+	waitForKey(t, cluster, "seed", lock1.Token())
+	for _, i := range []int{3, 4} {
+		if _, err := cluster.Node(i).Do(bg, "DEL", "seed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// C crashes and restarts empty.
+	if err := cluster.Node(2).Restart(bg); err != nil {
+		t.Fatal(err)
+	}
+	client2 := coldClient(t, cluster, adapters[1], opts)
+	lock2, err := client2.TryAcquire(bg, "seed")
+	if lock1.Err() != nil {
+		t.Fatalf("the first lock ended before the second client tried (machine too slow?): %v", lock1.Err())
+	}
+	return restartedUnderLock{cluster: cluster, lock1: lock1, client2: client2, lock2: lock2, err: err}
+}
+
+// wantRestartedNodeRefuses fails the test unless client 2's lock was refused:
+// A and B are held by client 1, and C is recovering.
+func wantRestartedNodeRefuses(t *testing.T, r restartedUnderLock) {
+	t.Helper()
+	if r.err == nil {
+		r.lock2.Release(bg)
+		t.Fatal("double grant: the restarted node voted while the first lock was valid")
+	}
+	qe := quorumError(t, r.err)
+	want := []redlock.Outcome{redlock.OutcomeHeld, redlock.OutcomeHeld, redlock.OutcomeRecovering}
+	for i, o := range want {
+		if qe.Nodes[i].Outcome != o {
+			t.Errorf("node %d: %s, want %s (%v)", i, qe.Nodes[i].Outcome, o, r.err)
+		}
+	}
+	if qe.OK > 2 {
+		t.Errorf("granted on %d nodes", qe.OK)
+	}
+}
+
+// acquireOnceRecovered releases client 1's lock, waits out C's recovery
+// delay, and fails the test unless client 2 then takes the lock, with C's
+// vote and a greater fencing token.
+func acquireOnceRecovered(t *testing.T, r restartedUnderLock) {
+	// Once the first lock is gone and the delay has passed, C votes.
+	r.lock1.Release(bg)
+	time.Sleep(quorumError(t, r.err).Nodes[2].RecoveringLeft + 50*time.Millisecond)
+	lock3, err := r.client2.Acquire(bg, "seed", redlock.WithRetry(redlock.LimitAttempts(redlock.DefaultRetry, 5)))
+	if err != nil {
+		t.Fatalf("after the recovery delay: %v", err)
+	}
+	defer lock3.Release(bg)
+	if lock3.Fence() <= r.lock1.Fence() {
+		t.Errorf("fence %d after %d", lock3.Fence(), r.lock1.Fence())
+	}
+	deadline := time.Now().Add(time.Second)
+	for keyOn(t, r.cluster.Node(2), "seed") != lock3.Token() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if keyOn(t, r.cluster.Node(2), "seed") != lock3.Token() {
+		t.Error("the restarted node did not vote after its recovery delay")
 	}
 }
 
