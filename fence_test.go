@@ -173,35 +173,11 @@ func TestFence_afterAllNodesLoseData(t *testing.T) {
 			opts := fast()
 			opts.DisableQuarantine = !quarantine
 			client := newClient(t, cluster, adapters[0], opts)
-			var last uint64
-			for range 3 {
-				lock, err := client.TryAcquire(bg, "wiped")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if lock.Fence() <= last {
-					t.Fatalf("fence %d after %d", lock.Fence(), last)
-				}
-				last = lock.Fence()
-				lock.Release(bg)
-			}
+			last := acquireIncreasingFences(t, client, "wiped", 3)
 			before := uint64(time.Now().UnixMicro())
-			for _, n := range cluster.Nodes() {
-				if err := n.Restart(bg); err != nil {
-					t.Fatal(err)
-				}
-				if v := keyOn(t, n, redlock.FenceKey("wiped")); v != "" {
-					t.Fatalf("node %d kept its counter across a restart without persistence: %q", n.Index(), v)
-				}
-			}
+			restartAllEmpty(t, cluster, "wiped")
 			if quarantine {
-				_, err := client.TryAcquire(bg, "wiped")
-				if !errors.Is(err, redlock.ErrNotAcquired) {
-					t.Fatalf("every node restarted empty: err = %v, want ErrNotAcquired", err)
-				}
-				if n := countOutcomes(quorumError(t, err))[redlock.OutcomeRecovering]; n < 2 {
-					t.Fatalf("%d nodes recovering, want at least 2: %v", n, err)
-				}
+				wantAllRecovering(t, client, "wiped")
 				if err := client.MarkReady(bg); err != nil {
 					t.Fatal(err)
 				}
@@ -222,135 +198,218 @@ func TestFence_afterAllNodesLoseData(t *testing.T) {
 	}
 }
 
+// acquireIncreasingFences acquires and releases key n times, fails the test
+// unless each fencing token is above the one before, and returns the last.
+func acquireIncreasingFences(t *testing.T, client *redlock.Client, key string, n int) uint64 {
+	t.Helper()
+	var last uint64
+	for range n {
+		lock, err := client.TryAcquire(bg, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lock.Fence() <= last {
+			t.Fatalf("fence %d after %d", lock.Fence(), last)
+		}
+		last = lock.Fence()
+		lock.Release(bg)
+	}
+	return last
+}
+
+// restartAllEmpty restarts every node of cluster, and fails the test unless
+// each lost the fencing counter of key.
+func restartAllEmpty(t *testing.T, cluster *redlocktest.Cluster, key string) {
+	t.Helper()
+	for _, n := range cluster.Nodes() {
+		if err := n.Restart(bg); err != nil {
+			t.Fatal(err)
+		}
+		if v := keyOn(t, n, redlock.FenceKey(key)); v != "" {
+			t.Fatalf("node %d kept its counter across a restart without persistence: %q", n.Index(), v)
+		}
+	}
+}
+
+// wantAllRecovering fails the test unless an acquisition of key is refused
+// because at least 2 of the nodes are recovering.
+func wantAllRecovering(t *testing.T, client *redlock.Client, key string) {
+	t.Helper()
+	_, err := client.TryAcquire(bg, key)
+	if !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("every node restarted empty: err = %v, want ErrNotAcquired", err)
+	}
+	if n := countOutcomes(quorumError(t, err))[redlock.OutcomeRecovering]; n < 2 {
+		t.Fatalf("%d nodes recovering, want at least 2: %v", n, err)
+	}
+}
+
 func TestFence_raisesLaggards(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 	client, conns := countingClient(t, cluster, fast())
-	const key = "laggard"
-	acquire := func(step string) *redlock.Lock {
-		t.Helper()
-		lock, err := client.TryAcquire(bg, key)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		return lock
-	}
-	release := func(lock *redlock.Lock) {
-		t.Helper()
-		if err := lock.Release(bg); err != nil {
-			t.Fatal(err)
-		}
-		quiet(conns) // the last nodes' releases are not waited for
-	}
-	setOn := func(value string, nodes ...int) {
-		t.Helper()
-		for _, i := range nodes {
-			var err error
-			if value == "" {
-				_, err = cluster.Node(i).Do(bg, "DEL", key)
-			} else {
-				_, err = cluster.Node(i).Do(bg, "SET", key, value, "PX", "60000")
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	wantCounters := func(step string, want uint64, nodes ...int) {
-		t.Helper()
-		for _, i := range nodes {
-			if got := counterOn(t, cluster.Node(i), key); got != want {
-				t.Errorf("%s: node %d counter %d, want %d", step, i, got, want)
-			}
-		}
-	}
-	wantRequests := func(step string, got []int64, want ...int64) {
-		t.Helper()
-		for i := range got {
-			if got[i] != want[i] {
-				t.Errorf("%s: node %d got %d requests, want %d", step, i, got[i], want[i])
-			}
-		}
-	}
+	f := &laggards{cluster: cluster, client: client, conns: conns}
 
 	// A new key: every node starts its counter from the caller's clock, so
 	// they agree at once and the acquisition costs one request per node.
 	now := uint64(time.Now().UnixMicro())
 	before := snapshot(conns)
-	first := acquire("new key")
-	wantRequests("new key", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
+	first := f.acquire(t, "new key")
+	wantRequestsPerNode(t, "new key", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
 	if first.Fence() < now {
 		t.Errorf("first fence %d, want at least the caller's clock %d µs", first.Fence(), now)
 	}
-	release(first)
-	wantCounters("new key", first.Fence(), 0, 1, 2, 3, 4)
+	f.release(t, first)
+	f.wantCounters(t, "new key", first.Fence(), 0, 1, 2, 3, 4)
 
 	// Nodes that missed an acquisition catch up with the next one.
-	setOn("someone-else", 3, 4)
-	missed := acquire("nodes 3 and 4 held by someone else")
-	release(missed)
-	setOn("", 3, 4)
-	wantCounters("3 and 4 missed one", first.Fence(), 3, 4)
+	f.setOn(t, "someone-else", 3, 4)
+	missed := f.acquire(t, "nodes 3 and 4 held by someone else")
+	f.release(t, missed)
+	f.setOn(t, "", 3, 4)
+	f.wantCounters(t, "3 and 4 missed one", first.Fence(), 3, 4)
 	before = snapshot(conns)
-	caught := acquire("catching up")
-	wantRequests("catching up", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
-	release(caught)
+	caught := f.acquire(t, "catching up")
+	wantRequestsPerNode(t, "catching up", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
+	f.release(t, caught)
 	if caught.Fence() <= missed.Fence() || missed.Fence() <= first.Fence() {
 		t.Errorf("fences %d, %d, %d: not increasing", first.Fence(), missed.Fence(), caught.Fence())
 	}
-	wantCounters("caught up", caught.Fence(), 0, 1, 2, 3, 4)
+	f.wantCounters(t, "caught up", caught.Fence(), 0, 1, 2, 3, 4)
 
 	// Counters ahead of this client's clock, as a client whose clock runs
 	// an hour fast leaves them: they grow by one per acquisition.
 	base := uint64(time.Now().Add(time.Hour).UnixMicro())
-	for _, n := range cluster.Nodes() {
-		if _, err := n.Do(bg, "SET", redlock.FenceKey(key), strconv.FormatUint(base, 10)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.setCounters(t, base)
 	before = snapshot(conns)
-	agreed := acquire("agreeing nodes")
-	wantRequests("agreeing nodes", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
+	agreed := f.acquire(t, "agreeing nodes")
+	wantRequestsPerNode(t, "agreeing nodes", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
 	if agreed.Fence() != base+1 {
 		t.Errorf("fence %d, want %d", agreed.Fence(), base+1)
 	}
-	release(agreed)
+	f.release(t, agreed)
 
 	// Nodes 3 and 4 miss three acquisitions: the granting nodes still
 	// agree, so nothing is raised.
-	setOn("someone-else", 3, 4)
+	f.setOn(t, "someone-else", 3, 4)
 	for range 3 {
 		before = snapshot(conns)
-		lock := acquire("nodes 3 and 4 held by someone else")
-		wantRequests("nodes 3 and 4 held", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
-		release(lock)
+		lock := f.acquire(t, "nodes 3 and 4 held by someone else")
+		wantRequestsPerNode(t, "nodes 3 and 4 held", requestsSince(t, conns, before, 5), 1, 1, 1, 1, 1)
+		f.release(t, lock)
 	}
-	wantCounters("after 3 and 4 missed three", base+4, 0, 1, 2)
-	wantCounters("after 3 and 4 missed three", base+1, 3, 4)
-	setOn("", 3, 4)
+	f.wantCounters(t, "after 3 and 4 missed three", base+4, 0, 1, 2)
+	f.wantCounters(t, "after 3 and 4 missed three", base+1, 3, 4)
+	f.setOn(t, "", 3, 4)
 
 	// Q1 = {2, 3, 4}: node 2 is ahead, and the others are raised to it.
-	setOn("someone-else", 0, 1)
+	f.setOn(t, "someone-else", 0, 1)
 	before = snapshot(conns)
-	q1 := acquire("quorum 2, 3, 4")
-	wantRequests("raise", requestsSince(t, conns, before, 9), 2, 2, 1, 2, 2)
+	q1 := f.acquire(t, "quorum 2, 3, 4")
+	wantRequestsPerNode(t, "raise", requestsSince(t, conns, before, 9), 2, 2, 1, 2, 2)
 	if q1.Fence() != base+5 {
 		t.Errorf("fence %d, want the largest counter plus one, %d", q1.Fence(), base+5)
 	}
-	wantCounters("after the raise", base+5, 0, 1, 2, 3, 4)
-	release(q1)
-	setOn("", 0, 1)
+	f.wantCounters(t, "after the raise", base+5, 0, 1, 2, 3, 4)
+	f.release(t, q1)
+	f.setOn(t, "", 0, 1)
 
 	// Q2 = {0, 1, 3, 4} meets Q1 only in raised nodes: without the raise
 	// its largest counter would be base+4+1, q1's fence again.
-	setOn("someone-else", 2)
-	q2 := acquire("quorum 0, 1, 3, 4")
+	f.setOn(t, "someone-else", 2)
+	q2 := f.acquire(t, "quorum 0, 1, 3, 4")
 	if q2.Fence() <= q1.Fence() {
 		t.Errorf("fence %d after %d: the next quorum did not see the raised counters", q2.Fence(), q1.Fence())
 	}
-	release(q2)
+	f.release(t, q2)
 
 	// The counter expires FenceTTL after its last use.
-	pttl, err := cluster.Node(0).Do(bg, "PTTL", redlock.FenceKey(key))
+	f.wantCounterTTL(t, 0)
+}
+
+// laggards is TestFence_raisesLaggards' cluster and client, whose requests
+// are counted per node, and the steps and checks it takes on its one key.
+type laggards struct {
+	cluster *redlocktest.Cluster
+	client  *redlock.Client
+	conns   []*countingConn
+}
+
+// laggardKey is the lock TestFence_raisesLaggards takes.
+const laggardKey = "laggard"
+
+// acquire takes the lock, or fails the test with step.
+func (f *laggards) acquire(t *testing.T, step string) *redlock.Lock {
+	t.Helper()
+	lock, err := f.client.TryAcquire(bg, laggardKey)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	return lock
+}
+
+// release releases lock and waits until the last nodes' releases arrived:
+// they are not waited for.
+func (f *laggards) release(t *testing.T, lock *redlock.Lock) {
+	t.Helper()
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	quiet(f.conns)
+}
+
+// setOn sets the lock key to value on nodes, for a minute, or deletes it
+// there if value is "".
+func (f *laggards) setOn(t *testing.T, value string, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		var err error
+		if value == "" {
+			_, err = f.cluster.Node(i).Do(bg, "DEL", laggardKey)
+		} else {
+			_, err = f.cluster.Node(i).Do(bg, "SET", laggardKey, value, "PX", "60000")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// setCounters sets the fencing counter to value on every node.
+func (f *laggards) setCounters(t *testing.T, value uint64) {
+	t.Helper()
+	for _, n := range f.cluster.Nodes() {
+		if _, err := n.Do(bg, "SET", redlock.FenceKey(laggardKey), strconv.FormatUint(value, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantCounters fails the test unless the fencing counter is want on nodes.
+func (f *laggards) wantCounters(t *testing.T, step string, want uint64, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		if got := counterOn(t, f.cluster.Node(i), laggardKey); got != want {
+			t.Errorf("%s: node %d counter %d, want %d", step, i, got, want)
+		}
+	}
+}
+
+// wantRequestsPerNode fails the test unless got[i], the requests node i
+// got, is want[i] for every node.
+func wantRequestsPerNode(t *testing.T, step string, got []int64, want ...int64) {
+	t.Helper()
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("%s: node %d got %d requests, want %d", step, i, got[i], want[i])
+		}
+	}
+}
+
+// wantCounterTTL fails the test unless the fencing counter on node i
+// expires about FenceTTL from now.
+func (f *laggards) wantCounterTTL(t *testing.T, i int) {
+	t.Helper()
+	pttl, err := f.cluster.Node(i).Do(bg, "PTTL", redlock.FenceKey(laggardKey))
 	if err != nil {
 		t.Fatal(err)
 	}
