@@ -54,64 +54,80 @@ func TestExtendToken_wrongOrExpiredToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("wrong token", func(t *testing.T) {
-		_, err := client.ExtendToken(bg, "k", "not-the-token", time.Second)
-		if !errors.Is(err, redlock.ErrLockLost) {
-			t.Fatalf("ExtendToken with a wrong token: %v, want ErrLockLost", err)
+	t.Run("wrong token", func(t *testing.T) { extendAndReleaseWrongToken(t, cluster, client, lock) })
+	t.Run("expired", func(t *testing.T) { extendAndReleaseExpired(t, client) })
+	t.Run("majority down", func(t *testing.T) { extendAndReleaseMajorityDown(t, cluster, client, lock) })
+	t.Run("bad input", func(t *testing.T) { extendAndReleaseBadInput(t, client) })
+}
+
+// extendAndReleaseWrongToken extends and releases lock's key with a token
+// that is not lock's: both are refused, and the lock is untouched.
+func extendAndReleaseWrongToken(t *testing.T, cluster *redlocktest.Cluster, client *redlock.Client, lock *redlock.Lock) {
+	_, err := client.ExtendToken(bg, "k", "not-the-token", time.Second)
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("ExtendToken with a wrong token: %v, want ErrLockLost", err)
+	}
+	if n := countOutcomes(quorumError(t, err))[redlock.OutcomeHeld]; n < 2 {
+		t.Errorf("%d nodes reported the key not held, want at least 2", n)
+	}
+	waitForKey(t, cluster, "k", lock.Token())
+	err = client.ReleaseToken(bg, "k", "not-the-token")
+	if !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("ReleaseToken with a wrong token: %v, want ErrNotHeld", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, "k"); v != lock.Token() {
+			t.Errorf("node %d holds %q, want the holder's token: a wrong token touched the lock", n.Index(), v)
 		}
-		if n := countOutcomes(quorumError(t, err))[redlock.OutcomeHeld]; n < 2 {
-			t.Errorf("%d nodes reported the key not held, want at least 2", n)
-		}
-		waitForKey(t, cluster, "k", lock.Token())
-		err = client.ReleaseToken(bg, "k", "not-the-token")
-		if !errors.Is(err, redlock.ErrNotHeld) {
-			t.Fatalf("ReleaseToken with a wrong token: %v, want ErrNotHeld", err)
-		}
-		for _, n := range cluster.Nodes() {
-			if v := keyOn(t, n, "k"); v != lock.Token() {
-				t.Errorf("node %d holds %q, want the holder's token: a wrong token touched the lock", n.Index(), v)
-			}
-		}
-	})
-	t.Run("expired", func(t *testing.T) {
-		short, err := client.TryAcquire(bg, "short", redlock.WithTTL(100*time.Millisecond))
-		if err != nil {
+	}
+}
+
+// extendAndReleaseExpired extends and releases a lock after it expired:
+// both are refused.
+func extendAndReleaseExpired(t *testing.T, client *redlock.Client) {
+	short, err := client.TryAcquire(bg, "short", redlock.WithTTL(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if _, err := client.ExtendToken(bg, "short", short.Token(), time.Second); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("ExtendToken after expiry: %v, want ErrLockLost", err)
+	}
+	if err := client.ReleaseToken(bg, "short", short.Token()); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("ReleaseToken after expiry: %v, want ErrNotHeld", err)
+	}
+}
+
+// extendAndReleaseMajorityDown kills 2 of the 3 nodes, then extends and
+// releases lock: the extension fails without saying the lock is lost.
+func extendAndReleaseMajorityDown(t *testing.T, cluster *redlocktest.Cluster, client *redlock.Client, lock *redlock.Lock) {
+	for _, i := range []int{0, 1} {
+		if err := cluster.Node(i).Kill(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(150 * time.Millisecond)
-		if _, err := client.ExtendToken(bg, "short", short.Token(), time.Second); !errors.Is(err, redlock.ErrLockLost) {
-			t.Fatalf("ExtendToken after expiry: %v, want ErrLockLost", err)
-		}
-		if err := client.ReleaseToken(bg, "short", short.Token()); !errors.Is(err, redlock.ErrNotHeld) {
-			t.Fatalf("ReleaseToken after expiry: %v, want ErrNotHeld", err)
-		}
-	})
-	t.Run("majority down", func(t *testing.T) {
-		for _, i := range []int{0, 1} {
-			if err := cluster.Node(i).Kill(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		_, err := client.ExtendToken(bg, "k", lock.Token(), time.Second)
-		if !errors.Is(err, redlock.ErrNotExtended) || errors.Is(err, redlock.ErrLockLost) {
-			t.Fatalf("ExtendToken with 2 of 3 nodes down: %v, want ErrNotExtended only", err)
-		}
-		// As Lock.Release: it returns once a quorum answered, so whether the
-		// live node's deletion counts depends on the order of the answers.
-		err = client.ReleaseToken(bg, "k", lock.Token())
-		if err != nil && !errors.Is(err, redlock.ErrNotReleased) {
-			t.Fatalf("ReleaseToken with 2 of 3 nodes down: %v, want nil or ErrNotReleased", err)
-		}
-	})
-	t.Run("bad input", func(t *testing.T) {
-		if _, err := client.ExtendToken(bg, "", "t", time.Second); !errors.Is(err, redlock.ErrInvalidKey) {
-			t.Errorf("empty key: %v", err)
-		}
-		if _, err := client.ExtendToken(bg, "k", "t", time.Microsecond); !errors.Is(err, redlock.ErrInvalidTTL) {
-			t.Errorf("1 µs TTL: %v", err)
-		}
-		if err := client.ReleaseToken(bg, "", "t"); !errors.Is(err, redlock.ErrInvalidKey) {
-			t.Errorf("empty key: %v", err)
-		}
-	})
+	}
+	_, err := client.ExtendToken(bg, "k", lock.Token(), time.Second)
+	if !errors.Is(err, redlock.ErrNotExtended) || errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("ExtendToken with 2 of 3 nodes down: %v, want ErrNotExtended only", err)
+	}
+	// As Lock.Release: it returns once a quorum answered, so whether the
+	// live node's deletion counts depends on the order of the answers.
+	err = client.ReleaseToken(bg, "k", lock.Token())
+	if err != nil && !errors.Is(err, redlock.ErrNotReleased) {
+		t.Fatalf("ReleaseToken with 2 of 3 nodes down: %v, want nil or ErrNotReleased", err)
+	}
+}
+
+// extendAndReleaseBadInput extends and releases with an empty key or a TTL
+// too short: each is refused.
+func extendAndReleaseBadInput(t *testing.T, client *redlock.Client) {
+	if _, err := client.ExtendToken(bg, "", "t", time.Second); !errors.Is(err, redlock.ErrInvalidKey) {
+		t.Errorf("empty key: %v", err)
+	}
+	if _, err := client.ExtendToken(bg, "k", "t", time.Microsecond); !errors.Is(err, redlock.ErrInvalidTTL) {
+		t.Errorf("1 µs TTL: %v", err)
+	}
+	if err := client.ReleaseToken(bg, "", "t"); !errors.Is(err, redlock.ErrInvalidKey) {
+		t.Errorf("empty key: %v", err)
+	}
 }
