@@ -21,15 +21,7 @@ func TestStore_pausedHolderIsRefused(t *testing.T) {
 	data := redlocktest.Start(t, redlocktest.Options{Nodes: 1, AppendFsyncAlways: true})
 	store := fence.New(adapters[0].conn(t, data.Node(0).Addr()), nil)
 
-	dial := func() *redlock.Client {
-		c, err := goredis.Dial(ctx, lockNodes.URLs(), &redlock.Options{NodeTimeout: 300 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	client1, client2 := dial(), dial()
+	client1, client2 := dialLockNodes(t, lockNodes), dialLockNodes(t, lockNodes)
 	// A new deployment: no lock can be outstanding.
 	if err := client1.MarkReady(ctx); err != nil {
 		t.Fatal(err)
@@ -63,13 +55,7 @@ func TestStore_pausedHolderIsRefused(t *testing.T) {
 
 	// Client 1 wakes up and, unaware, sends its late write.
 	err = store.Write(ctx, "orders:42", lock1.Fence(), "client 1: cancelled")
-	var stale *fence.StaleTokenError
-	if !errors.Is(err, fence.ErrStaleToken) || !errors.As(err, &stale) {
-		t.Fatalf("client 1's late write: %v, want ErrStaleToken", err)
-	}
-	if stale.Token != lock1.Fence() || stale.Last != lock2.Fence() {
-		t.Errorf("refusal names token %d and last %d, want %d and %d", stale.Token, stale.Last, lock1.Fence(), lock2.Fence())
-	}
+	wantLateWriteRefused(t, err, lock1.Fence(), lock2.Fence())
 	value, last, err := store.Read(ctx, "orders:42")
 	if err != nil {
 		t.Fatal(err)
@@ -79,5 +65,30 @@ func TestStore_pausedHolderIsRefused(t *testing.T) {
 	}
 	if !errors.Is(lock1.Err(), redlock.ErrLockLost) {
 		t.Errorf("client 1's lock reports %v, want ErrLockLost", lock1.Err())
+	}
+}
+
+// dialLockNodes returns a Client over every node of cluster, closed at the
+// end of the test.
+func dialLockNodes(t *testing.T, cluster *redlocktest.Cluster) *redlock.Client {
+	t.Helper()
+	c, err := goredis.Dial(t.Context(), cluster.URLs(), &redlock.Options{NodeTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// wantLateWriteRefused fails the test unless err refuses a write with token
+// because last was written.
+func wantLateWriteRefused(t *testing.T, err error, token, last uint64) {
+	t.Helper()
+	var stale *fence.StaleTokenError
+	if !errors.Is(err, fence.ErrStaleToken) || !errors.As(err, &stale) {
+		t.Fatalf("client 1's late write: %v, want ErrStaleToken", err)
+	}
+	if stale.Token != token || stale.Last != last {
+		t.Errorf("refusal names token %d and last %d, want %d and %d", stale.Token, stale.Last, token, last)
 	}
 }
