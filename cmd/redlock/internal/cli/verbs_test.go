@@ -12,90 +12,126 @@ import (
 
 func TestAcquireExtendRelease(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
-	var lock acquiredJSON
+	job := cliJob{cluster: cluster, nodes: nodes}
 	start := time.Now()
-	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "2s", "job").expect(t, exitOK, "acquire").decode(t, &lock)
-	if lock.Key != "job" || lock.Token == "" || lock.Fence == 0 || lock.TTLMs != 2000 {
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "2s", "job").expect(t, exitOK, "acquire").decode(t, &job.lock)
+	if lock := job.lock; lock.Key != "job" || lock.Token == "" || lock.Fence == 0 || lock.TTLMs != 2000 {
 		t.Fatalf("acquire printed %+v", lock)
 	}
 	// The deadline is counted from the attempt, which starts after the
 	// process does: between the call's start and its return plus the TTL.
-	deadline, err := time.Parse(time.RFC3339Nano, lock.Deadline)
+	deadline, err := time.Parse(time.RFC3339Nano, job.lock.Deadline)
 	if err != nil || deadline.Before(start) || deadline.After(time.Now().Add(2*time.Second)) {
-		t.Errorf("deadline %q (%v) outside [start, return+TTL]", lock.Deadline, err)
+		t.Errorf("deadline %q (%v) outside [start, return+TTL]", job.lock.Deadline, err)
 	}
 
-	t.Run("held", func(t *testing.T) {
-		r := cli(t, "acquire", "--nodes", nodes, "--json", "--wait", "0", "job").expect(t, exitConflict, "second acquire")
-		var f failureJSON
-		r.decode(t, &f)
-		if f.Reason != failConflict || len(f.Nodes) != 3 {
-			t.Errorf("failure %+v, want reason conflict and 3 nodes", f)
+	t.Run("held", job.secondAcquireConflicts)
+	t.Run("inspect", job.inspectShowsHolder)
+	t.Run("extend", job.extendMovesExpiry)
+	t.Run("wrong token", job.wrongTokenRefused)
+	t.Run("release", job.releaseFreesLock)
+}
+
+// cliJob is the lock "job" that TestAcquireExtendRelease took with
+// 'redlock acquire', and the cluster it is on.
+type cliJob struct {
+	cluster *redlocktest.Cluster
+	nodes   string // the --nodes value
+	lock    acquiredJSON
+}
+
+// secondAcquireConflicts checks that another 'redlock acquire' of the held
+// lock fails with a conflict.
+func (j cliJob) secondAcquireConflicts(t *testing.T) {
+	r := cli(t, "acquire", "--nodes", j.nodes, "--json", "--wait", "0", "job").expect(t, exitConflict, "second acquire")
+	var f failureJSON
+	r.decode(t, &f)
+	if f.Reason != failConflict || len(f.Nodes) != 3 {
+		t.Errorf("failure %+v, want reason conflict and 3 nodes", f)
+	}
+	if !strings.Contains(r.stderr, "held by another holder") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+// inspectShowsHolder checks that 'redlock inspect' shows the lock held on
+// every node, in JSON and in text.
+func (j cliJob) inspectShowsHolder(t *testing.T) {
+	var state inspectJSON
+	cli(t, "inspect", "--nodes", j.nodes, "--json", "job").expect(t, exitOK, "inspect").decode(t, &state)
+	if state.Holder != j.lock.Token || state.Quorum != 2 || len(state.Nodes) != 3 {
+		t.Fatalf("inspect: %+v", state)
+	}
+	wantNodesHold(t, state, j.lock)
+	text := cli(t, "inspect", "--nodes", j.nodes, "job").expect(t, exitOK, "inspect").stdout
+	if !strings.Contains(text, "held by "+j.lock.Token+" on 3 of 3 nodes") {
+		t.Errorf("inspect:\n%s", text)
+	}
+}
+
+// wantNodesHold fails the test unless every node in state holds lock, with a
+// counter no greater than its fencing token, and a quorum has that token as
+// its counter.
+func wantNodesHold(t *testing.T, state inspectJSON, lock acquiredJSON) {
+	t.Helper()
+	atFence := 0
+	for _, n := range state.Nodes {
+		if n.Holder != lock.Token || n.TTLMs <= 0 || n.TTLMs > 2000 || n.Fence == 0 || n.Fence > lock.Fence || n.Recovering {
+			t.Errorf("node %+v", n)
 		}
-		if !strings.Contains(r.stderr, "held by another holder") {
-			t.Errorf("stderr:\n%s", r.stderr)
+		if n.Fence == lock.Fence {
+			atFence++
 		}
-	})
-	t.Run("inspect", func(t *testing.T) {
-		var state inspectJSON
-		cli(t, "inspect", "--nodes", nodes, "--json", "job").expect(t, exitOK, "inspect").decode(t, &state)
-		if state.Holder != lock.Token || state.Quorum != 2 || len(state.Nodes) != 3 {
-			t.Fatalf("inspect: %+v", state)
+	}
+	if atFence < state.Quorum {
+		t.Errorf("%d nodes have the lock's fence %d as their counter, want a quorum", atFence, lock.Fence)
+	}
+}
+
+// extendMovesExpiry checks that 'redlock extend' to 8s moves the key's expiry
+// on every node.
+func (j cliJob) extendMovesExpiry(t *testing.T) {
+	var ext extendedJSON
+	cli(t, "extend", "--nodes", j.nodes, "--json", "--ttl", "8s", "job", j.lock.Token).expect(t, exitOK, "extend").decode(t, &ext)
+	if ext.ValidityMs < 7000 || ext.ValidityMs > 8000 {
+		t.Errorf("extend: %+v", ext)
+	}
+	for _, n := range j.cluster.Nodes() {
+		pttl, err := n.Do(context.Background(), "PTTL", "job")
+		if ms, _ := strconv.Atoi(pttl); err != nil || ms < 7000 {
+			t.Errorf("node %d: PTTL %s after extending to 8s (%v)", n.Index(), pttl, err)
 		}
-		atFence := 0
-		for _, n := range state.Nodes {
-			if n.Holder != lock.Token || n.TTLMs <= 0 || n.TTLMs > 2000 || n.Fence == 0 || n.Fence > lock.Fence || n.Recovering {
-				t.Errorf("node %+v", n)
-			}
-			if n.Fence == lock.Fence {
-				atFence++
-			}
-		}
-		if atFence < state.Quorum {
-			t.Errorf("%d nodes have the lock's fence %d as their counter, want a quorum", atFence, lock.Fence)
-		}
-		text := cli(t, "inspect", "--nodes", nodes, "job").expect(t, exitOK, "inspect").stdout
-		if !strings.Contains(text, "held by "+lock.Token+" on 3 of 3 nodes") {
-			t.Errorf("inspect:\n%s", text)
-		}
-	})
-	t.Run("extend", func(t *testing.T) {
-		var ext extendedJSON
-		cli(t, "extend", "--nodes", nodes, "--json", "--ttl", "8s", "job", lock.Token).expect(t, exitOK, "extend").decode(t, &ext)
-		if ext.ValidityMs < 7000 || ext.ValidityMs > 8000 {
-			t.Errorf("extend: %+v", ext)
-		}
-		for _, n := range cluster.Nodes() {
-			pttl, err := n.Do(context.Background(), "PTTL", "job")
-			if ms, _ := strconv.Atoi(pttl); err != nil || ms < 7000 {
-				t.Errorf("node %d: PTTL %s after extending to 8s (%v)", n.Index(), pttl, err)
-			}
-		}
-		text := cli(t, "extend", "--nodes", nodes, "job", lock.Token).expect(t, exitOK, "extend").stdout
-		if !strings.HasPrefix(text, "extended job until ") {
-			t.Errorf("extend printed %q", text)
-		}
-	})
-	t.Run("wrong token", func(t *testing.T) {
-		cli(t, "extend", "--nodes", nodes, "job", "someone-else").expect(t, exitLockLost, "extend with a wrong token")
-		cli(t, "release", "--nodes", nodes, "job", "someone-else").expect(t, exitLockLost, "release with a wrong token")
-		assertHeld(t, cluster, "job", lock.Token, "after a wrong token's extend and release")
-	})
-	t.Run("release", func(t *testing.T) {
-		r := cli(t, "release", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitOK, "release")
-		var rel releasedJSON
-		r.decode(t, &rel)
-		if !rel.Released {
-			t.Errorf("release: %+v", rel)
-		}
-		assertReleased(t, cluster, "job", "after release")
-		cli(t, "release", "--nodes", nodes, "job", lock.Token).expect(t, exitLockLost, "second release")
-		cli(t, "extend", "--nodes", nodes, "job", lock.Token).expect(t, exitLockLost, "extend after release")
-		text := cli(t, "inspect", "--nodes", nodes, "job").expect(t, exitOK, "inspect").stdout
-		if !strings.Contains(text, "not held") {
-			t.Errorf("inspect after release:\n%s", text)
-		}
-	})
+	}
+	text := cli(t, "extend", "--nodes", j.nodes, "job", j.lock.Token).expect(t, exitOK, "extend").stdout
+	if !strings.HasPrefix(text, "extended job until ") {
+		t.Errorf("extend printed %q", text)
+	}
+}
+
+// wrongTokenRefused checks that 'redlock extend' and 'redlock release' with
+// another token fail and leave the lock held.
+func (j cliJob) wrongTokenRefused(t *testing.T) {
+	cli(t, "extend", "--nodes", j.nodes, "job", "someone-else").expect(t, exitLockLost, "extend with a wrong token")
+	cli(t, "release", "--nodes", j.nodes, "job", "someone-else").expect(t, exitLockLost, "release with a wrong token")
+	assertHeld(t, j.cluster, "job", j.lock.Token, "after a wrong token's extend and release")
+}
+
+// releaseFreesLock checks that 'redlock release' frees the lock, and that
+// the token can then neither release nor extend it.
+func (j cliJob) releaseFreesLock(t *testing.T) {
+	r := cli(t, "release", "--nodes", j.nodes, "--json", "job", j.lock.Token).expect(t, exitOK, "release")
+	var rel releasedJSON
+	r.decode(t, &rel)
+	if !rel.Released {
+		t.Errorf("release: %+v", rel)
+	}
+	assertReleased(t, j.cluster, "job", "after release")
+	cli(t, "release", "--nodes", j.nodes, "job", j.lock.Token).expect(t, exitLockLost, "second release")
+	cli(t, "extend", "--nodes", j.nodes, "job", j.lock.Token).expect(t, exitLockLost, "extend after release")
+	text := cli(t, "inspect", "--nodes", j.nodes, "job").expect(t, exitOK, "inspect").stdout
+	if !strings.Contains(text, "not held") {
+		t.Errorf("inspect after release:\n%s", text)
+	}
 }
 
 func TestVerbs_majorityDown(t *testing.T) {
@@ -117,58 +153,76 @@ func TestVerbs_majorityDown(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
-	t.Run("healthy", func(t *testing.T) {
-		c := newFreshCluster(t, 3)
-		nodes := strings.Join(c.URLs(), ",")
-		cli(t, "init", "--nodes", nodes).expect(t, exitOK, "init")
-		r := cli(t, "doctor", "--nodes", nodes).expect(t, exitOK, "doctor")
-		for _, want := range []string{"NODE", c.Node(0).Addr(), "7.", "master", "noeviction", "OK: no finding makes locks unsafe"} {
-			if !strings.Contains(r.stdout, want) {
-				t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
-			}
+	t.Run("healthy", doctorHealthy)
+	t.Run("eviction", doctorEviction)
+	t.Run("duplicate", doctorDuplicate)
+	t.Run("majority unreachable", doctorMajorityUnreachable)
+}
+
+// doctorHealthy checks that 'redlock doctor' passes a new cluster after
+// 'redlock init', in text and in JSON.
+func doctorHealthy(t *testing.T) {
+	c := newFreshCluster(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "init")
+	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitOK, "doctor")
+	wantDoctorSays(t, r.stdout, "NODE", c.Node(0).Addr(), "7.", "master", "noeviction", "OK: no finding makes locks unsafe")
+	var report doctorJSON
+	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitOK, "doctor --json").decode(t, &report)
+	if report.Unsafe || report.Reachable != 3 || len(report.Nodes) != 3 {
+		t.Errorf("doctor --json: %+v", report)
+	}
+}
+
+// doctorEviction checks that 'redlock doctor' fails nodes that may evict
+// keys, and says how to fix them.
+func doctorEviction(t *testing.T) {
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Config: []string{"maxmemory-policy allkeys-lru"}})
+	r := cli(t, "doctor", "--nodes", strings.Join(c.URLs(), ",")).expect(t, exitFailure, "doctor")
+	wantDoctorSays(t, r.stdout, "critical", "eviction", "allkeys-lru", "remedy: set maxmemory-policy noeviction", "UNSAFE")
+}
+
+// doctorDuplicate checks that 'redlock doctor' fails a node given twice.
+func doctorDuplicate(t *testing.T) {
+	c := newFreshCluster(t, 3)
+	urls := c.URLs()
+	nodes := strings.Join(append(urls, urls[0]), ",")
+	r := cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitFailure, "doctor")
+	var report doctorJSON
+	r.decode(t, &report)
+	found := false
+	for _, f := range report.Findings {
+		found = found || (f.Check == "duplicate" && f.Severity == "critical")
+	}
+	if !found || !report.Unsafe {
+		t.Errorf("no critical duplicate finding: %+v", report)
+	}
+}
+
+// doctorMajorityUnreachable checks that 'redlock doctor' fails a cluster of
+// which only a minority answers.
+func doctorMajorityUnreachable(t *testing.T) {
+	c := newFreshCluster(t, 3)
+	for _, i := range []int{0, 1} {
+		if err := c.Node(i).Kill(); err != nil {
+			t.Fatal(err)
 		}
-		var report doctorJSON
-		cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitOK, "doctor --json").decode(t, &report)
-		if report.Unsafe || report.Reachable != 3 || len(report.Nodes) != 3 {
-			t.Errorf("doctor --json: %+v", report)
+	}
+	r := cli(t, "doctor", "--nodes", strings.Join(c.URLs(), ",")).expect(t, exitFailure, "doctor")
+	if !strings.Contains(r.stdout, "unreachable") || !strings.Contains(r.stdout, "1 of 3 nodes reachable") {
+		t.Errorf("doctor output:\n%s", r.stdout)
+	}
+}
+
+// wantDoctorSays fails the test unless the output of 'redlock doctor'
+// contains each of wants.
+func wantDoctorSays(t *testing.T, output string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(output, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, output)
 		}
-	})
-	t.Run("eviction", func(t *testing.T) {
-		c := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Config: []string{"maxmemory-policy allkeys-lru"}})
-		r := cli(t, "doctor", "--nodes", strings.Join(c.URLs(), ",")).expect(t, exitFailure, "doctor")
-		for _, want := range []string{"critical", "eviction", "allkeys-lru", "remedy: set maxmemory-policy noeviction", "UNSAFE"} {
-			if !strings.Contains(r.stdout, want) {
-				t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
-			}
-		}
-	})
-	t.Run("duplicate", func(t *testing.T) {
-		c := newFreshCluster(t, 3)
-		urls := c.URLs()
-		nodes := strings.Join(append(urls, urls[0]), ",")
-		r := cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitFailure, "doctor")
-		var report doctorJSON
-		r.decode(t, &report)
-		found := false
-		for _, f := range report.Findings {
-			found = found || (f.Check == "duplicate" && f.Severity == "critical")
-		}
-		if !found || !report.Unsafe {
-			t.Errorf("no critical duplicate finding: %+v", report)
-		}
-	})
-	t.Run("majority unreachable", func(t *testing.T) {
-		c := newFreshCluster(t, 3)
-		for _, i := range []int{0, 1} {
-			if err := c.Node(i).Kill(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r := cli(t, "doctor", "--nodes", strings.Join(c.URLs(), ",")).expect(t, exitFailure, "doctor")
-		if !strings.Contains(r.stdout, "unreachable") || !strings.Contains(r.stdout, "1 of 3 nodes reachable") {
-			t.Errorf("doctor output:\n%s", r.stdout)
-		}
-	})
+	}
 }
 
 func TestInit_refusesARestartedNode(t *testing.T) {
