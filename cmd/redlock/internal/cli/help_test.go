@@ -12,48 +12,7 @@ func TestHelp_statesEveryDefaultAndExitCode(t *testing.T) {
 		if !strings.Contains(main.stdout, "redlock "+c.name+" ") {
 			t.Errorf("redlock --help does not list %q", c.name)
 		}
-		t.Run(c.name, func(t *testing.T) {
-			help := cli(t, "help", c.name).expect(t, exitOK, "redlock help "+c.name).stdout
-			if flagHelp := cli(t, c.name, "--help").expect(t, exitOK, "redlock "+c.name+" --help").stdout; flagHelp != help {
-				t.Errorf("'redlock %s --help' differs from 'redlock help %s'", c.name, c.name)
-			}
-			fs := newFlagSet(c.name)
-			c.setup(fs)
-			n := 0
-			fs.VisitAll(func(f *flag.Flag) {
-				n++
-				i := strings.Index(help, "\n  --"+f.Name)
-				if i < 0 {
-					t.Errorf("flag --%s is not in the help", f.Name)
-					return
-				}
-				entry := help[i+1:]
-				if j := strings.Index(entry[1:], "\n  --"); j >= 0 {
-					entry = entry[:j+1]
-				}
-				entry = strings.Join(strings.Fields(entry), " ")
-				if want := "(default " + defaultText(f) + ")"; !strings.Contains(entry, want) {
-					t.Errorf("help of --%s does not state %q: %s", f.Name, want, entry)
-				}
-			})
-			if c.name != "demo" && !strings.Contains(help, "--nodes") {
-				t.Errorf("no --nodes flag")
-			}
-			if n == 0 {
-				t.Errorf("no flags")
-			}
-			exits := help[strings.Index(help, "\nExit codes:\n"):]
-			for _, e := range c.exits {
-				if !strings.Contains(exits, "  "+e.code+" ") {
-					t.Errorf("exit code %s is not documented", e.code)
-				}
-			}
-			for _, want := range []string{"64"} {
-				if !strings.Contains(exits, want) {
-					t.Errorf("exit code %s is not documented", want)
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { wantCommandHelp(t, c) })
 	}
 	// The codes the issue names must be distinct from each other.
 	seen := map[int]string{}
@@ -63,6 +22,59 @@ func TestHelp_statesEveryDefaultAndExitCode(t *testing.T) {
 			t.Errorf("exit codes %s and %s are both %d", name, other, c)
 		}
 		seen[c] = name
+	}
+}
+
+// wantCommandHelp fails the test unless 'redlock help' and --help print the
+// same help for c, which states the default of every flag and every exit
+// code.
+func wantCommandHelp(t *testing.T, c *command) {
+	help := cli(t, "help", c.name).expect(t, exitOK, "redlock help "+c.name).stdout
+	if flagHelp := cli(t, c.name, "--help").expect(t, exitOK, "redlock "+c.name+" --help").stdout; flagHelp != help {
+		t.Errorf("'redlock %s --help' differs from 'redlock help %s'", c.name, c.name)
+	}
+	fs := newFlagSet(c.name)
+	c.setup(fs)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		wantFlagDefault(t, help, f)
+	})
+	if c.name != "demo" && !strings.Contains(help, "--nodes") {
+		t.Errorf("no --nodes flag")
+	}
+	if n == 0 {
+		t.Errorf("no flags")
+	}
+	exits := help[strings.Index(help, "\nExit codes:\n"):]
+	for _, e := range c.exits {
+		if !strings.Contains(exits, "  "+e.code+" ") {
+			t.Errorf("exit code %s is not documented", e.code)
+		}
+	}
+	for _, want := range []string{"64"} {
+		if !strings.Contains(exits, want) {
+			t.Errorf("exit code %s is not documented", want)
+		}
+	}
+}
+
+// wantFlagDefault fails the test unless help has an entry for f that states
+// its default.
+func wantFlagDefault(t *testing.T, help string, f *flag.Flag) {
+	t.Helper()
+	i := strings.Index(help, "\n  --"+f.Name)
+	if i < 0 {
+		t.Errorf("flag --%s is not in the help", f.Name)
+		return
+	}
+	entry := help[i+1:]
+	if j := strings.Index(entry[1:], "\n  --"); j >= 0 {
+		entry = entry[:j+1]
+	}
+	entry = strings.Join(strings.Fields(entry), " ")
+	if want := "(default " + defaultText(f) + ")"; !strings.Contains(entry, want) {
+		t.Errorf("help of --%s does not state %q: %s", f.Name, want, entry)
 	}
 }
 
