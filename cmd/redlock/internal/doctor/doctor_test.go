@@ -122,30 +122,9 @@ func TestAudit_healthy(t *testing.T) {
 		}
 		runIDs := map[string]bool{}
 		for i, n := range r.Nodes {
-			if !n.Reachable || n.Err != nil {
-				t.Errorf("node %d: Reachable %v, Err %v", i, n.Reachable, n.Err)
-			}
-			if !strings.HasSuffix(n.Node, ":"+strconv.Itoa(cluster.Node(i).Port())) {
-				t.Errorf("node %d is %q, want %s", i, n.Node, cluster.Node(i).Addr())
-			}
-			if !strings.HasPrefix(n.Version, "7.") || len(n.RunID) != 40 || n.Role != "master" {
-				t.Errorf("node %d: Version %q, RunID %q, Role %q", i, n.Version, n.RunID, n.Role)
-			}
+			wantReachableMaster(t, cluster.Node(i), n)
+			wantDefaultsAndLoopbackTiming(t, i, n)
 			runIDs[n.RunID] = true
-			// redlocktest.s defaults: no persistence at all, no eviction.
-			if n.AppendOnly != "no" || n.AppendFsync != "everysec" || n.Save != "none" || n.MaxMemoryPolicy != "noeviction" {
-				t.Errorf("node %d: appendonly %q, appendfsync %q, save %q, maxmemory-policy %q",
-					i, n.AppendOnly, n.AppendFsync, n.Save, n.MaxMemoryPolicy)
-			}
-			if n.RTT <= 0 || n.RTT > time.Second || n.Uptime > time.Hour {
-				t.Errorf("node %d: RTT %s, Uptime %s", i, n.RTT, n.Uptime)
-			}
-			// Same host, same clock: the server read its clock between our
-			// two readings, so the offset is within half the round trip
-			// (plus TIME's microsecond truncation).
-			if !n.ClockKnown || n.ClockOffset.Abs() > n.RTT/2+time.Microsecond {
-				t.Errorf("node %d: clock offset %s (known %v) beyond RTT/2 = %s on loopback", i, n.ClockOffset, n.ClockKnown, n.RTT/2)
-			}
 			wantNoFinding(t, r, n.Node, "eviction")
 			wantNoFinding(t, r, n.Node, "clock")
 			wantNoFinding(t, r, n.Node, "config")
@@ -157,6 +136,43 @@ func TestAudit_healthy(t *testing.T) {
 		wantNoFinding(t, r, "", "duplicate")
 		wantNoFinding(t, r, "", "quorum")
 	})
+}
+
+// wantReachableMaster fails the test unless n is the audit of node, which
+// answered: a Redis 7 master.
+func wantReachableMaster(t *testing.T, node *redlocktest.Node, n doctor.Node) {
+	t.Helper()
+	i := node.Index()
+	if !n.Reachable || n.Err != nil {
+		t.Errorf("node %d: Reachable %v, Err %v", i, n.Reachable, n.Err)
+	}
+	if !strings.HasSuffix(n.Node, ":"+strconv.Itoa(node.Port())) {
+		t.Errorf("node %d is %q, want %s", i, n.Node, node.Addr())
+	}
+	if !strings.HasPrefix(n.Version, "7.") || len(n.RunID) != 40 || n.Role != "master" {
+		t.Errorf("node %d: Version %q, RunID %q, Role %q", i, n.Version, n.RunID, n.Role)
+	}
+}
+
+// wantDefaultsAndLoopbackTiming fails the test unless n, the audit of node
+// i, shows redlocktest's settings, a round trip under a second and a clock
+// that agrees with this host's.
+func wantDefaultsAndLoopbackTiming(t *testing.T, i int, n doctor.Node) {
+	t.Helper()
+	// redlocktest.s defaults: no persistence at all, no eviction.
+	if n.AppendOnly != "no" || n.AppendFsync != "everysec" || n.Save != "none" || n.MaxMemoryPolicy != "noeviction" {
+		t.Errorf("node %d: appendonly %q, appendfsync %q, save %q, maxmemory-policy %q",
+			i, n.AppendOnly, n.AppendFsync, n.Save, n.MaxMemoryPolicy)
+	}
+	if n.RTT <= 0 || n.RTT > time.Second || n.Uptime > time.Hour {
+		t.Errorf("node %d: RTT %s, Uptime %s", i, n.RTT, n.Uptime)
+	}
+	// Same host, same clock: the server read its clock between our
+	// two readings, so the offset is within half the round trip
+	// (plus TIME's microsecond truncation).
+	if !n.ClockKnown || n.ClockOffset.Abs() > n.RTT/2+time.Microsecond {
+		t.Errorf("node %d: clock offset %s (known %v) beyond RTT/2 = %s on loopback", i, n.ClockOffset, n.ClockKnown, n.RTT/2)
+	}
 }
 
 func TestAudit_persistence(t *testing.T) {
