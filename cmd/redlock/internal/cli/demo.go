@@ -370,13 +370,13 @@ func (c *demoConfig) worker(ctx context.Context, id int, client *redlock.Client,
 // watch injects the faults on schedule, and shows each node's view of the
 // lock.
 func (c *demoConfig) watch(ctx context.Context, monitor *redlock.Client, nodes demoNodes, stats *demoStats, store *demoStore, out *demoOut) {
-	killAt := out.start.Add(c.duration / 2)
-	restartAt := out.start.Add(c.duration * 3 / 5)
-	killed, restarted := false, false
-	recovering := make([]bool, demoNodeCount)
+	w := &demoWatch{
+		killAt:     out.start.Add(c.duration / 2),
+		restartAt:  out.start.Add(c.duration * 3 / 5),
+		recovering: make([]bool, demoNodeCount),
+	}
 	tick := time.NewTicker(demoTick)
 	defer tick.Stop()
-	lastLog := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -384,43 +384,81 @@ func (c *demoConfig) watch(ctx context.Context, monitor *redlock.Client, nodes d
 		case <-tick.C:
 		}
 		now := time.Now()
-		if c.faults && !killed && now.After(killAt) {
-			killed = true
-			for _, i := range []int{3, 4} {
-				if err := nodes.Kill(i); err != nil {
-					out.event("killing node %d: %v", i+1, err)
-				}
-			}
-			out.event("killed nodes 4 and 5: 3 of 5 left, still a majority, so locking goes on; " +
-				"every acquisition now needs all three, so contenders split the votes more often")
-		}
-		if c.faults && killed && !restarted && now.After(restartAt) {
-			restarted = true
-			if err := nodes.Restart(ctx, 4); err != nil {
-				out.event("%v", err)
-			} else {
-				out.event("node 5 is back, empty: it forgot the locks it granted, so it sits out every quorum for %s", c.ttl)
-			}
+		if c.faults {
+			c.injectFaults(ctx, w, now, nodes, out)
 		}
 		icons, states := c.nodeView(ctx, monitor, stats)
-		for i, st := range states {
-			switch {
-			case st.Err == nil && st.Recovering && !recovering[i] && restarted:
-				recovering[i] = true
-			case st.Err == nil && !st.Recovering && recovering[i]:
-				recovering[i] = false
-				out.event("node %d votes again: its recovery delay has passed", i+1)
-			}
-		}
-		if out.tty || now.Sub(lastLog) >= demoLogEvery {
-			lastLog = now
-			stats.mu.Lock()
-			fence := stats.lastFence
-			stats.mu.Unlock()
-			out.progress(fmt.Sprintf("nodes [%s]  acquisitions %d  handoffs %d  counter %d  fence %d",
-				icons, stats.acquired.Load(), stats.handoffs.Load(), store.read(), fence))
+		w.noteRecoveries(states, out)
+		if out.tty || now.Sub(w.lastLog) >= demoLogEvery {
+			w.lastLog = now
+			showProgress(out, icons, stats, store)
 		}
 	}
+}
+
+// demoWatch is what watch remembers from one tick to the next.
+type demoWatch struct {
+	killAt, restartAt time.Time // when the faults are due
+	killed, restarted bool      // which faults were injected
+	recovering        []bool    // per node, whether it was seen recovering
+	lastLog           time.Time // when the status line was last printed
+}
+
+// injectFaults kills nodes 4 and 5 once their time has come, then brings
+// node 5 back, empty, once its time has come.
+func (c *demoConfig) injectFaults(ctx context.Context, w *demoWatch, now time.Time, nodes demoNodes, out *demoOut) {
+	if !w.killed && now.After(w.killAt) {
+		w.killed = true
+		killTwoNodes(nodes, out)
+	}
+	if w.killed && !w.restarted && now.After(w.restartAt) {
+		w.restarted = true
+		c.restartNode5(ctx, nodes, out)
+	}
+}
+
+// killTwoNodes kills nodes 4 and 5, and says what that changes.
+func killTwoNodes(nodes demoNodes, out *demoOut) {
+	for _, i := range []int{3, 4} {
+		if err := nodes.Kill(i); err != nil {
+			out.event("killing node %d: %v", i+1, err)
+		}
+	}
+	out.event("killed nodes 4 and 5: 3 of 5 left, still a majority, so locking goes on; " +
+		"every acquisition now needs all three, so contenders split the votes more often")
+}
+
+// restartNode5 brings node 5 back, empty, and says what that changes.
+func (c *demoConfig) restartNode5(ctx context.Context, nodes demoNodes, out *demoOut) {
+	if err := nodes.Restart(ctx, 4); err != nil {
+		out.event("%v", err)
+	} else {
+		out.event("node 5 is back, empty: it forgot the locks it granted, so it sits out every quorum for %s", c.ttl)
+	}
+}
+
+// noteRecoveries remembers which nodes are recovering since the restart,
+// and announces each that votes again.
+func (w *demoWatch) noteRecoveries(states []redlock.NodeState, out *demoOut) {
+	for i, st := range states {
+		switch {
+		case st.Err == nil && st.Recovering && !w.recovering[i] && w.restarted:
+			w.recovering[i] = true
+		case st.Err == nil && !st.Recovering && w.recovering[i]:
+			w.recovering[i] = false
+			out.event("node %d votes again: its recovery delay has passed", i+1)
+		}
+	}
+}
+
+// showProgress prints the status line: the nodes' view of the lock, and the
+// workers' totals so far.
+func showProgress(out *demoOut, icons string, stats *demoStats, store *demoStore) {
+	stats.mu.Lock()
+	fence := stats.lastFence
+	stats.mu.Unlock()
+	out.progress(fmt.Sprintf("nodes [%s]  acquisitions %d  handoffs %d  counter %d  fence %d",
+		icons, stats.acquired.Load(), stats.handoffs.Load(), store.read(), fence))
 }
 
 // nodeView returns one character per node: the holding worker's number, '*'
