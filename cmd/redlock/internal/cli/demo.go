@@ -221,60 +221,111 @@ func isTerminal(w io.Writer) bool {
 }
 
 func (c *demoConfig) run(ctx context.Context, s streams, args []string) int {
-	if _, code := positional(s.stderr, "demo", args); code != exitOK {
+	if code := c.checkArgs(s.stderr, args); code != exitOK {
 		return code
 	}
-	switch {
-	case c.duration <= 0:
-		return usageError(s.stderr, "demo", "--duration must be positive")
-	case c.workers < 1 || c.workers > 9:
-		return usageError(s.stderr, "demo", "--workers must be 1 to 9")
-	case c.ttl < 100*time.Millisecond:
-		return usageError(s.stderr, "demo", "--ttl must be at least 100ms")
-	}
-
-	var nodes demoNodes
-	var err error
-	if c.real {
-		nodes, err = startReal(ctx, demoNodeCount)
-	} else {
-		nodes, err = startEmbedded(demoNodeCount)
-	}
+	nodes, err := c.startNodes(ctx)
 	if err != nil {
-		fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
-		return exitUnavailable
+		return demoUnavailable(s.stderr, err)
 	}
 	defer nodes.Close()
-
-	opts := func() *redlock.Options {
-		return &redlock.Options{TTL: c.ttl, NodeTimeout: demoNodeTimeout, RecoveryDelay: c.ttl,
-			Retry: uniformRetry{demoRetryMin, demoRetryMax}}
-	}
-	monitor, err := goredis.Dial(ctx, nodes.URLs(), opts())
+	monitor, err := c.dialMonitor(ctx, nodes)
 	if err != nil {
-		fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
-		return exitUnavailable
+		return demoUnavailable(s.stderr, err)
 	}
 	defer monitor.Close()
-	// Brand-new nodes: let them vote at once, as 'redlock init' does.
-	if err := monitor.MarkReady(ctx); err != nil {
-		fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
-		return exitUnavailable
+	clients, err := c.dialWorkers(ctx, nodes)
+	if err != nil {
+		return demoUnavailable(s.stderr, err)
 	}
-	clients := make([]*redlock.Client, c.workers)
-	for i := range clients {
-		if clients[i], err = goredis.Dial(ctx, nodes.URLs(), opts()); err != nil {
-			fmt.Fprintf(s.stderr, "redlock demo: %v\n", err)
-			return exitUnavailable
-		}
-		defer clients[i].Close()
-	}
+	defer closeClients(clients)
 
 	out := &demoOut{w: s.stdout, tty: isTerminal(s.stdout)}
 	c.intro(out.w, nodes)
 	store := &demoStore{}
 	stats := &demoStats{tokens: map[string]int{}}
+	c.contend(ctx, monitor, clients, nodes, store, stats, out)
+	return c.finish(ctx, out, store, stats)
+}
 
+// checkArgs refuses arguments and flag values the demo cannot run with.
+func (c *demoConfig) checkArgs(stderr io.Writer, args []string) int {
+	if _, code := positional(stderr, "demo", args); code != exitOK {
+		return code
+	}
+	switch {
+	case c.duration <= 0:
+		return usageError(stderr, "demo", "--duration must be positive")
+	case c.workers < 1 || c.workers > 9:
+		return usageError(stderr, "demo", "--workers must be 1 to 9")
+	case c.ttl < 100*time.Millisecond:
+		return usageError(stderr, "demo", "--ttl must be at least 100ms")
+	}
+	return exitOK
+}
+
+// demoUnavailable reports that the demo could not set up its nodes or
+// clients.
+func demoUnavailable(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "redlock demo: %v\n", err)
+	return exitUnavailable
+}
+
+// startNodes starts the demo's nodes: redis-server processes with --real,
+// embedded ones otherwise.
+func (c *demoConfig) startNodes(ctx context.Context) (demoNodes, error) {
+	if c.real {
+		return startReal(ctx, demoNodeCount)
+	}
+	return startEmbedded(demoNodeCount)
+}
+
+// clientOptions are the options of the demo's clients.
+func (c *demoConfig) clientOptions() *redlock.Options {
+	return &redlock.Options{TTL: c.ttl, NodeTimeout: demoNodeTimeout, RecoveryDelay: c.ttl,
+		Retry: uniformRetry{demoRetryMin, demoRetryMax}}
+}
+
+// dialMonitor returns the client that watches the nodes, after marking the
+// nodes ready: they are brand-new, so they may vote at once, as after
+// 'redlock init'.
+func (c *demoConfig) dialMonitor(ctx context.Context, nodes demoNodes) (*redlock.Client, error) {
+	monitor, err := goredis.Dial(ctx, nodes.URLs(), c.clientOptions())
+	if err != nil {
+		return nil, err
+	}
+	if err := monitor.MarkReady(ctx); err != nil {
+		monitor.Close()
+		return nil, err
+	}
+	return monitor, nil
+}
+
+// dialWorkers returns one client per worker.
+func (c *demoConfig) dialWorkers(ctx context.Context, nodes demoNodes) ([]*redlock.Client, error) {
+	clients := make([]*redlock.Client, 0, c.workers)
+	for range c.workers {
+		client, err := goredis.Dial(ctx, nodes.URLs(), c.clientOptions())
+		if err != nil {
+			closeClients(clients)
+			return nil, err
+		}
+		clients = append(clients, client)
+	}
+	return clients, nil
+}
+
+// closeClients closes clients, the last dialled first.
+func closeClients(clients []*redlock.Client) {
+	for _, client := range slices.Backward(clients) {
+		client.Close()
+	}
+}
+
+// contend runs the workers and the watcher until --duration has passed or
+// ctx ends.
+func (c *demoConfig) contend(ctx context.Context, monitor *redlock.Client, clients []*redlock.Client, nodes demoNodes,
+	store *demoStore, stats *demoStats, out *demoOut) {
 	runCtx, stop := context.WithTimeout(ctx, c.duration)
 	defer stop()
 	out.start = time.Now()
@@ -289,6 +340,11 @@ func (c *demoConfig) run(ctx context.Context, s streams, args []string) int {
 	}()
 	workers.Wait()
 	<-watchDone
+}
+
+// finish says why the workers stopped, prints the summary, and returns the
+// demo's exit code.
+func (c *demoConfig) finish(ctx context.Context, out *demoOut, store *demoStore, stats *demoStats) int {
 	out.endLive()
 	interrupted := ctx.Err() != nil
 	if interrupted {
