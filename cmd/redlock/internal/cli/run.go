@@ -299,74 +299,132 @@ func (c *runConfig) supervise(ctx context.Context, s streams, lock *redlock.Lock
 	exited := make(chan error, 1)
 	go func() { exited <- ch.cmd.Wait() }()
 
-	margin := stopMargin(c.nodes.ttl)
-	stopAt := lock.Until().Add(-margin)
-	deadline := time.NewTimer(time.Until(stopAt))
-	defer deadline.Stop()
+	sv := &supervision{c: c, s: s, lock: lock, key: key, ch: ch, margin: stopMargin(c.nodes.ttl)}
+	sv.stopAt = lock.Until().Add(-sv.margin)
+	sv.deadline = time.NewTimer(time.Until(sv.stopAt))
+	defer sv.deadline.Stop()
 	lockDone := lock.Done()
 	ctxDone := ctx.Done()
-	var settle, kill <-chan time.Time
-	terminated := false // the command was sent a terminating signal
-
-	stop := func(reason error) {
-		lost = reason
-		fmt.Fprintf(s.stderr, "redlock run: %v: stopping the command: SIGTERM to process group %d, SIGKILL in %s\n",
-			reason, ch.pgid, c.killGrace)
-		ch.signal(syscall.SIGTERM)
-		terminated = true
-		kill = time.After(c.killGrace)
-	}
+	var settle <-chan time.Time
 
 	for {
 		select {
 		case err := <-exited:
-			var exitErr *exec.ExitError
-			if err != nil && !errors.As(err, &exitErr) {
-				fmt.Fprintf(s.stderr, "redlock run: waiting for the command: %v\n", err)
-			}
-			if lost != nil {
-				c.killStragglers(s, ch, kill)
-			}
-			return lost
+			return sv.commandExited(err)
 		case sig := <-sigs:
-			c.logf(s, "forwarding %v to process group %d", sig, ch.pgid)
-			ch.signal(sig)
-			terminated = terminated || terminating(sig)
+			sv.forward(sig)
 		case <-ctxDone:
 			ctxDone = nil
 			settle = time.After(signalSettle)
 		case <-settle:
 			settle = nil
-			if !terminated {
-				c.logf(s, "%v: sending SIGTERM to process group %d", context.Cause(ctx), ch.pgid)
-				ch.signal(syscall.SIGTERM)
-				terminated = true
-			}
+			sv.terminateOnCancel(ctx)
 		case <-lockDone:
 			lockDone = nil
-			if lost == nil {
-				stop(fmt.Errorf("lock %q lost: %w", key, lock.Err()))
-			}
-		case <-deadline.C:
-			until := lock.Until()
-			if next := until.Add(-margin); time.Until(next) > 0 {
-				if next.After(stopAt) {
-					c.logf(s, "renewed %q: valid until %s", key, formatTime(until))
-				}
-				stopAt = next
-				deadline.Reset(time.Until(next))
-				continue
-			}
-			if lost == nil {
-				stop(fmt.Errorf("lock %q could not be renewed: its validity ends at %s, in %s",
-					key, formatTime(until), time.Until(until).Round(time.Millisecond)))
-			}
-		case <-kill:
-			kill = nil
-			fmt.Fprintf(s.stderr, "redlock run: sending SIGKILL to process group %d\n", ch.pgid)
-			ch.signal(syscall.SIGKILL)
+			sv.lockLost()
+		case <-sv.deadline.C:
+			sv.stopDue()
+		case <-sv.kill:
+			sv.kill = nil
+			sv.killGroup()
 		}
 	}
+}
+
+// supervision is what supervise knows of the command and the lock while
+// the command runs.
+type supervision struct {
+	c    *runConfig
+	s    streams
+	lock *redlock.Lock
+	key  string
+	ch   *child
+	// margin is how long before the lock's validity deadline the command
+	// is stopped; stopAt is when, and deadline fires then.
+	margin   time.Duration
+	stopAt   time.Time
+	deadline *time.Timer
+	// kill fires when the command's process group is due SIGKILL; nil
+	// until the command is stopped, and once SIGKILL is sent.
+	kill       <-chan time.Time
+	terminated bool  // the command was sent a terminating signal
+	lost       error // why the lock was lost while the command ran, or nil
+}
+
+// stop records why the lock was lost, and sends the command's process group
+// SIGTERM now and SIGKILL after --kill-grace.
+func (sv *supervision) stop(reason error) {
+	sv.lost = reason
+	fmt.Fprintf(sv.s.stderr, "redlock run: %v: stopping the command: SIGTERM to process group %d, SIGKILL in %s\n",
+		reason, sv.ch.pgid, sv.c.killGrace)
+	sv.ch.signal(syscall.SIGTERM)
+	sv.terminated = true
+	sv.kill = time.After(sv.c.killGrace)
+}
+
+// commandExited reports an error other than the command's exit status,
+// kills what is left of the command's process group if the lock was lost,
+// and returns why the lock was lost, or nil.
+func (sv *supervision) commandExited(err error) error {
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		fmt.Fprintf(sv.s.stderr, "redlock run: waiting for the command: %v\n", err)
+	}
+	if sv.lost != nil {
+		sv.c.killStragglers(sv.s, sv.ch, sv.kill)
+	}
+	return sv.lost
+}
+
+// forward passes sig on to the command's process group.
+func (sv *supervision) forward(sig os.Signal) {
+	sv.c.logf(sv.s, "forwarding %v to process group %d", sig, sv.ch.pgid)
+	sv.ch.signal(sig)
+	sv.terminated = sv.terminated || terminating(sig)
+}
+
+// terminateOnCancel sends the command's process group SIGTERM because ctx
+// ended, unless it was already sent a terminating signal.
+func (sv *supervision) terminateOnCancel(ctx context.Context) {
+	if sv.terminated {
+		return
+	}
+	sv.c.logf(sv.s, "%v: sending SIGTERM to process group %d", context.Cause(ctx), sv.ch.pgid)
+	sv.ch.signal(syscall.SIGTERM)
+	sv.terminated = true
+}
+
+// lockLost stops the command because the lock was lost, unless it is
+// already being stopped for that.
+func (sv *supervision) lockLost() {
+	if sv.lost == nil {
+		sv.stop(fmt.Errorf("lock %q lost: %w", sv.key, sv.lock.Err()))
+	}
+}
+
+// stopDue runs when the stop deadline comes: if the lock was renewed
+// meanwhile it moves the deadline, else it stops the command, unless it is
+// already being stopped.
+func (sv *supervision) stopDue() {
+	until := sv.lock.Until()
+	if next := until.Add(-sv.margin); time.Until(next) > 0 {
+		if next.After(sv.stopAt) {
+			sv.c.logf(sv.s, "renewed %q: valid until %s", sv.key, formatTime(until))
+		}
+		sv.stopAt = next
+		sv.deadline.Reset(time.Until(next))
+		return
+	}
+	if sv.lost == nil {
+		sv.stop(fmt.Errorf("lock %q could not be renewed: its validity ends at %s, in %s",
+			sv.key, formatTime(until), time.Until(until).Round(time.Millisecond)))
+	}
+}
+
+// killGroup sends SIGKILL to the command's process group.
+func (sv *supervision) killGroup() {
+	fmt.Fprintf(sv.s.stderr, "redlock run: sending SIGKILL to process group %d\n", sv.ch.pgid)
+	sv.ch.signal(syscall.SIGKILL)
 }
 
 // killStragglers gives processes of the command's group that outlived it,
