@@ -107,51 +107,85 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 				testAcquirer(c, "broken", "tok-broken", 10*time.Second, replies[2]),
 				releaser("held", "wrong-token", false),
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			var batch []*call
-			var answers []chan answer
-			for _, r := range reqs {
-				cl, ch := collect(r, deadline)
-				batch = append(batch, cl)
-				answers = append(answers, ch)
-			}
-			c.pipes[0].send(batch)
-
-			got := make([]answer, len(answers))
-			for i, ch := range answers {
-				got[i] = await(t, ch)
-			}
-			want := []any{int64(acquireGranted), int64(acquireHeld), int64(1), int64(1), nil, int64(0)}
-			for i, w := range want {
-				if i == 4 {
-					continue
-				}
-				if got[i].err != nil || got[i].val != w {
-					t.Errorf("request %d: got (%v, %v), want %v", i, got[i].val, got[i].err, w)
-				}
-			}
-			if got[4].err == nil || !strings.Contains(got[4].err.Error(), "WRONGTYPE") {
-				t.Errorf("acquire over a broken counter: got (%v, %v), want a WRONGTYPE error", got[4].val, got[4].err)
-			}
-			if replies[0][0].fence == 0 {
-				t.Error("granted acquisition without a fencing token")
-			}
-			if v := must(t, node, "GET", "free"); v != "tok-free" {
-				t.Errorf("free = %q after its acquisition", v)
-			}
-			if v := must(t, node, "GET", "mine"); v != "" {
-				t.Errorf("mine = %q after its release", v)
-			}
-			if v := must(t, node, "GET", "held"); v != "someone-else" {
-				t.Errorf("held = %q; the other holder's lock must stay", v)
-			}
+			got := sendTogether(t, c, reqs)
+			wantAloneReplies(t, got, replies[0][0])
+			wantGet(t, node, "free", "tok-free", "after its acquisition")
+			wantGet(t, node, "mine", "", "after its release")
+			wantGet(t, node, "held", "someone-else", "after a release with another token: the other holder's lock must stay")
 			if ms, _ := strconv.Atoi(must(t, node, "PTTL", "ext")); ms < 10000 {
 				t.Errorf("ext expires in %d ms after its extension to 60 s", ms)
 			}
-			if v := must(t, node, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
-				t.Errorf("SCRIPT EXISTS batch script = %q: the requests did not go as one batch", v)
-			}
+			wantBatchScriptRan(t, node)
 		})
+	}
+}
+
+// wantAloneReplies checks the replies of TestPipe_batchAnswersEachRequestAsAlone's
+// batch: each as if its request ran alone. free is the first acquisition's
+// decoded reply.
+func wantAloneReplies(t *testing.T, got []answer, free acquireReply) {
+	t.Helper()
+	want := []any{int64(acquireGranted), int64(acquireHeld), int64(1), int64(1), nil, int64(0)}
+	for i, w := range want {
+		if i == 4 {
+			continue
+		}
+		if got[i].err != nil || got[i].val != w {
+			t.Errorf("request %d: got (%v, %v), want %v", i, got[i].val, got[i].err, w)
+		}
+	}
+	if got[4].err == nil || !strings.Contains(got[4].err.Error(), "WRONGTYPE") {
+		t.Errorf("acquire over a broken counter: got (%v, %v), want a WRONGTYPE error", got[4].val, got[4].err)
+	}
+	if free.fence == 0 {
+		t.Error("granted acquisition without a fencing token")
+	}
+}
+
+// sendTogether sends reqs to c's first node in one batch, and returns their
+// answers in order.
+func sendTogether(t *testing.T, c *Client, reqs []*request) []answer {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	batch := make([]*call, len(reqs))
+	answers := make([]chan answer, len(reqs))
+	for i, r := range reqs {
+		batch[i], answers[i] = collect(r, deadline)
+	}
+	c.pipes[0].send(batch)
+	got := make([]answer, len(answers))
+	for i, ch := range answers {
+		got[i] = await(t, ch)
+	}
+	return got
+}
+
+// values returns the answers' values, and fails the test on an error.
+func values(t *testing.T, answers []answer) []any {
+	t.Helper()
+	vals := make([]any, len(answers))
+	for i, a := range answers {
+		if a.err != nil {
+			t.Fatalf("request %d: %v", i, a.err)
+		}
+		vals[i] = a.val
+	}
+	return vals
+}
+
+// wantGet fails the test unless key holds want on n ("" for absent).
+func wantGet(t *testing.T, n *redlocktest.Node, key, want, when string) {
+	t.Helper()
+	if v := must(t, n, "GET", key); v != want {
+		t.Errorf("%s = %q %s, want %q", key, v, when, want)
+	}
+}
+
+// wantBatchScriptRan fails the test unless n has run the batch script.
+func wantBatchScriptRan(t *testing.T, n *redlocktest.Node) {
+	t.Helper()
+	if v := must(t, n, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
+		t.Errorf("SCRIPT EXISTS batch script = %q: the requests did not go as one batch", v)
 	}
 }
 
@@ -407,23 +441,16 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	sendBatch := func() []acquireReply {
-		deadline := time.Now().Add(5 * time.Second)
-		var batch []*call
-		var answers []chan answer
 		replies := make([][]acquireReply, 3)
+		reqs := make([]*request, 3)
 		for i := range replies {
 			replies[i] = make([]acquireReply, 1)
-			cl, ch := collect(testAcquirer(c, fmt.Sprint("fresh-", i), fmt.Sprint("tok-", i), 10*time.Second, replies[i]), deadline)
-			batch = append(batch, cl)
-			answers = append(answers, ch)
+			reqs[i] = testAcquirer(c, fmt.Sprint("fresh-", i), fmt.Sprint("tok-", i), 10*time.Second, replies[i])
 		}
-		c.pipes[0].send(batch)
-		var got []acquireReply
-		for i, ch := range answers {
-			if a := await(t, ch); a.err != nil {
-				t.Fatalf("request %d: %v", i, a.err)
-			}
-			got = append(got, replies[i][0])
+		values(t, sendTogether(t, c, reqs))
+		got := make([]acquireReply, len(replies))
+		for i := range replies {
+			got[i] = replies[i][0]
 		}
 		return got
 	}
@@ -437,9 +464,7 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 		t.Fatal("no restart marker after the batch")
 	}
 	for i := range 3 {
-		if v := must(t, node, "GET", fmt.Sprint("fresh-", i)); v != "" {
-			t.Errorf("fresh-%d = %q on a recovering node", i, v)
-		}
+		wantGet(t, node, fmt.Sprint("fresh-", i), "", "on a recovering node")
 	}
 	if err := c.MarkReady(context.Background()); err != nil {
 		t.Fatal(err)
@@ -485,54 +510,50 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 		inspector(),
 		markReady(),
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	var batch []*call
-	var answers []chan answer
-	for _, r := range reqs {
-		cl, ch := collect(r, deadline)
-		batch = append(batch, cl)
-		answers = append(answers, ch)
-	}
-	c.pipes[0].send(batch)
-	got := make([]any, len(answers))
-	for i, ch := range answers {
-		a := await(t, ch)
-		if a.err != nil {
-			t.Fatalf("request %d: %v", i, a.err)
-		}
-		got[i] = a.val
-	}
+	got := values(t, sendTogether(t, c, reqs))
+	wantQuarantineStarted(t, got, replies[0][0], delay)
+	wantMarkedReady(t, got, replies[1][0])
+	wantGet(t, node, MarkerKey, "0", "after the batch")
+	wantBatchScriptRan(t, node)
+}
 
+// wantQuarantineStarted checks the first three replies of
+// TestPipe_batchMixesScriptsOverOneClockAndMarker's batch: the first
+// acquisition starts the quarantine, and the inspections before and after
+// it see the whole delay ahead. first is that acquisition's decoded reply.
+func wantQuarantineStarted(t *testing.T, got []any, first acquireReply, delay time.Duration) {
+	t.Helper()
 	if s := got[0].(NodeState); !s.NoMarker || !s.Recovering || s.RecoveringLeft != delay {
 		t.Errorf("inspect without a marker: %+v, want recovering for the whole %s", s, delay)
 	}
-	if r := replies[0][0]; r.status != acquireRecovering || r.left != delay {
-		t.Errorf("first acquisition: %+v, want recovering for the whole %s", r, delay)
+	if first.status != acquireRecovering || first.left != delay {
+		t.Errorf("first acquisition: %+v, want recovering for the whole %s", first, delay)
 	}
 	// The marker holds the batch's clock, which the inspection reads again.
 	if s := got[2].(NodeState); s.NoMarker || !s.Recovering || s.RecoveringLeft != delay {
 		t.Errorf("inspect after the quarantine started: %+v, want recovering for the whole %s", s, delay)
 	}
+}
+
+// wantMarkedReady checks the rest of that batch's replies: mark ready ends
+// the quarantine, the next acquisition is granted, and a second mark ready
+// finds the node ready. granted is that acquisition's decoded reply.
+func wantMarkedReady(t *testing.T, got []any, granted acquireReply) {
+	t.Helper()
 	if got[3] != int64(1) {
 		t.Errorf("mark ready on a recovering node: %v, want 1", got[3])
 	}
 	if s := got[4].(NodeState); s.NoMarker || s.Recovering || s.Holder != "" {
 		t.Errorf("inspect after mark ready: %+v, want ready and free", s)
 	}
-	if r := replies[1][0]; r.status != acquireGranted || r.fence == 0 {
-		t.Errorf("acquisition after mark ready: %+v, want granted", r)
+	if granted.status != acquireGranted || granted.fence == 0 {
+		t.Errorf("acquisition after mark ready: %+v, want granted", granted)
 	}
-	if s := got[6].(NodeState); s.Holder != "tok-5" || s.TTL <= 0 || s.Fence != replies[1][0].fence || s.Recovering {
-		t.Errorf("inspect after the grant: %+v, want tok-5 holding fence %d", s, replies[1][0].fence)
+	if s := got[6].(NodeState); s.Holder != "tok-5" || s.TTL <= 0 || s.Fence != granted.fence || s.Recovering {
+		t.Errorf("inspect after the grant: %+v, want tok-5 holding fence %d", s, granted.fence)
 	}
 	if got[7] != int64(0) {
 		t.Errorf("mark ready on a ready node: %v, want 0", got[7])
-	}
-	if v := must(t, node, "GET", MarkerKey); v != "0" {
-		t.Errorf("marker %q after the batch, want 0", v)
-	}
-	if v := must(t, node, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
-		t.Errorf("SCRIPT EXISTS batch script = %q: the requests did not go as one batch", v)
 	}
 }
 

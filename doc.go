@@ -13,7 +13,8 @@
 //
 // Acquire blocks until the lock is acquired or its context ends; TryAcquire
 // makes one attempt. A Lock can be extended, renewed in the background
-// (WithAutoRenew), watched (Done, Err, Context) and released. Failures wrap
+// (WithAutoRenew), watched (Done, Err) and released; Do runs a function
+// under a renewed lock with a context that ends when the lock is lost. Failures wrap
 // sentinel errors (ErrNotAcquired, ErrLockLost, ErrNotHeld, ...) in a
 // *QuorumError that says what each node answered.
 //
@@ -54,6 +55,31 @@
 // wakes once a quorum of nodes announced one. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
 //
+// # Architecture
+//
+// One Acquire, from the call to the wire, passes through these files of the
+// package, each named for the one concept it holds:
+//
+//	acquire.go    Acquire: take the turn, then the retry loop
+//	              (wait for a release or a delay, try, done if won, back off)
+//	waiters.go    the turn: this client's goroutines queue per key
+//	attempt.go    one attempt: token, request, fan-out, conclusion
+//	              (quorum and validity), clean-up after a failure
+//	fanout.go     the request to every node at once, answers collected
+//	              until they settle it, per-node deadlines and ordering
+//	batch.go      each node's queue: concurrent requests share script calls
+//	scripts.go    the Lua scripts, composed from lua/*.lua
+//	conn.go       Conn, the one interface to a Redis node (goredis, rueidis)
+//
+// Around them: lock.go holds the Lock and its lost-lock signal (Extend),
+// release.go its Release, handoff.go the release that carries the next
+// waiting goroutine's attempt, wake.go the release announcements that wake
+// waiters, fence.go the fencing tokens, renew.go auto-renewal and Do,
+// bytoken.go ExtendToken and ReleaseToken, quarantine.go and inspect.go the
+// operator's calls, keys.go the names kept on the nodes, client.go, options.go,
+// retry.go and errors.go the rest of the API. Imports point down that list:
+// nothing in fanout.go, batch.go or below knows of the Client.
+//
 // # Safety model
 //
 // At most one client holds a lock during its validity (Lock.Until) provided
@@ -81,11 +107,11 @@
 //
 // # Fencing tokens
 //
-// Every node keeps, beside each lock key, a counter, "redlock:fence:" followed by the lock key, that
-// expires 30 days after the key's last acquisition. The acquire
-// script raises it when it grants the lock, to the largest of the old value
-// plus one, the caller's clock in microseconds (the same on every node) and
-// the node's clock less a second. The lock's token (Lock.Fence) is the largest
+// Every node keeps, beside each lock key, a counter: "redlock:fence:"
+// followed by the lock key, which expires 30 days after the key's last
+// acquisition. The acquire script raises it when it grants the lock, to the
+// largest of the old value plus one, the caller's clock in microseconds (the
+// same on every node) and the node's clock less a second. The lock's token (Lock.Fence) is the largest
 // counter among the nodes that granted it; when they disagree, a second
 // request raises the others to the token, and the lock is handed out only
 // once a quorum holds the token while still holding the lock.
@@ -112,9 +138,8 @@
 // # Restart quarantine
 //
 // A node that restarted without its data would grant a lock that the other
-// nodes still hold for someone else. Each node therefore keeps a restart marker,
-// the key "redlock:marker",
-// without a TTL. The acquire script, finding it missing, writes the node's
+// nodes still hold for someone else. Each node therefore keeps a restart
+// marker, the key "redlock:marker", without a TTL. The acquire script, finding it missing, writes the node's
 // time into it and refuses to vote (OutcomeRecovering) until
 // Options.RecoveryDelay has passed on the node's clock. Any lock granted
 // before the data loss was written before the marker and lives at most its

@@ -92,10 +92,27 @@ func TestWaiters_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
 	if !tr.take(context.Background(), "k", nil).taken {
 		t.Fatal("free turn not taken")
 	}
-	offer := &handoff{sent: make(chan struct{})}
+	freed := wantOfferTakenOnce(t, tr)
+	wantOfferedAgainWhileHeld(t, tr, freed)
+	wantNoOfferOnceReleased(t, tr, freed)
+}
+
+// queueFor has a goroutine wait for the turn on "k" with offer, and returns
+// where its turn arrives once it is queued.
+func queueFor(tr *waiters, offer *handoff) <-chan turn {
 	got := make(chan turn, 1)
 	go func() { got <- tr.take(context.Background(), "k", offer) }()
 	time.Sleep(20 * time.Millisecond) // queue it
+	return got
+}
+
+// wantOfferTakenOnce: the caller holds the turn on "k"; it acquires the
+// lock, and the next waiter's offer is parked for the release, once. It
+// returns the lock's freed channel.
+func wantOfferTakenOnce(t *testing.T, tr *waiters) chan struct{} {
+	t.Helper()
+	offer := &handoff{sent: make(chan struct{})}
+	got := queueFor(tr, offer)
 	if h := tr.takeHandoff("k"); h != nil {
 		t.Fatal("an offer was taken before the turn started")
 	}
@@ -113,12 +130,16 @@ func TestWaiters_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
 	if h := tr.takeHandoff("k"); h != nil {
 		t.Fatal("an offer was taken twice")
 	}
+	return freed
+}
 
-	// The holder's turn ends without acquiring (say its attempt failed):
-	// the lock is still held here, so the next turn offers again.
+// wantOfferedAgainWhileHeld: the holder's turn ends without acquiring (say
+// its attempt failed): the lock is still held here, so the next turn
+// offers again.
+func wantOfferedAgainWhileHeld(t *testing.T, tr *waiters, freed chan struct{}) {
+	t.Helper()
 	second := &handoff{sent: make(chan struct{})}
-	go func() { got <- tr.take(context.Background(), "k", second) }()
-	time.Sleep(20 * time.Millisecond)
+	got := queueFor(tr, second)
 	tr.giveBack("k", false)
 	if tn := <-got; !tn.taken || !tn.heldHere || tn.freed != freed {
 		t.Fatalf("turn = %+v, want taken with the same lock held here", tn)
@@ -126,8 +147,12 @@ func TestWaiters_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
 	if h := tr.takeHandoff("k"); h != second {
 		t.Fatal("the second waiter's offer was not parked")
 	}
-	// Once released, a turn starts without the lock held here, and a stale
-	// release of an older lock changes nothing.
+}
+
+// wantNoOfferOnceReleased: once released, a turn starts without the lock
+// held here, and a stale release of an older lock changes nothing.
+func wantNoOfferOnceReleased(t *testing.T, tr *waiters, freed chan struct{}) {
+	t.Helper()
 	tr.released("k", freed)
 	select {
 	case <-freed:
@@ -135,8 +160,7 @@ func TestWaiters_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
 		t.Fatal("released did not close freed")
 	}
 	third := &handoff{sent: make(chan struct{})}
-	go func() { got <- tr.take(context.Background(), "k", third) }()
-	time.Sleep(20 * time.Millisecond)
+	got := queueFor(tr, third)
 	tr.giveBack("k", false)
 	if tn := <-got; !tn.taken || tn.heldHere {
 		t.Fatalf("turn = %+v, want taken, lock not held here", tn)
