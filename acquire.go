@@ -38,8 +38,8 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	if once {
 		return c.attempt(ctx, key, cfg.ttl, cfg.autoRenew)
 	}
-	a, err := c.takeTurn(ctx, key, cfg)
-	if err != nil {
+	a := acquisition{c: c, ctx: ctx, key: key, cfg: cfg, stopListening: func() {}}
+	if err := a.takeTurn(); err != nil {
 		return nil, err
 	}
 	lock, err := a.run()
@@ -51,8 +51,14 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 // the key on the wire and the call's settings.
 func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig, error) {
 	cfg := lockConfig{ttl: c.opts.TTL, retry: c.opts.Retry}
-	for _, o := range opts {
-		o(&cfg)
+	if len(opts) > 0 {
+		// Options take a pointer, which escapes: a call without options
+		// allocates none.
+		withOpts := cfg
+		for _, o := range opts {
+			o(&withOpts)
+		}
+		cfg = withOpts
 	}
 	key, err := c.lockKey(name)
 	if err != nil {
@@ -86,11 +92,11 @@ type acquisition struct {
 	lastErr       error // the last attempt's failure
 }
 
-// takeTurn waits for the turn on key behind the client's other goroutines
-// waiting for it. Its error is that of an Acquire whose context ended in
-// the queue.
-func (c *Client) takeTurn(ctx context.Context, key string, cfg lockConfig) (*acquisition, error) {
-	a := &acquisition{c: c, ctx: ctx, key: key, cfg: cfg, stopListening: func() {}}
+// takeTurn waits for the turn on the key behind the client's other
+// goroutines waiting for it. Its error is that of an Acquire whose context
+// ended in the queue.
+func (a *acquisition) takeTurn() error {
+	c, ctx, key, cfg := a.c, a.ctx, a.key, a.cfg
 	// An attempt is offered to this client's release only where a goroutine
 	// of this client has the key's turn or holds its lock: a key nobody
 	// here holds is tried at once.
@@ -99,7 +105,7 @@ func (c *Client) takeTurn(ctx context.Context, key string, cfg lockConfig) (*acq
 	}
 	a.turn = c.waiters.take(ctx, key, a.offer)
 	if !a.turn.taken {
-		return nil, c.notAsked(key, ctx)
+		return c.notAsked(key, ctx)
 	}
 	// A waiter listens for release announcements from before its attempt,
 	// so that a release between a failed attempt and the wait is not
@@ -122,7 +128,7 @@ func (c *Client) takeTurn(ctx context.Context, key string, cfg lockConfig) (*acq
 			a.waitFirst = true
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // run is the Redlock retry loop: wait for a release or a retry delay, try,
