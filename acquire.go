@@ -9,7 +9,10 @@ import (
 // acquired or ctx ends. It blocks. On failure the error wraps ErrNotAcquired
 // (with each node's outcome in a *QuorumError) and, when ctx ended, ctx's
 // error too: errors.Is(err, context.DeadlineExceeded) tells "gave up waiting"
-// apart from a failed attempt with a retry strategy that stopped.
+// apart from a failed attempt with a retry strategy that stopped. Bad input
+// fails at once, before any request: a nil ctx, an empty key or one above
+// 4096 bytes (ErrInvalidKey), a TTL that leaves no validity or exceeds the
+// recovery delay (ErrInvalidTTL).
 //
 // The returned lock is valid until Lock.Until; the holder must finish its
 // work by then, extend it, or use WithAutoRenew and watch Lock.Done.
@@ -31,6 +34,9 @@ func (c *Client) TryAcquire(ctx context.Context, key string, opts ...LockOption)
 }
 
 func (c *Client) acquire(ctx context.Context, name string, once bool, opts []LockOption) (*Lock, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	key, cfg, err := c.lockRequest(name, opts)
 	if err != nil {
 		return nil, err

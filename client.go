@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,12 +65,41 @@ func (c *Client) Close() error {
 	return c.nodes.close()
 }
 
+// maxKeyBytes bounds a lock key on the wire, KeyPrefix included. Redis takes
+// far longer keys, but a lock name this long is a mistake (a value passed
+// as a name), and every request and error would carry it.
+const maxKeyBytes = 4096
+
 // key returns the lock key on the wire.
 func (c *Client) key(name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: the key is empty", ErrInvalidKey)
 	}
-	return c.opts.KeyPrefix + name, nil
+	key := c.opts.KeyPrefix + name
+	if len(key) > maxKeyBytes {
+		return "", fmt.Errorf("%w: %s is %d bytes, above the %d-byte limit", ErrInvalidKey, quoteKey(key), len(key), maxKeyBytes)
+	}
+	return key, nil
+}
+
+// minOperatorTimeout is the least time each node gets to answer the
+// operator's calls, MarkReady and Inspect: they are not lock operations, so
+// they wait for a distant or loaded node far longer than NodeTimeout, whose
+// small value serves the validity of locks.
+const minOperatorTimeout = 3 * time.Second
+
+// operatorTimeout bounds each node's answer to MarkReady and Inspect.
+func (c *Client) operatorTimeout() time.Duration {
+	return max(c.opts.NodeTimeout, minOperatorTimeout)
+}
+
+// checkContext refuses a nil context, which would otherwise panic deep in a
+// call with the lock half taken.
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
+	return nil
 }
 
 // lockKey returns the key on the wire for a lock name, refusing the keys the
@@ -80,7 +110,7 @@ func (c *Client) lockKey(name string) (string, error) {
 		return "", err
 	}
 	if key == markerKey || strings.HasPrefix(key, fencePrefix) {
-		return "", fmt.Errorf("%w: %q is reserved for the library's own keys", ErrInvalidKey, key)
+		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
 	}
 	return key, nil
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -52,6 +53,20 @@ var (
 	// no node, or a nil one.
 	ErrInvalidOptions = errors.New("redlock: invalid options")
 )
+
+// errNilContext is the error of a call given a nil context.
+var errNilContext = errors.New("redlock: nil context: pass context.Background() or a context that bounds the call")
+
+// keyQuoteBytes is how much of a key messages quote.
+const keyQuoteBytes = 64
+
+// quoteKey returns key quoted for a message, shortened when long.
+func quoteKey(key string) string {
+	if len(key) <= keyQuoteBytes {
+		return strconv.Quote(key)
+	}
+	return strconv.Quote(key[:keyQuoteBytes]) + "…" + " (" + strconv.Itoa(len(key)) + " bytes)"
+}
 
 // errNotMarkedReady is the verdict of a Client.MarkReady that could not mark
 // every node ready; the *QuorumError that wraps it lists the nodes.
@@ -131,7 +146,7 @@ type QuorumError struct {
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, ": key %q: %s on %d/%d nodes, %d needed", e.Key, e.verb(), e.OK, len(e.Nodes), e.Quorum)
+	fmt.Fprintf(&b, ": key %s: %s on %d/%d nodes, %d needed", quoteKey(e.Key), e.verb(), e.OK, len(e.Nodes), e.Quorum)
 	if e.OK >= e.Quorum {
 		fmt.Fprintf(&b, ", but validity left was %s", e.Validity.Round(time.Microsecond))
 	}

@@ -38,11 +38,15 @@ type NodeState struct {
 
 // Inspect reads, from every node at once, who holds the lock named key, its
 // remaining TTL, the node's fencing counter for it, and whether the node is
-// recovering. It changes nothing. It blocks until every node answered or
-// Options.NodeTimeout passed, and returns one NodeState per node in client
-// order. The error is non-nil only for an invalid key (ErrInvalidKey); a
-// node's failure is in its NodeState.Err.
+// recovering. It changes nothing. It blocks until every node answered, ctx
+// ended, or the larger of Options.NodeTimeout and 3 s passed (an operator's
+// call, not a lock operation), and returns one NodeState per node in client
+// order. The error is non-nil only for an invalid key (ErrInvalidKey) or a
+// nil ctx; a node's failure is in its NodeState.Err.
 func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
 	wire, err := c.lockKey(key)
 	if err != nil {
 		return nil, err
@@ -60,7 +64,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		decoded[node] = s
 		return nil, nil
 	})}
-	results, _ := c.fanout(ctx, c.opts.NodeTimeout, read, func(any) bool { return true }, func(int, int) bool { return false })
+	results, _ := c.fanout(ctx, c.operatorTimeout(), read, func(any) bool { return true }, func(int, int) bool { return false })
 	states := make([]NodeState, len(c.conns))
 	for i, r := range results {
 		switch {
@@ -71,7 +75,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		case ctx.Err() != nil:
 			states[i].Err = fmt.Errorf("no answer: %w", ctx.Err())
 		default:
-			states[i].Err = fmt.Errorf("no answer within %s", c.opts.NodeTimeout)
+			states[i].Err = fmt.Errorf("no answer within %s", c.operatorTimeout())
 		}
 		states[i].Node = r.Node
 	}

@@ -123,6 +123,9 @@ func (l *Lock) context(parent context.Context) (context.Context, context.CancelF
 // longer hold the lock, after which the lock is lost for good; ErrReleased;
 // ErrExtendLimit.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
 	c := l.client
 	if ttl == 0 {
 		ttl = l.ttl
@@ -131,14 +134,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := c.checkLockTTL(ttl); err != nil {
 		return err
 	}
-	l.mu.Lock()
-	l.checkDeadlineLocked()
-	err := l.err
-	if err == nil && c.opts.MaxExtensions > 0 && l.extensions >= c.opts.MaxExtensions {
-		err = fmt.Errorf("%w: %d extensions of %q", ErrExtendLimit, l.extensions, l.key)
-	}
-	l.mu.Unlock()
-	if err != nil {
+	if err := l.extendable(); err != nil {
 		return err
 	}
 
@@ -165,20 +161,41 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx.Err() != nil {
 		qe.Cause = ctx.Err()
 	}
+	l.extendFailedLocked(qe)
+	return qe
+}
+
+// extendable returns why the lock cannot be extended: it ended, or reached
+// Options.MaxExtensions; nil when it can.
+func (l *Lock) extendable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkDeadlineLocked()
+	if l.err != nil {
+		return l.err
+	}
+	if limit := l.client.opts.MaxExtensions; limit > 0 && l.extensions >= limit {
+		return fmt.Errorf("%w: %d extensions of %s", ErrExtendLimit, l.extensions, quoteKey(l.key))
+	}
+	return nil
+}
+
+// extendFailedLocked declares the lock lost when a majority of nodes no
+// longer hold its token, after the failed extension qe.
+func (l *Lock) extendFailedLocked(qe *QuorumError) {
 	held := 0
-	for _, r := range results {
+	for _, r := range qe.Nodes {
 		if r.Outcome == OutcomeHeld {
 			held++
 		}
 	}
-	if held > len(results)-c.quorum {
+	if held > len(qe.Nodes)-qe.Quorum {
 		// A majority no longer holds our token: the lock is gone.
 		qe.Err = ErrLockLost
 		l.endLocked(qe)
 	} else {
 		l.checkDeadlineLocked()
 	}
-	return qe
 }
 
 // releaser returns the release script's request; announced releases are
@@ -231,8 +248,8 @@ func (l *Lock) onDeadline() {
 // checkDeadlineLocked marks the lock lost once its validity deadline passed.
 func (l *Lock) checkDeadlineLocked() {
 	if l.err == nil && !time.Now().Before(l.until) {
-		l.endLocked(fmt.Errorf("%w: %q: validity ended %s after its deadline without an extension",
-			ErrLockLost, l.key, time.Since(l.until).Round(time.Microsecond)))
+		l.endLocked(fmt.Errorf("%w: %s: validity ended %s after its deadline without an extension",
+			ErrLockLost, quoteKey(l.key), time.Since(l.until).Round(time.Microsecond)))
 	}
 }
 

@@ -23,6 +23,10 @@ const (
 	// defaultTTL; a longer delay allows longer TTLs but keeps a node that
 	// restarted empty out of every quorum for longer.
 	defaultRecoveryDelay = 30 * time.Second
+	// minNodeTimeout is the shortest NodeTimeout accepted: below it even a
+	// node on the same host cannot answer, and every request would time
+	// out.
+	minNodeTimeout = time.Millisecond
 	// driftConstant is added to the drift allowance for Redis's 1 ms expiry
 	// resolution and for small TTLs.
 	driftConstant = 2 * time.Millisecond
@@ -39,7 +43,7 @@ type Options struct {
 	// Default defaultTTL (10 s).
 	TTL time.Duration
 	// NodeTimeout bounds every request to one node. Default defaultNodeTimeout
-	// (50 ms); it is capped at the validity a TTL can give.
+	// (50 ms); at least 1 ms; it is capped at the validity a TTL can give.
 	NodeTimeout time.Duration
 	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
 	// are always added. Default defaultDriftFactor (0.01). Must be in [0, 0.5).
@@ -88,9 +92,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.RecoveryDelay = defaultRecoveryDelay
 	}
 	switch {
-	case o.NodeTimeout < 0:
-		return o, fmt.Errorf("%w: NodeTimeout %s is negative", ErrInvalidOptions, o.NodeTimeout)
-	case o.DriftFactor < 0 || o.DriftFactor >= 0.5:
+	case o.NodeTimeout < minNodeTimeout:
+		return o, fmt.Errorf("%w: NodeTimeout %s is below %s: no node answers in time", ErrInvalidOptions, o.NodeTimeout, minNodeTimeout)
+	case !(o.DriftFactor >= 0 && o.DriftFactor < 0.5): // NaN too
 		return o, fmt.Errorf("%w: DriftFactor %g is outside [0, 0.5)", ErrInvalidOptions, o.DriftFactor)
 	case o.MaxExtensions < 0:
 		return o, fmt.Errorf("%w: MaxExtensions %d is negative", ErrInvalidOptions, o.MaxExtensions)

@@ -6,10 +6,11 @@ import (
 	"strconv"
 )
 
-// MarkReady declares every node ready to vote at once: it sets markerKey to
-// "0" on each node where the marker is missing or the node is recovering, and
-// leaves the others alone. Each node gets Options.NodeTimeout; MarkReady
-// blocks until every node answered or timed out.
+// MarkReady declares every node ready to vote at once: it sets the restart
+// marker to "0" on each node where the marker is missing or the node is recovering, and
+// leaves the others alone. Each node gets the larger of Options.NodeTimeout
+// and 3 s (an operator's call, not a lock operation); MarkReady blocks
+// until every node answered or timed out.
 //
 // MarkReady is safe only for a brand-new, empty deployment, or when no lock
 // can be outstanding (every client stopped for longer than the largest TTL):
@@ -21,6 +22,9 @@ import (
 // Op "mark ready" and each node's outcome, wrapping ctx's error if ctx
 // ended.
 func (c *Client) MarkReady(ctx context.Context) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
 	keys := []string{markerKey}
 	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
 	mark := &request{script: markReadyScript, keys: keys, args: []string{delay}, decode: decodeFunc(func(_ int, v any) (any, error) {
@@ -30,7 +34,7 @@ func (c *Client) MarkReady(ctx context.Context) error {
 		return v, nil
 	})}
 	answered := func(any) bool { return true }
-	results, ok := c.fanout(ctx, c.opts.NodeTimeout, mark, answered, func(int, int) bool { return false })
+	results, ok := c.fanout(ctx, c.operatorTimeout(), mark, answered, func(int, int) bool { return false })
 	if ok == len(c.conns) {
 		return nil
 	}

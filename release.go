@@ -7,8 +7,9 @@ import (
 
 // Release deletes the lock on every node where it still holds this lock's
 // token, and never another holder's. It returns once a quorum of nodes has
-// deleted it (the others follow within the per-node timeout), and runs even when ctx
-// has already ended, so that a deferred Release always cleans up.
+// deleted it (the others follow within the per-node timeout), and runs even
+// when ctx has already ended or is nil, so that a deferred Release always
+// cleans up.
 //
 // It succeeds once a quorum of nodes has answered, each having deleted the
 // key or no longer holding it, and at least one having deleted it. Errors:
@@ -23,8 +24,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	released := l.released
 	l.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background() // a release always runs
+	}
 	if released {
-		return fmt.Errorf("%w: %q", ErrReleased, l.key)
+		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
 	}
 
 	results, ok := l.release(uncancelled(ctx))
