@@ -123,7 +123,7 @@ func (f PauseWorkerInAcquire) Run(ctx context.Context, env *Env, rng *rand.Rand)
 		pause = 2 * env.TTL
 	}
 	invokes, cancel := env.Rec.Subscribe(func(ev history.Event) bool {
-		return ev.Process == w.Name() && ev.Type == history.Invoke && ev.Op == history.OpAcquire
+		return w.IsOf(ev.Process) && ev.Type == history.Invoke && ev.Op == history.OpAcquire
 	})
 	defer cancel()
 	var resumed time.Time

@@ -87,13 +87,35 @@ func (w *Worker) collect(stdout io.Reader, rec *history.Recorder) {
 			fmt.Fprintf(w.stderr, "unreadable history line %q: %v\n", sc.Bytes(), err)
 			continue
 		}
-		ev.Process = w.name
+		ev.Process = processName(ev.Process, w.name)
 		rec.Append(ev)
 	}
 	err := w.cmd.Wait()
 	w.mu.Lock()
 	w.waitErr = err
 	w.mu.Unlock()
+}
+
+// processName is the name under which an event that a worker process
+// recorded as process enters the history: its own name when it is the
+// worker's or one of the worker's goroutines' ("<worker>.<g>"), whose
+// operations are told apart by it, and the worker's otherwise.
+func processName(process, worker string) string {
+	if isOf(process, worker) {
+		return process
+	}
+	return worker
+}
+
+// isOf reports whether process is worker or one of worker's goroutines.
+func isOf(process, worker string) bool {
+	return process == worker || strings.HasPrefix(process, worker+".")
+}
+
+// IsOf reports whether process is the worker's name or one of its
+// goroutines'.
+func (w *Worker) IsOf(process string) bool {
+	return isOf(process, w.name)
 }
 
 // Name returns the worker's name.
