@@ -141,7 +141,7 @@ type acquireReply struct {
 // decodes each node's reply into replies[i], i being the node's index: the
 // caller may read replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
-	r.keys = [3]string{key, fenceKey, markerKey}
+	r.keys = [4]string{key, fenceKey, markerKey, processKey}
 	r.args = [5]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
 	r.replies = replies
 	r.request = request{script: acquireScript, keys: r.keys[:], args: r.args[:], decode: r}
@@ -152,7 +152,7 @@ func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string,
 // decoder in one allocation.
 type acquireRequest struct {
 	request
-	keys    [3]string
+	keys    [4]string
 	args    [5]string
 	replies []acquireReply
 }

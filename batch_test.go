@@ -490,14 +490,14 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	delay := c.opts.RecoveryDelay
 	inspector := func() *request {
-		return &request{script: inspectScript, keys: []string{"mixed", FenceKey("mixed"), MarkerKey}, args: []string{c.wire.recovery},
+		return &request{script: inspectScript, keys: []string{"mixed", FenceKey("mixed"), MarkerKey, ProcessKey}, args: []string{c.wire.recovery},
 			decode: decodeFunc(func(_ int, v any) (any, error) {
 				s, err := c.decodeInspect(v)
 				return s, err
 			})}
 	}
 	markReady := func() *request {
-		return &request{script: markReadyScript, keys: []string{MarkerKey}, args: []string{c.wire.recovery}}
+		return &request{script: markReadyScript, keys: []string{MarkerKey, ProcessKey}, args: []string{c.wire.recovery}}
 	}
 	replies := [][]acquireReply{make([]acquireReply, 1), make([]acquireReply, 1)}
 	reqs := []*request{

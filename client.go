@@ -109,7 +109,7 @@ func (c *Client) lockKey(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if key == markerKey || strings.HasPrefix(key, fencePrefix) {
+	if key == markerKey || key == processKey || strings.HasPrefix(key, fencePrefix) {
 		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
 	}
 	return key, nil

@@ -88,10 +88,9 @@
 //   - the nodes' clocks run at most DriftFactor (1%) faster than the client's
 //     monotonic clock, and no node's wall clock jumps: Redis expires keys by
 //     wall-clock time, so a forward jump on a node expires a key early;
-//   - a node does not lose keys it acknowledged, except by losing all of
-//     its data, which the restart quarantine below covers: no persistence
-//     that reloads an older state (RDB snapshots, appendfsync everysec; use
-//     appendfsync always, or none), and no maxmemory-policy that can evict
+//   - a node does not lose keys it acknowledged except by restarting or by
+//     failing over to a replica, which the restart quarantine below covers
+//     whatever the node's persistence, and no maxmemory-policy can evict
 //     keys (use noeviction);
 //   - the holder stops touching the protected resource by the validity
 //     deadline. A process pause (GC, SIGSTOP, swapping) or a delayed packet
@@ -137,16 +136,18 @@
 //
 // # Restart quarantine
 //
-// A node that restarted without its data would grant a lock that the other
-// nodes still hold for someone else. Each node therefore keeps a restart
-// marker, the key "redlock:marker", without a TTL. The acquire script, finding it missing, writes the node's
-// time into it and refuses to vote (OutcomeRecovering) until
-// Options.RecoveryDelay has passed on the node's clock. Any lock granted
-// before the data loss was written before the marker and lives at most its
-// TTL, which New, Acquire and Extend keep at or below RecoveryDelay, so it has
-// expired by the time the node votes again. A node with appendfsync always
-// keeps its marker and votes at once. Client.MarkReady marks a brand-new,
-// empty deployment ready without waiting. Options.DisableQuarantine turns
+// A node that restarted without its data, or reloaded a snapshot or an AOF
+// older than its last grants, or a replica that took over, would grant a
+// lock that the other nodes still hold for someone else. Each node therefore
+// keeps a restart marker, the key "redlock:marker", without a TTL, and beside
+// it the run_id of the Redis process that wrote it ("redlock:process"). The
+// acquire script, finding the marker missing or written by another process,
+// writes the node's time and run_id into them and refuses to vote
+// (OutcomeRecovering) until Options.RecoveryDelay has passed on the node's
+// clock. Any lock granted before the restart lives at most its TTL, which
+// New, Acquire and Extend keep at or below RecoveryDelay, so it has expired
+// by the time the node votes again. Client.MarkReady marks a brand-new, empty
+// deployment ready without waiting. Options.DisableQuarantine turns
 // the mechanism off. SAFETY.md has the whole picture: guarantees,
 // assumptions, what each mechanism costs, and what remains open.
 package redlock

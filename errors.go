@@ -88,8 +88,9 @@ const (
 	OutcomeTimeout
 	// OutcomeError: the node answered with an error or could not be reached.
 	OutcomeError
-	// OutcomeRecovering: the node lost its data (its restart marker was missing)
-	// less than Options.RecoveryDelay ago and withholds its vote until every
+	// OutcomeRecovering: the node lost its data, restarted or failed over
+	// (its restart marker was missing or written by another Redis process)
+	// less than Options.RecoveryDelay ago, and withholds its vote until every
 	// lock it might have granted before has expired. NodeResult.RecoveringLeft
 	// says for how long.
 	OutcomeRecovering

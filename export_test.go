@@ -19,8 +19,9 @@ var AcquireScriptSource = acquireScript.source
 
 // The keys the library keeps beside the locks.
 const (
-	MarkerKey = markerKey
-	FenceTTL  = fenceTTL
+	MarkerKey  = markerKey
+	ProcessKey = processKey
+	FenceTTL   = fenceTTL
 )
 
 // FenceKey returns the fencing counter's key for a lock key.

@@ -528,7 +528,7 @@ func TestFence_clientClockBehind(t *testing.T) {
 	node := cluster.Node(0)
 	eval := func(key, token, hint string) []string {
 		t.Helper()
-		v, err := node.Do(bg, "EVAL", redlock.AcquireScriptSource, "3", key, redlock.FenceKey(key), redlock.MarkerKey,
+		v, err := node.Do(bg, "EVAL", redlock.AcquireScriptSource, "4", key, redlock.FenceKey(key), redlock.MarkerKey, redlock.ProcessKey,
 			token, "10000", "0", "60000", hint)
 		if err != nil {
 			t.Fatal(err)

@@ -19,14 +19,20 @@ type NodeState struct {
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
 	TTL time.Duration
-	// Fence is the node's fencing counter for the key ("redlock:fence:" + key), 0 when
-	// it has none.
+	// Fence is the node's fencing counter for the key ("redlock:fence:" +
+	// key), 0 when it has none.
 	Fence uint64
-	// NoMarker reports that the node has no restart marker ("redlock:marker"): it lost its data or
-	// never served a lock, and the next acquisition starts its quarantine.
+	// NoMarker reports that the node has no restart marker
+	// ("redlock:marker"): it lost its data or never served a lock, and the
+	// next acquisition starts its quarantine.
 	NoMarker bool
+	// Restarted reports that the node's Redis process is another one than
+	// the one that wrote its marker: it restarted (and reloaded a snapshot
+	// or an AOF that need not hold every lock it granted), or a replica
+	// took over. The next acquisition starts its quarantine.
+	Restarted bool
 	// Recovering reports that this client's acquisitions are refused there
-	// by the restart quarantine: NoMarker, or a marker less than
+	// by the restart quarantine: NoMarker, Restarted, or a marker less than
 	// Options.RecoveryDelay old. Always false with DisableQuarantine.
 	Recovering bool
 	// RecoveringLeft is how long the node stays recovering, by its clock;
@@ -51,7 +57,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{wire, fenceKey(wire), markerKey}
+	keys := []string{wire, fenceKey(wire), markerKey, processKey}
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
@@ -89,8 +95,8 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 		return NodeState{}, fmt.Errorf("redlock: unexpected reply to the inspect script (%s): %v", why, v)
 	}
 	a, ok := v.([]any)
-	if !ok || len(a) != 5 {
-		return bad("not 5 elements")
+	if !ok || len(a) != 6 {
+		return bad("not 6 elements")
 	}
 	var f [3]string
 	for i, j := range [...]int{0, 2, 3} {
@@ -101,13 +107,14 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	holder, counter, marker := f[0], f[1], f[2]
 	pttl, ok1 := a[1].(int64)
 	left, ok2 := a[4].(int64)
-	if !ok1 || !ok2 {
-		return bad("PTTL or time left")
+	restarted, ok3 := a[5].(int64)
+	if !ok1 || !ok2 || !ok3 {
+		return bad("PTTL, time left or restart")
 	}
 	if left < 0 {
 		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, marker)
 	}
-	s := NodeState{Holder: holder, NoMarker: marker == ""}
+	s := NodeState{Holder: holder, NoMarker: marker == "", Restarted: restarted == 1}
 	switch {
 	case pttl >= 0:
 		s.TTL = time.Duration(pttl) * time.Millisecond
@@ -123,7 +130,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	}
 	if left > 0 {
 		s.Recovering, s.RecoveringLeft = true, time.Duration(left)*time.Microsecond
-		if s.NoMarker {
+		if s.NoMarker || s.Restarted {
 			// The delay went to the node in whole microseconds.
 			s.RecoveringLeft = c.opts.RecoveryDelay
 		}

@@ -15,6 +15,13 @@ import "time"
 // acquisition. The key is the same for every Options.KeyPrefix.
 const markerKey = "redlock:marker"
 
+// processKey holds, beside markerKey, the run_id of the Redis process that
+// wrote the marker. A node whose process is another one (it restarted and
+// reloaded a snapshot or an AOF, or a replica took over) has not kept every
+// lock it granted, whatever its data set says, and starts a new quarantine.
+// The key is the same for every Options.KeyPrefix.
+const processKey = "redlock:process"
+
 // fencePrefix starts every fencing counter key; lock keys must not.
 const fencePrefix = "redlock:fence:"
 

@@ -58,19 +58,21 @@ type Options struct {
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
 	// or by renewal; 0 means no bound.
 	MaxExtensions int
-	// RecoveryDelay is how long a node that lost its data (its restart marker
-	// missing) withholds its vote, measured by its own clock from the first
-	// acquisition that reaches it. Default defaultRecoveryDelay (30 s). It
+	// RecoveryDelay is how long a node that lost its data, restarted, or
+	// failed over to a replica (its restart marker is missing, or was written
+	// by another Redis process) withholds its vote, measured by its own clock
+	// from the first acquisition that reaches it. Default defaultRecoveryDelay (30 s). It
 	// must be at least the largest TTL any client of the nodes uses, which
 	// the Client enforces for its own locks: New, Acquire and Extend reject
 	// a longer TTL with ErrInvalidTTL. All clients of the same nodes should
 	// use the same value.
 	RecoveryDelay time.Duration
 	// DisableQuarantine turns the restart quarantine off: a node that
-	// restarted without its data votes at once, and the acquire script
-	// neither reads nor writes the restart marker. This is safe only when every node
-	// keeps acknowledged writes across a crash (appendfsync always); without
-	// that, a restart can grant a lock that is still held (see SAFETY.md).
+	// restarted or failed over votes at once, and the acquire script neither
+	// reads nor writes the restart marker. This is safe only when every node
+	// keeps acknowledged writes across a crash (appendfsync always) and has
+	// no replica that can take over; otherwise a restart can grant a lock
+	// that is still held (see SAFETY.md).
 	// Default false (quarantine on).
 	DisableQuarantine bool
 }

@@ -25,7 +25,7 @@ func (c *Client) MarkReady(ctx context.Context) error {
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
-	keys := []string{markerKey}
+	keys := []string{markerKey, processKey}
 	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
 	mark := &request{script: markReadyScript, keys: keys, args: []string{delay}, decode: decodeFunc(func(_ int, v any) (any, error) {
 		if _, ok := v.(int64); !ok {

@@ -29,6 +29,8 @@ type luaFunction struct {
 var (
 	//go:embed lua/clock.lua
 	clockSource string
+	//go:embed lua/process.lua
+	processSource string
 	//go:embed lua/marker.lua
 	markerSource string
 	//go:embed lua/set_marker.lua
@@ -56,19 +58,20 @@ var (
 // The functions of lua/.
 var (
 	nodeClockFunc     = &luaFunction{name: "nodeClock", source: clockSource}
+	processIDFunc     = &luaFunction{name: "processID", source: processSource}
 	restartMarkerFunc = &luaFunction{name: "restartMarker", source: markerSource}
-	setMarkerFunc     = &luaFunction{name: "setMarker", source: setMarkerSource}
-	recoveryLeftFunc  = &luaFunction{name: "recoveryLeft", source: quarantineSource, calls: []*luaFunction{nodeClockFunc}}
+	setMarkerFunc     = &luaFunction{name: "setMarker", source: setMarkerSource, calls: []*luaFunction{processIDFunc}}
+	recoveryLeftFunc  = &luaFunction{name: "recoveryLeft", source: quarantineSource, calls: []*luaFunction{nodeClockFunc, processIDFunc}}
 	nextFenceFunc     = &luaFunction{name: "nextFence", source: fenceSource}
 
 	acquireFunc = &luaFunction{name: "acquire", source: acquireSource,
-		calls: []*luaFunction{nodeClockFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, nextFenceFunc}}
+		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, nextFenceFunc}}
 	releaseFunc   = &luaFunction{name: "release", source: releaseSource}
 	extendFunc    = &luaFunction{name: "extend", source: extendSource}
 	raiseFunc     = &luaFunction{name: "raise", source: raiseSource}
 	inspectFunc   = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc}}
 	markReadyFunc = &luaFunction{name: "markReady", source: markReadySource,
-		calls: []*luaFunction{restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
+		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
 	batchFunc = &luaFunction{name: "batch", source: batchSource}
 )
 

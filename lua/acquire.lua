@@ -3,8 +3,9 @@
 -- It reads its request's keys and arguments at offsets k and a in KEYS and
 -- ARGV; shared is the table that the requests of one script call share, so
 -- that the node's clock and restart marker are read once per script call.
--- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock key); KEYS[k+3] restart
--- marker ("redlock:marker").
+-- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock
+-- key); KEYS[k+3] restart marker ("redlock:marker"); KEYS[k+4] the marker's
+-- process key ("redlock:process").
 -- ARGV[a+1] token; ARGV[a+2] lock TTL in milliseconds; ARGV[a+3] recovery
 -- delay in microseconds, "0" when the quarantine is off; ARGV[a+4] counter
 -- TTL in milliseconds; ARGV[a+5] the caller's clock in microseconds
@@ -19,18 +20,26 @@ local function acquire(KEYS, ARGV, k, a, shared)
 	local t = nodeClock(shared)
 	local delay = tonumber(ARGV[a + 3])
 	if delay > 0 then
-		local marker = restartMarker(shared, KEYS[k + 3])
-		if not marker then
-			-- The node lost its data, or never served a lock: start its quarantine.
-			setMarker(shared, KEYS[k + 3], t[1] .. string.format("%06d", tonumber(t[2])))
+		local marker, writer = restartMarker(shared, KEYS[k + 3], KEYS[k + 4])
+		local left, restarted = recoveryLeft(shared, marker, writer, delay)
+		if not marker or restarted then
+			-- The node lost its data, never served a lock, or is another
+			-- process than the one that wrote its marker (a restart that
+			-- reloaded older data, or a failover): start its quarantine.
+			setMarker(shared, KEYS[k + 3], KEYS[k + 4], t[1] .. string.format("%06d", tonumber(t[2])))
 			return {2, "0", delay}
 		end
-		local left = recoveryLeft(shared, marker, delay)
 		if not left then
 			return redis.error_reply("redlock: " .. KEYS[k + 3] .. " is not a time in microseconds")
 		end
 		if left > 0 then
 			return {2, "0", left}
+		end
+		if not writer then
+			-- A marker from before writers were recorded: this process
+			-- adopts it, so that its next restart is noticed.
+			redis.call("SET", KEYS[k + 4], processID(shared))
+			shared.writer = processID(shared)
 		end
 	end
 

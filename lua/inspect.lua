@@ -2,20 +2,24 @@
 -- and whether the node is recovering (see quarantine.lua). It reads its
 -- request's keys and arguments at offsets k and a in KEYS and ARGV; shared is
 -- the table that the requests of one script call share (see acquire.lua).
--- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock key); KEYS[k+3] restart
--- marker ("redlock:marker").
+-- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock
+-- key); KEYS[k+3] restart marker ("redlock:marker"); KEYS[k+4] its process
+-- key ("redlock:process").
 -- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off.
--- Returns {holder, lock PTTL in ms, counter, marker, left}, where an absent
--- string is "" and left is the microseconds the node stays recovering: 0
--- when it is not, the whole delay when it has no marker, -1 when the marker
--- is not a number.
+-- Returns {holder, lock PTTL in ms, counter, marker, left, restarted},
+-- where an absent string is "", left is the microseconds the node stays
+-- recovering (0 when it is not, the whole delay when it has no marker or
+-- restarted, -1 when the marker is not a number), and restarted is 1 when
+-- the node's process changed since its marker was written, else 0.
 local function inspect(KEYS, ARGV, k, a, shared)
-	local marker = restartMarker(shared, KEYS[k + 3])
+	local marker, writer = restartMarker(shared, KEYS[k + 3], KEYS[k + 4])
+	local left, restarted = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
 	return {
 		redis.call("GET", KEYS[k + 1]) or "",
 		redis.call("PTTL", KEYS[k + 1]),
 		redis.call("GET", KEYS[k + 2]) or "",
 		marker or "",
-		recoveryLeft(shared, marker, tonumber(ARGV[a + 1])) or -1,
+		left or -1,
+		restarted and 1 or 0,
 	}
 end

@@ -3,17 +3,23 @@
 -- (see quarantine.lua). It reads its request's keys and arguments at offsets
 -- k and a in KEYS and ARGV; shared is the table that the requests of one
 -- script call share (see acquire.lua).
--- KEYS[k+1] restart marker ("redlock:marker"); ARGV[a+1] recovery delay in
--- microseconds.
+-- KEYS[k+1] restart marker ("redlock:marker"); KEYS[k+2] its process key
+-- ("redlock:process"); ARGV[a+1] recovery delay in microseconds.
 -- Returns 1 when the marker was set, 0 when the node was already ready.
 local function markReady(KEYS, ARGV, k, a, shared)
 	if redis.replicate_commands then
 		redis.replicate_commands() -- Redis < 5: allow writes after TIME
 	end
-	local marker = restartMarker(shared, KEYS[k + 1])
-	if marker and recoveryLeft(shared, marker, tonumber(ARGV[a + 1])) == 0 then
+	local marker, writer = restartMarker(shared, KEYS[k + 1], KEYS[k + 2])
+	local left, restarted = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
+	if marker and left == 0 and not restarted then
+		if not writer then
+			-- A marker from before writers were recorded: adopt it.
+			redis.call("SET", KEYS[k + 2], processID(shared))
+			shared.writer = processID(shared)
+		end
 		return 0
 	end
-	setMarker(shared, KEYS[k + 1], "0")
+	setMarker(shared, KEYS[k + 1], KEYS[k + 2], "0")
 	return 1
 end

@@ -28,12 +28,13 @@ and every acquisition is refused with "recovering" until the delay passes;
 'redlock init' writes the marker on every node so that they vote at once.
 
 Marking a node ready that restarted while locks were held defeats the
-quarantine and can let two clients hold the same lock. init therefore refuses
-when some nodes are already ready and others are not (a node restarted, it is
-not a new deployment), unless --force is given.`,
+quarantine and can let two clients hold the same lock. init therefore refuses,
+unless --force is given, when a node restarted or failed over since its
+marker was written (its Redis process changed: it is not new), or when some
+nodes are already ready and others are not.`,
 		exits: []exitDoc{
 			{"0", "every node is ready"},
-			{code(exitFailure), "refused: some nodes are ready and others are not (see --force)"},
+			{code(exitFailure), "refused: a node restarted, or some nodes are ready and others are not (see --force)"},
 			docUsage,
 			{code(exitUnavailable), "some nodes could not be marked ready"},
 			docConfig,
@@ -61,15 +62,23 @@ func setupInit(fs *flag.FlagSet) runner {
 				fmt.Fprintf(s.stderr, "redlock init: %v\n", err)
 				return exitSoftware
 			}
-			var ready, waiting []string
+			var ready, waiting, restarted []string
 			for _, st := range states {
 				switch {
 				case st.Err != nil:
+				case st.Restarted:
+					restarted = append(restarted, st.Node)
 				case st.Recovering:
 					waiting = append(waiting, st.Node)
 				default:
 					ready = append(ready, st.Node)
 				}
+			}
+			if len(restarted) > 0 {
+				fmt.Fprintf(s.stderr, "redlock init: refused: %s restarted or failed over since it last voted: not a brand-new deployment.\n"+
+					"A restarted node must sit out --recovery-delay so that it cannot grant a lock it forgot.\n"+
+					"Wait, or use --force if no lock can be outstanding.\n", strings.Join(restarted, ", "))
+				return exitFailure
 			}
 			if len(ready) > 0 && len(waiting) > 0 {
 				fmt.Fprintf(s.stderr, "redlock init: refused: %s already ready but %s recovering: not a brand-new deployment.\n"+

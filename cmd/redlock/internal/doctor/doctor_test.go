@@ -510,3 +510,29 @@ func TestAudit_severityString(t *testing.T) {
 		}
 	}
 }
+
+// A master with a replica is safe while the quarantine is on (a promoted
+// replica is another process, and sits out the recovery delay), and unsafe
+// without it.
+func TestAudit_masterWithReplica(t *testing.T) {
+	master := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	redlocktest.Start(t, redlocktest.Options{Nodes: 1, // its replica
+		Config: []string{fmt.Sprintf("replicaof 127.0.0.1 %d", master.Node(0).Port())}})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		info, err := master.Node(0).Do(bg, "INFO", "replication")
+		if err == nil && strings.Contains(info, "connected_slaves:1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica never connected: %v %q", err, info)
+		}
+	}
+	conns := goredisConns(t, master.Addrs())
+	r := audit(t, conns, nil)
+	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Info)
+	r = audit(t, conns, &redlock.Options{DisableQuarantine: true})
+	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Critical)
+	if !r.Unsafe() {
+		t.Error("Unsafe() = false for a master with a replica and no quarantine")
+	}
+}

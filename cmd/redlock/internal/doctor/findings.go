@@ -72,14 +72,17 @@ func versionFindings(fs *findingList, n Node, _ Limits) {
 	}
 }
 
-func replicaFindings(fs *findingList, n Node, _ Limits) {
+func replicaFindings(fs *findingList, n Node, l Limits) {
 	switch {
 	case n.Role == "replica":
 		fs.add(n.Node, Critical, "replica", "point the client at independent masters only, with no replication between them",
 			"a replica, not an independent master: it refuses lock writes or loses them at the next sync")
+	case n.Replicas > 0 && !l.Quarantine:
+		fs.add(n.Node, Critical, "replica", "turn the restart quarantine back on, or turn off automatic failover for lock nodes",
+			"master with %d replica(s) and no restart quarantine: a failover can promote a replica that never received a lock key, and it votes at once", n.Replicas)
 	case n.Replicas > 0:
-		fs.add(n.Node, Warning, "replica", "turn off automatic failover for lock nodes, or run them without replicas",
-			"master with %d replica(s): a failover can promote a replica that never received a lock key", n.Replicas)
+		fs.add(n.Node, Info, "replica", "keep the restart quarantine on; turn off automatic failover to avoid the wait",
+			"master with %d replica(s): after a failover the promoted replica sits out the recovery delay", n.Replicas)
 	}
 }
 
@@ -157,6 +160,9 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 	case n.markerErr != nil:
 		fs.add(n.Node, Info, "recovering", "allow EVALSHA and the restart marker key for this user",
 			"restart marker unreadable (%s): quarantine state unknown", errText(n.markerErr))
+	case n.Restarted:
+		fs.add(n.Node, sev, "recovering", "wait: a restarted node must not be marked ready while locks may be held",
+			"restarted or failed over since it last voted: it sits out %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
 	case n.Recovering && n.NoMarker:
 		fs.add(n.Node, sev, "recovering", "wait; for a new deployment with no lock outstanding, Client.MarkReady",
 			"no restart marker (restarted empty, or never used): it sits out %s from the next acquisition", n.RecoveringLeft.Round(time.Second))

@@ -58,6 +58,9 @@ type Node struct {
 	Recovering bool
 	// NoMarker reports a node without a restart marker.
 	NoMarker bool
+	// Restarted reports a node whose Redis process changed since its marker
+	// was written: a restart, whatever it reloaded, or a failover.
+	Restarted bool
 	// RecoveringLeft is how long the node stays out, at most; for a node
 	// without a marker, the full recovery delay from the next acquisition
 	// that reaches it.
@@ -117,7 +120,7 @@ func applyQuarantine(ctx context.Context, client *redlock.Client, nodes []Node) 
 		default:
 			s := states[i]
 			n.Reachable = true
-			n.NoMarker, n.Recovering, n.RecoveringLeft = s.NoMarker, s.Recovering, s.RecoveringLeft
+			n.NoMarker, n.Restarted, n.Recovering, n.RecoveringLeft = s.NoMarker, s.Restarted, s.Recovering, s.RecoveringLeft
 		}
 		if n.Reachable {
 			n.Err = nil

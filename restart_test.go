@@ -1,0 +1,153 @@
+package redlock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A node that crashes and reloads an RDB snapshot taken before a lock was
+// granted has its restart marker but not the lock: it must not vote until
+// the lock it forgot has expired, or a second client gets it.
+func TestQuarantine_restartFromSnapshot(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+		node := cluster.Node(0)
+		first := newClient(t, cluster, a, fast())
+		warm, err := first.TryAcquire(bg, "warm-up") // writes the marker and its writer
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm.Release(bg)
+		if _, err := node.Do(bg, "SAVE"); err != nil { // the snapshot: marker, no lock
+			t.Fatal(err)
+		}
+		held, err := first.TryAcquire(bg, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := node.Restart(bg); err != nil { // kill -9, reload the snapshot
+			t.Fatal(err)
+		}
+		if keyOn(t, node, redlock.MarkerKey) == "" || keyOn(t, node, "job") != "" {
+			t.Fatal("the snapshot should hold the marker and not the lock")
+		}
+		second := coldClient(t, cluster, a, fast())
+		lock, err := tryAcquireRetrying(second, "job")
+		if err == nil {
+			lock.Release(bg)
+			t.Fatalf("a second client got the lock while the first holds it until %s", held.Until().Format(time.StampMicro))
+		}
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeRecovering {
+			t.Fatalf("second acquisition: %v, want the node recovering", err)
+		}
+	})
+}
+
+// A replica promoted after its link to the master was cut has the master's
+// marker but not the locks granted since: it sits out the recovery delay.
+func TestQuarantine_failoverToALaggingReplica(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		master := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+		replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
+			Config: []string{"replicaof 127.0.0.1 " + strings.Split(master.Addrs()[0], ":")[1]}})
+		first := newClient(t, master, a, fast())
+		warm, err := first.TryAcquire(bg, "warm-up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm.Release(bg)
+		waitReplicated(t, replica.Node(0), redlock.ProcessKey)
+		// The link is cut, a lock is granted, the master dies and the
+		// replica takes over.
+		if _, err := replica.Node(0).Do(bg, "REPLICAOF", "NO", "ONE"); err != nil {
+			t.Fatal(err)
+		}
+		held, err := first.TryAcquire(bg, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Release(bg)
+		if err := master.Node(0).Kill(); err != nil {
+			t.Fatal(err)
+		}
+		promoted := coldClient(t, replica, a, fast())
+		states, err := promoted.Inspect(bg, "job")
+		if err != nil || !states[0].Restarted || !states[0].Recovering {
+			t.Fatalf("Inspect on the promoted replica: %+v, %v; want restarted and recovering", states, err)
+		}
+		lock, err := tryAcquireRetrying(promoted, "job")
+		if err == nil {
+			lock.Release(bg)
+			t.Fatal("the promoted replica granted a lock the old master holds")
+		}
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeRecovering {
+			t.Fatalf("acquisition on the promoted replica: %v, want it recovering", err)
+		}
+	})
+}
+
+// waitReplicated waits until key exists on n.
+func waitReplicated(t *testing.T, n *redlocktest.Node, key string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); keyOn(t, n, key) == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached the replica", key)
+		}
+	}
+}
+
+// tryAcquireRetrying makes an attempt, and a few more while the error is a
+// connection's (a node that just restarted), not the nodes' answer.
+func tryAcquireRetrying(c *redlock.Client, key string) (*redlock.Lock, error) {
+	var err error
+	for try := 0; try < 10; try++ {
+		var lock *redlock.Lock
+		lock, err = c.TryAcquire(bg, key)
+		var qe *redlock.QuorumError
+		if err == nil || !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeError {
+			return lock, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, err
+}
+
+// Where an ACL refuses INFO, restarts cannot be seen by the process, but
+// locks still work: the marker's time alone counts, as before.
+func TestQuarantine_infoRefusedStillLocks(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	if _, err := node.Do(bg, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-info"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := goredis.NewURL("redis://locker:pw@" + node.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := redlock.New([]redlock.Conn{conn}, fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.MarkReady(bg); err != nil {
+		t.Fatalf("MarkReady with INFO refused: %v", err)
+	}
+	lock, err := c.TryAcquire(bg, "no-info")
+	if err != nil {
+		t.Fatalf("TryAcquire with INFO refused: %v", err)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if v := keyOn(t, node, redlock.ProcessKey); v != "" {
+		t.Errorf("process key %q recorded without INFO", v)
+	}
+}
