@@ -87,17 +87,41 @@ type RestartOnGrant struct {
 	Node int
 	// Cooldown is the least time between two restarts.
 	Cooldown time.Duration
+	// Snapshot makes the node reload an RDB snapshot taken before the grant,
+	// as a node with Redis's default persistence does after a crash: the
+	// node is saved (SAVE) when the fault starts and right after each
+	// restart, so it comes back with its restart marker and without the
+	// locks granted since.
+	Snapshot bool
 }
 
 // Name describes the fault.
 func (f RestartOnGrant) Name() string {
-	return fmt.Sprintf("kill -9 and restart n%d right after a grant, every %v at most", f.Node, f.Cooldown)
+	name := fmt.Sprintf("kill -9 and restart n%d right after a grant, every %v at most", f.Node, f.Cooldown)
+	if f.Snapshot {
+		name += ", reloading a snapshot taken before the grant"
+	}
+	return name
+}
+
+// save takes the node's RDB snapshot, for a Snapshot restart.
+func (f RestartOnGrant) save(env *Env) error {
+	if !f.Snapshot {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restartTimeout)
+	defer cancel()
+	_, err := env.Cluster.Node(f.Node).Do(ctx, "SAVE")
+	return err
 }
 
 // Run implements Fault.
 func (f RestartOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
 	grants, cancel := env.grants()
 	defer cancel()
+	if err := f.save(env); err != nil {
+		return err
+	}
 	var last time.Time
 	for {
 		var ev history.Event
@@ -112,7 +136,7 @@ func (f RestartOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
 		last = time.Now()
 		id := env.start("restart", nodeName(f.Node), "kill -9 while "+ev.Process+" holds the lock, start again")
 		err := env.Cluster.Node(f.Node).Kill()
-		err = errors.Join(err, startNode(env, f.Node))
+		err = errors.Join(err, startNode(env, f.Node), f.save(env))
 		env.end(id, "restart", nodeName(f.Node))
 		if err != nil {
 			return err

@@ -72,6 +72,15 @@ func Table() []Scenario {
 			},
 		},
 		{
+			Name:     "restart-snapshot",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About: "split quorum; the shared node crashes while the lock is held on it and reloads an RDB snapshot " +
+				"taken before the grant, marker included: the quarantine sees another process and keeps it from voting",
+			Faults: func() []faults.Fault {
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, Snapshot: true}}
+			},
+		},
+		{
 			Name:     "restart-aof",
 			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About:             "split quorum; the shared node restarts while the lock is held on it, with appendfsync always and no quarantine",
@@ -122,6 +131,16 @@ func Table() []Scenario {
 			DisableQuarantine: true,
 			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond}}
+			},
+		},
+		{
+			Name:     "restart-snapshot/no-quarantine",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About:             "split quorum; the shared node reloads an RDB snapshot taken before the grant and votes at once (no quarantine)",
+			Expect:            Caught,
+			DisableQuarantine: true,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, Snapshot: true}}
 			},
 		},
 		{
