@@ -55,7 +55,7 @@ func TestNilContext_failsClearlyOrReleases(t *testing.T) {
 			t.Error("Inspect(nil) succeeded")
 		}
 		//lint:ignore SA1012 as above
-		if err := c.MarkReady(nil); err == nil {
+		if err := c.MarkReady(nil, false); err == nil {
 			t.Error("MarkReady(nil) succeeded")
 		}
 		lock, err := c.Acquire(bg, "nil-ctx")
@@ -126,7 +126,7 @@ func TestMarkReady_waitsForASlowNode(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		resumed <- node.Resume()
 	}()
-	if err := c.MarkReady(bg); err != nil {
+	if err := c.MarkReady(bg, false); err != nil {
 		t.Errorf("MarkReady on a node 300 ms slow = %v", err)
 	}
 	if err := <-resumed; err != nil {

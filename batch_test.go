@@ -38,7 +38,7 @@ func pipeClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testing.T
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if err := c.MarkReady(context.Background()); err != nil {
+	if err := c.MarkReady(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -466,7 +466,7 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 	for i := range 3 {
 		wantGet(t, node, fmt.Sprint("fresh-", i), "", "on a recovering node")
 	}
-	if err := c.MarkReady(context.Background()); err != nil {
+	if err := c.MarkReady(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range sendBatch() {

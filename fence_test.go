@@ -48,7 +48,7 @@ func countingClient(t testing.TB, cluster *redlocktest.Cluster, opts *redlock.Op
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	if err := client.MarkReady(bg); err != nil {
+	if err := client.MarkReady(bg, false); err != nil {
 		t.Fatal(err)
 	}
 	loadScripts(t, cluster)
@@ -178,7 +178,7 @@ func TestFence_afterAllNodesLoseData(t *testing.T) {
 			restartAllEmpty(t, cluster, "wiped")
 			if quarantine {
 				wantAllRecovering(t, client, "wiped")
-				if err := client.MarkReady(bg); err != nil {
+				if err := client.MarkReady(bg, false); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -67,7 +67,7 @@ func newClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if err := c.MarkReady(context.Background()); err != nil {
+	if err := c.MarkReady(context.Background(), false); err != nil {
 		t.Fatalf("mark the nodes ready: %v", err)
 	}
 	loadScripts(t, cluster)

@@ -177,7 +177,7 @@ func TestInspect_markerNotANumber(t *testing.T) {
 		wantVotingNode(t, states[0], "marker not a number, quarantine off")
 	})
 	t.Run("replacedByMarkReady", func(t *testing.T) {
-		if err := client.MarkReady(bg); err != nil {
+		if err := client.MarkReady(bg, false); err != nil {
 			t.Fatal(err)
 		}
 		if v := keyOn(t, node, redlock.MarkerKey); v != "0" {

@@ -414,7 +414,7 @@ func TestDial(t *testing.T) {
 		t.Fatalf("Dial: %v", err)
 	}
 	defer client.Close()
-	if err := client.MarkReady(bg); err != nil { // a new deployment
+	if err := client.MarkReady(bg, false); err != nil { // a new deployment
 		t.Fatal(err)
 	}
 	t.Run("acquires", func(t *testing.T) {

@@ -264,7 +264,7 @@ func TestMarkReady(t *testing.T) {
 	if err := cluster.Node(3).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err := client.MarkReady(bg)
+	err := client.MarkReady(bg, false)
 	if !errors.Is(err, redlock.ErrNotMarkedReady) {
 		t.Fatalf("one node down: err = %v, want ErrNotMarkedReady", err)
 	}
@@ -283,7 +283,7 @@ func TestMarkReady(t *testing.T) {
 	// The connection to the restarted node may fail once before the client
 	// reconnects; an operator runs the step again.
 	for try := 1; ; try++ {
-		err := client.MarkReady(bg)
+		err := client.MarkReady(bg, false)
 		if err == nil {
 			break
 		}

@@ -137,7 +137,7 @@ func TestQuarantine_infoRefusedStillLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.MarkReady(bg); err != nil {
+	if err := c.MarkReady(bg, false); err != nil {
 		t.Fatalf("MarkReady with INFO refused: %v", err)
 	}
 	lock, err := c.TryAcquire(bg, "no-info")
@@ -149,5 +149,41 @@ func TestQuarantine_infoRefusedStillLocks(t *testing.T) {
 	}
 	if v := keyOn(t, node, redlock.ProcessKey); v != "" {
 		t.Errorf("process key %q recorded without INFO", v)
+	}
+}
+
+// MarkReady refuses a node that restarted and has not sat out its recovery
+// delay, which may have forgotten a lock still held, unless forced; a node
+// without a marker cannot be told from a new one, and is marked.
+func TestMarkReady_refusesARestartedNodeUnlessForced(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, AppendFsyncAlways: true})
+	c := newClient(t, cluster, adapters[0], fast())
+	lock, err := c.TryAcquire(bg, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	waitForKey(t, cluster, "held", lock.Token())
+	if err := cluster.Node(1).Restart(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []string{"restarted", "quarantine started"} {
+		err := c.MarkReady(bg, false)
+		if !errors.Is(err, redlock.ErrNotMarkedReady) || !strings.Contains(err.Error(), "restarted or failed over") {
+			t.Fatalf("%s: MarkReady = %v, want node 1 refused", phase, err)
+		}
+		if qe := quorumError(t, err); qe.Nodes[1].Outcome != redlock.OutcomeError || qe.OK != 2 {
+			t.Errorf("%s: outcomes %+v, want only node 1 refused", phase, qe.Nodes)
+		}
+		// An acquisition starts the node's quarantine; it stays refused.
+		if l, err := tryAcquireRetrying(c, "probe-"+phase); err == nil {
+			l.Release(bg)
+		}
+	}
+	if err := c.MarkReady(bg, true); err != nil {
+		t.Fatalf("forced MarkReady = %v", err)
+	}
+	if states, err := c.Inspect(bg, "held"); err != nil || states[1].Recovering || states[1].Restarted {
+		t.Fatalf("after a forced MarkReady: %+v, %v; want node 1 ready", states, err)
 	}
 }

@@ -23,7 +23,7 @@ func TestStore_pausedHolderIsRefused(t *testing.T) {
 
 	client1, client2 := dialLockNodes(t, lockNodes), dialLockNodes(t, lockNodes)
 	// A new deployment: no lock can be outstanding.
-	if err := client1.MarkReady(ctx); err != nil {
+	if err := client1.MarkReady(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 

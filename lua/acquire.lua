@@ -26,7 +26,7 @@ local function acquire(KEYS, ARGV, k, a, shared)
 			-- The node lost its data, never served a lock, or is another
 			-- process than the one that wrote its marker (a restart that
 			-- reloaded older data, or a failover): start its quarantine.
-			setMarker(shared, KEYS[k + 3], KEYS[k + 4], t[1] .. string.format("%06d", tonumber(t[2])))
+			setMarker(shared, KEYS[k + 3], KEYS[k + 4], t[1] .. string.format("%06d", tonumber(t[2])), restarted)
 			return {2, "0", delay}
 		end
 		if not left then

@@ -10,16 +10,17 @@
 -- where an absent string is "", left is the microseconds the node stays
 -- recovering (0 when it is not, the whole delay when it has no marker or
 -- restarted, -1 when the marker is not a number), and restarted is 1 when
--- the node's process changed since its marker was written, else 0.
+-- the node's process changed since its marker was written, or it sits out a
+-- quarantine that a restart started, else 0.
 local function inspect(KEYS, ARGV, k, a, shared)
 	local marker, writer = restartMarker(shared, KEYS[k + 3], KEYS[k + 4])
-	local left, restarted = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
+	local left, restarted, afterRestart = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
 	return {
 		redis.call("GET", KEYS[k + 1]) or "",
 		redis.call("PTTL", KEYS[k + 1]),
 		redis.call("GET", KEYS[k + 2]) or "",
 		marker or "",
 		left or -1,
-		restarted and 1 or 0,
+		(restarted or afterRestart) and 1 or 0,
 	}
 end

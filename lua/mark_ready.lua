@@ -1,17 +1,25 @@
 -- markReady marks a node ready to vote at once: sets the restart marker to
 -- "0" when it is missing, is not a number, or the node is still recovering
--- (see quarantine.lua). It reads its request's keys and arguments at offsets
+-- (see quarantine.lua); but it refuses, unless forced, a node that restarted
+-- or failed over and has not sat out its quarantine: such a node may have
+-- forgotten a lock that is still held. It reads its request's keys and arguments at offsets
 -- k and a in KEYS and ARGV; shared is the table that the requests of one
 -- script call share (see acquire.lua).
 -- KEYS[k+1] restart marker ("redlock:marker"); KEYS[k+2] its process key
--- ("redlock:process"); ARGV[a+1] recovery delay in microseconds.
--- Returns 1 when the marker was set, 0 when the node was already ready.
+-- ("redlock:process"); ARGV[a+1] recovery delay in microseconds; ARGV[a+2]
+-- "1" to force.
+-- Returns 1 when the marker was set, 0 when the node was already ready, and
+-- an error when it refuses.
 local function markReady(KEYS, ARGV, k, a, shared)
 	if redis.replicate_commands then
 		redis.replicate_commands() -- Redis < 5: allow writes after TIME
 	end
 	local marker, writer = restartMarker(shared, KEYS[k + 1], KEYS[k + 2])
-	local left, restarted = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
+	local left, restarted, afterRestart = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
+	if (restarted or afterRestart) and ARGV[a + 2] ~= "1" then
+		return redis.error_reply("redlock: the node restarted or failed over " ..
+			"and has not sat out its recovery delay: it may have forgotten a lock that is still held; not marked ready unless forced")
+	end
 	if marker and left == 0 and not restarted then
 		if not writer then
 			-- A marker from before writers were recorded: adopt it.

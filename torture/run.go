@@ -238,7 +238,7 @@ func markReady(ctx context.Context, c *cluster.Cluster, ttl time.Duration) error
 		return fmt.Errorf("torture: %w", err)
 	}
 	defer client.Close()
-	if err := client.MarkReady(ctx); err != nil {
+	if err := client.MarkReady(ctx, false); err != nil {
 		return fmt.Errorf("torture: %w", err)
 	}
 	return nil

@@ -61,7 +61,7 @@ func redlockRueidis() Library {
 // readier is implemented by clients that keep freshly started nodes out of
 // quorums until told they are ready.
 type readier interface {
-	MarkReady(ctx context.Context) error
+	MarkReady(ctx context.Context, force bool) error
 }
 
 // MarkReady declares the nodes at addrs ready to vote, where this version of
@@ -83,7 +83,7 @@ func MarkReady(ctx context.Context, addrs []string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	if err := r.MarkReady(ctx); err != nil {
+	if err := r.MarkReady(ctx, false); err != nil {
 		return true, fmt.Errorf("mark nodes ready: %w", err)
 	}
 	return true, nil

@@ -294,7 +294,7 @@ func (c *demoConfig) dialMonitor(ctx context.Context, nodes demoNodes) (*redlock
 	if err != nil {
 		return nil, err
 	}
-	if err := monitor.MarkReady(ctx); err != nil {
+	if err := monitor.MarkReady(ctx, false); err != nil {
 		monitor.Close()
 		return nil, err
 	}

@@ -46,7 +46,7 @@ nodes are already ready and others are not.`,
 func setupInit(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
-	force := fs.Bool("force", false, "mark the nodes ready even when some already are: unsafe while locks may be held")
+	force := fs.Bool("force", false, "mark the nodes ready even when some already are, or restarted: unsafe while locks may be held")
 	return func(ctx context.Context, s streams, args []string) int {
 		if _, code := positional(s.stderr, "init", args); code != exitOK {
 			return code
@@ -88,7 +88,7 @@ func setupInit(fs *flag.FlagSet) runner {
 				return exitFailure
 			}
 		}
-		if err := client.MarkReady(ctx); err != nil {
+		if err := client.MarkReady(ctx, *force); err != nil {
 			printFailure(s.stderr, "init", err)
 			return exitUnavailable
 		}
