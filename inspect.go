@@ -88,48 +88,60 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	return states, nil
 }
 
-// decodeInspect decodes the inspect script's reply: {holder, PTTL, counter,
-// marker, microseconds left recovering or -1}.
-func (c *Client) decodeInspect(v any) (NodeState, error) {
-	bad := func(why string) (NodeState, error) {
-		return NodeState{}, fmt.Errorf("redlock: unexpected reply to the inspect script (%s): %v", why, v)
-	}
+// inspectReply is the inspect script's reply: {holder, PTTL, counter,
+// marker, microseconds left recovering or -1, restarted}.
+type inspectReply struct {
+	holder, counter, marker string
+	pttl, left, restarted   int64
+}
+
+// parseInspect checks the shape of the inspect script's reply.
+func parseInspect(v any) (inspectReply, error) {
 	a, ok := v.([]any)
 	if !ok || len(a) != 6 {
-		return bad("not 6 elements")
+		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 6 elements): %v", v)
 	}
-	var f [3]string
-	for i, j := range [...]int{0, 2, 3} {
-		if f[i], ok = a[j].(string); !ok {
-			return bad("element " + strconv.Itoa(j+1))
+	var r inspectReply
+	var oks [6]bool
+	r.holder, oks[0] = a[0].(string)
+	r.pttl, oks[1] = a[1].(int64)
+	r.counter, oks[2] = a[2].(string)
+	r.marker, oks[3] = a[3].(string)
+	r.left, oks[4] = a[4].(int64)
+	r.restarted, oks[5] = a[5].(int64)
+	for i, ok := range oks {
+		if !ok {
+			return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (element %d): %v", i+1, v)
 		}
 	}
-	holder, counter, marker := f[0], f[1], f[2]
-	pttl, ok1 := a[1].(int64)
-	left, ok2 := a[4].(int64)
-	restarted, ok3 := a[5].(int64)
-	if !ok1 || !ok2 || !ok3 {
-		return bad("PTTL, time left or restart")
+	return r, nil
+}
+
+// decodeInspect decodes the inspect script's reply into a NodeState.
+func (c *Client) decodeInspect(v any) (NodeState, error) {
+	r, err := parseInspect(v)
+	if err != nil {
+		return NodeState{}, err
 	}
-	if left < 0 {
-		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, marker)
+	if r.left < 0 {
+		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, r.marker)
 	}
-	s := NodeState{Holder: holder, NoMarker: marker == "", Restarted: restarted == 1}
+	s := NodeState{Holder: r.holder, NoMarker: r.marker == "", Restarted: r.restarted == 1}
 	switch {
-	case pttl >= 0:
-		s.TTL = time.Duration(pttl) * time.Millisecond
-	case pttl == -1:
+	case r.pttl >= 0:
+		s.TTL = time.Duration(r.pttl) * time.Millisecond
+	case r.pttl == -1:
 		s.TTL = -1
 	}
-	if counter != "" {
-		n, err := strconv.ParseUint(counter, 10, 64)
+	if r.counter != "" {
+		n, err := strconv.ParseUint(r.counter, 10, 64)
 		if err != nil {
-			return bad("fencing counter")
+			return NodeState{}, fmt.Errorf("redlock: unexpected reply to the inspect script (fencing counter): %v", v)
 		}
 		s.Fence = n
 	}
-	if left > 0 {
-		s.Recovering, s.RecoveringLeft = true, time.Duration(left)*time.Microsecond
+	if r.left > 0 {
+		s.Recovering, s.RecoveringLeft = true, time.Duration(r.left)*time.Microsecond
 		if s.NoMarker || s.Restarted {
 			// The delay went to the node in whole microseconds.
 			s.RecoveringLeft = c.opts.RecoveryDelay
