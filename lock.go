@@ -11,10 +11,12 @@ import (
 // Lock is an acquired lock. It is safe for concurrent use; it must not be
 // copied.
 //
-// A Lock is held until Release, or until its validity deadline (Until) passes
-// without a successful extension. Done and Context signal the end of
-// ownership, whatever its reason, by a local timer: they do not wait for a
-// server to notice.
+// A Lock is held until Release, or until its validity deadline (Until)
+// comes within its loss margin (Options.LossMargin) without a successful
+// extension: it then counts as lost, while some validity is left for the
+// holder to stop in. Done, Err and Do's context signal the end of ownership,
+// whatever its reason, by a local timer: they do not wait for a server to
+// notice.
 type Lock struct {
 	client *Client
 	key    string
@@ -35,7 +37,8 @@ type Lock struct {
 
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
-	until      time.Time // validity deadline, with a monotonic clock reading
+	until      time.Time     // validity deadline, with a monotonic clock reading
+	margin     time.Duration // the lock counts as lost this long before until
 	extensions int
 	err        error // why the lock is no longer held; nil while held
 	released   bool
@@ -47,7 +50,7 @@ type Lock struct {
 }
 
 func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, autoRenew bool) *Lock {
-	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until}
+	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until, margin: c.opts.lossMargin(ttl)}
 	if autoRenew {
 		l.mu.Lock()
 		l.watchLocked()
@@ -80,7 +83,9 @@ func (l *Lock) Until() time.Time {
 }
 
 // Err returns nil while the lock is held, ErrReleased after Release, and an
-// error wrapping ErrLockLost once the lock was lost (even if released later). It does no I/O.
+// error wrapping ErrLockLost once the lock was lost (even if released
+// later): its validity came within the loss margin, or an extension found a
+// majority no longer holding it. It does no I/O.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,7 +94,8 @@ func (l *Lock) Err() error {
 }
 
 // Done returns a channel that is closed when the lock stops being held:
-// released, or lost at the latest at its validity deadline. Err then says why.
+// released, or lost at the latest when its validity comes within the loss
+// margin (Options.LossMargin) of its deadline. Err then says why.
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -153,7 +159,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.until = until
 		l.extensions++
 		if l.timer != nil {
-			l.timer.Reset(validity)
+			l.timer.Reset(validity - l.margin)
 		}
 		return nil
 	}
@@ -230,14 +236,14 @@ func (l *Lock) watchLocked() {
 		l.cancel(l.err)
 		return
 	}
-	l.timer = time.AfterFunc(time.Until(l.until), l.onDeadline)
+	l.timer = time.AfterFunc(time.Until(l.until)-l.margin, l.onDeadline)
 }
 
 func (l *Lock) onDeadline() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err == nil {
-		if left := time.Until(l.until); left > 0 {
+		if left := time.Until(l.until) - l.margin; left > 0 {
 			l.timer.Reset(left) // an extension raced with the timer
 			return
 		}
@@ -245,11 +251,20 @@ func (l *Lock) onDeadline() {
 	l.checkDeadlineLocked()
 }
 
-// checkDeadlineLocked marks the lock lost once its validity deadline passed.
+// checkDeadlineLocked marks the lock lost once less than its loss margin
+// of validity is left (see Options.LossMargin).
 func (l *Lock) checkDeadlineLocked() {
-	if l.err == nil && !time.Now().Before(l.until) {
-		l.endLocked(fmt.Errorf("%w: %s: validity ended %s after its deadline without an extension",
-			ErrLockLost, quoteKey(l.key), time.Since(l.until).Round(time.Microsecond)))
+	if l.err != nil {
+		return
+	}
+	left := time.Until(l.until)
+	switch {
+	case left <= 0:
+		l.endLocked(fmt.Errorf("%w: %s: validity ended %s ago without an extension",
+			ErrLockLost, quoteKey(l.key), (-left).Round(time.Microsecond)))
+	case left <= l.margin:
+		l.endLocked(fmt.Errorf("%w: %s: %s of validity left, within the %s loss margin, without an extension",
+			ErrLockLost, quoteKey(l.key), left.Round(time.Microsecond), l.margin))
 	}
 }
 

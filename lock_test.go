@@ -225,26 +225,48 @@ func TestRelease_scriptCacheFlushed(t *testing.T) {
 	})
 }
 
-func TestDone_firesAtDeadlineWithoutRenewal(t *testing.T) {
+// Without renewal, Done closes a margin before the validity deadline, so that
+// the holder still has validity to stop in; with a negative margin, at the
+// deadline itself.
+func TestDone_firesAMarginBeforeTheDeadline(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	client := newClient(t, cluster, adapters[0], fast())
-	lock, err := client.TryAcquire(bg, "deadline", redlock.WithTTL(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := lock.Context(bg)
-	defer cancel()
-	select {
-	case <-lock.Done():
-	case <-time.After(2 * time.Second):
-		t.Fatal("Done not closed after the validity deadline")
-	}
-	if late := time.Since(lock.Until()); late < 0 {
-		t.Errorf("Done closed %s before the deadline", -late)
-	}
-	<-ctx.Done()
-	if !errors.Is(context.Cause(ctx), redlock.ErrLockLost) {
-		t.Errorf("context cause %v, want ErrLockLost", context.Cause(ctx))
+	for _, tc := range []struct {
+		name   string
+		margin time.Duration // Options.LossMargin
+		ttl    time.Duration
+		want   time.Duration // validity left when Done closes
+	}{
+		{"default", 0, 2 * time.Second, 200 * time.Millisecond}, // a tenth of the TTL
+		{"default floor", 0, 600 * time.Millisecond, 100 * time.Millisecond},
+		{"default cap", 0, 300 * time.Millisecond, 60 * time.Millisecond}, // a fifth
+		{"set", 150 * time.Millisecond, 2 * time.Second, 150 * time.Millisecond},
+		{"none", -1, 300 * time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := fast()
+			opts.LossMargin = tc.margin
+			client := newClient(t, cluster, adapters[0], opts)
+			lock, err := client.TryAcquire(bg, "deadline", redlock.WithTTL(tc.ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Release(bg)
+			ctx, cancel := lock.Context(bg)
+			defer cancel()
+			select {
+			case <-lock.Done():
+			case <-time.After(2 * tc.ttl):
+				t.Fatal("Done not closed")
+			}
+			left := time.Until(lock.Until())
+			if left > tc.want+time.Millisecond || left < tc.want-50*time.Millisecond {
+				t.Errorf("Done closed with %s of validity left, want about %s", left, tc.want)
+			}
+			<-ctx.Done()
+			if !errors.Is(context.Cause(ctx), redlock.ErrLockLost) || !errors.Is(lock.Err(), redlock.ErrLockLost) {
+				t.Errorf("context cause %v, Err %v; want ErrLockLost", context.Cause(ctx), lock.Err())
+			}
+		})
 	}
 }
 

@@ -23,6 +23,15 @@ const (
 	// defaultTTL; a longer delay allows longer TTLs but keeps a node that
 	// restarted empty out of every quorum for longer.
 	defaultRecoveryDelay = 30 * time.Second
+	// lossMarginDivisor, minLossMargin and maxLossMarginDivisor set the
+	// default loss margin: a tenth of the TTL leaves a holder time to stop
+	// while renewal, which extends at a third of the TTL, still has two
+	// tries; 100 ms covers a process's reaction on a loaded host; and a
+	// fifth of the TTL at most keeps short locks useful. redlock run stops
+	// its command by the same rule.
+	lossMarginDivisor    = 10
+	minLossMargin        = 100 * time.Millisecond
+	maxLossMarginDivisor = 5
 	// minNodeTimeout is the shortest NodeTimeout accepted: below it even a
 	// node on the same host cannot answer, and every request would time
 	// out.
@@ -67,6 +76,14 @@ type Options struct {
 	// a longer TTL with ErrInvalidTTL. All clients of the same nodes should
 	// use the same value.
 	RecoveryDelay time.Duration
+	// LossMargin is how long before its validity deadline (Lock.Until) a
+	// lock that was not extended counts as lost: Done closes, Err returns
+	// ErrLockLost and Do's context is cancelled, so that a holder reacting
+	// to them still has this much validity to stop in. Default (0): a tenth
+	// of the lock's TTL, at least 100 ms and at most a fifth of the TTL;
+	// negative: none, the signals fire at the deadline itself. It is capped
+	// at half the TTL.
+	LossMargin time.Duration
 	// DisableQuarantine turns the restart quarantine off: a node that
 	// restarted or failed over votes at once, and the acquire script neither
 	// reads nor writes the restart marker. This is safe only when every node
@@ -112,6 +129,19 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// lossMargin returns the loss margin of a lock with ttl (see
+// Options.LossMargin).
+func (o Options) lossMargin(ttl time.Duration) time.Duration {
+	switch {
+	case o.LossMargin < 0:
+		return 0
+	case o.LossMargin > 0:
+		return min(o.LossMargin, ttl/2)
+	default:
+		return min(max(ttl/lossMarginDivisor, minLossMargin), ttl/maxLossMarginDivisor)
+	}
+}
+
 // drift is the clock-drift allowance for ttl: ttl*factor + 2 ms.
 func drift(ttl time.Duration, factor float64) time.Duration {
 	return time.Duration(float64(ttl)*factor) + driftConstant
@@ -155,8 +185,9 @@ func WithTTL(ttl time.Duration) LockOption {
 
 // WithAutoRenew keeps the lock alive in the background: it is extended by its
 // TTL each time a third of the TTL has passed, until Release. When the
-// extensions fail, the lock is declared lost no later than its validity
-// deadline: Done closes and Err returns ErrLockLost. Do always renews.
+// extensions fail, the lock is declared lost a margin before its validity
+// deadline (Options.LossMargin): Done closes and Err returns ErrLockLost.
+// Do always renews.
 func WithAutoRenew() LockOption {
 	return func(c *lockConfig) { c.autoRenew = true }
 }

@@ -94,6 +94,9 @@ func (n *nodeFlags) urls() []string {
 // options returns the client options the flags describe.
 func (n *nodeFlags) options() *redlock.Options {
 	return &redlock.Options{
+		// redlock run stops its command a margin before the deadline itself
+		// (stopMargin), and reports a loss only when the lock is gone.
+		LossMargin:    -1,
 		TTL:           n.ttl,
 		NodeTimeout:   n.nodeTimeout,
 		Retry:         redlock.ExponentialJitter(min(retryFloor, n.retryDelay), n.retryDelay),
