@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/cmd/redlock/internal/doctor"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -535,4 +536,26 @@ func TestAudit_masterWithReplica(t *testing.T) {
 	if !r.Unsafe() {
 		t.Error("Unsafe() = false for a master with a replica and no quarantine")
 	}
+}
+
+// A user without INFO leaves the quarantine blind to restarts that reload
+// older data: a warning while the quarantine is on.
+func TestAudit_infoRefused(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	if _, err := cluster.Node(0).Do(bg, "ACL", "SETUSER", "auditor", "on", ">pw", "~*", "&*", "+@all", "-info"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := goredis.NewURL("redis://auditor:pw@" + cluster.Node(0).Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conns := []redlock.Conn{conn}
+	r := audit(t, conns, nil)
+	f := wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Warning)
+	if !strings.Contains(f.Message, "restart") {
+		t.Errorf("message %q does not say restarts go unseen", f.Message)
+	}
+	r = audit(t, conns, &redlock.Options{DisableQuarantine: true})
+	wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Info)
 }

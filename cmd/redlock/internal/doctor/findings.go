@@ -59,11 +59,20 @@ func (r *Report) recoveringSeverity() Severity {
 	return Info
 }
 
-func versionFindings(fs *findingList, n Node, _ Limits) {
+// sevWithoutInfo rates a node that refuses INFO: the quarantine then
+// cannot see restarts that reload older data, which matters only with it on.
+func sevWithoutInfo(l Limits) Severity {
+	if l.Quarantine {
+		return Warning
+	}
+	return Info
+}
+
+func versionFindings(fs *findingList, n Node, l Limits) {
 	switch {
 	case n.infoErr != nil:
-		fs.add(n.Node, Info, "version", "allow INFO for this user to check version, role and run_id",
-			"INFO refused (%s): version, role and run_id unknown", errText(n.infoErr))
+		fs.add(n.Node, sevWithoutInfo(l), "version", "allow INFO for this user: the restart quarantine needs the run_id to see restarts",
+			"INFO refused (%s): version, role and run_id unknown, and a restart that reloads older data is not seen", errText(n.infoErr))
 	case n.Version == "":
 		fs.add(n.Node, Info, "version", "", "INFO has no redis_version: not a Redis server, or a proxy")
 	case versionBelow(n.Version, 2, 6, 12):
