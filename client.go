@@ -20,6 +20,7 @@ type Client struct {
 	wire    wireArgs
 	waker   *waker // nil when no node can notify
 	waiters *waiters
+	finish  finishers // releases finished in the background
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -55,11 +56,13 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 }
 
 // Close closes every node connection. Locks still held expire with their TTL.
-// It first waits for requests still in flight, at most the per-node timeout,
-// so that the nodes a Release did not wait for still get the deletion before
-// a program that releases and exits closes the connections. No call may start
+// It first stops the releases being finished in the background and waits
+// for requests still in flight, at most the per-node timeout each, so that
+// the nodes a Release did not wait for still get the deletion before a
+// program that releases and exits closes the connections. No call may start
 // after Close.
 func (c *Client) Close() error {
+	c.finish.stop()
 	c.nodes.drain()
 	c.waker.close()
 	return c.nodes.close()

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -647,6 +648,43 @@ func TestAcquire_waitsForThisClientsTrailingRelease(t *testing.T) {
 				if v := eventuallyGone(t, n, "trail"); v != "" {
 					t.Fatalf("round %d: node %d still holds %q", round, n.Index(), v)
 				}
+			}
+		}
+	})
+}
+
+// A release that misses a node's deadline under load (queued behind slower
+// requests, it is dropped unsent) is sent again in the background, so the
+// key does not stay there until its TTL passes.
+func TestRelease_missedNodeIsFinishedInTheBackground(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond})
+		lock, err := client.TryAcquire(bg, "kept")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, cluster, "kept", lock.Token())
+		slow := cluster.Node(0)
+		if err := slow.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		// Two requests stuck on the paused node fill its queue's slots.
+		for i := range 2 {
+			if l, err := client.TryAcquire(bg, fmt.Sprint("filler-", i)); err == nil {
+				defer l.Release(bg)
+			}
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatalf("Release with one node of three paused: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond) // past the release's deadline there
+		if err := slow.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); keyOn(t, slow, "kept") != ""; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the release the slow node missed was not finished: the key stays until its TTL")
 			}
 		}
 	})

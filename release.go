@@ -3,13 +3,18 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
+	"time"
 )
 
 // Release deletes the lock on every node where it still holds this lock's
 // token, and never another holder's. It returns once a quorum of nodes has
 // deleted it (the others follow within the per-node timeout), and runs even
 // when ctx has already ended or is nil, so that a deferred Release always
-// cleans up.
+// cleans up. A node that did not answer in time (a slow node under load, or
+// a release queued past its deadline) is sent the release again in the
+// background, for a few seconds at most, until Close.
 //
 // It succeeds once a quorum of nodes has answered, each having deleted the
 // key or no longer holding it, and at least one having deleted it. Errors:
@@ -73,5 +78,121 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int) {
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
 	}
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
+	l.finishMissed(results, unfinished)
 	return results, ok
+}
+
+// Background finishing of releases that missed their per-node deadline.
+const (
+	// finishFirstDelay is the pause before a missed release is sent again:
+	// a node that was slow under load usually has room again by then.
+	finishFirstDelay = 10 * time.Millisecond
+	// finishTries bounds the tries; the pauses between them double, so
+	// eight span about two and a half seconds. A node silent for longer
+	// keeps the key until its TTL passes, and costs no more requests: each
+	// try to a silent node waits out a per-node timeout.
+	finishTries = 8
+)
+
+// finishMissed sends the release again, in the background, to the nodes that
+// did not answer it in time (results, and the late answers of unfinished once
+// every node answered), so that the key does not stay on that node until
+// its TTL passes. A release can miss its deadline under load: queued behind
+// slower requests, it is dropped unsent once its deadline passed.
+func (l *Lock) finishMissed(results []NodeResult, unfinished *flight) {
+	c := l.client
+	if unfinished == nil {
+		if missedAny(results) {
+			c.finish.start(c, l.key, l.token, l.ttl, results)
+		}
+		return
+	}
+	final := slices.Clone(results) // results may live in the flight's memory
+	unfinished.afterLanding(func() {
+		t := tally{results: final, isOK: isOne}
+		unfinished.drain(&t)
+		if missedAny(final) {
+			c.finish.start(c, l.key, l.token, l.ttl, final)
+		}
+	})
+}
+
+// missedAny reports whether a node did not answer in time. A node that
+// failed otherwise (refused the connection, say) is down, and is not asked
+// again.
+func missedAny(results []NodeResult) bool {
+	return slices.ContainsFunc(results, func(r NodeResult) bool { return r.Outcome == OutcomeTimeout })
+}
+
+// finishers runs the background releases of a Client; stop ends them, for
+// Close.
+type finishers struct {
+	mu      sync.Mutex
+	stopped bool
+	quit    chan struct{} // closed by stop; made on first need
+	running sync.WaitGroup
+}
+
+// start sends the release of key by token again to the nodes of results that
+// timed out, after a pause and then with pauses that double, until they
+// answered (deleted, or no longer holding it), finishTries tries, ttl passed
+// (the key has expired), or the client closes. It does not block.
+func (f *finishers) start(c *Client, key, token string, ttl time.Duration, results []NodeResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return
+	}
+	if f.quit == nil {
+		f.quit = make(chan struct{})
+	}
+	missed := make([]bool, len(results))
+	for i, r := range results {
+		missed[i] = r.Outcome == OutcomeTimeout
+	}
+	f.running.Add(1)
+	go func(quit <-chan struct{}) {
+		defer f.running.Done()
+		end := time.Now().Add(ttl)
+		delay := finishFirstDelay
+		for try := 0; try < finishTries && time.Now().Add(delay).Before(end); try, delay = try+1, 2*delay {
+			select {
+			case <-quit:
+				return
+			case <-time.After(delay):
+			}
+			if !c.releaseAgain(key, token, ttl, missed) {
+				return
+			}
+		}
+	}(f.quit)
+}
+
+// releaseAgain sends the release of key by token to the nodes marked
+// missed, and reports whether some of them missed it again; those stay
+// marked.
+func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []bool) bool {
+	req := releaser(key, token, false)
+	req.local = func(node int) (any, bool) { return int64(0), !missed[node] } // done already
+	results, _ := c.fanout(context.Background(), c.nodeTimeout(ttl), req, isOne, func(int, int) bool { return false })
+	again := false
+	for i, r := range results {
+		missed[i] = missed[i] && r.Outcome == OutcomeTimeout
+		again = again || missed[i]
+	}
+	return again
+}
+
+// stop ends the background releases and waits for those under way, at most
+// the per-node timeout. No release starts after it.
+func (f *finishers) stop() {
+	f.mu.Lock()
+	if !f.stopped {
+		f.stopped = true
+		if f.quit != nil {
+			close(f.quit)
+		}
+	}
+	f.mu.Unlock()
+	f.running.Wait()
 }
