@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -32,8 +33,9 @@ const dialCheckTimeout = 3 * time.Second
 // Dial pings every node at once, bounded by ctx and a few seconds. A node that
 // rejects the credentials, or answers anything but PONG, fails the call; an
 // unreachable node does not, since Redlock works while a majority is up (its
-// failures show in each call's per-node outcomes). Errors never contain
-// passwords; a malformed URL wraps ErrInvalidURL, and the errors of
+// failures show in each call's per-node outcomes). A rediss:// node whose
+// port answers in plaintext fails the call too, wrapping ErrInvalidURL.
+// Errors never contain passwords; a malformed URL wraps ErrInvalidURL, and the errors of
 // redlock.New are returned as they are. opts may be nil for the defaults.
 // Close the Client when done: it closes the pools.
 func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.Client, error) {
@@ -163,6 +165,8 @@ func checkNodes(ctx context.Context, conns []redlock.Conn) error {
 				errs[i] = fmt.Errorf("%s: unexpected PING reply %v", conn.Name(), v)
 			case err != nil && isConfigError(err):
 				errs[i] = fmt.Errorf("%s: %w", conn.Name(), err)
+			case err != nil:
+				errs[i] = plaintextBehindTLS(conn)
 			}
 		}()
 	}
@@ -173,6 +177,39 @@ func checkNodes(ctx context.Context, conns []redlock.Conn) error {
 		return fmt.Errorf("redlock: node check failed: %w", err)
 	}
 	return nil
+}
+
+// plaintextProbeTimeout bounds the probe of a TLS node that did not answer:
+// a plaintext Redis on the same port answers a PING within a round trip.
+const plaintextProbeTimeout = 500 * time.Millisecond
+
+// plaintextBehindTLS returns an error when conn is set up for TLS (a
+// rediss:// URL) and its address answers PING in plaintext: the TLS
+// handshake then waits in vain, and every request would time out with no
+// hint why. It returns nil otherwise, and for any other Conn.
+func plaintextBehindTLS(conn redlock.Conn) error {
+	c, ok := conn.(*Conn)
+	if !ok {
+		return nil
+	}
+	client, ok := c.client.(*redis.Client)
+	if !ok || client.Options().TLSConfig == nil || client.Options().Network == "unix" {
+		return nil
+	}
+	raw, err := net.DialTimeout("tcp", client.Options().Addr, plaintextProbeTimeout)
+	if err != nil {
+		return nil
+	}
+	defer raw.Close()
+	raw.SetDeadline(time.Now().Add(plaintextProbeTimeout))
+	if _, err := raw.Write([]byte("PING\r\n")); err != nil {
+		return nil
+	}
+	reply := make([]byte, 1)
+	if _, err := raw.Read(reply); err != nil || (reply[0] != '+' && reply[0] != '-') {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: the server answers in plaintext, not TLS: use redis:// for this node", ErrInvalidURL, c.Name())
 }
 
 // isConfigError reports server errors that retrying will not cure.

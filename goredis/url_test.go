@@ -1,9 +1,13 @@
 package goredis_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -17,4 +21,24 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
+}
+
+// A rediss:// URL to a plaintext port fails Dial with the reason, instead of
+// dialing "successfully" and timing out on every request.
+func TestDial_tlsToAPlaintextPort(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	client, err := goredis.Dial(context.Background(), []string{"rediss://" + cluster.Node(0).Addr()}, nil)
+	if err == nil {
+		client.Close()
+		t.Fatal("Dial of rediss:// to a plaintext port succeeded")
+	}
+	if !errors.Is(err, goredis.ErrInvalidURL) || !strings.Contains(err.Error(), "plaintext") {
+		t.Errorf("Dial = %v, want ErrInvalidURL saying the server answers in plaintext", err)
+	}
+	// The same node over redis:// dials.
+	client, err = goredis.Dial(context.Background(), []string{"redis://" + cluster.Node(0).Addr()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
 }
