@@ -221,7 +221,7 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	if lag != nil {
 		wait -= len(lag.nodes)
 	}
-	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, false), lag, isOne,
+	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, false), lag.releasing(), isOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
 }

@@ -2,9 +2,11 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +20,21 @@ import (
 const (
 	maxInFlight = 2
 	maxBatch    = 128
+	// maxQueued bounds the calls waiting for one node. Only a node that
+	// stopped answering fills it: its senders are stuck on their reads
+	// (go-redis gives a read up only at its ReadTimeout), so the fan-outs
+	// go on without it while its queue grows with every request. Past the
+	// bound, calls fail at once (errBacklog) and the client's memory stays
+	// flat; a healthy node under the heaviest load queues a few hundred.
+	maxQueued = 16 * maxBatch
 )
+
+// errBacklog is the error of a call refused because its node's queue is
+// full: the node has not answered its earlier requests.
+var errBacklog = errors.New("not sent: the node has not answered its earlier requests, and its queue is full")
+
+// errPipeClosed is the error of a call made after Close gave up waiting.
+var errPipeClosed = errors.New("not sent: the client is closed")
 
 // request is one script call that a fan-out makes of every node.
 type request struct {
@@ -62,6 +78,14 @@ type receiver interface {
 	nodeContext(cl *call) (context.Context, context.CancelFunc)
 }
 
+// States of a call that waits for an earlier one (lagging.submitAfter).
+const (
+	callReady     int32 = iota // submitted at once, or not yet
+	callDeferred               // waits for an earlier fan-out to end
+	callSubmitted              // waited, then submitted
+	callCancelled              // waited, then cancelled: fails unsent
+)
+
 // call is a request on its way to one node.
 type call struct {
 	req      *request
@@ -74,6 +98,10 @@ type call struct {
 	// joined: the call must leave in the same batch as the one queued
 	// before it.
 	joined bool
+	// state tells a call that waits for an earlier one to end (see
+	// lagging.submitAfter) from one submitted or cancelled since.
+	state atomic.Int32
+	depth int32 // how many deferred calls it waits behind, itself included
 	// alone holds the call itself, as a batch of one that costs no
 	// allocation of its own.
 	alone [1]*call
@@ -97,7 +125,7 @@ type pipe struct {
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.
 	work chan []*call
-	stop <-chan struct{} // closed by Client.Close: idle senders end
+	stop <-chan struct{} // closed by Client.Close: idle senders end, calls fail
 
 	mu       sync.Mutex
 	inFlight int
@@ -109,6 +137,7 @@ type pipe struct {
 // submit sends calls at once when the node has room, and queues them
 // otherwise. Calls submitted together stay together: they leave in one
 // batch, in order.
+// A full queue, or a closed client, fails them at once.
 func (p *pipe) submit(calls ...*call) {
 	p.mu.Lock()
 	if p.inFlight < maxInFlight {
@@ -117,11 +146,44 @@ func (p *pipe) submit(calls ...*call) {
 		p.start(calls)
 		return
 	}
+	if len(p.queue)+len(calls) > maxQueued || p.closed() {
+		p.mu.Unlock()
+		p.refuse(calls)
+		return
+	}
 	for i, cl := range calls {
 		cl.joined = i > 0
 	}
 	p.queue = append(p.queue, calls...)
 	p.mu.Unlock()
+}
+
+// refuse fails calls that are not sent: the client is closed, or the node's
+// queue is full.
+func (p *pipe) refuse(calls []*call) {
+	err := errBacklog
+	if p.closed() {
+		err = errPipeClosed
+	}
+	p.refuseWith(calls, err)
+}
+
+// refuseWith fails calls that are not sent with err.
+func (p *pipe) refuseWith(calls []*call, err error) {
+	for _, cl := range calls {
+		p.deliver(cl, nil, err)
+	}
+}
+
+// closed reports that Close gave up waiting for the node: nothing more is
+// sent to it.
+func (p *pipe) closed() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // tryInline reserves room for a call that the caller then sends itself, and
@@ -198,6 +260,10 @@ func (p *pipe) next() []*call {
 // send sends the calls of batch that are still awaited, by themselves or
 // together, and delivers every answer.
 func (p *pipe) send(batch []*call) {
+	if p.closed() {
+		p.refuse(batch)
+		return
+	}
 	now := time.Now()
 	live := batch[:0]
 	for _, cl := range batch {

@@ -57,15 +57,19 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 
 // Close closes every node connection. Locks still held expire with their TTL.
 // It first stops the releases being finished in the background and waits
-// for requests still in flight, at most the per-node timeout each, so that
-// the nodes a Release did not wait for still get the deletion before a
-// program that releases and exits closes the connections. No call may start
-// after Close.
+// for requests still in flight, so that the nodes a Release did not wait
+// for still get the deletion before a program that releases and exits
+// closes the connections. It waits at most three times the per-node
+// timeout in all (for the background releases, for the requests in flight,
+// for the connections to close), even with a node that stopped answering:
+// requests still queued then fail unsent, and a connection that takes longer
+// to close finishes closing in the background. No call may start after
+// Close.
 func (c *Client) Close() error {
 	c.finish.stop()
-	c.nodes.drain()
+	c.nodes.drain(c.opts.NodeTimeout)
 	c.waker.close()
-	return c.nodes.close()
+	return c.nodes.close(c.opts.NodeTimeout)
 }
 
 // maxKeyBytes bounds a lock key on the wire, KeyPrefix included. Redis takes

@@ -36,25 +36,55 @@ func (n *nodes) init(conns []Conn) {
 	}
 }
 
-// drain waits for the requests still in flight, at most the per-node
-// timeout, and ends the pipes' idle senders.
-func (n *nodes) drain() {
-	n.inflight.Wait()
+// drain waits for the requests still in flight, at most bound, and ends
+// the pipes: their idle senders end, and calls still queued or made later
+// fail unsent. A silent node's requests still under way end when their
+// connections close, or at the connection's own read timeout.
+func (n *nodes) drain(bound time.Duration) {
+	landed := make(chan struct{})
+	go func() {
+		n.inflight.Wait()
+		close(landed)
+	}()
+	t := time.NewTimer(bound)
+	select {
+	case <-landed:
+	case <-t.C:
+	}
+	t.Stop()
 	n.closeOnce.Do(func() { close(n.closed) })
 	for _, p := range n.pipes {
 		p.batchDeadlines.stop()
 	}
 }
 
-// close closes every node connection.
-func (n *nodes) close() error {
-	var errs []error
+// close closes every node connection at once, and waits for them at most
+// bound: a client library may take seconds to give up a connection to a
+// node that stopped answering (rueidis waits for its pending replies), and
+// finishes closing it in the background then.
+func (n *nodes) close(bound time.Duration) error {
+	errs := make(chan error, len(n.conns))
 	for _, conn := range n.conns {
-		if err := conn.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", conn.Name(), err))
+		go func() {
+			var err error
+			if cerr := conn.Close(); cerr != nil {
+				err = fmt.Errorf("%s: %w", conn.Name(), cerr)
+			}
+			errs <- err
+		}()
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	var all []error
+	for range n.conns {
+		select {
+		case err := <-errs:
+			all = append(all, err)
+		case <-t.C:
+			return errors.Join(all...)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(all...)
 }
 
 // fanout sends req to every node at once and collects the answers until
@@ -100,7 +130,10 @@ type flight struct {
 	deadline time.Time // per node: the earlier of start+timeout and parent's
 	answers  chan answer
 	pending  atomic.Int32 // nodes still to answer
-	done     atomic.Bool  // every node answered
+	// sent holds the call to each node, nil for a node answered without
+	// asking it; set by calls.
+	sent []*call
+	done atomic.Bool // every node answered
 
 	mu     sync.Mutex
 	landed bool     // every node answered; under mu, for onLand
@@ -227,7 +260,16 @@ func (f *flight) calls(req *request) []*call {
 		slab[i] = call{req: req, node: i, ctx: f.parent, deadline: f.deadline, start: f.start, to: f}
 		calls[i] = &slab[i]
 	}
+	f.sent = calls
 	return calls
+}
+
+// callTo returns the flight's call to node, or nil.
+func (f *flight) callTo(node int) *call {
+	if f.sent == nil {
+		return nil
+	}
+	return f.sent[node]
 }
 
 // submit hands each call to its node's pipe; on the nodes of lag, once
@@ -399,6 +441,9 @@ type lagging struct {
 	buf     [inlineNodes]int // nodes' backing array while it fits
 	earlier *flight
 	timeout time.Duration // for a request sent after the wait
+	// release: the requests sent after the wait release the lock that the
+	// earlier fan-out acquired (see submitAfter).
+	release bool
 }
 
 // laggingNodes returns the nodes of results whose request may not have
@@ -426,6 +471,17 @@ func (lag *lagging) within(timeout time.Duration) *lagging {
 	return &lagging{nodes: lag.nodes, earlier: lag.earlier, timeout: timeout}
 }
 
+// releasing returns lag for the release of the lock its fan-out acquired;
+// nil stays nil.
+func (lag *lagging) releasing() *lagging {
+	if lag == nil {
+		return nil
+	}
+	r := *lag
+	r.release = true
+	return &r
+}
+
 // holds reports whether a request to node must wait for the node's earlier
 // request, which lags and has not ended yet; a nil lagging holds none.
 func (lag *lagging) holds(node int) bool {
@@ -441,14 +497,62 @@ func (lag *lagging) holds(node int) bool {
 // would then hold the key there until it expires, or miss the extension.
 // The first call then gets a node timeout of its own, since the fan-out it
 // belongs to has usually been decided by then; the others keep theirs.
+//
+// A key's calls wait so behind at most maxLagChain earlier ones on a node:
+// a node that stopped answering would otherwise hold a chain of the key's
+// requests, each waiting for the one before it, that grows with every
+// request. A release cancels its acquisition's call that has not left yet,
+// and is answered for the node without asking it (the key is not there);
+// past the bound, any other call fails unsent (errStillLagging), a vote not
+// given.
 func (lag *lagging) submitAfter(p *pipe, calls ...*call) {
-	lag.earlier.afterLanding(func() {
-		first := calls[0]
-		first.ctx = uncancelled(first.ctx)
-		first.deadline = time.Now().Add(lag.timeout)
-		p.submit(calls...)
-	})
+	depth := int32(1)
+	if prior := lag.earlier.callTo(calls[0].node); prior != nil && prior.state.Load() == callDeferred {
+		switch {
+		case lag.release && prior.state.CompareAndSwap(callDeferred, callCancelled):
+			p.deliver(calls[0], int64(0), nil) // "not held"
+			p.refuseWith(calls[1:], errStillLagging)
+			return
+		case prior.depth >= maxLagChain:
+			p.refuseWith(calls, errStillLagging)
+			return
+		}
+		depth = prior.depth + 1
+	}
+	for _, cl := range calls {
+		cl.depth = depth
+		cl.state.Store(callDeferred)
+	}
+	lag.earlier.afterLanding(func() { lag.submitDeferred(p, calls) })
 }
+
+// maxLagChain bounds how many of a key's calls to a node wait, one behind
+// the other, for the earlier ones to end (see lagging.submitAfter).
+const maxLagChain = 4
+
+// submitDeferred submits the calls that submitAfter deferred, except those
+// cancelled meanwhile, which fail unsent.
+func (lag *lagging) submitDeferred(p *pipe, calls []*call) {
+	live := calls[:0:0]
+	for _, cl := range calls {
+		if cl.state.CompareAndSwap(callDeferred, callSubmitted) {
+			live = append(live, cl)
+		} else {
+			p.deliver(cl, nil, errStillLagging)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	first := live[0]
+	first.ctx = uncancelled(first.ctx)
+	first.deadline = time.Now().Add(lag.timeout)
+	p.submit(live...)
+}
+
+// errStillLagging is the error of a call not sent because the key's earlier
+// requests to its node have not been sent yet (see lagging.submitAfter).
+var errStillLagging = errors.New("not sent: the node has yet to answer the key's earlier requests")
 
 // timers keeps stopped timers for reuse: a waiting goroutine, or a
 // fan-out, would otherwise allocate one, and its channel, every time.

@@ -79,13 +79,14 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 	f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
 	releases := f.calls(releaser(l.key, l.token, false))
 	attempts := h.launch()
+	lag := l.lagging.releasing()
 	for i, rel := range releases {
 		group := append(make([]*call, 0, 2), rel)
 		if attempts[i] != nil {
 			group = append(group, attempts[i])
 		}
-		if l.lagging.holds(i) {
-			l.lagging.submitAfter(c.pipes[i], group...)
+		if lag.holds(i) {
+			lag.submitAfter(c.pipes[i], group...)
 		} else {
 			c.pipes[i].submit(group...)
 		}

@@ -75,7 +75,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int) {
 		results, ok, unfinished = l.releaseCarrying(ctx, h, enough)
 	} else {
 		release := releaser(l.key, l.token, true)
-		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging, isOne, enough)
+		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.releasing(), isOne, enough)
 	}
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
 	l.finishMissed(results, unfinished)
@@ -92,6 +92,10 @@ const (
 	// keeps the key until its TTL passes, and costs no more requests: each
 	// try to a silent node waits out a per-node timeout.
 	finishTries = 8
+	// maxFinishing bounds the releases finished at once: under a node that
+	// stopped answering, every release misses it, and the keys left there
+	// expire with their TTL anyway.
+	maxFinishing = 256
 )
 
 // finishMissed sends the release again, in the background, to the nodes that
@@ -130,19 +134,22 @@ type finishers struct {
 	mu      sync.Mutex
 	stopped bool
 	quit    chan struct{} // closed by stop; made on first need
+	active  int           // releases being finished, at most maxFinishing
 	running sync.WaitGroup
 }
 
 // start sends the release of key by token again to the nodes of results that
 // timed out, after a pause and then with pauses that double, until they
 // answered (deleted, or no longer holding it), finishTries tries, ttl passed
-// (the key has expired), or the client closes. It does not block.
+// (the key has expired), or the client closes. It does not block. With
+// maxFinishing releases under way already, it does nothing.
 func (f *finishers) start(c *Client, key, token string, ttl time.Duration, results []NodeResult) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.stopped {
+	if f.stopped || f.active >= maxFinishing {
 		return
 	}
+	f.active++
 	if f.quit == nil {
 		f.quit = make(chan struct{})
 	}
@@ -152,7 +159,7 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 	}
 	f.running.Add(1)
 	go func(quit <-chan struct{}) {
-		defer f.running.Done()
+		defer f.finished()
 		end := time.Now().Add(ttl)
 		delay := finishFirstDelay
 		for try := 0; try < finishTries && time.Now().Add(delay).Before(end); try, delay = try+1, 2*delay {
@@ -181,6 +188,14 @@ func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []boo
 		again = again || missed[i]
 	}
 	return again
+}
+
+// finished counts out a release finished, or given up.
+func (f *finishers) finished() {
+	f.mu.Lock()
+	f.active--
+	f.mu.Unlock()
+	f.running.Done()
 }
 
 // stop ends the background releases and waits for those under way, at most

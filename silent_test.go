@@ -1,0 +1,107 @@
+package redlock_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// heapMB returns the live heap after a collection, in MiB.
+func heapMB() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapAlloc) / (1 << 20)
+}
+
+// A node that stops answering (SIGSTOP) under steady traffic costs the
+// client bounded memory, the other nodes keep granting, and Close returns
+// within its bound. Before the per-node queue had a bound and lagging
+// requests stopped chaining, the heap grew by about 10 MiB a second and
+// Close blocked for minutes.
+func TestSilentNode_boundedMemoryAndClose(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{})
+		opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 50 * time.Millisecond}
+		c, err := redlock.New(a.conns(t, cluster.Addrs()), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.MarkReady(bg, false); err != nil {
+			t.Fatal(err)
+		}
+		loadScripts(t, cluster)
+
+		stop := make(chan struct{})
+		grants := make(chan int, 1)
+		go func() {
+			n := 0
+			defer func() { grants <- n }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if l, err := c.TryAcquire(bg, "silent"); err == nil {
+					l.Release(bg)
+					n++
+				}
+			}
+		}()
+		time.Sleep(200 * time.Millisecond)
+		before := heapMB()
+		if err := cluster.Node(0).Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cluster.Node(0).Resume() })
+		time.Sleep(4 * time.Second)
+		grown := heapMB() - before
+		close(stop)
+		n := <-grants
+		t.Logf("%d grants; heap grew %.1f MiB in 4 s with a silent node", n, grown)
+		if grown > 5 {
+			t.Errorf("heap grew %.1f MiB in 4 s with one silent node: requests to it pile up", grown)
+		}
+		if n == 0 {
+			t.Error("no lock granted by the four nodes that answer")
+		}
+
+		closed := make(chan error, 1)
+		start := time.Now()
+		go func() { closed <- c.Close() }()
+		select {
+		case <-closed:
+			t.Logf("Close took %v", time.Since(start))
+		case <-time.After(2 * time.Second):
+			t.Fatalf("Close still blocked after 2 s with a silent node; its bound is three times the %v node timeout", opts.NodeTimeout)
+		}
+	})
+}
+
+// Close with a node silent before any request returns too.
+func TestSilentNode_closeAfterSilentRelease(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{})
+	c := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 50 * time.Millisecond})
+	l, err := c.Acquire(bg, "silent-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Node(1).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Node(1).Resume()
+	if err := l.Release(bg); err != nil {
+		t.Fatalf("release with one silent node of five: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { c.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close still blocked after 2 s")
+	}
+}
