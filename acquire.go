@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -42,7 +43,7 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		return nil, err
 	}
 	if once {
-		return c.attempt(ctx, key, cfg.ttl, cfg.autoRenew)
+		return c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, "", false)
 	}
 	a := acquisition{c: c, ctx: ctx, key: key, cfg: cfg, stopListening: func() {}}
 	if err := a.takeTurn(); err != nil {
@@ -92,10 +93,15 @@ type acquisition struct {
 	carried *handoff
 	// wake signals release announcements (wake.go); nil while not
 	// listening.
-	wake          chan struct{}
+	wake          *wakeup
 	stopListening func()
 	waitFirst     bool  // wait for a release or a retry delay before trying
 	lastErr       error // the last attempt's failure
+	woken         bool  // the last wait ended with a release naming this client
+	// since is when the first attempt was made, in microseconds on this
+	// host's clock: a refused attempt puts this client in the key's queue,
+	// and later ones keep it there (see queueKeys).
+	since string
 }
 
 // takeTurn waits for the turn on the key behind the client's other
@@ -166,40 +172,70 @@ func (a *acquisition) wait(attempt int) error {
 	if !again {
 		return a.giveUp(false)
 	}
+	if a.woken {
+		// The last attempt followed a release that named this client, and
+		// failed: most likely it split the votes with the other client
+		// named, or met a node whose release was still on its way. Try
+		// again soon, at a random moment so as not to meet it again.
+		a.woken = false
+		delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
+	}
 	freed := a.turn.freed
 	a.turn.freed = nil // a closed channel: use it once
 	offer := a.offer
 	a.offer = nil // offered for the first wait only
-	woke := waitForRelease(a.ctx, a.wake, freed, offer.sentOrNil(), delay)
+	wake := a.wake
+	if wake == nil {
+		wake = &noWakeup
+	}
+	live, named := waitForRelease(a.ctx, wake, freed, offer.sentOrNil(), delay)
 	if offer != nil && !offer.withdraw() {
 		a.carried = offer // the release took the attempt with it
 		return nil
 	}
-	if !woke {
+	if !live {
 		return a.giveUp(true)
 	}
+	a.woken = named
 	return nil
 }
 
+// splitRetryMax bounds the pause before a waiter tries again after an
+// attempt that a release woke it for failed (see acquisition.wait).
+const splitRetryMax = 10 * time.Millisecond
+
+// maxDeferral bounds how long a waiter defers its next attempt while other
+// clients are named to try (see waitForRelease): well within queueLasts.
+const maxDeferral = queueLasts / 2
+
 // waitForRelease waits up to delay for key to be released, or for ctx to
-// end, and reports whether ctx is still live. A waiter that registered with
-// the waker before its last attempt wakes on any release announced since;
-// freed, when not nil, is closed by a release of this client, and sent when
-// such a release took the waiter's attempt with it (handoff.go).
-func waitForRelease(ctx context.Context, wake chan struct{}, freed, sent <-chan struct{}, delay time.Duration) bool {
+// end, and reports whether ctx is still live, and whether a release
+// announcement named this client (wake.now). A waiter that registered with
+// the waker before its last attempt wakes on any release announced since
+// that names it or nobody, and waits delay again from each that names other
+// clients (see waker), up to maxDeferral in all, so that its place in the
+// key's queue, which its attempts renew, does not lapse; freed, when not nil,
+// is closed by a release of this client, and sent when such a release took
+// the waiter's attempt with it (handoff.go).
+func waitForRelease(ctx context.Context, wake *wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
 	t := getTimer(delay)
 	defer putTimer(t)
-	select {
-	case <-wake: // nil without a waker: never ready
-		return true
-	case <-freed:
-		return true
-	case <-sent:
-		return true
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+	latest := time.Now().Add(max(delay, maxDeferral))
+	for {
+		select {
+		case <-wake.now: // nil without a waker: never ready
+			return true, true
+		case <-wake.later:
+			t.Reset(min(delay, time.Until(latest)))
+		case <-freed:
+			return true, false
+		case <-sent:
+			return true, false
+		case <-t.C:
+			return true, false
+		case <-ctx.Done():
+			return false, false
+		}
 	}
 }
 
@@ -210,7 +246,11 @@ func (a *acquisition) try() (*Lock, error) {
 		<-h.sent
 		return h.collect()
 	}
-	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew)
+	first := a.since == ""
+	if first {
+		a.since = strconv.FormatInt(time.Now().UnixMicro(), 10)
+	}
+	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, a.since, first)
 }
 
 // giveUp returns the error of a call that stops waiting: the last

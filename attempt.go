@@ -48,7 +48,12 @@ type attempt struct {
 }
 
 // newAttempt prepares an attempt on key, its clock started.
-func (c *Client) newAttempt(key string, ttl time.Duration) *attempt {
+//
+// since, when not empty, is when the caller began waiting for key, in
+// microseconds on its clock: the attempt then goes through the key's queue
+// of waiting clients (see queueKeys, lua/queued_acquire.lua), as a newcomer
+// on the caller's first attempt.
+func (c *Client) newAttempt(key string, ttl time.Duration, since string, first bool) *attempt {
 	a := &attempt{key: key, ttl: ttl}
 	if n := len(c.conns); n <= inlineNodes {
 		a.replies = a.replyBuf[:n]
@@ -58,6 +63,9 @@ func (c *Client) newAttempt(key string, ttl time.Duration) *attempt {
 	token, fenceKey, clock := attemptStrings(key, time.Now())
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
+	if since != "" {
+		a.acquire.queue(c.id, since, c.wire.queueLasts, first)
+	}
 	a.start = time.Now()
 	return a
 }
@@ -66,8 +74,8 @@ func (c *Client) newAttempt(key string, ttl time.Duration) *attempt {
 // acquire script, which also applies the restart quarantine and bumps the
 // key's fencing counter; when the granting nodes' counters disagree, a second
 // step raises the ones behind before the lock is handed out.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
-	a := c.newAttempt(key, ttl)
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool, since string, first bool) (*Lock, error) {
+	a := c.newAttempt(key, ttl, since, first)
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (lagging), so that a release cannot overtake
@@ -141,19 +149,31 @@ type acquireReply struct {
 // decodes each node's reply into replies[i], i being the node's index: the
 // caller may read replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
-	r.keys = [4]string{key, fenceKey, markerKey, processKey}
-	r.args = [5]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
+	r.keys = [6]string{key, fenceKey, markerKey, processKey}
+	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
 	r.replies = replies
-	r.request = request{script: acquireScript, keys: r.keys[:], args: r.args[:], decode: r}
+	r.request = request{script: acquireScript, keys: r.keys[:4], args: r.args[:5], decode: r}
 	return &r.request
+}
+
+// queue turns r into the request of a client that waits for the key: the
+// client id, when it began waiting, and how long its place lasts (see
+// lua/queued_acquire.lua).
+func (r *acquireRequest) queue(id, since, lasts string, first bool) {
+	r.keys[4], r.keys[5] = queueKeys(r.keys[0])
+	r.args[5], r.args[6], r.args[7], r.args[8] = id, since, lasts, "0"
+	if first {
+		r.args[8] = "1"
+	}
+	r.request.script, r.request.keys, r.request.args = queuedAcquireScript, r.keys[:], r.args[:]
 }
 
 // acquireRequest is an acquisition's request with its keys, arguments and
 // decoder in one allocation.
 type acquireRequest struct {
 	request
-	keys    [4]string
-	args    [5]string
+	keys    [6]string
+	args    [9]string
 	replies []acquireReply
 }
 
@@ -221,7 +241,7 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	if lag != nil {
 		wait -= len(lag.nodes)
 	}
-	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token, false), lag.releasing(), isOne,
+	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token), lag.releasing(), isOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
 }

@@ -102,10 +102,10 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 			reqs := []*request{
 				testAcquirer(c, "free", "tok-free", 10*time.Second, replies[0]),
 				testAcquirer(c, "held", "tok-held", 10*time.Second, replies[1]),
-				releaser("mine", "tok-mine", false),
+				releaser("mine", "tok-mine"),
 				{script: extendScript, keys: []string{"ext"}, args: []string{"tok-ext", "60000"}},
 				testAcquirer(c, "broken", "tok-broken", 10*time.Second, replies[2]),
-				releaser("held", "wrong-token", false),
+				releaser("held", "wrong-token"),
 			}
 			got := sendTogether(t, c, reqs)
 			wantAloneReplies(t, got, replies[0][0])

@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,6 +23,9 @@ type Client struct {
 	waker   *waker // nil when no node can notify
 	waiters *waiters
 	finish  finishers // releases finished in the background
+	// id names this client in the queues of clients waiting for a key
+	// (see queueKeys): random, URL-safe base64.
+	id string
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -49,9 +54,9 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters()}
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters(), id: newClientID()}
 	c.nodes.init(conns)
-	c.waker = newWaker(c.conns, c.quorum)
+	c.waker = newWaker(c.conns, c.quorum, c.id)
 	return c, nil
 }
 
@@ -70,6 +75,13 @@ func (c *Client) Close() error {
 	c.nodes.drain(c.opts.NodeTimeout)
 	c.waker.close()
 	return c.nodes.close(c.opts.NodeTimeout)
+}
+
+// newClientID returns a random id for a Client, 72 bits in URL-safe base64.
+func newClientID() string {
+	var b [9]byte
+	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // maxKeyBytes bounds a lock key on the wire, KeyPrefix included. Redis takes
@@ -116,7 +128,8 @@ func (c *Client) lockKey(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if key == markerKey || key == processKey || strings.HasPrefix(key, fencePrefix) {
+	if key == markerKey || key == processKey || strings.HasPrefix(key, fencePrefix) ||
+		strings.HasPrefix(key, queuePrefix) || strings.HasPrefix(key, queueDeadlinePrefix) {
 		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
 	}
 	return key, nil
@@ -143,6 +156,7 @@ type wireArgs struct {
 	ttlMillis  string // Options.TTL
 	counterTTL string // fenceTTL, in milliseconds
 	recovery   string // Options.RecoveryDelay in microseconds; "0" when off
+	queueLasts string // queueLasts, in microseconds
 }
 
 func newWireArgs(o Options) wireArgs {
@@ -151,6 +165,7 @@ func newWireArgs(o Options) wireArgs {
 		ttlMillis:  strconv.FormatInt(o.TTL.Milliseconds(), 10),
 		counterTTL: strconv.FormatInt(fenceTTL.Milliseconds(), 10),
 		recovery:   "0",
+		queueLasts: strconv.FormatInt(queueLasts.Microseconds(), 10),
 	}
 	if !o.DisableQuarantine {
 		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)

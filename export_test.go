@@ -10,8 +10,15 @@ import (
 
 // ScriptSources are the library's scripts as sent, for tests that preload
 // them on their nodes.
-var ScriptSources = []string{acquireScript.source, releaseScript.source, extendScript.source, raiseScript.source,
+var ScriptSources = []string{acquireScript.source, queuedAcquireScript.source, releaseScript.source, extendScript.source, raiseScript.source,
 	inspectScript.source, markReadyScript.source, batchScript.source}
+
+// QueueKeys are the names of the keys that queue the clients waiting for
+// a lock key.
+func QueueKeys(key string) (queue, deadlines string) { return queueKeys(key) }
+
+// ID is the client's id in the queues of waiting clients.
+func (c *Client) ID() string { return c.id }
 
 // AcquireScriptSource is the acquire script as sent, for tests that run it
 // directly.

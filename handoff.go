@@ -51,7 +51,7 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 // without asking).
 func (h *handoff) launch() []*call {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl)
+	h.attempt = c.newAttempt(h.key, h.ttl, "", false)
 	h.flight = c.newFlight(h.ctx, c.nodeTimeout(h.ttl))
 	return h.flight.calls(h.attempt.req)
 }
@@ -77,7 +77,7 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *flight) {
 	c := l.client
 	f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
-	releases := f.calls(releaser(l.key, l.token, false))
+	releases := f.calls(releaser(l.key, l.token))
 	attempts := h.launch()
 	lag := l.lagging.releasing()
 	for i, rel := range releases {

@@ -48,3 +48,31 @@ const releaseChannelPrefix = "redlock:released:"
 // releaseChannel is the pub/sub channel on which releases of key are
 // announced.
 func releaseChannel(key string) string { return releaseChannelPrefix + key }
+
+// queuePrefix and queueDeadlinePrefix start the names of the two keys that
+// queue the clients waiting for a lock key (see queueKeys).
+const (
+	queuePrefix         = "redlock:queue:"
+	queueDeadlinePrefix = "redlock:queue-until:"
+)
+
+// queueKeys returns the names of the keys that queue the clients waiting for
+// the lock key key: "redlock:queue:" + key, a sorted set of client ids by the
+// time each began waiting, and "redlock:queue-until:" + key, a hash of each
+// client id to the time (on that client's clock, in microseconds) past which
+// its entry is stale. A client enters the queue when its attempt is refused
+// and leaves it when granted; the release of the key wakes the first two
+// clients in line (see waker). Both keys expire queueLasts after the last
+// refusal, so nothing stays behind a key nobody waits for. The two names
+// share one allocation.
+func queueKeys(key string) (queue, deadlines string) {
+	s := queuePrefix + key + queueDeadlinePrefix + key
+	return s[:len(queuePrefix)+len(key)], s[len(queuePrefix)+len(key):]
+}
+
+// queueLasts is how long a client's place in a key's queue lasts without
+// being renewed by another refused attempt: well above the retry delays of
+// a client that waits, so that it keeps its place, and short enough that a
+// client that stopped waiting without taking the key is not woken in vain
+// for long.
+const queueLasts = 2 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -204,14 +205,21 @@ func (l *Lock) extendFailedLocked(qe *QuorumError) {
 	}
 }
 
-// releaser returns the release script's request; announced releases are
-// published on releaseChannel(key), silent ones are not.
-func releaser(key, token string, announced bool) *request {
-	var prefix string
-	if announced {
-		prefix = releaseChannelPrefix
-	}
-	r := &releaseRequest{keys: [1]string{key}, args: [2]string{token, prefix}}
+// releaser returns the request of a release that is not announced: the
+// release of a failed attempt, or one that carries the next attempt.
+func releaser(key, token string) *request {
+	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
+	r.request = request{script: releaseScript, keys: r.keys[:1], args: r.args[:2]}
+	return &r.request
+}
+
+// announcedReleaser returns the request of a release published on
+// releaseChannel(key), naming the first clients in the key's queue (see
+// queueKeys), which it takes client id out of.
+func announcedReleaser(key, token, id string) *request {
+	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
+	r.keys[1], r.keys[2] = queueKeys(key)
+	r.args[1], r.args[2], r.args[3] = releaseChannelPrefix, strconv.FormatInt(time.Now().UnixMicro(), 10), id
 	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
 	return &r.request
 }
@@ -220,8 +228,8 @@ func releaser(key, token string, announced bool) *request {
 // allocation.
 type releaseRequest struct {
 	request
-	keys [1]string
-	args [2]string
+	keys [3]string
+	args [4]string
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

@@ -74,7 +74,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int) {
 	if h := c.waiters.takeHandoff(l.key); h != nil {
 		results, ok, unfinished = l.releaseCarrying(ctx, h, enough)
 	} else {
-		release := releaser(l.key, l.token, true)
+		release := announcedReleaser(l.key, l.token, c.id)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.releasing(), isOne, enough)
 	}
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
@@ -179,7 +179,7 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 // missed, and reports whether some of them missed it again; those stay
 // marked.
 func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []bool) bool {
-	req := releaser(key, token, false)
+	req := releaser(key, token)
 	req.local = func(node int) (any, bool) { return int64(0), !missed[node] } // done already
 	results, _ := c.fanout(context.Background(), c.nodeTimeout(ttl), req, isOne, func(int, int) bool { return false })
 	again := false

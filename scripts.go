@@ -41,6 +41,10 @@ var (
 	fenceSource string
 	//go:embed lua/acquire.lua
 	acquireSource string
+	//go:embed lua/queued_acquire.lua
+	queuedAcquireSource string
+	//go:embed lua/next_waiters.lua
+	nextWaitersSource string
 	//go:embed lua/release.lua
 	releaseSource string
 	//go:embed lua/extend.lua
@@ -66,11 +70,13 @@ var (
 
 	acquireFunc = &luaFunction{name: "acquire", source: acquireSource,
 		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, nextFenceFunc}}
-	releaseFunc   = &luaFunction{name: "release", source: releaseSource}
-	extendFunc    = &luaFunction{name: "extend", source: extendSource}
-	raiseFunc     = &luaFunction{name: "raise", source: raiseSource}
-	inspectFunc   = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc}}
-	markReadyFunc = &luaFunction{name: "markReady", source: markReadySource,
+	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
+	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
+	releaseFunc       = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc}}
+	extendFunc        = &luaFunction{name: "extend", source: extendSource}
+	raiseFunc         = &luaFunction{name: "raise", source: raiseSource}
+	inspectFunc       = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc}}
+	markReadyFunc     = &luaFunction{name: "markReady", source: markReadySource,
 		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
 	batchFunc = &luaFunction{name: "batch", source: batchSource}
 )
@@ -86,16 +92,17 @@ type script struct {
 }
 
 var (
-	acquireScript   = newScript(acquireFunc)
-	releaseScript   = newScript(releaseFunc)
-	extendScript    = newScript(extendFunc)
-	raiseScript     = newScript(raiseFunc)
-	inspectScript   = newScript(inspectFunc)
-	markReadyScript = newScript(markReadyFunc)
+	acquireScript       = newScript(acquireFunc)
+	queuedAcquireScript = newScript(queuedAcquireFunc)
+	releaseScript       = newScript(releaseFunc)
+	extendScript        = newScript(extendFunc)
+	raiseScript         = newScript(raiseFunc)
+	inspectScript       = newScript(inspectFunc)
+	markReadyScript     = newScript(markReadyFunc)
 
 	// batchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
-	batchScript = newBatchScript(acquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript)
+	batchScript = newBatchScript(acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript)
 )
 
 // newScript returns the script that runs fn for one request: fn's

@@ -46,11 +46,11 @@ func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 
 // The batch script's table lists the scripts' functions by their batchID.
 func TestScripts_batchIDsNumberTheBatchTable(t *testing.T) {
-	want := "\nreturn batch(KEYS, ARGV, {acquire, release, extend, raise, inspect, markReady})\n"
+	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady})\n"
 	if !strings.HasSuffix(batchScript.source, want) {
 		t.Fatalf("the batch script does not end with %q", want)
 	}
-	for i, s := range []*script{acquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript} {
+	for i, s := range []*script{acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript} {
 		if s.batchID != strconv.Itoa(i+1) {
 			t.Errorf("%s: batchID %q, want %d", s.fn.name, s.batchID, i+1)
 		}

@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -28,24 +30,49 @@ const (
 // A release wakes one waiter of this Client, the longest waiting, once a
 // quorum of nodes announced it, so that local waiters do not split the nodes'
 // votes between them, nor race ahead of the nodes still holding the lock.
+//
+// Across clients, each announcement names the first two clients in the key's
+// queue on its node (see queueKeys), and only they wake: a crowd of processes
+// waiting for one key would otherwise all try at once at every release and
+// split the nodes' votes so that none wins. Two, so that a client that left
+// without taking the key costs no wake-up; on five nodes, two contenders
+// cannot both fall short of a majority. A release that names nobody (no
+// client is queued) wakes every client's first waiter, as clients that never
+// were refused are not in the queue. The others wait a full retry delay
+// again from each release that named other clients, so that they do not
+// contend with those; they try at their retry delays once the releases stop.
 type waker struct {
 	notifiers []notifier
-	quorum    int // announcements of one release that wake a waiter
+	quorum    int    // announcements of one release that wake a waiter
+	id        string // this client's id in the queues
 
 	mu      sync.Mutex
-	queues  map[string][]chan struct{} // channel → waiters, oldest first
-	idle    map[string]*time.Timer     // subscribed channels with no waiter
-	heard   map[string]announcement    // channel → the latest release heard on it
-	ops     []chan subscription        // per node
+	queues  map[string][]*wakeup    // channel → waiters, oldest first
+	idle    map[string]*time.Timer  // subscribed channels with no waiter
+	heard   map[string]announcement // channel → the latest release heard on it
+	ops     []chan subscription     // per node
 	started bool
 	ctx     context.Context
 	stop    context.CancelFunc
 }
 
-// announcement counts the nodes that announced one release (by its token).
+// wakeup is a waiter's signals: now, try for the key; later, another client
+// was named to try, so wait a full delay again. Each holds one signal.
+type wakeup struct {
+	now, later chan struct{}
+}
+
+// noWakeup is the signals of a waiter that does not listen: they never come.
+var noWakeup wakeup
+
+// announcement counts the nodes that announced one release (by its token),
+// and whether they named clients to wake.
 type announcement struct {
 	token string
 	nodes int
+	named bool // some node named this client
+	other bool // some node named other clients only
+	woken bool // this release signalled a waiter here already
 }
 
 type subscription struct {
@@ -53,7 +80,7 @@ type subscription struct {
 	add     bool
 }
 
-func newWaker(conns []Conn, quorum int) *waker {
+func newWaker(conns []Conn, quorum int, id string) *waker {
 	var ns []notifier
 	for _, c := range conns {
 		if n, ok := c.(notifier); ok {
@@ -64,13 +91,13 @@ func newWaker(conns []Conn, quorum int) *waker {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &waker{notifiers: ns, quorum: min(quorum, len(ns)), queues: map[string][]chan struct{}{},
+	return &waker{notifiers: ns, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*wakeup{},
 		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, ctx: ctx, stop: stop}
 }
 
-// register queues a waiter on channel and returns its wake-up signal.
-func (w *waker) register(channel string) chan struct{} {
-	wake := make(chan struct{}, 1)
+// register queues a waiter on channel and returns its wake-up signals.
+func (w *waker) register(channel string) *wakeup {
+	wake := &wakeup{now: make(chan struct{}, 1), later: make(chan struct{}, 1)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.started {
@@ -90,7 +117,7 @@ func (w *waker) register(channel string) chan struct{} {
 }
 
 // unregister removes a waiter that stopped waiting, woken or not.
-func (w *waker) unregister(channel string, wake chan struct{}) {
+func (w *waker) unregister(channel string, wake *wakeup) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.queues[channel]
@@ -117,16 +144,19 @@ func (w *waker) unregister(channel string, wake chan struct{}) {
 	}
 	w.queues[channel] = q
 	select {
-	case <-wake:
+	case <-wake.now:
 		// It was woken but leaves without using the wake-up: pass it on.
-		w.wakeFirstLocked(channel)
+		w.signalFirstLocked(channel, true)
 	default:
 	}
 }
 
-// deliver counts a node's announcement of the release of token on channel,
-// and wakes the oldest waiter when a quorum of nodes has announced it.
-func (w *waker) deliver(channel, token string) {
+// deliver counts a node's announcement of a release on channel: the
+// release's token, then the clients it names, each after a space (see
+// lua/release.lua). Once a quorum of nodes has announced the release, it
+// wakes the oldest waiter when a node named this client, or none named any.
+func (w *waker) deliver(channel, message string) {
+	token, names, _ := strings.Cut(message, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, waiting := w.queues[channel]; !waiting {
@@ -137,18 +167,34 @@ func (w *waker) deliver(channel, token string) {
 		a = announcement{token: token}
 	}
 	a.nodes++
-	w.heard[channel] = a
-	if a.nodes == w.quorum {
-		w.wakeFirstLocked(channel)
+	switch {
+	case names == "":
+	case slices.Contains(strings.Fields(names), w.id):
+		a.named = true
+	default:
+		a.other = true
 	}
+	if a.nodes >= w.quorum && !a.woken {
+		a.woken = true
+		w.signalFirstLocked(channel, a.named || !a.other)
+	}
+	w.heard[channel] = a
 }
 
-func (w *waker) wakeFirstLocked(channel string) {
-	if q := w.queues[channel]; len(q) > 0 {
-		select {
-		case q[0] <- struct{}{}:
-		default:
-		}
+// signalFirstLocked signals the oldest waiter on channel: to try now, or
+// to wait a full delay again.
+func (w *waker) signalFirstLocked(channel string, now bool) {
+	q := w.queues[channel]
+	if len(q) == 0 {
+		return
+	}
+	signal := q[0].later
+	if now {
+		signal = q[0].now
+	}
+	select {
+	case signal <- struct{}{}:
+	default:
 	}
 }
 
@@ -225,11 +271,11 @@ func (w *waker) close() {
 	}
 }
 
-// listenFor registers a waiter for the release of key; stop ends it. Both
-// are no-ops on a nil waker: a client whose nodes cannot notify.
-func (w *waker) listenFor(key string) (wake chan struct{}, stop func()) {
+// listenFor registers a waiter for the release of key; stop ends it. On a
+// nil waker, a client whose nodes cannot notify, the signals never come.
+func (w *waker) listenFor(key string) (wake *wakeup, stop func()) {
 	if w == nil {
-		return nil, func() {}
+		return &noWakeup, func() {}
 	}
 	channel := releaseChannel(key)
 	wake = w.register(channel)

@@ -1,0 +1,176 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredisv9 "github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A client whose attempt is refused enters the key's queue on every node, in
+// the order the clients began waiting; the release names the first two
+// clients in line, and the first one takes the lock. Nothing is left in the
+// queue once nobody waits.
+func TestQueue_refusedClientsAreQueuedAndNamedInOrder(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	slow := redlock.Jittered(time.Minute, time.Minute) // only a wake-up can serve them
+	holder := newClient(t, cluster, adapters[0], fast())
+	var waiters []*redlock.Client
+	for range 3 {
+		waiters = append(waiters, newClient(t, cluster, adapters[0], &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: slow}))
+	}
+	lock, err := holder.TryAcquire(bg, "crowd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]chan *redlock.Lock, len(waiters))
+	for i, w := range waiters {
+		got[i] = make(chan *redlock.Lock, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			l, err := w.Acquire(ctx, "crowd")
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+			got[i] <- l
+		}()
+		time.Sleep(50 * time.Millisecond) // one after the other
+	}
+	queue, deadlines := redlock.QueueKeys("crowd")
+	time.Sleep(200 * time.Millisecond)
+	for _, n := range cluster.Nodes() {
+		want := waiters[0].ID() + " " + waiters[1].ID() + " " + waiters[2].ID()
+		if q := strings.Join(strings.Fields(do(t, n, "ZRANGE", queue, "0", "-1")), " "); q != want {
+			t.Fatalf("node %d: queue %q, want %q", n.Index(), q, want)
+		}
+	}
+
+	sub := goredisv9.NewClient(&goredisv9.Options{Addr: cluster.Node(0).Addr()}).Subscribe(bg, "redlock:released:crowd")
+	defer sub.Close()
+	if _, err := sub.Receive(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.ReceiveMessage(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantMsg := lock.Token() + " " + waiters[0].ID() + " " + waiters[1].ID(); msg.Payload != wantMsg {
+		t.Errorf("release announced %q, want the token and the first two in line: %q", msg.Payload, wantMsg)
+	}
+	serveInOrder(t, got)
+	wantExpiring(t, cluster, 2*time.Second, queue, deadlines)
+}
+
+// serveInOrder releases the locks of three waiters as they get them, and
+// fails when the third in line was served first: the release names the
+// first two, so either may win the race between them.
+func serveInOrder(t *testing.T, got []chan *redlock.Lock) {
+	t.Helper()
+	for served := range got {
+		var l *redlock.Lock
+		var who int
+		select {
+		case l = <-got[0]:
+		case l = <-got[1]:
+			who = 1
+		case l = <-got[2]:
+			who = 2
+		}
+		if l == nil {
+			t.Fatalf("a waiter got no lock")
+		}
+		if served == 0 && who == 2 {
+			t.Errorf("the third in line was served first")
+		}
+		if err := l.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantExpiring fails when a key of keys has no TTL, or more than within, on
+// a node of cluster.
+func wantExpiring(t *testing.T, cluster *redlocktest.Cluster, within time.Duration, keys ...string) {
+	t.Helper()
+	for _, n := range cluster.Nodes() {
+		for _, k := range keys {
+			if ms, _ := strconv.Atoi(do(t, n, "PTTL", k)); ms > int(within.Milliseconds()) || ms == -1 {
+				t.Errorf("node %d: %s has PTTL %d ms once nobody waits, want gone or within %v", n.Index(), k, ms, within)
+			}
+		}
+	}
+}
+
+// Separate clients (processes, say) waiting for one key are all served, with
+// no acquisition timing out while the lock changes hands: a release wakes
+// the first clients in line only, so they do not split the nodes' votes.
+func TestCrowd_separateClientsAreAllServed(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{})
+	const clients = 24
+	run := 3 * time.Second
+	var mu sync.Mutex
+	grants := make([]int, clients)
+	timedOut := 0
+	var wg sync.WaitGroup
+	var cs []*redlock.Client
+	for i := range clients {
+		cs = append(cs, newClient(t, cluster, adapters[i%2], &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 200 * time.Millisecond}))
+	}
+	end := time.Now().Add(run)
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				ctx, cancel := context.WithTimeout(bg, 2*run)
+				l, err := c.Acquire(ctx, "crowd")
+				cancel()
+				mu.Lock()
+				if err != nil {
+					timedOut++
+				} else {
+					grants[i]++
+				}
+				mu.Unlock()
+				if err == nil {
+					time.Sleep(time.Millisecond)
+					l.Release(bg)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i, n := range grants {
+		total += n
+		if n == 0 {
+			t.Errorf("client %d never got the lock in %v", i, run)
+		}
+	}
+	t.Logf("%d clients: %d grants in %v, %d acquisitions timed out", clients, total, run, timedOut)
+	if timedOut > 0 {
+		t.Errorf("%d acquisitions timed out after %v", timedOut, 2*run)
+	}
+}
+
+// do runs a command on node n and returns its reply; a nil reply is "".
+func do(t *testing.T, n *redlocktest.Node, args ...string) string {
+	t.Helper()
+	v, err := n.Do(bg, args...)
+	if err != nil && !errors.Is(err, redlocktest.ErrNil) {
+		t.Fatalf("%v on node %d: %v", args, n.Index(), err)
+	}
+	return v
+}

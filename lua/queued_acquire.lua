@@ -1,0 +1,42 @@
+-- queuedAcquire is acquire (see acquire.lua) for a caller that waits for the
+-- key until it gets it (Acquire, not TryAcquire), over the key's queue of
+-- waiting clients, which the key's release reads to name the clients to
+-- wake (see nextWaiters). Refused, the caller enters the queue or keeps its
+-- place there; granted, it leaves it. A newcomer, on its first attempt, does
+-- not take a free key while other live clients queue for it: it is refused
+-- as if the key were held, and queues behind them, instead of racing the
+-- clients the release woke. Only the first attempt defers, so that nodes
+-- whose queues differ (an entry lost with a request) cannot keep a key
+-- from everyone.
+-- KEYS[k+1..k+4] and ARGV[a+1..a+5] as for acquire; KEYS[k+5] the key's
+-- queue (a sorted set of client ids by the time they began waiting);
+-- KEYS[k+6] the queue's deadlines (a hash of client id to the caller's
+-- clock in microseconds past which the entry is stale).
+-- ARGV[a+6] the caller's client id; ARGV[a+7] when it began waiting, in
+-- microseconds on its clock; ARGV[a+8] how long an entry lasts without
+-- being renewed, in microseconds; ARGV[a+9] "1" on the caller's first
+-- attempt, "0" after.
+local function queuedAcquire(KEYS, ARGV, k, a, shared)
+	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
+	local reply
+	if ARGV[a + 9] == "1" and redis.call("EXISTS", queue) == 1 and redis.call("EXISTS", KEYS[k + 1]) == 0 then
+		local first = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
+		if first ~= "" and first ~= " " .. id then
+			reply = {0, "0", 0}
+		end
+	end
+	reply = reply or acquire(KEYS, ARGV, k, a, shared)
+	if reply[1] == 1 then
+		if redis.call("ZREM", queue, id) == 1 then
+			redis.call("HDEL", deadlines, id)
+		end
+	elseif reply[1] == 0 then
+		local lasts = tonumber(ARGV[a + 8])
+		redis.call("ZADD", queue, "NX", ARGV[a + 7], id)
+		redis.call("HSET", deadlines, id, string.format("%.0f", tonumber(ARGV[a + 5]) + lasts))
+		local ms = math.ceil(lasts / 1000)
+		redis.call("PEXPIRE", queue, ms)
+		redis.call("PEXPIRE", deadlines, ms)
+	end
+	return reply
+end
