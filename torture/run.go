@@ -139,6 +139,9 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 	defer os.RemoveAll(tmp)
 	env := &faults.Env{Rec: rec, TTL: sc.TTL}
 	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways}
+	if sc.AppendFsyncEverysec {
+		copts.Config = []string{"appendonly yes", "appendfsync everysec"}
+	}
 	if sc.ClockShim {
 		if env.Clock, err = faults.BuildClockShim(setupCtx, tmp, "redis-server"); err != nil {
 			return err

@@ -93,26 +93,66 @@ type RestartOnGrant struct {
 	// restart, so it comes back with its restart marker and without the
 	// locks granted since.
 	Snapshot bool
+	// PowerLoss makes the node lose the end of its append-only file, as a
+	// node with appendfsync everysec does when its machine loses power
+	// before the next fsync: the append-only files are copied aside when
+	// the fault starts and right after each restart, and put back between
+	// the kill and the start, so the node comes back with its restart
+	// marker and without the locks granted since. The nodes must run with
+	// appendonly yes.
+	PowerLoss bool
+	// MarkReady calls the library's Client.MarkReady on the node right
+	// after each restart, as an operator's deploy script running
+	// "redlock init" would; ForceReady passes force.
+	MarkReady, ForceReady bool
 }
 
 // Name describes the fault.
 func (f RestartOnGrant) Name() string {
 	name := fmt.Sprintf("kill -9 and restart n%d right after a grant, every %v at most", f.Node, f.Cooldown)
-	if f.Snapshot {
+	switch {
+	case f.Snapshot:
 		name += ", reloading a snapshot taken before the grant"
+	case f.PowerLoss:
+		name += ", losing the append-only file's writes since before the grant"
+	}
+	if f.MarkReady {
+		name += fmt.Sprintf(", then MarkReady(force=%v)", f.ForceReady)
 	}
 	return name
 }
 
-// save takes the node's RDB snapshot, for a Snapshot restart.
+// save takes the node's RDB snapshot, for a Snapshot restart, or copies its
+// append-only files aside, for a PowerLoss restart.
 func (f RestartOnGrant) save(env *Env) error {
-	if !f.Snapshot {
-		return nil
+	switch {
+	case f.Snapshot:
+		ctx, cancel := context.WithTimeout(context.Background(), restartTimeout)
+		defer cancel()
+		_, err := env.Cluster.Node(f.Node).Do(ctx, "SAVE")
+		return err
+	case f.PowerLoss:
+		return copyAOF(env.Cluster.Node(f.Node).Dir())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), restartTimeout)
-	defer cancel()
-	_, err := env.Cluster.Node(f.Node).Do(ctx, "SAVE")
-	return err
+	return nil
+}
+
+// restart kills the node, puts back the append-only files of a PowerLoss
+// restart, starts the node, marks it ready if asked to, and saves it again.
+func (f RestartOnGrant) restart(env *Env) error {
+	err := env.Cluster.Node(f.Node).Kill()
+	if f.PowerLoss {
+		err = errors.Join(err, restoreAOF(env.Cluster.Node(f.Node).Dir()))
+	}
+	if err = errors.Join(err, startNode(env, f.Node)); err != nil {
+		return err
+	}
+	if f.MarkReady {
+		if err := markReady(env, f.Node, f.ForceReady); err != nil {
+			return err
+		}
+	}
+	return f.save(env)
 }
 
 // Run implements Fault.
@@ -135,8 +175,7 @@ func (f RestartOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
 		}
 		last = time.Now()
 		id := env.start("restart", nodeName(f.Node), "kill -9 while "+ev.Process+" holds the lock, start again")
-		err := env.Cluster.Node(f.Node).Kill()
-		err = errors.Join(err, startNode(env, f.Node), f.save(env))
+		err := f.restart(env)
 		env.end(id, "restart", nodeName(f.Node))
 		if err != nil {
 			return err

@@ -84,6 +84,10 @@ type Scenario struct {
 	DisableQuarantine bool
 	// AppendFsyncAlways gives every node appendfsync always.
 	AppendFsyncAlways bool
+	// AppendFsyncEverysec gives every node appendonly yes with appendfsync
+	// everysec, Redis's recommended persistence: a crash of the process
+	// loses nothing, a power loss up to a second of writes.
+	AppendFsyncEverysec bool
 	// ClockShim runs the nodes with the clock shim preloaded.
 	ClockShim bool
 	// Faults returns the faults to inject, fresh for each run.

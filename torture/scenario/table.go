@@ -22,6 +22,12 @@ func minorityKill() []faults.Fault {
 		GapMin: 200 * time.Millisecond, GapMax: 600 * time.Millisecond}}
 }
 
+// powerLoss splits the quorum and makes the shared node lose power right
+// after each grant, its append-only file back to its state before the grant.
+func powerLoss() []faults.Fault {
+	return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, PowerLoss: true}}
+}
+
 // Table returns the full scenario table, in report order: what must hold,
 // what fencing must rescue, and what must be caught.
 func Table() []Scenario {
@@ -78,6 +84,24 @@ func Table() []Scenario {
 				"taken before the grant, marker included: the quarantine sees another process and keeps it from voting",
 			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, Snapshot: true}}
+			},
+		},
+		{
+			Name:     "restart-everysec-powerloss",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About: "split quorum, appendfsync everysec; the shared node loses power while the lock is held on it and " +
+				"reloads its append-only file as it was before the grant, marker included: the quarantine sees another process",
+			AppendFsyncEverysec: true,
+			Faults:              powerLoss,
+		},
+		{
+			Name:     "markready-after-restart",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About: "split quorum; the shared node reloads a snapshot taken before the grant and a deploy script calls " +
+				"MarkReady on it at once: MarkReady refuses a restarted node unless forced, so the quarantine stays",
+			Faults: func() []faults.Fault {
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond,
+					Snapshot: true, MarkReady: true}}
 			},
 		},
 		{
@@ -141,6 +165,27 @@ func Table() []Scenario {
 			DisableQuarantine: true,
 			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, Snapshot: true}}
+			},
+		},
+		{
+			Name:     "restart-everysec-powerloss/no-quarantine",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About: "split quorum, appendfsync everysec; the shared node loses power while the lock is held on it, " +
+				"reloads its append-only file as it was before the grant and votes at once (no quarantine)",
+			Expect:              Caught,
+			AppendFsyncEverysec: true,
+			DisableQuarantine:   true,
+			Faults:              powerLoss,
+		},
+		{
+			Name:     "markready-after-restart/forced",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About: "split quorum; the shared node reloads a snapshot taken before the grant and a deploy script calls " +
+				"MarkReady(force) on it at once, ending its quarantine: it votes for the other group while the lock is held",
+			Expect: Caught,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond,
+					Snapshot: true, MarkReady: true, ForceReady: true}}
 			},
 		},
 		{
