@@ -87,3 +87,65 @@ func TestLink_cutHoldLatencyHeal(t *testing.T) {
 		t.Fatalf("PING after removing the latency took %v, %v", took, err)
 	}
 }
+
+// A link that drops only replies lets a write take effect on the node while
+// the worker times out; one that drops only requests keeps it off the node.
+// The worker's connection is open before the drop, as a pooled one is.
+func TestLink_dropOneWay(t *testing.T) {
+	t.Parallel()
+	c, err := cluster.New(t.Context(), cluster.Options{Nodes: 1, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l := c.Link(0, 0)
+	direct := client(t, c.DirectURLs()[0])
+	defer direct.Close()
+	for _, tc := range []struct {
+		dir    cluster.Direction
+		landed bool
+	}{{cluster.Replies, true}, {cluster.Requests, false}} {
+		key := "k-" + tc.dir.String()
+		if err := setThrough(t, c.WorkerURLs(0)[0], l, tc.dir, key); err == nil {
+			t.Fatalf("SET with %s dropped succeeded", tc.dir)
+		}
+		if err := l.Heal(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := direct.Exists(t.Context(), key).Result()
+		if err != nil || (n == 1) != tc.landed {
+			t.Fatalf("with %s dropped: EXISTS %s = %d, %v; want landed = %v", tc.dir, key, n, err, tc.landed)
+		}
+		if _, err := ping(t, c.WorkerURLs(0)[0], time.Second); err != nil {
+			t.Fatalf("PING after Heal: %v", err)
+		}
+	}
+}
+
+// setThrough opens a connection to url, drops dir on l and runs SET key 1
+// on that connection, giving up after 200 ms.
+func setThrough(t *testing.T, url string, l *cluster.Link, dir cluster.Direction, key string) error {
+	t.Helper()
+	c := client(t, url)
+	defer c.Close()
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Drop(dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	return c.Set(ctx, key, "1", 0).Err()
+}
+
+// client returns a go-redis client of one connection to url.
+func client(t *testing.T, url string) *goredisv9.Client {
+	t.Helper()
+	o, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.PoolSize = 1
+	return goredisv9.NewClient(o)
+}

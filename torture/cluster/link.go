@@ -27,8 +27,42 @@ type Link struct {
 
 	mu      sync.Mutex
 	cut     bool
-	held    bool
+	held    Direction // the directions blackholed
 	latency time.Duration
+}
+
+// Direction names which way data is dropped on a Link.
+type Direction int
+
+const (
+	// Requests is the way from the worker to the node.
+	Requests Direction = 1 << iota
+	// Replies is the way from the node to the worker.
+	Replies
+	// Both is either way.
+	Both = Requests | Replies
+)
+
+// String returns "requests", "replies" or "both ways".
+func (d Direction) String() string {
+	switch d {
+	case Requests:
+		return "requests"
+	case Replies:
+		return "replies"
+	case Both:
+		return "both ways"
+	}
+	return "nothing"
+}
+
+// holdToxics maps each direction to its toxic's name and toxiproxy stream.
+var holdToxics = []struct {
+	dir          Direction
+	name, stream string
+}{
+	{Requests, toxicHoldUp, "upstream"},
+	{Replies, toxicHoldDown, "downstream"},
 }
 
 // Worker returns the worker's index.
@@ -52,18 +86,24 @@ func (l *Link) Cut() {
 // Hold blackholes the link: connections stay open but data in either
 // direction is discarded, so requests time out, like a partition that the
 // client cannot tell from a slow node.
-func (l *Link) Hold() error {
+func (l *Link) Hold() error { return l.Drop(Both) }
+
+// Drop blackholes the link in the directions dir, in addition to any
+// already dropped: connections stay open and data going that way is
+// discarded. Dropping only Replies lets requests reach the node and take
+// effect while the worker never hears of them.
+func (l *Link) Drop(dir Direction) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.held {
-		return nil
-	}
-	for name, stream := range map[string]string{toxicHoldUp: "upstream", toxicHoldDown: "downstream"} {
-		if err := l.addToxic(name, "timeout", stream, `{"timeout":0}`); err != nil {
+	for _, t := range holdToxics {
+		if dir&t.dir == 0 || l.held&t.dir != 0 {
+			continue
+		}
+		if err := l.addToxic(t.name, "timeout", t.stream, `{"timeout":0}`); err != nil {
 			return err
 		}
+		l.held |= t.dir
 	}
-	l.held = true
 	return nil
 }
 
@@ -93,17 +133,18 @@ func (l *Link) SetLatency(d, jitter time.Duration) error {
 	return nil
 }
 
-// Heal undoes Cut and Hold (not SetLatency).
+// Heal undoes Cut, Hold and Drop (not SetLatency).
 func (l *Link) Heal() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.held {
-		for _, name := range []string{toxicHoldUp, toxicHoldDown} {
-			if err := l.proxy.Toxics.RemoveToxic(context.Background(), name); err != nil {
-				return fmt.Errorf("cluster: %s: remove %s: %w", l, name, err)
-			}
+	for _, t := range holdToxics {
+		if l.held&t.dir == 0 {
+			continue
 		}
-		l.held = false
+		if err := l.proxy.Toxics.RemoveToxic(context.Background(), t.name); err != nil {
+			return fmt.Errorf("cluster: %s: remove %s: %w", l, t.name, err)
+		}
+		l.held &^= t.dir
 	}
 	if l.cut {
 		if err := l.proxy.Start(); err != nil {
