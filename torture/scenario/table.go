@@ -70,6 +70,33 @@ func Table() []Scenario {
 			},
 		},
 		{
+			Name: "flapping-node",
+			About: "two workers of four goroutines each wait in Acquire while one node is blackholed for about 100 ms " +
+				"at a time, over and over, with short gaps",
+			Workers: 2, Goroutines: 4, Wait: true,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.Flap{DurMin: 80 * time.Millisecond, DurMax: 120 * time.Millisecond,
+					GapMin: 20 * time.Millisecond, GapMax: 80 * time.Millisecond}}
+			},
+		},
+		{
+			Name: "one-way-partition",
+			About: "drop only the requests, or only the replies, between every worker and one or two nodes, then heal: " +
+				"a node whose replies are lost grants and releases without the worker hearing of it",
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.OneWayPartition{DurMin: 200 * time.Millisecond, DurMax: 800 * time.Millisecond,
+					GapMin: 100 * time.Millisecond, GapMax: 400 * time.Millisecond}}
+			},
+		},
+		{
+			Name:  "asymmetric-partition",
+			About: "cut each worker off from its own one or two nodes at the same time, so that workers disagree on which nodes are up, then heal",
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.AsymmetricPartition{DurMin: 200 * time.Millisecond, DurMax: 800 * time.Millisecond,
+					GapMin: 100 * time.Millisecond, GapMax: 400 * time.Millisecond}}
+			},
+		},
+		{
 			Name:     "restart-quarantine",
 			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About: "split quorum; the shared node restarts empty while the lock is held on it, and the quarantine keeps it from voting for a TTL",
