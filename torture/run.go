@@ -275,6 +275,7 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			Seed:              derive(seed, sc.Name, i),
 			Goroutines:        sc.Goroutines,
 			Wait:              sc.Wait,
+			Renew:             sc.Renew,
 		}
 		w, err := traffic.Spawn(exe, cfg, env.Rec)
 		if err != nil {

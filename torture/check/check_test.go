@@ -207,3 +207,16 @@ func TestCheck_acquireReturningBeforeTheReleaseIsCaught(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck_renewedLockEndsAtTheDeadlineItsReleaseReports(t *testing.T) {
+	b := newBuilder()
+	// worker-0's lock was granted until 50 ms and renewed until 150 ms; its
+	// release at 120 ms reports the later deadline. worker-1's grant at
+	// 100 ms overlaps it.
+	b.grant("worker-0", 0, 1*ms, 50*ms, 0, 0, 1)
+	b.op("worker-0", history.OpRelease, 120*ms, 121*ms, history.OK, func(ev *history.Event) {
+		ev.Token, ev.Deadline = "t1", 150*ms
+	})
+	b.grant("worker-1", 90*ms, 100*ms, 200*ms, 130*ms, 131*ms, 2)
+	wantCounts(t, b.check(t), [4]int{1, 1, 0, 0})
+}

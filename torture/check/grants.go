@@ -14,7 +14,8 @@ type Grant struct {
 	// Invoke is when the successful attempt began, Granted when it
 	// returned; the lock was taken somewhere in between.
 	Invoke, Granted int64
-	// Deadline is the validity deadline the client computed.
+	// Deadline is the validity deadline the client computed, or the later
+	// one that a renewing holder's release reported: extensions move it.
 	Deadline int64
 	// Released is when the holder called release, ReleaseDone when that
 	// returned; both are 0 when it never did.
@@ -59,6 +60,7 @@ func Grants(ops []history.Op) []Grant {
 				continue
 			}
 			grants[i].Released = op.Invoked.Time
+			grants[i].Deadline = max(grants[i].Deadline, op.Invoked.Deadline)
 			grants[i].ReleaseDone = math.MaxInt64
 			if op.Done() {
 				grants[i].ReleaseDone = op.Completed.Time

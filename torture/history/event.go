@@ -53,7 +53,8 @@ type Event struct {
 	// Fence is the acquisition's fencing token; 0 when there is none.
 	Fence uint64 `json:"fence,omitempty"`
 	// Deadline is the lock's validity deadline on the monotonic clock, set
-	// on a granted acquisition.
+	// on a granted acquisition, and on the invocation of a renewed lock's
+	// release, where it is the last deadline the renewals reached.
 	Deadline int64 `json:"deadline,omitempty"`
 	// Nodes is each node's answer, in node order.
 	Nodes []NodeOutcome `json:"nodes,omitempty"`

@@ -77,6 +77,10 @@ type Scenario struct {
 	// ThinkMin and ThinkMax bound the time between a worker's read and its
 	// write (DefaultThinkMin, DefaultThinkMax).
 	ThinkMin, ThinkMax time.Duration
+	// Renew makes workers hold with auto-renewal and stop writing once the
+	// lock is lost (see traffic.Config.Renew); ThinkMax should then exceed
+	// the TTL.
+	Renew bool
 	// HoldMargin makes workers hold the lock until this long before its
 	// validity deadline; 0 releases right after the write.
 	HoldMargin time.Duration

@@ -7,6 +7,15 @@ import (
 	"github.com/redlock-go/redlock/torture/traffic"
 )
 
+// renewThinkMin and renewThinkMax make renewing holders think longer than
+// the TTL, so that every hold lives on extensions, two or three of them;
+// renewDuration gives such slow cycles time for a few dozen grants.
+const (
+	renewThinkMin = 600 * time.Millisecond
+	renewThinkMax = 1000 * time.Millisecond
+	renewDuration = 6 * time.Second
+)
+
 // restartThinkMin and restartThinkMax lengthen the critical section in the
 // restart scenarios, so that a node restart (some tens of milliseconds) can
 // complete while the lock is held, which is when losing the key matters.
@@ -249,6 +258,17 @@ func Table() []Scenario {
 			Faults:     func() []faults.Fault { return []faults.Fault{faults.ClockSkew{PPM: 50000}} },
 		},
 	}
+	holds = append(holds, renewals(holds, "minority-kill", "node-pause", "minority-partition", "minority-blackhole")...)
+	holds = append(holds, Scenario{
+		Name: "renew/worker-pause-at-read",
+		About: "a renewing holder is SIGSTOPped between its read and its write for twice the TTL; " +
+			"when it resumes its lock reports itself lost and it does not write",
+		Renew:    true,
+		ThinkMin: renewThinkMin, ThinkMax: renewThinkMax, Duration: renewDuration,
+		Faults: func() []faults.Fault {
+			return []faults.Fault{faults.PauseWorkerAtRead{Worker: 0, Cooldown: 200 * time.Millisecond}}
+		},
+	})
 	var fenced []Scenario
 	for _, s := range append([]Scenario{holds[0]}, caught...) {
 		s.Name += "/fenced"
@@ -265,6 +285,23 @@ func Table() []Scenario {
 		"; an older holder's write lands between a newer holder's read and write"
 	writeFenced.Register = traffic.WriteFenced
 	return append(append(append(holds, fenced...), caught...), writeFenced)
+}
+
+// renewals returns "renew/" variants of the named scenarios of table:
+// their faults hit holders that renew the lock in the background while
+// they think for longer than the TTL, and that must not write once the
+// lock is lost.
+func renewals(table []Scenario, names ...string) []Scenario {
+	out := make([]Scenario, len(names))
+	for i, name := range names {
+		s := byName(table, name)
+		s.Name = "renew/" + name
+		s.About = "holders renew the lock while they think for longer than the TTL and stop writing once it is lost; " + s.About
+		s.Renew = true
+		s.ThinkMin, s.ThinkMax, s.Duration = renewThinkMin, renewThinkMax, renewDuration
+		out[i] = s
+	}
+	return out
 }
 
 // Short returns a few scenarios of each kind with short runs, for the

@@ -57,6 +57,14 @@ type Config struct {
 	// instead of making one attempt with TryAcquire: goroutines of one
 	// client then queue for the lock, and a release hands it to the next.
 	Wait bool `json:"wait"`
+	// Renew makes the worker acquire with redlock.WithAutoRenew, so that
+	// the lock is extended in the background while the worker thinks, for
+	// as long as ThinkMax allows, longer than the TTL if need be. The
+	// worker stops thinking when the lock's Done closes and then skips its
+	// write: a holder must not touch the resource once its lock is lost.
+	// Its release records the lock's last validity deadline (see
+	// check.Grant).
+	Renew bool `json:"renew"`
 }
 
 // validate reports a configuration a worker cannot run.

@@ -163,14 +163,7 @@ func (w *worker) cycle() error {
 	if err != nil {
 		return err
 	}
-	var lock *redlock.Lock
-	if w.cfg.Wait {
-		waitCtx, cancel := context.WithTimeout(ctx, 4*w.ttl())
-		lock, err = w.client.Acquire(waitCtx, key)
-		cancel()
-	} else {
-		lock, err = w.client.TryAcquire(ctx, key)
-	}
+	lock, err := w.acquire(ctx)
 	now := history.Now()
 	if err != nil {
 		ev := history.Event{Time: now, Type: history.Fail, Op: history.OpAcquire, ID: id, Key: key, Err: err.Error()}
@@ -191,7 +184,7 @@ func (w *worker) cycle() error {
 	}); err != nil {
 		return err
 	}
-	if err := w.critical(ctx, lock.Fence()); err != nil {
+	if err := w.critical(ctx, lock); err != nil {
 		return err
 	}
 	if w.cfg.HoldMargin > 0 {
@@ -204,9 +197,26 @@ func (w *worker) cycle() error {
 	return nil
 }
 
+// acquire takes the lock: one attempt, or a wait of up to four TTLs with
+// Wait; renewing in the background with Renew.
+func (w *worker) acquire(ctx context.Context) (*redlock.Lock, error) {
+	var opts []redlock.LockOption
+	if w.cfg.Renew {
+		opts = append(opts, redlock.WithAutoRenew())
+	}
+	if !w.cfg.Wait {
+		return w.client.TryAcquire(ctx, w.cfg.Key, opts...)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 4*w.ttl())
+	defer cancel()
+	return w.client.Acquire(waitCtx, w.cfg.Key, opts...)
+}
+
 // critical reads the register, thinks, and writes the value read plus one,
-// sending fence with both requests.
-func (w *worker) critical(ctx context.Context, fence uint64) error {
+// sending the lock's fencing token with both requests. A renewing worker
+// skips the write once the lock is lost.
+func (w *worker) critical(ctx context.Context, lock *redlock.Lock) error {
+	fence := lock.Fence()
 	id, err := w.invoke(history.Event{Op: history.OpRead, Fence: fence})
 	if err != nil {
 		return err
@@ -218,7 +228,9 @@ func (w *worker) critical(ctx context.Context, fence uint64) error {
 	if err := w.emit(history.Event{Type: history.OK, Op: history.OpRead, ID: id, Fence: fence, Value: r.Value, Version: r.Version}); err != nil {
 		return err
 	}
-	time.Sleep(w.between(w.cfg.ThinkMin, w.cfg.ThinkMax))
+	if !w.think(lock) {
+		return nil
+	}
 	value := r.Value + 1
 	id, err = w.invoke(history.Event{Op: history.OpWrite, Fence: fence, Value: value, BasedOn: r.Version})
 	if err != nil {
@@ -231,9 +243,33 @@ func (w *worker) critical(ctx context.Context, fence uint64) error {
 	return w.emit(history.Event{Type: history.OK, Op: history.OpWrite, ID: id, Fence: fence, Value: value, BasedOn: r.Version, Version: version})
 }
 
+// think waits a random time between ThinkMin and ThinkMax, and reports
+// whether the worker may still write. A renewing worker stops waiting when
+// its lock's Done closes, and may write only while Err reports the lock
+// held; Err checks the deadline itself, so a worker that was stopped past
+// it does not write before the timer behind Done fires.
+func (w *worker) think(lock *redlock.Lock) bool {
+	d := w.between(w.cfg.ThinkMin, w.cfg.ThinkMax)
+	if !w.cfg.Renew {
+		time.Sleep(d)
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-lock.Done():
+	}
+	return lock.Err() == nil
+}
+
 // release releases lock and records the outcome.
 func (w *worker) release(ctx context.Context, lock *redlock.Lock) error {
-	id, err := w.invoke(history.Event{Op: history.OpRelease, Key: w.cfg.Key, Token: lock.Token()})
+	inv := history.Event{Op: history.OpRelease, Key: w.cfg.Key, Token: lock.Token()}
+	if w.cfg.Renew {
+		inv.Deadline = history.Now() + int64(time.Until(lock.Until()))
+	}
+	id, err := w.invoke(inv)
 	if err != nil {
 		return err
 	}
