@@ -33,6 +33,20 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"clock-jump": scenario.Caught, "eviction": scenario.Caught,
 		"restart-empty/fenced": scenario.Hold, "worker-pause-past-validity/fenced": scenario.Hold,
 		"clock-jump/fenced": scenario.Hold, "eviction/fenced": scenario.Hold,
+		"restart-everysec-powerloss":                      scenario.Hold,
+		"restart-everysec-powerloss/no-quarantine":        scenario.Caught,
+		"restart-everysec-powerloss/no-quarantine/fenced": scenario.Hold,
+		"markready-after-restart":                         scenario.Hold,
+		"markready-after-restart/forced":                  scenario.Caught,
+		"markready-after-restart/forced/fenced":           scenario.Hold,
+		"flapping-node":                                   scenario.Hold,
+		"one-way-partition":                               scenario.Hold,
+		"asymmetric-partition":                            scenario.Hold,
+		"renew/minority-kill":                             scenario.Hold,
+		"renew/node-pause":                                scenario.Hold,
+		"renew/minority-partition":                        scenario.Hold,
+		"renew/minority-blackhole":                        scenario.Hold,
+		"renew/worker-pause-at-read":                      scenario.Hold,
 	} {
 		s, ok := seen[name]
 		if !ok {
@@ -41,6 +55,11 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		}
 		if s.Expect != want {
 			t.Errorf("%s: expected %s, want %s", name, s.Expect, want)
+		}
+	}
+	for name, s := range seen {
+		if strings.HasPrefix(name, "renew/") && (!s.Renew || s.ThinkMax <= scenario.DefaultTTL) {
+			t.Errorf("%s: a renew row must renew and think for longer than the TTL", name)
 		}
 	}
 	for _, s := range scenario.Short() {
