@@ -1,8 +1,11 @@
 // Package faults injects the faults of a torture run and records each one in
-// the history: killing and restarting nodes (with or without their data),
-// pausing nodes and workers with SIGSTOP, slowing and partitioning the
-// network through the proxies, moving a node's clock, and making nodes
-// evict keys.
+// the history: killing and restarting nodes (with or without their data,
+// or with the append-only file a power loss leaves behind, and marking
+// them ready as a deploy script would), pausing nodes and workers with
+// SIGSTOP, slowing and partitioning the network through the proxies (whole
+// minorities, one flapping node, one direction only, or a different
+// minority per worker), moving a node's clock, and making nodes evict
+// keys.
 //
 // A Fault runs for the whole measured period of a scenario and undoes what
 // it did when its context ends. Several can run at once. Faults that must
