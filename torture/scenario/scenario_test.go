@@ -39,6 +39,8 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"markready-after-restart":                         scenario.Hold,
 		"markready-after-restart/forced":                  scenario.Caught,
 		"markready-after-restart/forced/fenced":           scenario.Hold,
+		"markready-after-restart/empty":                   scenario.Caught,
+		"markready-after-restart/empty/fenced":            scenario.Hold,
 		"flapping-node":                                   scenario.Hold,
 		"one-way-partition":                               scenario.Hold,
 		"asymmetric-partition":                            scenario.Hold,

@@ -225,6 +225,16 @@ func Table() []Scenario {
 			},
 		},
 		{
+			Name:     "markready-after-restart/empty",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About: "split quorum; the shared node restarts empty while the lock is held on it and a deploy script calls " +
+				"MarkReady on it at once: with no marker left, it cannot be told from a new node, is marked ready and votes",
+			Expect: Caught,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, MarkReady: true}}
+			},
+		},
+		{
 			Name:   "worker-pause-past-validity",
 			About:  "SIGSTOP a worker between its read and its write for twice the TTL; its late write overwrites newer updates",
 			Expect: Caught,
