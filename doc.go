@@ -52,8 +52,15 @@
 // release and the attempt run in one script call, in that order, so the
 // lock changes hands within one round trip. Other releases announce
 // themselves on a per-key pub/sub channel (see Conn): a waiting Acquire
-// wakes once a quorum of nodes announced one. A jittered retry
+// wakes once a quorum of nodes announced one. Across clients, a client
+// refused in Acquire enters the key's queue on each node, and a release
+// names the first two clients in line: only they wake, so that a crowd of
+// processes does not split the votes at every release. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
+//
+// A node that stops answering costs bounded memory: its queue of calls has
+// a bound past which calls fail at once, and Close returns within three
+// per-node timeouts.
 //
 // # Architecture
 //
