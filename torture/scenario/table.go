@@ -159,6 +159,23 @@ func Table() []Scenario {
 			},
 		},
 		{
+			Name: "node-silent-10s",
+			About: "SIGSTOP one or two nodes for 10 s under waiting traffic: the clients keep granting on the others " +
+				"with bounded queues, and the stopped nodes rejoin",
+			Workers: 2, Goroutines: 4, Wait: true,
+			Duration: 12 * time.Second,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.PauseNodes{PauseMin: 10 * time.Second, PauseMax: 10 * time.Second,
+					GapMin: 500 * time.Millisecond, GapMax: 500 * time.Millisecond}}
+			},
+		},
+		{
+			Name: "crowd-64",
+			About: "64 worker processes, each its own client, wait in Acquire for one lock on five healthy nodes; " +
+				"a release wakes the first two clients in the key's queue",
+			Workers: 64, Wait: true,
+		},
+		{
 			Name:  "node-slow",
 			About: "40±20 ms latency each way to one or two nodes, around the 50 ms node timeout",
 			Faults: func() []faults.Fault {
