@@ -42,6 +42,8 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"markready-after-restart/empty":                   scenario.Caught,
 		"markready-after-restart/empty/fenced":            scenario.Hold,
 		"flapping-node":                                   scenario.Hold,
+		"node-silent-10s":                                 scenario.Hold,
+		"no-faults/crowd-64":                              scenario.Hold,
 		"one-way-partition":                               scenario.Hold,
 		"asymmetric-partition":                            scenario.Hold,
 		"renew/minority-kill":                             scenario.Hold,

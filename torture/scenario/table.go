@@ -170,7 +170,7 @@ func Table() []Scenario {
 			},
 		},
 		{
-			Name: "crowd-64",
+			Name: "no-faults/crowd-64",
 			About: "64 worker processes, each its own client, wait in Acquire for one lock on five healthy nodes; " +
 				"a release wakes the first two clients in the key's queue",
 			Workers: 64, Wait: true,
