@@ -122,6 +122,9 @@ const senderIdle = time.Second
 type pipe struct {
 	conn Conn
 	node int
+	// replicas is Options.WaitReplicas: how many replicas must confirm a
+	// replicated script's writes (see script.replicated).
+	replicas int
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.
 	work chan []*call
@@ -283,8 +286,8 @@ func (p *pipe) send(batch []*call) {
 		cl := live[0]
 		ctx, sent := cl.to.nodeContext(cl)
 		defer sent()
-		v, err := p.conn.EvalSHA(ctx, cl.req.script.sha1, cl.req.script.source, cl.req.keys, cl.req.args...)
-		p.deliver(cl, v, err)
+		v, acked, err := p.eval(ctx, cl.deadline, cl.req.script, cl.req.keys, cl.req.args)
+		p.deliver(cl, v, p.checkReplicated(cl.req.script, err, acked))
 	default:
 		p.sendBatch(live)
 	}
@@ -309,7 +312,7 @@ func (p *pipe) sendBatch(batch []*call) {
 		args = append(args, cl.req.args...)
 	}
 	ctx := p.batchDeadlines.until(deadline)
-	v, err := p.conn.EvalSHA(ctx, batchScript.sha1, batchScript.source, keys, args...)
+	v, acked, err := p.eval(ctx, deadline, batchScript, keys, args)
 	replies, ok := v.([]any)
 	if err == nil && (!ok || len(replies) != len(batch)) {
 		err = fmt.Errorf("redlock: unexpected reply to the batch script: %d replies for %d requests", len(replies), len(batch))
@@ -323,16 +326,68 @@ func (p *pipe) sendBatch(batch []*call) {
 			p.deliver(cl, nil, e)
 			continue
 		}
-		p.deliver(cl, replies[i], nil)
+		p.deliver(cl, replies[i], p.checkReplicated(cl.req.script, nil, acked))
 	}
 }
 
-// deliver decodes a reply and hands it to its call.
+// deliver decodes a reply and hands it to its call. A grant or extension
+// whose replicas did not confirm it (errReplicasBehind) is delivered as an
+// error; any other reply of the same call stands.
 func (p *pipe) deliver(cl *call, v any, err error) {
-	if err == nil && cl.req.decode != nil {
-		v, err = cl.req.decode.decode(cl.node, v)
-	}
+	v, err = decodeReply(cl.req, cl.node, v, err)
 	cl.to.deliver(answer{node: cl.node, val: v, err: err, took: time.Since(cl.start)})
+}
+
+// decodeReply decodes node's reply to req. err may be an errReplicasBehind
+// that applies only if the reply wrote a lock: a grant or an extension.
+func decodeReply(req *request, node int, v any, err error) (any, error) {
+	var behind *errReplicasBehind
+	if errors.As(err, &behind) {
+		err = nil
+	}
+	if err == nil && req.decode != nil {
+		v, err = req.decode.decode(node, v)
+	}
+	if err == nil && behind != nil && isOne(v) {
+		return nil, behind
+	}
+	return v, err
+}
+
+// eval runs s on the node; for a replicated script with Options.WaitReplicas
+// set, then WAIT on the same connection, up to deadline (acked is -1
+// otherwise).
+func (p *pipe) eval(ctx context.Context, deadline time.Time, s *script, keys, args []string) (v any, acked int64, err error) {
+	if p.replicas == 0 || !s.replicated && s != batchScript {
+		v, err = p.conn.EvalSHA(ctx, s.sha1, s.source, keys, args...)
+		return v, -1, err
+	}
+	// WAIT gets three quarters of the time left, so that its reply (the
+	// replicas that did confirm) arrives before the deadline; WAIT 0 would
+	// wait for ever: wait at least a millisecond.
+	timeout := max((time.Until(deadline) * 3 / 4).Truncate(time.Millisecond), time.Millisecond)
+	return p.conn.(replicator).EvalSHAWait(ctx, p.replicas, timeout, s.sha1, s.source, keys, args...)
+}
+
+// checkReplicated returns err, or an errReplicasBehind when s is replicated
+// and fewer replicas than asked confirmed its writes.
+func (p *pipe) checkReplicated(s *script, err error, acked int64) error {
+	if err != nil || acked < 0 || !s.replicated || acked >= int64(p.replicas) {
+		return err
+	}
+	return &errReplicasBehind{acked: acked, want: p.replicas}
+}
+
+// errReplicasBehind is the error of a grant or an extension that fewer
+// replicas confirmed than Options.WaitReplicas asks for: a failover could
+// lose it, so it does not count.
+type errReplicasBehind struct {
+	acked int64
+	want  int
+}
+
+func (e *errReplicasBehind) Error() string {
+	return fmt.Sprintf("written, but only %d of the %d replicas asked for (Options.WaitReplicas) confirmed it in time: a failover could lose it", e.acked, e.want)
 }
 
 // batchDeadlineSlack is how much later than its latest call's deadline a

@@ -55,7 +55,14 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters(), id: newClientID()}
-	c.nodes.init(conns)
+	if o.WaitReplicas > 0 {
+		for _, conn := range conns {
+			if _, ok := conn.(replicator); !ok {
+				return nil, fmt.Errorf("%w: WaitReplicas needs Conns that can send WAIT after a script on the same connection; %s cannot", ErrInvalidOptions, conn.Name())
+			}
+		}
+	}
+	c.nodes.init(conns, o.WaitReplicas)
 	c.waker = newWaker(c.conns, c.quorum, c.id)
 	return c, nil
 }

@@ -1,6 +1,9 @@
 package redlock
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Conn is one independent Redis master as the Client sees it. The adapters in
 // the goredis and rueidis packages implement it over those clients;
@@ -41,6 +44,18 @@ type Conn interface {
 	EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error)
 	// Close releases the connection resources.
 	Close() error
+}
+
+// A Conn that can run a script and then Redis WAIT on the same connection
+// also has the method
+//
+//	EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (v any, acked int64, err error)
+//
+// which returns the script's reply as EvalSHA does, and the number of
+// replicas that confirmed the connection's writes within timeout (WAIT's
+// reply). Options.WaitReplicas needs it; both adapters have it.
+type replicator interface {
+	EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (any, int64, error)
 }
 
 // notifier is a Conn that can hold a pub/sub connection (see Conn).

@@ -25,14 +25,14 @@ type nodes struct {
 	inflight sync.WaitGroup
 }
 
-// init sets up n over conns.
-func (n *nodes) init(conns []Conn) {
+// init sets up n over conns; replicas is Options.WaitReplicas.
+func (n *nodes) init(conns []Conn, replicas int) {
 	n.conns = append([]Conn(nil), conns...)
 	n.quorum = len(conns)/2 + 1
 	n.closed = make(chan struct{})
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
-		n.pipes[i] = &pipe{conn: conn, node: i, work: make(chan []*call), stop: n.closed}
+		n.pipes[i] = &pipe{conn: conn, node: i, replicas: replicas, work: make(chan []*call), stop: n.closed}
 	}
 }
 
@@ -393,11 +393,10 @@ func (n *nodes) ask(ctx context.Context, req *request, i int) (any, error) {
 			return v, nil
 		}
 	}
-	v, err := n.conns[i].EvalSHA(ctx, req.script.sha1, req.script.source, req.keys, req.args...)
-	if err == nil && req.decode != nil {
-		v, err = req.decode.decode(i, v)
-	}
-	return v, err
+	p := n.pipes[i]
+	deadline, _ := ctx.Deadline()
+	v, acked, err := p.eval(ctx, deadline, req.script, req.keys, req.args)
+	return decodeReply(req, i, v, p.checkReplicated(req.script, err, acked))
 }
 
 // classify turns one node's reply into a NodeResult.

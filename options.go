@@ -92,6 +92,16 @@ type Options struct {
 	// that is still held (see SAFETY.md).
 	// Default false (quarantine on).
 	DisableQuarantine bool
+	// WaitReplicas, when above zero, makes a node's grant and extension
+	// count only once that many of its replicas confirmed them (Redis WAIT,
+	// sent after the script on the same connection, within the per-node
+	// timeout). A master that fails over to a replica then hands over the
+	// locks it granted. Without it, a replica promoted before it received a
+	// lock grants it again, unless the restart quarantine keeps it out (see
+	// SAFETY.md). Each adapter's Conn supports it over a single Redis
+	// server; New fails with ErrInvalidOptions for a Conn that does not.
+	// Default 0 (no wait).
+	WaitReplicas int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -117,6 +127,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: DriftFactor %g is outside [0, 0.5)", ErrInvalidOptions, o.DriftFactor)
 	case o.MaxExtensions < 0:
 		return o, fmt.Errorf("%w: MaxExtensions %d is negative", ErrInvalidOptions, o.MaxExtensions)
+	case o.WaitReplicas < 0:
+		return o, fmt.Errorf("%w: WaitReplicas %d is negative", ErrInvalidOptions, o.WaitReplicas)
 	case o.RecoveryDelay < 0:
 		return o, fmt.Errorf("%w: RecoveryDelay %s is negative", ErrInvalidOptions, o.RecoveryDelay)
 	}

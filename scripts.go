@@ -89,14 +89,17 @@ type script struct {
 	fn *luaFunction
 	// batchID is fn's number in the batch script's table of functions.
 	batchID string
+	// replicated: its writes that grant or extend a lock must reach the
+	// replicas that Options.WaitReplicas asks for.
+	replicated bool
 }
 
 var (
-	acquireScript       = newScript(acquireFunc)
-	queuedAcquireScript = newScript(queuedAcquireFunc)
+	acquireScript       = replicatedScript(acquireFunc)
+	queuedAcquireScript = replicatedScript(queuedAcquireFunc)
 	releaseScript       = newScript(releaseFunc)
-	extendScript        = newScript(extendFunc)
-	raiseScript         = newScript(raiseFunc)
+	extendScript        = replicatedScript(extendFunc)
+	raiseScript         = replicatedScript(raiseFunc)
 	inspectScript       = newScript(inspectFunc)
 	markReadyScript     = newScript(markReadyFunc)
 
@@ -111,6 +114,14 @@ var (
 func newScript(fn *luaFunction) *script {
 	s := withSHA1(definitions(fn) + "return " + fn.name + "(KEYS, ARGV, 0, 0, {})\n")
 	s.fn = fn
+	return s
+}
+
+// replicatedScript is newScript for a script whose writes grant or extend a
+// lock (see script.replicated).
+func replicatedScript(fn *luaFunction) *script {
+	s := newScript(fn)
+	s.replicated = true
 	return s
 }
 

@@ -66,7 +66,7 @@ func TestQuorumAndDecision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := &Client{}
-		c.nodes.init(make([]Conn, tt.nodes))
+		c.nodes.init(make([]Conn, tt.nodes), 0)
 		if c.quorum != tt.quorum {
 			t.Errorf("%d nodes: quorum %d, want %d", tt.nodes, c.quorum, tt.quorum)
 		}

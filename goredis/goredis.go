@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
@@ -80,6 +81,47 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 		v, err = c.eval(ctx, cmdArgs, len(keys))
 	}
 	return reply(v, err)
+}
+
+// EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout on
+// the same connection, in one pipeline, and returns the script's reply and
+// WAIT's: the number of replicas that confirmed the writes in time. It
+// needs a client of one server (*redis.Client, Sentinel's failover client
+// included): a cluster client cannot send WAIT to the node that ran the
+// script.
+func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (any, int64, error) {
+	if _, ok := c.client.(*redis.Client); !ok {
+		return nil, 0, errors.New("goredis: WAIT after a script needs a client of one server (*redis.Client)")
+	}
+	v, acked, err := c.evalWait(ctx, "evalsha", sha1, replicas, timeout, keys, args)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, acked, err = c.evalWait(ctx, "eval", source, replicas, timeout, keys, args)
+	}
+	v, err = reply(v, err)
+	return v, acked, err
+}
+
+// evalWait sends command (EVALSHA or EVAL) with script, then WAIT, in one
+// pipeline.
+func (c *Conn) evalWait(ctx context.Context, command, script string, replicas int, timeout time.Duration, keys, args []string) (any, int64, error) {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, command, script, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	for _, a := range args {
+		cmdArgs = append(cmdArgs, a)
+	}
+	pipe := c.client.Pipeline()
+	ev := pipe.Do(ctx, cmdArgs...)
+	wait := pipe.Do(ctx, "wait", replicas, timeout.Milliseconds())
+	_, _ = pipe.Exec(ctx)
+	v, err := ev.Result()
+	if err != nil {
+		return v, 0, err
+	}
+	acked, err := wait.Int64()
+	return v, acked, err
 }
 
 func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {

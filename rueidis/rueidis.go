@@ -9,8 +9,10 @@ package rueidis
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -56,6 +58,32 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 		v, err = c.client.Do(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
 	}
 	return reply(v, err)
+}
+
+// EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout on
+// the same connection (a dedicated one, as WAIT blocks), and returns the
+// script's reply and WAIT's: the number of replicas that confirmed the
+// writes in time. It needs a client of one server: a cluster client cannot
+// send WAIT to the node that ran the script.
+func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (any, int64, error) {
+	if len(c.client.Nodes()) != 1 {
+		return nil, 0, errors.New("rueidis: WAIT after a script needs a client of one server")
+	}
+	b := c.client.B()
+	wait := func() rueidis.Completed {
+		return b.Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()
+	}
+	res := c.client.DoMulti(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
+	v, err := res[0].ToAny()
+	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
+		res = c.client.DoMulti(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
+		v, err = res[0].ToAny()
+	}
+	if v, err = reply(v, err); err != nil {
+		return v, 0, err
+	}
+	acked, err := res[1].AsInt64()
+	return v, acked, err
 }
 
 // Listen holds one pub/sub connection until ctx ends or the connection

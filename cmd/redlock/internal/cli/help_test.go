@@ -119,6 +119,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"extend", "k"}, "want KEY TOKEN"},
 		{[]string{"release", "k", "t", "--json"}, "flags go before KEY"},
 		{[]string{"doctor", "extra"}, "got 1 argument"},
+		{[]string{"acquire", "--wait-replicas", "-1", "k"}, "--wait-replicas must not be negative"},
 		{[]string{"demo", "--workers", "0"}, "--workers must be 1 to 9"},
 	} {
 		r := cli(t, tc.args...)

@@ -47,6 +47,7 @@ type nodeFlags struct {
 	nodeTimeout   time.Duration
 	retryDelay    time.Duration
 	recoveryDelay time.Duration
+	waitReplicas  int
 }
 
 // register adds the node flags to fs. withTTL adds --ttl, and withRetry
@@ -68,6 +69,9 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 		fs.DurationVar(&n.retryDelay, "retry-delay", defaultRetryDelay,
 			"longest random pause between attempts to acquire; pauses start at 10ms and double up to it")
 	}
+	fs.IntVar(&n.waitReplicas, "wait-replicas", 0,
+		"count a node's grant or extension only once this many of its replicas confirmed it (WAIT), "+
+			"so that a failover hands the locks over; 0 to not wait")
 	fs.DurationVar(&n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
 		"how long a node that restarted without its data sits out of every quorum; "+
 			"must be at least the largest TTL any client of the nodes uses, and the same for all of them")
@@ -101,6 +105,7 @@ func (n *nodeFlags) options() *redlock.Options {
 		NodeTimeout:   n.nodeTimeout,
 		Retry:         redlock.ExponentialJitter(min(retryFloor, n.retryDelay), n.retryDelay),
 		RecoveryDelay: n.recoveryDelay,
+		WaitReplicas:  n.waitReplicas,
 	}
 }
 
@@ -116,6 +121,8 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer, cmd string) (*re
 		return nil, usageError(stderr, cmd, "--retry-delay must not be negative")
 	case n.recoveryDelay <= 0:
 		return nil, usageError(stderr, cmd, "--recovery-delay must be positive")
+	case n.waitReplicas < 0:
+		return nil, usageError(stderr, cmd, "--wait-replicas must not be negative")
 	case n.ttl > n.recoveryDelay:
 		return nil, usageError(stderr, cmd, fmt.Sprintf("--ttl %s is above --recovery-delay %s: a node that restarted "+
 			"without its data could vote again while such a lock is still valid; raise --recovery-delay, "+

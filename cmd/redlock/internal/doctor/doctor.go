@@ -43,6 +43,9 @@ type Limits struct {
 	Quarantine bool
 	// RecoveryDelay is how long a node that lost its data sits out.
 	RecoveryDelay time.Duration
+	// WaitReplicas is how many replicas must confirm a grant
+	// (Options.WaitReplicas); 0 when grants do not wait.
+	WaitReplicas int
 }
 
 // Severity ranks a Finding.
@@ -179,7 +182,7 @@ const (
 // LimitsOf returns the limits of clients built with opts, with the library's
 // defaults (documented on redlock.Options) for the fields left zero.
 func LimitsOf(opts redlock.Options) Limits {
-	l := Limits{TTL: opts.TTL, Quarantine: !opts.DisableQuarantine, RecoveryDelay: opts.RecoveryDelay}
+	l := Limits{TTL: opts.TTL, Quarantine: !opts.DisableQuarantine, RecoveryDelay: opts.RecoveryDelay, WaitReplicas: opts.WaitReplicas}
 	if l.TTL == 0 {
 		l.TTL = libraryTTL
 	}

@@ -513,8 +513,9 @@ func TestAudit_severityString(t *testing.T) {
 }
 
 // A master with a replica is safe while the quarantine is on (a promoted
-// replica is another process, and sits out the recovery delay), and unsafe
-// without it.
+// replica is another process, and sits out the recovery delay) but can
+// lose locks (a warning), unsafe without it, and fine when grants wait for
+// the replica; waiting for more replicas than the master has is critical.
 func TestAudit_masterWithReplica(t *testing.T) {
 	master := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	redlocktest.Start(t, redlocktest.Options{Nodes: 1, // its replica
@@ -530,7 +531,11 @@ func TestAudit_masterWithReplica(t *testing.T) {
 	}
 	conns := goredisConns(t, master.Addrs())
 	r := audit(t, conns, nil)
+	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Warning)
+	r = audit(t, conns, &redlock.Options{WaitReplicas: 1, DisableQuarantine: true})
 	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Info)
+	r = audit(t, conns, &redlock.Options{WaitReplicas: 2})
+	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Critical)
 	r = audit(t, conns, &redlock.Options{DisableQuarantine: true})
 	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Critical)
 	if !r.Unsafe() {

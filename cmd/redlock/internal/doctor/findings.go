@@ -86,12 +86,18 @@ func replicaFindings(fs *findingList, n Node, l Limits) {
 	case n.Role == "replica":
 		fs.add(n.Node, Critical, "replica", "point the client at independent masters only, with no replication between them",
 			"a replica, not an independent master: it refuses lock writes or loses them at the next sync")
+	case l.WaitReplicas > n.Replicas:
+		fs.add(n.Node, Critical, "replica", "lower --wait-replicas (Options.WaitReplicas) to the replicas the node has, or attach more",
+			"grants wait for %d replica(s) but the master has %d connected: it counts none of its grants", l.WaitReplicas, n.Replicas)
+	case n.Replicas > 0 && l.WaitReplicas > 0:
+		fs.add(n.Node, Info, "replica", "nothing to do",
+			"master with %d replica(s); grants wait for %d of them (WAIT), so a failover to one of them hands the locks over", n.Replicas, l.WaitReplicas)
 	case n.Replicas > 0 && !l.Quarantine:
-		fs.add(n.Node, Critical, "replica", "turn the restart quarantine back on, or turn off automatic failover for lock nodes",
-			"master with %d replica(s) and no restart quarantine: a failover can promote a replica that never received a lock key, and it votes at once", n.Replicas)
+		fs.add(n.Node, Critical, "replica", "set --wait-replicas (Options.WaitReplicas), or turn the restart quarantine back on, or turn off automatic failover for lock nodes",
+			"master with %d replica(s), grants that do not wait for them, and no restart quarantine: a failover can promote a replica that never received a lock, and it votes at once", n.Replicas)
 	case n.Replicas > 0:
-		fs.add(n.Node, Info, "replica", "keep the restart quarantine on; turn off automatic failover to avoid the wait",
-			"master with %d replica(s): after a failover the promoted replica sits out the recovery delay", n.Replicas)
+		fs.add(n.Node, Warning, "replica", "set --wait-replicas (Options.WaitReplicas) so that grants reach a replica before they count",
+			"master with %d replica(s) and grants that do not wait for them: a failover can lose the locks it granted; the restart quarantine keeps the promoted replica out for the recovery delay, which keeps them safe but none can be taken meanwhile", n.Replicas)
 	}
 }
 
