@@ -10,7 +10,10 @@ import (
 // acquired or ctx ends. It blocks. On failure the error wraps ErrNotAcquired
 // (with each node's outcome in a *QuorumError) and, when ctx ended, ctx's
 // error too: errors.Is(err, context.DeadlineExceeded) tells "gave up waiting"
-// apart from a failed attempt with a retry strategy that stopped. Bad input
+// apart from a failed attempt with a retry strategy that stopped. When so
+// many nodes refuse for a reason no retry fixes (an ACL, a replica, a key of
+// the wrong type) that no quorum is possible, it fails at once, with
+// errors.Is(err, ErrInvalidOptions) and the first such node named. Bad input
 // fails at once, before any request: a nil ctx, an empty key or one above
 // 4096 bytes (ErrInvalidKey), a TTL that leaves no validity or exceeds the
 // recovery delay (ErrInvalidTTL).
@@ -43,7 +46,9 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		return nil, err
 	}
 	if once {
-		return c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, "", false)
+		lock, err := c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, "", false)
+		failFast(err)
+		return lock, err
 	}
 	a := acquisition{c: c, ctx: ctx, key: key, cfg: cfg, stopListening: func() {}}
 	if err := a.takeTurn(); err != nil {
@@ -156,6 +161,9 @@ func (a *acquisition) run() (*Lock, error) {
 		lock, err := a.try()
 		if err == nil {
 			return lock, nil
+		}
+		if failFast(err) {
+			return nil, err
 		}
 		if a.ctx.Err() != nil {
 			return nil, withCause(err, a.ctx)

@@ -50,7 +50,9 @@ var (
 	// server would break the quorum's independence.
 	ErrDuplicateNode = errors.New("redlock: duplicate node")
 	// ErrInvalidOptions means an option is out of range, or New was given
-	// no node, or a nil one.
+	// no node, or a nil one; or, beside ErrNotAcquired, that so many nodes
+	// refuse for a reason no retry fixes (an ACL, a replica, a key of the
+	// wrong type) that no quorum is possible.
 	ErrInvalidOptions = errors.New("redlock: invalid options")
 )
 

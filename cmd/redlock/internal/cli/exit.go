@@ -49,6 +49,6 @@ func code(c int) string { return strconv.Itoa(c) }
 var (
 	docUsage       = exitDoc{code(exitUsage), "bad flags or arguments"}
 	docUnavailable = exitDoc{code(exitUnavailable), "too few nodes answered, or nodes are recovering: nothing was decided"}
-	docConfig      = exitDoc{code(exitConfig), "bad node list: an invalid URL, a node given twice, credentials refused"}
+	docConfig      = exitDoc{code(exitConfig), "bad node list: an invalid URL, a node given twice, credentials refused, nodes that refuse locks (ACL, replica, wrong key type)"}
 	docInterrupted = exitDoc{"128+n", "interrupted by signal n while waiting (130 for Ctrl-C)"}
 )

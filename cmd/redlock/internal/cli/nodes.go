@@ -176,6 +176,7 @@ const (
 	failRecovering  failure = "recovering"  // too few nodes vote yet
 	failInterrupted failure = "interrupted" // the wait was cancelled
 	failInvalid     failure = "invalid"     // bad input
+	failConfig      failure = "config"      // nodes refuse for a reason no retry fixes
 )
 
 // classify sorts err, from an acquire, extend or release, into a failure.
@@ -184,6 +185,8 @@ func classify(err error) failure {
 	switch {
 	case errors.Is(err, redlock.ErrInvalidKey), errors.Is(err, redlock.ErrInvalidTTL):
 		return failInvalid
+	case errors.Is(err, redlock.ErrInvalidOptions):
+		return failConfig
 	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrNotHeld):
 		return failLost
 	case !errors.As(err, &qe):
@@ -223,6 +226,8 @@ func exitFor(f failure) int {
 		return exitInterrupted
 	case failInvalid:
 		return exitUsage
+	case failConfig:
+		return exitConfig
 	default:
 		return exitUnavailable
 	}

@@ -249,3 +249,20 @@ func TestInit_refusesARestartedNode(t *testing.T) {
 		t.Errorf("node 2 still recovering after init --force: %+v", state.Nodes[2])
 	}
 }
+
+// Nodes that refuse for a reason no retry fixes (the library's fencing
+// counter is a list on two of three nodes) end even a waiting acquire at
+// once, with the configuration exit code and the cause.
+func TestVerbs_permanentRefusalIsAConfigError(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, i := range []int{0, 1} {
+		if _, err := cluster.Node(i).Do(context.Background(), "RPUSH", "redlock:fence:job", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "1m", "job")
+	r.expect(t, exitConfig, "acquire with the fencing counter a list on two of three nodes")
+	if !strings.Contains(r.stderr, "WRONGTYPE") || !strings.Contains(r.stderr, "no retry fixes") {
+		t.Errorf("stderr does not name the cause:\n%s", r.stderr)
+	}
+}

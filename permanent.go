@@ -1,0 +1,67 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// permanentCodes are the Redis error codes that no retry fixes: the node's
+// configuration (ACLs, a replica, a cluster, a renamed command) or its data
+// (a key of another type where the library keeps its own) must change
+// first. Errors the library's scripts raise for its own keys count too.
+// LOADING, BUSY, TRYAGAIN, MOVED, ASK, CLUSTERDOWN, MASTERDOWN, timeouts
+// and connection errors are transient, and retried.
+var permanentCodes = []string{"NOPERM", "NOAUTH", "WRONGPASS", "READONLY", "WRONGTYPE", "CROSSSLOT"}
+
+// permanentPhrases are parts of generic ERR replies that no retry fixes.
+var permanentPhrases = []string{"unknown command", "redlock: "}
+
+// isPermanent reports whether a node's error is one that no retry fixes.
+func isPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	for _, code := range permanentCodes {
+		if strings.HasPrefix(msg, code+" ") || strings.Contains(msg, ": "+code+" ") {
+			return true
+		}
+	}
+	for _, phrase := range permanentPhrases {
+		if strings.Contains(msg, phrase) {
+			return true
+		}
+	}
+	return false
+}
+
+// failFast adds to a failed acquisition's QuorumError, when so many nodes
+// refused for a reason no retry fixes that a quorum is out of reach, a
+// cause that wraps ErrInvalidOptions and names the first such node, and
+// reports whether it did: retrying would only wait for the context to end.
+func (e *QuorumError) failFast() bool {
+	n, first := 0, -1
+	for i, r := range e.Nodes {
+		if r.Outcome == OutcomeError && isPermanent(r.Err) {
+			n++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if n == 0 || len(e.Nodes)-n >= e.Quorum {
+		return false
+	}
+	r := e.Nodes[first]
+	e.Cause = fmt.Errorf("%w: %d of %d nodes refuse for a reason no retry fixes, first %s: %v; fix them or take them out of the node list",
+		ErrInvalidOptions, n, len(e.Nodes), r.Node, r.Err)
+	return true
+}
+
+// failFast reports whether err is an acquisition that failed for a reason
+// no retry fixes (see QuorumError.failFast), after adding its cause.
+func failFast(err error) bool {
+	var qe *QuorumError
+	return errors.As(err, &qe) && qe.Cause == nil && qe.failFast()
+}
