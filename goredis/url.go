@@ -33,7 +33,9 @@ const dialCheckTimeout = 3 * time.Second
 // Dial pings every node at once, bounded by ctx and a few seconds. A node that
 // rejects the credentials, or answers anything but PONG, fails the call; an
 // unreachable node does not, since Redlock works while a majority is up (its
-// failures show in each call's per-node outcomes). A rediss:// node whose
+// failures show in each call's per-node outcomes). Two entries that reach
+// one server under different names (localhost and 127.0.0.1, say: the same
+// run_id) fail the call with redlock.ErrDuplicateNode. A rediss:// node whose
 // port answers in plaintext fails the call too, wrapping ErrInvalidURL.
 // Errors never contain passwords; a malformed URL wraps ErrInvalidURL, and the errors of
 // redlock.New are returned as they are. opts may be nil for the defaults.
@@ -150,33 +152,83 @@ func RedactURL(raw string) string {
 }
 
 // checkNodes pings every node and fails on answers that show a configuration
-// error (bad credentials, not a Redis server); unreachable nodes pass.
+// error (bad credentials, not a Redis server), and on two entries that reach
+// the same server under different names (the same run_id); unreachable
+// nodes pass.
 func checkNodes(ctx context.Context, conns []redlock.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, dialCheckTimeout)
 	defer cancel()
 	errs := make([]error, len(conns))
+	ids := make([]string, len(conns))
 	done := make(chan struct{}, len(conns))
 	for i, conn := range conns {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			v, err := conn.Do(ctx, "PING")
-			switch {
-			case err == nil && v != "PONG":
-				errs[i] = fmt.Errorf("%s: unexpected PING reply %v", conn.Name(), v)
-			case err != nil && isConfigError(err):
-				errs[i] = fmt.Errorf("%s: %w", conn.Name(), err)
-			case err != nil:
-				errs[i] = plaintextBehindTLS(conn)
+			errs[i] = checkNode(ctx, conn)
+			if errs[i] == nil {
+				ids[i] = runID(ctx, conn)
 			}
 		}()
 	}
 	for range conns {
 		<-done
 	}
+	errs = append(errs, duplicates(conns, ids))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("redlock: node check failed: %w", err)
 	}
 	return nil
+}
+
+// checkNode pings one node, and returns what its answer shows is wrong with
+// the node list, if anything.
+func checkNode(ctx context.Context, conn redlock.Conn) error {
+	v, err := conn.Do(ctx, "PING")
+	switch {
+	case err == nil && v != "PONG":
+		return fmt.Errorf("%s: unexpected PING reply %v", conn.Name(), v)
+	case err != nil && isConfigError(err):
+		return fmt.Errorf("%s: %w", conn.Name(), err)
+	case err != nil:
+		return plaintextBehindTLS(conn)
+	}
+	return nil
+}
+
+// runID returns the run_id of the Redis process behind conn, or "" when it
+// cannot be read (INFO refused, the node down).
+func runID(ctx context.Context, conn redlock.Conn) string {
+	v, err := conn.Do(ctx, "INFO", "server")
+	info, _ := v.(string)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// duplicates returns an error wrapping redlock.ErrDuplicateNode for each
+// pair of entries of conns that reach the same server (by ids, their
+// run_ids): two votes from one server would break the quorum's
+// independence.
+func duplicates(conns []redlock.Conn, ids []string) error {
+	var errs []error
+	first := map[string]int{}
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		if j, seen := first[id]; seen {
+			errs = append(errs, fmt.Errorf("%w: %s and %s are one server (run_id %s)", redlock.ErrDuplicateNode, conns[j].Name(), conns[i].Name(), id))
+			continue
+		}
+		first[id] = i
+	}
+	return errors.Join(errs...)
 }
 
 // plaintextProbeTimeout bounds the probe of a TLS node that did not answer:

@@ -3,9 +3,11 @@ package goredis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
@@ -41,4 +43,21 @@ func TestDial_tlsToAPlaintextPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.Close()
+}
+
+// One server listed under two names (localhost and 127.0.0.1) fails Dial
+// with ErrDuplicateNode naming both entries: its two votes would break the
+// quorum's independence.
+func TestDial_oneServerUnderTwoNames(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	port := strconv.Itoa(cluster.Node(0).Port())
+	urls := []string{"redis://localhost:" + port, "redis://127.0.0.1:" + port, cluster.Node(1).URL()}
+	client, err := goredis.Dial(context.Background(), urls, nil)
+	if err == nil {
+		client.Close()
+		t.Fatal("Dial of one server under two names succeeded")
+	}
+	if !errors.Is(err, redlock.ErrDuplicateNode) || !strings.Contains(err.Error(), "localhost:"+port) || !strings.Contains(err.Error(), "127.0.0.1:"+port) {
+		t.Errorf("Dial = %v, want ErrDuplicateNode naming both entries", err)
+	}
 }

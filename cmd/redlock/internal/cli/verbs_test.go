@@ -266,3 +266,22 @@ func TestVerbs_permanentRefusalIsAConfigError(t *testing.T) {
 		t.Errorf("stderr does not name the cause:\n%s", r.stderr)
 	}
 }
+
+// One server listed under two names is refused by every verb that locks,
+// init included, with the configuration exit code.
+func TestVerbs_oneServerUnderTwoNames(t *testing.T) {
+	cluster, _ := newCluster(t, 2)
+	port := strconv.Itoa(cluster.Node(0).Port())
+	nodes := "redis://localhost:" + port + ",redis://127.0.0.1:" + port + "," + cluster.Node(1).URL()
+	for _, verb := range []string{"init", "acquire"} {
+		args := []string{verb, "--nodes", nodes}
+		if verb == "acquire" {
+			args = append(args, "job")
+		}
+		r := cli(t, args...)
+		r.expect(t, exitConfig, verb+" with one server listed twice")
+		if !strings.Contains(r.stderr, "one server") {
+			t.Errorf("%s: stderr does not say why:\n%s", verb, r.stderr)
+		}
+	}
+}
