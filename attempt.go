@@ -150,7 +150,7 @@ type acquireReply struct {
 // caller may read replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
 	r.keys = [6]string{key, fenceKey, markerKey, processKey}
-	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterTTL, clock}
+	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterMillis(ttl), clock}
 	r.replies = replies
 	r.request = request{script: acquireScript, keys: r.keys[:4], args: r.args[:5], decode: r}
 	return &r.request

@@ -159,25 +159,40 @@ func (c *Client) checkLockTTL(ttl time.Duration) error {
 // wireArgs are script arguments that depend only on the options, formatted
 // once instead of on every call.
 type wireArgs struct {
-	ttl        time.Duration
-	ttlMillis  string // Options.TTL
-	counterTTL string // fenceTTL, in milliseconds
-	recovery   string // Options.RecoveryDelay in microseconds; "0" when off
-	queueLasts string // queueLasts, in microseconds
+	ttl           time.Duration
+	ttlMillis     string // Options.TTL
+	counterTTL    string // counter TTL for Options.TTL, in milliseconds
+	recoveryDelay time.Duration
+	recovery      string // Options.RecoveryDelay in microseconds; "0" when off
+	queueLasts    string // queueLasts, in microseconds
 }
 
 func newWireArgs(o Options) wireArgs {
 	w := wireArgs{
-		ttl:        o.TTL,
-		ttlMillis:  strconv.FormatInt(o.TTL.Milliseconds(), 10),
-		counterTTL: strconv.FormatInt(fenceTTL.Milliseconds(), 10),
-		recovery:   "0",
-		queueLasts: strconv.FormatInt(queueLasts.Microseconds(), 10),
+		ttl:           o.TTL,
+		ttlMillis:     strconv.FormatInt(o.TTL.Milliseconds(), 10),
+		counterTTL:    strconv.FormatInt((o.TTL + o.RecoveryDelay).Milliseconds(), 10),
+		recoveryDelay: o.RecoveryDelay,
+		recovery:      "0",
+		queueLasts:    strconv.FormatInt(queueLasts.Microseconds(), 10),
 	}
 	if !o.DisableQuarantine {
 		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)
 	}
 	return w
+}
+
+// counterMillis returns, in milliseconds for a script, how long a fencing
+// counter outlives the last acquisition of a lock with ttl: ttl plus
+// Options.RecoveryDelay. A counter that expired starts again from the
+// clocks, above every token handed out before as long as no clock runs
+// ahead of another by more than that (assumption A5 of SAFETY.md, which
+// the quarantine needs too): so nothing stays behind a lock name for longer.
+func (w *wireArgs) counterMillis(ttl time.Duration) string {
+	if ttl == w.ttl {
+		return w.counterTTL
+	}
+	return strconv.FormatInt((ttl + w.recoveryDelay).Milliseconds(), 10)
 }
 
 // millis formats a TTL in milliseconds for a script.

@@ -116,8 +116,8 @@
 // # Fencing tokens
 //
 // Every node keeps, beside each lock key, a counter: "redlock:fence:"
-// followed by the lock key, which expires 30 days after the key's last
-// acquisition. The acquire script raises it when it grants the lock, to the
+// followed by the lock key, which expires the lock's TTL plus
+// Options.RecoveryDelay after the key's last acquisition. The acquire script raises it when it grants the lock, to the
 // largest of the old value plus one, the caller's clock in microseconds (the
 // same on every node) and the node's clock less a second. The lock's token (Lock.Fence) is the largest
 // counter among the nodes that granted it; when they disagree, a second
@@ -133,7 +133,7 @@
 // node counts only while lock 1's key is on it, so a delayed request of an
 // acquisition that started earlier, arriving once lock 1's key left n, also
 // finds n's counter at T or above.) A node that lost its data (or left a
-// counter idle for 30 days) starts again from the clocks, and every token
+// counter idle until it expired) starts again from the clocks, and every token
 // is at most the time it was handed out plus how far the fastest clock, of a
 // client or a node, runs ahead. With the restart quarantine such a node
 // grants nothing for RecoveryDelay after it came back, so its new counter is

@@ -28,7 +28,6 @@ var AcquireScriptSource = acquireScript.source
 const (
 	MarkerKey  = markerKey
 	ProcessKey = processKey
-	FenceTTL   = fenceTTL
 )
 
 // FenceKey returns the fencing counter's key for a lock key.

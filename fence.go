@@ -44,7 +44,7 @@ func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint6
 	granted []NodeResult, replies []acquireReply) ([]NodeResult, int) {
 	keys := []string{key, fenceKey(key)}
 	value := strconv.FormatUint(fence, 10)
-	counterTTL := c.wire.counterTTL
+	counterTTL := c.wire.counterMillis(ttl)
 	raise := &request{script: raiseScript, keys: keys, args: []string{token, value, counterTTL},
 		local: func(node int) (any, bool) {
 			// Granted, and already there.

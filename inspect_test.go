@@ -157,7 +157,9 @@ func inspectQuarantineStarted(t *testing.T, n *redlocktest.Node, client *redlock
 }
 
 // A restart marker that is not a number is the node's error in Inspect, as in
-// an acquisition, unless the quarantine is off; MarkReady replaces it.
+// an acquisition, unless the quarantine is off; MarkReady refuses to
+// replace it (it may be another program's key by that name) and leaves it
+// as it was.
 func TestInspect_markerNotANumber(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	node := cluster.Node(0)
@@ -176,15 +178,14 @@ func TestInspect_markerNotANumber(t *testing.T) {
 		}
 		wantVotingNode(t, states[0], "marker not a number, quarantine off")
 	})
-	t.Run("replacedByMarkReady", func(t *testing.T) {
-		if err := client.MarkReady(bg, false); err != nil {
-			t.Fatal(err)
+	t.Run("keptByMarkReady", func(t *testing.T) {
+		err := client.MarkReady(bg, true)
+		if err == nil || !strings.Contains(err.Error(), "did not write") {
+			t.Fatalf("MarkReady over another program's key: %v, want a refusal saying so", err)
 		}
-		if v := keyOn(t, node, redlock.MarkerKey); v != "0" {
-			t.Errorf("marker %q after MarkReady, want 0", v)
+		if v := keyOn(t, node, redlock.MarkerKey); v != "not a time" {
+			t.Errorf("marker %q after MarkReady, want it untouched", v)
 		}
-		states, _ := client.Inspect(bg, "k")
-		wantVotingNode(t, states[0], "after MarkReady")
 	})
 }
 

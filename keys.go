@@ -28,17 +28,10 @@ const fencePrefix = "redlock:fence:"
 // fenceKey returns the name of the fencing counter kept on every node beside
 // the lock key key (the key on the wire, Options.KeyPrefix included):
 // "redlock:fence:" + key. It holds the last fencing token the node handed out
-// for key, as a decimal integer, and expires fenceTTL after the last
-// acquisition. Lock keys must not begin with "redlock:fence:".
+// for key, as a decimal integer, and expires the lock's TTL plus
+// Options.RecoveryDelay after the last acquisition (see
+// wireArgs.counterMillis). Lock keys must not begin with "redlock:fence:".
 func fenceKey(key string) string { return fencePrefix + key }
-
-// fenceTTL is how long a lock key's fencing counter outlives the last
-// acquisition of that key; every acquisition renews it. A counter that
-// expired starts again from the node's clock in microseconds, which is
-// above every token it handed out as long as the node clocks are not off
-// by fenceTTL, so the TTL trades the memory idle keys hold against nothing
-// that matters in practice.
-const fenceTTL = 30 * 24 * time.Hour
 
 // releaseChannelPrefix followed by a lock key names the pub/sub channel on
 // which releases of the key are announced. The release script appends the

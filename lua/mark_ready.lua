@@ -1,5 +1,5 @@
 -- markReady marks a node ready to vote at once: sets the restart marker to
--- "0" when it is missing, is not a number, or the node is still recovering
+-- "0" when it is missing or the node is still recovering
 -- (see quarantine.lua); but it refuses, unless forced, a node that restarted
 -- or failed over and has not sat out its quarantine: such a node may have
 -- forgotten a lock that is still held. It reads its request's keys and arguments at offsets
@@ -9,12 +9,19 @@
 -- ("redlock:process"); ARGV[a+1] recovery delay in microseconds; ARGV[a+2]
 -- "1" to force.
 -- Returns 1 when the marker was set, 0 when the node was already ready, and
--- an error when it refuses.
+-- an error when it refuses, and when the marker key holds something that
+-- is not a number: another program's key, which it never overwrites.
 local function markReady(KEYS, ARGV, k, a, shared)
 	if redis.replicate_commands then
 		redis.replicate_commands() -- Redis < 5: allow writes after TIME
 	end
 	local marker, writer = restartMarker(shared, KEYS[k + 1], KEYS[k + 2])
+	if marker and not tonumber(marker) then
+		-- Not a marker this library wrote: another program's key by that
+		-- name, which it must not overwrite.
+		return redis.error_reply("redlock: " .. KEYS[k + 1] .. " holds a value this library did not write " ..
+			"(another program's key?); not marked ready: rename or delete that key")
+	end
 	local left, restarted, afterRestart = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
 	if (restarted or afterRestart) and ARGV[a + 2] ~= "1" then
 		return redis.error_reply("redlock: the node restarted or failed over " ..
