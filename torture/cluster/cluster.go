@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
@@ -35,13 +36,19 @@ type Options struct {
 	// ServerPath is the redis-server binary, or a wrapper script that runs
 	// it; "" means redis-server on PATH.
 	ServerPath string
+	// Replicas gives every node a replica, a second redis-server that
+	// copies it and that workers do not reach until it is promoted (see
+	// Pair).
+	Replicas bool
 }
 
 // Cluster is a set of nodes and the proxies in front of them. Its methods
 // are safe for concurrent use.
 type Cluster struct {
-	tc    *redlocktest.Cluster
-	links [][]*Link // [worker][node]
+	tc       *redlocktest.Cluster
+	replicas *redlocktest.Cluster // nil without Options.Replicas
+	links    [][]*Link            // [worker][node]
+	pairs    []*Pair              // [node], nil without Options.Replicas
 }
 
 // New starts the nodes and the proxies. ctx bounds the start-up. The caller
@@ -51,12 +58,16 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if nodes == 0 {
 		nodes = DefaultNodes
 	}
-	tc, err := redlocktest.New(ctx, redlocktest.Options{
+	tcOpts := redlocktest.Options{
 		Nodes:             nodes,
 		AppendFsyncAlways: opts.AppendFsyncAlways,
 		Config:            opts.Config,
 		ServerPath:        opts.ServerPath,
-	})
+	}
+	if opts.Replicas {
+		tcOpts.Config = append(slices.Clone(opts.Config), replicaConfig...)
+	}
+	tc, err := redlocktest.New(ctx, tcOpts)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -73,14 +84,56 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		c.links = append(c.links, row)
 	}
+	if opts.Replicas {
+		if err := c.startReplicas(ctx, api, tcOpts); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+	}
 	return c, nil
+}
+
+// startReplicas starts a replica for every node and waits until each has
+// copied its master.
+func (c *Cluster) startReplicas(ctx context.Context, api *toxiproxy.ApiServer, opts redlocktest.Options) error {
+	var err error
+	if c.replicas, err = redlocktest.New(ctx, opts); err != nil {
+		return fmt.Errorf("cluster: replicas: %w", err)
+	}
+	for n, node := range c.tc.Nodes() {
+		p, err := newPair(ctx, api, n, node, c.replicas.Node(n), c.Links(n))
+		if err != nil {
+			return err
+		}
+		c.pairs = append(c.pairs, p)
+	}
+	for _, p := range c.pairs {
+		if err := p.WaitSynced(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pair returns node n's master and replica. It panics if n is out of range
+// or the cluster has no replicas.
+func (c *Cluster) Pair(n int) *Pair {
+	if c.pairs == nil {
+		panic("cluster: Pair on a cluster without replicas")
+	}
+	return c.pairs[n]
 }
 
 // Nodes returns the number of nodes.
 func (c *Cluster) Nodes() int { return len(c.tc.Nodes()) }
 
-// Node returns node i. It panics if i is out of range.
-func (c *Cluster) Node(i int) *redlocktest.Node { return c.tc.Node(i) }
+// Node returns node i: with replicas, the process that is its master at
+// the time. It panics if i is out of range.
+func (c *Cluster) Node(i int) *redlocktest.Node {
+	if c.pairs != nil {
+		return c.pairs[i].Master()
+	}
+	return c.tc.Node(i)
+}
 
 // Workers returns the number of workers the proxies were made for.
 func (c *Cluster) Workers() int { return len(c.links) }
@@ -108,12 +161,25 @@ func (c *Cluster) WorkerURLs(w int) []string {
 	return urls
 }
 
-// DirectURLs returns the nodes' own URLs, bypassing every proxy, for the
-// harness's administrative traffic.
-func (c *Cluster) DirectURLs() []string { return c.tc.URLs() }
+// DirectURLs returns the nodes' own URLs (their masters' at the time),
+// bypassing every proxy, for the harness's administrative traffic.
+func (c *Cluster) DirectURLs() []string {
+	urls := make([]string, c.Nodes())
+	for i := range urls {
+		urls[i] = c.Node(i).URL()
+	}
+	return urls
+}
 
-// Close stops every proxy and node.
+// Close stops every proxy, node and replica.
 func (c *Cluster) Close() error {
+	var errs []error
+	for _, p := range c.pairs {
+		p.close()
+	}
+	if c.replicas != nil {
+		errs = append(errs, c.replicas.Close())
+	}
 	for _, row := range c.links {
 		for _, l := range row {
 			if l != nil {
@@ -121,5 +187,5 @@ func (c *Cluster) Close() error {
 			}
 		}
 	}
-	return c.tc.Close()
+	return errors.Join(append(errs, c.tc.Close())...)
 }

@@ -155,6 +155,18 @@ func (l *Link) Heal() error {
 	return nil
 }
 
+// redirect points the link at the node process listening on addr, as a
+// failover that keeps the node's name does: open connections are closed,
+// and new ones reach addr. A cut link stays cut.
+func (l *Link) redirect(addr string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.proxy.Update(&toxiproxy.Proxy{Listen: l.addr, Upstream: addr, Enabled: !l.cut}); err != nil {
+		return fmt.Errorf("cluster: %s: redirect to %s: %w", l, addr, err)
+	}
+	return nil
+}
+
 // String returns "worker-<w>/n<n>".
 func (l *Link) String() string { return fmt.Sprintf("worker-%d/n%d", l.worker, l.node) }
 
