@@ -138,7 +138,7 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 	}
 	defer os.RemoveAll(tmp)
 	env := &faults.Env{Rec: rec, TTL: sc.TTL}
-	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways}
+	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways, Replicas: sc.Replicas}
 	if sc.AppendFsyncEverysec {
 		copts.Config = []string{"appendonly yes", "appendfsync everysec"}
 	}
@@ -267,6 +267,7 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			TTL:               sc.TTL,
 			RecoveryDelay:     sc.TTL,
 			DisableQuarantine: sc.DisableQuarantine,
+			WaitReplicas:      sc.WaitReplicas,
 			ThinkMin:          sc.ThinkMin,
 			ThinkMax:          sc.ThinkMax,
 			RetryMin:          scenario.DefaultRetryMin,

@@ -94,6 +94,12 @@ type Scenario struct {
 	AppendFsyncEverysec bool
 	// ClockShim runs the nodes with the clock shim preloaded.
 	ClockShim bool
+	// Replicas gives every node a replica that a failover can promote (see
+	// cluster.Pair).
+	Replicas bool
+	// WaitReplicas makes a grant on a node count only once that many of
+	// its replicas confirmed it (the lock client's Options.WaitReplicas).
+	WaitReplicas int
 	// Faults returns the faults to inject, fresh for each run.
 	Faults func() []faults.Fault
 }

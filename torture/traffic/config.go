@@ -33,6 +33,9 @@ type Config struct {
 	RecoveryDelay time.Duration `json:"recovery_delay"`
 	// DisableQuarantine turns the library's restart quarantine off.
 	DisableQuarantine bool `json:"disable_quarantine"`
+	// WaitReplicas is the lock client's Options.WaitReplicas: a node's
+	// grant counts once that many of its replicas confirmed it.
+	WaitReplicas int `json:"wait_replicas"`
 
 	// ThinkMin and ThinkMax bound the random time between reading and
 	// writing the register.

@@ -72,6 +72,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		DriftFactor:       cfg.DriftFactor,
 		RecoveryDelay:     cfg.RecoveryDelay,
 		DisableQuarantine: cfg.DisableQuarantine,
+		WaitReplicas:      cfg.WaitReplicas,
 	})
 	if err != nil {
 		for _, c := range conns {
