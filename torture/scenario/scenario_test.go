@@ -51,6 +51,11 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"renew/minority-partition":                        scenario.Hold,
 		"renew/minority-blackhole":                        scenario.Hold,
 		"renew/worker-pause-at-read":                      scenario.Hold,
+		"failover-lagging-replica":                        scenario.Hold,
+		"failover-lagging-replica/no-quarantine":          scenario.Caught,
+		"failover-lagging-replica/no-quarantine/fenced":   scenario.Hold,
+		"failover-replica/wait":                           scenario.Hold,
+		"failover-lagging-replica/wait":                   scenario.Hold,
 	} {
 		s, ok := seen[name]
 		if !ok {

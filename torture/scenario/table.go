@@ -285,6 +285,8 @@ func Table() []Scenario {
 			Faults:     func() []faults.Fault { return []faults.Fault{faults.ClockSkew{PPM: 50000}} },
 		},
 	}
+	failoverHolds, failoverCaught := failovers()
+	holds, caught = append(holds, failoverHolds...), append(caught, failoverCaught...)
 	holds = append(holds, renewals(holds, "minority-kill", "node-pause", "minority-partition", "minority-blackhole")...)
 	holds = append(holds, Scenario{
 		Name: "renew/worker-pause-at-read",

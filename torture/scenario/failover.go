@@ -1,0 +1,59 @@
+package scenario
+
+import (
+	"time"
+
+	"github.com/redlock-go/redlock/torture/faults"
+)
+
+// failoverCooldown is the least time from one failover to the next
+// rejoin of the old master; failoverDuration gives the rounds (failover,
+// cooldown, rejoin, catch-up) time to repeat a few times.
+const (
+	failoverCooldown = 500 * time.Millisecond
+	failoverDuration = 8 * time.Second
+)
+
+// failover splits the quorum and fails the shared node over to its replica
+// right after each grant.
+func failover(f faults.FailoverOnGrant) func() []faults.Fault {
+	f.Node, f.Cooldown = 2, failoverCooldown
+	return func() []faults.Fault { return []faults.Fault{&faults.SplitQuorum{}, f} }
+}
+
+// failovers returns the failover scenarios expected to hold and to be
+// caught: a master grants a lock, dies, and its replica takes its place
+// under the same address, with or without the lock.
+func failovers() (holds, caught []Scenario) {
+	base := Scenario{
+		Replicas: true, Duration: failoverDuration,
+		ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+	}
+	lagging := base
+	lagging.Name = "failover-lagging-replica"
+	lagging.About = "split quorum; the shared node's replica is cut off from it for a TTL, the node grants a lock, dies and the " +
+		"replica takes its place without the lock: the quarantine sees another process and keeps it from voting"
+	// The link stays cut for a TTL before the grant, so that every lock the
+	// replica copied has expired on it.
+	lagging.Faults = failover(faults.FailoverOnGrant{Lagging: true, CutFor: DefaultTTL})
+
+	noQuarantine := lagging
+	noQuarantine.Name += "/no-quarantine"
+	noQuarantine.About = "split quorum; the shared node's replica is cut off from it for a TTL, the node grants a lock, dies and " +
+		"the replica takes its place without the lock and votes at once (no quarantine)"
+	noQuarantine.Expect, noQuarantine.DisableQuarantine = Caught, true
+
+	wait := base
+	wait.Name = "failover-replica/wait"
+	wait.About = "split quorum, no quarantine, grants wait for one replica; the shared node grants a lock, dies and its " +
+		"replica, which confirmed the grant, takes its place with the lock"
+	wait.DisableQuarantine, wait.WaitReplicas = true, 1
+	wait.Faults = failover(faults.FailoverOnGrant{})
+
+	lagWait := wait
+	lagWait.Name = "failover-lagging-replica/wait"
+	lagWait.About = "split quorum, no quarantine, grants wait for one replica; the shared node's replica is cut off from it " +
+		"300 ms after catching up, so no grant counts there, and 50 ms later the replica takes the node's place"
+	lagWait.Faults = failover(faults.FailoverOnGrant{Lagging: true, LinkUp: 300 * time.Millisecond, GrantWait: 50 * time.Millisecond})
+	return []Scenario{lagging, wait, lagWait}, []Scenario{noQuarantine}
+}
