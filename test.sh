@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Runs the whole test suite against real redis-server processes that the tests
-# start on free loopback ports. Installs redis-server from Debian's packages
-# when it is missing.
+# start on free loopback ports. Installs redis-server and redis-sentinel from
+# Debian's packages when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if ! command -v redis-server >/dev/null 2>&1; then
-	echo "redis-server not found: installing it with apt-get" >&2
+missing=""
+command -v redis-server >/dev/null 2>&1 || missing="redis-server"
+command -v redis-sentinel >/dev/null 2>&1 || missing="$missing redis-sentinel"
+if [ -n "$missing" ]; then
+	echo "not found:$missing; installing with apt-get" >&2
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
 fi
 redis-server --version
 

@@ -68,8 +68,13 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.C
 }
 
 // NewURL returns a Conn over a new go-redis pool for one node URL, set up by
-// ParseURL, and owning it: Close closes the pool. It does no I/O.
+// ParseURL, and owning it: Close closes the pool. It does no I/O. A URL
+// with a master_name parameter names a Sentinel-managed master (see
+// sentinel.go): the Conn then follows its failovers.
 func NewURL(raw string) (*Conn, error) {
+	if u, err := url.Parse(raw); err == nil && isSentinelURL(u) {
+		return newSentinelConn(raw, u)
+	}
 	o, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
@@ -133,10 +138,20 @@ func setUpForLocking(o *redis.Options) {
 	o.DialerRetryTimeout = time.Millisecond
 }
 
-// RedactURL returns raw with any password replaced by "xxxxx", also when raw
-// does not parse.
+// RedactURL returns raw with any password replaced by "xxxxx", in the
+// userinfo and in the password and sentinel_password parameters, also when
+// raw does not parse.
 func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
+		q := u.Query()
+		for _, k := range []string{"password", "sentinel_password"} {
+			if q.Get(k) != "" {
+				q.Set(k, "xxxxx")
+			}
+		}
+		if len(q) > 0 {
+			u.RawQuery = q.Encode()
+		}
 		return u.Redacted()
 	}
 	scheme := strings.Index(raw, "://")

@@ -1,0 +1,67 @@
+package goredis
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A node URL with a master_name query parameter names a Sentinel-managed
+// master instead of a server: its host (and each addr parameter) is a
+// Sentinel, the userinfo the Sentinels' credentials, and the master's own
+// credentials go in the username and password parameters, as go-redis's
+// ParseFailoverURL reads them:
+//
+//	redis://sentinel-a:26379/0?master_name=locks&addr=sentinel-b:26379&addr=sentinel-c:26379&password=s3cret
+//
+// The node follows failovers: each request goes to the master the Sentinels
+// name at the time. A replica they promote is another Redis process, so the
+// restart quarantine keeps it out of quorums for the recovery delay unless
+// grants wait for it (redlock.Options.WaitReplicas).
+
+// isSentinelURL reports whether u names a Sentinel-managed master.
+func isSentinelURL(u *url.URL) bool { return u.Query().Has("master_name") }
+
+// newSentinelConn returns a Conn over a go-redis failover client for a
+// Sentinel URL (see isSentinelURL), set up for locking.
+func newSentinelConn(raw string, u *url.URL) (*Conn, error) {
+	o, err := redis.ParseFailoverURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidURL, RedactURL(raw), redactSecrets(err.Error(), u))
+	}
+	if o.MasterName == "" {
+		return nil, fmt.Errorf("%w: %s: master_name is empty", ErrInvalidURL, RedactURL(raw))
+	}
+	setUpFailoverForLocking(o)
+	c := NewOwned(redis.NewFailoverClient(o))
+	c.name = o.MasterName + "@sentinel:" + strings.Join(o.SentinelAddrs, ",")
+	return c, nil
+}
+
+// setUpFailoverForLocking adjusts failover options as setUpForLocking does
+// a server's.
+func setUpFailoverForLocking(o *redis.FailoverOptions) {
+	so := &redis.Options{ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout}
+	setUpForLocking(so)
+	o.MaxRetries = so.MaxRetries
+	o.ContextTimeoutEnabled = so.ContextTimeoutEnabled
+	o.ReadTimeout, o.WriteTimeout = so.ReadTimeout, so.WriteTimeout
+	o.DisableIdentity = so.DisableIdentity
+	o.DialerRetries, o.DialerRetryTimeout = so.DialerRetries, so.DialerRetryTimeout
+}
+
+// redactSecrets replaces the passwords of u, userinfo and query, in msg.
+func redactSecrets(msg string, u *url.URL) string {
+	secrets := []string{u.Query().Get("password"), u.Query().Get("sentinel_password")}
+	if p, ok := u.User.Password(); ok {
+		secrets = append(secrets, p)
+	}
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
