@@ -19,13 +19,14 @@ const tokenBytes = 20
 // padding, the key's
 // fencing counter key (fenceKey) and now in microseconds, in decimal. The
 // three share one allocation.
-func attemptStrings(key string, now time.Time) (token, fenceKey, clock string) {
+func attemptStrings(key string, now time.Time, tag string) (token, fenceKey, clock string) {
 	var b [tokenBytes]byte
 	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
 	var stack [128]byte
 	buf := base64.RawURLEncoding.AppendEncode(stack[:0], b[:])
 	endToken := len(buf)
 	buf = append(buf, fencePrefix...)
+	buf = append(buf, tag...)
 	buf = append(buf, key...)
 	endFenceKey := len(buf)
 	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
@@ -60,11 +61,12 @@ func (c *Client) newAttempt(key string, ttl time.Duration, since string, first b
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock := attemptStrings(key, time.Now())
+	token, fenceKey, clock := attemptStrings(key, time.Now(), c.keys.tag(key))
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
 	if since != "" {
-		a.acquire.queue(c.id, since, c.wire.queueLasts, first)
+		queue, deadlines := c.keys.queueKeys(key)
+		a.acquire.queue(queue, deadlines, c.id, since, c.wire.queueLasts, first)
 	}
 	a.start = time.Now()
 	return a
@@ -149,7 +151,8 @@ type acquireReply struct {
 // decodes each node's reply into replies[i], i being the node's index: the
 // caller may read replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
-	r.keys = [6]string{key, fenceKey, markerKey, processKey}
+	marker, process := c.keys.markerKeys(key)
+	r.keys = [6]string{key, fenceKey, marker, process}
 	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterMillis(ttl), clock}
 	r.replies = replies
 	r.request = request{script: acquireScript, keys: r.keys[:4], args: r.args[:5], decode: r}
@@ -159,8 +162,8 @@ func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string,
 // queue turns r into the request of a client that waits for the key: the
 // client id, when it began waiting, and how long its place lasts (see
 // lua/queued_acquire.lua).
-func (r *acquireRequest) queue(id, since, lasts string, first bool) {
-	r.keys[4], r.keys[5] = queueKeys(r.keys[0])
+func (r *acquireRequest) queue(queue, deadlines, id, since, lasts string, first bool) {
+	r.keys[4], r.keys[5] = queue, deadlines
 	r.args[5], r.args[6], r.args[7], r.args[8] = id, since, lasts, "0"
 	if first {
 		r.args[8] = "1"

@@ -122,6 +122,9 @@ const senderIdle = time.Second
 type pipe struct {
 	conn Conn
 	node int
+	// batch is the most calls of separate requests that one script call
+	// carries: maxBatch, or 1 for a Redis Cluster.
+	batch int
 	// replicas is Options.WaitReplicas: how many replicas must confirm a
 	// replicated script's writes (see script.replicated).
 	replicas int
@@ -248,7 +251,7 @@ func (p *pipe) next() []*call {
 		p.inFlight--
 		return nil
 	}
-	n := min(len(p.queue), maxBatch)
+	n := min(len(p.queue), p.batch)
 	for n < len(p.queue) && p.queue[n].joined {
 		n++
 	}

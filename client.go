@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ type Client struct {
 	waker   *waker // nil when no node can notify
 	waiters *waiters
 	finish  finishers // releases finished in the background
+	keys    layout    // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key
 	// (see queueKeys): random, URL-safe base64.
 	id string
@@ -63,6 +65,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		}
 	}
 	c.nodes.init(conns, o.WaitReplicas)
+	c.keys.cluster = slices.ContainsFunc(conns, isRedisCluster)
 	c.waker = newWaker(c.conns, c.quorum, c.id)
 	return c, nil
 }
@@ -135,7 +138,7 @@ func (c *Client) lockKey(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if key == markerKey || key == processKey || strings.HasPrefix(key, fencePrefix) ||
+	if strings.HasPrefix(key, markerKey) || strings.HasPrefix(key, processKey) || strings.HasPrefix(key, fencePrefix) ||
 		strings.HasPrefix(key, queuePrefix) || strings.HasPrefix(key, queueDeadlinePrefix) {
 		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
 	}

@@ -58,6 +58,25 @@ type replicator interface {
 	EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (any, int64, error)
 }
 
+// A Conn that reaches a Redis Cluster, all of it as one Redlock node, also
+// has the method
+//
+//	IsCluster() bool
+//
+// which returns true. The Client then keeps every key it needs for a lock
+// in the lock key's hash slot (see layout), and sends each request by
+// itself, since one script call cannot touch two slots. Both adapters have
+// it.
+type clusterer interface {
+	IsCluster() bool
+}
+
+// isRedisCluster reports whether conn reaches a Redis Cluster.
+func isRedisCluster(conn Conn) bool {
+	c, ok := conn.(clusterer)
+	return ok && c.IsCluster()
+}
+
 // notifier is a Conn that can hold a pub/sub connection (see Conn).
 type notifier interface {
 	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error

@@ -42,7 +42,7 @@ func fenceOf(results []NodeResult, replies []acquireReply) (fence uint64, behind
 // package documentation).
 func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint64, ttl time.Duration,
 	granted []NodeResult, replies []acquireReply) ([]NodeResult, int) {
-	keys := []string{key, fenceKey(key)}
+	keys := []string{key, c.keys.fenceKey(key)}
 	value := strconv.FormatUint(fence, 10)
 	counterTTL := c.wire.counterMillis(ttl)
 	raise := &request{script: raiseScript, keys: keys, args: []string{token, value, counterTTL},

@@ -57,7 +57,8 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{wire, fenceKey(wire), markerKey, processKey}
+	marker, process := c.keys.markerKeys(wire)
+	keys := []string{wire, c.keys.fenceKey(wire), marker, process}
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.

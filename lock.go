@@ -216,9 +216,9 @@ func releaser(key, token string) *request {
 // announcedReleaser returns the request of a release published on
 // releaseChannel(key), naming the first clients in the key's queue (see
 // queueKeys), which it takes client id out of.
-func announcedReleaser(key, token, id string) *request {
+func announcedReleaser(key, token, id string, keys layout) *request {
 	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
-	r.keys[1], r.keys[2] = queueKeys(key)
+	r.keys[1], r.keys[2] = keys.queueKeys(key)
 	r.args[1], r.args[2], r.args[3] = releaseChannelPrefix, strconv.FormatInt(time.Now().UnixMicro(), 10), id
 	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
 	return &r.request

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // MarkReady declares every node ready to vote at once: it sets the restart
@@ -39,11 +40,53 @@ func (c *Client) MarkReady(ctx context.Context, force bool) error {
 		}
 		return v, nil
 	})}
+	if c.keys.cluster {
+		return c.markSlotsReady(ctx, mark)
+	}
+	return c.markReady(ctx, mark)
+}
+
+// markReady sends mark, a mark-ready request, to every node.
+func (c *Client) markReady(ctx context.Context, mark *request) error {
 	answered := func(any) bool { return true }
 	results, ok := c.fanout(ctx, c.operatorTimeout(), mark, answered, func(int, int) bool { return false })
 	if ok == len(c.conns) {
 		return nil
 	}
-	return &QuorumError{Op: "mark ready", Key: markerKey, OK: ok, Quorum: len(c.conns), Nodes: results,
+	return &QuorumError{Op: "mark ready", Key: mark.keys[0], OK: ok, Quorum: len(c.conns), Nodes: results,
 		Err: errNotMarkedReady, Cause: ctx.Err()}
+}
+
+// markSlotsReady marks every hash slot's restart marker ready, for a client
+// with a Redis Cluster node (see layout), a few slots at a time, and
+// returns the first slot's failure.
+func (c *Client) markSlotsReady(ctx context.Context, mark *request) error {
+	const parallel = 32
+	errs := make(chan error, slotCount)
+	slots := make(chan int)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for slot := range slots {
+				marker, process := slotMarkerKeys(slot)
+				m := *mark
+				m.keys = []string{marker, process}
+				errs <- c.markReady(ctx, &m)
+			}
+		}()
+	}
+	for slot := 0; slot < slotCount && ctx.Err() == nil; slot++ {
+		slots <- slot
+	}
+	close(slots)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -114,7 +114,7 @@ func TestAttemptStrings(t *testing.T) {
 	now := time.UnixMicro(1_700_000_000_123_456)
 	for i := range 1000 {
 		key := strings.Repeat("k", i%200) // past the stack buffer, too
-		tok, fenceKey, clock := attemptStrings(key, now)
+		tok, fenceKey, clock := attemptStrings(key, now, "")
 		if len(tok) != 27 || seen[tok] {
 			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
 		}

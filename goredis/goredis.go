@@ -54,6 +54,14 @@ func NewOwned(client redis.UniversalClient) *Conn {
 // Client returns the wrapped client.
 func (c *Conn) Client() redis.UniversalClient { return c.client }
 
+// IsCluster reports whether the client is a Redis Cluster client: the
+// redlock.Client then keeps every key of a lock in the lock key's hash
+// slot, and sends each request by itself (see redlock.Conn).
+func (c *Conn) IsCluster() bool {
+	_, ok := c.client.(*redis.ClusterClient)
+	return ok
+}
+
 // Name returns the node's address.
 func (c *Conn) Name() string { return c.name }
 

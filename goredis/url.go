@@ -70,10 +70,13 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.C
 // NewURL returns a Conn over a new go-redis pool for one node URL, set up by
 // ParseURL, and owning it: Close closes the pool. It does no I/O. A URL
 // with a master_name parameter names a Sentinel-managed master (see
-// sentinel.go): the Conn then follows its failovers.
+// sentinel.go): the Conn then follows its failovers; one with a cluster
+// parameter names a Redis Cluster (see cluster.go).
 func NewURL(raw string) (*Conn, error) {
 	if u, err := url.Parse(raw); err == nil && isSentinelURL(u) {
 		return newSentinelConn(raw, u)
+	} else if err == nil && isClusterURL(u) {
+		return newClusterConn(raw, u)
 	}
 	o, err := ParseURL(raw)
 	if err != nil {

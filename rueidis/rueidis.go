@@ -41,6 +41,11 @@ func NewOwned(client rueidis.Client) *Conn {
 // Client returns the wrapped client.
 func (c *Conn) Client() rueidis.Client { return c.client }
 
+// IsCluster reports whether the client runs in Redis Cluster mode: the
+// redlock.Client then keeps every key of a lock in the lock key's hash
+// slot, and sends each request by itself (see redlock.Conn).
+func (c *Conn) IsCluster() bool { return c.client.Mode() == rueidis.ClientModeCluster }
+
 // Name returns the node's address.
 func (c *Conn) Name() string { return c.name }
 

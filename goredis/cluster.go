@@ -1,0 +1,52 @@
+package goredis
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A node URL with a cluster parameter names a Redis Cluster, all of it one
+// Redlock node: its host (and each addr parameter) is a seed node of the
+// cluster, as go-redis's ParseClusterURL reads them:
+//
+//	redis://user:s3cret@10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379&addr=10.0.0.3:6379
+//
+// Each request goes to the master that serves its key's hash slot, through
+// MOVED and ASK redirections while slots move. The redlock.Client keeps the
+// keys of each lock in its key's slot (see redlock.Conn). Redlock over
+// several clusters takes one such URL per cluster.
+
+// isClusterURL reports whether u names a Redis Cluster.
+func isClusterURL(u *url.URL) bool { return u.Query().Has("cluster") }
+
+// newClusterConn returns a Conn over a go-redis cluster client for a
+// cluster URL (see isClusterURL), set up for locking.
+func newClusterConn(raw string, u *url.URL) (*Conn, error) {
+	v := *u
+	q := v.Query()
+	q.Del("cluster")
+	v.RawQuery = q.Encode()
+	o, err := redis.ParseClusterURL(v.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidURL, RedactURL(raw), redactSecrets(err.Error(), u))
+	}
+	setUpClusterForLocking(o)
+	c := NewOwned(redis.NewClusterClient(o))
+	c.name = "cluster:" + strings.Join(o.Addrs, ",")
+	return c, nil
+}
+
+// setUpClusterForLocking adjusts cluster options as setUpForLocking does a
+// server's; redirections (MOVED, ASK) are still followed.
+func setUpClusterForLocking(o *redis.ClusterOptions) {
+	so := &redis.Options{ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout}
+	setUpForLocking(so)
+	o.MaxRetries = so.MaxRetries
+	o.ContextTimeoutEnabled = so.ContextTimeoutEnabled
+	o.ReadTimeout, o.WriteTimeout = so.ReadTimeout, so.WriteTimeout
+	o.DisableIdentity = so.DisableIdentity
+	o.DialerRetries, o.DialerRetryTimeout = so.DialerRetries, so.DialerRetryTimeout
+}

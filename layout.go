@@ -1,0 +1,53 @@
+package redlock
+
+// layout names the keys the library keeps beside a lock key on the nodes
+// (see keys.go). Over independent servers they are fixed names, and the
+// key's name with a prefix. When a node is a Redis Cluster, a script may
+// only touch keys of one hash slot, so every key kept for a lock key goes
+// in the lock key's slot: its name carries, in braces, a tag of that slot
+// (slotTag), and the restart marker and its process key exist once per
+// slot ("redlock:marker:{tag}"), since a slot is what moves between a
+// cluster's masters.
+type layout struct {
+	cluster bool
+}
+
+// tag returns "{t}" for a tag t of key's slot, or "" over independent
+// servers.
+func (l layout) tag(key string) string {
+	if !l.cluster {
+		return ""
+	}
+	return "{" + slotTag(keySlot(key)) + "}"
+}
+
+// fenceKey returns the name of key's fencing counter.
+func (l layout) fenceKey(key string) string {
+	return fencePrefix + l.tag(key) + key
+}
+
+// queueKeys returns the names of the keys that queue the clients waiting
+// for key (see queueKeys).
+func (l layout) queueKeys(key string) (queue, deadlines string) {
+	if !l.cluster {
+		return queueKeys(key)
+	}
+	tag := l.tag(key)
+	return queuePrefix + tag + key, queueDeadlinePrefix + tag + key
+}
+
+// markerKeys returns the names of the restart marker and its process key
+// that guard key.
+func (l layout) markerKeys(key string) (marker, process string) {
+	if !l.cluster {
+		return markerKey, processKey
+	}
+	return slotMarkerKeys(keySlot(key))
+}
+
+// slotMarkerKeys returns the names of the restart marker and its process
+// key of a Redis Cluster's slot.
+func slotMarkerKeys(slot int) (marker, process string) {
+	tag := "{" + slotTag(slot) + "}"
+	return markerKey + ":" + tag, processKey + ":" + tag
+}
