@@ -114,8 +114,10 @@ Start with 'redlock demo': it needs no Redis and shows the guarantees at work.
 Nodes: --nodes URL,URL,... or $%s, comma-separated redis://, rediss://
 or unix:// URLs of independent masters; default %s. A URL with
 ?master_name=NAME names a Sentinel-managed master through its Sentinels
-(addr=HOST:PORT for more of them, password= for the master's). A lock needs
-a majority of the nodes. Passwords are never printed.
+(addr=HOST:PORT for more of them, password= for the master's); one with
+?cluster=1 names a Redis Cluster through its seed nodes (addr=HOST:PORT for
+more), all of it one node. A lock needs a majority of the nodes. Passwords
+are never printed.
 
 Exit codes (each command's help lists its own):
   0      success; for run, the command's own exit status
