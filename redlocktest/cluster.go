@@ -19,11 +19,18 @@ const defaultNodes = 5
 // closeGrace is how long Close waits after SIGTERM before it sends SIGKILL.
 const closeGrace = 2 * time.Second
 
-// Options configures a Cluster. The zero value starts 5 nodes without
-// persistence.
+// Options configures a Cluster. The zero value starts 5 independent nodes
+// without persistence.
 type Options struct {
-	// Nodes is the number of nodes; 0 means 5.
+	// Nodes is the number of nodes; 0 means 5, or 3 with RedisCluster.
 	Nodes int
+	// RedisCluster makes the nodes one Redis Cluster (cluster-enabled yes)
+	// instead of independent servers: every node is a master with an even
+	// share of the 16384 hash slots, and New returns once every node
+	// reports cluster_state:ok with the same slot map. Addrs and URLs are
+	// then seed addresses of that one cluster. See the package
+	// documentation.
+	RedisCluster bool
 	// AppendFsyncAlways turns on "appendonly yes" and "appendfsync always",
 	// so acknowledged writes survive kill -9. By default a node has no
 	// persistence at all (save "" and appendonly no), so a restarted node
@@ -43,8 +50,9 @@ type Options struct {
 	ServerPath string
 }
 
-// Cluster is a set of independent redis-server processes on 127.0.0.1.
-// Its methods are safe for concurrent use.
+// Cluster is a set of redis-server processes on 127.0.0.1: independent
+// servers, or the nodes of one Redis Cluster (Options.RedisCluster). Its
+// methods are safe for concurrent use.
 type Cluster struct {
 	nodes     []*Node
 	dir       string
@@ -72,15 +80,13 @@ func Start(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
-// New starts a cluster and waits until every node answers PING. The caller
-// must call Close. ctx bounds only the start-up.
+// New starts a cluster and waits until every node answers PING, and, with
+// Options.RedisCluster, until the Redis Cluster is formed. The caller must
+// call Close. ctx bounds only the start-up.
 func New(ctx context.Context, opts Options) (*Cluster, error) {
-	count := opts.Nodes
-	if count == 0 {
-		count = defaultNodes
-	}
-	if count < 0 {
-		return nil, fmt.Errorf("redlocktest: Options.Nodes is %d, want >= 0", count)
+	count, err := nodeCount(opts)
+	if err != nil {
+		return nil, err
 	}
 	server, err := findServer(opts.ServerPath)
 	if err != nil {
@@ -91,7 +97,12 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, removeDir: removeDir}
-	conf := nodeConfig{aof: opts.AppendFsyncAlways, password: opts.Password, extra: slices.Clone(opts.Config)}
+	conf := nodeConfig{
+		aof:      opts.AppendFsyncAlways,
+		password: opts.Password,
+		cluster:  opts.RedisCluster,
+		extra:    slices.Clone(opts.Config),
+	}
 	for i := range count {
 		n, err := newNode(i, filepath.Join(dir, fmt.Sprintf("node-%d", i)), server, conf)
 		if err != nil {
@@ -102,7 +113,28 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.startAll(ctx); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
+	if opts.RedisCluster {
+		if err := c.formRedisCluster(ctx); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+	}
 	return c, nil
+}
+
+// nodeCount returns the number of nodes opts asks for.
+func nodeCount(opts Options) (int, error) {
+	switch {
+	case opts.Nodes < 0:
+		return 0, fmt.Errorf("redlocktest: Options.Nodes is %d, want >= 0", opts.Nodes)
+	case opts.RedisCluster && opts.Nodes > SlotCount:
+		return 0, fmt.Errorf("redlocktest: Options.Nodes is %d, want at most %d for a Redis Cluster", opts.Nodes, SlotCount)
+	case opts.Nodes > 0:
+		return opts.Nodes, nil
+	case opts.RedisCluster:
+		return defaultClusterNodes, nil
+	default:
+		return defaultNodes, nil
+	}
 }
 
 // findServer resolves the redis-server binary.

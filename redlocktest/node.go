@@ -19,9 +19,10 @@ import (
 const (
 	host = "127.0.0.1"
 
-	confName = "redis.conf"
-	logName  = "redis.log"
-	outName  = "redis.out"
+	confName      = "redis.conf"
+	logName       = "redis.log"
+	outName       = "redis.out"
+	nodesConfName = "nodes.conf" // a Redis Cluster node's own cluster state
 
 	readyTimeout  = 10 * time.Second       // how long a start may take
 	readyPoll     = 5 * time.Millisecond   // PING interval while starting
@@ -49,9 +50,13 @@ type Node struct {
 	dir    string
 	server string
 	conf   nodeConfig
-	// port is chosen by firstStart before the Node is shared and never
-	// changes afterwards, so it is read without the mutex.
-	port int
+	// port and busPort (the Redis Cluster bus, 0 outside a Redis Cluster)
+	// are chosen by firstStart, and slots is set when the Redis Cluster
+	// forms, all before the Node is shared; they never change afterwards,
+	// so they are read without the mutex.
+	port    int
+	busPort int
+	slots   []SlotRange
 
 	mu     sync.Mutex
 	proc   *process // the last process started, nil before the first start
@@ -265,14 +270,19 @@ func (n *Node) shutdown(grace time.Duration) error {
 	return err
 }
 
-// firstStart picks a free port, writes redis.conf and starts the node,
-// moving to a new port if redis-server finds the port taken.
+// firstStart picks free ports, writes redis.conf and starts the node,
+// moving to new ports if redis-server finds a port taken. A Redis Cluster
+// node forgets the cluster state a node-<i> directory kept from an earlier
+// run, since its ports are new.
 func (n *Node) firstStart(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if err := n.removeNodesConf(); err != nil {
+		return err
+	}
 	var err error
 	for range portAttempts {
-		if n.port, err = freePort(); err != nil {
+		if err = n.pickPorts(); err != nil {
 			return err
 		}
 		if err = n.writeConfig(); err != nil {
@@ -283,6 +293,32 @@ func (n *Node) firstStart(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// pickPorts chooses the node's port and, in a Redis Cluster, a different
+// port for its cluster bus.
+func (n *Node) pickPorts() (err error) {
+	if n.port, err = freePort(); err != nil || !n.conf.cluster {
+		return err
+	}
+	for n.busPort = n.port; n.busPort == n.port; {
+		if n.busPort, err = freePort(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeNodesConf removes the nodes.conf of a Redis Cluster node, if any.
+func (n *Node) removeNodesConf() error {
+	if !n.conf.cluster {
+		return nil
+	}
+	err := os.Remove(filepath.Join(n.dir, nodesConfName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("redlocktest: %w", err)
+	}
+	return nil
 }
 
 // startLocked restarts a stopped node on its port, retrying for a while if
@@ -367,7 +403,7 @@ func (n *Node) exitError(p *process) error {
 
 // writeConfig writes redis.conf for the node's current port.
 func (n *Node) writeConfig() error {
-	conf := n.conf.render(n.port, n.dir)
+	conf := n.conf.render(n.port, n.busPort, n.dir)
 	if err := os.WriteFile(filepath.Join(n.dir, confName), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("redlocktest: write config: %w", err)
 	}
@@ -376,13 +412,8 @@ func (n *Node) writeConfig() error {
 
 // infoPID returns the process_id field of an INFO reply, or 0.
 func infoPID(info string) int {
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			pid, _ := strconv.Atoi(v)
-			return pid
-		}
-	}
-	return 0
+	pid, _ := strconv.Atoi(infoField(info, "process_id"))
+	return pid
 }
 
 // sleep waits d or until ctx is done.
@@ -401,11 +432,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 type nodeConfig struct {
 	aof      bool
 	password string
+	cluster  bool // a Redis Cluster node
 	extra    []string
 }
 
-// render returns redis.conf for a node listening on port with directory dir.
-func (c nodeConfig) render(port int, dir string) string {
+// render returns redis.conf for a node listening on port, with its Redis
+// Cluster bus (if any) on busPort and its directory dir.
+func (c nodeConfig) render(port, busPort int, dir string) string {
 	lines := []string{
 		"bind " + host,
 		"port " + strconv.Itoa(port),
@@ -424,6 +457,9 @@ func (c nodeConfig) render(port int, dir string) string {
 	}
 	if c.password != "" {
 		lines = append(lines, "requirepass "+quote(c.password))
+	}
+	if c.cluster {
+		lines = append(lines, clusterConfig(busPort)...)
 	}
 	lines = append(lines, c.extra...)
 	return strings.Join(lines, "\n") + "\n"
