@@ -111,32 +111,40 @@ func (c *Cluster) WaitRedisCluster(ctx context.Context) error {
 func (c *Cluster) waitRedisCluster(ctx context.Context) error {
 	tick := time.NewTicker(clusterPoll)
 	defer tick.Stop()
+	// last is from the last check that ctx did not cut short. A dial can
+	// time out on ctx's deadline before ctx.Err is set, so the clock tells.
+	var last error
+	deadline, _ := ctx.Deadline()
 	for {
 		problem := c.clusterProblem(ctx)
 		if problem == nil {
 			return nil
 		}
+		if (ctx.Err() == nil && time.Now().Before(deadline)) || last == nil {
+			last = problem
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redlocktest: Redis Cluster not ready: %w: %w", ctx.Err(), problem)
+			return fmt.Errorf("redlocktest: Redis Cluster not ready: %w:\n%w", ctx.Err(), last)
 		case <-tick.C:
 		}
 	}
 }
 
-// clusterProblem checks every node once and returns the first thing that
-// is not as WaitRedisCluster wants it, or nil.
+// clusterProblem checks every node once and returns what is not as
+// WaitRedisCluster wants it, node by node, or nil.
 func (c *Cluster) clusterProblem(ctx context.Context) error {
 	want := make(map[string][]SlotRange, len(c.nodes))
 	for _, n := range c.nodes {
 		want[n.Addr()] = n.slots
 	}
+	var errs []error
 	for _, n := range c.nodes {
 		if err := n.clusterProblem(ctx, want); err != nil {
-			return fmt.Errorf("node %d (%s): %w", n.index, n.Addr(), err)
+			errs = append(errs, fmt.Errorf("node %d (%s): %w", n.index, n.Addr(), err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // clusterProblem checks the node's view of the cluster against want, the

@@ -1,0 +1,191 @@
+package redlocktest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// clusterInfo returns one field of the node's CLUSTER INFO.
+func clusterInfo(t *testing.T, n *redlocktest.Node, field string) string {
+	t.Helper()
+	for line := range strings.Lines(do(t, n, "CLUSTER", "INFO")) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("node %d: no %s in CLUSTER INFO", n.Index(), field)
+	return ""
+}
+
+// waitClusterState polls the node's cluster_state until it is want.
+func waitClusterState(t *testing.T, n *redlocktest.Node, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for clusterInfo(t, n, "cluster_state") != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d: cluster_state is not %s after 10s", n.Index(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitRedisCluster calls WaitRedisCluster and logs how long it took.
+func waitRedisCluster(t *testing.T, c *redlocktest.Cluster, since time.Time, what string) {
+	t.Helper()
+	if err := c.WaitRedisCluster(t.Context()); err != nil {
+		t.Fatalf("WaitRedisCluster %s: %v", what, err)
+	}
+	t.Logf("cluster_state:ok everywhere %v after %s", time.Since(since).Round(time.Millisecond), what)
+}
+
+// keyFor returns a key whose slot the node serves.
+func keyFor(t *testing.T, c *redlocktest.Cluster, n *redlocktest.Node) string {
+	t.Helper()
+	for i := range 1000 {
+		if key := "key-" + strconv.Itoa(i); c.NodeForKey(key) == n {
+			return key
+		}
+	}
+	t.Fatalf("node %d serves none of 1000 keys", n.Index())
+	return ""
+}
+
+// otherNode returns a node of c that is not n.
+func otherNode(c *redlocktest.Cluster, n *redlocktest.Node) *redlocktest.Node {
+	return c.Node((n.Index() + 1) % len(c.Nodes()))
+}
+
+func TestKeySlot(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]int{
+		"123456789": 12739, // CRC16/XMODEM's check value 0x31C3
+		"foo":       12182,
+		"":          0,
+	} {
+		if got := redlocktest.KeySlot(key); got != want {
+			t.Errorf("KeySlot(%q) = %d, want %d", key, got, want)
+		}
+	}
+	for key, tag := range map[string]string{
+		"{user1000}.following":  "user1000",
+		"redlock:{job-42}:lock": "job-42",
+		"foo{bar}{zap}":         "bar",
+		"foo{{bar}}zap":         "{bar",
+	} {
+		if got, want := redlocktest.KeySlot(key), redlocktest.KeySlot(tag); got != want {
+			t.Errorf("KeySlot(%q) = %d, want KeySlot(%q) = %d", key, got, tag, want)
+		}
+	}
+}
+
+func TestRedisClusterServesEverySlot(t *testing.T) {
+	t.Parallel()
+	begin := time.Now()
+	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	t.Logf("3-master Redis Cluster formed in %v", time.Since(begin).Round(time.Millisecond))
+	nodes := c.Nodes()
+	if len(nodes) != 3 {
+		t.Fatalf("len(Nodes()) = %d, want 3 by default", len(nodes))
+	}
+	next := 0
+	for i, n := range nodes {
+		slots := n.Slots()
+		if len(slots) != 1 || slots[0].First != next || slots[0].Last < slots[0].First {
+			t.Fatalf("node %d: Slots() = %v, want one range from %d", i, slots, next)
+		}
+		next = slots[0].Last + 1
+		for _, slot := range []int{slots[0].First, slots[0].Last} {
+			if got := c.NodeForSlot(slot); got != n {
+				t.Fatalf("NodeForSlot(%d) = node %d, want node %d", slot, got.Index(), i)
+			}
+		}
+		for field, want := range map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384", "cluster_slots_ok": "16384", "cluster_known_nodes": "3", "cluster_size": "3"} {
+			if got := clusterInfo(t, n, field); got != want {
+				t.Errorf("node %d: %s:%s, want %s", i, field, got, want)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(n.Dir(), "nodes.conf")); err != nil {
+			t.Errorf("node %d: %v", i, err)
+		}
+	}
+	if next != redlocktest.SlotCount {
+		t.Fatalf("slots served up to %d, want %d", next, redlocktest.SlotCount)
+	}
+	if c.NodeForSlot(-1) != nil || c.NodeForSlot(redlocktest.SlotCount) != nil {
+		t.Fatal("NodeForSlot out of range is not nil")
+	}
+	for _, n := range nodes {
+		checkKeyOnOwner(t, c, n, keyFor(t, c, n))
+	}
+	// Redis is the reference for KeySlot, hash tags included.
+	for _, key := range []string{"foo", "{user1000}.following", "redlock:{job-42}:lock", "foo{}{bar}", "foo{{bar}}zap", "{", "}{", "a{b}c{d}", "\xff{\x00}"} {
+		expect(t, nodes[0], strconv.Itoa(redlocktest.KeySlot(key)), "CLUSTER", "KEYSLOT", key)
+	}
+}
+
+// checkKeyOnOwner sets key on n, which serves its slot, reads it back, and
+// checks that another node answers -MOVED to n.
+func checkKeyOnOwner(t *testing.T, c *redlocktest.Cluster, n *redlocktest.Node, key string) {
+	t.Helper()
+	expect(t, n, "OK", "SET", key, "value")
+	expect(t, n, "value", "GET", key)
+	other := otherNode(c, n)
+	_, err := other.Do(t.Context(), "GET", key)
+	want := fmt.Sprintf("MOVED %d %s", redlocktest.KeySlot(key), n.Addr())
+	var serverErr redlocktest.ServerError
+	if !errors.As(err, &serverErr) || string(serverErr) != want {
+		t.Fatalf("GET %s on node %d: err = %v, want %q", key, other.Index(), err, want)
+	}
+}
+
+func TestRedisClusterMasterKillAndRestart(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	const key = "redlock:{job-42}:lock"
+	n := c.NodeForKey(key)
+	other := otherNode(c, n)
+	expect(t, n, "OK", "SET", key, "token")
+	port, slots := n.Port(), n.Slots()
+
+	begin := time.Now()
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitClusterState(t, other, "fail")
+	t.Logf("cluster_state:fail on node %d %v after the kill", other.Index(), time.Since(begin).Round(time.Millisecond))
+	var serverErr redlocktest.ServerError
+	if _, err := other.Do(t.Context(), "GET", "foo"); !errors.As(err, &serverErr) || !strings.HasPrefix(string(serverErr), "CLUSTERDOWN") {
+		t.Fatalf("GET on node %d with a master down: err = %v, want CLUSTERDOWN", other.Index(), err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	err := c.WaitRedisCluster(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "cluster_state:fail") {
+		t.Fatalf("WaitRedisCluster with a master down: err = %v, want a timeout that tells the master is down and so is the cluster", err)
+	}
+
+	begin = time.Now()
+	if err := n.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitRedisCluster(t, c, begin, "the restart")
+	if n.Port() != port || !slices.Equal(n.Slots(), slots) || c.NodeForKey(key) != n {
+		t.Fatalf("after Restart: port %d, slots %v; want %d, %v", n.Port(), n.Slots(), port, slots)
+	}
+	// Without persistence the master comes back empty, but with its slots.
+	if reply, err := n.Do(t.Context(), "GET", key); !errors.Is(err, redlocktest.ErrNil) {
+		t.Fatalf("GET %s after the restart = %q, %v; want nil", key, reply, err)
+	}
+	checkKeyOnOwner(t, c, n, key)
+}
