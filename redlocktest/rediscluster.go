@@ -81,15 +81,60 @@ func (c *Cluster) formRedisCluster(ctx context.Context) error {
 }
 
 // claimSlots assigns r to the node and sets its config epoch, which must
-// happen before it knows any other node.
+// happen before it knows any other node. A node that loaded keys from an
+// earlier run already took their slots, so only the others are added.
 func (n *Node) claimSlots(ctx context.Context, r SlotRange, epoch int) error {
-	if _, err := n.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(r.First), strconv.Itoa(r.Last)); err != nil {
-		return fmt.Errorf("redlocktest: node %d: %w", n.index, err)
+	own, err := n.ownSlots(ctx)
+	if err != nil {
+		return err
+	}
+	if args := addSlotsArgs(r, own); len(args) > 2 {
+		if _, err := n.Do(ctx, args...); err != nil {
+			return fmt.Errorf("redlocktest: node %d: %w", n.index, err)
+		}
 	}
 	if _, err := n.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(epoch)); err != nil {
 		return fmt.Errorf("redlocktest: node %d: %w", n.index, err)
 	}
 	return nil
+}
+
+// ownSlots returns the slots the node serves, by its own CLUSTER NODES.
+func (n *Node) ownSlots(ctx context.Context) ([]SlotRange, error) {
+	reply, err := n.Do(ctx, "CLUSTER", "NODES")
+	if err != nil {
+		return nil, fmt.Errorf("redlocktest: node %d: %w", n.index, err)
+	}
+	view, err := parseClusterNodes(reply)
+	if err != nil {
+		return nil, fmt.Errorf("redlocktest: node %d: %w", n.index, err)
+	}
+	for _, cn := range view {
+		if slices.Contains(cn.flags, "myself") {
+			return cn.slots, nil
+		}
+	}
+	return nil, nil
+}
+
+// addSlotsArgs returns CLUSTER ADDSLOTSRANGE with the parts of r not in
+// own, which is sorted.
+func addSlotsArgs(r SlotRange, own []SlotRange) []string {
+	args := []string{"CLUSTER", "ADDSLOTSRANGE"}
+	next := r.First
+	for _, o := range own {
+		if o.Last < next || o.First > r.Last {
+			continue
+		}
+		if o.First > next {
+			args = append(args, strconv.Itoa(next), strconv.Itoa(o.First-1))
+		}
+		next = o.Last + 1
+	}
+	if next <= r.Last {
+		args = append(args, strconv.Itoa(next), strconv.Itoa(r.Last))
+	}
+	return args
 }
 
 // WaitRedisCluster waits until every node of a Redis Cluster is running,
