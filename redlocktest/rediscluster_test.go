@@ -189,3 +189,62 @@ func TestRedisClusterMasterKillAndRestart(t *testing.T) {
 	}
 	checkKeyOnOwner(t, c, n, key)
 }
+
+func TestRedisClusterPauseResume(t *testing.T) {
+	t.Parallel()
+	// A shorter cluster-node-timeout than the default 1s makes the nodes
+	// see the paused master fail, and forgive it, sooner.
+	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, Config: []string{"cluster-node-timeout 500"}})
+	n := c.Node(1)
+	other := otherNode(c, n)
+	begin := time.Now()
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	waitClusterState(t, other, "fail")
+	t.Logf("cluster_state:fail on node %d %v after the pause", other.Index(), time.Since(begin).Round(time.Millisecond))
+	begin = time.Now()
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitRedisCluster(t, c, begin, "the resume")
+	checkKeyOnOwner(t, c, n, keyFor(t, c, n))
+}
+
+func TestRedisClusterReusesDirWithData(t *testing.T) {
+	t.Parallel()
+	opts := redlocktest.Options{RedisCluster: true, Nodes: 2, AppendFsyncAlways: true, Password: "secret", Dir: t.TempDir()}
+	c, err := redlocktest.New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "redlock:{job-42}:lock"
+	n := c.NodeForKey(key)
+	expect(t, n, "OK", "SET", key, "token")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// New ports, the same directories: the nodes forget the old cluster,
+	// load their keys and form a new one.
+	begin := time.Now()
+	c = redlocktest.Start(t, opts)
+	t.Logf("Redis Cluster formed again in %v", time.Since(begin).Round(time.Millisecond))
+	n = c.NodeForKey(key)
+	expect(t, n, "token", "GET", key)
+	checkKeyOnOwner(t, c, n, key)
+	if got := clusterInfo(t, n, "cluster_known_nodes"); got != "2" {
+		t.Fatalf("cluster_known_nodes:%s, want 2", got)
+	}
+}
+
+func TestWaitRedisClusterOnIndependentNodes(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	if err := c.WaitRedisCluster(t.Context()); err == nil {
+		t.Fatal("WaitRedisCluster on independent nodes succeeded")
+	}
+	if n := c.Node(0); n.Slots() != nil || c.NodeForKey("foo") != nil {
+		t.Fatalf("independent node: Slots() = %v, NodeForKey = %v; want nil", n.Slots(), c.NodeForKey("foo"))
+	}
+}
