@@ -3,8 +3,9 @@
 // the demos, benchmarks and fault injection of this repository. It needs
 // nothing beyond the standard library and a redis-server binary.
 //
-// A Cluster is N independent Redis nodes (not Redis Cluster mode), which is
-// what the Redlock algorithm talks to. Each node listens on 127.0.0.1 only,
+// A Cluster is N independent Redis nodes, which is what the Redlock
+// algorithm talks to, or, with Options.RedisCluster, one Redis Cluster (see
+// below), which a Redlock client can use as one of its nodes. Each node listens on 127.0.0.1 only,
 // on a free port, lives in its own directory (<dir>/node-<i>) with a
 // generated redis.conf, redis.log and redis.out (stdout and stderr), and can
 // be killed (SIGKILL), stopped (SIGTERM), started again on the same port,
@@ -27,6 +28,40 @@
 // case the Redlock safety argument has to cope with. With
 // Options.AppendFsyncAlways every write is in the AOF before it is
 // acknowledged, so it survives kill -9.
+//
+// # Redis Cluster
+//
+// With Options.RedisCluster the nodes (3 unless Options.Nodes says
+// otherwise) are started with cluster-enabled yes, a nodes.conf in their
+// directory, cluster-node-timeout 1000 (a Config line can change it) and
+// the cluster bus on a second free loopback port. Each node is a master
+// with an even, consecutive share of the 16384 hash slots, and New returns
+// once every node reports cluster_state:ok and sees every other node serve
+// its slots. There are no replicas. Addrs and URLs are the seed addresses;
+// Node.Slots, Cluster.NodeForSlot and Cluster.NodeForKey tell which master
+// serves a slot or key, and KeySlot computes a key's slot:
+//
+//	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+//	owner := c.NodeForKey("orders:{42}") // the master serving the key's slot
+//	if err := owner.Kill(); err != nil { // cluster_state:fail after about 1.5s
+//		t.Fatal(err)
+//	}
+//	if err := owner.Restart(t.Context()); err != nil { // rejoins with its slots, empty
+//		t.Fatal(err)
+//	}
+//	if err := c.WaitRedisCluster(t.Context()); err != nil { // about 2s after a restart
+//		t.Fatal(err)
+//	}
+//
+// Kill, Stop, Start, Restart, Pause and Resume work as for independent
+// nodes. A restarted node keeps its nodes.conf, so it rejoins with its
+// slots; without persistence it comes back without its keys. A restarted
+// master waits 2s before it serves again (Redis's own delay), and the
+// others forgive a failed master after twice the node timeout; Start,
+// Restart and Resume do not wait for that, WaitRedisCluster does. New
+// always forms a new cluster: a nodes.conf left in an Options.Dir from an
+// earlier run is removed, and keys loaded from there stay on their node
+// when its share of the slots is the same (same Options.Nodes).
 //
 // Process handling: every redis-server runs in its own process group, so a
 // Ctrl-C in the terminal signals only the test binary. On Linux each child
