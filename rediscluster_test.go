@@ -1,0 +1,165 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	goredisv9 "github.com/redis/go-redis/v9"
+	rueidisclient "github.com/redis/rueidis"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/rueidis"
+)
+
+// clusterAdapters build one Conn over a whole Redis Cluster, from its seed
+// addresses, with each client library.
+var clusterAdapters = []struct {
+	name string
+	conn func(t *testing.T, seeds []string) redlock.Conn
+}{
+	{"goredis", func(t *testing.T, seeds []string) redlock.Conn {
+		return goredis.NewOwned(goredisv9.NewClusterClient(&goredisv9.ClusterOptions{Addrs: seeds, MaxRetries: -1}))
+	}},
+	{"rueidis", func(t *testing.T, seeds []string) redlock.Conn {
+		c, err := rueidisclient.NewClient(rueidisclient.ClientOption{InitAddress: seeds, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rueidis.NewOwned(c)
+	}},
+}
+
+// clusterClient returns a Client whose one node is the whole Redis Cluster
+// cluster, every slot marked ready.
+func clusterClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testing.T, []string) redlock.Conn, opts *redlock.Options) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New([]redlock.Conn{conn(t, cluster.Addrs())}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.MarkReady(bg, false); err != nil {
+		t.Fatalf("mark every slot ready: %v", err)
+	}
+	return c
+}
+
+// A Redis Cluster as one node: locks on keys of every shape (hash tags,
+// stray braces) with fencing, refusal, extension, inspection, release and a
+// waiter in another client woken by the release, over both adapters.
+func TestRedisCluster_locksWithEveryFeature(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	for _, a := range clusterAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond}
+			c := clusterClient(t, cluster, a.conn, opts)
+			for _, key := range []string{"job", "user:{42}:cart", "a}b", "{}x", "{"} {
+				lockOnCluster(t, c, key)
+			}
+			waiter, err := redlock.New([]redlock.Conn{a.conn(t, cluster.Addrs())},
+				&redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, Retry: redlock.ExponentialJitter(time.Minute, time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer waiter.Close()
+			lock, err := c.Acquire(bg, "wake")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { time.Sleep(500 * time.Millisecond); lock.Release(bg) }()
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			got, err := waiter.Acquire(ctx, "wake")
+			if err != nil {
+				t.Fatalf("a waiter in another client was not woken by the release: %v", err)
+			}
+			got.Release(bg)
+		})
+	}
+}
+
+// lockOnCluster takes, checks, extends and releases the lock named key.
+func lockOnCluster(t *testing.T, c *redlock.Client, key string) {
+	t.Helper()
+	lock, err := c.Acquire(bg, key)
+	if err != nil {
+		t.Fatalf("%q: %v", key, err)
+	}
+	if _, err := c.TryAcquire(bg, key); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("%q: a held lock granted again: %v", key, err)
+	}
+	states, err := c.Inspect(bg, key)
+	if err != nil || states[0].Holder != lock.Token() || states[0].Fence != lock.Fence() || states[0].Err != nil {
+		t.Errorf("%q: Inspect %+v, %v; want the holder and its token", key, states, err)
+	}
+	if err := lock.Extend(bg, 5*time.Second); err != nil {
+		t.Errorf("%q: extend: %v", key, err)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Errorf("%q: release: %v", key, err)
+	}
+	again, err := c.Acquire(bg, key)
+	if err != nil {
+		t.Fatalf("%q: after release: %v", key, err)
+	}
+	if again.Fence() <= lock.Fence() {
+		t.Errorf("%q: fence %d after %d", key, again.Fence(), lock.Fence())
+	}
+	again.Release(bg)
+}
+
+// A shard master that restarts empty sits out the recovery delay for the
+// keys of its slots, while the other masters' keys lock as before.
+func TestRedisCluster_restartedShardMasterSitsOut(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, RecoveryDelay: 5 * time.Second}
+	c := clusterClient(t, cluster, clusterAdapters[0].conn, opts)
+	const key = "job"
+	held, err := c.Acquire(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(bg)
+	owner := cluster.NodeForKey(key)
+	if err := owner.Restart(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitRedisCluster(bg); err != nil {
+		t.Fatal(err)
+	}
+	_, err = retryingOnCluster(c, key)
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeRecovering {
+		t.Fatalf("acquire on the restarted shard: %v, want it recovering", err)
+	}
+	var elsewhere string
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		if cluster.NodeForKey(k) != owner {
+			elsewhere = k
+			break
+		}
+	}
+	lock, err := c.Acquire(bg, elsewhere)
+	if err != nil {
+		t.Fatalf("a key of another shard: %v", err)
+	}
+	lock.Release(bg)
+}
+
+// retryingOnCluster makes an attempt, and more while the node's answer is a
+// connection's error (the cluster settling after a restart), for up to 10 s.
+func retryingOnCluster(c *redlock.Client, key string) (*redlock.Lock, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lock, err := c.TryAcquire(bg, key)
+		var qe *redlock.QuorumError
+		if err == nil || !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeError || time.Now().After(deadline) {
+			return lock, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
