@@ -110,14 +110,7 @@ func TestRedisClusterServesEverySlot(t *testing.T) {
 				t.Fatalf("NodeForSlot(%d) = node %d, want node %d", slot, got.Index(), i)
 			}
 		}
-		for field, want := range map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384", "cluster_slots_ok": "16384", "cluster_known_nodes": "3", "cluster_size": "3"} {
-			if got := clusterInfo(t, n, field); got != want {
-				t.Errorf("node %d: %s:%s, want %s", i, field, got, want)
-			}
-		}
-		if _, err := os.Stat(filepath.Join(n.Dir(), "nodes.conf")); err != nil {
-			t.Errorf("node %d: %v", i, err)
-		}
+		checkClusterInfo(t, i, n)
 	}
 	if next != redlocktest.SlotCount {
 		t.Fatalf("slots served up to %d, want %d", next, redlocktest.SlotCount)
@@ -131,6 +124,20 @@ func TestRedisClusterServesEverySlot(t *testing.T) {
 	// Redis is the reference for KeySlot, hash tags included.
 	for _, key := range []string{"foo", "{user1000}.following", "redlock:{job-42}:lock", "foo{}{bar}", "foo{{bar}}zap", "{", "}{", "a{b}c{d}", "\xff{\x00}"} {
 		expect(t, nodes[0], strconv.Itoa(redlocktest.KeySlot(key)), "CLUSTER", "KEYSLOT", key)
+	}
+}
+
+// checkClusterInfo checks that node i, n, sees a healthy 3-master cluster,
+// and keeps its cluster state in its directory.
+func checkClusterInfo(t *testing.T, i int, n *redlocktest.Node) {
+	t.Helper()
+	for field, want := range map[string]string{"cluster_state": "ok", "cluster_slots_assigned": "16384", "cluster_slots_ok": "16384", "cluster_known_nodes": "3", "cluster_size": "3"} {
+		if got := clusterInfo(t, n, field); got != want {
+			t.Errorf("node %d: %s:%s, want %s", i, field, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(n.Dir(), "nodes.conf")); err != nil {
+		t.Errorf("node %d: %v", i, err)
 	}
 }
 
