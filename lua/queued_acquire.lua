@@ -19,7 +19,10 @@
 local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
 	local reply
-	if ARGV[a + 9] == "1" and redis.call("EXISTS", queue) == 1 and redis.call("EXISTS", KEYS[k + 1]) == 0 then
+	-- A newcomer to a key nobody queues for (the common case) costs one
+	-- EXISTS, and nothing more when granted.
+	local queued = ARGV[a + 9] ~= "1" or redis.call("EXISTS", queue) == 1
+	if ARGV[a + 9] == "1" and queued and redis.call("EXISTS", KEYS[k + 1]) == 0 then
 		local first = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
 		if first ~= "" and first ~= " " .. id then
 			reply = {0, "0", 0}
@@ -27,7 +30,7 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	end
 	reply = reply or acquire(KEYS, ARGV, k, a, shared)
 	if reply[1] == 1 then
-		if redis.call("ZREM", queue, id) == 1 then
+		if queued and redis.call("ZREM", queue, id) == 1 then
 			redis.call("HDEL", deadlines, id)
 		end
 	elseif reply[1] == 0 then
