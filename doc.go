@@ -83,8 +83,10 @@
 // waiting goroutine's attempt, wake.go the release announcements that wake
 // waiters, fence.go the fencing tokens, renew.go auto-renewal and Do,
 // bytoken.go ExtendToken and ReleaseToken, quarantine.go and inspect.go the
-// operator's calls, keys.go the names kept on the nodes, client.go, options.go,
-// retry.go and errors.go the rest of the API. Imports point down that list:
+// operator's calls, keys.go the names kept on the nodes, layout.go and
+// slot.go where they go on a Redis Cluster (a lock's keys in its hash
+// slot), permanent.go the node errors no retry fixes, client.go,
+// options.go, retry.go and errors.go the rest of the API. Imports point down that list:
 // nothing in fanout.go, batch.go or below knows of the Client.
 //
 // # Safety model
