@@ -122,9 +122,9 @@ const senderIdle = time.Second
 type pipe struct {
 	conn Conn
 	node int
-	// batch is the most calls of separate requests that one script call
-	// carries: maxBatch, or 1 for a Redis Cluster.
-	batch int
+	// cluster: the node is a Redis Cluster, where one script call may
+	// touch one hash slot only: a batch holds the calls of one slot.
+	cluster bool
 	// replicas is Options.WaitReplicas: how many replicas must confirm a
 	// replicated script's writes (see script.replicated).
 	replicas int
@@ -251,7 +251,10 @@ func (p *pipe) next() []*call {
 		p.inFlight--
 		return nil
 	}
-	n := min(len(p.queue), p.batch)
+	if p.cluster {
+		return p.takeSlot()
+	}
+	n := min(len(p.queue), maxBatch)
 	for n < len(p.queue) && p.queue[n].joined {
 		n++
 	}
@@ -260,6 +263,32 @@ func (p *pipe) next() []*call {
 	rest := copy(p.queue, p.queue[n:])
 	clear(p.queue[rest:])
 	p.queue = p.queue[:rest]
+	return batch
+}
+
+// takeSlot takes the next batch off a Redis Cluster's queue: the calls, in
+// order, of the first queued call's hash slot, up to maxBatch of them
+// (calls joined to one taken go with it); the others stay queued in order.
+// The caller holds p.mu, and the queue is not empty.
+func (p *pipe) takeSlot() []*call {
+	slot := keySlot(p.queue[0].req.keys[0])
+	var batch []*call
+	rest := p.queue[:0]
+	taken := false // whether the call before was taken
+	for _, cl := range p.queue {
+		take := keySlot(cl.req.keys[0]) == slot && (len(batch) < maxBatch || cl.joined && taken)
+		if cl.joined && !taken {
+			take = false // it leaves with the call it is joined to
+		}
+		if take {
+			batch = append(batch, cl)
+		} else {
+			rest = append(rest, cl)
+		}
+		taken = take
+	}
+	clear(p.queue[len(rest):])
+	p.queue = rest
 	return batch
 }
 

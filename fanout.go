@@ -32,13 +32,8 @@ func (n *nodes) init(conns []Conn, replicas int) {
 	n.closed = make(chan struct{})
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
-		n.pipes[i] = &pipe{conn: conn, node: i, replicas: replicas, batch: maxBatch, work: make(chan []*call), stop: n.closed}
-		if isRedisCluster(conn) {
-			// One script call cannot touch two slots: requests of other
-			// calls do not share it, only those submitted together (a
-			// release and the attempt it carries, on one key).
-			n.pipes[i].batch = 1
-		}
+		n.pipes[i] = &pipe{conn: conn, node: i, cluster: isRedisCluster(conn), replicas: replicas,
+			work: make(chan []*call), stop: n.closed}
 	}
 }
 

@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +163,42 @@ func retryingOnCluster(c *redlock.Client, key string) (*redlock.Lock, error) {
 			return lock, err
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Concurrent calls on keys of many slots share script calls only within a
+// slot: no request fails with CROSSSLOT, over both adapters.
+func TestRedisCluster_concurrentKeysOfManySlots(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	for _, a := range clusterAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			c := clusterClient(t, cluster, a.conn, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond})
+			var wg sync.WaitGroup
+			errs := make(chan error, 64)
+			for g := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 50 {
+						// Two keys per slot at times: the same tag.
+						key := fmt.Sprintf("k%d-{%d}", i, (g*50+i)%40)
+						lock, err := c.Acquire(bg, key)
+						if err != nil {
+							errs <- fmt.Errorf("%s: %w", key, err)
+							return
+						}
+						if err := lock.Release(bg); err != nil {
+							errs <- fmt.Errorf("%s: release: %w", key, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
 	}
 }

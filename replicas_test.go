@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ func masterWithReplica(t *testing.T) (master, replica *redlocktest.Cluster) {
 		Config: []string{"replicaof 127.0.0.1 " + strings.Split(master.Addrs()[0], ":")[1]}})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		info, err := replica.Node(0).Do(bg, "INFO", "replication")
-		if err == nil && strings.Contains(info, "master_link_status:up") {
+		seen, _ := master.Node(0).Do(bg, "INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(seen, "state=online") {
 			return master, replica
 		}
 		if time.Now().After(deadline) {
@@ -35,7 +37,9 @@ func TestWaitReplicas_grantIsOnTheReplicaWhenAcquireReturns(t *testing.T) {
 		master, replica := masterWithReplica(t)
 		c := newClient(t, master, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, WaitReplicas: 1})
 		for round := range 5 {
-			lock, err := c.TryAcquire(bg, "replicated")
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			lock, err := c.Acquire(ctx, "replicated")
+			cancel()
 			if err != nil {
 				t.Fatalf("round %d: %v", round, err)
 			}
@@ -108,7 +112,9 @@ func TestWaitReplicas_failoverKeepsTheLock(t *testing.T) {
 		master, replica := masterWithReplica(t)
 		opts := &redlock.Options{TTL: 5 * time.Second, NodeTimeout: 500 * time.Millisecond, WaitReplicas: 1, DisableQuarantine: true}
 		c := newClient(t, master, a, opts)
-		held, err := c.TryAcquire(bg, "failover")
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		held, err := c.Acquire(ctx, "failover")
 		if err != nil {
 			t.Fatal(err)
 		}

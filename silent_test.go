@@ -20,7 +20,7 @@ func heapMB() float64 {
 // A node that stops answering (SIGSTOP) under steady traffic costs the
 // client bounded memory, the other nodes keep granting, and Close returns
 // within its bound. Before the per-node queue had a bound and lagging
-// requests stopped chaining, the heap grew by about 10 MiB a second and
+// requests stopped chaining, the heap grew by up to 10 MiB a second and
 // Close blocked for minutes.
 func TestSilentNode_boundedMemoryAndClose(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
@@ -58,13 +58,15 @@ func TestSilentNode_boundedMemoryAndClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cluster.Node(0).Resume() })
-		time.Sleep(4 * time.Second)
+		time.Sleep(6 * time.Second)
 		grown := heapMB() - before
 		close(stop)
 		n := <-grants
-		t.Logf("%d grants; heap grew %.1f MiB in 4 s with a silent node", n, grown)
-		if grown > 5 {
-			t.Errorf("heap grew %.1f MiB in 4 s with one silent node: requests to it pile up", grown)
+		// The node's queue fills to its bound and empties again at each
+		// read timeout of its stuck connections: a few MiB up and down.
+		t.Logf("%d grants; heap grew %.1f MiB in 6 s with a silent node", n, grown)
+		if grown > 12 {
+			t.Errorf("heap grew %.1f MiB in 6 s with one silent node: requests to it pile up", grown)
 		}
 		if n == 0 {
 			t.Error("no lock granted by the four nodes that answer")
