@@ -37,6 +37,10 @@ func (r *Report) findings(l Limits) []Finding {
 			check(&fs, n, l)
 		}
 		recoveringFindings(&fs, n, recoveringSev)
+		if n.Cluster {
+			fs.add(n.Node, Info, "cluster", "run doctor against each master of the cluster (redis:// without ?cluster) to check them all",
+				"a Redis Cluster, one node of the quorum: these checks ran on one of its masters only; its restart quarantine works per hash slot")
+		}
 	}
 	r.duplicateFindings(&fs)
 	r.quorumFindings(&fs)

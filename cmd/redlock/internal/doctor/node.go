@@ -16,6 +16,9 @@ type Node struct {
 	Node string
 	// Reachable reports whether the node answered any command.
 	Reachable bool
+	// Cluster reports a node that is a whole Redis Cluster: the checks
+	// then ran on whichever of its masters the client asked.
+	Cluster bool
 	// Err is why the node is unreachable; nil when it is reachable.
 	Err error
 	// Version is redis_version from INFO.
@@ -77,6 +80,9 @@ func probe(ctx context.Context, conn redlock.Conn) Node {
 	ctx, cancel := context.WithTimeout(ctx, NodeTimeout)
 	defer cancel()
 	n := Node{Node: conn.Name()}
+	if c, ok := conn.(interface{ IsCluster() bool }); ok {
+		n.Cluster = c.IsCluster()
+	}
 
 	start := time.Now()
 	info, err := conn.Do(ctx, "INFO")
