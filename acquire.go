@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"strconv"
 	"time"
 )
 
@@ -46,7 +45,7 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		return nil, err
 	}
 	if once {
-		lock, err := c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, "", false)
+		lock, err := c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, nil)
 		failFast(err)
 		return lock, err
 	}
@@ -254,11 +253,7 @@ func (a *acquisition) try() (*Lock, error) {
 		<-h.sent
 		return h.collect()
 	}
-	first := a.since == ""
-	if first {
-		a.since = strconv.FormatInt(time.Now().UnixMicro(), 10)
-	}
-	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, a.since, first)
+	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, &a.since)
 }
 
 // giveUp returns the error of a call that stops waiting: the last

@@ -16,22 +16,28 @@ const tokenBytes = 20
 
 // attemptStrings returns what an acquisition attempt on key sends that
 // changes with every attempt: a fresh random token, URL-safe base64 without
-// padding, the key's
-// fencing counter key (fenceKey) and now in microseconds, in decimal. The
-// three share one allocation.
-func attemptStrings(key string, now time.Time, tag string) (token, fenceKey, clock string) {
+// padding, the key's fencing counter key (fenceKey) and now in
+// microseconds, in decimal. tag is the key's slot tag (see layout). With
+// queued, it also returns the names of the key's queue keys (see
+// queueKeys). They share one allocation.
+func attemptStrings(key string, now time.Time, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
 	var b [tokenBytes]byte
 	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
-	var stack [128]byte
+	var stack [192]byte
 	buf := base64.RawURLEncoding.AppendEncode(stack[:0], b[:])
-	endToken := len(buf)
-	buf = append(buf, fencePrefix...)
-	buf = append(buf, tag...)
-	buf = append(buf, key...)
-	endFenceKey := len(buf)
+	end := [5]int{len(buf)}
+	buf = append(append(append(buf, fencePrefix...), tag...), key...)
+	end[1] = len(buf)
 	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
+	end[2], end[3], end[4] = len(buf), len(buf), len(buf)
+	if queued {
+		buf = append(append(append(buf, queuePrefix...), tag...), key...)
+		end[3] = len(buf)
+		buf = append(append(append(buf, queueDeadlinePrefix...), tag...), key...)
+		end[4] = len(buf)
+	}
 	s := string(buf)
-	return s[:endToken], s[endToken:endFenceKey], s[endFenceKey:]
+	return s[:end[0]], s[end[0]:end[1]], s[end[1]:end[2]], s[end[2]:end[3]], s[end[3]:end[4]]
 }
 
 // attempt is one acquisition attempt: its token, its request and the
@@ -50,23 +56,27 @@ type attempt struct {
 
 // newAttempt prepares an attempt on key, its clock started.
 //
-// since, when not empty, is when the caller began waiting for key, in
-// microseconds on its clock: the attempt then goes through the key's queue
-// of waiting clients (see queueKeys, lua/queued_acquire.lua), as a newcomer
-// on the caller's first attempt.
-func (c *Client) newAttempt(key string, ttl time.Duration, since string, first bool) *attempt {
+// since, when not nil, makes the attempt go through the key's queue of
+// waiting clients (see queueKeys, lua/queued_acquire.lua): *since is when
+// the caller began waiting for key, in microseconds on its clock, or "" on
+// its first attempt, which is then a newcomer's and sets *since to its own
+// clock.
+func (c *Client) newAttempt(key string, ttl time.Duration, since *string) *attempt {
 	a := &attempt{key: key, ttl: ttl}
 	if n := len(c.conns); n <= inlineNodes {
 		a.replies = a.replyBuf[:n]
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock := attemptStrings(key, time.Now(), c.keys.tag(key))
+	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), c.keys.tag(key), since != nil)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
-	if since != "" {
-		queue, deadlines := c.keys.queueKeys(key)
-		a.acquire.queue(queue, deadlines, c.id, since, c.wire.queueLasts, first)
+	if since != nil {
+		first := *since == ""
+		if first {
+			*since = clock
+		}
+		a.acquire.queue(queue, deadlines, c.id, *since, c.wire.queueLasts, first)
 	}
 	a.start = time.Now()
 	return a
@@ -76,8 +86,8 @@ func (c *Client) newAttempt(key string, ttl time.Duration, since string, first b
 // acquire script, which also applies the restart quarantine and bumps the
 // key's fencing counter; when the granting nodes' counters disagree, a second
 // step raises the ones behind before the lock is handed out.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool, since string, first bool) (*Lock, error) {
-	a := c.newAttempt(key, ttl, since, first)
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool, since *string) (*Lock, error) {
+	a := c.newAttempt(key, ttl, since)
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (lagging), so that a release cannot overtake

@@ -26,16 +26,6 @@ func (l layout) fenceKey(key string) string {
 	return fencePrefix + l.tag(key) + key
 }
 
-// queueKeys returns the names of the keys that queue the clients waiting
-// for key (see queueKeys).
-func (l layout) queueKeys(key string) (queue, deadlines string) {
-	if !l.cluster {
-		return queueKeys(key)
-	}
-	tag := l.tag(key)
-	return queuePrefix + tag + key, queueDeadlinePrefix + tag + key
-}
-
 // markerKeys returns the names of the restart marker and its process key
 // that guard key.
 func (l layout) markerKeys(key string) (marker, process string) {

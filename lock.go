@@ -218,10 +218,26 @@ func releaser(key, token string) *request {
 // queueKeys), which it takes client id out of.
 func announcedReleaser(key, token, id string, keys layout) *request {
 	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
-	r.keys[1], r.keys[2] = keys.queueKeys(key)
-	r.args[1], r.args[2], r.args[3] = releaseChannelPrefix, strconv.FormatInt(time.Now().UnixMicro(), 10), id
+	clock, queue, deadlines := releaseStrings(key, time.Now(), keys.tag(key))
+	r.keys[1], r.keys[2] = queue, deadlines
+	r.args[1], r.args[2], r.args[3] = releaseChannelPrefix, clock, id
 	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
 	return &r.request
+}
+
+// releaseStrings returns what an announced release of key sends that
+// changes with every call: now in microseconds, in decimal, and the names of
+// the key's queue keys (see queueKeys; tag is the key's slot tag).
+// They share one allocation, as in attemptStrings.
+func releaseStrings(key string, now time.Time, tag string) (clock, queue, deadlines string) {
+	var stack [160]byte
+	buf := strconv.AppendInt(stack[:0], now.UnixMicro(), 10)
+	endClock := len(buf)
+	buf = append(append(append(buf, queuePrefix...), tag...), key...)
+	endQueue := len(buf)
+	buf = append(append(append(buf, queueDeadlinePrefix...), tag...), key...)
+	s := string(buf)
+	return s[:endClock], s[endClock:endQueue], s[endQueue:]
 }
 
 // releaseRequest is a release's request with its keys and arguments in one

@@ -114,13 +114,27 @@ func TestAttemptStrings(t *testing.T) {
 	now := time.UnixMicro(1_700_000_000_123_456)
 	for i := range 1000 {
 		key := strings.Repeat("k", i%200) // past the stack buffer, too
-		tok, fenceKey, clock := attemptStrings(key, now, "")
+		tok, fenceKey, clock, queue, deadlines := attemptStrings(key, now, "", i%2 == 0)
 		if len(tok) != 27 || seen[tok] {
 			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
 		}
 		seen[tok] = true
 		if fenceKey != FenceKey(key) || clock != "1700000000123456" {
 			t.Fatalf("attemptStrings(%q) = %q, %q; want %q, %q", key, fenceKey, clock, FenceKey(key), "1700000000123456")
+		}
+		wantQueue, wantDeadlines := "", ""
+		if i%2 == 0 {
+			wantQueue, wantDeadlines = QueueKeys(key)
+		}
+		if queue != wantQueue || deadlines != wantDeadlines {
+			t.Fatalf("attemptStrings(%q) queue keys %q, %q; want %q, %q", key, queue, deadlines, wantQueue, wantDeadlines)
+		}
+	}
+	for _, key := range []string{"k", strings.Repeat("k", 300)} {
+		clock, queue, deadlines := releaseStrings(key, now, "")
+		wantQueue, wantDeadlines := QueueKeys(key)
+		if clock != "1700000000123456" || queue != wantQueue || deadlines != wantDeadlines {
+			t.Fatalf("releaseStrings(%q) = %q, %q, %q", key, clock, queue, deadlines)
 		}
 	}
 }
