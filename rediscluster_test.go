@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,5 +202,71 @@ func TestRedisCluster_concurrentKeysOfManySlots(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// A slot that moves to another master while a lock in it is held (MIGRATE,
+// with MOVED and ASK redirections on the way) keeps the lock: the new
+// master holds the key, so nobody else is granted it; the slot then sits
+// out the recovery delay on its new master (another process), and locks
+// again after it.
+func TestRedisCluster_reshardedSlotKeepsItsLock(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	opts := &redlock.Options{TTL: 5 * time.Second, NodeTimeout: 500 * time.Millisecond, RecoveryDelay: 6 * time.Second}
+	holder := clusterClient(t, cluster, clusterAdapters[0].conn, opts)
+	const key = "moving"
+	held, err := holder.Acquire(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := cluster.NodeForKey(key)
+	to := cluster.Nodes()[(from.Index()+1)%len(cluster.Nodes())]
+	migrateSlot(t, redlocktest.KeySlot(key), from, to)
+	if v := do(t, to, "GET", key); v != held.Token() {
+		t.Fatalf("the new master holds %q after the move, want the lock's token", v)
+	}
+
+	other, err := redlock.New([]redlock.Conn{clusterAdapters[1].conn(t, cluster.Addrs())}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if lock, err := retryingOnCluster(other, key); err == nil {
+		lock.Release(bg)
+		t.Fatal("a lock held while its slot moved was granted again")
+	}
+	if err := held.Extend(bg, 5*time.Second); err != nil {
+		t.Errorf("extend after the slot moved: %v", err)
+	}
+	if err := held.Release(bg); err != nil {
+		t.Errorf("release after the slot moved: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 3*opts.RecoveryDelay)
+	defer cancel()
+	lock, err := other.Acquire(ctx, key)
+	if err != nil {
+		t.Fatalf("the moved slot never locked again: %v", err)
+	}
+	lock.Release(bg)
+}
+
+// migrateSlot moves slot, and its keys, from one master to another, as
+// redis-cli --cluster reshard does.
+func migrateSlot(t *testing.T, slot int, from, to *redlocktest.Node) {
+	t.Helper()
+	s := strconv.Itoa(slot)
+	fromID, toID := do(t, from, "CLUSTER", "MYID"), do(t, to, "CLUSTER", "MYID")
+	do(t, to, "CLUSTER", "SETSLOT", s, "IMPORTING", fromID)
+	do(t, from, "CLUSTER", "SETSLOT", s, "MIGRATING", toID)
+	for {
+		keys := strings.Fields(do(t, from, "CLUSTER", "GETKEYSINSLOT", s, "100"))
+		if len(keys) == 0 {
+			break
+		}
+		args := append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(to.Port()), "", "0", "5000", "KEYS"}, keys...)
+		do(t, from, args...)
+	}
+	for _, n := range []*redlocktest.Node{to, from} {
+		do(t, n, "CLUSTER", "SETSLOT", s, "NODE", toID)
 	}
 }
