@@ -270,3 +270,45 @@ func migrateSlot(t *testing.T, slot int, from, to *redlocktest.Node) {
 		do(t, n, "CLUSTER", "SETSLOT", s, "NODE", toID)
 	}
 }
+
+// Redlock over three Redis Clusters, each one node: a majority of clusters
+// grants the lock, a cluster that is down costs one vote, and fencing
+// tokens keep increasing.
+func TestRedisCluster_redlockOverThreeClusters(t *testing.T) {
+	var conns []redlock.Conn
+	var clusters []*redlocktest.Cluster
+	for range 3 {
+		c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+		clusters = append(clusters, c)
+		conns = append(conns, clusterAdapters[len(clusters)%2].conn(t, c.Addrs()))
+	}
+	c, err := redlock.New(conns, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.MarkReady(bg, false); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Acquire(bg, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Release(bg)
+	for _, n := range clusters[2].Nodes() {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := c.Acquire(bg, "job")
+	if err != nil {
+		t.Fatalf("two clusters of three up: %v", err)
+	}
+	defer second.Release(bg)
+	if second.Fence() <= first.Fence() {
+		t.Errorf("fence %d after %d", second.Fence(), first.Fence())
+	}
+	if got := second.Nodes()[2].Outcome; got == redlock.OutcomeOK {
+		t.Errorf("the cluster that is down reported %v", second.Nodes()[2])
+	}
+}

@@ -285,3 +285,16 @@ func TestVerbs_oneServerUnderTwoNames(t *testing.T) {
 		}
 	}
 }
+
+// A Redis Cluster given as one node URL (?cluster=1): init marks every slot
+// ready, and the verbs lock on it; run holds the lock around a command.
+func TestVerbs_redisClusterNode(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	nodes := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
+	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "init on a Redis Cluster")
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire on a Redis Cluster").decode(t, &lock)
+	cli(t, "acquire", "--nodes", nodes, "--wait", "0", "job").expect(t, exitConflict, "a second acquire of a held lock")
+	cli(t, "release", "--nodes", nodes, "job", lock.Token).expect(t, exitOK, "release on a Redis Cluster")
+	cli(t, "run", "--nodes", nodes, "job", "--", "true").expect(t, exitOK, "run on a Redis Cluster")
+}
