@@ -14,6 +14,22 @@
 // on, go-redis closes the connection of every reply that arrives after a
 // deadline, and a slow node then costs a new connection per request.
 // ParseURL returns options set up this way.
+//
+// A node need not be one server. A URL with a master_name parameter names
+// a Sentinel-managed master, through its Sentinels, and follows its
+// failovers (the master's password goes in the password parameter, the
+// Sentinels' in the userinfo):
+//
+//	redis://sentinel-a:26379?master_name=locks&addr=sentinel-b:26379&password=s3cret
+//
+// A URL with a cluster parameter names a whole Redis Cluster, through its
+// seed nodes; the redlock.Client then keeps each lock's keys in its hash
+// slot:
+//
+//	redis://10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379
+//
+// New takes a *redis.Client, a failover client or a *redis.ClusterClient
+// alike.
 package goredis
 
 import (
