@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -102,6 +103,11 @@ type Options struct {
 	// server; New fails with ErrInvalidOptions for a Conn that does not.
 	// Default 0 (no wait).
 	WaitReplicas int
+	// Logger receives what an operator needs to know and no call returns:
+	// a node tolerated although it is misconfigured, a lock lost, a node
+	// failing or recovering, a release that did not reach a quorum. Default
+	// nil: nothing is logged.
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -119,6 +125,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RecoveryDelay == 0 {
 		o.RecoveryDelay = defaultRecoveryDelay
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case o.NodeTimeout < minNodeTimeout:
