@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,17 +15,40 @@ import (
 // share a token.
 const tokenBytes = 20
 
+// tokenTTLSeparator ends a token's random part; the TTL the lock was
+// acquired with follows, in milliseconds, so that ExtendToken can renew a
+// lock for as long as it was taken without being told (see tokenTTL). It
+// is outside URL-safe base64, and no space, which separates the token from
+// the names in a release announcement.
+const tokenTTLSeparator = '.'
+
+// tokenTTL returns the TTL that token, written by this library, says its
+// lock was acquired with, and false for a token without one (another
+// library's, or one from before tokens carried it).
+func tokenTTL(token string) (time.Duration, bool) {
+	i := strings.LastIndexByte(token, tokenTTLSeparator)
+	if i < 0 {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(token[i+1:], 10, 64)
+	if err != nil || ms <= 0 {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
 // attemptStrings returns what an acquisition attempt on key sends that
 // changes with every attempt: a fresh random token, URL-safe base64 without
-// padding, the key's fencing counter key (fenceKey) and now in
+// padding followed by "." and ttl in milliseconds (see tokenTTL), the key's fencing counter key (fenceKey) and now in
 // microseconds, in decimal. tag is the key's slot tag (see layout). With
 // queued, it also returns the names of the key's queue keys (see
 // queueKeys). They share one allocation.
-func attemptStrings(key string, now time.Time, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
+func attemptStrings(key string, now time.Time, ttl time.Duration, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
 	var b [tokenBytes]byte
 	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
 	var stack [192]byte
 	buf := base64.RawURLEncoding.AppendEncode(stack[:0], b[:])
+	buf = strconv.AppendInt(append(buf, tokenTTLSeparator), ttl.Milliseconds(), 10)
 	end := [5]int{len(buf)}
 	buf = append(append(append(buf, fencePrefix...), tag...), key...)
 	end[1] = len(buf)
@@ -68,7 +92,7 @@ func (c *Client) newAttempt(key string, ttl time.Duration, since *string) *attem
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), c.keys.tag(key), since != nil)
+	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), ttl, c.keys.tag(key), since != nil)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
 	if since != nil {

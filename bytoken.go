@@ -8,8 +8,10 @@ import (
 // ExtendToken extends the lock named key that was acquired with token,
 // without the *Lock of that acquisition: for a lock taken by another process,
 // such as a shell script that ran `redlock acquire` and later
-// `redlock extend`. It resets the lock's time-to-live to ttl (Options.TTL
-// when ttl is 0) on every node that still holds token, and returns the new
+// `redlock extend`. It resets the lock's time-to-live to ttl on every node
+// that still holds token (when ttl is 0: the TTL the lock was acquired
+// with, which a token of this library carries, else Options.TTL), and
+// returns the new
 // validity deadline, start + ttl - drift allowance, when a quorum did so in
 // time. It blocks for at most the per-node timeout.
 //
@@ -22,6 +24,9 @@ import (
 func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
 	if ttl == 0 {
 		ttl = c.opts.TTL
+		if acquired, ok := tokenTTL(token); ok {
+			ttl = acquired
+		}
 	}
 	l, err := c.tokenLock(key, token, ttl)
 	if err != nil {

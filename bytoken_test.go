@@ -131,3 +131,22 @@ func extendAndReleaseBadInput(t *testing.T, client *redlock.Client) {
 		t.Errorf("empty key: %v", err)
 	}
 }
+
+func TestExtendToken_zeroTTLKeepsTheAcquiredTTL(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	lock, err := holder.TryAcquire(bg, "kept-ttl", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process knows only key and token; its own default TTL is
+	// shorter than the lock's.
+	other := newClient(t, cluster, adapters[1], &redlock.Options{TTL: 2 * time.Second})
+	until, err := other.ExtendToken(bg, "kept-ttl", lock.Token(), 0)
+	if err != nil {
+		t.Fatalf("ExtendToken: %v", err)
+	}
+	if left := time.Until(until); left < 19*time.Second {
+		t.Errorf("validity %s after extending a 20 s lock by its own TTL", left)
+	}
+}

@@ -70,8 +70,9 @@ func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, a
 // caller's.
 func (l *Lock) Nodes() []NodeResult { return slices.Clone(l.nodes) }
 
-// Token returns the random value that identifies this acquisition on the
-// nodes.
+// Token returns the value that identifies this acquisition on the nodes:
+// 160 random bits in URL-safe base64, then "." and the TTL the lock was
+// acquired with, in milliseconds, which ExtendToken uses when given none.
 func (l *Lock) Token() string { return l.token }
 
 // Until returns the validity deadline: the lock is held, at the latest, until

@@ -109,14 +109,25 @@ func TestRetryStrategies(t *testing.T) {
 	}
 }
 
+func TestTokenTTL_foreignTokens(t *testing.T) {
+	for _, tok := range []string{"", "e1f2a3", "uuid-like-4f1c", "x.", "x.0", "x.-5", "x.1s", "a.b"} {
+		if ttl, ok := tokenTTL(tok); ok {
+			t.Errorf("tokenTTL(%q) = %s, true; want none", tok, ttl)
+		}
+	}
+}
+
 func TestAttemptStrings(t *testing.T) {
 	seen := map[string]bool{}
 	now := time.UnixMicro(1_700_000_000_123_456)
 	for i := range 1000 {
 		key := strings.Repeat("k", i%200) // past the stack buffer, too
-		tok, fenceKey, clock, queue, deadlines := attemptStrings(key, now, "", i%2 == 0)
-		if len(tok) != 27 || seen[tok] {
+		tok, fenceKey, clock, queue, deadlines := attemptStrings(key, now, time.Second, "", i%2 == 0)
+		if len(tok) != 27+len(".1000") || !strings.HasSuffix(tok, ".1000") || seen[tok] {
 			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
+		}
+		if ttl, ok := tokenTTL(tok); !ok || ttl != time.Second {
+			t.Fatalf("tokenTTL(%q) = %s, %v; want 1s", tok, ttl, ok)
 		}
 		seen[tok] = true
 		if fenceKey != FenceKey(key) || clock != "1700000000123456" {
