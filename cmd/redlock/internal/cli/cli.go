@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 )
 
@@ -64,20 +65,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 && name == "help" {
-			c := lookup(args[1])
-			if c == nil {
-				return usageError(stderr, "help", fmt.Sprintf("unknown command %q", args[1]))
-			}
-			writeHelp(stdout, c)
-			return exitOK
-		}
-		writeMainHelp(stdout)
+		return help(s, args[1:])
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "redlock %s\n", version())
 		return exitOK
 	}
 	c := lookup(name)
 	if c == nil {
-		fmt.Fprintf(stderr, "redlock: unknown command %q\nRun 'redlock help' for usage.\n", name)
+		fmt.Fprintf(stderr, "redlock: unknown command %q\nRun 'redlock help' for the list of commands.\n", name)
 		return exitUsage
 	}
 	fs := newFlagSet(c.name)
@@ -87,9 +82,49 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			writeHelp(stdout, c)
 			return exitOK
 		}
-		return usageError(stderr, c.name, err.Error())
+		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
 	}
 	return run(ctx, s, fs.Args())
+}
+
+// help prints the command list, or the help of the command args names.
+func help(s streams, args []string) int {
+	if len(args) == 0 {
+		writeMainHelp(s.stdout)
+		return exitOK
+	}
+	c := lookup(args[0])
+	if c == nil || len(args) > 1 {
+		fmt.Fprintf(s.stderr, "redlock help: unknown command %q\nRun 'redlock help' for the list of commands.\n", strings.Join(args, " "))
+		return exitUsage
+	}
+	writeHelp(s.stdout, c)
+	return exitOK
+}
+
+// version returns the module version and VCS revision the binary was built
+// from, as the Go toolchain recorded them.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	v := info.Main.Version
+	var rev, modified string
+	for _, kv := range info.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			if kv.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (%.12s%s)", rev, modified)
+	}
+	return v + " " + info.GoVersion
 }
 
 // writeMainHelp prints the command list, the node configuration and the
@@ -108,6 +143,7 @@ Usage:
 		fmt.Fprintf(w, "  redlock %-*s  %s\n", width, c.name+" "+c.synopsis, c.summary)
 	}
 	fmt.Fprintf(w, "  redlock %-*s  %s\n", width, "help [COMMAND]", "show a command's flags, defaults and exit codes")
+	fmt.Fprintf(w, "  redlock %-*s  %s\n", width, "version", "print the version this binary was built from")
 	fmt.Fprintf(w, `
 Start with 'redlock demo': it needs no Redis and shows the guarantees at work.
 

@@ -250,16 +250,16 @@ func (c *demoConfig) run(ctx context.Context, s streams, args []string) int {
 
 // checkArgs refuses arguments and flag values the demo cannot run with.
 func (c *demoConfig) checkArgs(stderr io.Writer, args []string) int {
-	if _, code := positional(stderr, "demo", args); code != exitOK {
-		return code
+	if msg := positional(args); msg != "" {
+		return usageError(stderr, "demo", msg)
 	}
 	switch {
 	case c.duration <= 0:
 		return usageError(stderr, "demo", "--duration must be positive")
 	case c.workers < 1 || c.workers > 9:
 		return usageError(stderr, "demo", "--workers must be 1 to 9")
-	case c.ttl < 100*time.Millisecond:
-		return usageError(stderr, "demo", "--ttl must be at least 100ms")
+	case c.ttl < minTTL:
+		return usageError(stderr, "demo", fmt.Sprintf("--ttl %s is below the %s minimum", c.ttl, minTTL))
 	}
 	return exitOK
 }

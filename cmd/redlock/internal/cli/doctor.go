@@ -85,38 +85,40 @@ type doctorJSON struct {
 func setupDoctor(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, true, false)
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
-		if _, code := positional(s.stderr, "doctor", args); code != exitOK {
-			return code
+		r := report{s: s, cmd: "doctor", json: *asJSON}
+		if msg := positional(args); msg != "" {
+			return r.usage(msg)
+		}
+		listed, err := nodes.urls()
+		if err != nil {
+			return r.failedAs(failConfig, err)
 		}
 		// A node listed twice would make Dial fail; it is a finding instead,
 		// and the audit goes on with each node once.
-		urls, dups, err := dedupe(nodes.urls())
+		urls, dups, err := dedupe(listed)
 		if err != nil {
-			fmt.Fprintf(s.stderr, "redlock doctor: %v\n", err)
-			return exitConfig
+			return r.failedAs(failConfig, err)
 		}
 		nodes.nodes = strings.Join(urls, ",")
 		nodes.fs.Set("nodes", nodes.nodes)
 		limits := doctor.LimitsOf(*nodes.options())
 		// The audit waits for a slow node far longer than a lock would.
 		nodes.nodeTimeout = doctor.NodeTimeout
-		client, code := nodes.dial(ctx, s.stderr, "doctor")
-		if code != exitOK {
-			return code
+		client, f, err := nodes.dial(ctx)
+		if err != nil {
+			return r.failedAs(f, err)
 		}
 		defer client.Close()
 		conns, err := probeConns(urls)
 		if err != nil {
-			fmt.Fprintf(s.stderr, "redlock doctor: %v\n", err)
-			return exitConfig
+			return r.failedAs(failConfig, err)
 		}
 		defer closeAll(conns)
 		report, err := doctor.Audit(ctx, client, conns, limits)
 		if err != nil {
-			fmt.Fprintf(s.stderr, "redlock doctor: %v\n", err)
-			return exitInterrupted
+			return r.failedAs(failInterrupted, err)
 		}
 		findings := append(dups, report.Findings...)
 		unsafe := report.Unsafe() || len(dups) > 0

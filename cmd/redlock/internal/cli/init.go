@@ -48,18 +48,19 @@ func setupInit(fs *flag.FlagSet) runner {
 	nodes.register(fs, false, false)
 	force := fs.Bool("force", false, "mark the nodes ready even when some already are, or restarted: unsafe while locks may be held")
 	return func(ctx context.Context, s streams, args []string) int {
-		if _, code := positional(s.stderr, "init", args); code != exitOK {
-			return code
+		r := report{s: s, cmd: "init"}
+		if msg := positional(args); msg != "" {
+			return r.usage(msg)
 		}
-		client, code := nodes.dial(ctx, s.stderr, "init")
-		if code != exitOK {
-			return code
+		client, f, err := nodes.dial(ctx)
+		if err != nil {
+			return r.failedAs(f, err)
 		}
 		defer client.Close()
 		if !*force {
 			states, err := client.Inspect(ctx, initProbeKey)
 			if err != nil {
-				fmt.Fprintf(s.stderr, "redlock init: %v\n", err)
+				fmt.Fprintf(s.stderr, "redlock init: %s\n", errText(err))
 				return exitSoftware
 			}
 			var ready, waiting, restarted []string
@@ -92,8 +93,17 @@ func setupInit(fs *flag.FlagSet) runner {
 			printFailure(s.stderr, "init", err)
 			return exitUnavailable
 		}
-		names := nodeNames(nodes.urls())
-		fmt.Fprintf(s.stdout, "%d nodes ready: %s\n", len(names), strings.Join(names, ", "))
+		urls, _ := nodes.urls() // dial checked them
+		names := nodeNames(urls)
+		fmt.Fprintf(s.stdout, "%s ready: %s\n", plural(len(names), "node"), strings.Join(names, ", "))
 		return exitOK
 	}
+}
+
+// plural returns n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

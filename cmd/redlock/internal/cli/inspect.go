@@ -60,22 +60,22 @@ type inspectJSON struct {
 func setupInspect(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
-		args, code := positional(s.stderr, "inspect", args, "KEY")
-		if code != exitOK {
-			return code
+		r := report{s: s, cmd: "inspect", json: *asJSON}
+		if msg := positional(args, "KEY"); msg != "" {
+			return r.usage(msg)
 		}
 		key := args[0]
-		client, code := nodes.dial(ctx, s.stderr, "inspect")
-		if code != exitOK {
-			return code
+		r.key = key
+		client, f, err := nodes.dial(ctx)
+		if err != nil {
+			return r.failedAs(f, err)
 		}
 		defer client.Close()
 		states, err := client.Inspect(ctx, key)
 		if err != nil {
-			fmt.Fprintf(s.stderr, "redlock inspect: %v\n", err)
-			return exitFor(classify(err))
+			return r.failed(err)
 		}
 		quorum := len(states)/2 + 1
 		holder, holding, answered := verdict(states, quorum)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -29,6 +28,13 @@ const (
 	defaultRecoveryDelay = 30 * time.Second
 )
 
+// minTTL is the shortest --ttl any command accepts: a lock that a script
+// takes with 'redlock acquire' must outlive the start of the process that
+// extends or releases it, and 'redlock run' stops its command
+// max(TTL/10, 100ms) before the deadline, which must leave the command
+// most of the TTL.
+const minTTL = 500 * time.Millisecond
+
 // retryFloor is the first pause between attempts to acquire; pauses double
 // from it up to --retry-delay, each drawn at random between half and all of
 // it, so that contenders do not retry in lock step.
@@ -48,12 +54,13 @@ type nodeFlags struct {
 	retryDelay    time.Duration
 	recoveryDelay time.Duration
 	waitReplicas  int
+	withTTL       bool // --ttl is a flag of the command
 }
 
 // register adds the node flags to fs. withTTL adds --ttl, and withRetry
 // --retry-delay, for the commands that use them.
 func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
-	n.fs = fs
+	n.fs, n.withTTL = fs, withTTL
 	fs.StringVar(&n.nodes, "nodes", defaultNodes,
 		"comma-separated node `URLs`: redis://[[user]:password@]host[:port][/db], rediss:// for TLS, unix://; "+
 			"$"+envNodes+" when the flag is absent; passwords are never printed")
@@ -78,21 +85,31 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 }
 
 // urls returns the node URLs from --nodes, else REDLOCK_NODES, else the
-// default.
-func (n *nodeFlags) urls() []string {
-	list := n.nodes
+// default. An empty list, or an empty entry in it, is an error: a
+// mistyped variable must not fall back to another node list.
+func (n *nodeFlags) urls() ([]string, error) {
+	list, from := n.nodes, "--nodes"
 	if !setFlags(n.fs)["nodes"] {
-		if env, ok := os.LookupEnv(envNodes); ok && strings.TrimSpace(env) != "" {
-			list = env
+		if env, ok := os.LookupEnv(envNodes); ok {
+			list, from = env, "$"+envNodes
 		}
+	}
+	if strings.TrimSpace(list) == "" {
+		return nil, fmt.Errorf("%w: %s is empty", redlock.ErrInvalidOptions, from)
 	}
 	var urls []string
-	for _, u := range strings.Split(list, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			urls = append(urls, u)
+	for i, u := range strings.Split(list, ",") {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			return nil, fmt.Errorf("%w: %s: entry %d is empty", redlock.ErrInvalidOptions, from, i+1)
 		}
+		if !strings.Contains(u, "://") {
+			return nil, fmt.Errorf("%w: %s: %q is not a URL: write redis://%s (or rediss:// for TLS)",
+				goredis.ErrInvalidURL, from, goredis.RedactURL(u), goredis.RedactURL(u))
+		}
+		urls = append(urls, u)
 	}
-	return urls
+	return urls, nil
 }
 
 // options returns the client options the flags describe.
@@ -109,38 +126,48 @@ func (n *nodeFlags) options() *redlock.Options {
 	}
 }
 
-// dial connects to the nodes. On failure it prints the reason to stderr and
-// returns the exit code.
-func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer, cmd string) (*redlock.Client, int) {
-	switch {
-	case n.ttl <= 0:
-		return nil, usageError(stderr, cmd, "--ttl must be positive")
-	case n.nodeTimeout <= 0:
-		return nil, usageError(stderr, cmd, "--node-timeout must be positive")
-	case n.retryDelay < 0:
-		return nil, usageError(stderr, cmd, "--retry-delay must not be negative")
-	case n.recoveryDelay <= 0:
-		return nil, usageError(stderr, cmd, "--recovery-delay must be positive")
-	case n.waitReplicas < 0:
-		return nil, usageError(stderr, cmd, "--wait-replicas must not be negative")
-	case n.ttl > n.recoveryDelay:
-		return nil, usageError(stderr, cmd, fmt.Sprintf("--ttl %s is above --recovery-delay %s: a node that restarted "+
-			"without its data could vote again while such a lock is still valid; raise --recovery-delay, "+
-			"the same on every client of these nodes", n.ttl, n.recoveryDelay))
+// dial checks the flags and connects to the nodes. On failure it returns
+// why, sorted for the exit code.
+func (n *nodeFlags) dial(ctx context.Context) (*redlock.Client, failure, error) {
+	if err := n.check(); err != nil {
+		return nil, failInvalid, err
 	}
-	client, err := goredis.Dial(ctx, n.urls(), n.options())
+	urls, err := n.urls()
 	if err != nil {
-		switch {
-		case errors.Is(err, redlock.ErrInvalidTTL), errors.Is(err, redlock.ErrInvalidOptions):
-			return nil, usageError(stderr, cmd, err.Error())
-		case ctx.Err() != nil:
-			fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
-			return nil, exitInterrupted
-		}
-		fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
-		return nil, exitConfig
+		return nil, failConfig, err
 	}
-	return client, exitOK
+	client, err := goredis.Dial(ctx, urls, n.options())
+	switch {
+	case err == nil:
+		return client, "", nil
+	case errors.Is(err, redlock.ErrInvalidTTL):
+		return nil, failInvalid, err
+	case ctx.Err() != nil:
+		return nil, failInterrupted, err
+	}
+	return nil, failConfig, err
+}
+
+// check returns what is wrong with the flags' values, if anything.
+func (n *nodeFlags) check() error {
+	switch {
+	case n.withTTL && n.ttl < minTTL:
+		return fmt.Errorf("--ttl %s is below the %s minimum: a lock must outlive the round trips of the "+
+			"commands that extend and release it", n.ttl, minTTL)
+	case n.nodeTimeout <= 0:
+		return errors.New("--node-timeout must be positive")
+	case n.retryDelay < 0:
+		return errors.New("--retry-delay must not be negative")
+	case n.recoveryDelay <= 0:
+		return errors.New("--recovery-delay must be positive")
+	case n.waitReplicas < 0:
+		return errors.New("--wait-replicas must not be negative")
+	case n.ttl > n.recoveryDelay:
+		return fmt.Errorf("--ttl %s is above --recovery-delay %s: a node that restarted "+
+			"without its data could vote again while such a lock is still valid; raise --recovery-delay, "+
+			"the same on every client of these nodes", n.ttl, n.recoveryDelay)
+	}
+	return nil
 }
 
 // nodeNames returns the names the nodes at urls go by in outcomes and
@@ -158,219 +185,4 @@ func nodeNames(urls []string) []string {
 		c.Close()
 	}
 	return names
-}
-
-// usageError prints msg with a pointer to the help and returns exitUsage.
-func usageError(stderr io.Writer, cmd, msg string) int {
-	fmt.Fprintf(stderr, "redlock %s: %s\nRun 'redlock help %s' for usage.\n", cmd, msg, cmd)
-	return exitUsage
-}
-
-// failure sorts a failed lock operation into the reason scripts act on.
-type failure string
-
-const (
-	failConflict    failure = "conflict"    // held by another holder
-	failLost        failure = "lost"        // this token no longer holds the lock
-	failUnavailable failure = "unavailable" // too few nodes answered
-	failRecovering  failure = "recovering"  // too few nodes vote yet
-	failInterrupted failure = "interrupted" // the wait was cancelled
-	failInvalid     failure = "invalid"     // bad input
-	failConfig      failure = "config"      // nodes refuse for a reason no retry fixes
-)
-
-// classify sorts err, from an acquire, extend or release, into a failure.
-func classify(err error) failure {
-	var qe *redlock.QuorumError
-	switch {
-	case errors.Is(err, redlock.ErrInvalidKey), errors.Is(err, redlock.ErrInvalidTTL):
-		return failInvalid
-	case errors.Is(err, redlock.ErrInvalidOptions):
-		return failConfig
-	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrNotHeld):
-		return failLost
-	case !errors.As(err, &qe):
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return failInterrupted
-		}
-		return failUnavailable
-	}
-	held, recovering := 0, 0
-	for _, r := range qe.Nodes {
-		switch r.Outcome {
-		case redlock.OutcomeHeld:
-			held++
-		case redlock.OutcomeRecovering:
-			recovering++
-		}
-	}
-	switch {
-	case qe.Op == "acquire" && held > 0:
-		return failConflict
-	case recovering > 0 && qe.OK+recovering >= qe.Quorum:
-		return failRecovering
-	case errors.Is(err, context.Canceled):
-		return failInterrupted
-	}
-	return failUnavailable
-}
-
-// exitFor returns the exit code for a failure.
-func exitFor(f failure) int {
-	switch f {
-	case failConflict:
-		return exitConflict
-	case failLost:
-		return exitLockLost
-	case failInterrupted:
-		return exitInterrupted
-	case failInvalid:
-		return exitUsage
-	case failConfig:
-		return exitConfig
-	default:
-		return exitUnavailable
-	}
-}
-
-// recoveringHint is added to errors where recovering nodes withheld the
-// quorum.
-const recoveringHint = "nodes that lost their data, or were never used, sit out every quorum for " +
-	"--recovery-delay: wait, or on a brand-new deployment run 'redlock init' once"
-
-// printFailure explains a failed lock operation on stderr: a summary line,
-// then one line per node.
-func printFailure(stderr io.Writer, cmd string, err error) {
-	var qe *redlock.QuorumError
-	if !errors.As(err, &qe) {
-		fmt.Fprintf(stderr, "redlock %s: %v\n", cmd, err)
-		return
-	}
-	fmt.Fprintf(stderr, "redlock %s: %v: %s on %d of %d nodes, %d needed", cmd, qe.Err, verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
-	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
-		fmt.Fprintf(stderr, ", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
-	}
-	if qe.Cause != nil {
-		fmt.Fprintf(stderr, " (%v)", qe.Cause)
-	}
-	fmt.Fprintln(stderr)
-	width := 0
-	for _, r := range qe.Nodes {
-		width = max(width, len(r.Node))
-	}
-	for _, r := range qe.Nodes {
-		fmt.Fprintf(stderr, "  %-*s  %s\n", width, r.Node, outcomeText(qe, r))
-	}
-	if classify(err) == failRecovering {
-		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, recoveringHint)
-	}
-}
-
-// verb names what a node that answered OutcomeOK did in the operation op
-// of a QuorumError.
-func verb(op string) string {
-	switch op {
-	case "extend":
-		return "extended"
-	case "release":
-		return "released"
-	case "mark ready":
-		return "marked ready"
-	default:
-		return "granted"
-	}
-}
-
-// outcomeText describes one node's answer.
-func outcomeText(qe *redlock.QuorumError, r redlock.NodeResult) string {
-	op := qe.Op
-	switch r.Outcome {
-	case redlock.OutcomeOK:
-		return verb(qe.Op)
-	case redlock.OutcomeHeld:
-		if op == "acquire" {
-			return "held by another holder"
-		}
-		return "does not hold this token"
-	case redlock.OutcomeTimeout:
-		return "no answer in time"
-	case redlock.OutcomeError:
-		return "error: " + r.Err.Error()
-	case redlock.OutcomeRecovering:
-		return fmt.Sprintf("recovering: votes again in %s", r.RecoveringLeft.Round(time.Second))
-	default:
-		return "not waited for"
-	}
-}
-
-// nodeJSON is one node's outcome in JSON output.
-type nodeJSON struct {
-	Node    string `json:"node"`
-	Outcome string `json:"outcome"`
-	Error   string `json:"error,omitempty"`
-}
-
-// failureJSON is a failed operation in JSON output.
-type failureJSON struct {
-	Key    string     `json:"key"`
-	Error  string     `json:"error"`
-	Reason failure    `json:"reason"`
-	Nodes  []nodeJSON `json:"nodes,omitempty"`
-}
-
-func newFailureJSON(key string, err error) failureJSON {
-	out := failureJSON{Key: key, Error: err.Error(), Reason: classify(err)}
-	var qe *redlock.QuorumError
-	if errors.As(err, &qe) {
-		for _, r := range qe.Nodes {
-			n := nodeJSON{Node: r.Node, Outcome: r.Outcome.String()}
-			if r.Err != nil {
-				n.Error = r.Err.Error()
-			}
-			out.Nodes = append(out.Nodes, n)
-		}
-	}
-	return out
-}
-
-// acquireWaiting takes the lock named key as --wait says: one attempt when
-// wait is 0; otherwise attempts until the lock is acquired, wait has passed
-// (never, when wait is negative) or ctx ends. When the first attempt fails,
-// before the wait begins, notice gets its error, so that a waiting user can
-// be told why.
-func acquireWaiting(ctx context.Context, client *redlock.Client, key string, wait waitFlag, notice func(error),
-	opts ...redlock.LockOption) (*redlock.Lock, error) {
-	if wait > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(wait))
-		defer cancel()
-	}
-	lock, err := client.TryAcquire(ctx, key, opts...)
-	if err == nil || wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
-		return lock, err
-	}
-	notice(err)
-	return client.Acquire(ctx, key, opts...)
-}
-
-// noticeRecovering tells a waiting user that nodes are recovering, which can
-// last the recovery delay, and how a brand-new deployment avoids it.
-func noticeRecovering(stderr io.Writer, cmd string) func(error) {
-	return func(err error) {
-		if classify(err) != failRecovering {
-			return
-		}
-		var qe *redlock.QuorumError
-		errors.As(err, &qe)
-		var left time.Duration
-		n := 0
-		for _, r := range qe.Nodes {
-			if r.Outcome == redlock.OutcomeRecovering {
-				n++
-				left = max(left, r.RecoveringLeft)
-			}
-		}
-		fmt.Fprintf(stderr, "redlock %s: waiting: %d of %d nodes are recovering, for up to %s more "+
-			"(on a brand-new deployment, 'redlock init' ends this at once)\n", cmd, n, len(qe.Nodes), left.Round(time.Second))
-	}
 }

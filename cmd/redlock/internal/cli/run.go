@@ -28,10 +28,6 @@ const (
 	// loaded machine, for short TTLs.
 	stopMarginDivisor = 10
 	minStopMargin     = 100 * time.Millisecond
-	// minRunTTL is the shortest --ttl `redlock run` accepts: with less, the
-	// stop margin would take a fifth of the TTL or more, and renewal would
-	// have almost no room for a retry.
-	minRunTTL = 500 * time.Millisecond
 	// defaultKillGrace is how long the command's process group has between
 	// SIGTERM and SIGKILL after the lock is lost, as with consul lock:
 	// enough for a clean shutdown. A command that ignores SIGTERM for longer
@@ -157,9 +153,6 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	if code != exitOK {
 		return code
 	}
-	if c.nodes.ttl < minRunTTL {
-		return usageError(s.stderr, "run", fmt.Sprintf("--ttl %s is below the %s minimum", c.nodes.ttl, minRunTTL))
-	}
 	if c.conflictCode < 0 || c.conflictCode > 255 {
 		return usageError(s.stderr, "run", "--conflict-exit-code must be in 0..255")
 	}
@@ -175,9 +168,9 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
 
-	client, code := c.nodes.dial(ctx, s.stderr, "run")
-	if code != exitOK {
-		return code
+	client, f, err := c.nodes.dial(ctx)
+	if err != nil {
+		return report{s: s, cmd: "run"}.failedAs(f, err)
 	}
 	defer client.Close()
 
@@ -252,12 +245,9 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.lock, r.err = acquireWaiting(actx, client, key, c.wait, func(err error) {
-			noticeRecovering(s.stderr, "run")(err)
-			if classify(err) == failConflict {
-				c.logf(s, "waiting for %q, held by another holder", key)
-			}
-		}, redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew())
+		w := waiting{client: client, key: key, wait: c.wait, stderr: s.stderr, cmd: "run",
+			opts: []redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}}
+		r.lock, r.err = w.acquire(actx)
 		done <- r
 	}()
 	var interrupted os.Signal

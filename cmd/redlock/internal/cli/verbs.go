@@ -2,35 +2,35 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
 )
 
-// writeJSON prints v as one line of JSON.
-func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-}
-
-// positional checks that args holds exactly the named positional arguments.
-func positional(stderr io.Writer, cmd string, args []string, names ...string) ([]string, int) {
+// positional checks that args holds exactly the named positional
+// arguments, none of them empty. It returns the usage error, or "".
+func positional(args []string, names ...string) string {
 	for _, a := range args {
 		if strings.HasPrefix(a, "-") && len(a) > 1 && len(args) > len(names) {
-			return nil, usageError(stderr, cmd, fmt.Sprintf("flags go before %s; %q came after", names[0], a))
+			return fmt.Sprintf("flags go before %s; %q came after", names[0], a)
 		}
 	}
 	if len(args) != len(names) {
-		return nil, usageError(stderr, cmd, fmt.Sprintf("want %s, got %d argument(s)", strings.Join(names, " "), len(args)))
+		if len(names) == 0 {
+			return fmt.Sprintf("takes no arguments, got %d", len(args))
+		}
+		return fmt.Sprintf("want %s, got %d argument(s)", strings.Join(names, " "), len(args))
 	}
-	return args, exitOK
+	for i, a := range args {
+		if a == "" {
+			return names[i] + " is empty"
+		}
+	}
+	return ""
 }
 
 func acquireCommand() *command {
@@ -50,9 +50,15 @@ Output, one field per line (or one JSON object with --json):
   fence     the fencing token, to pass to the protected resource
   deadline  the validity deadline, RFC 3339 UTC, and the validity left
 
-Example:
-  token=$(redlock acquire --json --wait 10s nightly | jq -r .token) || exit
-  trap 'redlock release nightly "$token"' EXIT`,
+--print-token prints the token alone, for a script that needs no pipe:
+
+  token=$(redlock acquire --print-token --wait 10s nightly) || exit
+  trap 'redlock release nightly "$token"' EXIT
+
+Waiting (any --wait but 0), it says on stderr why, every few seconds when
+the reason changes and every 30s otherwise: who holds the lock, which nodes
+are recovering or do not answer. When --wait passes, the exit status is
+that of the last reason.`,
 		exits: []exitDoc{
 			{"0", "acquired"},
 			docUsage,
@@ -81,33 +87,34 @@ func setupAcquire(fs *flag.FlagSet) runner {
 	wait := waitForever
 	fs.Var(&wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
+	tokenOnly := fs.Bool("print-token", false, "print the token alone, on one line")
 	return func(ctx context.Context, s streams, args []string) int {
-		args, code := positional(s.stderr, "acquire", args, "KEY")
-		if code != exitOK {
-			return code
+		r := report{s: s, cmd: "acquire", json: *asJSON}
+		if msg := positional(args, "KEY"); msg != "" {
+			return r.usage(msg)
 		}
 		key := args[0]
-		client, code := nodes.dial(ctx, s.stderr, "acquire")
-		if code != exitOK {
-			return code
+		r.key = key
+		client, f, err := nodes.dial(ctx)
+		if err != nil {
+			return r.failedAs(f, err)
 		}
 		defer client.Close()
-		lock, err := acquireWaiting(ctx, client, key, wait, noticeRecovering(s.stderr, "acquire"))
+		w := waiting{client: client, key: key, wait: wait, stderr: s.stderr, cmd: "acquire"}
+		lock, err := w.acquire(ctx)
 		if err != nil {
 			f := classify(err)
 			if ctx.Err() != nil {
 				f = failInterrupted
 			}
-			if *asJSON {
-				out := newFailureJSON(key, err)
-				out.Reason = f
-				writeJSON(s.stdout, out)
-			}
-			printFailure(s.stderr, "acquire", err)
-			return exitFor(f)
+			return r.failedAs(f, err)
 		}
 		until := lock.Until()
-		if *asJSON {
+		switch {
+		case *tokenOnly:
+			fmt.Fprintln(s.stdout, lock.Token())
+			return exitOK
+		case *asJSON:
 			writeJSON(s.stdout, acquiredJSON{Key: key, Token: lock.Token(), Fence: lock.Fence(),
 				TTLMs: nodes.ttl.Milliseconds(), Deadline: formatTime(until), ValidityMs: time.Until(until).Milliseconds()})
 			return exitOK
@@ -124,10 +131,11 @@ func extendCommand() *command {
 		synopsis: "[flags] KEY TOKEN",
 		summary:  "extend a lock taken with 'redlock acquire'",
 		about: `
-Resets the time-to-live of the lock KEY held by TOKEN to --ttl on every node
-that still holds it, and prints the new validity deadline when a majority did.
-Extend well before the deadline 'acquire' printed: once it passes, another
-holder may have the lock.
+Resets the time-to-live of the lock KEY held by TOKEN on every node that
+still holds it, to --ttl when given, else to the TTL the lock was acquired
+with, and prints the new validity deadline when a majority did. Extend well
+before the deadline 'acquire' printed: once it passes, another holder may
+have the lock.
 
 Output: "extended KEY until DEADLINE (valid for D)", or with --json
 {"key", "deadline", "validity_ms"}.`,
@@ -154,23 +162,24 @@ func setupExtend(fs *flag.FlagSet) runner {
 	nodes.register(fs, true, false)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
-		args, code := positional(s.stderr, "extend", args, "KEY", "TOKEN")
-		if code != exitOK {
-			return code
+		r := report{s: s, cmd: "extend", json: *asJSON}
+		if msg := positional(args, "KEY", "TOKEN"); msg != "" {
+			return r.usage(msg)
 		}
 		key, token := args[0], args[1]
-		client, code := nodes.dial(ctx, s.stderr, "extend")
-		if code != exitOK {
-			return code
+		r.key = key
+		client, f, err := nodes.dial(ctx)
+		if err != nil {
+			return r.failedAs(f, err)
 		}
 		defer client.Close()
-		until, err := client.ExtendToken(ctx, key, token, nodes.ttl)
+		var ttl time.Duration // the TTL the token was acquired with
+		if setFlags(fs)["ttl"] {
+			ttl = nodes.ttl
+		}
+		until, err := client.ExtendToken(ctx, key, token, ttl)
 		if err != nil {
-			if *asJSON {
-				writeJSON(s.stdout, newFailureJSON(key, err))
-			}
-			printFailure(s.stderr, "extend", err)
-			return exitFor(classify(err))
+			return r.failed(err)
 		}
 		validity := time.Until(until)
 		if *asJSON {
@@ -191,14 +200,17 @@ func releaseCommand() *command {
 Deletes the lock KEY on every node where TOKEN still holds it, and never
 another holder's lock.
 
-Output: "released KEY", or with --json {"key", "released": true}. A lock
-that had already expired is reported with exit status 76: the work done
-under it may have overrun its validity.`,
+Output: "released KEY", or with --json {"key", "released": true}. When TOKEN
+held the lock on no node that answered, the exit status is 76 and the
+message says whether another holder has the lock (a wrong token, or this
+one expired and was taken over) or nobody does (released already, or
+expired): either way, work done under a lock that had expired may have
+overrun its validity.`,
 		exits: []exitDoc{
 			{"0", "released"},
 			docUsage,
 			docUnavailable,
-			{code(exitLockLost), "TOKEN held the lock on no node that answered: it had expired"},
+			{code(exitLockLost), "TOKEN held the lock on no node that answered: released already, expired, or another holder's"},
 			docConfig,
 		},
 		setup: setupRelease,
@@ -216,26 +228,22 @@ func setupRelease(fs *flag.FlagSet) runner {
 	nodes.register(fs, false, false)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
-		args, code := positional(s.stderr, "release", args, "KEY", "TOKEN")
-		if code != exitOK {
-			return code
+		r := report{s: s, cmd: "release", json: *asJSON}
+		if msg := positional(args, "KEY", "TOKEN"); msg != "" {
+			return r.usage(msg)
 		}
 		key, token := args[0], args[1]
-		client, code := nodes.dial(ctx, s.stderr, "release")
-		if code != exitOK {
-			return code
+		r.key = key
+		client, f, err := nodes.dial(ctx)
+		if err != nil {
+			return r.failedAs(f, err)
 		}
 		defer client.Close()
 		if err := client.ReleaseToken(ctx, key, token); err != nil {
-			if *asJSON {
-				writeJSON(s.stdout, newFailureJSON(key, err))
-			}
 			if errors.Is(err, redlock.ErrNotHeld) {
-				fmt.Fprintf(s.stderr, "redlock release: %q was not held by this token on any node that answered: it had expired\n", key)
-			} else {
-				printFailure(s.stderr, "release", err)
+				err = notHeldBy(ctx, client, key, token, err)
 			}
-			return exitFor(classify(err))
+			return r.failed(err)
 		}
 		if *asJSON {
 			writeJSON(s.stdout, releasedJSON{Key: key, Released: true})
@@ -244,4 +252,26 @@ func setupRelease(fs *flag.FlagSet) runner {
 		fmt.Fprintf(s.stdout, "released %s\n", key)
 		return exitOK
 	}
+}
+
+// errHeldByAnother and errHeldByNobody say why a release found its token
+// on no node.
+var (
+	errHeldByAnother = errors.New("another holder has the lock: a wrong token, or this one expired and was taken over")
+	errHeldByNobody  = errors.New("nobody holds the lock: released already, or it expired")
+)
+
+// notHeldBy explains err, a release of key by token that found the token
+// on no node, by whether another token holds the lock now.
+func notHeldBy(ctx context.Context, client *redlock.Client, key, token string, err error) error {
+	states, ierr := client.Inspect(ctx, key)
+	if ierr != nil {
+		return err
+	}
+	for _, st := range states {
+		if st.Err == nil && st.Holder != "" && st.Holder != token {
+			return fmt.Errorf("%w: %w", err, errHeldByAnother)
+		}
+	}
+	return fmt.Errorf("%w: %w", err, errHeldByNobody)
 }

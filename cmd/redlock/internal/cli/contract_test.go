@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// helpExample returns the lines of `redlock help acquire` that its example
+// script is made of, as a user would paste them.
+func helpExample(t *testing.T) string {
+	t.Helper()
+	help := cli(t, "help", "acquire").expect(t, exitOK, "help acquire").stdout
+	var lines []string
+	for _, l := range strings.Split(help, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "token=") || strings.HasPrefix(l, "trap ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("help acquire has no two-line example script:\n%s", help)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// The example script in the help, pasted as it is into a script, stops when
+// the lock is held elsewhere, and holds the lock while it goes on otherwise.
+func TestContract_helpExampleScriptHoldsTheLockOrStops(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	script := strings.ReplaceAll(helpExample(t), "--wait 10s", "--wait 300ms") +
+		"\necho \"continued, token=$token\"\nredlock inspect nightly | tail -1\n"
+	sh := func() result {
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = append(binaryCommand(nodes).Env, "PATH="+pathWithBinary())
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	}
+
+	r := sh()
+	if r.code != 0 || !strings.Contains(r.stdout, "continued, token=") || !strings.Contains(r.stdout, "held by") {
+		t.Fatalf("free lock: the script did not run under the lock: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	assertReleased(t, cluster, "nightly", "after the script's trap")
+
+	cli(t, "acquire", "--nodes", nodes, "nightly").expect(t, exitOK, "the other holder's acquire")
+	r = sh()
+	if r.code != exitConflict || strings.Contains(r.stdout, "continued") {
+		t.Errorf("held lock: exit %d, want %d without going on\n%s%s", r.code, exitConflict, r.stdout, r.stderr)
+	}
+}
+
+// pathWithBinary is $PATH with the built redlock command's directory first.
+func pathWithBinary() string {
+	return filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// With --json, every failure prints one JSON object with the reason and the
+// exit code, including bad input and a bad node list found before any lock
+// operation.
+func TestContract_jsonOnEveryFailure(t *testing.T) {
+	_, nodes := newCluster(t, 1)
+	locked := newFreshCluster(t, 1)
+	if _, err := locked.Node(0).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
+		t.Fatal(err)
+	}
+	secured := strings.Replace(locked.URLs()[0], "redis://", "redis://:wrong@", 1)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		reason failure
+	}{
+		{[]string{"acquire", "--json", "--nodes", nodes, "--ttl", "1ms", "k"}, exitUsage, failInvalid},
+		{[]string{"acquire", "--json", "--bogus", "k"}, exitUsage, failInvalid},
+		{[]string{"acquire", "--json", "--nodes", "redis://[::1", "k"}, exitConfig, failConfig},
+		{[]string{"acquire", "--json", "--nodes", secured, "k"}, exitConfig, failConfig},
+		{[]string{"extend", "--json", "--nodes", nodes, "k", ""}, exitUsage, failInvalid},
+		{[]string{"release", "--json", "--nodes", nodes, "k", "no-such-token"}, exitLockLost, failLost},
+		{[]string{"inspect", "--json", "--nodes", "127.0.0.1:1", "k"}, exitConfig, failConfig},
+		{[]string{"doctor", "--json", "--nodes", "redis://127.0.0.1:1,,redis://127.0.0.1:2"}, exitConfig, failConfig},
+	} {
+		r := cli(t, tc.args...)
+		var f failureJSON
+		r.expect(t, tc.code, strings.Join(tc.args, " ")).decode(t, &f)
+		if f.Reason != tc.reason || f.ExitCode != tc.code || f.Error == "" {
+			t.Errorf("redlock %s: JSON %+v, want reason %q and exit code %d", strings.Join(tc.args, " "), f, tc.reason, tc.code)
+		}
+		if strings.Contains(r.stdout, "wrong") {
+			t.Errorf("redlock %s: the password is printed: %s", strings.Join(tc.args, " "), r.stdout)
+		}
+	}
+}
+
+// A release says whether the token's lock is held by another holder or by
+// nobody, and its JSON names each node's outcome with the text's words.
+func TestContract_releaseSaysWhyTheTokenHeldNothing(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+
+	r := cli(t, "release", "--nodes", nodes, "--json", "job", "not-the-token").expect(t, exitLockLost, "release with a wrong token")
+	var f failureJSON
+	r.decode(t, &f)
+	if !strings.Contains(r.stderr, "another holder has the lock") || strings.Contains(r.stderr, "redlock: ") {
+		t.Errorf("wrong token: stderr:\n%s", r.stderr)
+	}
+	for _, n := range f.Nodes {
+		if n.Outcome != "not held by this token" || !strings.Contains(r.stderr, n.Node+"  not held by this token") {
+			t.Errorf("wrong token: node %s: JSON outcome %q, text:\n%s", n.Node, n.Outcome, r.stderr)
+		}
+	}
+
+	cli(t, "release", "--nodes", nodes, "job", lock.Token).expect(t, exitOK, "release")
+	r = cli(t, "release", "--nodes", nodes, "job", lock.Token).expect(t, exitLockLost, "second release")
+	if !strings.Contains(r.stderr, "nobody holds the lock: released already, or it expired") {
+		t.Errorf("second release: stderr:\n%s", r.stderr)
+	}
+}
+
+// extend without --ttl keeps the TTL the lock was acquired with.
+func TestContract_extendKeepsTheAcquiredTTL(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "20s", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	var ext extendedJSON
+	cli(t, "extend", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitOK, "extend").decode(t, &ext)
+	if ext.ValidityMs < 19_000 {
+		t.Errorf("extend without --ttl left %d ms of a 20 s lock", ext.ValidityMs)
+	}
+	cli(t, "extend", "--nodes", nodes, "--json", "--ttl", "5s", "job", lock.Token).expect(t, exitOK, "extend --ttl").decode(t, &ext)
+	if ext.ValidityMs > 5_000 {
+		t.Errorf("extend --ttl 5s left %d ms", ext.ValidityMs)
+	}
+}
+
+// Node lists are checked the same way from the flag and the environment,
+// with a hint for a bare address.
+func TestContract_nodeListsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		env, flag string
+		want      string
+	}{
+		{flag: "127.0.0.1:6379", want: "write redis://127.0.0.1:6379"},
+		{flag: "redis://127.0.0.1:1,,redis://127.0.0.1:2", want: "entry 2 is empty"},
+		{flag: " ", want: "--nodes is empty"},
+		{env: "", want: "$REDLOCK_NODES is empty"},
+		{env: "localhost:6379", want: "write redis://localhost:6379"},
+	} {
+		args := []string{"acquire", "--wait", "0"}
+		if tc.flag != "" {
+			args = append(args, "--nodes", tc.flag)
+		}
+		var r result
+		if tc.flag != "" {
+			r = cli(t, append(args, "k")...)
+		} else {
+			r = runBinary(t, tc.env, append(args, "k")...)
+		}
+		if r.code != exitConfig || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("nodes %q / $REDLOCK_NODES %q: exit %d, want %d and %q:\n%s", tc.flag, tc.env, r.code, exitConfig, tc.want, r.stderr)
+		}
+	}
+}
+
+// Waiting, a command says why on stderr, and a bounded wait ends with the
+// exit code of the last reason: here, nodes that do not answer.
+func TestContract_waitSaysWhyAndEndsWithTheLastReason(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, i := range []int{0, 1} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "1s", "k").expect(t, exitUnavailable, "acquire with 2 of 3 nodes down")
+	for _, i := range []int{0, 1} {
+		if !regexp.MustCompile(`waiting for "k" \(0s so far\): .*` + regexp.QuoteMeta(cluster.Node(i).Addr()) + ` error`).MatchString(r.stderr) {
+			t.Errorf("stderr does not say that node %d does not answer:\n%s", i, r.stderr)
+		}
+	}
+
+	// The default wait is forever: it still says why, at once.
+	ctx, cancel := context.WithTimeout(bg, time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"run", "--nodes", nodes, "k", "--", "true"}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitInterrupted || !strings.Contains(stderr.String(), `redlock run: waiting for "k"`) {
+		t.Errorf("run waiting forever: exit %d, want %d and a reason:\n%s", code, exitInterrupted, stderr.String())
+	}
+}
+
+// A holder's lock makes a waiting acquire say who holds it.
+func TestContract_waitNamesTheHolder(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "300ms", "job").expect(t, exitConflict, "second acquire")
+	if !regexp.MustCompile(`held by another holder on [23] of 3 nodes \(token ` + regexp.QuoteMeta(lock.Token) + `, expires in`).MatchString(r.stderr) {
+		t.Errorf("stderr does not name the holder:\n%s", r.stderr)
+	}
+}
+
+func TestContract_versionAndPlurals(t *testing.T) {
+	r := cli(t, "--version").expect(t, exitOK, "--version")
+	if !strings.HasPrefix(r.stdout, "redlock ") {
+		t.Errorf("--version printed %q", r.stdout)
+	}
+	cluster := newFreshCluster(t, 1)
+	r = cli(t, "init", "--nodes", cluster.URLs()[0]).expect(t, exitOK, "init")
+	if !strings.HasPrefix(r.stdout, "1 node ready: ") {
+		t.Errorf("init printed %q", r.stdout)
+	}
+}

@@ -1,0 +1,288 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// report is how one run of a verb tells its outcome: a failure as text on
+// stderr and, with --json, exactly one JSON object on stdout whatever the
+// outcome, so that a script can always parse what it gets.
+type report struct {
+	s    streams
+	cmd  string
+	key  string // "" for commands without a key
+	json bool
+}
+
+// usage reports bad flags or arguments and returns exitUsage.
+func (r report) usage(msg string) int {
+	if r.json {
+		writeJSON(r.s.stdout, failureJSON{Key: r.key, Error: msg, Reason: failInvalid, ExitCode: exitUsage})
+	}
+	return usageError(r.s.stderr, r.cmd, msg)
+}
+
+// failed reports a failed operation, sorted by classify, and returns its
+// exit code.
+func (r report) failed(err error) int {
+	return r.failedAs(classify(err), err)
+}
+
+// failedAs reports a failed operation whose reason is already known, and
+// returns its exit code.
+func (r report) failedAs(f failure, err error) int {
+	if f == failInvalid {
+		return r.usage(errText(err))
+	}
+	code := exitFor(f)
+	if r.json {
+		out := newFailureJSON(r.key, err)
+		out.Reason, out.ExitCode = f, code
+		writeJSON(r.s.stdout, out)
+	}
+	printFailure(r.s.stderr, r.cmd, err)
+	return code
+}
+
+// wantsJSON reports whether the command line asks for JSON output, for
+// errors found before or while its flags are parsed.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-json", "--json", "-json=true", "--json=true":
+			return true
+		}
+	}
+	return false
+}
+
+// writeJSON prints v as one line of JSON.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// usageError prints msg with a pointer to the help and returns exitUsage.
+func usageError(stderr io.Writer, cmd, msg string) int {
+	fmt.Fprintf(stderr, "redlock %s: %s\nRun 'redlock help %s' for usage.\n", cmd, msg, cmd)
+	return exitUsage
+}
+
+// errText is err's message without the library's "redlock: " prefix, which
+// the command's own prefix replaces.
+func errText(err error) string {
+	return strings.ReplaceAll(err.Error(), "redlock: ", "")
+}
+
+// failure sorts a failed lock operation into the reason scripts act on.
+type failure string
+
+const (
+	failConflict    failure = "conflict"    // held by another holder
+	failLost        failure = "lost"        // this token no longer holds the lock
+	failUnavailable failure = "unavailable" // too few nodes answered
+	failRecovering  failure = "recovering"  // too few nodes vote yet
+	failInterrupted failure = "interrupted" // the wait was cancelled
+	failInvalid     failure = "invalid"     // bad flags, arguments or input
+	failConfig      failure = "config"      // nodes refuse for a reason no retry fixes
+)
+
+// classify sorts err, from an acquire, extend or release, into a failure.
+func classify(err error) failure {
+	var qe *redlock.QuorumError
+	switch {
+	case errors.Is(err, redlock.ErrInvalidKey), errors.Is(err, redlock.ErrInvalidTTL):
+		return failInvalid
+	case errors.Is(err, redlock.ErrInvalidOptions), errors.Is(err, redlock.ErrDuplicateNode):
+		return failConfig
+	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrNotHeld):
+		return failLost
+	case !errors.As(err, &qe):
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return failInterrupted
+		}
+		return failUnavailable
+	}
+	held, recovering := 0, 0
+	for _, r := range qe.Nodes {
+		switch r.Outcome {
+		case redlock.OutcomeHeld:
+			held++
+		case redlock.OutcomeRecovering:
+			recovering++
+		}
+	}
+	switch {
+	case qe.Op == "acquire" && held > 0:
+		return failConflict
+	case recovering > 0 && qe.OK+recovering >= qe.Quorum:
+		return failRecovering
+	case errors.Is(err, context.Canceled):
+		return failInterrupted
+	}
+	return failUnavailable
+}
+
+// exitFor returns the exit code for a failure.
+func exitFor(f failure) int {
+	switch f {
+	case failConflict:
+		return exitConflict
+	case failLost:
+		return exitLockLost
+	case failInterrupted:
+		return exitInterrupted
+	case failInvalid:
+		return exitUsage
+	case failConfig:
+		return exitConfig
+	default:
+		return exitUnavailable
+	}
+}
+
+// recoveringHint is added to errors where recovering nodes withheld the
+// quorum.
+const recoveringHint = "nodes that lost their data, or were never used, sit out every quorum for " +
+	"--recovery-delay: wait, or on a brand-new deployment run 'redlock init' once"
+
+// printFailure explains a failed lock operation on stderr: a summary line,
+// then one line per node.
+func printFailure(stderr io.Writer, cmd string, err error) {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, errText(err))
+		return
+	}
+	fmt.Fprintf(stderr, "redlock %s: %s: %s on %d of %d nodes, %d needed", cmd, errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
+	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
+		fmt.Fprintf(stderr, ", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
+	}
+	if qe.Cause != nil {
+		fmt.Fprintf(stderr, " (%s)", errText(qe.Cause))
+	}
+	fmt.Fprintln(stderr)
+	width := 0
+	for _, r := range qe.Nodes {
+		width = max(width, len(r.Node))
+	}
+	for _, r := range qe.Nodes {
+		fmt.Fprintf(stderr, "  %-*s  %s\n", width, r.Node, outcomeText(qe.Op, r))
+	}
+	if classify(err) == failRecovering {
+		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, recoveringHint)
+	}
+	for _, why := range []error{errHeldByAnother, errHeldByNobody} {
+		if errors.Is(err, why) {
+			fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, why)
+		}
+	}
+}
+
+// verb names what a node that answered OutcomeOK did in the operation op
+// of a QuorumError.
+func verb(op string) string {
+	switch op {
+	case "extend":
+		return "extended"
+	case "release":
+		return "released"
+	case "mark ready":
+		return "marked ready"
+	default:
+		return "granted"
+	}
+}
+
+// outcomeName is the name of one node's answer in an operation op, the
+// same word in JSON and in text: the library's Outcome says "held" both
+// for a key another token holds and, in an extension or release, for a
+// token that no longer holds the key.
+func outcomeName(op string, o redlock.Outcome) string {
+	switch o {
+	case redlock.OutcomeOK:
+		return verb(op)
+	case redlock.OutcomeHeld:
+		if op == "acquire" {
+			return "held by another holder"
+		}
+		return "not held by this token"
+	case redlock.OutcomeTimeout:
+		return "no answer in time"
+	case redlock.OutcomeError:
+		return "error"
+	case redlock.OutcomeRecovering:
+		return "recovering"
+	default:
+		return "not waited for"
+	}
+}
+
+// outcomeText describes one node's answer in an operation op.
+func outcomeText(op string, r redlock.NodeResult) string {
+	name := outcomeName(op, r.Outcome)
+	switch r.Outcome {
+	case redlock.OutcomeError:
+		return name + ": " + errText(r.Err)
+	case redlock.OutcomeRecovering:
+		return fmt.Sprintf("%s: votes again in %s", name, r.RecoveringLeft.Round(time.Second))
+	}
+	return name
+}
+
+// nodeJSON is one node's outcome in JSON output.
+type nodeJSON struct {
+	Node             string `json:"node"`
+	Outcome          string `json:"outcome"`
+	Error            string `json:"error,omitempty"`
+	RecoveringLeftMs int64  `json:"recovering_left_ms,omitempty"`
+}
+
+// failureJSON is a failed operation in JSON output.
+type failureJSON struct {
+	Key      string     `json:"key,omitempty"`
+	Error    string     `json:"error"`
+	Reason   failure    `json:"reason"`
+	ExitCode int        `json:"exit_code"`
+	Nodes    []nodeJSON `json:"nodes,omitempty"`
+}
+
+// newFailureJSON describes err, the failure of an operation on key.
+func newFailureJSON(key string, err error) failureJSON {
+	f := classify(err)
+	out := failureJSON{Key: key, Error: errText(err), Reason: f, ExitCode: exitFor(f)}
+	var qe *redlock.QuorumError
+	if errors.As(err, &qe) {
+		for _, r := range qe.Nodes {
+			n := nodeJSON{Node: r.Node, Outcome: outcomeName(qe.Op, r.Outcome), RecoveringLeftMs: r.RecoveringLeft.Milliseconds()}
+			if r.Err != nil {
+				n.Error = errText(r.Err)
+			}
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return out
+}
+
+// nodesWith returns the names of the nodes of qe whose outcome is o.
+func nodesWith(qe *redlock.QuorumError, o redlock.Outcome) []string {
+	var names []string
+	for _, r := range qe.Nodes {
+		if r.Outcome == o {
+			names = append(names, r.Node)
+		}
+	}
+	return slices.Clip(names)
+}
