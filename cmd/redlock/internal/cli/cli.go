@@ -165,6 +165,11 @@ Exit codes (each command's help lists its own):
   %-5d  bad node list: an invalid URL, a node given twice, credentials refused
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
+
+With --json, acquire, extend, release, inspect and doctor print exactly one
+JSON object on stdout whatever happens; a failure's is {"key", "error",
+"reason", "exit_code", "nodes"}, its reason one of conflict, lost,
+unavailable, recovering, interrupted, invalid or config.
 `, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
 }
 

@@ -76,8 +76,11 @@ while it runs, releases it when it exits, and exits with its exit status.
 
 Waiting: with --wait 0 one attempt is made, as flock -n does; otherwise
 redlock retries with random pauses until the lock is acquired or --wait
-passes, and then exits with --conflict-exit-code when the lock is held by
-another holder.
+passes, and then exits with the code of the last reason: --conflict-exit-code
+when the lock is held by another holder, 69 when too few nodes answer or
+vote. While it waits it says why on stderr, every few seconds when the
+reason changes and every 30s otherwise: who holds the lock, which nodes
+are recovering or do not answer.
 
 Losing the lock: the lock is renewed once a third of its TTL has passed. If
 renewals keep failing (a majority of nodes is down or unreachable), the
