@@ -106,11 +106,11 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		limits := doctor.LimitsOf(*nodes.options())
 		// The audit waits for a slow node far longer than a lock would.
 		nodes.nodeTimeout = doctor.NodeTimeout
-		client, f, err := nodes.dial(ctx)
+		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
-		defer client.Close()
+		defer nodes.close(client)
 		conns, err := probeConns(urls)
 		if err != nil {
 			return r.failedAs(failConfig, err)

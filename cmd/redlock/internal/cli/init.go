@@ -52,11 +52,11 @@ func setupInit(fs *flag.FlagSet) runner {
 		if msg := positional(args); msg != "" {
 			return r.usage(msg)
 		}
-		client, f, err := nodes.dial(ctx)
+		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
-		defer client.Close()
+		defer nodes.close(client)
 		if !*force {
 			states, err := client.Inspect(ctx, initProbeKey)
 			if err != nil {

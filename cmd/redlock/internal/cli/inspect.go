@@ -68,11 +68,11 @@ func setupInspect(fs *flag.FlagSet) runner {
 		}
 		key := args[0]
 		r.key = key
-		client, f, err := nodes.dial(ctx)
+		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
-		defer client.Close()
+		defer nodes.close(client)
 		states, err := client.Inspect(ctx, key)
 		if err != nil {
 			return r.failed(err)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/cmd/redlock/internal/observe"
 	"github.com/redlock-go/redlock/goredis"
 )
 
@@ -55,6 +57,9 @@ type nodeFlags struct {
 	recoveryDelay time.Duration
 	waitReplicas  int
 	withTTL       bool // --ttl is a flag of the command
+	logLevel      string
+	telemetry     observe.Config
+	started       *observe.Telemetry // the exporters dial started
 }
 
 // register adds the node flags to fs. withTTL adds --ttl, and withRetry
@@ -79,6 +84,16 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	fs.IntVar(&n.waitReplicas, "wait-replicas", 0,
 		"count a node's grant or extension only once this many of its replicas confirmed it (WAIT), "+
 			"so that a failover hands the locks over; 0 to not wait")
+	fs.StringVar(&n.logLevel, "log-level", "warn",
+		"the library's log records on stderr at this level and above: "+strings.Join(observe.LogLevels, ", ")+
+			"; warn shows lost locks, failing nodes and releases short of a majority")
+	fs.StringVar(&n.telemetry.Metrics, "metrics", "",
+		"export the library's metrics: prometheus (text on --metrics-addr, /metrics), otlp (OTEL_EXPORTER_OTLP_* "+
+			"variables) or none; $OTEL_METRICS_EXPORTER when absent")
+	fs.StringVar(&n.telemetry.PrometheusAddr, "metrics-addr", "",
+		"`host:port` of the Prometheus endpoint; $OTEL_EXPORTER_PROMETHEUS_HOST and _PORT when absent, else localhost:9464")
+	fs.StringVar(&n.telemetry.Traces, "traces", "",
+		"export a span per acquire, extend and release: otlp or none; $OTEL_TRACES_EXPORTER when absent")
 	fs.DurationVar(&n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
 		"how long a node that restarted without its data sits out of every quorum; "+
 			"must be at least the largest TTL any client of the nodes uses, and the same for all of them")
@@ -126,9 +141,10 @@ func (n *nodeFlags) options() *redlock.Options {
 	}
 }
 
-// dial checks the flags and connects to the nodes. On failure it returns
-// why, sorted for the exit code.
-func (n *nodeFlags) dial(ctx context.Context) (*redlock.Client, failure, error) {
+// dial checks the flags, starts the exporters they ask for and connects
+// to the nodes. On failure it returns why, sorted for the exit code. Close
+// the client with close.
+func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client, failure, error) {
 	if err := n.check(); err != nil {
 		return nil, failInvalid, err
 	}
@@ -136,7 +152,17 @@ func (n *nodeFlags) dial(ctx context.Context) (*redlock.Client, failure, error) 
 	if err != nil {
 		return nil, failConfig, err
 	}
-	client, err := goredis.Dial(ctx, urls, n.options())
+	opts := n.options()
+	if opts.Logger, err = observe.NewLogger(stderr, n.logLevel); err != nil {
+		return nil, failInvalid, err
+	}
+	if n.started, err = observe.Start(ctx, n.telemetry); err != nil {
+		return nil, failInvalid, err
+	}
+	client, err := goredis.Dial(ctx, urls, opts)
+	if err != nil {
+		n.started.Shutdown()
+	}
 	switch {
 	case err == nil:
 		return client, "", nil
@@ -146,6 +172,14 @@ func (n *nodeFlags) dial(ctx context.Context) (*redlock.Client, failure, error) 
 		return nil, failInterrupted, err
 	}
 	return nil, failConfig, err
+}
+
+// close closes client, then exports what the exporters still hold.
+func (n *nodeFlags) close(client *redlock.Client) {
+	client.Close()
+	if n.started != nil {
+		n.started.Shutdown()
+	}
 }
 
 // check returns what is wrong with the flags' values, if anything.

@@ -171,11 +171,11 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
 
-	client, f, err := c.nodes.dial(ctx)
+	client, f, err := c.nodes.dial(ctx, s.stderr)
 	if err != nil {
 		return report{s: s, cmd: "run"}.failedAs(f, err)
 	}
-	defer client.Close()
+	defer c.nodes.close(client)
 
 	lock, code := c.acquire(ctx, s, client, key, sigs)
 	if code != exitOK {

@@ -95,11 +95,11 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		}
 		key := args[0]
 		r.key = key
-		client, f, err := nodes.dial(ctx)
+		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
-		defer client.Close()
+		defer nodes.close(client)
 		w := waiting{client: client, key: key, wait: wait, stderr: s.stderr, cmd: "acquire"}
 		lock, err := w.acquire(ctx)
 		if err != nil {
@@ -168,11 +168,11 @@ func setupExtend(fs *flag.FlagSet) runner {
 		}
 		key, token := args[0], args[1]
 		r.key = key
-		client, f, err := nodes.dial(ctx)
+		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
-		defer client.Close()
+		defer nodes.close(client)
 		var ttl time.Duration // the TTL the token was acquired with
 		if setFlags(fs)["ttl"] {
 			ttl = nodes.ttl
@@ -234,11 +234,11 @@ func setupRelease(fs *flag.FlagSet) runner {
 		}
 		key, token := args[0], args[1]
 		r.key = key
-		client, f, err := nodes.dial(ctx)
+		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
-		defer client.Close()
+		defer nodes.close(client)
 		if err := client.ReleaseToken(ctx, key, token); err != nil {
 			if errors.Is(err, redlock.ErrNotHeld) {
 				err = notHeldBy(ctx, client, key, token, err)

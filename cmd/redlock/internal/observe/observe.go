@@ -1,0 +1,208 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	promclient "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Exporter names, as OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER spell
+// them.
+const (
+	None       = "none"
+	Prometheus = "prometheus"
+	OTLP       = "otlp"
+)
+
+// Standard environment variables (OpenTelemetry's) that choose exporters and
+// the Prometheus endpoint when the flags do not.
+const (
+	envMetricsExporter = "OTEL_METRICS_EXPORTER"
+	envTracesExporter  = "OTEL_TRACES_EXPORTER"
+	envPrometheusHost  = "OTEL_EXPORTER_PROMETHEUS_HOST"
+	envPrometheusPort  = "OTEL_EXPORTER_PROMETHEUS_PORT"
+)
+
+// Defaults of the Prometheus endpoint, as OpenTelemetry's specification
+// sets them: loopback only, so that nothing is exposed by accident.
+const (
+	defaultPrometheusHost = "localhost"
+	defaultPrometheusPort = "9464"
+)
+
+// shutdownTimeout bounds the final export of metrics and spans when the
+// command exits: an unreachable collector must not hold the exit up.
+const shutdownTimeout = 3 * time.Second
+
+// Config chooses the exporters. Empty fields fall back to the standard
+// environment variables, then to none.
+type Config struct {
+	// Metrics is "none", "prometheus" or "otlp".
+	Metrics string
+	// PrometheusAddr is the host:port the Prometheus endpoint listens on.
+	PrometheusAddr string
+	// Traces is "none" or "otlp".
+	Traces string
+}
+
+// Telemetry holds the providers the command hands to the library; a nil
+// provider is off.
+type Telemetry struct {
+	MeterProvider  metric.MeterProvider
+	TracerProvider trace.TracerProvider
+	// PrometheusAddr is the address the Prometheus endpoint listens on,
+	// "" when there is none.
+	PrometheusAddr string
+	shutdown       []func(context.Context) error
+}
+
+// Start sets up the exporters cfg chooses. ctx bounds their set-up only.
+// It fails on an unknown exporter name or an endpoint that cannot listen.
+func Start(ctx context.Context, cfg Config) (*Telemetry, error) {
+	t := &Telemetry{}
+	metrics, traces := choice(cfg.Metrics, envMetricsExporter), choice(cfg.Traces, envTracesExporter)
+	if metrics == None && traces == None {
+		return t, nil
+	}
+	res, err := newResource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.startMetrics(ctx, metrics, cfg.PrometheusAddr, res); err != nil {
+		t.Shutdown()
+		return nil, err
+	}
+	if err := t.startTraces(ctx, traces, res); err != nil {
+		t.Shutdown()
+		return nil, err
+	}
+	return t, nil
+}
+
+// choice returns flag, else the environment variable env, else none,
+// lower-cased.
+func choice(flag, env string) string {
+	if flag == "" {
+		flag = os.Getenv(env)
+	}
+	if flag == "" {
+		return None
+	}
+	return strings.ToLower(flag)
+}
+
+// newResource describes this process to the backends: service.name
+// "redlock", which OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override.
+func newResource(ctx context.Context) (*resource.Resource, error) {
+	return resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "redlock")),
+		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost())
+}
+
+// startMetrics sets up the metrics exporter named by exporter.
+func (t *Telemetry) startMetrics(ctx context.Context, exporter, addr string, res *resource.Resource) error {
+	var reader sdkmetric.Reader
+	switch exporter {
+	case None:
+		return nil
+	case Prometheus:
+		r, err := t.servePrometheus(addr)
+		if err != nil {
+			return err
+		}
+		reader = r
+	case OTLP:
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return fmt.Errorf("OTLP metrics exporter: %w", err)
+		}
+		reader = sdkmetric.NewPeriodicReader(exp)
+	default:
+		return fmt.Errorf("metrics exporter %q is not one of none, prometheus, otlp", exporter)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
+	t.MeterProvider = mp
+	t.shutdown = append(t.shutdown, mp.Shutdown)
+	return nil
+}
+
+// servePrometheus starts the Prometheus text endpoint, /metrics on addr,
+// over a registry of its own, and returns its reader.
+func (t *Telemetry) servePrometheus(addr string) (sdkmetric.Reader, error) {
+	if addr == "" {
+		addr = net.JoinHostPort(envOr(envPrometheusHost, defaultPrometheusHost), envOr(envPrometheusPort, defaultPrometheusPort))
+	}
+	reg := promclient.NewRegistry()
+	exp, err := prometheus.New(prometheus.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus exporter: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("Prometheus endpoint: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.PrometheusAddr = ln.Addr().String()
+	t.shutdown = append(t.shutdown, srv.Shutdown)
+	return exp, nil
+}
+
+// envOr returns the environment variable name, or def when it is empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// startTraces sets up the span exporter named by exporter.
+func (t *Telemetry) startTraces(ctx context.Context, exporter string, res *resource.Resource) error {
+	switch exporter {
+	case None:
+		return nil
+	case OTLP:
+	default:
+		return fmt.Errorf("traces exporter %q is not one of none, otlp", exporter)
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return fmt.Errorf("OTLP traces exporter: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	t.TracerProvider = tp
+	t.shutdown = append(t.shutdown, tp.Shutdown)
+	return nil
+}
+
+// Shutdown exports what is left and stops the exporters and the endpoint,
+// within shutdownTimeout.
+func (t *Telemetry) Shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	for i := len(t.shutdown) - 1; i >= 0; i-- {
+		errs = append(errs, t.shutdown[i](ctx))
+	}
+	t.shutdown = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,84 @@
+package observe
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestStart_prometheusServesWhatIsRecorded(t *testing.T) {
+	tel, err := Start(context.Background(), Config{Metrics: Prometheus, PrometheusAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown()
+	if tel.TracerProvider != nil {
+		t.Error("traces are on without being asked for")
+	}
+	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.things")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(context.Background(), 3)
+	body := scrape(t, tel.PrometheusAddr)
+	if !strings.Contains(body, "test_things_total") || !strings.Contains(body, `service_name="redlock"`) {
+		t.Errorf("/metrics lacks the counter or the service name:\n%s", body)
+	}
+}
+
+func TestStart_environmentChoosesAndBadNamesFail(t *testing.T) {
+	t.Setenv(envMetricsExporter, "prometheus")
+	t.Setenv(envPrometheusHost, "127.0.0.1")
+	t.Setenv(envPrometheusPort, "0")
+	tel, err := Start(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel.MeterProvider == nil || !strings.HasPrefix(tel.PrometheusAddr, "127.0.0.1:") {
+		t.Errorf("OTEL_METRICS_EXPORTER=prometheus: provider %v, endpoint %q", tel.MeterProvider, tel.PrometheusAddr)
+	}
+	tel.Shutdown()
+
+	if tel, err := Start(context.Background(), Config{Metrics: None}); err != nil || tel.MeterProvider != nil {
+		t.Errorf("--metrics none over the environment: %v, %v", tel, err)
+	}
+	for _, cfg := range []Config{{Metrics: "statsd"}, {Traces: "zipkin"}} {
+		if _, err := Start(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "is not one of") {
+			t.Errorf("Start(%+v) = %v, want an unknown-exporter error", cfg, err)
+		}
+	}
+}
+
+func TestNewLogger_levels(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := NewLogger(&buf, "warn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("hidden")
+	log.Warn("shown", "node", "127.0.0.1:6379")
+	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, "level=WARN msg=shown node=127.0.0.1:6379") {
+		t.Errorf("warn level wrote:\n%s", out)
+	}
+	if _, err := NewLogger(&buf, "loud"); err == nil {
+		t.Error("NewLogger accepted level loud")
+	}
+}
+
+// scrape returns the text of http://addr/metrics.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
