@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -46,10 +47,16 @@ func (c *Client) MarkReady(ctx context.Context, force bool) error {
 	return c.markReady(ctx, mark)
 }
 
-// markReady sends mark, a mark-ready request, to every node.
+// markReady sends mark, a mark-ready request, to every node. A node that
+// did not answer in time is asked once more: its first request may have
+// landed (a cold connection, a loaded node), and marking a ready node again
+// changes nothing, so the second answer tells what the first could not.
 func (c *Client) markReady(ctx context.Context, mark *request) error {
 	answered := func(any) bool { return true }
 	results, ok := c.fanout(ctx, c.operatorTimeout(), mark, answered, func(int, int) bool { return false })
+	if ok < len(c.conns) && ctx.Err() == nil && slices.ContainsFunc(results, func(r NodeResult) bool { return r.Outcome == OutcomeTimeout }) {
+		results, ok = c.fanout(ctx, c.operatorTimeout(), mark, answered, func(int, int) bool { return false })
+	}
 	if ok == len(c.conns) {
 		return nil
 	}

@@ -343,3 +343,26 @@ func TestQuarantine_ttlAboveRecoveryDelay(t *testing.T) {
 		t.Errorf("extend to the recovery delay: %v", err)
 	}
 }
+
+// A node that answers a mark-ready request too late is asked again, so that
+// MarkReady reports what happened rather than a timeout on a node whose
+// marker it did set.
+func TestMarkReady_lateAnswerIsAskedAgain(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := coldClient(t, cluster, adapters[0], fast())
+	if err := cluster.Node(1).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// Over go-redis, the first request times out after the connection's
+	// one-second read timeout; the node wakes up during the second one.
+	resumed := time.AfterFunc(1500*time.Millisecond, func() { cluster.Node(1).Resume() })
+	defer resumed.Stop()
+	if err := client.MarkReady(bg, false); err != nil {
+		t.Fatalf("node 1 answering after the first timeout: %v", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if got := keyOn(t, n, redlock.MarkerKey); got != "0" {
+			t.Errorf("node %d: marker %q, want 0", n.Index(), got)
+		}
+	}
+}
