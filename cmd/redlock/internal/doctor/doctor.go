@@ -1,8 +1,10 @@
 // Package doctor audits the nodes of a lock deployment for the settings and
 // states that make locks unsafe or unavailable: reachability and the
 // majority, the Redis version, replicas, eviction, persistence, clocks, the
-// restart quarantine and servers listed twice. It is what `redlock doctor`
-// prints. It is read-only: it writes nothing to the nodes.
+// restart quarantine and servers listed twice. A node that is a Redis
+// Cluster is audited master by master, with its cluster state, its slot
+// coverage and the restart marker of every slot. It is what `redlock
+// doctor` prints. It is read-only: it writes nothing to the nodes.
 package doctor
 
 import (
@@ -82,11 +84,15 @@ func (s Severity) String() string {
 type Finding struct {
 	// Node is the node's Conn.Name, or "" for a finding about the nodes as a
 	// whole (duplicates, quorum).
-	Node     string
+	Node string
+	// Shard names the master of a Redis Cluster node that the finding is
+	// about, by its address and slots (Shard.Name); "" for a finding about
+	// a whole node.
+	Shard    string
 	Severity Severity
 	// Check names the check that produced the finding: "unreachable",
 	// "version", "replica", "eviction", "persistence", "config", "clock",
-	// "recovering", "duplicate" or "quorum".
+	// "recovering", "cluster", "duplicate" or "quorum".
 	Check string
 	// Message says what was found, in one line.
 	Message string
@@ -94,12 +100,15 @@ type Finding struct {
 	Remedy string
 }
 
-// String returns the finding on one line: severity, check, node, message and
-// remedy.
+// String returns the finding on one line: severity, check, node (and
+// shard), message and remedy.
 func (f Finding) String() string {
 	node := f.Node
 	if node == "" {
 		node = "all nodes"
+	}
+	if f.Shard != "" {
+		node += " shard " + f.Shard
 	}
 	s := fmt.Sprintf("%s %s %s: %s", f.Severity, f.Check, node, f.Message)
 	if f.Remedy != "" {
@@ -136,7 +145,11 @@ func (r *Report) Unsafe() bool {
 // independent master), persistence (appendonly, appendfsync, save), a
 // maxmemory-policy that can evict keys with a TTL, the clock offset against
 // this host, the restart quarantine, and whether two nodes are the same
-// server (by run_id). conns are the nodes; client is a Client over them,
+// server (by run_id). A node that is a Redis Cluster, through a goredis
+// Conn, is audited master by master (see Node.Shards): each master gets
+// the checks of a standalone server, its cluster_state and the restart
+// markers of its slots are read, and slots that no master serves are
+// reported. conns are the nodes; client is a Client over them,
 // whose Inspect reads the quarantine state (give it NodeTimeout as its
 // per-node timeout). The clock offset is judged against
 // limits.DriftAllowance, the quarantine against limits.RecoveryDelay.
@@ -153,7 +166,7 @@ func Audit(ctx context.Context, client *redlock.Client, conns []redlock.Conn, li
 	r := &Report{Nodes: make([]Node, len(conns)), Quorum: len(conns)/2 + 1}
 	var wg sync.WaitGroup
 	for i, conn := range conns {
-		wg.Go(func() { r.Nodes[i] = probe(ctx, conn) })
+		wg.Go(func() { r.Nodes[i] = inspect(ctx, conn, limits) })
 	}
 	wg.Wait()
 	if limits.Quarantine {

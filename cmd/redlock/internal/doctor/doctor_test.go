@@ -49,12 +49,12 @@ func client(t *testing.T, conns []redlock.Conn, opts *redlock.Options) (*redlock
 	return c, limits
 }
 
-// findings returns the report's findings of check about node ("" for the
-// cluster-wide ones).
+// findings returns the report's findings of check about node as a whole
+// ("" for the ones about all nodes), not about one of its shards.
 func findings(r *doctor.Report, node, check string) []doctor.Finding {
 	var fs []doctor.Finding
 	for _, f := range r.Findings {
-		if f.Node == node && f.Check == check {
+		if f.Node == node && f.Shard == "" && f.Check == check {
 			fs = append(fs, f)
 		}
 	}
@@ -563,19 +563,4 @@ func TestAudit_infoRefused(t *testing.T) {
 	}
 	r = audit(t, conns, &redlock.Options{DisableQuarantine: true})
 	wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Info)
-}
-
-// A Redis Cluster as one node is audited through whichever master the
-// client reaches, and the report says so.
-func TestAudit_redisCluster(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
-	conn, err := goredis.NewURL(cluster.URLs()[0] + "?cluster=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := audit(t, []redlock.Conn{conn}, nil)
-	wantFinding(t, r, r.Nodes[0].Node, "cluster", doctor.Info)
-	if !r.Nodes[0].Reachable || r.Nodes[0].Role != "master" {
-		t.Errorf("cluster node: %+v, want a reachable master", r.Nodes[0])
-	}
 }

@@ -23,29 +23,53 @@ func (r *Report) findings(l Limits) []Finding {
 	var fs findingList
 	recoveringSev := r.recoveringSeverity()
 	for _, n := range r.Nodes {
-		if !n.Reachable {
-			why := errText(n.Err)
-			if isTimeout(n.Err) {
-				why = fmt.Sprintf("no answer within %s", NodeTimeout)
+		switch {
+		case !n.Reachable:
+			unreachableFindings(&fs, n)
+		case n.Shards != nil:
+			clusterFindings(&fs, n, l, recoveringSev)
+		default:
+			serverFindings(&fs, n, l)
+			recoveringFindings(&fs, n, recoveringSev)
+			if n.Cluster {
+				fs.add(n.Node, Info, "cluster", "run doctor against each master of the cluster (redis:// without ?cluster) to check them all",
+					"a Redis Cluster, one node of the quorum, whose masters could not be listed (%s): these checks ran on one of its masters only; its restart quarantine works per hash slot",
+					shardsErrText(n))
 			}
-			fs.add(n.Node, Warning, "unreachable",
-				"check that the server runs and that this host can reach it", "unreachable: %s", why)
-			continue
-		}
-		for _, check := range []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings,
-			persistenceFindings, configFindings, clockFindings} {
-			check(&fs, n, l)
-		}
-		recoveringFindings(&fs, n, recoveringSev)
-		if n.Cluster {
-			fs.add(n.Node, Info, "cluster", "run doctor against each master of the cluster (redis:// without ?cluster) to check them all",
-				"a Redis Cluster, one node of the quorum: these checks ran on one of its masters only; its restart quarantine works per hash slot")
 		}
 	}
 	r.duplicateFindings(&fs)
 	r.quorumFindings(&fs)
 	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(b.Severity, a.Severity) })
 	return fs
+}
+
+// unreachableFindings reports a node, or a shard's master, that did not
+// answer.
+func unreachableFindings(fs *findingList, n Node) {
+	why := errText(n.Err)
+	if isTimeout(n.Err) {
+		why = fmt.Sprintf("no answer within %s", NodeTimeout)
+	}
+	fs.add(n.Node, Warning, "unreachable",
+		"check that the server runs and that this host can reach it", "unreachable: %s", why)
+}
+
+// serverFindings runs the checks of one server: a standalone node, or a
+// master of a Redis Cluster node.
+func serverFindings(fs *findingList, n Node, l Limits) {
+	for _, check := range []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings,
+		persistenceFindings, configFindings, clockFindings} {
+		check(fs, n, l)
+	}
+}
+
+// shardsErrText says why a Redis Cluster node's masters were not listed.
+func shardsErrText(n Node) string {
+	if n.shardsErr == nil {
+		return "this client cannot reach them one by one"
+	}
+	return errText(n.shardsErr)
 }
 
 // recoveringSeverity is Warning when the nodes that sit out cost the quorum,
@@ -191,16 +215,23 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 	}
 }
 
-// duplicateFindings reports nodes that are the same server, by run_id.
+// duplicateFindings reports nodes that are the same server, by run_id; the
+// masters of a Redis Cluster node count as servers of their own.
 func (r *Report) duplicateFindings(fs *findingList) {
 	byRunID := map[string][]string{}
 	var runIDs []string
-	for _, n := range r.Nodes {
+	note := func(n Node, name string) {
 		if n.Reachable && n.RunID != "" {
 			if byRunID[n.RunID] == nil {
 				runIDs = append(runIDs, n.RunID)
 			}
-			byRunID[n.RunID] = append(byRunID[n.RunID], n.Node)
+			byRunID[n.RunID] = append(byRunID[n.RunID], name)
+		}
+	}
+	for _, n := range r.Nodes {
+		note(n, n.Node)
+		for _, s := range n.Shards {
+			note(s.Master, n.Node+" shard "+s.Master.Node)
 		}
 	}
 	for _, id := range runIDs {

@@ -16,9 +16,19 @@ type Node struct {
 	Node string
 	// Reachable reports whether the node answered any command.
 	Reachable bool
-	// Cluster reports a node that is a whole Redis Cluster: the checks
-	// then ran on whichever of its masters the client asked.
+	// Cluster reports a node that is a whole Redis Cluster. Its masters
+	// are audited one by one, in Shards; when they cannot be listed, the
+	// checks ran on whichever of its masters the client asked.
 	Cluster bool
+	// Shards holds, for a Redis Cluster node, the audit of each master that
+	// serves slots, in slot order. The fields below that describe one
+	// server (Version to MaxMemoryPolicy) are then unknown here, and the
+	// quarantine fields sum up the shards' restart markers: Recovering while
+	// any slot sits out. Nil for any other node.
+	Shards []Shard
+	// Uncovered are the hash slots of a Redis Cluster node that no master
+	// serves: locks whose keys hash there cannot be taken on it.
+	Uncovered []SlotRange
 	// Err is why the node is unreachable; nil when it is reachable.
 	Err error
 	// Version is redis_version from INFO.
@@ -70,6 +80,9 @@ type Node struct {
 	RecoveringLeft time.Duration
 
 	infoErr, timeErr, configErr, markerErr error
+	// shardsErr is why the masters of a Redis Cluster node could not be
+	// listed.
+	shardsErr error
 }
 
 // probe runs the commands of every check but the quarantine's on one node,
@@ -112,11 +125,15 @@ func probe(ctx context.Context, conn redlock.Conn) Node {
 // applyQuarantine takes each node's restart quarantine state from the
 // client's Inspect, which decides "recovering" exactly as an acquisition
 // does. The key inspected is one no lock uses; only the node-wide marker
-// matters here.
+// matters here. A Redis Cluster node audited shard by shard keeps the state
+// of its slots' markers.
 func applyQuarantine(ctx context.Context, client *redlock.Client, nodes []Node) {
 	states, err := client.Inspect(ctx, "redlock-doctor")
 	for i := range nodes {
 		n := &nodes[i]
+		if n.Shards != nil {
+			continue // its restart markers are per slot, read with its shards
+		}
 		switch {
 		case err != nil:
 			n.markerErr = err

@@ -1,0 +1,43 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A master without a replica, in a Redis Cluster whose other masters have
+// some, relies on a failover it does not have: a warning on its shard, and
+// nothing more when grants wait for replicas (the replica check rates that
+// critical) or when no master has a replica.
+func TestClusterFindings_masterWithoutReplica(t *testing.T) {
+	cluster := func(replicas ...int) Node {
+		n := Node{Node: "cluster:a", Reachable: true, Cluster: true}
+		for i, r := range replicas {
+			addr := fmt.Sprintf("10.0.0.%d:6379", i+1)
+			n.Shards = append(n.Shards, Shard{Slots: []SlotRange{{i * 100, i*100 + 99}}, ClusterState: "ok",
+				Master: Node{Node: addr, Reachable: true, Role: "master", Replicas: r, MaxMemoryPolicy: "noeviction", ClockKnown: true}})
+		}
+		return n
+	}
+	lone := func(n Node, l Limits) []Finding {
+		r := &Report{Nodes: []Node{n}, Quorum: 1, Reachable: 1}
+		var out []Finding
+		for _, f := range r.findings(l) {
+			if f.Check == "replica" && f.Shard == n.Shards[1].Name() {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	fs := lone(cluster(1, 0, 2), Limits{Quarantine: true})
+	if len(fs) != 1 || fs[0].Severity != Warning || !strings.Contains(fs[0].Message, "2 other master(s)") || fs[0].Node != "cluster:a" {
+		t.Errorf("lone master among masters with replicas: %v; want one warning naming the 2 others", fs)
+	}
+	if fs := lone(cluster(1, 0, 2), Limits{Quarantine: true, WaitReplicas: 1}); len(fs) != 1 || fs[0].Severity != Critical {
+		t.Errorf("lone master with WaitReplicas 1: %v; want the replica check's critical only", fs)
+	}
+	if fs := lone(cluster(0, 0, 0), Limits{Quarantine: true}); len(fs) != 0 {
+		t.Errorf("no master with a replica: %v; want none", fs)
+	}
+}
