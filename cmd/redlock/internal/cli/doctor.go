@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,12 +29,18 @@ that can evict lock keys, the node's clock against this host's (beyond the
 drift allowance of --ttl, expiry is no longer trustworthy), the restart
 quarantine, and nodes listed twice or reaching the same server twice.
 
+A Redis Cluster node (?cluster) is audited master by master, each named by
+its address and slots: the checks above on each master, its cluster_state,
+slots that no master serves, and the restart markers of its slots (a
+master restarted or promoted sits out slot by slot; a new cluster's slots
+are unmarked until 'redlock init').
+
 A critical finding makes locks unsafe or impossible now; warnings weaken them
 under some failure.
 
 Output: the table and findings; with --json one object: {"unsafe", "quorum",
-"reachable", "nodes": [...], "findings": [{"node", "severity", "check",
-"message", "remedy"}]}.`,
+"reachable", "nodes": [...], "findings": [{"node", "shard", "severity",
+"check", "message", "remedy"}]}; a Redis Cluster node has "shards": [...].`,
 		exits: []exitDoc{
 			{"0", "no finding makes locks unsafe (warnings may remain)"},
 			{code(exitFailure), "a critical finding: eviction policy, a node listed twice, an unreachable majority, a clock beyond the drift allowance, a replica, ..."},
@@ -62,11 +69,30 @@ type auditNodeJSON struct {
 	RecoveringLeftMs  int64   `json:"recovering_left_ms"`
 	UptimeSeconds     int64   `json:"uptime_s"`
 	ConnectedReplicas int     `json:"replicas"`
+	Cluster           bool    `json:"cluster,omitempty"`
+	// UncoveredSlots are the slots no master of a Redis Cluster serves.
+	UncoveredSlots []string    `json:"uncovered_slots,omitempty"`
+	Shards         []shardJSON `json:"shards,omitempty"`
+}
+
+// shardJSON is one master of a Redis Cluster node in doctor's JSON output:
+// the fields of a node, its slots and its slots' restart markers.
+type shardJSON struct {
+	auditNodeJSON
+	ID              string   `json:"id"`
+	Slots           []string `json:"slots"`
+	ClusterState    string   `json:"cluster_state,omitempty"`
+	SlotsReady      int      `json:"slots_ready"`
+	SlotsUnmarked   int      `json:"slots_unmarked"`
+	SlotsRestarted  int      `json:"slots_restarted"`
+	SlotsRecovering int      `json:"slots_recovering"`
+	SlotsUnreadable int      `json:"slots_unreadable"`
 }
 
 // findingJSON is one finding in doctor's JSON output.
 type findingJSON struct {
 	Node     string `json:"node"`
+	Shard    string `json:"shard,omitempty"`
 	Severity string `json:"severity"`
 	Check    string `json:"check"`
 	Message  string `json:"message"`
@@ -159,40 +185,86 @@ func closeAll(conns []redlock.Conn) {
 func dedupe(urls []string) (unique []string, findings []doctor.Finding, err error) {
 	seen := map[string]string{}
 	for _, u := range urls {
-		o, err := goredis.ParseURL(u)
+		addr, err := nodeAddr(u)
 		if err != nil {
 			return nil, nil, err
 		}
-		if first, dup := seen[o.Addr]; dup {
+		if first, dup := seen[addr]; dup {
 			findings = append(findings, doctor.Finding{Severity: doctor.Critical, Check: "duplicate",
 				Message: fmt.Sprintf("%s and %s are the same node", goredis.RedactURL(first), goredis.RedactURL(u)),
 				Remedy:  "list each node once: one server must not vote more than once"})
 			continue
 		}
-		seen[o.Addr] = u
+		seen[addr] = u
 		unique = append(unique, u)
 	}
 	return unique, findings, nil
 }
 
+// nodeAddr returns the address a node URL reaches first: its server's, or
+// for a Redis Cluster (?cluster) its first seed node's. Two URLs of one
+// cluster with other seeds are found by the audit, by the masters' run_ids.
+func nodeAddr(raw string) (string, error) {
+	if u, err := url.Parse(raw); err == nil && u.Query().Has("cluster") {
+		return u.Host, nil
+	}
+	o, err := goredis.ParseURL(raw)
+	if err != nil {
+		return "", err
+	}
+	return o.Addr, nil
+}
+
 func doctorReportJSON(r *doctor.Report, findings []doctor.Finding, unsafe bool) doctorJSON {
 	out := doctorJSON{Unsafe: unsafe, Quorum: r.Quorum, Reachable: r.Reachable, Nodes: []auditNodeJSON{}, Findings: []findingJSON{}}
 	for _, n := range r.Nodes {
-		j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
-			AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, MaxMemoryPolicy: n.MaxMemoryPolicy,
-			ClockOffsetMs: ms(n.ClockOffset), ClockKnown: n.ClockKnown, RTTMs: ms(n.RTT),
-			Recovering: n.Recovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
-			UptimeSeconds: int64(n.Uptime / time.Second), ConnectedReplicas: n.Replicas}
-		if n.Err != nil {
-			j.Error = n.Err.Error()
+		j := auditNodeOf(n)
+		j.UncoveredSlots = slotStrings(n.Uncovered)
+		for _, s := range n.Shards {
+			m := s.Markers
+			j.Shards = append(j.Shards, shardJSON{auditNodeJSON: auditNodeOf(s.Master), ID: s.ID, Slots: slotStrings(s.Slots),
+				ClusterState: s.ClusterState, SlotsReady: m.Ready, SlotsUnmarked: slotCount(m.Unmarked),
+				SlotsRestarted: slotCount(m.Restarted), SlotsRecovering: slotCount(m.Recovering), SlotsUnreadable: slotCount(m.Unreadable)})
 		}
 		out.Nodes = append(out.Nodes, j)
 	}
 	for _, f := range findings {
-		out.Findings = append(out.Findings, findingJSON{Node: f.Node, Severity: f.Severity.String(), Check: f.Check,
+		out.Findings = append(out.Findings, findingJSON{Node: f.Node, Shard: f.Shard, Severity: f.Severity.String(), Check: f.Check,
 			Message: f.Message, Remedy: f.Remedy})
 	}
 	return out
+}
+
+// auditNodeOf is the JSON of one node, or of a master of a Redis Cluster node,
+// without its shards.
+func auditNodeOf(n doctor.Node) auditNodeJSON {
+	j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
+		AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, MaxMemoryPolicy: n.MaxMemoryPolicy,
+		ClockOffsetMs: ms(n.ClockOffset), ClockKnown: n.ClockKnown, RTTMs: ms(n.RTT),
+		Recovering: n.Recovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
+		UptimeSeconds: int64(n.Uptime / time.Second), ConnectedReplicas: n.Replicas, Cluster: n.Cluster}
+	if n.Err != nil {
+		j.Error = n.Err.Error()
+	}
+	return j
+}
+
+// slotStrings renders slot ranges as CLUSTER NODES does: "0-5460".
+func slotStrings(ranges []doctor.SlotRange) []string {
+	var out []string
+	for _, r := range ranges {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// slotCount returns the number of slots in ranges.
+func slotCount(ranges []doctor.SlotRange) int {
+	n := 0
+	for _, r := range ranges {
+		n += r.Len()
+	}
+	return n
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -202,23 +274,14 @@ func writeAudit(w io.Writer, r *doctor.Report, findings []doctor.Finding, unsafe
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATUS\tVERSION\tROLE\tPERSISTENCE\tEVICTION\tCLOCK OFFSET\tRTT\tQUARANTINE")
 	for _, n := range r.Nodes {
-		if !n.Reachable {
-			fmt.Fprintf(tw, "%s\tunreachable\t-\t-\t-\t-\t-\t-\t-\n", n.Node)
+		if n.Shards == nil {
+			writeAuditRow(tw, n.Node, n, quarantineText(n))
 			continue
 		}
-		clock := "unknown"
-		if n.ClockKnown {
-			clock = fmt.Sprintf("%+.3fms ±%.3fms", ms(n.ClockOffset), ms(n.RTT/2))
+		fmt.Fprintf(tw, "%s\tup\t-\tcluster\t-\t-\t-\t-\t%s\n", n.Node, quarantineText(n))
+		for _, s := range n.Shards {
+			writeAuditRow(tw, "  "+s.Name(), s.Master, markersText(s))
 		}
-		quarantine := "ready"
-		if n.Recovering {
-			quarantine = fmt.Sprintf("recovering, %s left", n.RecoveringLeft.Round(time.Second))
-		}
-		if n.Loading {
-			quarantine = "loading"
-		}
-		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%s\t%s\t%.3fms\t%s\n", n.Node, or(n.Version), or(n.Role),
-			persistence(n), or(n.MaxMemoryPolicy), clock, ms(n.RTT), quarantine)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%d of %d nodes reachable, %d needed.\n", r.Reachable, len(r.Nodes), r.Quorum)
@@ -229,6 +292,9 @@ func writeAudit(w io.Writer, r *doctor.Report, findings []doctor.Finding, unsafe
 			node := f.Node
 			if node == "" {
 				node = "all nodes"
+			}
+			if f.Shard != "" {
+				node += " shard " + f.Shard
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Severity, f.Check, node, f.Message)
 			if f.Remedy != "" {
@@ -243,6 +309,56 @@ func writeAudit(w io.Writer, r *doctor.Report, findings []doctor.Finding, unsafe
 	} else {
 		fmt.Fprintln(w, "OK: no finding makes locks unsafe.")
 	}
+}
+
+// writeAuditRow prints the table row of one server: a node, or a master of
+// a Redis Cluster node.
+func writeAuditRow(tw io.Writer, name string, n doctor.Node, quarantine string) {
+	if !n.Reachable {
+		fmt.Fprintf(tw, "%s\tunreachable\t-\t-\t-\t-\t-\t-\t-\n", name)
+		return
+	}
+	clock := "unknown"
+	if n.ClockKnown {
+		clock = fmt.Sprintf("%+.3fms ±%.3fms", ms(n.ClockOffset), ms(n.RTT/2))
+	}
+	fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%s\t%s\t%.3fms\t%s\n", name, or(n.Version), or(n.Role),
+		persistence(n), or(n.MaxMemoryPolicy), clock, ms(n.RTT), quarantine)
+}
+
+// quarantineText is a node's restart quarantine state in the table.
+func quarantineText(n doctor.Node) string {
+	switch {
+	case n.Loading:
+		return "loading"
+	case n.Recovering && n.Shards != nil:
+		return "slots recovering"
+	case n.Recovering:
+		return fmt.Sprintf("recovering, %s left", n.RecoveringLeft.Round(time.Second))
+	}
+	return "ready"
+}
+
+// markersText sums up a shard's restart markers in the table: "ready", or
+// how many slots are in each state but ready.
+func markersText(s doctor.Shard) string {
+	if s.Master.Loading {
+		return "loading"
+	}
+	m := s.Markers
+	var parts []string
+	for _, c := range []struct {
+		ranges []doctor.SlotRange
+		state  string
+	}{{m.Unmarked, "unmarked"}, {m.Restarted, "restarted"}, {m.Recovering, "recovering"}, {m.Unreadable, "unreadable"}} {
+		if n := slotCount(c.ranges); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d slots %s", n, c.state))
+		}
+	}
+	if len(parts) == 0 {
+		return "ready"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func persistence(n doctor.Node) string {

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A Redis Cluster given as one node URL (?cluster=1) is audited master by
+// master: each row and finding names a master by its address and slots,
+// and the slots are unmarked until 'redlock init' marks them ready.
+func TestDoctor_redisClusterNode(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	nodes := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
+	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitOK, "doctor on a new Redis Cluster")
+	for _, n := range cluster.Nodes() {
+		shard := n.Addr() + " slots " + n.Slots()[0].String()
+		wantDoctorSays(t, r.stdout, "  "+shard+" ", "shard "+shard+" ")
+	}
+	wantDoctorSays(t, r.stdout, "cluster  ", "5461 slots unmarked", "5461 of 5461 slots unmarked", "redlock init")
+
+	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "init on a Redis Cluster")
+	var report doctorJSON
+	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitOK, "doctor --json after init").decode(t, &report)
+	if len(report.Nodes) != 1 || !report.Nodes[0].Cluster || len(report.Nodes[0].Shards) != len(cluster.Nodes()) {
+		t.Fatalf("doctor --json: %+v", report)
+	}
+	for i, s := range report.Nodes[0].Shards {
+		n := cluster.Node(i)
+		if s.Node != n.Addr() || strings.Join(s.Slots, ",") != n.Slots()[0].String() ||
+			s.SlotsReady != n.Slots()[0].Last-n.Slots()[0].First+1 || s.SlotsUnmarked != 0 || s.ClusterState != "ok" {
+			t.Errorf("shard %d: %+v; want %s, slots %s all ready", i, s, n.Addr(), n.Slots()[0])
+		}
+	}
+	for _, f := range report.Findings {
+		if f.Check == "recovering" || f.Severity == "critical" {
+			t.Errorf("after init: %+v", f)
+		}
+	}
+}
