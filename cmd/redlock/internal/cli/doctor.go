@@ -38,12 +38,13 @@ are unmarked until 'redlock init').
 A critical finding makes locks unsafe or impossible now; warnings weaken them
 under some failure.
 
-Output: the table and findings; with --json one object: {"unsafe", "quorum",
+Output: the table and findings; with --json one object: {"unsafe", "available", "quorum",
 "reachable", "nodes": [...], "findings": [{"node", "shard", "severity",
 "check", "message", "remedy"}]}; a Redis Cluster node has "shards": [...].`,
 		exits: []exitDoc{
-			{"0", "no finding makes locks unsafe (warnings may remain)"},
+			{"0", "no finding makes locks unsafe, and a majority votes now (warnings may remain)"},
 			{code(exitFailure), "a critical finding: eviction policy, a node listed twice, an unreachable majority, a clock beyond the drift allowance, a replica, ..."},
+			{code(exitUnavailable), "safe, but no lock can be taken now: too few nodes vote (recovering, loading); on a brand-new deployment, run 'redlock init'"},
 			docUsage,
 			docConfig,
 			docInterrupted,
@@ -102,6 +103,7 @@ type findingJSON struct {
 // doctorJSON is doctor's JSON output.
 type doctorJSON struct {
 	Unsafe    bool            `json:"unsafe"`
+	Available bool            `json:"available"`
 	Quorum    int             `json:"quorum"`
 	Reachable int             `json:"reachable"`
 	Nodes     []auditNodeJSON `json:"nodes"`
@@ -153,8 +155,11 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		} else {
 			writeAudit(s.stdout, report, findings, unsafe)
 		}
-		if unsafe {
+		switch {
+		case unsafe:
 			return exitFailure
+		case !report.Available():
+			return exitUnavailable
 		}
 		return exitOK
 	}
@@ -216,7 +221,7 @@ func nodeAddr(raw string) (string, error) {
 }
 
 func doctorReportJSON(r *doctor.Report, findings []doctor.Finding, unsafe bool) doctorJSON {
-	out := doctorJSON{Unsafe: unsafe, Quorum: r.Quorum, Reachable: r.Reachable, Nodes: []auditNodeJSON{}, Findings: []findingJSON{}}
+	out := doctorJSON{Unsafe: unsafe, Available: r.Available(), Quorum: r.Quorum, Reachable: r.Reachable, Nodes: []auditNodeJSON{}, Findings: []findingJSON{}}
 	for _, n := range r.Nodes {
 		j := auditNodeOf(n)
 		j.UncoveredSlots = slotStrings(n.Uncovered)
@@ -304,9 +309,12 @@ func writeAudit(w io.Writer, r *doctor.Report, findings []doctor.Finding, unsafe
 		tw.Flush()
 	}
 	fmt.Fprintln(w)
-	if unsafe {
+	switch {
+	case unsafe:
 		fmt.Fprintln(w, "UNSAFE: a critical finding above makes locks on these nodes unsafe or impossible now.")
-	} else {
+	case !r.Available():
+		fmt.Fprintln(w, "UNAVAILABLE: no finding makes locks unsafe, but too few nodes vote now: no lock can be taken until they do.")
+	default:
 		fmt.Fprintln(w, "OK: no finding makes locks unsafe.")
 	}
 }

@@ -13,7 +13,7 @@ import (
 func TestDoctor_redisClusterNode(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	nodes := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
-	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitOK, "doctor on a new Redis Cluster")
+	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitUnavailable, "doctor on a new Redis Cluster")
 	for _, n := range cluster.Nodes() {
 		shard := n.Addr() + " slots " + n.Slots()[0].String()
 		wantDoctorSays(t, r.stdout, "  "+shard+" ", "shard "+shard+" ")
@@ -37,5 +37,28 @@ func TestDoctor_redisClusterNode(t *testing.T) {
 		if f.Check == "recovering" || f.Severity == "critical" {
 			t.Errorf("after init: %+v", f)
 		}
+	}
+}
+
+// On brand-new nodes, every node sits out its recovery delay from the first
+// acquisition: doctor says that no lock can be taken now, points to
+// 'redlock init', and exits 69 until it has run.
+func TestDoctor_brandNewNodesAreUnavailableUntilInit(t *testing.T) {
+	cluster := newFreshCluster(t, 3)
+	nodes := strings.Join(cluster.URLs(), ",")
+	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitUnavailable, "doctor on brand-new nodes")
+	wantDoctorSays(t, r.stdout, "0 of 3 nodes vote now, 2 needed", "run 'redlock init'", "no countdown runs until one reaches it", "UNAVAILABLE")
+	if strings.Contains(r.stdout, "MarkReady") {
+		t.Errorf("the remedy names the library's call, not the command:\n%s", r.stdout)
+	}
+	var report doctorJSON
+	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitUnavailable, "doctor --json").decode(t, &report)
+	if report.Available || report.Unsafe {
+		t.Errorf("doctor --json on brand-new nodes: available %v, unsafe %v", report.Available, report.Unsafe)
+	}
+	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "init")
+	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitOK, "doctor after init").decode(t, &report)
+	if !report.Available {
+		t.Errorf("doctor after init: not available: %+v", report)
 	}
 }

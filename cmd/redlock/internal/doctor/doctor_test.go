@@ -31,6 +31,16 @@ func audit(t *testing.T, conns []redlock.Conn, opts *redlock.Options) *doctor.Re
 	return r
 }
 
+// markReady marks the nodes of conns ready, as 'redlock init' does on a
+// brand-new deployment.
+func markReady(t *testing.T, conns []redlock.Conn) {
+	t.Helper()
+	c, _ := client(t, conns, nil)
+	if err := c.MarkReady(bg, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // client returns a Client over conns for doctor.Audit, with opts and the
 // audit's per-node timeout, and the limits of clients with opts.
 func client(t *testing.T, conns []redlock.Conn, opts *redlock.Options) (*redlock.Client, doctor.Limits) {
@@ -116,7 +126,9 @@ func joinConns(t *testing.T, clusters ...*redlocktest.Cluster) []redlock.Conn {
 func TestAudit_healthy(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		r := audit(t, a.conns(t, cluster.Addrs()), nil)
+		conns := a.conns(t, cluster.Addrs())
+		markReady(t, conns)
+		r := audit(t, conns, nil)
 		wantNoCritical(t, r)
 		if r.Quorum != 2 || r.Reachable != 3 {
 			t.Errorf("Quorum %d, Reachable %d; want 2, 3", r.Quorum, r.Reachable)
@@ -261,7 +273,9 @@ func TestAudit_duplicateServer(t *testing.T) {
 	addrs := cluster.Addrs()
 	// Node 0 twice, under two names: New's duplicate check by name passes.
 	addrs = append(addrs, "localhost:"+strconv.Itoa(cluster.Node(0).Port()))
-	r := audit(t, goredisConns(t, addrs), nil)
+	conns := goredisConns(t, addrs)
+	markReady(t, conns)
+	r := audit(t, conns, nil)
 	f := wantFinding(t, r, "", "duplicate", doctor.Critical)
 	if !strings.Contains(f.Message, addrs[0]) || !strings.Contains(f.Message, addrs[3]) || !strings.Contains(f.Message, r.Nodes[0].RunID) {
 		t.Errorf("message %q does not name both addresses and the run_id", f.Message)

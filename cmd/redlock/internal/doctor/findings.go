@@ -75,17 +75,28 @@ func shardsErrText(n Node) string {
 // recoveringSeverity is Warning when the nodes that sit out cost the quorum,
 // Info otherwise.
 func (r *Report) recoveringSeverity() Severity {
+	if r.Reachable >= r.Quorum && r.voting() < r.Quorum {
+		return Warning
+	}
+	return Info
+}
+
+// voting counts the nodes that would vote in an acquisition now: reachable,
+// not recovering nor loading, and not a replica.
+func (r *Report) voting() int {
 	usable := 0
 	for _, n := range r.Nodes {
 		if n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" {
 			usable++
 		}
 	}
-	if r.Reachable >= r.Quorum && usable < r.Quorum {
-		return Warning
-	}
-	return Info
+	return usable
 }
+
+// Available reports whether a quorum of the nodes would vote in an
+// acquisition now: when not, no lock can be taken until nodes come back or
+// sit out their recovery delay, whatever the findings' severities.
+func (r *Report) Available() bool { return r.voting() >= r.Quorum }
 
 // sevWithoutInfo rates a node that refuses INFO: the quarantine then
 // cannot see restarts that reload older data, which matters only with it on.
@@ -205,12 +216,14 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 			"restart marker unreadable (%s): quarantine state unknown", errText(n.markerErr))
 	case n.Restarted:
 		fs.add(n.Node, sev, "recovering", "wait: a restarted node must not be marked ready while locks may be held",
-			"restarted or failed over since it last voted: it sits out %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
+			"restarted or failed over since it last voted: it sits out %s from the next acquisition (no countdown runs until one reaches it)",
+			n.RecoveringLeft.Round(time.Second))
 	case n.Recovering && n.NoMarker:
-		fs.add(n.Node, sev, "recovering", "wait; for a new deployment with no lock outstanding, Client.MarkReady",
-			"no restart marker (restarted empty, or never used): it sits out %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
+		fs.add(n.Node, sev, "recovering", "on a brand-new deployment with no lock outstanding, run 'redlock init'; otherwise wait",
+			"no restart marker (restarted empty, or never used): it sits out %s from the next acquisition (no countdown runs until one reaches it)",
+			n.RecoveringLeft.Round(time.Second))
 	case n.Recovering:
-		fs.add(n.Node, sev, "recovering", "wait: MarkReady is safe only when no lock can be outstanding",
+		fs.add(n.Node, sev, "recovering", "wait: 'redlock init --force' is safe only when no lock can be outstanding",
 			"restarted: out of every quorum for %s more", n.RecoveringLeft.Round(time.Millisecond))
 	}
 }
@@ -251,6 +264,10 @@ func (r *Report) quorumFindings(fs *findingList) {
 	case r.Reachable < r.Quorum:
 		fs.add("", Critical, "quorum", "bring nodes back, or point the client at reachable ones",
 			"%d of %d nodes reachable, %d needed: no lock can be acquired", r.Reachable, total, r.Quorum)
+	case r.voting() < r.Quorum:
+		fs.add("", Warning, "quorum", "on a brand-new deployment with no lock outstanding, run 'redlock init'; otherwise wait",
+			"%d of %d nodes vote now, %d needed: no lock can be acquired until the others sit out their recovery delay",
+			r.voting(), total, r.Quorum)
 	case total > 1 && r.Reachable == r.Quorum:
 		fs.add("", Warning, "quorum", "bring the unreachable nodes back",
 			"%d of %d nodes reachable, %d needed: one more failure stops locking", r.Reachable, total, r.Quorum)
