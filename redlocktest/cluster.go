@@ -23,6 +23,7 @@ const closeGrace = 2 * time.Second
 // without persistence.
 type Options struct {
 	// Nodes is the number of nodes; 0 means 5, or 3 with RedisCluster.
+	// With ClusterReplicas it is the number of masters.
 	Nodes int
 	// RedisCluster makes the nodes one Redis Cluster (cluster-enabled yes)
 	// instead of independent servers: every node is a master with an even
@@ -31,6 +32,14 @@ type Options struct {
 	// then seed addresses of that one cluster. See the package
 	// documentation.
 	RedisCluster bool
+	// ClusterReplicas is the number of replicas each master of a Redis
+	// Cluster gets (RedisCluster only); 0, the default, means none. A
+	// cluster of m masters has m*(1+ClusterReplicas) nodes: the masters
+	// are nodes 0 to m-1, and the replicas of master i follow, from node
+	// m+i*ClusterReplicas. New returns once every replica's link to its
+	// master is up. Automatic failover then takes 2 to 3 seconds after a
+	// master dies. See the package documentation.
+	ClusterReplicas int
 	// AppendFsyncAlways turns on "appendonly yes" and "appendfsync always",
 	// so acknowledged writes survive kill -9. By default a node has no
 	// persistence at all (save "" and appendonly no), so a restarted node
@@ -55,6 +64,7 @@ type Options struct {
 // methods are safe for concurrent use.
 type Cluster struct {
 	nodes     []*Node
+	masters   int // the masters a Redis Cluster formed with, 0 otherwise
 	dir       string
 	removeDir bool
 
@@ -84,10 +94,11 @@ func Start(t testing.TB, opts Options) *Cluster {
 // Options.RedisCluster, until the Redis Cluster is formed. The caller must
 // call Close. ctx bounds only the start-up.
 func New(ctx context.Context, opts Options) (*Cluster, error) {
-	count, err := nodeCount(opts)
+	masters, err := nodeCount(opts)
 	if err != nil {
 		return nil, err
 	}
+	count := masters * (1 + opts.ClusterReplicas)
 	server, err := findServer(opts.ServerPath)
 	if err != nil {
 		return nil, err
@@ -114,6 +125,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(err, c.Close())
 	}
 	if opts.RedisCluster {
+		c.masters = masters
 		if err := c.formRedisCluster(ctx); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
@@ -121,11 +133,16 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// nodeCount returns the number of nodes opts asks for.
+// nodeCount returns the number of nodes opts asks for, not counting the
+// replicas of a Redis Cluster.
 func nodeCount(opts Options) (int, error) {
 	switch {
 	case opts.Nodes < 0:
 		return 0, fmt.Errorf("redlocktest: Options.Nodes is %d, want >= 0", opts.Nodes)
+	case opts.ClusterReplicas < 0:
+		return 0, fmt.Errorf("redlocktest: Options.ClusterReplicas is %d, want >= 0", opts.ClusterReplicas)
+	case opts.ClusterReplicas > 0 && !opts.RedisCluster:
+		return 0, errors.New("redlocktest: Options.ClusterReplicas needs Options.RedisCluster")
 	case opts.RedisCluster && opts.Nodes > SlotCount:
 		return 0, fmt.Errorf("redlocktest: Options.Nodes is %d, want at most %d for a Redis Cluster", opts.Nodes, SlotCount)
 	case opts.Nodes > 0:

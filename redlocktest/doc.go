@@ -37,9 +37,9 @@
 // the cluster bus on a second free loopback port. Each node is a master
 // with an even, consecutive share of the 16384 hash slots, and New returns
 // once every node reports cluster_state:ok and sees every other node serve
-// its slots. There are no replicas. Addrs and URLs are the seed addresses;
-// Node.Slots, Cluster.NodeForSlot and Cluster.NodeForKey tell which master
-// serves a slot or key, and KeySlot computes a key's slot:
+// its slots. Addrs and URLs are the seed addresses; Node.Slots,
+// Cluster.NodeForSlot and Cluster.NodeForKey tell which master was given a
+// slot or key when the cluster formed, and KeySlot computes a key's slot:
 //
 //	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 //	owner := c.NodeForKey("orders:{42}") // the master serving the key's slot
@@ -53,15 +53,50 @@
 //		t.Fatal(err)
 //	}
 //
+// Options.ClusterReplicas gives each master that many replicas, which
+// join with CLUSTER MEET and CLUSTER REPLICATE; New then also waits until
+// every replica's link to its master is up. The masters are nodes 0 to
+// Nodes-1, the replicas follow. Redis Cluster fails over by itself: about
+// 2 to 3 seconds after a master is killed, one of its replicas is
+// promoted and serves its slots. Cluster.WaitPromoted waits for that,
+// Cluster.MasterOf and Cluster.ReplicasOf tell who serves a slot and who
+// replicates a master now (Node.ID is a node's cluster ID), and
+// Cluster.Failover makes a replica take over with CLUSTER FAILOVER, the
+// coordinated manual failover that loses no acknowledged write:
+//
+//	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, ClusterReplicas: 1})
+//	slot := redlocktest.KeySlot("orders:{42}")
+//	master := c.NodeForSlot(slot)
+//	if err := master.Kill(); err != nil {
+//		t.Fatal(err)
+//	}
+//	promoted, err := c.WaitPromoted(t.Context(), slot, master) // its replica, now a master
+//	...
+//	if err := master.Restart(t.Context()); err != nil { // comes back as promoted's replica
+//		t.Fatal(err)
+//	}
+//	if err := c.Failover(t.Context(), master); err != nil { // and takes its slots back
+//		t.Fatal(err)
+//	}
+//
+// Replication is asynchronous: a write acknowledged by a master that dies
+// before its replica received it is lost by the failover. Pausing a
+// replica does not hold writes back, since the kernel keeps receiving
+// them for the paused process; to make a replica miss writes, pause it
+// and close its link on the master (CLIENT KILL TYPE replica) before
+// writing.
+//
 // Kill, Stop, Start, Restart, Pause and Resume work as for independent
 // nodes. A restarted node keeps its nodes.conf, so it rejoins with its
-// slots; without persistence it comes back without its keys. A restarted
-// master waits 2s before it serves again (Redis's own delay), and the
+// slots, or, if a replica took them over meanwhile, as a replica of the
+// one that did; without persistence it comes back without its keys. A
+// restarted master waits 2s before it serves again (Redis's own delay), and the
 // others forgive a failed master after twice the node timeout; Start,
 // Restart and Resume do not wait for that, WaitRedisCluster does. New
 // always forms a new cluster: a nodes.conf left in an Options.Dir from an
 // earlier run is removed, and keys loaded from there stay on their node
-// when its share of the slots is the same (same Options.Nodes).
+// when its share of the slots is the same (same Options.Nodes); replicas
+// start empty.
 //
 // Process handling: every redis-server runs in its own process group, so a
 // Ctrl-C in the terminal signals only the test binary. On Linux each child

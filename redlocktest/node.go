@@ -51,12 +51,15 @@ type Node struct {
 	server string
 	conf   nodeConfig
 	// port and busPort (the Redis Cluster bus, 0 outside a Redis Cluster)
-	// are chosen by firstStart, and slots is set when the Redis Cluster
-	// forms, all before the Node is shared; they never change afterwards,
-	// so they are read without the mutex.
+	// are chosen by firstStart, and id, shard and slots are set when the
+	// Redis Cluster forms, all before the Node is shared; they never change
+	// afterwards (a restarted node keeps its ID in nodes.conf), so they are
+	// read without the mutex.
 	port    int
 	busPort int
-	slots   []SlotRange
+	id      string      // Redis Cluster node ID
+	shard   int         // index of the master the node was formed under (itself for a master)
+	slots   []SlotRange // the slots of a master when the cluster formed; nil for a replica
 
 	mu     sync.Mutex
 	proc   *process // the last process started, nil before the first start

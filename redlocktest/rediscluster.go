@@ -11,9 +11,22 @@ import (
 )
 
 const (
-	defaultClusterNodes = 3                      // Options.Nodes 0 with RedisCluster
-	clusterNodeTimeout  = 1000                   // cluster-node-timeout, in ms
-	clusterTimeout      = 15 * time.Second       // how long forming or WaitRedisCluster may take
+	defaultClusterNodes = 3 // Options.Nodes 0 with RedisCluster
+	// clusterNodeTimeout is cluster-node-timeout, in ms: how long a node
+	// may not answer before the others suspect it. A replica is promoted
+	// about 2-3 timeouts after its master dies, and a cluster without a
+	// replica for a dead master reports cluster_state:fail after about
+	// 1.5. Lower makes failover tests faster, but a node slowed down by a
+	// loaded machine (two cores running -race tests) is then taken for
+	// dead and failed over without reason; 1 s keeps both in check.
+	clusterNodeTimeout = 1000
+	// replSyncDelay is repl-diskless-sync-delay, in seconds: how long a
+	// master waits for more replicas before it streams a full copy of its
+	// data. Redis's 5 s lets replicas that connect together share a copy,
+	// which matters for big data sets; a test's are tiny, so a replica
+	// syncs at once.
+	replSyncDelay       = 0
+	clusterTimeout      = 15 * time.Second       // how long forming or a wait for the cluster may take
 	clusterPoll         = 20 * time.Millisecond  // state check interval while waiting
 	clusterProbeTimeout = 500 * time.Millisecond // one node's state check
 )
@@ -28,19 +41,25 @@ func clusterConfig(busPort int) []string {
 		"cluster-config-file " + nodesConfName,
 		"cluster-node-timeout " + strconv.Itoa(clusterNodeTimeout),
 		"cluster-port " + strconv.Itoa(busPort),
+		"repl-diskless-sync-delay " + strconv.Itoa(replSyncDelay),
 	}
 }
 
+// ID returns the node's Redis Cluster node ID (what CLUSTER MYID says),
+// which it keeps across restarts, or "" outside a Redis Cluster.
+func (n *Node) ID() string { return n.id }
+
 // Slots returns the hash slots the node was given when its Redis Cluster
-// formed, or nil outside a Redis Cluster. Slots moved later (with CLUSTER
-// SETSLOT, say) are not tracked.
+// formed, or nil outside a Redis Cluster and for a replica. Slots moved
+// later (with CLUSTER SETSLOT, or by a failover) are not tracked: see
+// Cluster.MasterOf.
 func (n *Node) Slots() []SlotRange {
 	return slices.Clone(n.slots)
 }
 
-// NodeForSlot returns the node given slot when the Redis Cluster formed,
+// NodeForSlot returns the master given slot when the Redis Cluster formed,
 // or nil if there is none (the cluster is not a Redis Cluster, or slot is
-// out of range).
+// out of range). After a failover, Cluster.MasterOf tells who serves it.
 func (c *Cluster) NodeForSlot(slot int) *Node {
 	for _, n := range c.nodes {
 		for _, r := range n.slots {
@@ -52,23 +71,34 @@ func (c *Cluster) NodeForSlot(slot int) *Node {
 	return nil
 }
 
-// NodeForKey returns the node that serves key's hash slot (see KeySlot and
-// NodeForSlot), or nil outside a Redis Cluster.
+// NodeForKey returns the master that was given key's hash slot (see
+// KeySlot and NodeForSlot), or nil outside a Redis Cluster.
 func (c *Cluster) NodeForKey(key string) *Node {
 	return c.NodeForSlot(KeySlot(key))
 }
 
 // formRedisCluster turns the started nodes into one Redis Cluster, as
-// redis-cli --cluster create does: each node takes its share of the slots
-// and a config epoch of its own, node 0 meets the others, and the gossip
-// does the rest.
+// redis-cli --cluster create does: each master takes its share of the
+// slots, every node takes a config epoch of its own, node 0 meets the
+// others, the gossip does the rest, and each replica then replicates its
+// master.
 func (c *Cluster) formRedisCluster(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
 	defer cancel()
-	for i, r := range splitSlots(len(c.nodes)) {
-		n := c.nodes[i]
-		n.slots = []SlotRange{r}
-		if err := n.claimSlots(ctx, r, i+1); err != nil {
+	slots := splitSlots(c.masters)
+	for i, n := range c.nodes {
+		var err error
+		n.shard = c.shardOf(i)
+		if n.id, err = n.Do(ctx, "CLUSTER", "MYID"); err != nil {
+			return fmt.Errorf("redlocktest: node %d: %w", i, err)
+		}
+		if i < c.masters {
+			n.slots = []SlotRange{slots[i]}
+			err = n.claimSlots(ctx, slots[i], i+1)
+		} else {
+			err = n.prepareReplica(ctx, i+1)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -77,7 +107,56 @@ func (c *Cluster) formRedisCluster(ctx context.Context) error {
 			return fmt.Errorf("redlocktest: node 0 meets node %d: %w", n.index, err)
 		}
 	}
+	for _, n := range c.nodes[c.masters:] {
+		if err := n.replicate(ctx, c.nodes[n.shard]); err != nil {
+			return err
+		}
+	}
 	return c.waitRedisCluster(ctx)
+}
+
+// shardOf returns the index of the master that node i is, or replicates
+// when the cluster forms.
+func (c *Cluster) shardOf(i int) int {
+	if i < c.masters {
+		return i
+	}
+	return (i - c.masters) / ((len(c.nodes) - c.masters) / c.masters)
+}
+
+// prepareReplica empties a node that is to be a replica (keys loaded from
+// an earlier run took their slots, and a replica may have neither) and
+// sets its config epoch, before it knows any other node.
+func (n *Node) prepareReplica(ctx context.Context, epoch int) error {
+	for _, args := range [][]string{{"FLUSHALL"}, {"CLUSTER", "FLUSHSLOTS"}, {"CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(epoch)}} {
+		if _, err := n.Do(ctx, args...); err != nil {
+			return fmt.Errorf("redlocktest: node %d: %w", n.index, err)
+		}
+	}
+	return nil
+}
+
+// replicate makes the node a replica of master with CLUSTER REPLICATE,
+// retrying while the node does not know the master yet (the gossip after
+// CLUSTER MEET takes a moment).
+func (n *Node) replicate(ctx context.Context, master *Node) error {
+	tick := time.NewTicker(clusterPoll)
+	defer tick.Stop()
+	for {
+		_, err := n.Do(ctx, "CLUSTER", "REPLICATE", master.id)
+		var serverErr ServerError
+		if err == nil || !errors.As(err, &serverErr) || !strings.Contains(string(serverErr), "Unknown node") {
+			if err != nil {
+				return fmt.Errorf("redlocktest: node %d replicates node %d: %w", n.index, master.index, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redlocktest: node %d never learned of node %d: %w", n.index, master.index, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // claimSlots assigns r to the node and sets its config epoch, which must
@@ -139,12 +218,15 @@ func addSlotsArgs(r SlotRange, own []SlotRange) []string {
 
 // WaitRedisCluster waits until every node of a Redis Cluster is running,
 // reports cluster_state:ok and knows every other node, none of them
-// failing, with the slots each was given when the cluster formed. Use it
-// after restarting or resuming a node: Start, Restart and Resume wait only
-// for the node's own process. It gives up after 15 seconds or when ctx is
-// done, with an error that tells what was still wrong.
+// failing; every master the cluster formed with, or one of its replicas
+// promoted in its place, serves the slots it was given; every other node
+// of that group replicates it, and every replica's link to its master is
+// up. Use it after restarting or resuming a node: Start, Restart and
+// Resume wait only for the node's own process. It gives up after 15
+// seconds or when ctx is done, with an error that tells what was still
+// wrong.
 func (c *Cluster) WaitRedisCluster(ctx context.Context) error {
-	if len(c.nodes) == 0 || c.nodes[0].busPort == 0 {
+	if c.masters == 0 {
 		return errors.New("redlocktest: WaitRedisCluster: not a Redis Cluster (see Options.RedisCluster)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
@@ -179,56 +261,107 @@ func (c *Cluster) waitRedisCluster(ctx context.Context) error {
 // clusterProblem checks every node once and returns what is not as
 // WaitRedisCluster wants it, node by node, or nil.
 func (c *Cluster) clusterProblem(ctx context.Context) error {
-	want := make(map[string][]SlotRange, len(c.nodes))
-	for _, n := range c.nodes {
-		want[n.Addr()] = n.slots
-	}
 	var errs []error
 	for _, n := range c.nodes {
-		if err := n.clusterProblem(ctx, want); err != nil {
+		if err := c.nodeProblem(ctx, n); err != nil {
 			errs = append(errs, fmt.Errorf("node %d (%s): %w", n.index, n.Addr(), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// clusterProblem checks the node's view of the cluster against want, the
-// slots of every node by address.
-func (n *Node) clusterProblem(ctx context.Context, want map[string][]SlotRange) error {
+// nodeProblem checks one node's view of the cluster, and its link to its
+// master if it is a replica.
+func (c *Cluster) nodeProblem(ctx context.Context, n *Node) error {
 	ctx, cancel := context.WithTimeout(ctx, clusterProbeTimeout)
 	defer cancel()
-	info, err := n.Do(ctx, "CLUSTER", "INFO")
+	view, err := n.clusterView(ctx)
 	if err != nil {
 		return err
 	}
+	if err := c.viewProblem(view); err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(view, clusterNode.isMyself); i < 0 || view[i].isMaster() {
+		return nil
+	}
+	info, err := n.Do(ctx, "INFO", "replication")
+	if err != nil {
+		return err
+	}
+	if link := infoField(info, "master_link_status"); link != "up" {
+		return fmt.Errorf("master_link_status:%s", link)
+	}
+	return nil
+}
+
+// clusterView returns the node's CLUSTER NODES, once it reports
+// cluster_state:ok.
+func (n *Node) clusterView(ctx context.Context) ([]clusterNode, error) {
+	info, err := n.Do(ctx, "CLUSTER", "INFO")
+	if err != nil {
+		return nil, err
+	}
 	if state := infoField(info, "cluster_state"); state != "ok" {
-		return fmt.Errorf("cluster_state:%s", state)
+		return nil, fmt.Errorf("cluster_state:%s", state)
 	}
 	reply, err := n.Do(ctx, "CLUSTER", "NODES")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	view, err := parseClusterNodes(reply)
-	if err != nil {
-		return err
-	}
-	return viewProblem(view, want)
+	return parseClusterNodes(reply)
 }
 
-// viewProblem compares one node's CLUSTER NODES with want.
-func viewProblem(view []clusterNode, want map[string][]SlotRange) error {
-	if len(view) != len(want) {
-		return fmt.Errorf("knows %d nodes, want %d", len(view), len(want))
+// viewProblem compares one node's CLUSTER NODES with the cluster as it
+// formed: the same nodes, none failing, one master per group (the master
+// the cluster formed with and its replicas) serving the group's slots, and
+// the rest of the group replicating it.
+func (c *Cluster) viewProblem(view []clusterNode) error {
+	if len(view) != len(c.nodes) {
+		return fmt.Errorf("knows %d nodes, want %d", len(view), len(c.nodes))
 	}
+	masters := make(map[int]clusterNode, c.masters) // by group
 	for _, cn := range view {
-		slots, known := want[cn.addr]
+		n := c.nodeAt(cn.addr)
 		switch {
-		case !known:
+		case n == nil:
 			return fmt.Errorf("knows node %s, which is not in the cluster", cn.addr)
 		case slices.ContainsFunc(cn.flags, badFlag):
 			return fmt.Errorf("sees node %s as %s", cn.addr, strings.Join(cn.flags, ","))
-		case !slices.Equal(cn.slots, slots):
-			return fmt.Errorf("sees node %s serve slots %v, want %v", cn.addr, cn.slots, slots)
+		case !cn.isMaster():
+			continue
+		}
+		if other, dup := masters[n.shard]; dup {
+			return fmt.Errorf("sees nodes %s and %s both as masters of node %d's slots", other.addr, cn.addr, n.shard)
+		}
+		masters[n.shard] = cn
+		if want := c.nodes[n.shard].slots; !slices.Equal(cn.slots, want) {
+			return fmt.Errorf("sees node %s serve slots %v, want %v", cn.addr, cn.slots, want)
+		}
+	}
+	return c.replicasProblem(view, masters)
+}
+
+// replicasProblem checks that each replica in view replicates the master
+// of its group.
+func (c *Cluster) replicasProblem(view []clusterNode, masters map[int]clusterNode) error {
+	for _, cn := range view {
+		if cn.isMaster() {
+			continue
+		}
+		n := c.nodeAt(cn.addr)
+		if m, ok := masters[n.shard]; !ok || cn.master != m.id {
+			return fmt.Errorf("sees node %s replicate %s, want the master of node %d's slots", cn.addr, cn.master, n.shard)
+		}
+	}
+	return nil
+}
+
+// nodeAt returns the node listening on addr, or nil.
+func (c *Cluster) nodeAt(addr string) *Node {
+	for _, n := range c.nodes {
+		if n.Addr() == addr {
+			return n
 		}
 	}
 	return nil

@@ -255,3 +255,146 @@ func TestWaitRedisClusterOnIndependentNodes(t *testing.T) {
 		t.Fatalf("independent node: Slots() = %v, NodeForKey = %v; want nil", n.Slots(), c.NodeForKey("foo"))
 	}
 }
+
+func TestRedisClusterReplicasAndFailover(t *testing.T) {
+	t.Parallel()
+	begin := time.Now()
+	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, ClusterReplicas: 1})
+	t.Logf("3 masters with a replica each formed in %v", time.Since(begin).Round(time.Millisecond))
+	nodes := c.Nodes()
+	if len(nodes) != 6 {
+		t.Fatalf("len(Nodes()) = %d, want 3 masters and 3 replicas", len(nodes))
+	}
+	for i, master := range nodes[:3] {
+		replica := nodes[3+i]
+		if replica.Slots() != nil || replica.ID() == "" || replica.ID() == master.ID() {
+			t.Fatalf("replica %d: Slots() = %v, ID() = %q, master's ID %q", 3+i, replica.Slots(), replica.ID(), master.ID())
+		}
+		expect(t, replica, replica.ID(), "CLUSTER", "MYID")
+		checkReplicas(t, c, master, replica)
+	}
+	if got := clusterInfo(t, nodes[0], "cluster_known_nodes"); got != "6" {
+		t.Fatalf("cluster_known_nodes:%s, want 6", got)
+	}
+
+	const key = "redlock:{job-42}:lock"
+	slot := redlocktest.KeySlot(key)
+	master := c.NodeForKey(key)
+	replica := nodes[3+master.Index()]
+	expect(t, master, "OK", "SET", key, "token")
+	expect(t, master, "1", "WAIT", "1", "2000") // the replica has the key
+	expect(t, replica, "1", "DBSIZE")
+
+	begin = time.Now()
+	if err := master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := c.WaitPromoted(t.Context(), slot, master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("replica promoted %v after the master was killed", time.Since(begin).Round(time.Millisecond))
+	if promoted != replica {
+		t.Fatalf("WaitPromoted = node %d, want node %d", promoted.Index(), replica.Index())
+	}
+	checkMasterOf(t, c, slot, replica)
+	if c.NodeForSlot(slot) != master {
+		t.Fatalf("NodeForSlot(%d) no longer names the master the slot was given", slot)
+	}
+	expect(t, replica, "token", "GET", key)
+
+	// The old master comes back empty and replicates the promoted replica.
+	begin = time.Now()
+	if err := master.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitRedisCluster(t, c, begin, "the old master's restart")
+	checkReplicas(t, c, replica, master)
+	expect(t, master, "1", "DBSIZE") // the key, by replication
+
+	// A manual failover gives the slots back, and the cluster is whole.
+	begin = time.Now()
+	if err := c.Failover(t.Context(), master); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("manual failover took %v", time.Since(begin).Round(time.Millisecond))
+	checkMasterOf(t, c, slot, master)
+	waitRedisCluster(t, c, begin, "the manual failover")
+	checkReplicas(t, c, master, replica)
+	expect(t, master, "token", "GET", key)
+	if err := c.Failover(t.Context(), master); err == nil {
+		t.Fatal("Failover on a master succeeded")
+	}
+}
+
+// checkReplicas checks that replica is master's one replica.
+func checkReplicas(t *testing.T, c *redlocktest.Cluster, master, replica *redlocktest.Node) {
+	t.Helper()
+	replicas, err := c.ReplicasOf(t.Context(), master)
+	if err != nil || len(replicas) != 1 || replicas[0] != replica {
+		t.Fatalf("ReplicasOf(node %d) = %v, %v; want node %d", master.Index(), replicas, err, replica.Index())
+	}
+}
+
+// checkMasterOf checks that the running nodes agree master serves slot.
+func checkMasterOf(t *testing.T, c *redlocktest.Cluster, slot int, master *redlocktest.Node) {
+	t.Helper()
+	got, err := c.MasterOf(t.Context(), slot)
+	if err != nil || got != master {
+		t.Fatalf("MasterOf(%d) = %v, %v; want node %d", slot, got, err, master.Index())
+	}
+}
+
+func TestClusterReplicasNeedARedisCluster(t *testing.T) {
+	t.Parallel()
+	if _, err := redlocktest.New(t.Context(), redlocktest.Options{Nodes: 1, ClusterReplicas: 1}); err == nil {
+		t.Fatal("ClusterReplicas without RedisCluster accepted")
+	}
+	if _, err := redlocktest.New(t.Context(), redlocktest.Options{RedisCluster: true, ClusterReplicas: -1}); err == nil {
+		t.Fatal("ClusterReplicas -1 accepted")
+	}
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	if _, err := c.MasterOf(t.Context(), 0); err == nil {
+		t.Fatal("MasterOf on an independent node succeeded")
+	}
+	if _, err := c.ReplicasOf(t.Context(), c.Node(0)); err == nil {
+		t.Fatal("ReplicasOf on an independent node succeeded")
+	}
+	if _, err := c.WaitPromoted(t.Context(), 0, c.Node(0)); err == nil {
+		t.Fatal("WaitPromoted on an independent node succeeded")
+	}
+}
+
+// A paused replica still receives its master's writes (the kernel buffers
+// them); a paused replica whose link the master closed misses them, and
+// loses them to the failover when it is promoted.
+func TestRedisClusterPromotedReplicaMissesWrites(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, ClusterReplicas: 1})
+	master := c.Node(0)
+	replica := c.Node(3)
+	buffered, missed := keyFor(t, c, master), "{"+keyFor(t, c, master)+"}.missed"
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, master, "OK", "SET", buffered, "1")
+	expect(t, master, "1", "CLIENT", "KILL", "TYPE", "replica")
+	expect(t, master, "OK", "SET", missed, "1")
+	if err := master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := c.WaitPromoted(t.Context(), redlocktest.KeySlot(buffered), master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if promoted != replica {
+		t.Fatalf("WaitPromoted = node %d, want node %d", promoted.Index(), replica.Index())
+	}
+	expect(t, replica, "1", "GET", buffered)
+	if reply, err := replica.Do(t.Context(), "GET", missed); !errors.Is(err, redlocktest.ErrNil) {
+		t.Fatalf("GET %s on the promoted replica = %q, %v; want nil", missed, reply, err)
+	}
+}

@@ -2,6 +2,7 @@ package redlocktest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -69,9 +70,32 @@ func splitSlots(n int) []SlotRange {
 
 // clusterNode is one line of a CLUSTER NODES reply.
 type clusterNode struct {
-	addr  string // "ip:port", without the bus port and hostname
-	flags []string
-	slots []SlotRange // slots served; migrating and importing slots are left out
+	id     string
+	addr   string // "ip:port", without the bus port and hostname
+	flags  []string
+	master string      // the ID of the master a replica replicates, "" for a master
+	slots  []SlotRange // slots served; migrating and importing slots are left out
+}
+
+// isMaster reports whether the line is a master's.
+func (cn clusterNode) isMaster() bool {
+	return slices.Contains(cn.flags, "master")
+}
+
+// isMyself reports whether the line is the answering node's own.
+func (cn clusterNode) isMyself() bool {
+	return slices.Contains(cn.flags, "myself")
+}
+
+// servedBy returns the line of the master that serves slot in view, and
+// whether there is one.
+func servedBy(view []clusterNode, slot int) (clusterNode, bool) {
+	for _, cn := range view {
+		if cn.isMaster() && slices.ContainsFunc(cn.slots, func(r SlotRange) bool { return r.Contains(slot) }) {
+			return cn, true
+		}
+	}
+	return clusterNode{}, false
 }
 
 // parseClusterNodes parses a CLUSTER NODES reply.
@@ -86,7 +110,10 @@ func parseClusterNodes(reply string) ([]clusterNode, error) {
 			return nil, fmt.Errorf("malformed CLUSTER NODES line %q", line)
 		}
 		addr, _, _ := strings.Cut(fields[1], "@")
-		n := clusterNode{addr: addr, flags: strings.Split(fields[2], ",")}
+		n := clusterNode{id: fields[0], addr: addr, flags: strings.Split(fields[2], ",")}
+		if fields[3] != "-" {
+			n.master = fields[3]
+		}
 		for _, f := range fields[8:] {
 			r, served, err := parseSlotRange(f)
 			if err != nil {
