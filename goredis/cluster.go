@@ -1,6 +1,8 @@
 package goredis
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -49,4 +51,21 @@ func setUpClusterForLocking(o *redis.ClusterOptions) {
 	o.ReadTimeout, o.WriteTimeout = so.ReadTimeout, so.WriteTimeout
 	o.DisableIdentity = so.DisableIdentity
 	o.DialerRetries, o.DialerRetryTimeout = so.DialerRetries, so.DialerRetryTimeout
+}
+
+// reloadSlotsAfter asks a cluster client to reload its slot map, in the
+// background, when err is a request's failure without a reply from Redis:
+// the master it went to may have died and a replica taken its slots over.
+// go-redis follows MOVED and ASK by itself, but on a connection error it
+// keeps sending the slot's requests to the same dead master until its
+// periodic reload, a minute by default, and the slot could not be locked
+// for that long after an automatic failover. go-redis coalesces reloads,
+// at most one per 200 ms.
+func (c *Conn) reloadSlotsAfter(err error) {
+	cc, ok := c.client.(*redis.ClusterClient)
+	var answer redis.Error
+	if !ok || err == nil || errors.As(err, &answer) {
+		return
+	}
+	cc.ReloadState(context.Background())
 }

@@ -83,7 +83,9 @@ func (c *Conn) Name() string { return c.name }
 
 // Do sends one command; a nil reply is (nil, nil).
 func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
-	return reply(c.client.Do(ctx, toAny(args)...).Result())
+	v, err := c.client.Do(ctx, toAny(args)...).Result()
+	c.reloadSlotsAfter(err)
+	return reply(v, err)
 }
 
 // EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT. The
@@ -154,7 +156,9 @@ func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {
 		cmd.SetFirstKeyPos(3)
 	}
 	_ = c.client.Process(ctx, cmd)
-	return cmd.Result()
+	v, err := cmd.Result()
+	c.reloadSlotsAfter(err)
+	return v, err
 }
 
 // Listen holds one pub/sub connection until ctx ends or the connection
