@@ -66,7 +66,9 @@ type replicator interface {
 // which returns true. The Client then keeps every key it needs for a lock
 // in the lock key's hash slot (see layout), and sends each request by
 // itself, since one script call cannot touch two slots. Both adapters have
-// it.
+// it. Such a Conn follows MOVED and ASK redirections itself, and finds the
+// master that serves a slot after a failover (the goredis adapter reloads
+// its client's slot map when a request gets no reply).
 type clusterer interface {
 	IsCluster() bool
 }

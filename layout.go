@@ -7,7 +7,10 @@ package redlock
 // in the lock key's slot: its name carries, in braces, a tag of that slot
 // (slotTag), and the restart marker and its process key exist once per
 // slot ("redlock:marker:{tag}"), since a slot is what moves between a
-// cluster's masters.
+// cluster's masters, by resharding or by a replica's promotion. The slot's
+// new master is another process than the one that wrote the marker, so
+// the quarantine holds the slot out for the recovery delay there, whether
+// or not the master's last writes reached it (see quarantine.lua).
 type layout struct {
 	cluster bool
 }

@@ -17,9 +17,11 @@ import (
 //	redis://user:s3cret@10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379&addr=10.0.0.3:6379
 //
 // Each request goes to the master that serves its key's hash slot, through
-// MOVED and ASK redirections while slots move. The redlock.Client keeps the
-// keys of each lock in its key's slot (see redlock.Conn). Redlock over
-// several clusters takes one such URL per cluster.
+// MOVED and ASK redirections while slots move; a request that fails
+// without a reply (its master died) makes the client reload its slot map,
+// so that it finds the replica promoted in its place. The redlock.Client
+// keeps the keys of each lock in its key's slot (see redlock.Conn).
+// Redlock over several clusters takes one such URL per cluster.
 
 // isClusterURL reports whether u names a Redis Cluster.
 func isClusterURL(u *url.URL) bool { return u.Query().Has("cluster") }
