@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -426,79 +424,6 @@ func TestLock_concurrentUse(t *testing.T) {
 	wg.Wait()
 	if released != 1 {
 		t.Errorf("%d releases succeeded, want exactly 1", released)
-	}
-}
-
-func TestDial(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Password: "s3cret-pw"})
-	urls := cluster.URLs()
-	client, err := goredis.Dial(bg, urls, fast())
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	defer client.Close()
-	if err := client.MarkReady(bg, false); err != nil { // a new deployment
-		t.Fatal(err)
-	}
-	t.Run("acquires", func(t *testing.T) {
-		lock, err := client.TryAcquire(bg, "dialed")
-		if err != nil {
-			t.Fatalf("acquire through Dial: %v", err)
-		}
-		lock.Release(bg)
-	})
-	t.Run("wrongPassword", func(t *testing.T) { dialWrongPassword(t, urls) })
-	t.Run("oneNodeDown", func(t *testing.T) { dialOneNodeDown(t, urls) })
-	t.Run("invalidURLs", func(t *testing.T) { dialInvalidURLs(t, urls) })
-}
-
-// dialWrongPassword dials the nodes at urls, which hold the password
-// "s3cret-pw", with another password for the first: Dial fails, and its
-// error shows neither password.
-func dialWrongPassword(t *testing.T, urls []string) {
-	wrong := []string{strings.Replace(urls[0], "s3cret-pw", "not-it-pw", 1), urls[1], urls[2]}
-	_, err := goredis.Dial(bg, wrong, nil)
-	if err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
-		t.Errorf("wrong password: %v", err)
-	}
-	if err != nil && (strings.Contains(err.Error(), "not-it-pw") || strings.Contains(err.Error(), "s3cret-pw")) {
-		t.Errorf("error shows a password: %v", err)
-	}
-}
-
-// dialOneNodeDown dials the first two nodes at urls and a third that does
-// not answer: Dial succeeds, and so does an acquisition.
-func dialOneNodeDown(t *testing.T, urls []string) {
-	down := []string{urls[0], urls[1], "redis://:s3cret-pw@127.0.0.1:1"}
-	client, err := goredis.Dial(bg, down, fast())
-	if err != nil {
-		t.Fatalf("Dial with one node down: %v", err)
-	}
-	defer client.Close()
-	lock, err := client.TryAcquire(bg, "one-down")
-	if err != nil {
-		t.Fatalf("acquire with one node down: %v", err)
-	}
-	lock.Release(bg)
-}
-
-// dialInvalidURLs dials malformed URLs, a node twice, and no node: each is
-// refused, and no error shows a password.
-func dialInvalidURLs(t *testing.T, urls []string) {
-	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis://:pw@host:port%zz", "redis://127.0.0.1:6379/notadb", "::::"} {
-		_, err := goredis.Dial(bg, []string{bad}, nil)
-		if !errors.Is(err, goredis.ErrInvalidURL) {
-			t.Errorf("Dial(%q): %v, want ErrInvalidURL", bad, err)
-		}
-		if err != nil && strings.Contains(err.Error(), ":pw@") {
-			t.Errorf("Dial(%q) error shows the password: %v", bad, err)
-		}
-	}
-	if _, err := goredis.Dial(bg, []string{urls[0], urls[0]}, nil); !errors.Is(err, redlock.ErrDuplicateNode) {
-		t.Errorf("duplicate URL: %v", err)
-	}
-	if _, err := goredis.Dial(bg, nil, nil); !errors.Is(err, redlock.ErrInvalidOptions) {
-		t.Errorf("no URLs: %v", err)
 	}
 }
 

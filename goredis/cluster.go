@@ -3,11 +3,12 @@ package goredis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
 // A node URL with a cluster parameter names a Redis Cluster, all of it one
@@ -35,7 +36,7 @@ func newClusterConn(raw string, u *url.URL) (*Conn, error) {
 	v.RawQuery = q.Encode()
 	o, err := redis.ParseClusterURL(v.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidURL, RedactURL(raw), redactSecrets(err.Error(), u))
+		return nil, nodeurl.Invalid(raw, u, err)
 	}
 	setUpClusterForLocking(o)
 	c := NewOwned(redis.NewClusterClient(o))

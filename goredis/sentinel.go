@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
 // A node URL with a master_name query parameter names a Sentinel-managed
@@ -29,7 +31,7 @@ func isSentinelURL(u *url.URL) bool { return u.Query().Has("master_name") }
 func newSentinelConn(raw string, u *url.URL) (*Conn, error) {
 	o, err := redis.ParseFailoverURL(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", ErrInvalidURL, RedactURL(raw), redactSecrets(err.Error(), u))
+		return nil, nodeurl.Invalid(raw, u, err)
 	}
 	if o.MasterName == "" {
 		return nil, fmt.Errorf("%w: %s: master_name is empty", ErrInvalidURL, RedactURL(raw))
@@ -50,18 +52,4 @@ func setUpFailoverForLocking(o *redis.FailoverOptions) {
 	o.ReadTimeout, o.WriteTimeout = so.ReadTimeout, so.WriteTimeout
 	o.DisableIdentity = so.DisableIdentity
 	o.DialerRetries, o.DialerRetryTimeout = so.DialerRetries, so.DialerRetryTimeout
-}
-
-// redactSecrets replaces the passwords of u, userinfo and query, in msg.
-func redactSecrets(msg string, u *url.URL) string {
-	secrets := []string{u.Query().Get("password"), u.Query().Get("sentinel_password")}
-	if p, ok := u.User.Password(); ok {
-		secrets = append(secrets, p)
-	}
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	return msg
 }

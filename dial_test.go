@@ -1,0 +1,369 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// dialer is one adapter's Dial, with the ErrInvalidURL its errors wrap.
+type dialer struct {
+	name          string
+	dial          func(context.Context, []string, *redlock.Options) (*redlock.Client, error)
+	errInvalidURL error
+}
+
+// dialers take the same node URLs, each with its client library.
+var dialers = []dialer{
+	{"goredis", goredis.Dial, goredis.ErrInvalidURL},
+}
+
+// forEachDialer runs f once per dialer as a subtest.
+func forEachDialer(t *testing.T, f func(t *testing.T, d dialer)) {
+	for _, d := range dialers {
+		t.Run(d.name, func(t *testing.T) { f(t, d) })
+	}
+}
+
+func TestDial(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Password: "s3cret-pw"})
+	urls := cluster.URLs()
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, urls, fast())
+		if err != nil {
+			t.Fatalf("Dial: %v", err)
+		}
+		defer client.Close()
+		if err := client.MarkReady(bg, false); err != nil { // a new deployment
+			t.Fatal(err)
+		}
+		t.Run("acquires", func(t *testing.T) {
+			lock, err := client.TryAcquire(bg, "dialed")
+			if err != nil {
+				t.Fatalf("acquire through Dial: %v", err)
+			}
+			lock.Release(bg)
+		})
+		t.Run("oneNodeDown", func(t *testing.T) { dialOneNodeDown(t, d, urls) })
+		t.Run("invalidURLs", func(t *testing.T) { dialInvalidURLs(t, d, urls) })
+		t.Run("clusterURLToAServer", func(t *testing.T) { dialClusterURLToAServer(t, d, urls) })
+	})
+}
+
+// dialOneNodeDown dials the first two nodes at urls and a third that does
+// not answer: Dial succeeds, and so does an acquisition.
+func dialOneNodeDown(t *testing.T, d dialer, urls []string) {
+	down := []string{urls[0], urls[1], "redis://:s3cret-pw@127.0.0.1:1"}
+	client, err := d.dial(bg, down, fast())
+	if err != nil {
+		t.Fatalf("Dial with one node down: %v", err)
+	}
+	defer client.Close()
+	lock, err := client.TryAcquire(bg, "one-down")
+	if err != nil {
+		t.Fatalf("acquire with one node down: %v", err)
+	}
+	lock.Release(bg)
+}
+
+// dialInvalidURLs dials malformed URLs, a node twice, and no node: each is
+// refused, and no error shows a password.
+func dialInvalidURLs(t *testing.T, d dialer, urls []string) {
+	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis://:pw@host:port%zz", "redis://127.0.0.1:6379/notadb", "::::"} {
+		_, err := d.dial(bg, []string{bad}, nil)
+		if !errors.Is(err, d.errInvalidURL) {
+			t.Errorf("Dial(%q): %v, want ErrInvalidURL", bad, err)
+		}
+		if err != nil && strings.Contains(err.Error(), ":pw@") {
+			t.Errorf("Dial(%q) error shows the password: %v", bad, err)
+		}
+	}
+	if _, err := d.dial(bg, []string{urls[0], urls[0]}, nil); !errors.Is(err, redlock.ErrDuplicateNode) {
+		t.Errorf("duplicate URL: %v", err)
+	}
+	if _, err := d.dial(bg, nil, nil); !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("no URLs: %v", err)
+	}
+}
+
+// dialClusterURLToAServer dials a Redis Cluster URL that names a server
+// outside cluster mode: the node refuses as a node with bad credentials
+// does, so alone it fails Dial, saying why.
+func dialClusterURLToAServer(t *testing.T, d dialer, urls []string) {
+	client, err := d.dial(bg, []string{urls[0] + "?cluster=1"}, nil)
+	if err == nil {
+		client.Close()
+		t.Fatal("Dial of a cluster URL to a server outside cluster mode succeeded")
+	}
+	if !strings.Contains(err.Error(), "cluster support disabled") || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Errorf("Dial = %v, want the server's refusal, without the password", err)
+	}
+}
+
+// A minority of nodes that refuse the credentials of their URLs is
+// tolerated as a minority that is down, and reported on Options.Logger; a
+// majority of them fails Dial, naming each one.
+func TestDial_badCredentials(t *testing.T) {
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		do(t, cluster.Node(0), "CONFIG", "SET", "requirepass", "s3cret-pw")
+		urls := cluster.URLs()
+		t.Run("minorityWithoutPassword", func(t *testing.T) { dialRefusingMinority(t, d, cluster, urls, "NOAUTH") })
+		wrong := slices.Clone(urls)
+		wrong[0] = "redis://:not-it-pw@" + cluster.Node(0).Addr()
+		t.Run("minorityWithWrongPassword", func(t *testing.T) { dialRefusingMinority(t, d, cluster, wrong, "WRONGPASS") })
+
+		do(t, cluster.Node(1), "CONFIG", "SET", "requirepass", "s3cret-pw")
+		wrong[1] = "redis://:not-it-pw@" + cluster.Node(1).Addr()
+		logs := &records{}
+		client, err := d.dial(bg, wrong, &redlock.Options{Logger: slog.New(logs)})
+		if err == nil {
+			client.Close()
+			t.Fatal("Dial with two nodes of three refusing the credentials succeeded")
+		}
+		for _, n := range cluster.Nodes()[:2] {
+			if !strings.Contains(err.Error(), n.Addr()+": WRONGPASS") {
+				t.Errorf("Dial = %v, want node %s named with its error", err, n.Addr())
+			}
+		}
+		if strings.Contains(err.Error(), "not-it-pw") || strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("error shows a password: %v", err)
+		}
+		if w := logs.warnings(); len(w) != 0 {
+			t.Errorf("a Dial that failed logged %v", w)
+		}
+	})
+}
+
+// dialRefusingMinority dials urls, whose first node refuses the URL's
+// credentials with the error code: Dial succeeds and warns about that node,
+// which then fails each call with the error while the other two lock.
+func dialRefusingMinority(t *testing.T, d dialer, cluster *redlocktest.Cluster, urls []string, code string) {
+	logs := &records{}
+	opts := fast()
+	opts.Logger = slog.New(logs)
+	client, err := d.dial(bg, urls, opts)
+	if err != nil {
+		t.Fatalf("Dial with one node of three refusing the credentials: %v", err)
+	}
+	defer client.Close()
+	bad := cluster.Node(0).Addr()
+	checkRefusalLogged(t, logs, bad, code)
+	// MarkReady waits for every node: the refusing one shows its error.
+	qe := quorumError(t, client.MarkReady(bg, false))
+	if r := qe.Nodes[0]; r.Node != bad || r.Outcome != redlock.OutcomeError || !strings.HasPrefix(r.Err.Error(), code) {
+		t.Errorf("mark ready: %v, want %s's %s error", r, bad, code)
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	lock, err := client.Acquire(ctx, "refused-creds")
+	if err != nil {
+		t.Fatalf("acquire with two nodes of three: %v", err)
+	}
+	if n := lock.Nodes(); n[0].Outcome == redlock.OutcomeOK || n[1].Outcome != redlock.OutcomeOK || n[2].Outcome != redlock.OutcomeOK {
+		t.Errorf("acquisition outcomes %v, want the refusing node's failure and two grants", n)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Errorf("release: %v", err)
+	}
+}
+
+// checkRefusalLogged checks that logs hold one warning, naming the node
+// bad, its error with code, and that it counts as down, and no password.
+func checkRefusalLogged(t *testing.T, logs *records, bad, code string) {
+	t.Helper()
+	w := logs.warnings()
+	if len(w) != 1 || w[0]["node"] != bad || !strings.HasPrefix(w[0]["err"], code) || !strings.Contains(w[0]["msg"], "down") {
+		t.Errorf("warnings %v, want one naming %s, its %s error, and that it counts as down", w, bad, code)
+	}
+	if text := logs.text(); strings.Contains(text, "not-it-pw") || strings.Contains(text, "s3cret-pw") {
+		t.Errorf("the log shows a password: %v", w)
+	}
+}
+
+// One server listed under two names (localhost and 127.0.0.1) fails Dial
+// with ErrDuplicateNode naming both entries: its two votes would break the
+// quorum's independence.
+func TestDial_oneServerUnderTwoNames(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	port := strconv.Itoa(cluster.Node(0).Port())
+	urls := []string{"redis://localhost:" + port, "redis://127.0.0.1:" + port, cluster.Node(1).URL()}
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, urls, nil)
+		if err == nil {
+			client.Close()
+			t.Fatal("Dial of one server under two names succeeded")
+		}
+		if !errors.Is(err, redlock.ErrDuplicateNode) || !strings.Contains(err.Error(), "localhost:"+port) || !strings.Contains(err.Error(), "127.0.0.1:"+port) {
+			t.Errorf("Dial = %v, want ErrDuplicateNode naming both entries", err)
+		}
+	})
+}
+
+// A rediss:// URL to a plaintext port fails Dial with the reason, instead
+// of dialing "successfully" and timing out on every request.
+func TestDial_tlsToAPlaintextPort(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, []string{"rediss://" + cluster.Node(0).Addr()}, nil)
+		if err == nil {
+			client.Close()
+			t.Fatal("Dial of rediss:// to a plaintext port succeeded")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "plaintext") {
+			t.Errorf("Dial = %v, want ErrInvalidURL saying the server answers in plaintext", err)
+		}
+		// The same node over redis:// dials.
+		client, err = d.dial(bg, []string{"redis://" + cluster.Node(0).Addr()}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client.Close()
+	})
+}
+
+// A Redis Cluster given as one node URL, by a seed and an addr parameter,
+// locks with either adapter.
+func TestDial_redisClusterURL(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	url := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, []string{url}, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("Dial: %v", err)
+		}
+		defer client.Close()
+		if err := client.MarkReady(bg, false); err != nil {
+			t.Fatalf("mark every slot ready: %v", err)
+		}
+		for _, key := range []string{"job", "user:{42}:cart"} {
+			lockOnCluster(t, client, key)
+		}
+	})
+}
+
+// A Redis Cluster that is down at Dial counts as a node down: Dial
+// succeeds, the other nodes lock, and the cluster answers once it is back.
+func TestDial_redisClusterDownAtDial(t *testing.T) {
+	servers := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	urls := append(servers.URLs(), cluster.URLs()[0]+"?cluster=1&addr="+cluster.Addrs()[1])
+	for _, n := range cluster.Nodes() {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No quarantine: marking 16384 slots ready costs seconds, and this
+	// test is about reaching the cluster.
+	opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, DisableQuarantine: true}
+	clients := make([]*redlock.Client, len(dialers))
+	for i, d := range dialers {
+		c, err := d.dial(bg, urls, opts)
+		if err != nil {
+			t.Fatalf("%s: Dial with the cluster down: %v", d.name, err)
+		}
+		defer c.Close()
+		clients[i] = c
+		lock, err := c.TryAcquire(bg, "job")
+		if err != nil {
+			t.Fatalf("%s: acquire with the cluster down: %v", d.name, err)
+		}
+		if o := lock.Nodes()[2].Outcome; o == redlock.OutcomeOK {
+			t.Errorf("%s: the cluster that is down reported %v", d.name, o)
+		}
+		lock.Release(bg)
+	}
+	for _, n := range cluster.Nodes() {
+		if err := n.Start(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cluster.WaitRedisCluster(bg); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clients {
+		waitAnswers(t, c, 2, dialers[i].name)
+	}
+}
+
+// waitAnswers waits until node i of c answers Inspect.
+func waitAnswers(t *testing.T, c *redlock.Client, i int, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		states, err := c.Inspect(bg, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if states[i].Err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: node %d does not answer 20 s after it is back: %v", name, i, states[i].Err)
+		}
+	}
+}
+
+// records is a slog.Handler that keeps each record's message and
+// attributes, for tests to read. It is safe for concurrent use.
+type records struct {
+	mu   sync.Mutex
+	list []map[string]string
+}
+
+// Enabled reports that every level is kept.
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+
+// Handle keeps rec.
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	m := map[string]string{"level": rec.Level.String(), "msg": rec.Message}
+	rec.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.String()
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, m)
+	return nil
+}
+
+// WithAttrs returns r: the tests log no attributes ahead.
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+
+// WithGroup returns r: the tests log no groups.
+func (r *records) WithGroup(string) slog.Handler { return r }
+
+// warnings returns the records at Warn level.
+func (r *records) warnings() []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var w []map[string]string
+	for _, m := range r.list {
+		if m["level"] == slog.LevelWarn.String() {
+			w = append(w, m)
+		}
+	}
+	return w
+}
+
+// text returns every record, printed.
+func (r *records) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, m := range r.list {
+		for k, v := range m {
+			b.WriteString(k + "=" + v + " ")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,170 @@
+package nodecheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// checkTimeout bounds the first PING to each node: long enough for a TLS
+// handshake across a region, short enough that a typo fails fast.
+const checkTimeout = 3 * time.Second
+
+// Probe looks at a node whose PING got no answer, and returns an error when
+// its URL is the cause (a TLS URL toward a plaintext port, say), or nil
+// when the node may just be down. It belongs to the adapter: only it knows
+// how its client reaches the node.
+type Probe func(conn redlock.Conn) error
+
+// verdict is what the check found out about one node.
+type verdict struct {
+	id      string // run_id of the server behind the node; "" when unknown
+	refused error  // an answer showing the node refuses its configuration
+	listErr error  // what the probe found wrong with the node's URL
+}
+
+// Check pings every node at once, bounded by ctx and a few seconds, and
+// returns an error naming each problem with the node list when
+//
+//   - two entries reach one server under different names (the same
+//     run_id): the error wraps redlock.ErrDuplicateNode;
+//   - probe found a node's URL wrong;
+//   - so many nodes answered with a configuration error (bad credentials,
+//     a wrong database, anything but PONG) that the others cannot make a
+//     quorum (len(conns)/2+1).
+//
+// Fewer such nodes, with the list otherwise sound, are tolerated as an
+// unreachable minority is (Redlock works while a majority answers): each
+// is reported at Warn level on logger (nil: not at all), and then fails
+// every lock call with its error. Unreachable nodes pass.
+func Check(ctx context.Context, conns []redlock.Conn, logger *slog.Logger, probe Probe) error {
+	verdicts := checkAll(ctx, conns, probe)
+	listErrs := listErrors(conns, verdicts)
+	var refused []error
+	for i, v := range verdicts {
+		if v.refused != nil {
+			refused = append(refused, fmt.Errorf("%s: %w", conns[i].Name(), v.refused))
+		}
+	}
+	if len(listErrs) == 0 && len(conns)-len(refused) >= len(conns)/2+1 {
+		warnRefused(logger, conns, verdicts)
+		return nil
+	}
+	return fmt.Errorf("redlock: node check failed: %w", errors.Join(append(listErrs, refused...)...))
+}
+
+// checkAll checks every node at once, and returns each one's verdict.
+func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe) []verdict {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	verdicts := make([]verdict, len(conns))
+	var wg sync.WaitGroup
+	for i, conn := range conns {
+		wg.Go(func() { verdicts[i] = checkNode(ctx, conn, probe) })
+	}
+	wg.Wait()
+	return verdicts
+}
+
+// checkNode pings one node, and reads the run_id of a node that answers
+// PONG; a node that does not answer goes to probe.
+func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
+	v, err := conn.Do(ctx, "PING")
+	switch {
+	case err == nil && v != "PONG":
+		return verdict{refused: fmt.Errorf("unexpected PING reply %v", v)}
+	case err != nil && isConfigError(err):
+		return verdict{refused: err}
+	case err != nil && probe != nil:
+		return verdict{listErr: probe(conn)}
+	case err != nil:
+		return verdict{}
+	}
+	return verdict{id: runID(ctx, conn)}
+}
+
+// listErrors returns what is wrong with the node list itself, whatever the
+// nodes' state: the probes' findings, then the duplicates.
+func listErrors(conns []redlock.Conn, verdicts []verdict) []error {
+	var errs []error
+	for _, v := range verdicts {
+		if v.listErr != nil {
+			errs = append(errs, v.listErr)
+		}
+	}
+	return append(errs, duplicates(conns, verdicts)...)
+}
+
+// warnRefused reports each node that refuses its configuration on logger,
+// if any.
+func warnRefused(logger *slog.Logger, conns []redlock.Conn, verdicts []verdict) {
+	if logger == nil {
+		return
+	}
+	for i, v := range verdicts {
+		if v.refused != nil {
+			logger.Warn("redlock: node refuses its configuration; it counts as down until fixed",
+				"node", conns[i].Name(), "err", v.refused)
+		}
+	}
+}
+
+// runID returns the run_id of the Redis process behind conn, or "" when it
+// cannot be read (INFO refused, the node down).
+func runID(ctx context.Context, conn redlock.Conn) string {
+	v, err := conn.Do(ctx, "INFO", "server")
+	info, _ := v.(string)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// duplicates returns an error wrapping redlock.ErrDuplicateNode for each
+// pair of entries of conns that reach the same server (by their verdicts'
+// run_ids): two votes from one server would break the quorum's
+// independence.
+func duplicates(conns []redlock.Conn, verdicts []verdict) []error {
+	var errs []error
+	first := map[string]int{}
+	for i, v := range verdicts {
+		if v.id == "" {
+			continue
+		}
+		if j, seen := first[v.id]; seen {
+			errs = append(errs, fmt.Errorf("%w: %s and %s are one server (run_id %s)", redlock.ErrDuplicateNode, conns[j].Name(), conns[i].Name(), v.id))
+			continue
+		}
+		first[v.id] = i
+	}
+	return errs
+}
+
+// configErrors are the beginnings of the server errors that retrying will
+// not cure, less the "ERR " that rueidis strips: the node refuses the
+// credentials, the database or the commands of its URL, or is not the
+// cluster the URL says.
+var configErrors = []string{"WRONGPASS", "NOAUTH", "NOPERM", "AUTH ", "invalid password", "DB index", "invalid DB index",
+	"unknown command", "This instance has cluster support disabled"}
+
+// isConfigError reports server errors that retrying will not cure.
+func isConfigError(err error) bool {
+	msg := strings.TrimPrefix(err.Error(), "ERR ")
+	for _, prefix := range configErrors {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,93 @@
+// Package nodeurl holds what the adapters share about node URLs: the error
+// a malformed one wraps, the first checks every form goes through, and the
+// redaction of passwords from URLs and from messages about them.
+package nodeurl
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// ErrInvalidURL means a node URL could not be parsed, or names something it
+// cannot reach as written. goredis.ErrInvalidURL is this value.
+var ErrInvalidURL = errors.New("redlock: invalid node URL")
+
+// secretParams are the query parameters that hold passwords.
+var secretParams = []string{"password", "sentinel_password"}
+
+// Parse parses raw and checks what every form of node URL needs: a redis,
+// rediss or unix scheme, and a host unless it is a unix socket. Errors
+// wrap ErrInvalidURL and never contain a password.
+func Parse(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the url.Error quotes raw, password included
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+	default:
+		return nil, fmt.Errorf("%w: %s: scheme must be redis, rediss or unix", ErrInvalidURL, Redact(raw))
+	}
+	if u.Scheme != "unix" && u.Host == "" {
+		return nil, fmt.Errorf("%w: %s: no host", ErrInvalidURL, Redact(raw))
+	}
+	return u, nil
+}
+
+// Invalid returns an error wrapping ErrInvalidURL for raw, whose URL u a
+// client library refused with err: its message with u's passwords
+// replaced.
+func Invalid(raw string, u *url.URL, err error) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidURL, Redact(raw), RedactSecrets(err.Error(), u))
+}
+
+// Redact returns raw with any password replaced by "xxxxx", in the
+// userinfo and in the password and sentinel_password parameters, also when
+// raw does not parse.
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		q := u.Query()
+		for _, k := range secretParams {
+			if q.Get(k) != "" {
+				q.Set(k, "xxxxx")
+			}
+		}
+		if len(q) > 0 {
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	scheme := strings.Index(raw, "://")
+	at := strings.LastIndex(raw, "@")
+	if scheme < 0 || at < scheme {
+		return raw
+	}
+	userinfo := raw[scheme+3 : at]
+	if colon := strings.Index(userinfo, ":"); colon >= 0 {
+		userinfo = userinfo[:colon+1] + "xxxxx"
+	}
+	return raw[:scheme+3] + userinfo + raw[at:]
+}
+
+// RedactSecrets replaces the passwords of u, userinfo and query, in msg.
+func RedactSecrets(msg string, u *url.URL) string {
+	secrets := make([]string, 0, len(secretParams)+1)
+	for _, k := range secretParams {
+		secrets = append(secrets, u.Query().Get(k))
+	}
+	if p, ok := u.User.Password(); ok {
+		secrets = append(secrets, p)
+	}
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
