@@ -6,8 +6,8 @@ import (
 )
 
 // Conn is one independent Redis master as the Client sees it. The adapters in
-// the goredis and rueidis packages implement it over those clients;
-// goredis.Dial builds go-redis ones from URLs.
+// the goredis and rueidis packages implement it over those clients; their
+// Dial functions build them from node URLs.
 //
 // A Conn must be safe for concurrent use. It must return as soon as ctx is done
 // where the underlying client allows it. Over two or more nodes the Client

@@ -14,6 +14,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/rueidis"
 )
 
 // dialer is one adapter's Dial, with the ErrInvalidURL its errors wrap.
@@ -26,6 +27,7 @@ type dialer struct {
 // dialers take the same node URLs, each with its client library.
 var dialers = []dialer{
 	{"goredis", goredis.Dial, goredis.ErrInvalidURL},
+	{"rueidis", rueidis.Dial, rueidis.ErrInvalidURL},
 }
 
 // forEachDialer runs f once per dialer as a subtest.

@@ -20,7 +20,8 @@ import (
 // other nodes still hold for someone else. So it refuses, unless force is
 // true, a node that restarted or failed over and has not sat out its
 // recovery delay (NodeState.Restarted); a node with no marker at all cannot
-// be told from a new one, and is marked. New and goredis.Dial never call it.
+// be told from a new one, and is marked. New and the adapters'
+// Dial functions never call it.
 //
 // It returns nil when every node is ready, and otherwise a *QuorumError with
 // Op "mark ready" and each node's outcome (a refused node's is an error

@@ -28,8 +28,9 @@
 //
 //	redis://10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379
 //
-// New takes a *redis.Client, a failover client or a *redis.ClusterClient
-// alike.
+// The rueidis package's Dial and NewURL take the same URLs, so that a
+// program switches adapters without rewriting them. New takes a
+// *redis.Client, a failover client or a *redis.ClusterClient alike.
 package goredis
 
 import (

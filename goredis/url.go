@@ -13,7 +13,8 @@ import (
 )
 
 // ErrInvalidURL means a node URL could not be parsed, or names something
-// it cannot reach as written.
+// it cannot reach as written. It is the same value as
+// rueidis.ErrInvalidURL.
 var ErrInvalidURL = nodeurl.ErrInvalidURL
 
 // connIOTimeout bounds a single socket read or write on a node connection.
@@ -25,7 +26,7 @@ const connIOTimeout = time.Second
 // redis://[[user]:password@]host[:port][/db], rediss:// for TLS, or
 // unix://[[user]:password@]/path?db=N, with go-redis's query parameters,
 // and the Sentinel (master_name) and Redis Cluster (cluster) forms of
-// NewURL.
+// NewURL. The rueidis package's Dial takes the same URLs.
 //
 // Dial pings every node at once, bounded by ctx and a few seconds. An
 // unreachable node does not fail the call, since Redlock works while a

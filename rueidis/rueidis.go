@@ -1,10 +1,28 @@
-// Package rueidis adapts rueidis clients to redlock.Conn.
+// Package rueidis adapts rueidis clients to redlock.Conn, and dials nodes
+// from URLs.
+//
+//	client, err := rueidis.Dial(ctx, []string{"redis://a:6379", "redis://b:6379", "redis://c:6379"}, nil)
+//
+// or, over clients of your own:
 //
 //	conns := []redlock.Conn{rueidis.New(client1), rueidis.New(client2), rueidis.New(client3)}
-//	locker, err := redlock.New(conns, nil)
+//	client, err := redlock.New(conns, nil)
 //
 // rueidis pipelines concurrent commands on one connection, which makes it the
 // fastest adapter when many goroutines take locks at once.
+//
+// Dial and NewURL take the node URLs goredis.Dial takes, so that a program
+// switches adapters without rewriting them: one server
+// (redis://, rediss://, unix://), a Sentinel-managed master through its
+// Sentinels (a master_name parameter; the master's password in the password
+// parameter, the Sentinels' in the userinfo), or a whole Redis Cluster
+// through its seed nodes (a cluster parameter):
+//
+//	redis://sentinel-a:26379?master_name=locks&addr=sentinel-b:26379&password=s3cret
+//	redis://10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379
+//
+// Their clients are set up for locking: no client-side retries or caching.
+// Over clients of your own, pass DisableRetry and DisableCache likewise.
 package rueidis
 
 import (
@@ -20,15 +38,18 @@ import (
 // Conn is one Redis master reached through a rueidis client. It is safe for
 // concurrent use.
 type Conn struct {
-	client rueidis.Client
-	name   string
-	owned  bool
+	client  rueidis.Client // nil for a Conn from NewURL: see connect
+	connect *connector     // makes the client of a Conn from NewURL
+	name    string
+	owned   bool
+	cluster bool
+	tlsAddr string // the address a rediss:// URL names, for Dial's probe
 }
 
 // New wraps client. The node is named after the addresses the client knows.
 // Close does not close client: its owner does.
 func New(client rueidis.Client) *Conn {
-	return &Conn{client: client, name: nameOf(client)}
+	return &Conn{client: client, name: nameOf(client), cluster: client.Mode() == rueidis.ClientModeCluster}
 }
 
 // NewOwned wraps client and takes ownership: Close closes it.
@@ -38,29 +59,53 @@ func NewOwned(client rueidis.Client) *Conn {
 	return c
 }
 
-// Client returns the wrapped client.
-func (c *Conn) Client() rueidis.Client { return c.client }
+// Client returns the wrapped client. A Conn from NewURL makes its client
+// on first use: until a command reached the node, Client returns nil.
+func (c *Conn) Client() rueidis.Client {
+	if c.connect != nil {
+		return c.connect.current()
+	}
+	return c.client
+}
 
-// IsCluster reports whether the client runs in Redis Cluster mode: the
-// redlock.Client then keeps every key of a lock in the lock key's hash
-// slot, and sends each request by itself (see redlock.Conn).
-func (c *Conn) IsCluster() bool { return c.client.Mode() == rueidis.ClientModeCluster }
+// IsCluster reports whether the client runs in Redis Cluster mode (for a
+// Conn from NewURL, whether the URL names a cluster): the redlock.Client
+// then keeps every key of a lock in the lock key's hash slot, and sends
+// each request by itself (see redlock.Conn).
+func (c *Conn) IsCluster() bool { return c.cluster }
+
+// get returns the client, making it first for a Conn from NewURL that has
+// none yet.
+func (c *Conn) get(ctx context.Context) (rueidis.Client, error) {
+	if c.connect != nil {
+		return c.connect.client(ctx)
+	}
+	return c.client, nil
+}
 
 // Name returns the node's address.
 func (c *Conn) Name() string { return c.name }
 
 // Do sends one command; a nil reply is (nil, nil).
 func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
-	cmd := c.client.B().Arbitrary(args[0]).Args(args[1:]...).Build()
-	return reply(c.client.Do(ctx, cmd).ToAny())
+	client, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd := client.B().Arbitrary(args[0]).Args(args[1:]...).Build()
+	return reply(client.Do(ctx, cmd).ToAny())
 }
 
 // EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT.
 func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
-	b := c.client.B()
-	v, err := c.client.Do(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
+	client, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := client.B()
+	v, err := client.Do(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
 	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
-		v, err = c.client.Do(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
+		v, err = client.Do(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
 	}
 	return reply(v, err)
 }
@@ -71,17 +116,21 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 // writes in time. It needs a client of one server: a cluster client cannot
 // send WAIT to the node that ran the script.
 func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (any, int64, error) {
-	if len(c.client.Nodes()) != 1 {
+	client, err := c.get(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(client.Nodes()) != 1 {
 		return nil, 0, errors.New("rueidis: WAIT after a script needs a client of one server")
 	}
-	b := c.client.B()
+	b := client.B()
 	wait := func() rueidis.Completed {
 		return b.Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()
 	}
-	res := c.client.DoMulti(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
+	res := client.DoMulti(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
 	v, err := res[0].ToAny()
 	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
-		res = c.client.DoMulti(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
+		res = client.DoMulti(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
 		v, err = res[0].ToAny()
 	}
 	if v, err = reply(v, err); err != nil {
@@ -95,7 +144,11 @@ func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Durat
 // fails, and returns why: the Client wakes its waiting Acquire calls with the
 // release announcements it receives (see redlock.Conn).
 func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
-	dc, release := c.client.Dedicate()
+	client, err := c.get(ctx)
+	if err != nil {
+		return err
+	}
+	dc, release := client.Dedicate()
 	defer release()
 	messages := make(chan rueidis.PubSubMessage, 64)
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{
@@ -126,9 +179,12 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 	}
 }
 
-// Close closes the client if it was created with NewOwned.
+// Close closes the client if it was created with NewOwned or NewURL.
 func (c *Conn) Close() error {
-	if c.owned {
+	switch {
+	case c.connect != nil:
+		c.connect.close()
+	case c.owned:
 		c.client.Close()
 	}
 	return nil

@@ -11,7 +11,8 @@ import (
 )
 
 // ErrInvalidURL means a node URL could not be parsed, or names something it
-// cannot reach as written. goredis.ErrInvalidURL is this value.
+// cannot reach as written. goredis.ErrInvalidURL and rueidis.ErrInvalidURL
+// are this one value, so that errors.Is holds whichever adapter dialed.
 var ErrInvalidURL = errors.New("redlock: invalid node URL")
 
 // secretParams are the query parameters that hold passwords.
