@@ -3,7 +3,8 @@
 // toxiproxy proxy per worker and node, so that the network between each
 // worker and each node can be cut, blackholed or slowed on its own. Split
 // quorums, where two workers see different majorities, need that
-// granularity.
+// granularity. A Redis Cluster as the lock node (Options.RedisCluster) has
+// no proxies: see rediscluster.go.
 package cluster
 
 import (
@@ -40,6 +41,11 @@ type Options struct {
 	// copies it and that workers do not reach until it is promoted (see
 	// Pair).
 	Replicas bool
+	// RedisCluster makes the one lock node a Redis Cluster of three
+	// masters, which workers reach directly (see rediscluster.go); Nodes
+	// and Workers are then ignored, and Replicas gives each master a
+	// replica of its own.
+	RedisCluster bool
 }
 
 // Cluster is a set of nodes and the proxies in front of them. Its methods
@@ -49,11 +55,17 @@ type Cluster struct {
 	replicas *redlocktest.Cluster // nil without Options.Replicas
 	links    [][]*Link            // [worker][node]
 	pairs    []*Pair              // [node], nil without Options.Replicas
+	// redisCluster is set by Options.RedisCluster: tc is then one Redis
+	// Cluster, and links and pairs are nil.
+	redisCluster bool
 }
 
 // New starts the nodes and the proxies. ctx bounds the start-up. The caller
 // must call Close.
 func New(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.RedisCluster {
+		return newRedisCluster(ctx, opts)
+	}
 	nodes := opts.Nodes
 	if nodes == 0 {
 		nodes = DefaultNodes
@@ -123,19 +135,29 @@ func (c *Cluster) Pair(n int) *Pair {
 	return c.pairs[n]
 }
 
-// Nodes returns the number of nodes.
-func (c *Cluster) Nodes() int { return len(c.tc.Nodes()) }
+// Nodes returns the number of lock nodes: 1 for a Redis Cluster.
+func (c *Cluster) Nodes() int {
+	if c.redisCluster {
+		return 1
+	}
+	return len(c.tc.Nodes())
+}
 
 // Node returns node i: with replicas, the process that is its master at
-// the time. It panics if i is out of range.
+// the time. It panics if i is out of range, and on a Redis Cluster, which
+// is many processes (see RedisCluster).
 func (c *Cluster) Node(i int) *redlocktest.Node {
+	if c.redisCluster {
+		panic("cluster: Node on a Redis Cluster")
+	}
 	if c.pairs != nil {
 		return c.pairs[i].Master()
 	}
 	return c.tc.Node(i)
 }
 
-// Workers returns the number of workers the proxies were made for.
+// Workers returns the number of workers the proxies were made for: 0 for a
+// Redis Cluster, which has none.
 func (c *Cluster) Workers() int { return len(c.links) }
 
 // Link returns the link between worker w and node n. It panics if either
@@ -152,8 +174,11 @@ func (c *Cluster) Links(n int) []*Link {
 }
 
 // WorkerURLs returns the redis:// URLs through which worker w reaches the
-// nodes, in node order.
+// nodes, in node order: for a Redis Cluster, its one URL (see DirectURLs).
 func (c *Cluster) WorkerURLs(w int) []string {
+	if c.redisCluster {
+		return c.DirectURLs()
+	}
 	urls := make([]string, len(c.links[w]))
 	for n, l := range c.links[w] {
 		urls[n] = "redis://" + l.addr
@@ -162,8 +187,13 @@ func (c *Cluster) WorkerURLs(w int) []string {
 }
 
 // DirectURLs returns the nodes' own URLs (their masters' at the time),
-// bypassing every proxy, for the harness's administrative traffic.
+// bypassing every proxy, for the harness's administrative traffic. A Redis
+// Cluster has one, with a cluster parameter and every master as a seed
+// (see goredis.NewURL).
 func (c *Cluster) DirectURLs() []string {
+	if c.redisCluster {
+		return []string{c.redisClusterURL()}
+	}
 	urls := make([]string, c.Nodes())
 	for i := range urls {
 		urls[i] = c.Node(i).URL()

@@ -16,7 +16,8 @@ type Config struct {
 	// Name identifies the worker in the history: "worker-<i>".
 	Name string `json:"name"`
 	// Nodes are the redis:// URLs of the lock nodes as this worker reaches
-	// them (through its own proxies), in node order.
+	// them (through its own proxies), in node order; a URL with a cluster
+	// parameter names a whole Redis Cluster (see goredis.NewURL).
 	Nodes []string `json:"nodes"`
 	// Register is the register service's base URL.
 	Register string `json:"register"`

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	goredisv9 "github.com/redis/go-redis/v9"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/torture/history"
@@ -60,11 +58,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	conns := make([]redlock.Conn, len(cfg.Nodes))
 	for i, u := range cfg.Nodes {
-		o, err := goredis.ParseURL(u)
+		c, err := goredis.NewURL(u)
 		if err != nil {
+			for _, c := range conns[:i] {
+				c.Close()
+			}
 			return err
 		}
-		conns[i] = goredis.NewOwned(goredisv9.NewClient(o))
+		conns[i] = c
 	}
 	client, err := redlock.New(conns, &redlock.Options{
 		TTL:               cfg.TTL,
