@@ -5,7 +5,9 @@
 // SIGSTOP, slowing and partitioning the network through the proxies (whole
 // minorities, one flapping node, one direction only, or a different
 // minority per worker), moving a node's clock, and making nodes evict
-// keys.
+// keys. On a Redis Cluster lock node (rediscluster.go, shardfailover.go)
+// they restart the master of the lock key's slot, move the slot to another
+// master, or fail the master over to a replica cut off beforehand.
 //
 // A Fault runs for the whole measured period of a scenario and undoes what
 // it did when its context ends. Several can run at once. Faults that must

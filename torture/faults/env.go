@@ -21,6 +21,8 @@ type Env struct {
 	Rec      *history.Recorder
 	// TTL is the lock TTL the workers use.
 	TTL time.Duration
+	// Key is the lock key the workers contend for.
+	Key string
 	// Clock, when not nil, moves node clocks.
 	Clock *ClockShim
 }
@@ -69,6 +71,49 @@ func (e *Env) grants() (<-chan history.Event, func()) {
 	return e.Rec.Subscribe(func(ev history.Event) bool {
 		return ev.Type == history.OK && ev.Op == history.OpAcquire && strings.HasPrefix(ev.Process, "worker-")
 	})
+}
+
+// onGrants calls act with each grant seen at least cooldown after the last
+// one acted on, until ctx ends or act fails. Grants seen in between are
+// dropped: act runs while the holder it was called for is in its critical
+// section.
+func onGrants(ctx context.Context, env *Env, cooldown time.Duration, act func(history.Event) error) error {
+	grants, cancel := env.grants()
+	defer cancel()
+	var last time.Time
+	for {
+		var ev history.Event
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev = <-grants:
+		}
+		if time.Since(last) < cooldown {
+			continue
+		}
+		last = time.Now()
+		if err := act(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// nextGrant drops the grants seen so far and waits for the next one; ok
+// is false when ctx ended first.
+func nextGrant(ctx context.Context, grants <-chan history.Event) (ev history.Event, ok bool) {
+	for drained := false; !drained; {
+		select {
+		case <-grants:
+		default:
+			drained = true
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return ev, false
+	case ev = <-grants:
+		return ev, true
+	}
 }
 
 // sleep waits d or until ctx ends, and reports whether d passed.

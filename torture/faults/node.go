@@ -157,30 +157,15 @@ func (f RestartOnGrant) restart(env *Env) error {
 
 // Run implements Fault.
 func (f RestartOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
-	grants, cancel := env.grants()
-	defer cancel()
 	if err := f.save(env); err != nil {
 		return err
 	}
-	var last time.Time
-	for {
-		var ev history.Event
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev = <-grants:
-		}
-		if time.Since(last) < f.Cooldown {
-			continue
-		}
-		last = time.Now()
+	return onGrants(ctx, env, f.Cooldown, func(ev history.Event) error {
 		id := env.start("restart", nodeName(f.Node), "kill -9 while "+ev.Process+" holds the lock, start again")
 		err := f.restart(env)
 		env.end(id, "restart", nodeName(f.Node))
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // PauseNodes stops a random minority of the nodes with SIGSTOP for a while
