@@ -7,7 +7,11 @@
 // monotonic clock) → check (four checkers) → report (a terminal table and
 // an HTML report with a timeline per scenario). Package scenario holds the
 // table of scenarios with their expected verdicts, and cluster the
-// redis-server nodes with a proxy per worker and node.
+// redis-server nodes with a proxy per worker and node, or, for the
+// "rediscluster/" scenarios, one Redis Cluster that is the only lock node,
+// reached directly: a cluster client follows the masters' own addresses,
+// so its faults hit processes and slots (restarts, resharding, failovers)
+// rather than links.
 //
 // Run runs one scenario. The command cmd/torture runs the table:
 //

@@ -137,8 +137,9 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 		return fmt.Errorf("torture: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	env := &faults.Env{Rec: rec, TTL: sc.TTL}
-	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways, Replicas: sc.Replicas}
+	env := &faults.Env{Rec: rec, TTL: sc.TTL, Key: lockKey}
+	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways, Replicas: sc.Replicas,
+		RedisCluster: sc.RedisCluster}
 	if sc.AppendFsyncEverysec {
 		copts.Config = []string{"appendonly yes", "appendfsync everysec"}
 	}

@@ -95,11 +95,16 @@ type Scenario struct {
 	// ClockShim runs the nodes with the clock shim preloaded.
 	ClockShim bool
 	// Replicas gives every node a replica that a failover can promote (see
-	// cluster.Pair).
+	// cluster.Pair), or every master of a Redis Cluster a replica of its
+	// own.
 	Replicas bool
 	// WaitReplicas makes a grant on a node count only once that many of
 	// its replicas confirmed it (the lock client's Options.WaitReplicas).
 	WaitReplicas int
+	// RedisCluster makes the one lock node a Redis Cluster of three masters
+	// (see cluster.Options.RedisCluster), which workers reach directly:
+	// only faults on processes and slots apply, not those on links.
+	RedisCluster bool
 	// Faults returns the faults to inject, fresh for each run.
 	Faults func() []faults.Fault
 }

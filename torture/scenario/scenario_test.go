@@ -33,29 +33,36 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"clock-jump": scenario.Caught, "eviction": scenario.Caught,
 		"restart-empty/fenced": scenario.Hold, "worker-pause-past-validity/fenced": scenario.Hold,
 		"clock-jump/fenced": scenario.Hold, "eviction/fenced": scenario.Hold,
-		"restart-everysec-powerloss":                      scenario.Hold,
-		"restart-everysec-powerloss/no-quarantine":        scenario.Caught,
-		"restart-everysec-powerloss/no-quarantine/fenced": scenario.Hold,
-		"markready-after-restart":                         scenario.Hold,
-		"markready-after-restart/forced":                  scenario.Caught,
-		"markready-after-restart/forced/fenced":           scenario.Hold,
-		"markready-after-restart/empty":                   scenario.Caught,
-		"markready-after-restart/empty/fenced":            scenario.Hold,
-		"flapping-node":                                   scenario.Hold,
-		"node-silent-10s":                                 scenario.Hold,
-		"no-faults/crowd-64":                              scenario.Hold,
-		"one-way-partition":                               scenario.Hold,
-		"asymmetric-partition":                            scenario.Hold,
-		"renew/minority-kill":                             scenario.Hold,
-		"renew/node-pause":                                scenario.Hold,
-		"renew/minority-partition":                        scenario.Hold,
-		"renew/minority-blackhole":                        scenario.Hold,
-		"renew/worker-pause-at-read":                      scenario.Hold,
-		"failover-lagging-replica":                        scenario.Hold,
-		"failover-lagging-replica/no-quarantine":          scenario.Caught,
-		"failover-lagging-replica/no-quarantine/fenced":   scenario.Hold,
-		"failover-replica/wait":                           scenario.Hold,
-		"failover-lagging-replica/wait":                   scenario.Hold,
+		"restart-everysec-powerloss":                             scenario.Hold,
+		"restart-everysec-powerloss/no-quarantine":               scenario.Caught,
+		"restart-everysec-powerloss/no-quarantine/fenced":        scenario.Hold,
+		"markready-after-restart":                                scenario.Hold,
+		"markready-after-restart/forced":                         scenario.Caught,
+		"markready-after-restart/forced/fenced":                  scenario.Hold,
+		"markready-after-restart/empty":                          scenario.Caught,
+		"markready-after-restart/empty/fenced":                   scenario.Hold,
+		"flapping-node":                                          scenario.Hold,
+		"node-silent-10s":                                        scenario.Hold,
+		"no-faults/crowd-64":                                     scenario.Hold,
+		"one-way-partition":                                      scenario.Hold,
+		"asymmetric-partition":                                   scenario.Hold,
+		"renew/minority-kill":                                    scenario.Hold,
+		"renew/node-pause":                                       scenario.Hold,
+		"renew/minority-partition":                               scenario.Hold,
+		"renew/minority-blackhole":                               scenario.Hold,
+		"renew/worker-pause-at-read":                             scenario.Hold,
+		"failover-lagging-replica":                               scenario.Hold,
+		"failover-lagging-replica/no-quarantine":                 scenario.Caught,
+		"failover-lagging-replica/no-quarantine/fenced":          scenario.Hold,
+		"failover-replica/wait":                                  scenario.Hold,
+		"failover-lagging-replica/wait":                          scenario.Hold,
+		"rediscluster/shard-master-restart":                      scenario.Hold,
+		"rediscluster/shard-master-restart/no-quarantine":        scenario.Caught,
+		"rediscluster/shard-master-restart/no-quarantine/fenced": scenario.Hold,
+		"rediscluster/reshard":                                   scenario.Hold,
+		"rediscluster/shard-failover":                            scenario.Hold,
+		"rediscluster/shard-failover/no-quarantine":              scenario.Caught,
+		"rediscluster/shard-failover/no-quarantine/fenced":       scenario.Hold,
 	} {
 		s, ok := seen[name]
 		if !ok {
@@ -69,6 +76,9 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 	for name, s := range seen {
 		if strings.HasPrefix(name, "renew/") && (!s.Renew || s.ThinkMax <= scenario.DefaultTTL) {
 			t.Errorf("%s: a renew row must renew and think for longer than the TTL", name)
+		}
+		if strings.HasPrefix(name, "rediscluster/") != s.RedisCluster {
+			t.Errorf("%s: a rediscluster row, and only one, must lock on a Redis Cluster", name)
 		}
 	}
 	for _, s := range scenario.Short() {

@@ -287,6 +287,8 @@ func Table() []Scenario {
 	}
 	failoverHolds, failoverCaught := failovers()
 	holds, caught = append(holds, failoverHolds...), append(caught, failoverCaught...)
+	clusterHolds, clusterCaught := redisClusters()
+	holds, caught = append(holds, clusterHolds...), append(caught, clusterCaught...)
 	holds = append(holds, renewals(holds, "minority-kill", "node-pause", "minority-partition", "minority-blackhole")...)
 	holds = append(holds, Scenario{
 		Name: "renew/worker-pause-at-read",

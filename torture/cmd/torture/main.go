@@ -1,8 +1,10 @@
 // Command torture runs the lock under injected faults and checks the
 // recorded history, scenario by scenario, against each scenario's expected
-// verdict: five redis-server nodes behind per-worker proxies, several
-// worker processes updating a shared register under the lock, faults from
-// kill -9 to clock jumps, and four checkers (linearizability with
+// verdict: five redis-server nodes behind per-worker proxies (or, in the
+// rediscluster/ scenarios, one Redis Cluster of three masters as the only
+// lock node), several worker processes updating a shared register under
+// the lock, faults from kill -9 to clock jumps, resharding and failovers,
+// and four checkers (linearizability with
 // porcupine, overlapping holders, lost updates, fencing order).
 //
 // Usage:
