@@ -36,8 +36,9 @@ const (
 )
 
 // shardFailoverTTL is the TTL of the shard failover scenarios: a
-// cluster client finds the promoted replica only once the old master,
-// started again, redirects it there, a few hundred milliseconds after the
+// cluster client finds the promoted replica once it reloads its slot map
+// after a request without a reply, or once the old master, started again,
+// redirects it there, some tens to a few hundred milliseconds after the
 // kill, and a holder who keeps the lock to shardRestartMargin before the
 // end of its validity must still hold it then. The replica is cut off for
 // a TTL before the grant, so that every lock it copied has expired on it.
