@@ -3,14 +3,17 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	goredisv9 "github.com/redis/go-redis/v9"
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
@@ -81,7 +84,8 @@ func dialOneNodeDown(t *testing.T, d dialer, urls []string) {
 // dialInvalidURLs dials malformed URLs, a node twice, and no node: each is
 // refused, and no error shows a password.
 func dialInvalidURLs(t *testing.T, d dialer, urls []string) {
-	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis://:pw@host:port%zz", "redis://127.0.0.1:6379/notadb", "::::"} {
+	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis://:pw@host:port%zz", "redis://127.0.0.1:6379/notadb", "::::",
+		"redis://127.0.0.1:99999", "redis://127.0.0.1:0", "redis://h:6379?cluster=1&addr=h:70000", "127.0.0.1:6379", ":pw@127.0.0.1:6379"} {
 		_, err := d.dial(bg, []string{bad}, nil)
 		if !errors.Is(err, d.errInvalidURL) {
 			t.Errorf("Dial(%q): %v, want ErrInvalidURL", bad, err)
@@ -368,4 +372,46 @@ func (r *records) text() string {
 		}
 	}
 	return b.String()
+}
+
+// dialLog counts go-redis's log lines about one address.
+type dialLog struct {
+	addr  string
+	lines atomic.Int64
+}
+
+func (l *dialLog) Printf(_ context.Context, format string, v ...any) {
+	if strings.Contains(fmt.Sprintf(format, v...), l.addr) {
+		l.lines.Add(1)
+	}
+}
+
+// A node that is down costs go-redis's global log a bounded number of
+// lines, whatever the cores and however long the client keeps trying: the
+// pool of a node a URL names stops dialing after that many failures in a
+// row, and then probes it in silence.
+func TestDial_downNodeLogsFewLines(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	down := cluster.Node(2)
+	if err := down.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	log := &dialLog{addr: down.Addr()}
+	goredisv9.SetLogger(log)
+	defer goredisv9.SetLogger(quietLogger{})
+	client, err := goredis.Dial(bg, cluster.URLs(), fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		if lock, err := client.TryAcquire(ctx, "busy"); err == nil {
+			lock.Release(bg)
+		}
+	}
+	if n := log.lines.Load(); n > 8 {
+		t.Errorf("%d log lines about the down node in 2 s of locking", n)
+	}
 }

@@ -47,8 +47,9 @@ func newClusterConn(raw string, u *url.URL) (*Conn, error) {
 // setUpClusterForLocking adjusts cluster options as setUpForLocking does a
 // server's; redirections (MOVED, ASK) are still followed.
 func setUpClusterForLocking(o *redis.ClusterOptions) {
-	so := &redis.Options{ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout}
+	so := &redis.Options{ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize}
 	setUpForLocking(so)
+	o.PoolSize = so.PoolSize
 	o.MaxRetries = so.MaxRetries
 	o.ContextTimeoutEnabled = so.ContextTimeoutEnabled
 	o.ReadTimeout, o.WriteTimeout = so.ReadTimeout, so.WriteTimeout

@@ -45,8 +45,9 @@ func newSentinelConn(raw string, u *url.URL) (*Conn, error) {
 // setUpFailoverForLocking adjusts failover options as setUpForLocking does
 // a server's.
 func setUpFailoverForLocking(o *redis.FailoverOptions) {
-	so := &redis.Options{ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout}
+	so := &redis.Options{ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout, PoolSize: o.PoolSize}
 	setUpForLocking(so)
+	o.PoolSize = so.PoolSize
 	o.MaxRetries = so.MaxRetries
 	o.ContextTimeoutEnabled = so.ContextTimeoutEnabled
 	o.ReadTimeout, o.WriteTimeout = so.ReadTimeout, so.WriteTimeout

@@ -2,7 +2,6 @@ package goredis
 
 import (
 	"context"
-	"net/url"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +20,16 @@ var ErrInvalidURL = nodeurl.ErrInvalidURL
 // The Client never waits that long (see redlock.Options.NodeTimeout); it
 // only decides when a connection to a hung node is given up and replaced.
 const connIOTimeout = time.Second
+
+// lockPoolSize is the connection pool of a node that a URL names, unless
+// its pool_size parameter says otherwise. The Client keeps at most two
+// script calls in flight per node (batching the rest), so a few
+// connections serve it; go-redis's default grows with the cores (10 per
+// core). It also bounds go-redis's own log lines for a node that is down:
+// go-redis logs each failed dial through its global logger until PoolSize
+// dials in a row have failed, then probes the node once a second in
+// silence and fails requests at once.
+const lockPoolSize = 8
 
 // Dial returns a redlock.Client over one go-redis connection pool per URL:
 // redis://[[user]:password@]host[:port][/db], rediss:// for TLS, or
@@ -53,9 +62,14 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.C
 // sentinel.go): the Conn then follows its failovers; one with a cluster
 // parameter names a Redis Cluster (see cluster.go).
 func NewURL(raw string) (*Conn, error) {
-	if u, err := url.Parse(raw); err == nil && isSentinelURL(u) {
+	u, err := nodeurl.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case isSentinelURL(u):
 		return newSentinelConn(raw, u)
-	} else if err == nil && isClusterURL(u) {
+	case isClusterURL(u):
 		return newClusterConn(raw, u)
 	}
 	o, err := ParseURL(raw)
@@ -103,6 +117,9 @@ func setUpForLocking(o *redis.Options) {
 	// not spend the per-node timeout on go-redis's own dial retries.
 	o.DialerRetries = 1
 	o.DialerRetryTimeout = time.Millisecond
+	if o.PoolSize == 0 {
+		o.PoolSize = lockPoolSize
+	}
 }
 
 // RedactURL returns raw with any password replaced by "xxxxx", in the

@@ -6,7 +6,9 @@ package nodeurl
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -22,6 +24,10 @@ var secretParams = []string{"password", "sentinel_password"}
 // rediss or unix scheme, and a host unless it is a unix socket. Errors
 // wrap ErrInvalidURL and never contain a password.
 func Parse(raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		withScheme := strings.TrimPrefix(Redact("redis://"+raw), "redis://")
+		return nil, fmt.Errorf("%w: %s: not a URL: write redis://%s (rediss:// for TLS)", ErrInvalidURL, withScheme, withScheme)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error
@@ -38,7 +44,27 @@ func Parse(raw string) (*url.URL, error) {
 	if u.Scheme != "unix" && u.Host == "" {
 		return nil, fmt.Errorf("%w: %s: no host", ErrInvalidURL, Redact(raw))
 	}
+	if u.Scheme != "unix" {
+		for _, hostport := range append([]string{u.Host}, u.Query()["addr"]...) {
+			if err := checkPort(hostport); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
+			}
+		}
+	}
 	return u, nil
+}
+
+// checkPort refuses a host:port whose port is not a number from 1 to
+// 65535; a host without a port gets the default one.
+func checkPort(hostport string) error {
+	_, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil // no port: the default
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q of %s is not a number from 1 to 65535", port, hostport)
+	}
+	return nil
 }
 
 // Invalid returns an error wrapping ErrInvalidURL for raw, whose URL u a
