@@ -15,6 +15,14 @@
 // deadline, and a slow node then costs a new connection per request.
 // ParseURL returns options set up this way.
 //
+// go-redis writes a line through its own global logger (redis.SetLogger)
+// for each failed dial, which this package does not touch. A URL's pool
+// holds 8 connections, so a node that is down costs at most 8 such lines
+// per outage: go-redis then probes it once a second in silence. Pass
+// redis.SetLogger a logger that drops them to silence them altogether; the
+// library's own records go to redlock.Options.Logger, and the rueidis
+// adapter logs nothing.
+//
 // A node need not be one server. A URL with a master_name parameter names
 // a Sentinel-managed master, through its Sentinels, and follows its
 // failovers (the master's password goes in the password parameter, the
