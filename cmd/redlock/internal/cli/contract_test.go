@@ -217,3 +217,22 @@ func TestContract_versionAndPlurals(t *testing.T) {
 		t.Errorf("init printed %q", r.stdout)
 	}
 }
+
+// A minority of nodes that refuse the credentials is tolerated like a
+// minority that is down, and said loudly on stderr.
+func TestContract_badCredentialsOnAMinorityAreToleratedLoudly(t *testing.T) {
+	cluster, _ := newCluster(t, 3)
+	if _, err := cluster.Node(2).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
+		t.Fatal(err)
+	}
+	urls := cluster.URLs()
+	urls[2] = strings.Replace(urls[2], "redis://", "redis://:wrong@", 1)
+	nodes := strings.Join(urls, ",")
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "0", "job").expect(t, exitOK, "acquire with one node refusing the password")
+	if !strings.Contains(r.stderr, "level=WARN") || !strings.Contains(r.stderr, cluster.Node(2).Addr()) || strings.Contains(r.stderr, "wrong") {
+		t.Errorf("stderr does not warn about the node, or shows the password:\n%s", r.stderr)
+	}
+	if r := cli(t, "acquire", "--nodes", nodes, "--log-level", "off", "--wait", "0", "other"); r.code != exitOK || r.stderr != "" {
+		t.Errorf("--log-level off: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
