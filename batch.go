@@ -340,7 +340,7 @@ func (p *pipe) sendBatch(batch []*call) {
 	args := make([]string, 0, nArgs)
 	for _, cl := range batch {
 		keys = append(keys, cl.req.keys...)
-		args = append(args, cl.req.script.batchID, strconv.Itoa(len(cl.req.keys)), strconv.Itoa(len(cl.req.args)))
+		args = append(args, cl.req.script.forNode(p.cluster).batchID, strconv.Itoa(len(cl.req.keys)), strconv.Itoa(len(cl.req.args)))
 		args = append(args, cl.req.args...)
 	}
 	ctx := p.batchDeadlines.until(deadline)
@@ -386,10 +386,11 @@ func decodeReply(req *request, node int, v any, err error) (any, error) {
 	return v, err
 }
 
-// eval runs s on the node; for a replicated script with Options.WaitReplicas
-// set, then WAIT on the same connection, up to deadline (acked is -1
-// otherwise).
+// eval runs s on the node (its Redis Cluster variant on a cluster, see
+// script.forNode); for a replicated script with Options.WaitReplicas set,
+// then WAIT on the same connection, up to deadline (acked is -1 otherwise).
 func (p *pipe) eval(ctx context.Context, deadline time.Time, s *script, keys, args []string) (v any, acked int64, err error) {
+	s = s.forNode(p.cluster)
 	if p.replicas == 0 || !s.replicated && s != batchScript {
 		v, err = p.conn.EvalSHA(ctx, s.sha1, s.source, keys, args...)
 		return v, -1, err

@@ -66,7 +66,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	}
 	c.nodes.init(conns, o.WaitReplicas)
 	c.keys.cluster = slices.ContainsFunc(conns, isRedisCluster)
-	c.waker = newWaker(c.conns, c.quorum, c.id)
+	c.waker = newWaker(c.conns, c.quorum, c.id, c.keys)
 	return c, nil
 }
 

@@ -26,13 +26,30 @@ import (
 //
 //	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error
 //
-// which holds one subscription connection until ctx ends or the connection
-// fails, and returns why. It blocks. It subscribes to each channel received
+// which holds one subscription connection (over a Redis Cluster, see
+// below, one per master) until ctx ends or a connection fails, and returns
+// why. It blocks. It subscribes to each channel received
 // from subscribe, unsubscribes from each one received from unsubscribe, and
 // calls onMessage with the channel and payload of every message, from one
 // goroutine at a time. The Client then wakes a waiting Acquire as soon as
 // the lock it waits for is released, instead of at its next retry; over
 // Conns without it, waiters only poll. Both adapters have it.
+//
+// A Redis Cluster node (see IsCluster below) announces releases by
+// SPUBLISH, on shard channels that carry the tag of the lock key's slot
+// ("redlock:released:{tag}" followed by the key), which only the shard
+// serving that slot hears, where PUBLISH would reach every node of the
+// cluster. Over a cluster, Listen must therefore subscribe by SSUBSCRIBE,
+// each channel on the master that serves its slot, and merge what those
+// connections receive into onMessage. A subscription can end without the
+// Client asking: a master's connection fails, or the cluster ends it
+// (sunsubscribe) because the channel's slot moved in a resharding or a
+// failover. Listen must then return an error: the Client calls it again
+// after a pause and subscribes the channels still awaited, and meanwhile
+// its waiters try at their retry delays. A lost subscription costs latency,
+// never safety. A cluster without SPUBLISH (Redis before 7.0) announces by
+// PUBLISH on the same channels; there Listen should subscribe by SUBSCRIBE
+// once SSUBSCRIBE proved unknown, as both adapters do.
 type Conn interface {
 	// Name identifies the node in errors and duplicate checks, typically its
 	// address. It must not contain credentials.

@@ -51,8 +51,9 @@
 // waits for, the release carries that goroutine's attempt: on each node the
 // release and the attempt run in one script call, in that order, so the
 // lock changes hands within one round trip. Other releases announce
-// themselves on a per-key pub/sub channel (see Conn): a waiting Acquire
-// wakes once a quorum of nodes announced one. Across clients, a client
+// themselves on a per-key pub/sub channel (see Conn; on a Redis Cluster, a
+// shard channel of the key's slot): a waiting Acquire wakes once a quorum
+// of nodes announced one. Across clients, a client
 // refused in Acquire enters the key's queue on each node, and a release
 // names the first two clients in line: only they wake, so that a crowd of
 // processes does not split the votes at every release. A jittered retry

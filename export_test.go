@@ -11,7 +11,7 @@ import (
 // ScriptSources are the library's scripts as sent, for tests that preload
 // them on their nodes.
 var ScriptSources = []string{acquireScript.source, queuedAcquireScript.source, releaseScript.source, extendScript.source, raiseScript.source,
-	inspectScript.source, markReadyScript.source, batchScript.source}
+	inspectScript.source, markReadyScript.source, shardedReleaseScript.source, batchScript.source}
 
 // QueueKeys are the names of the keys that queue the clients waiting for
 // a lock key.
@@ -29,6 +29,12 @@ const (
 	MarkerKey  = markerKey
 	ProcessKey = processKey
 )
+
+// ReleaseChannel returns the channel on which releases of a lock key are
+// announced, by a client with a Redis Cluster node or without one.
+func ReleaseChannel(key string, cluster bool) string {
+	return layout{cluster: cluster}.releaseChannel(key)
+}
 
 // FenceKey returns the fencing counter's key for a lock key.
 func FenceKey(key string) string { return fenceKey(key) }

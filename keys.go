@@ -34,13 +34,10 @@ const fencePrefix = "redlock:fence:"
 func fenceKey(key string) string { return fencePrefix + key }
 
 // releaseChannelPrefix followed by a lock key names the pub/sub channel on
-// which releases of the key are announced. The release script appends the
-// key, so that a release does not build the name.
+// which releases of the key are announced; on a Redis Cluster, the slot tag
+// of the key comes between them (see layout.releaseChannel). The release
+// script appends the key, so that a release does not build the name.
 const releaseChannelPrefix = "redlock:released:"
-
-// releaseChannel is the pub/sub channel on which releases of key are
-// announced.
-func releaseChannel(key string) string { return releaseChannelPrefix + key }
 
 // queuePrefix and queueDeadlinePrefix start the names of the two keys that
 // queue the clients waiting for a lock key (see queueKeys).

@@ -44,3 +44,15 @@ func slotMarkerKeys(slot int) (marker, process string) {
 	tag := "{" + slotTag(slot) + "}"
 	return markerKey + ":" + tag, processKey + ":" + tag
 }
+
+// releaseChannel returns the name of the pub/sub channel on which releases
+// of key are announced: "redlock:released:" + key over independent servers,
+// and "redlock:released:{tag}" + key when a node is a Redis Cluster, so that
+// the channel is a shard channel of the key's slot. A cluster node
+// announces with SPUBLISH on it, which reaches the subscribers of the
+// slot's shard only, where PUBLISH would reach every node of the cluster
+// (see lua/sharded_release.lua); a Redis Cluster also refuses a script's
+// SPUBLISH on a channel that another master serves.
+func (l layout) releaseChannel(key string) string {
+	return releaseChannelPrefix + l.tag(key) + key
+}

@@ -214,31 +214,42 @@ func releaser(key, token string) *request {
 	return &r.request
 }
 
-// announcedReleaser returns the request of a release published on
-// releaseChannel(key), naming the first clients in the key's queue (see
-// queueKeys), which it takes client id out of.
+// announcedReleaser returns the request of a release published on the
+// key's release channel (layout.releaseChannel), naming the first clients in
+// the key's queue (see queueKeys), which it takes client id out of.
 func announcedReleaser(key, token, id string, keys layout) *request {
 	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
-	clock, queue, deadlines := releaseStrings(key, time.Now(), keys.tag(key))
+	channel, clock, queue, deadlines := releaseStrings(key, time.Now(), keys.tag(key))
 	r.keys[1], r.keys[2] = queue, deadlines
-	r.args[1], r.args[2], r.args[3] = releaseChannelPrefix, clock, id
+	r.args[1], r.args[2], r.args[3] = channel, clock, id
 	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
 	return &r.request
 }
 
 // releaseStrings returns what an announced release of key sends that
-// changes with every call: now in microseconds, in decimal, and the names of
-// the key's queue keys (see queueKeys; tag is the key's slot tag).
-// They share one allocation, as in attemptStrings.
-func releaseStrings(key string, now time.Time, tag string) (clock, queue, deadlines string) {
+// changes with every call: the prefix of the key's release channel (the
+// script appends the key), now in microseconds, in decimal, and the names of
+// the key's queue keys (see queueKeys; tag is the key's slot tag, and goes
+// in the channel's name too). They share one allocation, as in
+// attemptStrings; without a tag, the prefix is releaseChannelPrefix.
+func releaseStrings(key string, now time.Time, tag string) (channel, clock, queue, deadlines string) {
 	var stack [160]byte
-	buf := strconv.AppendInt(stack[:0], now.UnixMicro(), 10)
+	buf := stack[:0]
+	if tag != "" {
+		buf = append(append(buf, releaseChannelPrefix...), tag...)
+	}
+	endChannel := len(buf)
+	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
 	endClock := len(buf)
 	buf = append(append(append(buf, queuePrefix...), tag...), key...)
 	endQueue := len(buf)
 	buf = append(append(append(buf, queueDeadlinePrefix...), tag...), key...)
 	s := string(buf)
-	return s[:endClock], s[endClock:endQueue], s[endQueue:]
+	channel = releaseChannelPrefix
+	if tag != "" {
+		channel = s[:endChannel]
+	}
+	return channel, s[endChannel:endClock], s[endClock:endQueue], s[endQueue:]
 }
 
 // releaseRequest is a release's request with its keys and arguments in one

@@ -47,6 +47,8 @@ var (
 	nextWaitersSource string
 	//go:embed lua/release.lua
 	releaseSource string
+	//go:embed lua/sharded_release.lua
+	shardedReleaseSource string
 	//go:embed lua/extend.lua
 	extendSource string
 	//go:embed lua/raise.lua
@@ -70,13 +72,14 @@ var (
 
 	acquireFunc = &luaFunction{name: "acquire", source: acquireSource,
 		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, nextFenceFunc}}
-	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
-	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
-	releaseFunc       = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc}}
-	extendFunc        = &luaFunction{name: "extend", source: extendSource}
-	raiseFunc         = &luaFunction{name: "raise", source: raiseSource}
-	inspectFunc       = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc}}
-	markReadyFunc     = &luaFunction{name: "markReady", source: markReadySource,
+	queuedAcquireFunc  = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
+	nextWaitersFunc    = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
+	releaseFunc        = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc}}
+	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
+	extendFunc         = &luaFunction{name: "extend", source: extendSource}
+	raiseFunc          = &luaFunction{name: "raise", source: raiseSource}
+	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc}}
+	markReadyFunc      = &luaFunction{name: "markReady", source: markReadySource,
 		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
 	batchFunc = &luaFunction{name: "batch", source: batchSource}
 )
@@ -92,21 +95,44 @@ type script struct {
 	// replicated: its writes that grant or extend a lock must reach the
 	// replicas that Options.WaitReplicas asks for.
 	replicated bool
+	// onCluster, when set, is the script to run instead on a Redis Cluster
+	// node, with the same keys and arguments (see forNode).
+	onCluster *script
+}
+
+// forNode returns the script to run on a node: s, or its variant for a
+// Redis Cluster node when cluster is true and s has one.
+func (s *script) forNode(cluster bool) *script {
+	if cluster && s.onCluster != nil {
+		return s.onCluster
+	}
+	return s
 }
 
 var (
 	acquireScript       = replicatedScript(acquireFunc)
 	queuedAcquireScript = replicatedScript(queuedAcquireFunc)
-	releaseScript       = newScript(releaseFunc)
+	releaseScript       = newScript(releaseFunc).withClusterVariant(shardedReleaseScript)
 	extendScript        = replicatedScript(extendFunc)
 	raiseScript         = replicatedScript(raiseFunc)
 	inspectScript       = newScript(inspectFunc)
 	markReadyScript     = newScript(markReadyFunc)
+	// shardedReleaseScript is releaseScript on a Redis Cluster node: it
+	// announces by SPUBLISH (see layout.releaseChannel).
+	shardedReleaseScript = newScript(shardedReleaseFunc)
 
 	// batchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
-	batchScript = newBatchScript(acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript)
+	batchScript = newBatchScript(acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript,
+		shardedReleaseScript)
 )
+
+// withClusterVariant sets the script to run instead of s on a Redis Cluster
+// node, and returns s.
+func (s *script) withClusterVariant(onCluster *script) *script {
+	s.onCluster = onCluster
+	return s
+}
 
 // newScript returns the script that runs fn for one request: fn's
 // definition, then a call of fn on the whole KEYS and ARGV with a table of

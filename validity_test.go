@@ -141,11 +141,21 @@ func TestAttemptStrings(t *testing.T) {
 			t.Fatalf("attemptStrings(%q) queue keys %q, %q; want %q, %q", key, queue, deadlines, wantQueue, wantDeadlines)
 		}
 	}
+}
+
+func TestReleaseStrings(t *testing.T) {
+	now := time.UnixMicro(1_700_000_000_123_456)
 	for _, key := range []string{"k", strings.Repeat("k", 300)} {
-		clock, queue, deadlines := releaseStrings(key, now, "")
-		wantQueue, wantDeadlines := QueueKeys(key)
-		if clock != "1700000000123456" || queue != wantQueue || deadlines != wantDeadlines {
-			t.Fatalf("releaseStrings(%q) = %q, %q, %q", key, clock, queue, deadlines)
+		for _, l := range []layout{{}, {cluster: true}} {
+			channel, clock, queue, deadlines := releaseStrings(key, now, l.tag(key))
+			wantQueue, wantDeadlines := QueueKeys(key)
+			if l.cluster {
+				tag := l.tag(key)
+				wantQueue, wantDeadlines = queuePrefix+tag+key, queueDeadlinePrefix+tag+key
+			}
+			if channel+key != l.releaseChannel(key) || clock != "1700000000123456" || queue != wantQueue || deadlines != wantDeadlines {
+				t.Fatalf("releaseStrings(%q, cluster %v) = %q, %q, %q, %q", key, l.cluster, channel, clock, queue, deadlines)
+			}
 		}
 	}
 }

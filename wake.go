@@ -25,8 +25,12 @@ const (
 )
 
 // waker wakes waiting Acquire calls when a lock they wait for is released.
-// Each node that implements notifier gets one subscription connection,
-// opened on first need; a channel is subscribed while a waiter waits on it.
+// Each node that implements notifier gets one Listen call, started on first
+// need (one subscription connection, or one per master of a Redis Cluster);
+// a channel is subscribed while a waiter waits on it. Channels are named
+// as the release script names them (layout.releaseChannel): on a Redis
+// Cluster node they are shard channels, which the node's Listen subscribes
+// to by SSUBSCRIBE.
 // A release wakes one waiter of this Client, the longest waiting, once a
 // quorum of nodes announced it, so that local waiters do not split the nodes'
 // votes between them, nor race ahead of the nodes still holding the lock.
@@ -43,6 +47,7 @@ const (
 // contend with those; they try at their retry delays once the releases stop.
 type waker struct {
 	notifiers []notifier
+	keys      layout // names the release channels, as the release script does
 	quorum    int    // announcements of one release that wake a waiter
 	id        string // this client's id in the queues
 
@@ -80,7 +85,9 @@ type subscription struct {
 	add     bool
 }
 
-func newWaker(conns []Conn, quorum int, id string) *waker {
+// newWaker returns the waker of a client over conns, whose keys are laid
+// out as keys says, or nil when no Conn can notify.
+func newWaker(conns []Conn, quorum int, id string, keys layout) *waker {
 	var ns []notifier
 	for _, c := range conns {
 		if n, ok := c.(notifier); ok {
@@ -91,7 +98,7 @@ func newWaker(conns []Conn, quorum int, id string) *waker {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &waker{notifiers: ns, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*wakeup{},
+	return &waker{notifiers: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*wakeup{},
 		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, ctx: ctx, stop: stop}
 }
 
@@ -217,7 +224,10 @@ func (w *waker) sendLocked(s subscription) {
 }
 
 // listen keeps one node's subscription connection up while the client is
-// open, re-subscribing the channels that have waiters after a reconnect.
+// open: after Listen returned (a failed connection, or a subscription that
+// a Redis Cluster ended as its slot moved), it calls it again after
+// listenRetryDelay and subscribes again the channels that are still
+// subscribed here, those with waiters and those lingering.
 func (w *waker) listen(n notifier, ops chan subscription) {
 	channels := map[string]bool{}
 	for w.ctx.Err() == nil {
@@ -277,7 +287,7 @@ func (w *waker) listenFor(key string) (wake *wakeup, stop func()) {
 	if w == nil {
 		return &noWakeup, func() {}
 	}
-	channel := releaseChannel(key)
+	channel := w.keys.releaseChannel(key)
 	wake = w.register(channel)
 	return wake, func() { w.unregister(channel, wake) }
 }

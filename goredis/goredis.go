@@ -61,6 +61,10 @@ type Conn struct {
 	name    string
 	owned   bool
 	digests boxes
+	// classicPubSub: the cluster refused SSUBSCRIBE as an unknown command
+	// (Redis before 7.0), so Listen subscribes by SUBSCRIBE there, as its
+	// nodes announce releases by PUBLISH.
+	classicPubSub atomic.Bool
 }
 
 // New wraps client. The node is named after the client's address. Close does
@@ -173,7 +177,20 @@ func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {
 // Listen holds one pub/sub connection until ctx ends or the connection
 // fails, and returns why: the Client wakes its waiting Acquire calls with the
 // release announcements it receives (see redlock.Conn).
+//
+// Over a Redis Cluster client it subscribes by SSUBSCRIBE, to shard
+// channels, on one connection per master: each channel's subscription goes
+// to the master that serves its slot. It fails, and the Client subscribes
+// again after a pause, when a shard's connection fails, when its master
+// stays silent past a PING, or when the cluster ends a subscription because
+// the channel's slot moved (a resharding, or a failover); it then has the
+// client reload the slot map, so that the next subscriptions reach the new
+// masters. A cluster without sharded pub/sub (Redis before 7.0) gets
+// SUBSCRIBE from then on.
 func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
+	if cluster, ok := c.client.(*redis.ClusterClient); ok && !c.classicPubSub.Load() {
+		return c.listenSharded(ctx, cluster, subscribe, unsubscribe, onMessage)
+	}
 	ps := c.client.Subscribe(ctx)
 	defer ps.Close()
 	var messages <-chan *redis.Message // nil until the first subscription

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -44,6 +45,10 @@ type Conn struct {
 	owned   bool
 	cluster bool
 	tlsAddr string // the address a rediss:// URL names, for Dial's probe
+	// classicPubSub: the cluster refused SSUBSCRIBE as an unknown command
+	// (Redis before 7.0), so Listen subscribes by SUBSCRIBE there, as its
+	// nodes announce releases by PUBLISH.
+	classicPubSub atomic.Bool
 }
 
 // New wraps client. The node is named after the addresses the client knows.
@@ -143,10 +148,21 @@ func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Durat
 // Listen holds one pub/sub connection until ctx ends or the connection
 // fails, and returns why: the Client wakes its waiting Acquire calls with the
 // release announcements it receives (see redlock.Conn).
+//
+// In cluster mode it subscribes by SSUBSCRIBE, to shard channels: the
+// client sends each channel's subscription to the master that serves its
+// slot, on its connection to that master. It fails, and the Client
+// subscribes again after a pause, when such a connection fails or when the
+// cluster ends a subscription because the channel's slot moved (a
+// resharding, or a failover). A cluster without sharded pub/sub (Redis
+// before 7.0) gets SUBSCRIBE from then on.
 func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
 	client, err := c.get(ctx)
 	if err != nil {
 		return err
+	}
+	if c.IsCluster() && !c.classicPubSub.Load() {
+		return c.listenSharded(ctx, client, subscribe, unsubscribe, onMessage)
 	}
 	dc, release := client.Dedicate()
 	defer release()
