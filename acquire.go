@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
 // Acquire takes the lock named key, retrying with random delays until it is
@@ -44,12 +46,25 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	if err != nil {
 		return nil, err
 	}
+	if c.tel == nil {
+		return c.acquireKey(ctx, key, cfg, once, nil)
+	}
+	ctx, call := c.tel.StartAcquire(ctx, key, cfg.ttl, once)
+	lock, err := c.acquireKey(ctx, key, cfg, once, call)
+	endAcquire(call, lock, err)
+	return lock, err
+}
+
+// acquireKey takes the lock on key, the wire's, once or until ctx ends;
+// call, when not nil, observes it (telemetry.go).
+func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	if once {
 		lock, err := c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, nil)
 		failFast(err)
+		noteAttempt(call, lock, err)
 		return lock, err
 	}
-	a := acquisition{c: c, ctx: ctx, key: key, cfg: cfg, stopListening: func() {}}
+	a := acquisition{c: c, ctx: ctx, key: key, cfg: cfg, call: call, stopListening: func() {}}
 	if err := a.takeTurn(); err != nil {
 		return nil, err
 	}
@@ -106,6 +121,8 @@ type acquisition struct {
 	// host's clock: a refused attempt puts this client in the key's queue,
 	// and later ones keep it there (see queueKeys).
 	since string
+	// call observes the call's attempts; nil without telemetry.
+	call *telemetry.Call
 }
 
 // takeTurn waits for the turn on the key behind the client's other
@@ -159,9 +176,12 @@ func (a *acquisition) run() (*Lock, error) {
 		}
 		lock, err := a.try()
 		if err == nil {
+			noteAttempt(a.call, lock, nil)
 			return lock, nil
 		}
-		if failFast(err) {
+		fatal := failFast(err)
+		noteAttempt(a.call, nil, err)
+		if fatal {
 			return nil, err
 		}
 		if a.ctx.Err() != nil {

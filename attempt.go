@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
 // tokenBytes is the size of the random part of a lock token: 160 bits from the
@@ -129,6 +131,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	key, token, ttl := a.key, a.token, a.ttl
 	lag := laggingNodes(results, unfinished, c.nodeTimeout(ttl))
 	noteRecovering(results, a.replies)
+	c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
 	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 	if ok >= c.quorum && validity > 0 {
@@ -147,6 +150,9 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 				lock.nodes = results
 			}
 			lock.lagging = lag
+			if c.tel != nil {
+				lock.observeGrant(ctx)
+			}
 			return lock, nil
 		}
 	}
@@ -280,5 +286,6 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	}
 	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token), lag.releasing(), isOne,
 		func(ok, others int) bool { return ok+others >= wait })
+	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
 	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
 // Client acquires locks over N independent Redis masters with the Redlock
@@ -28,6 +30,9 @@ type Client struct {
 	// id names this client in the queues of clients waiting for a key
 	// (see queueKeys): random, URL-safe base64.
 	id string
+	// tel records metrics, spans and log records (telemetry.go); nil when
+	// Options has no logger and no provider.
+	tel *telemetry.Telemetry
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -52,6 +57,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if opts != nil {
 		o = *opts
 	}
+	given := o // Logger as given: nil when none
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -67,6 +73,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	c.nodes.init(conns, o.WaitReplicas)
 	c.keys.cluster = slices.ContainsFunc(conns, isRedisCluster)
 	c.waker = newWaker(c.conns, c.quorum, c.id, c.keys)
+	c.tel = newTelemetry(given, conns)
 	return c, nil
 }
 

@@ -122,3 +122,17 @@ func (l limited) NextDelay(attempt int) (time.Duration, bool) {
 	}
 	return l.s.NextDelay(attempt)
 }
+
+// HasTelemetry reports whether the client records metrics, spans or log
+// records.
+func (c *Client) HasTelemetry() bool { return c.tel != nil }
+
+// HandoffParked reports whether a goroutine of the client waiting for key
+// offers its attempt to the release of the lock held here.
+func (c *Client) HandoffParked(key string) bool {
+	s := c.waiters.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[key]
+	return ok && k.handoff != nil && k.handoff.state.Load() == handoffOffered
+}

@@ -60,7 +60,11 @@ func (h *handoff) launch() []*call {
 // it (see sent).
 func (h *handoff) collect() (*Lock, error) {
 	results, ok, unfinished := h.flight.collect(isGranted, h.client.decided)
-	return h.client.conclude(h.ctx, h.attempt, results, ok, unfinished, h.autoRenew)
+	lock, err := h.client.conclude(h.ctx, h.attempt, results, ok, unfinished, h.autoRenew)
+	if tel := h.client.tel; tel != nil {
+		tel.Handoff(h.ctx, err == nil)
+	}
+	return lock, err
 }
 
 // sentOrNil returns h.sent, or nil for no offer.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
 // NodeState is what one node holds for one lock, as Client.Inspect read it in
@@ -72,6 +74,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		return nil, nil
 	})}
 	results, _ := c.fanout(ctx, c.operatorTimeout(), read, func(any) bool { return true }, func(int, int) bool { return false })
+	c.observeNodes(ctx, nil, telemetry.OpInspect, results)
 	states := make([]NodeState, len(c.conns))
 	for i, r := range results {
 		switch {

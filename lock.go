@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
 // Lock is an acquired lock. It is safe for concurrent use; it must not be
@@ -35,6 +37,13 @@ type Lock struct {
 	// held (waiters.go); set once before the lock is handed out, nil for
 	// TryAcquire.
 	freed chan struct{}
+	// granted is when the acquisition granted the lock, for its telemetry
+	// (telemetry.go); set once before the lock is handed out. Nil without
+	// telemetry, and for a lock rebuilt from a token (tokenLock). Set
+	// under mu, which endLocked holds; the others read it once the lock
+	// is handed out. A pointer, so that a Lock without telemetry stays in
+	// its allocation size class.
+	granted *time.Time
 
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
@@ -131,6 +140,11 @@ func (l *Lock) context(parent context.Context) (context.Context, context.CancelF
 // longer hold the lock, after which the lock is lost for good; ErrReleased;
 // ErrExtendLimit.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	return l.extend(ctx, ttl, false)
+}
+
+// extend is Extend; renewing marks the extensions of auto-renewal.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) error {
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
@@ -142,13 +156,26 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := c.checkLockTTL(ttl); err != nil {
 		return err
 	}
+	if c.tel == nil {
+		return l.extendBy(ctx, ttl, nil)
+	}
+	ctx, call := c.tel.StartExtend(ctx, l.key, ttl, l.extendKind(renewing))
+	err := l.extendBy(ctx, ttl, call)
+	call.EndExtend(extendResult(err), err)
+	return err
+}
+
+// extendBy extends the lock by ttl, a valid TTL; call, when not nil,
+// observes it (telemetry.go).
+func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.Call) error {
 	if err := l.extendable(); err != nil {
 		return err
 	}
-
+	c := l.client
 	extend := &request{script: extendScript, keys: []string{l.key}, args: []string{l.token, c.wire.millis(ttl)}}
 	start := time.Now()
 	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, isOne, c.decided)
+	c.observeNodes(ctx, call, telemetry.OpExtend, results)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 
@@ -311,6 +338,9 @@ func (l *Lock) endLocked(err error) {
 		return
 	}
 	l.err = err
+	if l.granted != nil {
+		l.observeEnd(err)
+	}
 	if l.timer != nil {
 		l.timer.Stop()
 	}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults used where an Options field is zero. Each one trades something off.
@@ -104,10 +107,27 @@ type Options struct {
 	// Default 0 (no wait).
 	WaitReplicas int
 	// Logger receives what an operator needs to know and no call returns:
-	// a node tolerated although it is misconfigured, a lock lost, a node
-	// failing or recovering, a release that did not reach a quorum. Default
-	// nil: nothing is logged.
+	// a node tolerated although it is misconfigured, a lock lost (Warn), a
+	// node failing (Warn) and answering again (Info), a node recovering
+	// under the restart quarantine (Info), a release that did not reach a
+	// quorum (Warn), a release finished or given up in the background.
+	// Records mark transitions, not requests: a node that is down logs a
+	// few lines per outage (see the package documentation, section
+	// Observability). Default nil: nothing is logged.
 	Logger *slog.Logger
+	// MeterProvider, when set, receives the client's metrics under the
+	// instrumentation scope "github.com/redlock-go/redlock": acquisitions,
+	// extensions and releases by outcome, wait and hold times, locks lost
+	// and held, handoffs, and each node's requests and latency (see the
+	// package documentation, section Observability). The global provider
+	// is never used. Default nil: no metrics.
+	MeterProvider metric.MeterProvider
+	// TracerProvider, when set, receives a span for each Acquire,
+	// TryAcquire, Extend, Release, ExtendToken and ReleaseToken, a child of
+	// the span in the call's context, with the lock's key, TTL, fencing
+	// token, attempts and outcome, and an event per node answer. The
+	// global provider is never used. Default nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 func (o Options) withDefaults() (Options, error) {

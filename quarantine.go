@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
 // MarkReady declares every node ready to vote at once: it sets the restart
@@ -58,6 +60,7 @@ func (c *Client) markReady(ctx context.Context, mark *request) error {
 	if ok < len(c.conns) && ctx.Err() == nil && slices.ContainsFunc(results, func(r NodeResult) bool { return r.Outcome == OutcomeTimeout }) {
 		results, ok = c.fanout(ctx, c.operatorTimeout(), mark, answered, func(int, int) bool { return false })
 	}
+	c.observeNodes(ctx, nil, telemetry.OpMarkReady, results)
 	if ok == len(c.conns) {
 		return nil
 	}

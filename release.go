@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
 // Release deletes the lock on every node where it still holds this lock's
@@ -23,20 +25,30 @@ import (
 // lock may stand until its TTL passes; Release may be called again);
 // ErrReleased when the lock was already released.
 func (l *Lock) Release(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background() // a release always runs
+	}
+	if l.client.tel != nil {
+		return l.client.observeRelease(ctx, l)
+	}
+	return l.releaseCall(ctx, nil)
+}
+
+// releaseCall is Release, with a context; call, when not nil, observes it
+// (telemetry.go).
+func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	c := l.client
 	l.releasing.Lock()
 	defer l.releasing.Unlock()
 	l.mu.Lock()
 	released := l.released
 	l.mu.Unlock()
-	if ctx == nil {
-		ctx = context.Background() // a release always runs
-	}
 	if released {
 		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
 	}
 
 	results, ok := l.release(uncancelled(ctx))
+	c.observeNodes(ctx, call, telemetry.OpRelease, results)
 	answered := 0
 	for _, r := range results {
 		if r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld {
@@ -162,16 +174,19 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 		defer f.finished()
 		end := time.Now().Add(ttl)
 		delay := finishFirstDelay
-		for try := 0; try < finishTries && time.Now().Add(delay).Before(end); try, delay = try+1, 2*delay {
+		try := 0
+		for ; try < finishTries && time.Now().Add(delay).Before(end); try, delay = try+1, 2*delay {
 			select {
 			case <-quit:
 				return
 			case <-time.After(delay):
 			}
 			if !c.releaseAgain(key, token, ttl, missed) {
+				c.observeBackgroundRelease(key, try+1, nil)
 				return
 			}
 		}
+		c.observeBackgroundRelease(key, try, missed)
 	}(f.quit)
 }
 

@@ -34,7 +34,7 @@ func (l *Lock) renew() {
 			return
 		case <-timer.C:
 		}
-		err := l.Extend(context.Background(), l.ttl)
+		err := l.extend(context.Background(), l.ttl, true)
 		switch {
 		case err == nil:
 			timer.Reset(time.Until(l.Until()) - l.ttl*(renewAfterDivisor-1)/renewAfterDivisor)
