@@ -89,6 +89,9 @@
 // slot), permanent.go the node errors no retry fixes, client.go,
 // options.go, retry.go and errors.go the rest of the API. Imports point down that list:
 // nothing in fanout.go, batch.go or below knows of the Client.
+// telemetry.go hands what the calls saw to package internal/telemetry,
+// which records the metrics, spans and log records (see Observability)
+// and knows nothing of this package.
 //
 // # Safety model
 //
@@ -162,4 +165,85 @@
 // deployment ready without waiting. Options.DisableQuarantine turns
 // the mechanism off. SAFETY.md has the whole picture: guarantees,
 // assumptions, what each mechanism costs, and what remains open.
+//
+// # Observability
+//
+// A Client reports to what its Options are given, and to nothing global:
+// Options.Logger (log/slog), Options.MeterProvider and
+// Options.TracerProvider (OpenTelemetry), under the instrumentation scope
+// "github.com/redlock-go/redlock". With none of them, the calls do nothing
+// more than without this section (BenchmarkCycle allocates as much per
+// cycle). With any of them, every lock's deadline is watched by a timer,
+// as WithAutoRenew does, so that a loss is reported when it happens.
+//
+// Metrics (a lock's key is never an attribute: keys are unbounded):
+//
+//	redlock.acquisitions           counter {acquisition}  redlock.call, redlock.outcome
+//	    Acquire (call acquire) and TryAcquire (try_acquire) calls by how they
+//	    ended: acquired; conflict (held elsewhere); unavailable (too few nodes
+//	    answered, or too late); recovering (too many nodes in the restart
+//	    quarantine); config (nodes refuse for a reason no retry fixes);
+//	    cancelled (the caller cancelled, or its context ended before a node
+//	    refused). An Acquire that gave up waiting counts by its last attempt.
+//	redlock.acquire.duration       histogram s            redlock.call, redlock.outcome
+//	    Time from the call to its result: how long callers wait.
+//	redlock.extensions             counter {extension}    redlock.call, redlock.outcome
+//	    Extensions by Extend (extend), auto-renewal (renew) and ExtendToken
+//	    (extend_token): extended, not_extended (too few nodes in time; still
+//	    valid), lost, released (before the call), limit (MaxExtensions).
+//	redlock.releases               counter {release}      redlock.call, redlock.outcome
+//	    Release (release) and ReleaseToken (release_token): released,
+//	    not_held (it had expired: the holder overran its TTL), not_released
+//	    (too few nodes answered; the lock stands until its TTL passes),
+//	    already_released.
+//	redlock.handoffs               counter {handoff}      redlock.outcome
+//	    Releases that carried the attempt of a goroutine of the same Client
+//	    waiting in Acquire, by whether it acquired (acquired, not_acquired).
+//	redlock.lock.hold.duration     histogram s            redlock.outcome
+//	    Time from a grant to the lock's release (released) or loss (lost).
+//	redlock.locks.lost             counter {lock}         redlock.reason
+//	    Locks lost before their release: renewal_failed (auto-renewal failed
+//	    until the loss margin), taken_over (an extension found a majority no
+//	    longer holding it), deadline_passed (not extended in time).
+//	redlock.locks.held             updowncounter {lock}
+//	    Locks the client holds now.
+//	redlock.node.requests          counter {request}      redlock.node, redlock.op, redlock.outcome
+//	    Each node's requests (op acquire, extend, release, inspect,
+//	    mark_ready; release includes the clean-up after a failed attempt)
+//	    by its outcome: ok, held, recovering, timeout, error, no_answer (the
+//	    call was decided before it answered). redlock.node is Conn.Name.
+//	redlock.node.request.duration  histogram s            redlock.node, redlock.op
+//	    Each node's reply time, for the requests it served (ok, held,
+//	    recovering): compare with Options.NodeTimeout.
+//
+// Histograms have buckets from 0.1 ms to 60 s (durations of waits and
+// requests) and from 1 ms to an hour (hold times).
+//
+// Spans: "redlock.acquire" for Acquire and TryAcquire, "redlock.extend"
+// for Extend and ExtendToken, "redlock.release" for Release and
+// ReleaseToken, each a child of the span in the call's context, with the
+// attributes redlock.key, redlock.call, redlock.ttl_ms, redlock.outcome,
+// redlock.nodes_ok, and for an acquisition redlock.attempts and
+// redlock.fence. An acquisition has an event "redlock.attempt" per
+// attempt, and each span an event "redlock.node" per node answer to the
+// request that decided it (redlock.node, redlock.outcome,
+// redlock.latency_ms, redlock.error, redlock.recovering_left_ms). A
+// failed call's span has status Error and the error. Auto-renewals are
+// measured but not traced: each would start a trace of its own.
+//
+// Log records mark transitions, never requests, so that a node that is
+// down logs a few lines per outage:
+//
+//   - "redlock: lock lost" (Warn; key, reason, held_for, error);
+//   - "redlock: node failing" (Warn; node, op, outcome, error), once a node
+//     failed three requests in a row, and "redlock: node answering again"
+//     (Info; node, failing_for) once it answered three in a row;
+//   - "redlock: node recovering from a restart, not voting" (Info; node,
+//     votes_in) and "redlock: node voting again after its restart
+//     quarantine" (Info; node), from the answers to acquisitions;
+//   - "redlock: release did not reach a quorum" (Warn; key, nodes: each
+//     node's answer), and "redlock: background release finished" (Info) or
+//     "given up" (Warn; nodes still holding the key until its TTL passes):
+//     at most one record of each every 10 s, which says how many it stands
+//     for (more_since_last).
 package redlock
