@@ -159,6 +159,7 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	if n.started, err = observe.Start(ctx, n.telemetry); err != nil {
 		return nil, failInvalid, err
 	}
+	opts.MeterProvider, opts.TracerProvider = n.started.MeterProvider, n.started.TracerProvider
 	client, err := goredis.Dial(ctx, urls, opts)
 	if err != nil {
 		n.started.Shutdown()
