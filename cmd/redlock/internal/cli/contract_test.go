@@ -148,6 +148,7 @@ func TestContract_nodeListsAreChecked(t *testing.T) {
 		want      string
 	}{
 		{flag: "127.0.0.1:6379", want: "write redis://127.0.0.1:6379"},
+		{flag: "redis://127.0.0.1:99999", want: `port "99999"`},
 		{flag: "redis://127.0.0.1:1,,redis://127.0.0.1:2", want: "entry 2 is empty"},
 		{flag: " ", want: "--nodes is empty"},
 		{env: "", want: "$REDLOCK_NODES is empty"},
