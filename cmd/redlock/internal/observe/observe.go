@@ -152,11 +152,11 @@ func (t *Telemetry) servePrometheus(addr string) (sdkmetric.Reader, error) {
 	reg := promclient.NewRegistry()
 	exp, err := prometheus.New(prometheus.WithRegisterer(reg))
 	if err != nil {
-		return nil, fmt.Errorf("Prometheus exporter: %w", err)
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("Prometheus endpoint: %w", err)
+		return nil, fmt.Errorf("prometheus endpoint: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
