@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/redlock-go/redlock/internal/hashslot"
 )
 
 // SlotCount is the number of hash slots of a Redis Cluster.
-const SlotCount = 16384
+const SlotCount = hashslot.Count
 
 // SlotRange is a range of Redis Cluster hash slots, First to Last inclusive.
 type SlotRange struct {
@@ -33,31 +35,7 @@ func (r SlotRange) String() string {
 // does: CRC16 (XMODEM) of the key, or of its hash tag, modulo 16384. The
 // hash tag is what lies between the first '{' and the first '}' after it,
 // if that is not empty, so "{user1}.a" and "{user1}.b" share a slot.
-func KeySlot(key string) int {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	return int(crc16(key)) % SlotCount
-}
-
-// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the
-// checksum Redis Cluster hashes keys with.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := range len(s) {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
+func KeySlot(key string) int { return hashslot.Of(key) }
 
 // splitSlots divides the slots evenly into n consecutive ranges (n <= 16384).
 func splitSlots(n int) []SlotRange {

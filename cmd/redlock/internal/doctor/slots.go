@@ -3,11 +3,12 @@ package doctor
 import (
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/redlock-go/redlock/internal/hashslot"
 )
 
 // slotCount is the number of hash slots of a Redis Cluster.
-const slotCount = 16384
+const slotCount = hashslot.Count
 
 // SlotRange is a range of Redis Cluster hash slots, First to Last inclusive.
 type SlotRange struct {
@@ -85,9 +86,9 @@ func uncoveredSlots(served [][]SlotRange) []SlotRange {
 }
 
 // The restart marker of a Redis Cluster slot and its process key are
-// these prefixes followed by "{tag}", tag a string of that slot (see
-// slotTag): the names the library gives them (slotMarkerKeys in its
-// layout.go).
+// these prefixes followed by "{tag}", tag the library's string of that
+// slot (hashslot.Tag): the names the library gives them (slotMarkerKeys in
+// its layout.go).
 const (
 	slotMarkerPrefix  = "redlock:marker:"
 	slotProcessPrefix = "redlock:process:"
@@ -96,46 +97,6 @@ const (
 // slotMarkerKeys returns the names of the restart marker and its process
 // key of slot.
 func slotMarkerKeys(slot int) (marker, process string) {
-	tag := "{" + slotTag(slot) + "}"
+	tag := "{" + hashslot.Tag(slot) + "}"
 	return slotMarkerPrefix + tag, slotProcessPrefix + tag
-}
-
-var (
-	slotTagsOnce sync.Once
-	slotTags     []string // slot → the smallest decimal number of that slot
-)
-
-// slotTag returns the tag the library puts in braces in the names of
-// slot's keys: the smallest decimal number that hashes to slot. The
-// library builds the same table the same way (slotTag in its slot.go); the
-// doctor cannot call it, so it keeps this copy, which its tests check
-// against the keys the library writes.
-func slotTag(slot int) string {
-	slotTagsOnce.Do(func() {
-		slotTags = make([]string, slotCount)
-		for n, found := 0, 0; found < slotCount; n++ {
-			s := strconv.Itoa(n)
-			if i := int(crc16(s)) % slotCount; slotTags[i] == "" {
-				slotTags[i] = s
-				found++
-			}
-		}
-	})
-	return slotTags[slot]
-}
-
-// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := range len(s) {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
