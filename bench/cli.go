@@ -21,10 +21,23 @@ import (
 // recorded does).
 const memProfileRate = 4096
 
+// Defaults of the flags that size the cases.
+const (
+	defaultCrowd    = 64
+	defaultLanDelay = 250 * time.Microsecond
+	// defaultMemoryNames and defaultMemoryWait: ten thousand names make a
+	// byte per name stand out of the servers' own variations; a minute
+	// outlasts redlock's fencing counters (TTL plus RecoveryDelay, 40 s
+	// with its defaults), the longest-lived state of any library measured.
+	defaultMemoryNames = 10_000
+	defaultMemoryWait  = time.Minute
+)
+
 // config is the parsed command line.
 type config struct {
 	duration, warmup time.Duration
 	slowLatency      time.Duration
+	sizes            sizes
 	cases, libs      *regexp.Regexp
 	out, readme      string
 	server           string
@@ -33,6 +46,12 @@ type config struct {
 	rounds           int
 	quiet            bool
 	command          string
+
+	growth      bool
+	growthPlan  growthPlan
+	memory      bool
+	memoryNames int
+	memoryWait  time.Duration
 }
 
 // run is the command: it parses args, runs the selected cases and writes the
@@ -61,27 +80,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.memProfile != "" {
 		runtime.MemProfileRate = memProfileRate
 	}
-	// go-redis has only a process-wide logger.
-	logs := &clientLog{}
-	redis.SetLogger(logs)
-	rep, err := runSuite(ctx, cfg, logs, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
+	paths, err := execute(ctx, cfg, stderr)
+	if err == nil && cfg.memProfile != "" {
+		err = writeHeapProfile(cfg.memProfile)
 	}
-	if cfg.memProfile != "" {
-		if err := writeHeapProfile(cfg.memProfile); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-	}
-	paths, err := writeOutputs(cfg, rep)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(paths, ", "))
 	return 0
+}
+
+// execute runs what cfg asks for, the cases or the growth curves and the
+// memory measurement, and writes their results. It returns the paths
+// written.
+func execute(ctx context.Context, cfg config, progress io.Writer) ([]string, error) {
+	// go-redis has only a process-wide logger.
+	logs := &clientLog{}
+	redis.SetLogger(logs)
+	var paths []string
+	if !cfg.growth && !cfg.memory {
+		rep, err := runSuite(ctx, cfg, logs, progress)
+		if err != nil {
+			return nil, err
+		}
+		return writeOutputs(cfg, rep)
+	}
+	if cfg.growth {
+		rep, err := runGrowth(ctx, cfg, cfg.growthPlan, logs, progress)
+		if err != nil {
+			return nil, err
+		}
+		if paths, err = writeGrowthOutputs(cfg, rep); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.memory {
+		m, err := runMemory(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		more, err := writeMemoryOutputs(cfg, m)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, more...)
+	}
+	return paths, nil
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -106,6 +152,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile (one sample per 4 KiB) to `file`")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "split each measurement into this many `rounds` that take the libraries in turn")
+	fs.IntVar(&cfg.sizes.crowd, "crowd", defaultCrowd, "separate `clients` on one shared key in the crowd cases")
+	fs.DurationVar(&cfg.sizes.lanDelay, "lan-delay", defaultLanDelay, "`delay` added each way in front of every node in the network cases")
+	fs.BoolVar(&cfg.growth, "growth", false, "run the growth curves (by nodes, goroutines, waiters) instead of the cases: about 8 minutes")
+	fs.BoolVar(&cfg.memory, "memory", false, "measure what distinct lock names leave on the nodes instead of the cases: about 2 minutes")
+	fs.IntVar(&cfg.memoryNames, "memory-names", defaultMemoryNames, "distinct lock `names` each library takes and releases with -memory")
+	fs.DurationVar(&cfg.memoryWait, "memory-wait", defaultMemoryWait, "with -memory, read the nodes again this `long` after the last release")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -124,10 +176,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintln(stderr, "bench: -libs:", err)
 		return cfg, err
 	}
-	if cfg.duration <= 0 || cfg.warmup < 0 || cfg.rounds < 1 {
-		fmt.Fprintln(stderr, "bench: -duration must be positive, -warmup not negative, -rounds at least 1")
+	if cfg.duration <= 0 || cfg.warmup < 0 || cfg.rounds < 1 || cfg.sizes.crowd < 1 || cfg.sizes.lanDelay <= 0 ||
+		cfg.memoryNames < 1 || cfg.memoryWait < 0 {
+		fmt.Fprintln(stderr, "bench: -duration and -lan-delay must be positive, -warmup and -memory-wait not negative, "+
+			"-rounds, -crowd and -memory-names at least 1")
 		return cfg, fmt.Errorf("flags")
 	}
+	cfg.growthPlan = defaultGrowth()
 	cfg.command = strings.TrimSpace("go run . " + strings.Join(args, " "))
 	return cfg, nil
 }

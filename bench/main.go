@@ -14,11 +14,11 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/redlock-go/redlock/bench/internal/slowproxy"
+	"github.com/redlock-go/redlock/bench/internal/delayproxy"
 )
 
 func main() {
-	slowproxy.RunIfChild()
+	delayproxy.RunIfChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

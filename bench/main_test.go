@@ -5,18 +5,23 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/redlock-go/redlock/bench/internal/delayproxy"
 	"github.com/redlock-go/redlock/bench/internal/drivers"
 	"github.com/redlock-go/redlock/bench/internal/report"
-	"github.com/redlock-go/redlock/bench/internal/slowproxy"
 )
 
 func TestMain(m *testing.M) {
-	slowproxy.RunIfChild() // the slow-node proxy runs as a copy of the test binary
+	delayproxy.RunIfChild() // the slow-node proxy runs as a copy of the test binary
 	os.Exit(m.Run())
 }
+
+// smokeCrowd is the crowd of the smoke test: separate clients, enough to
+// contend, few enough to open quickly.
+const smokeCrowd = 4
 
 // maxErrorShare bounds the failed cycles the smoke test accepts, as one in
 // this many completed: under full load on a small machine a library's
@@ -38,7 +43,8 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr strings.Builder
-	code := run(context.Background(), []string{"-duration", "250ms", "-warmup", "250ms", "-quiet", "-out", out, "-readme", readme}, new(strings.Builder), &stderr)
+	code := run(context.Background(), []string{"-duration", "250ms", "-warmup", "250ms", "-crowd", strconv.Itoa(smokeCrowd), "-quiet",
+		"-out", out, "-readme", readme}, new(strings.Builder), &stderr)
 	if code != 0 {
 		t.Fatalf("exit status %d: %s", code, stderr.String())
 	}
@@ -54,8 +60,8 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Cases) != len(cases()) {
-		t.Errorf("%d cases in the report, want %d", len(rep.Cases), len(cases()))
+	if want := len(cases(sizes{crowd: smokeCrowd})); len(rep.Cases) != want {
+		t.Errorf("%d cases in the report, want %d", len(rep.Cases), want)
 	}
 	if len(rep.Rows) != len(rep.Cases)*len(rep.Libraries) {
 		t.Errorf("%d rows, want %d cases x %d libraries", len(rep.Rows), len(rep.Cases), len(rep.Libraries))
@@ -99,6 +105,7 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 			t.Errorf("latest.md has no table for %s", c.ID)
 		}
 	}
+	checkNetworkAndCrowd(t, &rep.Report, string(md))
 	svg, err := os.ReadFile(filepath.Join(out, "latest.svg"))
 	if err != nil {
 		t.Fatal(err)
@@ -113,5 +120,46 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 	if s := string(got); strings.Contains(s, "\nold\n") || !strings.HasPrefix(s, "intro\n") ||
 		!strings.HasSuffix(s, readmeEnd+"\nafter\n") || !strings.Contains(s, "](latest.svg)") {
 		t.Errorf("README section not replaced as expected:\n%s", s)
+	}
+}
+
+// checkNetworkAndCrowd checks the network cases' floors and the crowd
+// cases' clients in the report, and that latest.md has their sections.
+func checkNetworkAndCrowd(t *testing.T, rep *report.Report, md string) {
+	t.Helper()
+	lan, crowd := 0, 0
+	for _, c := range rep.Cases {
+		if c.DelayUs > 0 {
+			lan++
+		}
+		if c.Clients > 0 {
+			crowd++
+			if c.Clients != smokeCrowd || c.Workers != smokeCrowd || !c.Handoffs {
+				t.Errorf("%s: %d clients, %d goroutines, handoffs %v; want %d, %d, true", c.ID, c.Clients, c.Workers, c.Handoffs, smokeCrowd, smokeCrowd)
+			}
+		}
+		checkFloors(t, rep, c)
+	}
+	if lan != 2 || crowd != 2 {
+		t.Errorf("%d network and %d crowd cases, want 2 and 2", lan, crowd)
+	}
+	for _, section := range []string{"### Over a network", "### Separate clients on one shared key"} {
+		if !strings.Contains(md, section) {
+			t.Errorf("latest.md has no %q section", section)
+		}
+	}
+}
+
+// checkFloors checks that the rows of c have a floor over a network, of at
+// least its four delays as measured, and none on loopback.
+func checkFloors(t *testing.T, rep *report.Report, c report.Case) {
+	t.Helper()
+	for _, row := range rep.Rows {
+		if row.Case != c.ID || row.NA != "" {
+			continue
+		}
+		if c.DelayUs > 0 && (c.MeasuredDelayUs <= 0 || row.FloorUs < 4*c.MeasuredDelayUs) || c.DelayUs == 0 && row.FloorUs != 0 {
+			t.Errorf("%s/%s: floor %v µs with a delay of %v µs each way (measured %v µs)", c.ID, row.Library, row.FloorUs, c.DelayUs, c.MeasuredDelayUs)
+		}
 	}
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -10,16 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/redlock-go/redlock/bench/internal/drivers"
-	"github.com/redlock-go/redlock/bench/internal/nodes"
 	"github.com/redlock-go/redlock/bench/internal/report"
 	"github.com/redlock-go/redlock/bench/internal/runner"
-	"github.com/redlock-go/redlock/bench/internal/slowproxy"
 )
 
 // Workload sizes from the benchmark's specification.
@@ -36,219 +31,144 @@ const (
 	// laterWarmupDivisor shortens the warm-up of every round after the
 	// first: connections are already open, only the goroutines restart.
 	laterWarmupDivisor = 5
+	// crowdAcquireTimeout is the deadline of each acquisition by a client
+	// of a crowd: long beside a handoff (under a millisecond to tens of
+	// milliseconds), so that one that runs out was starved, not unlucky.
+	crowdAcquireTimeout = 5 * time.Second
+	// crowdHold is how long a client of a crowd keeps the lock: a tiny
+	// critical section, spent on the CPU (see runner.Case.Hold), short
+	// beside a handoff so that the rate measures the lock.
+	crowdHold = 20 * time.Microsecond
 )
 
 // benchCase is a workload on a node topology.
 type benchCase struct {
 	report.Case
-	keys runner.Keys
+	work runner.Case
+}
+
+// sizes are the workload sizes that flags choose.
+type sizes struct {
+	crowd    int           // separate clients on one shared key
+	lanDelay time.Duration // added each way in front of every node in the network cases
 }
 
 // cases lists every case, grouped by workload so that the chart reads left
-// to right: one goroutine, many goroutines, one shared key.
-func cases() []benchCase {
-	type workload struct {
-		id, title, short string
-		workers          int
-		keys             runner.Keys
-	}
-	workloads := []workload{
-		{"serial", "1 goroutine, new key per cycle", "1 goroutine", 1, runner.NewKeyEachCycle},
-		{"parallel", "64 goroutines, distinct keys", "64 goroutines", parallelWorkers, runner.KeyPerWorker},
-		{"shared", "8 goroutines, one shared key", "8 on one key", sharedWorkers, runner.SharedKey},
-	}
-	topologies := []struct {
+// to right: one goroutine (on loopback, then over a network), many
+// goroutines, one shared key (one client's goroutines, then separate
+// clients).
+func cases(sz sizes) []benchCase {
+	type topology struct {
 		suffix, title, short string
 		nodes, slow          int
-	}{
+	}
+	loopback := []topology{
 		{"-1", "1 node", "1 node", 1, 0},
 		{"-5", "5 nodes", "5 nodes", 5, 0},
 		{"-5slow", "5 nodes, one slow", "5 nodes, 1 slow", 5, 1},
 	}
+	network := []topology{
+		{"-1", "1 node over a LAN", "1 node, LAN", 1, 0},
+		{"-5", "5 nodes over a LAN", "5 nodes, LAN", 5, 0},
+	}
+	crowd := strconv.Itoa(sz.crowd) + " clients"
+	workloads := []struct {
+		id, title, short string
+		work             runner.Case
+		clients          int
+		tops             []topology
+	}{
+		{"serial", "1 goroutine, new key per cycle", "1 goroutine", runner.Case{Workers: 1, Keys: runner.NewKeyEachCycle}, 0, loopback},
+		{"lan", "1 goroutine, new key per cycle", "1 goroutine", runner.Case{Workers: 1, Keys: runner.NewKeyEachCycle}, 0, network},
+		{"parallel", "64 goroutines, distinct keys", "64 goroutines", runner.Case{Workers: parallelWorkers, Keys: runner.KeyPerWorker}, 0, loopback},
+		{"shared", "8 goroutines, one shared key", "8 on one key", runner.Case{Workers: sharedWorkers, Keys: runner.SharedKey}, 0, loopback},
+		{"crowd", crowd + ", one shared key", crowd + "\non one key", crowdCase(sz.crowd), sz.crowd, loopback[:2]},
+	}
 	var cs []benchCase
 	for _, w := range workloads {
-		for _, t := range topologies {
-			cs = append(cs, benchCase{
+		for _, t := range w.tops {
+			c := benchCase{
 				Case: report.Case{
 					ID: w.id + t.suffix, Title: w.title + ", " + t.title, Short: w.short + "\n" + t.short,
-					Workers: w.workers, Nodes: t.nodes, SlowNodes: t.slow, Handoffs: w.keys == runner.SharedKey,
+					Workers: w.work.Workers, Nodes: t.nodes, SlowNodes: t.slow, Handoffs: w.work.Keys == runner.SharedKey,
+					Clients: w.clients, AcquireTimeoutS: w.work.AcquireTimeout.Seconds(),
 				},
-				keys: w.keys,
-			})
+				work: w.work,
+			}
+			if w.id == "lan" {
+				c.DelayUs = float64(sz.lanDelay) / float64(time.Microsecond)
+			}
+			cs = append(cs, c)
 		}
 	}
 	return cs
 }
 
+// crowdCase is the workload of clients separate clients on one shared key,
+// each waiting for it as callers do: with a deadline.
+func crowdCase(clients int) runner.Case {
+	return runner.Case{Workers: clients, Keys: runner.SharedKey, AcquireTimeout: crowdAcquireTimeout, Hold: crowdHold}
+}
+
 func caseIDs() string {
 	var ids []string
-	for _, c := range cases() {
+	for _, c := range cases(sizes{crowd: defaultCrowd}) {
 		ids = append(ids, c.ID)
 	}
 	return strings.Join(ids, ", ")
 }
 
-// runSuite starts the nodes, runs every selected case with every selected
-// library, and returns the report.
-func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writer) (*report.Report, error) {
+// selectCases returns the cases whose id cfg selects, and the libraries.
+func selectCases(cfg config, all []benchCase) ([]benchCase, []drivers.Library, error) {
 	var selected []benchCase
-	for _, c := range cases() {
+	for _, c := range all {
 		if cfg.cases.MatchString(c.ID) {
 			selected = append(selected, c)
 		}
 	}
+	if len(selected) == 0 {
+		return nil, nil, errNothingSelected
+	}
+	libs, err := selectLibs(cfg)
+	return selected, libs, err
+}
+
+// errNothingSelected is returned when -cases or -libs match nothing.
+var errNothingSelected = errors.New("no case or no library selected")
+
+// selectLibs returns the libraries whose name cfg selects.
+func selectLibs(cfg config) ([]drivers.Library, error) {
 	var libs []drivers.Library
 	for _, l := range drivers.All() {
 		if cfg.libs.MatchString(l.Name) {
 			libs = append(libs, l)
 		}
 	}
-	if len(selected) == 0 || len(libs) == 0 {
-		return nil, fmt.Errorf("no case or no library selected")
+	if len(libs) == 0 {
+		return nil, errNothingSelected
 	}
+	return libs, nil
+}
 
-	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
-	servers, err := nodes.Start(setupCtx, cfg.server, maxNodes)
+// runSuite starts the nodes, runs every selected case with every selected
+// library, and returns the report.
+func runSuite(ctx context.Context, cfg config, logs *clientLog, progress io.Writer) (*report.Report, error) {
+	selected, libs, err := selectCases(cfg, cases(cfg.sizes))
 	if err != nil {
 		return nil, err
 	}
-	defer servers.Close()
-	addrs := servers.Addrs()
-	rtt, err := nodes.RoundTrip(setupCtx, addrs[0], roundTripPings)
+	s, rep, err := newSession(ctx, cfg, logs, maxNodes, libs)
 	if err != nil {
 		return nil, err
 	}
-	quarantine, err := drivers.MarkReady(setupCtx, addrs)
-	if err != nil {
-		return nil, err
-	}
-
-	rep := &report.Report{Meta: meta(cfg, rtt)}
-	rep.Meta.MarkedReady = quarantine
-	for _, l := range libs {
-		rep.Libraries = append(rep.Libraries, report.Library{Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Settings: l.Settings})
-	}
+	defer s.close()
 	for _, c := range selected {
 		rep.Cases = append(rep.Cases, c.Case)
 	}
-
-	// The slow node is the last one, reached through a proxy in a child
-	// process, started only if a case needs it.
-	var proxy *slowproxy.Proxy
-	defer func() {
-		if proxy != nil {
-			proxy.Close()
-		}
-	}()
-	slowAddrs := func() ([]string, error) {
-		if proxy == nil {
-			p, err := slowproxy.Start(ctx, addrs[maxNodes-1], cfg.slowLatency)
-			if err != nil {
-				return nil, err
-			}
-			proxy = p
-		}
-		return append(append([]string(nil), addrs[:maxNodes-1]...), proxy.Addr()), nil
+	if err := s.run(ctx, rep, s.plan(rep, selected, libs), progress); err != nil {
+		return nil, err
 	}
-
-	type pending struct {
-		c    benchCase
-		libs []drivers.Library
-	}
-	var plan []pending
-	segments := 0
-	for _, c := range selected {
-		p := pending{c: c}
-		for _, l := range libs {
-			if l.MaxNodes > 0 && c.Nodes > l.MaxNodes {
-				rep.Rows = append(rep.Rows, report.Row{Case: c.ID, Library: l.Name, NA: fmt.Sprintf("locks on %d node only", l.MaxNodes)})
-				continue
-			}
-			if l.Baseline && c.Handoffs {
-				rep.Rows = append(rep.Rows, report.Row{Case: c.ID, Library: l.Name, NA: "not a lock: run only where keys are not contended"})
-				continue
-			}
-			p.libs = append(p.libs, l)
-		}
-		plan = append(plan, p)
-		segments += len(p.libs)
-	}
-	laterWarmup := cfg.warmup / laterWarmupDivisor
-	perLib := cfg.warmup + time.Duration(cfg.rounds-1)*laterWarmup + cfg.duration
-	bar := newBar(cfg, progress, int64(segments)*perLib.Milliseconds())
-	done := time.Duration(0)
-
-	seq := 0
-	for _, p := range plan {
-		runAddrs := addrs[:p.c.Nodes]
-		if p.c.SlowNodes > 0 {
-			if runAddrs, err = slowAddrs(); err != nil {
-				return nil, err
-			}
-		}
-		// Every library of the case gets fresh connections, then the
-		// measured time is split in rounds that take the libraries in
-		// turn, so that a burst of load from elsewhere on the machine
-		// falls on all of them alike.
-		entries := make([]*entry, len(p.libs))
-		for i, l := range p.libs {
-			entries[i] = openEntry(ctx, l, runAddrs, p.c.keys == runner.SharedKey)
-		}
-		var rtts []time.Duration
-		for round := range cfg.rounds {
-			for k := range entries {
-				e := entries[(k+round)%len(entries)]
-				warmup := cfg.warmup
-				if round > 0 {
-					warmup = laterWarmup
-				}
-				share := warmup + cfg.duration/time.Duration(cfg.rounds)
-				if e.na != "" {
-					done += share
-					continue
-				}
-				if ctx.Err() != nil {
-					closeEntries(entries)
-					return nil, ctx.Err()
-				}
-				bar.Describe(fmt.Sprintf("%-15s %-16s round %d/%d", p.c.ID, e.l.Name, round+1, cfg.rounds))
-				if t, err := nodes.RoundTrips(ctx, addrs[0], roundTripSample); err == nil {
-					rtts = append(rtts, t...)
-				}
-				stopTicker := tick(bar, done.Milliseconds(), share)
-				logs.take()
-				res, err := runner.Run(ctx, e.d, runner.Case{Workers: p.c.Workers, Keys: p.c.keys}, runner.Options{
-					Warmup:      warmup,
-					Duration:    cfg.duration / time.Duration(cfg.rounds),
-					KeyPrefix:   "bench:" + strconv.Itoa(seq) + ":",
-					ServerCPU:   servers.CPU,
-					Connections: servers.Connections,
-				})
-				seq++
-				n, samples := logs.take()
-				stopTicker()
-				done += share
-				bar.Set64(done.Milliseconds())
-				if err != nil {
-					e.na = "run failed: " + err.Error()
-					continue
-				}
-				e.add(res, n, samples)
-			}
-		}
-		closeEntries(entries)
-		for _, e := range entries {
-			rep.Rows = append(rep.Rows, e.row(p.c.ID))
-		}
-		for i := range rep.Cases {
-			if rep.Cases[i].ID == p.c.ID {
-				rep.Cases[i].RoundTripUs = float64(nodes.Median(rtts)) / float64(time.Microsecond)
-			}
-		}
-	}
-	bar.Finish()
-	fmt.Fprintln(progress)
+	rep.Meta.ProxyOverheadUs = float64(s.topo.lanCalibration.Overhead) / float64(time.Microsecond)
 	sortRows(rep)
 	return rep, nil
 }
@@ -268,98 +188,6 @@ func sortRows(rep *report.Report) {
 		}
 		return order["l"+a.Library] - order["l"+b.Library]
 	})
-}
-
-// entry is one library's driver and accumulated result within one case.
-type entry struct {
-	l   drivers.Library
-	d   drivers.Driver
-	res runner.Result
-	na  string // why the library could not run the case
-
-	logs       int
-	logSamples []string
-}
-
-// openEntry opens a fresh driver for l; a failure is kept as the entry's
-// reason not to run.
-func openEntry(ctx context.Context, l drivers.Library, addrs []string, contended bool) *entry {
-	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
-	e := &entry{l: l}
-	d, err := l.Open(ctx, addrs, contended)
-	if err != nil {
-		e.na = "open failed: " + err.Error()
-		return e
-	}
-	e.d = d
-	return e
-}
-
-// add merges one round's result and the client's log lines during it.
-func (e *entry) add(res runner.Result, logs int, samples []string) {
-	e.res.Merge(res)
-	e.logs += logs
-	for _, s := range samples {
-		if len(e.logSamples) < clientLogSamples && !contains(e.logSamples, s) {
-			e.logSamples = append(e.logSamples, s)
-		}
-	}
-}
-
-// row returns the report row for the rounds run.
-func (e *entry) row(caseID string) report.Row {
-	if e.na != "" {
-		return report.Row{Case: caseID, Library: e.l.Name, NA: e.na}
-	}
-	row := report.NewRow(caseID, e.l.Name, e.res)
-	row.ClientLogs, row.ClientLogSamples = e.logs, e.logSamples
-	return row
-}
-
-func closeEntries(entries []*entry) {
-	for _, e := range entries {
-		if e.d != nil {
-			e.d.Close()
-			e.d = nil
-		}
-	}
-}
-
-// newBar returns a progress bar over total milliseconds of planned runs,
-// invisible with -quiet.
-func newBar(cfg config, w io.Writer, total int64) *progressbar.ProgressBar {
-	return progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetVisibility(!cfg.quiet),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionShowDescriptionAtLineEnd(),
-	)
-}
-
-// tick advances bar with the clock during one run, up to that run's share.
-func tick(bar *progressbar.ProgressBar, base int64, share time.Duration) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		start := time.Now()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				bar.Set64(base + min(time.Since(start), share).Milliseconds())
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }
 
 // meta describes the run and the machine.

@@ -17,6 +17,8 @@ type Report struct {
 	Libraries []Library `json:"libraries"`
 	Cases     []Case    `json:"cases"`
 	Rows      []Row     `json:"results"`
+	// Series groups the cases of a growth run into curves; empty otherwise.
+	Series []Series `json:"series,omitempty"`
 }
 
 // Meta describes the run and the machine.
@@ -34,6 +36,10 @@ type Meta struct {
 	WarmupSec     float64   `json:"warmup_s"`
 	Rounds        int       `json:"rounds"` // the measured time is split in rounds taking the libraries in turn
 	SlowLatencyMs float64   `json:"slow_latency_ms"`
+	// ProxyOverheadUs is what the network cases' proxies were found to add
+	// each way by themselves (waking their goroutines, sleeping late) when
+	// they started, and took off the time they wait.
+	ProxyOverheadUs float64 `json:"proxy_overhead_us,omitempty"`
 	// MarkedReady says the library's restart quarantine was lifted on the
 	// new nodes before the first case.
 	MarkedReady bool `json:"marked_ready"`
@@ -58,6 +64,21 @@ type Case struct {
 	Nodes     int    `json:"nodes"`
 	SlowNodes int    `json:"slow_nodes"`
 	Handoffs  bool   `json:"handoffs"` // one shared key: rate is handoffs/s, latency is the wait
+	// Clients is how many separate clients the goroutines use, one each
+	// (their own connections, and their own Client values where the
+	// library has them), as separate processes would; 0 means one client
+	// shared by all the goroutines.
+	Clients int `json:"clients,omitempty"`
+	// DelayUs is the delay a proxy in front of every node adds each way,
+	// in microseconds: a network rather than loopback.
+	DelayUs float64 `json:"delay_us,omitempty"`
+	// MeasuredDelayUs is the delay the proxies really added each way,
+	// sampled before each round: half the difference of the median PING
+	// round trips through the first node's proxy and around it.
+	MeasuredDelayUs float64 `json:"measured_delay_us,omitempty"`
+	// AcquireTimeoutS is the deadline of each acquisition, in seconds, if
+	// it has one of its own.
+	AcquireTimeoutS float64 `json:"acquire_timeout_s,omitempty"`
 	// RoundTripUs is the median PING round trip to one node, sampled before
 	// each round of this case: the floor of a request under the load the
 	// machine had then.
@@ -86,8 +107,14 @@ type Row struct {
 	NewConnsPer1kCycles float64 `json:"new_conns_per_1k_cycles"`
 	Cycles              int64   `json:"cycles"`
 	Errors              int64   `json:"errors"`
-	LastError           string  `json:"last_error,omitempty"`
-	Seconds             float64 `json:"seconds"`
+	// Timeouts counts the acquisitions begun in the window that reached
+	// their deadline (Case.AcquireTimeoutS).
+	Timeouts  int64   `json:"timeouts,omitempty"`
+	LastError string  `json:"last_error,omitempty"`
+	Seconds   float64 `json:"seconds"`
+	// FloorUs is, over a network (Case.DelayUs), the least a cycle of two
+	// round trips can take (see Case.Floor).
+	FloorUs float64 `json:"floor_us,omitempty"`
 	// ClientLogs counts the lines the client library logged during the run
 	// (go-redis reports connection trouble this way); a few are quoted.
 	ClientLogs       int      `json:"client_logs,omitempty"`
@@ -112,9 +139,26 @@ func NewRow(caseID, library string, r runner.Result) Row {
 		NewConnsPer1kCycles: r.PerCycle(1000 * float64(r.NewConns)),
 		Cycles:              r.Cycles,
 		Errors:              r.Errors,
+		Timeouts:            r.Timeouts,
 		LastError:           r.LastErr,
 		Seconds:             r.Elapsed.Seconds(),
 	}
+}
+
+// Floor returns the least a cycle of row's library can take in c over a
+// network, in microseconds: two round trips (acquire, release) of the
+// delay each way, as measured (as set if it was not), plus the time the
+// servers spent per cycle on one node (their CPU per cycle over the node
+// count; the nodes work in parallel). It is 0 on loopback.
+func (c Case) Floor(row Row) float64 {
+	if c.DelayUs == 0 {
+		return 0
+	}
+	delay := c.DelayUs
+	if c.MeasuredDelayUs > 0 {
+		delay = c.MeasuredDelayUs
+	}
+	return 4*delay + row.ServerCPUUsPerCycle/float64(max(c.Nodes, 1))
 }
 
 // Case returns the case with id.

@@ -17,6 +17,9 @@ const (
 	marginTop    = 70
 	marginBottom = 60
 	groupFill    = 0.84 // share of a case's width taken by its bars
+	// minCaseWidth is the least width of a case's group of bars: the chart
+	// widens beyond chartWidth when the cases are many.
+	minCaseWidth = 84
 )
 
 // palette colours the libraries in order: this project's first (blues),
@@ -40,7 +43,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	if yHi <= yLo {
 		yHi = yLo * 10
 	}
-	plotW := float64(chartWidth - marginLeft - marginRight)
+	width := max(chartWidth, marginLeft+marginRight+minCaseWidth*len(r.Cases))
+	plotW := float64(width - marginLeft - marginRight)
 	plotH := float64(chartHeight - marginTop - marginBottom)
 	y := func(v float64) float64 {
 		f := (math.Log10(v) - math.Log10(yLo)) / (math.Log10(yHi) - math.Log10(yLo))
@@ -49,7 +53,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
-		chartWidth, chartHeight, chartWidth, chartHeight)
+		width, chartHeight, width, chartHeight)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Cycles per second (handoffs per second for one shared key), log scale — higher is better</text>`+"\n", marginLeft)
 

@@ -6,6 +6,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -48,6 +49,17 @@ const (
 type Case struct {
 	Workers int
 	Keys    Keys
+	// AcquireTimeout, if set, gives every Acquire a deadline of its own,
+	// as a caller that waits for a contended lock does. An Acquire that
+	// reaches it counts as a timeout, not an error; the ones begun in the
+	// measured window count even if they end after it, and the run waits
+	// for them.
+	AcquireTimeout time.Duration
+	// Hold is how long a goroutine keeps the lock before releasing it,
+	// spent on the CPU: a sleep shorter than a millisecond lasts about a
+	// millisecond when the process is otherwise idle (the runtime's poller
+	// waits in whole milliseconds on Linux).
+	Hold time.Duration
 }
 
 // Options tunes a run.
@@ -74,6 +86,9 @@ type Result struct {
 	Elapsed time.Duration // length of the window
 	Errors  int64         // failed cycles
 	LastErr string        // the last failure, if any
+	// Timeouts counts the acquisitions begun in the window that reached
+	// Case.AcquireTimeout.
+	Timeouts int64
 
 	// Latency of a cycle (acquire + release), or for SharedKey of the wait
 	// in Acquire.
@@ -96,6 +111,7 @@ func (r *Result) Merge(o Result) {
 	r.Cycles += o.Cycles
 	r.Elapsed += o.Elapsed
 	r.Errors += o.Errors
+	r.Timeouts += o.Timeouts
 	if o.LastErr != "" {
 		r.LastErr = o.LastErr
 	}
@@ -145,20 +161,23 @@ func (r Result) PerCycle(v float64) float64 {
 // worker is one goroutine's counters; only it writes them, and they are read
 // after it ended.
 type worker struct {
-	hist    *hdrhistogram.Histogram
-	cycles  int64
-	errors  int64
-	lastErr error
-	_       [64]byte // keep workers' counters on separate cache lines
+	hist     *hdrhistogram.Histogram
+	cycles   int64
+	errors   int64
+	timeouts int64
+	lastErr  error
+	_        [64]byte // keep workers' counters on separate cache lines
 }
 
-// Run runs c against d: Warmup, then Duration measured. It blocks until every
-// goroutine has stopped. The allocation and CPU counts are those of the
-// whole process in the window, the library's background goroutines
-// included.
-func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, error) {
-	if c.Workers < 1 {
-		return Result{}, fmt.Errorf("runner: %d workers", c.Workers)
+// Run runs c against ds: Warmup, then Duration measured. Goroutine i uses
+// ds[i%len(ds)]: one driver shared by every goroutine, as one process with
+// many goroutines would, or one per goroutine, as separate processes would.
+// It blocks until every goroutine has stopped. The allocation and CPU
+// counts are those of the whole process in the window, the library's
+// background goroutines included.
+func Run(ctx context.Context, ds []drivers.Driver, c Case, o Options) (Result, error) {
+	if c.Workers < 1 || len(ds) < 1 {
+		return Result{}, fmt.Errorf("runner: %d workers, %d drivers", c.Workers, len(ds))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -168,34 +187,48 @@ func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, erro
 	}
 	runtime.GC()
 
-	var measuring, stop atomic.Bool
+	var flags runFlags
 	var wg sync.WaitGroup
 	for i := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			loop(ctx, d, c.Keys, o.KeyPrefix, i, &workers[i], &measuring, &stop)
+			loop(ctx, ds[i%len(ds)], c, o.KeyPrefix, i, &workers[i], &flags)
 		}()
+	}
+	// Goroutines waiting for a shared key without a deadline of their own
+	// are woken by the end of ctx; with one, the run waits for them.
+	finish := func() {
+		flags.stop.Store(true)
+		if c.AcquireTimeout == 0 {
+			cancel()
+		}
+		wg.Wait()
 	}
 
 	if !pause(ctx, o.Warmup) {
-		stop.Store(true)
-		cancel()
-		wg.Wait()
+		finish()
 		return Result{}, ctx.Err()
 	}
 	before := snapshot(ctx, o, false)
-	measuring.Store(true)
+	flags.measuring.Store(true)
 	completed := pause(ctx, o.Duration)
-	measuring.Store(false)
+	flags.measuring.Store(false)
 	after := snapshot(ctx, o, true)
-	stop.Store(true)
-	cancel() // wakes goroutines waiting for a shared key
-	wg.Wait()
+	finish()
 	if !completed {
 		return Result{}, context.Canceled
 	}
+	return collect(workers, before, after), nil
+}
 
+// runFlags tell the goroutines of a run when to count and when to stop.
+type runFlags struct {
+	measuring, stop atomic.Bool
+}
+
+// collect sums the goroutines' counters and the window's snapshots.
+func collect(workers []worker, before, after point) Result {
 	r := Result{
 		Elapsed:    after.at.Sub(before.at),
 		Mallocs:    after.mallocs - before.mallocs,
@@ -209,43 +242,43 @@ func Run(ctx context.Context, d drivers.Driver, c Case, o Options) (Result, erro
 		w := &workers[i]
 		r.Cycles += w.cycles
 		r.Errors += w.errors
+		r.Timeouts += w.timeouts
 		if w.lastErr != nil {
 			r.LastErr = w.lastErr.Error()
 		}
 		r.hist.Merge(w.hist)
 	}
 	r.percentiles()
-	return r, nil
+	return r
 }
 
 // loop is one goroutine's cycles until stop is set.
-func loop(ctx context.Context, d drivers.Driver, keys Keys, prefix string, id int, w *worker, measuring, stop *atomic.Bool) {
+func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, w *worker, flags *runFlags) {
 	name := prefix
-	switch keys {
+	switch c.Keys {
 	case KeyPerWorker:
 		name = prefix + strconv.Itoa(id)
 	case SharedKey:
 		name = prefix + "shared"
 	}
 	buf := make([]byte, 0, len(prefix)+32)
-	for seq := 0; !stop.Load(); seq++ {
+	for seq := 0; !flags.stop.Load(); seq++ {
 		key := name
-		if keys == NewKeyEachCycle {
+		if c.Keys == NewKeyEachCycle {
 			buf = strconv.AppendInt(append(buf[:0], prefix...), int64(id), 10)
 			buf = append(buf, '-')
 			buf = strconv.AppendInt(buf, int64(seq), 10)
 			key = string(buf) // the one allocation the harness makes per cycle
 		}
-		start := time.Now()
-		held, err := d.Acquire(ctx, key)
-		acquired := time.Now()
-		if err == nil {
-			// Release ignores ctx's end: a lock taken just before the
-			// window closed is still released.
-			err = d.Release(context.WithoutCancel(ctx), held)
+		begunInWindow := flags.measuring.Load()
+		t, err := cycle(ctx, d, c, key)
+		if t.timedOut {
+			if begunInWindow {
+				w.timeouts++
+			}
+			continue
 		}
-		end := time.Now()
-		if stop.Load() || !measuring.Load() {
+		if flags.stop.Load() || !flags.measuring.Load() {
 			continue
 		}
 		if err != nil {
@@ -255,11 +288,49 @@ func loop(ctx context.Context, d drivers.Driver, keys Keys, prefix string, id in
 			continue
 		}
 		w.cycles++
-		lat := end.Sub(start)
-		if keys == SharedKey {
-			lat = acquired.Sub(start)
+		lat := t.end.Sub(t.start)
+		if c.Keys == SharedKey {
+			lat = t.acquired.Sub(t.start)
 		}
 		w.hist.RecordValue(max(lat.Microseconds(), minLatencyMicros))
+	}
+}
+
+// cycleTimes are the instants of one cycle.
+type cycleTimes struct {
+	start, acquired, end time.Time
+	// timedOut says Acquire reached the case's AcquireTimeout.
+	timedOut bool
+}
+
+// cycle acquires key, holds it for c.Hold and releases it.
+func cycle(ctx context.Context, d drivers.Driver, c Case, key string) (cycleTimes, error) {
+	var t cycleTimes
+	t.start = time.Now()
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if c.AcquireTimeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, c.AcquireTimeout)
+	}
+	held, err := d.Acquire(actx, key)
+	t.timedOut = err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+	cancel()
+	t.acquired = time.Now()
+	if err == nil {
+		spin(c.Hold)
+		// Release ignores ctx's end: a lock taken just before the
+		// window closed is still released.
+		err = d.Release(context.WithoutCancel(ctx), held)
+	}
+	t.end = time.Now()
+	return t, err
+}
+
+// spin keeps the CPU busy for d.
+func spin(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for start := time.Now(); time.Since(start) < d; {
 	}
 }
 

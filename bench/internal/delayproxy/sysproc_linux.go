@@ -1,6 +1,6 @@
 //go:build linux
 
-package slowproxy
+package delayproxy
 
 import "syscall"
 
