@@ -41,7 +41,7 @@ func runMemory(ctx context.Context, cfg config) (*report.Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &report.Memory{Meta: meta(cfg, 0), Names: cfg.memoryNames, WaitS: cfg.memoryWait.Seconds()}
+	m := &report.Memory{Meta: meta(cfg, 0), Names: cfg.memoryNames, Workers: memoryWorkers, WaitS: cfg.memoryWait.Seconds()}
 	var rs []*residue
 	defer func() {
 		for _, r := range rs {

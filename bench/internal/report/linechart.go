@@ -98,9 +98,9 @@ func writeLegend(b *strings.Builder, lines []line) {
 // draw writes the panel with its left edge at left and plot width width.
 func (p panel) draw(b *strings.Builder, left, width float64) {
 	height := float64(lineChartHeight - panelTop - panelBottom)
-	xAt, yAt, decades := p.scales(left, width, height)
+	xAt, yAt, ticks := p.scales(left, width, height)
 	fmt.Fprintf(b, `<text x="%.1f" y="%d" font-weight="bold">%s (%s)</text>`+"\n", left, panelTop-12, html.EscapeString(p.title), p.yLabel)
-	writeYGrid(b, left, width, yAt, decades)
+	writeYGrid(b, left, width, yAt, ticks)
 	for _, x := range p.xs {
 		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%.1f" stroke="#eee"/>`+"\n", xAt(x), xAt(x), panelTop, panelTop+height)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", xAt(x), panelTop+height+16, x)
@@ -122,26 +122,41 @@ func (p panel) draw(b *strings.Builder, left, width float64) {
 	}
 }
 
-// writeYGrid writes a labelled line at each decade, and fainter ones,
-// labelled smaller, at twice and five times each but the last.
-func writeYGrid(b *strings.Builder, left, width float64, yAt func(float64) float64, decades []float64) {
-	for i, d := range decades {
-		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ccc"/>`+"\n", left, left+width, yAt(d), yAt(d))
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", left-6, yAt(d), short(d))
-		if i == len(decades)-1 {
-			continue
+// writeYGrid writes a line at each of ticks, labelled; decades stronger.
+func writeYGrid(b *strings.Builder, left, width float64, yAt func(float64) float64, ticks []float64) {
+	for _, v := range ticks {
+		stroke, size, fill := "#ccc", 12, "#000"
+		if m := v / math.Pow(10, math.Floor(math.Log10(v)+1e-9)); math.Abs(m-1) > 1e-6 {
+			stroke, size, fill = "#eee", 9, "#666"
 		}
-		for _, m := range []float64{2, 5} {
-			fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", left, left+width, yAt(d*m), yAt(d*m))
-			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="9" fill="#666">%s</text>`+"\n",
-				left-6, yAt(d*m), short(d*m))
-		}
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s"/>`+"\n", left, left+width, yAt(v), yAt(v), stroke)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle" font-size="%d" fill="%s">%s</text>`+"\n",
+			left-6, yAt(v), size, fill, short(v))
 	}
 }
 
+// niceTicks returns the values 1, 2 and 5 times a power of ten from the
+// largest such value at most lo to the smallest at least hi.
+func niceTicks(lo, hi float64) []float64 {
+	var all []float64
+	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi*10; d *= 10 {
+		all = append(all, d, 2*d, 5*d)
+	}
+	first := 0
+	for first+1 < len(all) && all[first+1] <= lo {
+		first++
+	}
+	last := len(all) - 1
+	for last > first && all[last-1] >= hi {
+		last--
+	}
+	return all[first : last+1]
+}
+
 // scales maps x and y values to the panel's coordinates, logarithmically,
-// and returns the decades the y axis spans.
-func (p panel) scales(left, width, height float64) (xAt, yAt func(float64) float64, decades []float64) {
+// and returns the ticks of the y axis: 1, 2 and 5 times powers of ten, from
+// just under the smallest value to just over the largest.
+func (p panel) scales(left, width, height float64) (xAt, yAt func(float64) float64, ticks []float64) {
 	lo, hi := math.Inf(1), 0.0
 	for _, l := range p.lines {
 		for _, y := range l.ys {
@@ -153,11 +168,8 @@ func (p panel) scales(left, width, height float64) (xAt, yAt func(float64) float
 	if hi == 0 {
 		lo, hi = 1, 10
 	}
-	yLo := math.Pow(10, math.Floor(math.Log10(lo)))
-	yHi := math.Max(math.Pow(10, math.Ceil(math.Log10(hi))), yLo*10)
-	for d := yLo; d <= yHi*1.0001; d *= 10 {
-		decades = append(decades, d)
-	}
+	ticks = niceTicks(lo, hi)
+	yLo, yHi := ticks[0], math.Max(ticks[len(ticks)-1], ticks[0]*2)
 	xLo, xHi := math.Log(p.xs[0]), math.Log(p.xs[len(p.xs)-1])
 	pad := 0.04 * width
 	xAt = func(x float64) float64 {
@@ -170,5 +182,5 @@ func (p panel) scales(left, width, height float64) (xAt, yAt func(float64) float
 		f := (math.Log10(y) - math.Log10(yLo)) / (math.Log10(yHi) - math.Log10(yLo))
 		return panelTop + height*(1-f)
 	}
-	return xAt, yAt, decades
+	return xAt, yAt, ticks
 }

@@ -13,7 +13,8 @@ type Memory struct {
 	Meta      Meta        `json:"meta"`
 	Libraries []Library   `json:"libraries"`
 	Names     int         `json:"names"`
-	WaitS     float64     `json:"wait_s"` // the least time between a library's last release and the last reading
+	Workers   int         `json:"workers"` // goroutines taking and releasing the names
+	WaitS     float64     `json:"wait_s"`  // the least time between a library's last release and the last reading
 	Rows      []MemoryRow `json:"results"`
 }
 
@@ -43,10 +44,10 @@ func (m *Memory) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	r := Report{Meta: m.Meta, Libraries: m.Libraries}
 	r.writeHeader(&b)
-	fmt.Fprintf(&b, "Each library acquired and released %s distinct names, one after another on nodes of its own, "+
+	fmt.Fprintf(&b, "Each library acquired and released %s distinct names, %d at a time, on nodes of its own, "+
 		"new and empty; then its clients were closed. Bytes per name are the growth of the nodes' `used_memory`, "+
-		"keys per name of `DBSIZE`, over the names, per node (the mean over the library's nodes): right after "+
-		"the last release, and again at least %gs later.\n\n", Num(float64(m.Names)), m.WaitS)
+		"keys per name of their keys (`INFO keyspace`), over the names, per node (the mean over the library's "+
+		"nodes): right after the last release, and again at least %gs later.\n\n", Num(float64(m.Names)), m.Workers, m.WaitS)
 	b.WriteString("| library | nodes | bytes/name after release | keys/name after release | bytes/name later | keys/name later | later: s after release | errors |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range m.Rows {
