@@ -7,8 +7,9 @@ import (
 
 // Peer names as the drivers call them.
 const (
-	redsync     = "redsync"
-	rueidislock = "rueidislock"
+	redsync      = "redsync"
+	rueidislock  = "rueidislock"
+	bsmRedislock = "bsm/redislock"
 )
 
 // targets checks the project's performance goals for each of its adapters,
@@ -38,6 +39,16 @@ func targets(rep *report.Report) []report.Target {
 			rep.AtMost("one shared key: p99 wait", "shared-5", o, redsync, report.P99Metric, 0.2),
 			rep.FewestAllocs("allocations per cycle", o, peers),
 		)
+	}
+	// Separate clients on one key: grants and allocations per grant
+	// against the peer fastest there, with no goal.
+	for _, o := range ours {
+		for _, c := range []struct{ id, peer string }{{"crowd-1", bsmRedislock}, {"crowd-5", redsync}} {
+			ts = append(ts,
+				rep.Versus("separate clients, one key: grants/s", c.id, o, c.peer, report.RateMetric),
+				rep.Versus("separate clients, one key: allocations per grant", c.id, o, c.peer, report.AllocsMetric),
+			)
+		}
 	}
 	for _, name := range append(append([]string(nil), ours...), redsync) {
 		ts = append(ts,
