@@ -191,3 +191,52 @@ func Num(v float64) string {
 	}
 	return b.String()
 }
+
+// AheadOfPeers checks that ours has a higher rate than every peer in every
+// case where both ran, and names the closest call.
+func (r *Report) AheadOfPeers(goal, ours string, peers []string) Target {
+	t := Target{Goal: goal, Case: "all", Library: ours, Need: "> every peer, every case"}
+	worst, worstAt := 0.0, ""
+	for _, c := range r.Cases {
+		a, ok := r.Row(c.ID, ours)
+		if !ok {
+			continue
+		}
+		for _, p := range peers {
+			b, ok := r.Row(c.ID, p)
+			if !ok || b.Rate == 0 {
+				continue
+			}
+			if ratio := a.Rate / b.Rate; worstAt == "" || ratio < worst {
+				worst = ratio
+				worstAt = fmt.Sprintf("%s vs %s in %s: %s vs %s /s", ours, p, c.ID, Num(a.Rate), Num(b.Rate))
+			}
+		}
+	}
+	if worstAt == "" {
+		t.Status, t.Value = NA, "missing result"
+		return t
+	}
+	t.Value = fmt.Sprintf("worst ratio %.2fx (%s)", worst, worstAt)
+	t.Status = verdict(worst > 1)
+	return t
+}
+
+// NoErrors checks that ours reported no failed operation in any case.
+func (r *Report) NoErrors(goal, ours string) Target {
+	t := Target{Goal: goal, Case: "all", Library: ours, Need: "0 in every case"}
+	var total int64
+	var where []string
+	for _, c := range r.Cases {
+		if a, ok := r.Row(c.ID, ours); ok && a.Errors > 0 {
+			total += a.Errors
+			where = append(where, fmt.Sprintf("%s: %d", c.ID, a.Errors))
+		}
+	}
+	t.Value = fmt.Sprintf("%d errors", total)
+	if len(where) > 0 {
+		t.Value += " (" + strings.Join(where, ", ") + ")"
+	}
+	t.Status = verdict(total == 0)
+	return t
+}
