@@ -66,10 +66,15 @@ func setUpClusterForLocking(o *redis.ClusterOptions) {
 // for that long after an automatic failover. go-redis coalesces reloads,
 // at most one per 200 ms.
 func (c *Conn) reloadSlotsAfter(err error) {
-	cc, ok := c.client.(*redis.ClusterClient)
-	var answer redis.Error
-	if !ok || err == nil || errors.As(err, &answer) {
-		return
+	if cc, ok := c.client.(*redis.ClusterClient); ok && err != nil && !isRedisReply(err) {
+		cc.ReloadState(context.Background())
 	}
-	cc.ReloadState(context.Background())
+}
+
+// isRedisReply reports whether err is an error reply from Redis. It is a
+// function of its own so that the target errors.As needs escapes only on
+// this path, not on every request's.
+func isRedisReply(err error) bool {
+	var answer redis.Error
+	return errors.As(err, &answer)
 }
