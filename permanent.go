@@ -62,6 +62,20 @@ func (e *QuorumError) failFast() bool {
 // failFast reports whether err is an acquisition that failed for a reason
 // no retry fixes (see QuorumError.failFast), after adding its cause.
 func failFast(err error) bool {
+	if err == nil {
+		return false // a granted lock: no error to look into, nothing allocated
+	}
+	qe := quorumError(err)
+	return qe != nil && qe.Cause == nil && qe.failFast()
+}
+
+// quorumError returns the *QuorumError in err's chain, or nil. The target
+// errors.As needs escapes to the heap; in a function of its own, only the
+// calls that have an error pay for it.
+func quorumError(err error) *QuorumError {
 	var qe *QuorumError
-	return errors.As(err, &qe) && qe.Cause == nil && qe.failFast()
+	if errors.As(err, &qe) {
+		return qe
+	}
+	return nil
 }
