@@ -133,11 +133,15 @@ func TestRelease_neverDeletesAnotherHolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		waitForKey(t, cluster, "res", old.Token())
 		time.Sleep(150 * time.Millisecond)
 		current, err := client.TryAcquire(bg, "res")
 		if err != nil {
 			t.Fatalf("the expired lock was not free: %v", err)
 		}
+		// Acquire returns at a quorum; let the last node's reply land
+		// before the old holder releases.
+		waitForKey(t, cluster, "res", current.Token())
 		err = old.Release(bg)
 		if !errors.Is(err, redlock.ErrNotHeld) {
 			t.Fatalf("release of an expired lock: %v, want ErrNotHeld", err)
