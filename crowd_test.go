@@ -31,6 +31,7 @@ func TestQueue_refusedClientsAreQueuedAndNamedInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitForKey(t, cluster, "crowd", lock.Token()) // every node refuses the waiters
 	got := make([]chan *redlock.Lock, len(waiters))
 	for i, w := range waiters {
 		got[i] = make(chan *redlock.Lock, 1)
