@@ -58,6 +58,9 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 // acquireKey takes the lock on key, the wire's, once or until ctx ends;
 // call, when not nil, observes it (telemetry.go).
 func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
+	if cfg.limited {
+		return c.acquirePermit(ctx, key, cfg, once, call)
+	}
 	if once {
 		lock, err := c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, nil)
 		failFast(err)
@@ -89,6 +92,11 @@ func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig
 	key, err := c.lockKey(name)
 	if err != nil {
 		return "", cfg, err
+	}
+	if cfg.limited {
+		if err := c.checkLimit(name, cfg.limit); err != nil {
+			return "", cfg, err
+		}
 	}
 	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
 	return key, cfg, c.checkLockTTL(cfg.ttl)
@@ -322,7 +330,7 @@ func (c *Client) notAsked(key string, ctx context.Context) error {
 
 // withCause adds ctx's error to a QuorumError so that errors.Is sees both.
 func withCause(err error, ctx context.Context) error {
-	if qe, ok := err.(*QuorumError); ok && qe.Cause == nil {
+	if qe := quorumError(err); qe != nil && qe.Cause == nil {
 		qe.Cause = ctx.Err()
 	}
 	return err

@@ -247,8 +247,8 @@ func TestAcquire_foreignLockBlocks(t *testing.T) {
 		if err != nil {
 			t.Fatalf("prefixed key: %v", err)
 		}
-		if lock.Key() != "app:shared-resource" {
-			t.Errorf("prefixed lock key %q", lock.Key())
+		if lock.WireKey() != "app:shared-resource" || lock.Key() != "shared-resource" {
+			t.Errorf("prefixed lock key %q, name %q", lock.WireKey(), lock.Key())
 		}
 		waitForKey(t, cluster, "app:shared-resource", lock.Token())
 		lock.Release(bg)

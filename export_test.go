@@ -45,8 +45,8 @@ var ErrNotMarkedReady = errNotMarkedReady
 // DefaultRetry is the retry strategy of a zero Options.
 var DefaultRetry = defaultRetry
 
-// Key returns the lock key as sent to the nodes, KeyPrefix included.
-func (l *Lock) Key() string { return l.key }
+// WireKey returns the lock key as sent to the nodes, KeyPrefix included.
+func (l *Lock) WireKey() string { return l.key }
 
 // TTL returns the time-to-live the lock was acquired with.
 func (l *Lock) TTL() time.Duration { return l.ttl }

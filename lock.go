@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +79,11 @@ func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, a
 // the key there, and Release deletes it there too. The slice is the
 // caller's.
 func (l *Lock) Nodes() []NodeResult { return slices.Clone(l.nodes) }
+
+// Key returns the name of the key the lock holds, without Options.KeyPrefix:
+// the name given to Acquire, or for a permit of a semaphore (WithLimit), the
+// permit's, name:permit:i. A fencing token (Fence) counts per key.
+func (l *Lock) Key() string { return strings.TrimPrefix(l.key, l.client.opts.KeyPrefix) }
 
 // Token returns the value that identifies this acquisition on the nodes:
 // 160 random bits in URL-safe base64, then "." and the TTL the lock was

@@ -217,6 +217,10 @@ type lockConfig struct {
 	ttl       time.Duration
 	retry     RetryStrategy
 	autoRenew bool
+	// limit is the number of permits with WithLimit, 0 for a mutex;
+	// limited is set by WithLimit, whatever its argument.
+	limit   int
+	limited bool
 }
 
 // WithTTL sets the lock's time-to-live for this call instead of Options.TTL.
@@ -231,4 +235,19 @@ func WithTTL(ttl time.Duration) LockOption {
 // Do always renews.
 func WithAutoRenew() LockOption {
 	return func(c *lockConfig) { c.autoRenew = true }
+}
+
+// WithLimit makes the call take one of limit permits of the named resource
+// (a counting semaphore) instead of its lock: at most limit holders at once,
+// across every client that names it with the same limit. Permit i is the
+// mutex name:permit:i, so the returned Lock is one permit with everything a
+// lock has: validity, Extend, auto-renewal, Done, a fencing token (counted
+// per permit: Lock.Key names it), Release, which wakes the waiters of the
+// semaphore. An expired holder frees its permit by itself. Clients that use
+// different limits on one name admit as many holders as the largest limit.
+// Acquire tries the permits from a random one on, and waits for the release
+// of any of them; this client's goroutines waiting for one semaphore are
+// served in the order they called. limit must be in 1..MaxLimit.
+func WithLimit(limit int) LockOption {
+	return func(c *lockConfig) { c.limit, c.limited = limit, true }
 }

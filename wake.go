@@ -67,6 +67,11 @@ type wakeup struct {
 	now, later chan struct{}
 }
 
+// newWakeup returns the signals of a new waiter.
+func newWakeup() *wakeup {
+	return &wakeup{now: make(chan struct{}, 1), later: make(chan struct{}, 1)}
+}
+
 // noWakeup is the signals of a waiter that does not listen: they never come.
 var noWakeup wakeup
 
@@ -104,7 +109,14 @@ func newWaker(conns []Conn, quorum int, id string, keys layout) *waker {
 
 // register queues a waiter on channel and returns its wake-up signals.
 func (w *waker) register(channel string) *wakeup {
-	wake := &wakeup{now: make(chan struct{}, 1), later: make(chan struct{}, 1)}
+	wake := newWakeup()
+	w.registerAs(channel, wake)
+	return wake
+}
+
+// registerAs queues wake, a waiter's signals, on channel: one waiter may
+// listen on several channels.
+func (w *waker) registerAs(channel string, wake *wakeup) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.started {
@@ -120,7 +132,6 @@ func (w *waker) register(channel string) *wakeup {
 		}
 	}
 	w.queues[channel] = append(q, wake)
-	return wake
 }
 
 // unregister removes a waiter that stopped waiting, woken or not.
@@ -290,6 +301,25 @@ func (w *waker) listenFor(key string) (wake *wakeup, stop func()) {
 	channel := w.keys.releaseChannel(key)
 	wake = w.register(channel)
 	return wake, func() { w.unregister(channel, wake) }
+}
+
+// listenForAll starts listening for release announcements of any of keys,
+// with one set of signals.
+func (w *waker) listenForAll(keys []string) (wake *wakeup, stop func()) {
+	if w == nil {
+		return &noWakeup, func() {}
+	}
+	wake = newWakeup()
+	channels := make([]string, len(keys))
+	for i, key := range keys {
+		channels[i] = w.keys.releaseChannel(key)
+		w.registerAs(channels[i], wake)
+	}
+	return wake, func() {
+		for _, channel := range channels {
+			w.unregister(channel, wake)
+		}
+	}
 }
 
 // sleep waits d or until ctx ends, and reports whether d passed.

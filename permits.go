@@ -1,0 +1,156 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/redlock-go/redlock/internal/telemetry"
+)
+
+// A semaphore of limit permits on a name is limit mutexes, its permits: the
+// keys name:permit:1 to name:permit:limit (permitKey). Taking a permit is
+// acquiring one of them by the Redlock algorithm, so each permit has at most
+// one holder for the same reasons a mutex does, and the resource at most
+// limit. A quorum of nodes counting holders instead could not bound them:
+// with limit 2 on three nodes, three clients can each hold a majority of the
+// nodes' counts while every node counts two.
+
+// MaxLimit is the largest number of permits WithLimit accepts: taking a
+// permit tries them one after the other while they are held.
+const MaxLimit = 1024
+
+// permitInfix joins a semaphore's name and a permit's number in the
+// permit's key.
+const permitInfix = ":permit:"
+
+// permitKey returns the key on the wire of permit i (from 1) of the
+// semaphore whose key on the wire is key.
+func permitKey(key string, i int) string {
+	return key + permitInfix + strconv.Itoa(i)
+}
+
+// permitTurn is the key of the turn that this client's goroutines waiting
+// for a permit of the semaphore key take (waiters.go): a name no lock key
+// can have, since lock keys do not start with a NUL byte here.
+func permitTurn(key string) string {
+	return "\x00permits\x00" + key
+}
+
+// checkLimit refuses a limit out of range and a semaphore name whose permit
+// keys would be too long.
+func (c *Client) checkLimit(name string, limit int) error {
+	if limit < 1 || limit > MaxLimit {
+		return fmt.Errorf("%w: limit %d is outside 1..%d", ErrInvalidOptions, limit, MaxLimit)
+	}
+	_, err := c.lockKey(name + permitInfix + strconv.Itoa(limit))
+	return err
+}
+
+// permits is one call taking a permit of a semaphore.
+type permits struct {
+	c    *Client
+	ctx  context.Context
+	key  string // the semaphore's key on the wire
+	cfg  lockConfig
+	call *telemetry.Call
+}
+
+// acquirePermit takes a permit of the semaphore key: once, or until ctx
+// ends. This client's goroutines waiting for a permit of one semaphore take
+// turns, first come first served, as for a mutex.
+func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
+	p := permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call}
+	if once {
+		return p.tryAll()
+	}
+	turn := c.waiters.take(ctx, permitTurn(key), nil)
+	if !turn.taken {
+		return nil, c.notAsked(key, ctx)
+	}
+	defer c.waiters.giveBack(permitTurn(key), false)
+	return p.run(turn.queued)
+}
+
+// run tries every permit, then waits for the release of one of them or a
+// retry delay, until it gets one, the context ends or the retry strategy
+// gives up. A call that queued behind another goroutine of this client
+// listens for releases from before its first round, since that goroutine
+// may have just taken the last permit; an uncontended call listens only
+// once a round failed.
+func (p *permits) run(queued bool) (*Lock, error) {
+	wake, stop := &noWakeup, func() {}
+	if queued {
+		wake, stop = p.c.waker.listenForAll(p.keys())
+	}
+	defer func() { stop() }()
+	for attempt := 1; ; attempt++ {
+		lock, err := p.tryAll()
+		if lock != nil || failFast(err) {
+			return lock, err
+		}
+		if p.ctx.Err() != nil {
+			return nil, withCause(err, p.ctx)
+		}
+		if wake == &noWakeup {
+			// Listen from before the wait that follows the first failed
+			// round: a release during the round may be missed, and the
+			// retry delay covers it.
+			wake, stop = p.c.waker.listenForAll(p.keys())
+		}
+		delay, again := p.cfg.retry.NextDelay(attempt)
+		if !again {
+			return nil, err
+		}
+		if live, _ := waitForRelease(p.ctx, wake, nil, nil, delay); !live {
+			return nil, withCause(err, p.ctx)
+		}
+	}
+}
+
+// keys returns the keys of every permit.
+func (p *permits) keys() []string {
+	keys := make([]string, p.cfg.limit)
+	for i := range keys {
+		keys[i] = permitKey(p.key, i+1)
+	}
+	return keys
+}
+
+// tryAll makes one attempt on each permit in turn, from a random one on, so
+// that clients spread over the permits, until one is granted. It stops at a
+// failure that does not show the permit held by another client: the nodes,
+// not the permits, are what failed, and would fail the next attempt too.
+func (p *permits) tryAll() (*Lock, error) {
+	limit := p.cfg.limit
+	first := rand.IntN(limit)
+	var err error
+	for i := range limit {
+		lock, tryErr := p.c.attempt(p.ctx, permitKey(p.key, (first+i)%limit+1), p.cfg.ttl, p.cfg.autoRenew, nil)
+		noteAttempt(p.call, lock, tryErr)
+		if tryErr == nil {
+			return lock, nil
+		}
+		err = tryErr
+		if !heldElsewhere(err) || p.ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("redlock: all %d permits of %s are held: %w", limit, quoteKey(p.key), err)
+}
+
+// heldElsewhere reports whether a failed acquisition found the key held by
+// another token on some node.
+func heldElsewhere(err error) bool {
+	qe := quorumError(err)
+	if qe == nil {
+		return false
+	}
+	for _, r := range qe.Nodes {
+		if r.Outcome == OutcomeHeld {
+			return true
+		}
+	}
+	return false
+}

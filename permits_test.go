@@ -1,0 +1,262 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// history records the holdings of many goroutines, and how many held at
+// once by a counter they share.
+type history struct {
+	mu       sync.Mutex
+	holdings []holding
+	now, max int
+}
+
+func (h *history) enter() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now++
+	h.max = max(h.max, h.now)
+	return time.Now()
+}
+
+func (h *history) leave(lock *redlock.Lock, start time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.now--
+	h.holdings = append(h.holdings, holding{key: lock.Key(), fence: lock.Fence(), start: start, end: time.Now()})
+}
+
+// mostAtOnce returns the most holdings that overlap in time.
+func mostAtOnce(holdings []holding) int {
+	type event struct {
+		at    time.Time
+		delta int
+	}
+	var events []event
+	for _, x := range holdings {
+		events = append(events, event{x.start, 1}, event{x.end, -1})
+	}
+	slices.SortFunc(events, func(a, b event) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // an end before a start at the same instant
+	})
+	n, most := 0, 0
+	for _, e := range events {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
+}
+
+// A semaphore never has more holders than its limit, counted by a shared
+// counter and by the overlap of the recorded holdings, each permit has one
+// holder at a time with rising fencing tokens, and the semaphore admits
+// that many: separate clients over both adapters, and goroutines of one
+// client, contend for 3 permits.
+func TestSemaphore_neverMoreThanLimit(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	const limit, workers = 3, 8
+	var clients []*redlock.Client
+	for i := range 4 {
+		clients = append(clients, newClient(t, cluster, adapters[i%2], fast()))
+	}
+	var h history
+	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			client := clients[w%len(clients)]
+			for ctx.Err() == nil {
+				lock, err := client.Acquire(ctx, "sem", redlock.WithLimit(limit))
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("worker %d: %v", w, err)
+					}
+					return
+				}
+				start := h.enter()
+				time.Sleep(5 * time.Millisecond)
+				h.leave(lock, start)
+				if err := lock.Release(bg); err != nil {
+					t.Errorf("worker %d: release: %v", w, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	most := mostAtOnce(h.holdings)
+	t.Logf("%d holdings; at most %d at once by the counter, %d by the history", len(h.holdings), h.max, most)
+	if h.max > limit || most > limit {
+		t.Errorf("%d holders at once by the counter, %d by the history; the limit is %d", h.max, most, limit)
+	}
+	if h.max < limit {
+		t.Errorf("never more than %d holders at once with %d workers: the semaphore does not admit %d", h.max, workers, limit)
+	}
+	checkHoldings(t, h.holdings) // one holder per permit, fencing tokens in order
+	for _, x := range h.holdings {
+		if !strings.HasPrefix(x.key, "sem:permit:") {
+			t.Fatalf("a permit's key is %q, want sem:permit:<i>", x.key)
+		}
+	}
+}
+
+// TryAcquire takes a free permit at once, fails when every permit is held,
+// and gets the permit of a holder that expired without releasing it.
+func TestSemaphore_fullThenExpired(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		first, err := client.TryAcquire(bg, "pool", redlock.WithLimit(2), redlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := client.TryAcquire(bg, "pool", redlock.WithLimit(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Key() == second.Key() {
+			t.Fatalf("two holders of permit %q", first.Key())
+		}
+		waitForKey(t, cluster, first.WireKey(), first.Token())
+		_, err = client.TryAcquire(bg, "pool", redlock.WithLimit(2))
+		if !errors.Is(err, redlock.ErrNotAcquired) || !strings.Contains(err.Error(), "all 2 permits") {
+			t.Fatalf("a third holder: %v, want ErrNotAcquired, all 2 permits held", err)
+		}
+		time.Sleep(time.Until(first.Until()) + 100*time.Millisecond) // first expires, unreleased
+		third, err := client.TryAcquire(bg, "pool", redlock.WithLimit(2))
+		if err != nil {
+			t.Fatalf("the expired holder's permit: %v", err)
+		}
+		if third.Key() != first.Key() {
+			t.Errorf("got permit %q, want the expired %q", third.Key(), first.Key())
+		}
+		if third.Fence() <= first.Fence() {
+			t.Errorf("fencing token %d after %d on one permit", third.Fence(), first.Fence())
+		}
+		for _, l := range []*redlock.Lock{second, third} {
+			if err := l.Release(bg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// A waiter for a full semaphore is woken by the release of any permit, long
+// before its retry delay.
+func TestSemaphore_releaseWakesWaiter(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, fast())
+		slow := redlock.Jittered(time.Minute, time.Minute) // only a wake-up can serve it
+		waiter := newClient(t, cluster, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: slow})
+		var held []*redlock.Lock
+		for range 3 {
+			l, err := holder.TryAcquire(bg, "workers", redlock.WithLimit(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitForKey(t, cluster, l.WireKey(), l.Token())
+			held = append(held, l)
+		}
+		got := make(chan *redlock.Lock, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			l, err := waiter.Acquire(ctx, "workers", redlock.WithLimit(3))
+			if err != nil {
+				t.Errorf("waiter: %v", err)
+			}
+			got <- l
+		}()
+		time.Sleep(300 * time.Millisecond) // the waiter tried every permit, and waits
+		if err := held[1].Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case l := <-got:
+			if l == nil {
+				t.FailNow()
+			}
+			if l.Key() != held[1].Key() {
+				t.Errorf("waiter got %q, want the released %q", l.Key(), held[1].Key())
+			}
+			l.Release(bg)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter was not woken by the release")
+		}
+		held[0].Release(bg)
+		held[2].Release(bg)
+	})
+}
+
+// Goroutines of one client waiting for a full semaphore are served in the
+// order they called Acquire.
+func TestSemaphore_oneClientsWaitersInOrder(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	slow := redlock.Jittered(time.Minute, time.Minute)
+	client := newClient(t, cluster, adapters[1], &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: slow})
+	lock, err := holder.TryAcquire(bg, "one", redlock.WithLimit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, lock.WireKey(), lock.Token())
+	order := make(chan int, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			l, err := client.Acquire(ctx, "one", redlock.WithLimit(1))
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			order <- i
+			l.Release(bg)
+		})
+		time.Sleep(100 * time.Millisecond) // one after the other
+	}
+	lock.Release(bg)
+	wg.Wait()
+	close(order)
+	var got []int
+	for i := range order {
+		got = append(got, i)
+	}
+	if !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("served in order %v, want [0 1 2]", got)
+	}
+}
+
+// A limit out of range, or a name whose permits' keys would be too long,
+// fails at once and writes nothing on the nodes.
+func TestSemaphore_badInput(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	client := newClient(t, cluster, adapters[0], fast())
+	for _, limit := range []int{0, -1, redlock.MaxLimit + 1} {
+		if _, err := client.TryAcquire(bg, "bad", redlock.WithLimit(limit)); !errors.Is(err, redlock.ErrInvalidOptions) {
+			t.Errorf("limit %d: %v, want ErrInvalidOptions", limit, err)
+		}
+	}
+	long := strings.Repeat("k", 4090)
+	if _, err := client.Acquire(bg, long, redlock.WithLimit(10)); !errors.Is(err, redlock.ErrInvalidKey) {
+		t.Errorf("a name whose permit keys are too long: %v, want ErrInvalidKey", err)
+	}
+	if keys := do(t, cluster.Node(0), "KEYS", "*permit*"); keys != "" {
+		t.Errorf("keys left on the node after bad calls: %s", keys)
+	}
+}
