@@ -58,8 +58,11 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 // acquireKey takes the lock on key, the wire's, once or until ctx ends;
 // call, when not nil, observes it (telemetry.go).
 func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
-	if cfg.limited {
+	switch {
+	case cfg.limited:
 		return c.acquirePermit(ctx, key, cfg, once, call)
+	case cfg.shared:
+		return c.acquireShared(ctx, key, cfg, once, call)
 	}
 	if once {
 		lock, err := c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, nil)
@@ -94,7 +97,7 @@ func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig
 		return "", cfg, err
 	}
 	if cfg.limited {
-		if err := c.checkLimit(name, cfg.limit); err != nil {
+		if err := c.checkLimit(name, cfg.limit, cfg.shared); err != nil {
 			return "", cfg, err
 		}
 	}

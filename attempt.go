@@ -87,16 +87,22 @@ type attempt struct {
 // the caller began waiting for key, in microseconds on its clock, or "" on
 // its first attempt, which is then a newcomer's and sets *since to its own
 // clock.
-func (c *Client) newAttempt(key string, ttl time.Duration, since *string) *attempt {
+//
+// shared makes it a shared (read) attempt instead (see
+// lua/acquire_shared.lua); since is then nil.
+func (c *Client) newAttempt(key string, ttl time.Duration, since *string, shared bool) *attempt {
 	a := &attempt{key: key, ttl: ttl}
 	if n := len(c.conns); n <= inlineNodes {
 		a.replies = a.replyBuf[:n]
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), ttl, c.keys.tag(key), since != nil)
+	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), ttl, c.keys.tag(key), since != nil || shared)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
+	if shared {
+		a.acquire.share(queue, deadlines)
+	}
 	if since != nil {
 		first := *since == ""
 		if first {
@@ -113,7 +119,18 @@ func (c *Client) newAttempt(key string, ttl time.Duration, since *string) *attem
 // key's fencing counter; when the granting nodes' counters disagree, a second
 // step raises the ones behind before the lock is handed out.
 func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool, since *string) (*Lock, error) {
-	a := c.newAttempt(key, ttl, since)
+	return c.run(ctx, c.newAttempt(key, ttl, since, false), autoRenew)
+}
+
+// attemptShared is attempt for a shared (read) lock: the node grants it
+// while no writer holds the key or waits for it.
+func (c *Client) attemptShared(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, nil, true), autoRenew)
+}
+
+// run sends attempt a to every node and concludes.
+func (c *Client) run(ctx context.Context, a *attempt, autoRenew bool) (*Lock, error) {
+	key, ttl := a.key, a.ttl
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (lagging), so that a release cannot overtake
@@ -209,6 +226,13 @@ func (r *acquireRequest) queue(queue, deadlines, id, since, lasts string, first 
 		r.args[8] = "1"
 	}
 	r.request.script, r.request.keys, r.request.args = queuedAcquireScript, r.keys[:], r.args[:]
+}
+
+// share turns r into the request of a shared (read) acquisition, which
+// reads the key's queue of waiting clients (see lua/acquire_shared.lua).
+func (r *acquireRequest) share(queue, deadlines string) {
+	r.keys[4], r.keys[5] = queue, deadlines
+	r.request.script, r.request.keys = acquireSharedScript, r.keys[:6]
 }
 
 // acquireRequest is an acquisition's request with its keys, arguments and

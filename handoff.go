@@ -51,7 +51,7 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 // without asking).
 func (h *handoff) launch() []*call {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl, nil)
+	h.attempt = c.newAttempt(h.key, h.ttl, nil, false)
 	h.flight = c.newFlight(h.ctx, c.nodeTimeout(h.ttl))
 	return h.flight.calls(h.attempt.req)
 }

@@ -17,6 +17,9 @@ type NodeState struct {
 	// Holder is the token in the lock key, "" when the key is absent. A
 	// token this library did not write (redsync, node-redlock) shows as is.
 	Holder string
+	// Readers are the tokens of the readers that hold the lock shared
+	// (WithShared), nil when none does; Holder is then "".
+	Readers []string
 	// TTL is the lock key's remaining time to live: 0 when the key is
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
@@ -93,32 +96,51 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 }
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,
-// marker, microseconds left recovering or -1, restarted}.
+// marker, microseconds left recovering or -1, restarted, readers}.
 type inspectReply struct {
 	holder, counter, marker string
 	pttl, left, restarted   int64
+	readers                 []string
 }
 
 // parseInspect checks the shape of the inspect script's reply.
 func parseInspect(v any) (inspectReply, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 6 {
-		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 6 elements): %v", v)
+	if !ok || len(a) != 7 {
+		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 7 elements): %v", v)
 	}
 	var r inspectReply
-	var oks [6]bool
+	var oks [7]bool
 	r.holder, oks[0] = a[0].(string)
 	r.pttl, oks[1] = a[1].(int64)
 	r.counter, oks[2] = a[2].(string)
 	r.marker, oks[3] = a[3].(string)
 	r.left, oks[4] = a[4].(int64)
 	r.restarted, oks[5] = a[5].(int64)
+	r.readers, oks[6] = stringsOf(a[6])
 	for i, ok := range oks {
 		if !ok {
 			return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (element %d): %v", i+1, v)
 		}
 	}
 	return r, nil
+}
+
+// stringsOf returns v as a list of strings, when it is one.
+func stringsOf(v any) ([]string, bool) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, x := range a {
+		s, ok := x.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }
 
 // decodeInspect decodes the inspect script's reply into a NodeState.
@@ -130,7 +152,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	if r.left < 0 {
 		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, r.marker)
 	}
-	s := NodeState{Holder: r.holder, NoMarker: r.marker == "", Restarted: r.restarted == 1}
+	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1}
 	switch {
 	case r.pttl >= 0:
 		s.TTL = time.Duration(r.pttl) * time.Millisecond

@@ -221,6 +221,7 @@ type lockConfig struct {
 	// limited is set by WithLimit, whatever its argument.
 	limit   int
 	limited bool
+	shared  bool // WithShared
 }
 
 // WithTTL sets the lock's time-to-live for this call instead of Options.TTL.

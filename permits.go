@@ -31,18 +31,14 @@ func permitKey(key string, i int) string {
 	return key + permitInfix + strconv.Itoa(i)
 }
 
-// permitTurn is the key of the turn that this client's goroutines waiting
-// for a permit of the semaphore key take (waiters.go): a name no lock key
-// can have, since lock keys do not start with a NUL byte here.
-func permitTurn(key string) string {
-	return "\x00permits\x00" + key
-}
-
-// checkLimit refuses a limit out of range and a semaphore name whose permit
-// keys would be too long.
-func (c *Client) checkLimit(name string, limit int) error {
+// checkLimit refuses a limit out of range, a semaphore taken shared, and a
+// semaphore name whose permit keys would be too long.
+func (c *Client) checkLimit(name string, limit int, shared bool) error {
 	if limit < 1 || limit > MaxLimit {
 		return fmt.Errorf("%w: limit %d is outside 1..%d", ErrInvalidOptions, limit, MaxLimit)
+	}
+	if shared {
+		return fmt.Errorf("%w: WithLimit and WithShared together: a permit is a mutex", ErrInvalidOptions)
 	}
 	_, err := c.lockKey(name + permitInfix + strconv.Itoa(limit))
 	return err
@@ -61,52 +57,9 @@ type permits struct {
 // ends. This client's goroutines waiting for a permit of one semaphore take
 // turns, first come first served, as for a mutex.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
-	p := permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call}
-	if once {
-		return p.tryAll()
-	}
-	turn := c.waiters.take(ctx, permitTurn(key), nil)
-	if !turn.taken {
-		return nil, c.notAsked(key, ctx)
-	}
-	defer c.waiters.giveBack(permitTurn(key), false)
-	return p.run(turn.queued)
-}
-
-// run tries every permit, then waits for the release of one of them or a
-// retry delay, until it gets one, the context ends or the retry strategy
-// gives up. A call that queued behind another goroutine of this client
-// listens for releases from before its first round, since that goroutine
-// may have just taken the last permit; an uncontended call listens only
-// once a round failed.
-func (p *permits) run(queued bool) (*Lock, error) {
-	wake, stop := &noWakeup, func() {}
-	if queued {
-		wake, stop = p.c.waker.listenForAll(p.keys())
-	}
-	defer func() { stop() }()
-	for attempt := 1; ; attempt++ {
-		lock, err := p.tryAll()
-		if lock != nil || failFast(err) {
-			return lock, err
-		}
-		if p.ctx.Err() != nil {
-			return nil, withCause(err, p.ctx)
-		}
-		if wake == &noWakeup {
-			// Listen from before the wait that follows the first failed
-			// round: a release during the round may be missed, and the
-			// retry delay covers it.
-			wake, stop = p.c.waker.listenForAll(p.keys())
-		}
-		delay, again := p.cfg.retry.NextDelay(attempt)
-		if !again {
-			return nil, err
-		}
-		if live, _ := waitForRelease(p.ctx, wake, nil, nil, delay); !live {
-			return nil, withCause(err, p.ctx)
-		}
-	}
+	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turn: turnKey("permits", key), keys: p.keys, try: p.tryAll}
+	return r.acquire(once)
 }
 
 // keys returns the keys of every permit.

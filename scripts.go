@@ -39,8 +39,20 @@ var (
 	quarantineSource string
 	//go:embed lua/fence.lua
 	fenceSource string
+	//go:embed lua/admit.lua
+	admitSource string
 	//go:embed lua/acquire.lua
 	acquireSource string
+	//go:embed lua/node_millis.lua
+	nodeMillisSource string
+	//go:embed lua/readers.lua
+	readersSource string
+	//go:embed lua/leave_shared.lua
+	leaveSharedSource string
+	//go:embed lua/extend_shared.lua
+	extendSharedSource string
+	//go:embed lua/acquire_shared.lua
+	acquireSharedSource string
 	//go:embed lua/queued_acquire.lua
 	queuedAcquireSource string
 	//go:embed lua/next_waiters.lua
@@ -70,15 +82,23 @@ var (
 	recoveryLeftFunc  = &luaFunction{name: "recoveryLeft", source: quarantineSource, calls: []*luaFunction{nodeClockFunc, processIDFunc}}
 	nextFenceFunc     = &luaFunction{name: "nextFence", source: fenceSource}
 
-	acquireFunc = &luaFunction{name: "acquire", source: acquireSource,
-		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, nextFenceFunc}}
+	admitFunc = &luaFunction{name: "admit", source: admitSource,
+		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
+	nodeMillisFunc        = &luaFunction{name: "nodeMillis", source: nodeMillisSource, calls: []*luaFunction{nodeClockFunc}}
+	expireWithReadersFunc = &luaFunction{name: "expireWithReaders", source: readersSource}
+	leaveSharedFunc       = &luaFunction{name: "leaveShared", source: leaveSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
+	extendSharedFunc      = &luaFunction{name: "extendShared", source: extendSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
+
+	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nodeClockFunc, nextFenceFunc}}
+	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
+		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc}}
 	queuedAcquireFunc  = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
 	nextWaitersFunc    = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
-	releaseFunc        = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc}}
+	releaseFunc        = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc, leaveSharedFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
-	extendFunc         = &luaFunction{name: "extend", source: extendSource}
+	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource}
-	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc}}
+	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, nodeMillisFunc}}
 	markReadyFunc      = &luaFunction{name: "markReady", source: markReadySource,
 		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
 	batchFunc = &luaFunction{name: "batch", source: batchSource}
@@ -112,6 +132,7 @@ func (s *script) forNode(cluster bool) *script {
 var (
 	acquireScript       = replicatedScript(acquireFunc)
 	queuedAcquireScript = replicatedScript(queuedAcquireFunc)
+	acquireSharedScript = replicatedScript(acquireSharedFunc)
 	releaseScript       = newScript(releaseFunc).withClusterVariant(shardedReleaseScript)
 	extendScript        = replicatedScript(extendFunc)
 	raiseScript         = replicatedScript(raiseFunc)
@@ -124,7 +145,7 @@ var (
 	// batchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
 	batchScript = newBatchScript(acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript,
-		shardedReleaseScript)
+		shardedReleaseScript, acquireSharedScript)
 )
 
 // withClusterVariant sets the script to run instead of s on a Redis Cluster

@@ -46,7 +46,7 @@ func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 
 // The batch script's table lists the scripts' functions by their batchID.
 func TestScripts_batchIDsNumberTheBatchTable(t *testing.T) {
-	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady, shardedRelease})\n"
+	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady, shardedRelease, acquireShared})\n"
 	if !strings.HasSuffix(batchScript.source, want) {
 		t.Fatalf("the batch script does not end with %q", want)
 	}

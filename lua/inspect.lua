@@ -6,8 +6,10 @@
 -- key); KEYS[k+3] restart marker ("redlock:marker"); KEYS[k+4] its process
 -- key ("redlock:process").
 -- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off.
--- Returns {holder, lock PTTL in ms, counter, marker, left, restarted},
--- where an absent string is "", left is the microseconds the node stays
+-- Returns {holder, lock PTTL in ms, counter, marker, left, restarted,
+-- readers}, where an absent string is "", readers are the tokens of the
+-- unexpired readers of a shared lock (see readers.lua), holder is "" when
+-- they hold it, left is the microseconds the node stays
 -- recovering (0 when it is not, the whole delay when it has no marker or
 -- restarted, -1 when the marker is not a number), and restarted is 1 when
 -- the node's process changed since its marker was written, or it sits out a
@@ -15,12 +17,21 @@
 local function inspect(KEYS, ARGV, k, a, shared)
 	local marker, writer = restartMarker(shared, KEYS[k + 3], KEYS[k + 4])
 	local left, restarted, afterRestart = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
+	-- pcall: GET fails on the readers' sorted set.
+	local holder, readers = redis.pcall("GET", KEYS[k + 1]), {}
+	if type(holder) == "table" and holder.err then
+		holder = ""
+		if redis.call("TYPE", KEYS[k + 1]).ok == "zset" then
+			readers = redis.call("ZRANGEBYSCORE", KEYS[k + 1], "(" .. nodeMillis(shared), "+inf")
+		end
+	end
 	return {
-		redis.call("GET", KEYS[k + 1]) or "",
+		holder or "",
 		redis.call("PTTL", KEYS[k + 1]),
 		redis.call("GET", KEYS[k + 2]) or "",
 		marker or "",
 		left or -1,
 		(restarted or afterRestart) and 1 or 0,
+		readers,
 	}
 end

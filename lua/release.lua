@@ -1,32 +1,45 @@
 -- release deletes the lock key only while it still holds the caller's token,
--- and announces the release on the channel ARGV[a+2] followed by the key
--- unless ARGV[a+2] is empty: by PUBLISH, or by announce(channel, message)
--- when given (see shardedRelease). An announced release also takes the
--- caller's client out of the key's queue of waiting clients, and its message
--- is the token, then the first waiting clients (see nextWaiters), each after
--- a space, so that only they try for the key at once. It reads its request's
--- keys and arguments at offsets k and a in KEYS and ARGV.
+-- or takes the token out of the key's readers (see readers.lua), and
+-- announces the release on the channel ARGV[a+2] followed by the key
+-- unless ARGV[a+2] is empty or other readers still hold the key: by
+-- PUBLISH, or by announce(channel, message) when given (see
+-- shardedRelease). An announced release also takes the caller's client out
+-- of the key's queue of waiting clients, and its message is the token, then
+-- the first waiting clients (see nextWaiters), each after a space, so that
+-- only they try for the key at once. It reads its request's keys and
+-- arguments at offsets k and a in KEYS and ARGV.
 -- KEYS[k+1] lock key; ARGV[a+1] token; ARGV[a+2] release channel prefix or
 -- "". When announcing: KEYS[k+2] and KEYS[k+3] the key's queue and its
 -- deadlines; ARGV[a+3] the caller's clock in microseconds; ARGV[a+4] the
 -- caller's client id.
 -- Returns 1 when deleted, 0 otherwise.
-local function release(KEYS, ARGV, k, a, _, announce)
-	if redis.call("GET", KEYS[k + 1]) == ARGV[a + 1] then
-		redis.call("DEL", KEYS[k + 1])
-		if ARGV[a + 2] ~= "" then
-			if redis.call("ZREM", KEYS[k + 2], ARGV[a + 4]) == 1 then
-				redis.call("HDEL", KEYS[k + 3], ARGV[a + 4])
-			end
-			local channel = ARGV[a + 2] .. KEYS[k + 1]
-			local message = ARGV[a + 1] .. nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
-			if announce then
-				announce(channel, message)
-			else
-				redis.call("PUBLISH", channel, message)
-			end
+local function release(KEYS, ARGV, k, a, shared, announce)
+	local key = KEYS[k + 1]
+	-- pcall: GET fails on the readers' sorted set.
+	local holder = redis.pcall("GET", key)
+	if holder == ARGV[a + 1] then
+		redis.call("DEL", key)
+	elseif type(holder) == "table" and holder.err then
+		if not leaveShared(key, ARGV[a + 1], shared) then
+			return 0
 		end
-		return 1
+		if redis.call("EXISTS", key) == 1 then
+			return 1 -- other readers hold it: nobody can take it yet
+		end
+	else
+		return 0
 	end
-	return 0
+	if ARGV[a + 2] ~= "" then
+		if redis.call("ZREM", KEYS[k + 2], ARGV[a + 4]) == 1 then
+			redis.call("HDEL", KEYS[k + 3], ARGV[a + 4])
+		end
+		local channel = ARGV[a + 2] .. key
+		local message = ARGV[a + 1] .. nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
+		if announce then
+			announce(channel, message)
+		else
+			redis.call("PUBLISH", channel, message)
+		end
+	end
+	return 1
 end

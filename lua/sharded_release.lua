@@ -7,8 +7,8 @@
 -- Where SPUBLISH fails (Redis before 7.0 has none), it announces by PUBLISH
 -- on the same channel, as release does, so that the release itself never
 -- fails for want of it.
-local function shardedRelease(KEYS, ARGV, k, a)
-	return release(KEYS, ARGV, k, a, nil, function(channel, message)
+local function shardedRelease(KEYS, ARGV, k, a, shared)
+	return release(KEYS, ARGV, k, a, shared, function(channel, message)
 		local sent = redis.pcall("SPUBLISH", channel, message)
 		if type(sent) == "table" and sent.err then
 			redis.call("PUBLISH", channel, message)

@@ -1,0 +1,29 @@
+-- acquireShared takes a shared (read) lock on one node: checks the restart
+-- quarantine, and adds the caller's token to the key's readers (see
+-- readers.lua) unless a writer holds the key or waits for it, then bumps the
+-- key's fencing counter, which writers bump too. A writer waits for the key
+-- when its refused Acquire queued it (see queuedAcquire): refusing readers
+-- then lets the readers that hold the key drain, so that a stream of readers
+-- cannot starve a writer.
+-- KEYS[k+1..k+4] and ARGV[a+1..a+5] as for acquire; KEYS[k+5] and
+-- KEYS[k+6] the key's queue of waiting clients and its deadlines (see
+-- queuedAcquire).
+-- Returns as acquire does.
+local function acquireShared(KEYS, ARGV, k, a, shared)
+	local refused, counter = admit(KEYS, ARGV, k, a, shared)
+	if refused then
+		return refused
+	end
+	local key = KEYS[k + 1]
+	local kind = redis.call("TYPE", key).ok
+	if kind ~= "none" and kind ~= "zset" then
+		return {0, "0", 0} -- a writer holds it
+	end
+	if nextWaiters(KEYS[k + 5], KEYS[k + 6], tonumber(ARGV[a + 5])) ~= "" then
+		return {0, "0", 0} -- a writer waits for it
+	end
+	local now = nodeMillis(shared)
+	redis.call("ZADD", key, now + tonumber(ARGV[a + 2]), ARGV[a + 1])
+	expireWithReaders(key, now)
+	return {1, nextFence(KEYS[k + 2], counter, ARGV[a + 5], ARGV[a + 4], nodeClock(shared)), 0}
+end

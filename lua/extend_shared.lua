@@ -1,0 +1,16 @@
+-- extendShared sets the expiry of the reader token of key to ttl
+-- milliseconds from now, while it is an unexpired reader, and reports
+-- whether it was.
+local function extendShared(key, token, ttl, shared)
+	if redis.replicate_commands then
+		redis.replicate_commands() -- Redis < 5: allow writes after TIME
+	end
+	local now = nodeMillis(shared)
+	local ends = tonumber(redis.call("ZSCORE", key, token))
+	if not ends or ends <= now then
+		return false
+	end
+	redis.call("ZADD", key, "XX", now + tonumber(ttl), token)
+	expireWithReaders(key, now)
+	return true
+end

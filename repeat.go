@@ -1,0 +1,78 @@
+package redlock
+
+import "context"
+
+// repeated is the retry loop of an acquisition that is not a mutex's: a
+// permit of a semaphore (permits.go) or a shared lock (shared.go). It has no
+// handoff and no queue of waiting clients on the nodes: this client's
+// goroutines waiting for the same thing take turns, first come first
+// served, and the one whose turn it is tries, then waits for a release of
+// one of the keys it tried or a retry delay.
+type repeated struct {
+	c   *Client
+	ctx context.Context
+	cfg lockConfig
+	// key names what is acquired in errors; turn is the key of the turn
+	// this client's goroutines take (waiters.go): a name no lock key has.
+	key, turn string
+	// keys returns the keys whose releases may let the next try succeed.
+	keys func() []string
+	// try makes one attempt.
+	try func() (*Lock, error)
+}
+
+// turnKey returns the key of the turn that this client's goroutines take
+// for what kind names on key: a name no lock key can have, since lock keys
+// do not start with a NUL byte here.
+func turnKey(kind, key string) string {
+	return "\x00" + kind + "\x00" + key
+}
+
+// acquire tries once, or until it succeeds, the context ends or the retry
+// strategy gives up.
+func (r *repeated) acquire(once bool) (*Lock, error) {
+	if once {
+		return r.try()
+	}
+	turn := r.c.waiters.take(r.ctx, r.turn, nil)
+	if !turn.taken {
+		return nil, r.c.notAsked(r.key, r.ctx)
+	}
+	defer r.c.waiters.giveBack(r.turn, false)
+	return r.run(turn.queued)
+}
+
+// run tries, then waits for a release or a retry delay, until a try
+// succeeds, the context ends or the retry strategy gives up. A call that
+// queued behind another goroutine of this client listens for releases from
+// before its first try, since that goroutine may have just taken what it
+// wants; an uncontended call listens only once a try failed.
+func (r *repeated) run(queued bool) (*Lock, error) {
+	wake, stop := &noWakeup, func() {}
+	if queued {
+		wake, stop = r.c.waker.listenForAll(r.keys())
+	}
+	defer func() { stop() }()
+	for attempt := 1; ; attempt++ {
+		lock, err := r.try()
+		if lock != nil || failFast(err) {
+			return lock, err
+		}
+		if r.ctx.Err() != nil {
+			return nil, withCause(err, r.ctx)
+		}
+		if wake == &noWakeup {
+			// Listen from before the wait that follows the first failed
+			// try: a release during the try may be missed, and the retry
+			// delay covers it.
+			wake, stop = r.c.waker.listenForAll(r.keys())
+		}
+		delay, again := r.cfg.retry.NextDelay(attempt)
+		if !again {
+			return nil, err
+		}
+		if live, _ := waitForRelease(r.ctx, wake, nil, nil, delay); !live {
+			return nil, withCause(err, r.ctx)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Readers hold a key together, and no writer while they do; a writer holds
+// it alone; Inspect shows the readers.
+func TestShared_readersTogetherWriterAlone(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		r1, err := client.TryAcquire(bg, "table", redlock.WithShared())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := client.TryAcquire(bg, "table", redlock.WithShared())
+		if err != nil {
+			t.Fatalf("a second reader: %v", err)
+		}
+		if r2.Fence() <= r1.Fence() {
+			t.Errorf("reader fencing tokens %d then %d", r1.Fence(), r2.Fence())
+		}
+		eventually(t, "both readers on every node", func() bool { return readersOnAll(t, client, "table", r1, r2) })
+		if _, err := client.TryAcquire(bg, "table"); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("a writer while readers hold: %v, want ErrNotAcquired", err)
+		}
+		for _, r := range []*redlock.Lock{r1, r2} {
+			if err := r.Release(bg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range cluster.Nodes() {
+			eventually(t, "the readers' key gone", func() bool { return do(t, n, "EXISTS", "table") == "0" })
+		}
+		w, err := client.TryAcquire(bg, "table")
+		if err != nil {
+			t.Fatalf("a writer once the readers left: %v", err)
+		}
+		if w.Fence() <= r2.Fence() {
+			t.Errorf("writer's fencing token %d not above the readers' %d", w.Fence(), r2.Fence())
+		}
+		waitForKey(t, cluster, "table", w.Token())
+		if _, err := client.TryAcquire(bg, "table", redlock.WithShared()); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("a reader while a writer holds: %v, want ErrNotAcquired", err)
+		}
+		if err := w.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// readersOnAll reports whether every node lists exactly the readers given.
+func readersOnAll(t *testing.T, client *redlock.Client, key string, readers ...*redlock.Lock) bool {
+	t.Helper()
+	states, err := client.Inspect(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range readers {
+		want = append(want, r.Token())
+	}
+	slices.Sort(want)
+	for _, s := range states {
+		got := slices.Sorted(slices.Values(s.Readers))
+		if s.Err != nil || s.Holder != "" || !slices.Equal(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// Under readers and writers of several clients, a writer's holding never
+// overlaps another holding, readers do hold together, and writers get in.
+func TestShared_writerNeverOverlaps(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	var clients []*redlock.Client
+	for i := range 3 {
+		clients = append(clients, newClient(t, cluster, adapters[i%2], fast()))
+	}
+	var mu sync.Mutex
+	var reads, writes []holding
+	readersNow, mostReaders := 0, 0
+	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	worker := func(client *redlock.Client, write bool) {
+		for ctx.Err() == nil {
+			var opts []redlock.LockOption
+			if !write {
+				opts = append(opts, redlock.WithShared())
+			}
+			lock, err := client.Acquire(ctx, "rw", opts...)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("write %v: %v", write, err)
+				}
+				return
+			}
+			mu.Lock()
+			if !write {
+				readersNow++
+				mostReaders = max(mostReaders, readersNow)
+			}
+			mu.Unlock()
+			start := time.Now()
+			time.Sleep(3 * time.Millisecond)
+			h := holding{key: "rw", fence: lock.Fence(), start: start, end: time.Now()}
+			mu.Lock()
+			if write {
+				writes = append(writes, h)
+			} else {
+				readersNow--
+				reads = append(reads, h)
+			}
+			mu.Unlock()
+			if err := lock.Release(bg); err != nil {
+				t.Errorf("release: %v", err)
+			}
+			if write {
+				// Writers first: with writers back to back, readers
+				// would wait until none waits.
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	for i := range 6 {
+		wg.Go(func() { worker(clients[i%3], false) })
+	}
+	for i := range 2 {
+		wg.Go(func() { worker(clients[i], true) })
+	}
+	wg.Wait()
+	t.Logf("%d reads (at most %d at once), %d writes", len(reads), mostReaders, len(writes))
+	checkHoldings(t, writes) // writers exclude each other, tokens in order
+	for _, w := range writes {
+		for _, r := range reads {
+			if r.start.Before(w.end) && w.start.Before(r.end) {
+				t.Fatalf("a writer (token %d) and a reader (token %d) held at once", w.fence, r.fence)
+			}
+		}
+	}
+	if mostReaders < 2 || len(reads) < 20 {
+		t.Errorf("%d reads, at most %d at once: readers do not share the key", len(reads), mostReaders)
+	}
+	if len(writes) < 5 {
+		t.Errorf("writers got in %d times in 3 s", len(writes))
+	}
+}
+
+// A writer waiting in Acquire gets the key while readers keep coming, each
+// overlapping the next, which would hold it forever if readers could enter
+// while a writer waits.
+func TestShared_writerNotStarved(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		readers := newClient(t, cluster, a, fast())
+		writer := newClient(t, cluster, a, fast())
+		ctx, cancel := context.WithCancel(bg)
+		defer cancel()
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for range 4 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					lock, err := readers.Acquire(ctx, "hot", redlock.WithShared())
+					if err != nil {
+						return
+					}
+					time.Sleep(40 * time.Millisecond)
+					lock.Release(bg)
+				}
+			})
+		}
+		time.Sleep(200 * time.Millisecond) // the readers hold it, in turns
+		wctx, wcancel := context.WithTimeout(bg, 5*time.Second)
+		defer wcancel()
+		w, err := writer.Acquire(wctx, "hot")
+		if err != nil {
+			t.Fatalf("the writer starved: %v", err)
+		}
+		states, _ := writer.Inspect(bg, "hot")
+		for _, s := range states {
+			if len(s.Readers) > 0 {
+				t.Errorf("%s: readers %v while the writer holds", s.Node, s.Readers)
+			}
+		}
+		w.Release(bg)
+		cancel()
+	})
+}
+
+// A reader that stops without releasing frees the key when its TTL passes,
+// even while another reader extended the key's life and then left; a
+// reader's Extend and Release work, and so do a release of an expired writer
+// while readers hold (not held, not an error of the key's type).
+func TestShared_expiryExtendAndRelease(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		old, err := client.TryAcquire(bg, "doc", redlock.WithTTL(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, cluster, "doc", old.Token())
+		time.Sleep(300 * time.Millisecond)
+		crashed, err := client.TryAcquire(bg, "doc", redlock.WithShared(), redlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatalf("a reader once the writer expired: %v", err)
+		}
+		if err := old.Release(bg); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("the expired writer's release while a reader holds: %v, want ErrNotHeld", err)
+		}
+		long, err := client.TryAcquire(bg, "doc", redlock.WithShared(), redlock.WithTTL(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := long.Extend(bg, 5*time.Second); err != nil {
+			t.Fatalf("a reader's Extend: %v", err)
+		}
+		if err := long.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		if err := long.Release(bg); !errors.Is(err, redlock.ErrReleased) {
+			t.Errorf("a second release: %v, want ErrReleased", err)
+		}
+		// crashed never releases: the key is free once its second passed,
+		// not when the longer reader's TTL would have.
+		time.Sleep(time.Until(crashed.Until()) + 100*time.Millisecond)
+		w, err := client.TryAcquire(bg, "doc")
+		if err != nil {
+			t.Fatalf("a writer once the unreleased reader expired: %v", err)
+		}
+		if err := crashed.Extend(bg, time.Second); !errors.Is(err, redlock.ErrLockLost) {
+			t.Errorf("extending an expired reader: %v, want ErrLockLost", err)
+		}
+		w.Release(bg)
+		if _, err := client.TryAcquire(bg, "doc", redlock.WithShared(), redlock.WithLimit(2)); !errors.Is(err, redlock.ErrInvalidOptions) {
+			t.Errorf("WithShared and WithLimit: %v, want ErrInvalidOptions", err)
+		}
+	})
+}
