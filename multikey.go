@@ -26,8 +26,9 @@ const maxLockKeys = 64
 
 // Locks is a set of locks taken together by AcquireAll or TryAcquireAll:
 // one Lock per name, each with its own validity, fencing token and
-// renewal. The set is held while every one of them is. It is safe for
-// concurrent use; it must not be copied.
+// renewal. The set is held while every one of them is. Only AcquireAll and
+// TryAcquireAll make one. It is safe for concurrent use; it must not be
+// copied.
 type Locks struct {
 	locks []*Lock // one per name, sorted by name
 
@@ -59,8 +60,9 @@ type Locks struct {
 //
 // Unlike Acquire, AcquireAll does not queue behind this client's other
 // goroutines waiting for one of the keys, nor in the nodes' queues of
-// waiting clients; it is woken by releases that name no client, or by its
-// retry delays. With telemetry, each key's attempt is observed as its
+// waiting clients: a release that names the clients queued for its key, as
+// releases do when some are, wakes them and not this call, which then tries
+// at its retry delay. With telemetry, each key's attempt is observed as its
 // node requests and its lock's hold; the call itself has no span and no
 // acquisition count.
 func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...LockOption) (*Locks, error) {
