@@ -82,16 +82,7 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 // lockRequest checks a lock name and the options of one call, and returns
 // the key on the wire and the call's settings.
 func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig, error) {
-	cfg := lockConfig{ttl: c.opts.TTL, retry: c.opts.Retry}
-	if len(opts) > 0 {
-		// Options take a pointer, which escapes: a call without options
-		// allocates none.
-		withOpts := cfg
-		for _, o := range opts {
-			o(&withOpts)
-		}
-		cfg = withOpts
-	}
+	cfg := c.lockOptions(opts)
 	key, err := c.lockKey(name)
 	if err != nil {
 		return "", cfg, err
@@ -103,6 +94,22 @@ func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig
 	}
 	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
 	return key, cfg, c.checkLockTTL(cfg.ttl)
+}
+
+// lockOptions returns the settings of one call: the client's defaults,
+// changed by opts, in order.
+func (c *Client) lockOptions(opts []LockOption) lockConfig {
+	cfg := lockConfig{ttl: c.opts.TTL, retry: c.opts.Retry}
+	if len(opts) > 0 {
+		// Options take a pointer, which escapes: a call without options
+		// allocates none.
+		withOpts := cfg
+		for _, o := range opts {
+			o(&withOpts)
+		}
+		cfg = withOpts
+	}
+	return cfg
 }
 
 // acquisition is one Acquire call that has the turn on its key: the only

@@ -18,6 +18,23 @@
 // sentinel errors (ErrNotAcquired, ErrLockLost, ErrNotHeld, ...) in a
 // *QuorumError that says what each node answered.
 //
+// # Several keys
+//
+//	locks, err := client.AcquireAll(ctx, []string{"account:1", "account:2"})
+//	...
+//	defer locks.Release(ctx)
+//
+// AcquireAll takes the locks of several names all or nothing: each attempt
+// asks every node for every key at once, and when a key is refused, it
+// releases at once the keys that were granted, then waits for the release
+// of a refused key or a retry delay. No client holds some keys of a set
+// while it waits for the others, so clients asking for overlapping sets,
+// in whatever order, do not deadlock. Each key is a lock of its own, with
+// its validity, fencing token and renewal, so the keys may lie in
+// different hash slots of a Redis Cluster. The returned Locks extends,
+// watches and releases them together: Until is the earliest deadline, and
+// Done closes as soon as one lock is lost or released.
+//
 // # The algorithm
 //
 // An acquisition runs, on every node at once, one script that does SET key
@@ -83,6 +100,8 @@
 // release.go its Release, handoff.go the release that carries the next
 // waiting goroutine's attempt, wake.go the release announcements that wake
 // waiters, fence.go the fencing tokens, renew.go auto-renewal and Do,
+// multikey.go AcquireAll and Locks, several locks taken all or nothing
+// from one attempt per key at once,
 // bytoken.go ExtendToken and ReleaseToken, quarantine.go and inspect.go the
 // operator's calls, keys.go the names kept on the nodes, layout.go and
 // slot.go where they go on a Redis Cluster (a lock's keys in its hash

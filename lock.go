@@ -63,13 +63,22 @@ type Lock struct {
 func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, autoRenew bool) *Lock {
 	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until, margin: c.opts.lossMargin(ttl)}
 	if autoRenew {
-		l.mu.Lock()
-		l.watchLocked()
-		l.renewal = make(chan struct{})
-		l.mu.Unlock()
-		go l.renew()
+		l.startRenewal()
 	}
 	return l
+}
+
+// startRenewal arms the lost-lock signal and starts renewing the lock in
+// the background (renew), unless it has ended already.
+func (l *Lock) startRenewal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watchLocked()
+	if l.err != nil {
+		return
+	}
+	l.renewal = make(chan struct{})
+	go l.renew()
 }
 
 // Nodes returns each node's answer to the acquisition that granted the

@@ -1,0 +1,384 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Several keys are taken all or nothing: one attempt asks every node for
+// every key at once, each key by its own Redlock attempt (Client.attempt),
+// and keeps the keys only when every one of them was granted; otherwise it
+// releases at once those that were. No client ever holds some keys of a set
+// while it waits for the others, so two clients asking for overlapping sets
+// in crossing orders cannot deadlock: each wait ends with the release or
+// the expiry of a lock held in full by someone else.
+
+// maxLockKeys bounds the names of one AcquireAll: each of its attempts runs
+// an attempt per key at once, and a failed one releases those granted, so
+// the bound keeps the requests of one call to each node, and the clean-up
+// of a failed attempt, small. Sets of locks are typically a handful of rows
+// or resources; a larger set is better served by a lock on their parent.
+const maxLockKeys = 64
+
+// Locks is a set of locks taken together by AcquireAll or TryAcquireAll:
+// one Lock per name, each with its own validity, fencing token and
+// renewal. The set is held while every one of them is. Only AcquireAll and
+// TryAcquireAll make one. It is safe for concurrent use; it must not be
+// copied.
+type Locks struct {
+	locks []*Lock // one per name, sorted by name
+
+	watch sync.Once     // makes done, on first use of Done
+	done  chan struct{} // closed once any lock ended
+}
+
+// AcquireAll takes the locks of every name in names together, retrying
+// until it holds them all or ctx ends. It blocks. Each attempt asks every
+// node for every key at once; when a key is refused, the keys that were
+// granted are released at once, and the call waits for the release of a
+// refused key (see Conn) or for a retry delay (Options.Retry) before
+// trying every key again. It never holds some keys while it waits for the
+// others, so that clients asking for overlapping sets, in whatever order,
+// do not deadlock. Keys in different hash slots of a Redis Cluster are
+// fine: each key is a lock of its own.
+//
+// The options apply to every lock: WithTTL, and WithAutoRenew, which
+// renews each lock once the set is held. WithLimit does not combine with
+// AcquireAll (ErrInvalidOptions).
+//
+// Errors are those of Acquire, for the set: a failed attempt's error says
+// how many keys were refused and wraps the *QuorumError of one of them, so
+// that errors.Is(err, ErrNotAcquired) and errors.As with a *QuorumError
+// work; when ctx ended, it wraps ctx's error too. Bad input fails at once,
+// before any request: a nil ctx; no name, more than 64 names, a name listed
+// twice, or a name Acquire refuses (ErrInvalidKey); WithLimit
+// (ErrInvalidOptions); a TTL Acquire refuses (ErrInvalidTTL).
+//
+// Unlike Acquire, AcquireAll does not queue behind this client's other
+// goroutines waiting for one of the keys, nor in the nodes' queues of
+// waiting clients: a release that names the clients queued for its key, as
+// releases do when some are, wakes them and not this call, which then tries
+// at its retry delay. With telemetry, each key's attempt is observed as its
+// node requests and its lock's hold; the call itself has no span and no
+// acquisition count.
+func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...LockOption) (*Locks, error) {
+	return c.acquireAll(ctx, names, false, opts)
+}
+
+// TryAcquireAll makes exactly one attempt to take the locks of every name
+// in names together, as AcquireAll does, and returns at once: within the
+// per-node timeout, twice when the keys granted by a failed attempt must
+// be released. Its errors are those of AcquireAll.
+func (c *Client) TryAcquireAll(ctx context.Context, names []string, opts ...LockOption) (*Locks, error) {
+	return c.acquireAll(ctx, names, true, opts)
+}
+
+func (c *Client) acquireAll(ctx context.Context, names []string, once bool, opts []LockOption) (*Locks, error) {
+	if err := checkContext(ctx); err != nil {
+		return nil, err
+	}
+	m, err := c.multiRequest(ctx, names, opts)
+	if err != nil {
+		return nil, err
+	}
+	m.once = once
+	if once {
+		locks, _, err := m.try()
+		return locks, err
+	}
+	return m.run()
+}
+
+// multiAcquisition is one AcquireAll or TryAcquireAll call.
+type multiAcquisition struct {
+	c    *Client
+	ctx  context.Context
+	keys []string // the keys on the wire, sorted by name
+	cfg  lockConfig
+	// once: TryAcquireAll, which does not wait, nor listen.
+	once bool
+	// listening is the keys whose release announcements wake the call (the
+	// keys the last attempt was refused), wake their signals.
+	listening     []string
+	wake          *wakeup
+	stopListening func()
+	woken         bool // the last wait ended with a release naming this client
+}
+
+// multiRequest checks the names and the options of one call, and returns
+// the call, its keys sorted by name.
+func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOption) (*multiAcquisition, error) {
+	switch {
+	case len(names) == 0:
+		return nil, fmt.Errorf("%w: no name to lock", ErrInvalidKey)
+	case len(names) > maxLockKeys:
+		return nil, fmt.Errorf("%w: %d names to lock together, more than %d", ErrInvalidKey, len(names), maxLockKeys)
+	}
+	cfg := c.lockOptions(opts)
+	if cfg.limited {
+		return nil, fmt.Errorf("%w: WithLimit takes a permit of one name, not the locks of several", ErrInvalidOptions)
+	}
+	sorted := slices.Sorted(slices.Values(names))
+	keys := make([]string, len(sorted))
+	for i, name := range sorted {
+		if i > 0 && name == sorted[i-1] {
+			return nil, fmt.Errorf("%w: %s listed twice", ErrInvalidKey, quoteKey(name))
+		}
+		key, err := c.lockKey(name)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = key
+	}
+	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
+	if err := c.checkLockTTL(cfg.ttl); err != nil {
+		return nil, err
+	}
+	return &multiAcquisition{c: c, ctx: ctx, keys: keys, cfg: cfg, wake: &noWakeup, stopListening: func() {}}, nil
+}
+
+// run is the retry loop of AcquireAll: try every key, done if every one
+// was granted, otherwise wait for the release of a refused key or a retry
+// delay.
+func (m *multiAcquisition) run() (*Locks, error) {
+	defer func() { m.stopListening() }()
+	for attempt := 1; ; attempt++ {
+		locks, fatal, err := m.try()
+		if locks != nil || fatal {
+			return locks, err
+		}
+		if m.ctx.Err() != nil {
+			return nil, withCause(err, m.ctx)
+		}
+		delay, again := m.cfg.retry.NextDelay(attempt)
+		if !again {
+			return nil, err
+		}
+		if m.woken {
+			// As in acquisition.wait: the attempt a release woke this
+			// call for failed, most likely meeting another client woken
+			// too; try again soon, at a random moment.
+			m.woken = false
+			delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
+		}
+		live, named := waitForRelease(m.ctx, m.wake, nil, nil, delay)
+		if !live {
+			return nil, withCause(err, m.ctx)
+		}
+		m.woken = named
+	}
+}
+
+// try makes one attempt on every key at once, and returns the set when
+// every key was granted. Otherwise it releases the keys that were granted,
+// and returns the error of a refused key, one that failed for a reason no
+// retry fixes (fatal) if there is one (see failFast).
+func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
+	n := len(m.keys)
+	locks := make([]*Lock, n)
+	errs := make([]error, n)
+	// Renewal starts once the set is held, not for keys about to be
+	// released.
+	forEach(n, func(i int) { locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, false, nil) })
+	var refused []string
+	for i, tryErr := range errs {
+		if tryErr == nil {
+			continue
+		}
+		refused = append(refused, m.keys[i])
+		if failFast(tryErr) && !fatal {
+			fatal, err = true, tryErr
+		} else if err == nil {
+			err = tryErr
+		}
+	}
+	if len(refused) == 0 {
+		return m.held(locks), false, nil
+	}
+	if !m.once {
+		// Before the release below, whose announcements would otherwise
+		// wake this very call.
+		m.listen(refused)
+	}
+	releaseGranted(m.ctx, locks)
+	return nil, fatal, fmt.Errorf("redlock: %d of %d keys not acquired: %w", len(refused), n, err)
+}
+
+// held returns the set of locks, every one granted, renewing them if the
+// call asked for it.
+func (m *multiAcquisition) held(locks []*Lock) *Locks {
+	if m.cfg.autoRenew {
+		for _, l := range locks {
+			l.startRenewal()
+		}
+	}
+	return &Locks{locks: locks}
+}
+
+// listen makes the release announcements of the keys refused, and of no
+// others, wake the call: not those of the keys it was granted and is
+// releasing.
+func (m *multiAcquisition) listen(refused []string) {
+	if slices.Equal(refused, m.listening) {
+		return
+	}
+	m.stopListening()
+	m.wake, m.stopListening = m.c.waker.listenForAll(refused)
+	m.listening = refused
+}
+
+// releaseGranted releases, all at once, the locks of a failed attempt that
+// were granted (the others are nil). Their releases are announced, as any
+// Release, so that clients waiting for those keys try again. A release that
+// fails leaves its key until its TTL passes, as after a failed attempt.
+func releaseGranted(ctx context.Context, locks []*Lock) {
+	var granted []*Lock
+	for _, l := range locks {
+		if l != nil {
+			granted = append(granted, l)
+		}
+	}
+	forEach(len(granted), func(i int) { granted[i].Release(ctx) })
+}
+
+// forEach calls f(0) to f(n-1) at once, f(0) on the calling goroutine, and
+// returns when they all have.
+func forEach(n int, f func(i int)) {
+	if n == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Go(func() { f(i) })
+	}
+	f(0)
+	wg.Wait()
+}
+
+// Locks returns the locks of the set, one per name, sorted by name. The
+// slice is the caller's.
+func (s *Locks) Locks() []*Lock { return slices.Clone(s.locks) }
+
+// Until returns the earliest validity deadline among the locks: the set is
+// held, at the latest, until then, unless it is extended.
+func (s *Locks) Until() time.Time {
+	until := s.locks[0].Until()
+	for _, l := range s.locks[1:] {
+		if u := l.Until(); u.Before(until) {
+			until = u
+		}
+	}
+	return until
+}
+
+// Extend extends every lock of the set at once, as Lock.Extend does (by
+// ttl, or by the acquisition TTL when ttl is 0). It blocks for at most the
+// per-node timeout. When some lock was not extended, the error says how
+// many and wraps the failure of one: of a lock lost, when one was, so that
+// errors.Is(err, ErrLockLost) tells that the set is lost; otherwise the
+// first in name order (ErrNotExtended, ErrReleased, ErrExtendLimit, ...).
+// The locks that were extended stay extended: Until is the earliest
+// deadline still.
+func (s *Locks) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := checkContext(ctx); err != nil {
+		return err
+	}
+	errs := make([]error, len(s.locks))
+	forEach(len(s.locks), func(i int) { errs[i] = s.locks[i].Extend(ctx, ttl) })
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("redlock: %d of %d keys not extended: %w", failed, len(s.locks), firstEnded(errs))
+}
+
+// Release releases every lock of the set at once, as Lock.Release does,
+// and returns their errors joined: errors.Is(err, ErrNotHeld) when a lock
+// had expired (harmless: the others are released all the same), and
+// ErrNotReleased when a lock's release did not reach a quorum, which a
+// second Release tries again, for the locks not released yet. It fails
+// with ErrReleased when every lock was released already. Like Lock.Release,
+// it runs even when ctx has ended or is nil.
+func (s *Locks) Release(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background() // a release always runs
+	}
+	var pending []*Lock
+	for _, l := range s.locks {
+		if !l.isReleased() {
+			pending = append(pending, l)
+		}
+	}
+	if len(pending) == 0 {
+		return fmt.Errorf("%w: every one of %d keys", ErrReleased, len(s.locks))
+	}
+	errs := make([]error, len(pending))
+	forEach(len(pending), func(i int) { errs[i] = pending[i].Release(ctx) })
+	return errors.Join(errs...)
+}
+
+// Done returns a channel that is closed as soon as one lock of the set
+// stops being held: released (Release closes it), or lost (see Lock.Done).
+// Err then says why. It starts no goroutine: the first call registers a
+// callback on each lock's lost-lock signal.
+func (s *Locks) Done() <-chan struct{} {
+	s.watch.Do(func() {
+		s.done = make(chan struct{})
+		var closing sync.Once
+		end := func() { closing.Do(func() { close(s.done) }) }
+		for _, l := range s.locks {
+			context.AfterFunc(l.ownerContext(), end)
+		}
+	})
+	return s.done
+}
+
+// Err returns nil while every lock of the set is held; otherwise the error
+// of a lock that ended (see Lock.Err): one wrapping ErrLockLost if a lock
+// was lost, else ErrReleased after Release. It does no I/O.
+func (s *Locks) Err() error {
+	errs := make([]error, len(s.locks))
+	for i, l := range s.locks {
+		errs[i] = l.Err()
+	}
+	return firstEnded(errs)
+}
+
+// firstEnded returns the first error of errs that wraps ErrLockLost, or
+// else the first error; nil when there is none.
+func firstEnded(errs []error) error {
+	if i := slices.IndexFunc(errs, func(err error) bool { return errors.Is(err, ErrLockLost) }); i >= 0 {
+		return errs[i]
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownerContext returns the lock's lost-lock context (see watchLocked), armed
+// if it was not: it is cancelled when the lock is released or lost.
+func (l *Lock) ownerContext() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watchLocked()
+	return l.ctx
+}
+
+// isReleased reports whether Release released the lock.
+func (l *Lock) isReleased() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
+}

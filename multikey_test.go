@@ -1,0 +1,490 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// holdSet records the holding of every lock of a set from start to end,
+// or to the set's validity deadline if that was earlier.
+func holdSet(set *redlock.Locks, start, end time.Time) []holding {
+	if until := set.Until(); until.Before(end) {
+		end = until
+	}
+	var hs []holding
+	for _, l := range set.Locks() {
+		hs = append(hs, holding{key: l.Key(), fence: l.Fence(), start: start, end: end})
+	}
+	return hs
+}
+
+// keysOf returns the names of the locks of set, in its order.
+func keysOf(set *redlock.Locks) []string {
+	var keys []string
+	for _, l := range set.Locks() {
+		keys = append(keys, l.Key())
+	}
+	return keys
+}
+
+// Clients asking for overlapping sets in crossing orders, separate clients
+// and two goroutines of one client, all get their sets again and again:
+// nobody waits for a key while holding another, so nobody deadlocks. No key
+// is ever held by two sets at once, and its fencing tokens rise.
+func TestAcquireAll_crossingOrders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	sets := [][]string{{"a", "b", "c"}, {"c", "b", "a"}, {"b", "d"}, {"d", "c", "a"}}
+	var clients []*redlock.Client
+	for i := range 3 {
+		clients = append(clients, newClient(t, cluster, adapters[i%2], fast()))
+	}
+	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		holdings []holding
+		grants   = make([]int, len(sets))
+		wg       sync.WaitGroup
+	)
+	for g, names := range sets {
+		client := clients[g%len(clients)] // sets 0 and 3 share a client
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				set, err := client.AcquireAll(ctx, names)
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("set %v: %v", names, err)
+					}
+					return
+				}
+				start := time.Now()
+				time.Sleep(2 * time.Millisecond)
+				hs := holdSet(set, start, time.Now())
+				if err := set.Release(bg); err != nil {
+					t.Errorf("set %v: release: %v", names, err)
+				}
+				mu.Lock()
+				holdings = append(holdings, hs...)
+				grants[g]++
+				mu.Unlock()
+				if want := slices.Sorted(slices.Values(names)); !slices.Equal(keysOf(set), want) {
+					t.Errorf("set %v holds %v, want %v", names, keysOf(set), want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("sets granted %v times in 3 s", grants)
+	for g, n := range grants {
+		if n < 3 {
+			t.Errorf("set %v granted %d times in 3 s: it hardly progressed", sets[g], n)
+		}
+	}
+	checkHoldings(t, holdings)
+}
+
+// scriptCalls returns how many scripts every node has run (EVAL and
+// EVALSHA), by its command statistics.
+func scriptCalls(t *testing.T, cluster *redlocktest.Cluster) int {
+	t.Helper()
+	total := 0
+	for _, n := range cluster.Nodes() {
+		for line := range strings.Lines(do(t, n, "INFO", "commandstats")) {
+			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha") {
+				continue
+			}
+			calls, _, _ := strings.Cut(stats, ",")
+			v, err := strconv.Atoi(calls)
+			if err != nil {
+				t.Fatalf("node %d: %q: %v", n.Index(), line, err)
+			}
+			total += v
+		}
+	}
+	return total
+}
+
+// A set one of whose keys is held elsewhere is not acquired, and its other
+// keys are left on no node; a waiting AcquireAll neither holds them nor
+// tries again while the key stays held (its own releases of the keys
+// granted do not wake it), fails with the context's error when that ends,
+// and gets the set once the key is released.
+func TestAcquireAll_allOrNothing(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, fast())
+		client := newClient(t, cluster, a, fast())
+		held, err := holder.TryAcquire(bg, "b", redlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, cluster, "b", held.Token())
+		// A long TTL: a key left behind would outlive waitForKey.
+		long := redlock.WithTTL(10 * time.Second)
+		_, err = client.TryAcquireAll(bg, []string{"a", "b", "c"}, long)
+		if !errors.Is(err, redlock.ErrNotAcquired) || !strings.Contains(err.Error(), "1 of 3 keys not acquired") {
+			t.Fatalf("TryAcquireAll with b held: %v, want ErrNotAcquired, 1 of 3 keys", err)
+		}
+		if qe := quorumError(t, err); qe.Key != "b" {
+			t.Errorf("the error names key %q, want the held b", qe.Key)
+		}
+		waitForKey(t, cluster, "a", "")
+		waitForKey(t, cluster, "c", "")
+		waitForKey(t, cluster, "b", held.Token())
+
+		slow := redlock.Jittered(time.Minute, time.Minute) // only a release can wake it
+		waiter := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: slow})
+		// A wait that ends with its context. It also leaves subscribed, for
+		// a while, the release channels it listened on, so that the wait
+		// below hears its own releases at once if it listens to them.
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		_, err = waiter.AcquireAll(ctx, []string{"c", "b", "a"})
+		cancel()
+		if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("AcquireAll until its deadline: %v, want ErrNotAcquired and DeadlineExceeded", err)
+		}
+		waitForKey(t, cluster, "a", "")
+		waitForKey(t, cluster, "c", "")
+		got := make(chan *redlock.Locks, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			set, err := waiter.AcquireAll(ctx, []string{"c", "b", "a"})
+			if err != nil {
+				t.Errorf("waiter: %v", err)
+			}
+			got <- set
+		}()
+		time.Sleep(300 * time.Millisecond) // its first attempt failed, and settled
+		before := scriptCalls(t, cluster)
+		time.Sleep(700 * time.Millisecond)
+		if calls := scriptCalls(t, cluster) - before; calls != 0 {
+			t.Errorf("%d script calls while b stayed held: the waiter tries again without a release of b", calls)
+		}
+		waitForKey(t, cluster, "a", "")
+		waitForKey(t, cluster, "c", "")
+		if err := held.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case set := <-got:
+			if set == nil {
+				t.FailNow()
+			}
+			if keys := keysOf(set); !slices.Equal(keys, []string{"a", "b", "c"}) {
+				t.Errorf("the set holds %v, want [a b c]", keys)
+			}
+			if err := set.Release(bg); err != nil {
+				t.Error(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter was not woken by the release of b")
+		}
+	})
+}
+
+// A set extends and releases its locks together; Until is the earliest
+// deadline; once a lock of the set is lost, Extend says so, Done closes and
+// Err reports the loss, while Release still frees the others.
+func TestLocks_extendReleaseAndLoss(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		set, err := client.AcquireAll(bg, []string{"z", "x", "y"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks := set.Locks()
+		if keys := keysOf(set); !slices.Equal(keys, []string{"x", "y", "z"}) {
+			t.Fatalf("the set holds %v, want [x y z]", keys)
+		}
+		checkUntil(t, set)
+		for _, l := range locks {
+			waitForKey(t, cluster, l.Key(), l.Token())
+		}
+		done := set.Done()
+		if err := set.Err(); err != nil {
+			t.Fatalf("Err of a held set: %v", err)
+		}
+		before := set.Until()
+		if err := set.Extend(bg, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range locks {
+			if l.Extensions() != 1 || l.Until().Before(before.Add(2*time.Second)) {
+				t.Errorf("%s: %d extensions, until %v; want 1 extension, until 5 s on", l.Key(), l.Extensions(), l.Until())
+			}
+		}
+		checkUntil(t, set)
+		loseY(t, cluster, set, done)
+	})
+}
+
+// loseY takes y from the set {x, y, z}, on every node, and checks that
+// the set's next Extend finds it lost, that its Done (done) closes, and that
+// its Release still frees x and z.
+func loseY(t *testing.T, cluster *redlocktest.Cluster, set *redlock.Locks, done <-chan struct{}) {
+	t.Helper()
+	for _, n := range cluster.Nodes() {
+		do(t, n, "DEL", "y")
+	}
+	err := set.Extend(bg, 0)
+	if !errors.Is(err, redlock.ErrLockLost) || !strings.Contains(err.Error(), "1 of 3 keys not extended") {
+		t.Fatalf("Extend with y gone: %v, want ErrLockLost, 1 of 3 keys", err)
+	}
+	waitClosed(t, done, "Done after a lock of the set was lost")
+	if err := set.Err(); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Err after the loss: %v, want ErrLockLost", err)
+	}
+	if err := set.Locks()[0].Err(); err != nil {
+		t.Errorf("x after y's loss: %v, want it still held", err)
+	}
+	if err := set.Release(bg); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Errorf("Release of a set with y lost: %v, want ErrNotHeld", err)
+	}
+	waitForKey(t, cluster, "x", "")
+	waitForKey(t, cluster, "z", "")
+	if err := set.Release(bg); !errors.Is(err, redlock.ErrReleased) {
+		t.Errorf("second Release: %v, want ErrReleased", err)
+	}
+}
+
+// waitClosed fails the test unless ch is closed within a few seconds.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: still open", what)
+	}
+}
+
+// checkUntil checks that a set's Until is its earliest lock's.
+func checkUntil(t *testing.T, set *redlock.Locks) {
+	t.Helper()
+	var earliest time.Time
+	for _, l := range set.Locks() {
+		if u := l.Until(); earliest.IsZero() || u.Before(earliest) {
+			earliest = u
+		}
+	}
+	if got := set.Until(); !got.Equal(earliest) {
+		t.Errorf("Until %v, want the earliest lock's %v", got, earliest)
+	}
+}
+
+// Done closes on Release, and when a lock of a set that is not renewed
+// expires; a renewed set outlives its TTL.
+func TestLocks_doneOnReleaseAndExpiry(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		names := []string{"p", "q"}
+
+		set, err := client.AcquireAll(bg, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := set.Done()
+		if err := set.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		waitClosed(t, done, "Done after Release")
+		if err := set.Err(); !errors.Is(err, redlock.ErrReleased) {
+			t.Errorf("Err after Release: %v, want ErrReleased", err)
+		}
+		waitForKey(t, cluster, "p", "")
+		waitForKey(t, cluster, "q", "")
+		checkExpiryAndRenewal(t, client, names)
+	})
+}
+
+// checkExpiryAndRenewal checks that a set of names taken with a short TTL
+// and not renewed is lost after its TTL, and that a renewed one is not.
+func checkExpiryAndRenewal(t *testing.T, client *redlock.Client, names []string) {
+	t.Helper()
+	const ttl = 500 * time.Millisecond
+	short, err := client.AcquireAll(bg, names, redlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, short.Done(), "Done after the TTL of a set not renewed")
+	if err := short.Err(); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Err after the TTL: %v, want ErrLockLost", err)
+	}
+
+	renewed, err := client.AcquireAll(bg, names, redlock.WithTTL(ttl), redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-renewed.Done():
+		t.Fatalf("a renewed set ended: %v", renewed.Err())
+	case <-time.After(3 * ttl):
+	}
+	for _, l := range renewed.Locks() {
+		if l.Extensions() == 0 {
+			t.Errorf("%s was not renewed", l.Key())
+		}
+	}
+	if err := renewed.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// On a Redis Cluster, a set whose keys lie in slots of different masters
+// is acquired, excludes other sets that share a key, and is released; a
+// waiting AcquireAll is woken by the release of a key in another slot.
+func TestAcquireAll_redisCluster(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	names := []string{"job", "user:{42}:cart", "x", "y", "z"}
+	if n := mastersOf(t, cluster, names); n < 2 {
+		t.Fatalf("the keys %v are all on one master", names)
+	}
+	for _, a := range clusterAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			opts := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond}
+			c := clusterClient(t, cluster, a.conn, opts)
+			other := clusterClient(t, cluster, a.conn, opts)
+			slow := redlock.Jittered(time.Minute, time.Minute) // only a release can wake it
+			waiter := clusterClient(t, cluster, a.conn, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, Retry: slow})
+			set, err := c.AcquireAll(bg, names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range set.Locks() {
+				checkHolder(t, c, l.Key(), l.Token())
+			}
+			if _, err := other.TryAcquireAll(bg, []string{"other", "x"}); !errors.Is(err, redlock.ErrNotAcquired) {
+				t.Fatalf("a set sharing x: %v, want ErrNotAcquired", err)
+			}
+			checkHolder(t, c, "other", "")
+
+			got := make(chan *redlock.Locks, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+				defer cancel()
+				set, err := waiter.AcquireAll(ctx, []string{"other", "job"})
+				if err != nil {
+					t.Errorf("waiter: %v", err)
+				}
+				got <- set
+			}()
+			time.Sleep(300 * time.Millisecond) // the waiter tried, and waits
+			if err := set.Release(bg); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"user:{42}:cart", "x", "y", "z"} {
+				checkHolder(t, c, name, "")
+			}
+			select {
+			case s := <-got:
+				if s == nil {
+					t.FailNow()
+				}
+				if err := s.Release(bg); err != nil {
+					t.Error(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiter was not woken by the release of job")
+			}
+		})
+	}
+}
+
+// mastersOf returns how many masters of the Redis Cluster cluster serve
+// the slots of keys.
+func mastersOf(t *testing.T, cluster *redlocktest.Cluster, keys []string) int {
+	t.Helper()
+	masters := map[int]bool{}
+	for _, key := range keys {
+		slot, err := strconv.Atoi(do(t, cluster.Node(0), "CLUSTER", "KEYSLOT", key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cluster.MasterOf(bg, slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters[m.Index()] = true
+	}
+	return len(masters)
+}
+
+// checkHolder checks that the one node of a Redis Cluster client holds key
+// with token ("" for none).
+func checkHolder(t *testing.T, c *redlock.Client, key, token string) {
+	t.Helper()
+	states, err := c.Inspect(bg, key)
+	if err != nil || states[0].Err != nil || states[0].Holder != token {
+		t.Errorf("%q: Inspect %+v, %v; want holder %q", key, states, err, token)
+	}
+}
+
+// Bad input fails at once, before any request, and writes nothing.
+func TestAcquireAll_badInput(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	client := newClient(t, cluster, adapters[0], fast())
+	var many []string
+	for i := range 65 {
+		many = append(many, "k"+strconv.Itoa(i))
+	}
+	for _, c := range []struct {
+		name  string
+		names []string
+		opts  []redlock.LockOption
+		want  error
+	}{
+		{"no name", nil, nil, redlock.ErrInvalidKey},
+		{"empty list", []string{}, nil, redlock.ErrInvalidKey},
+		{"listed twice", []string{"k1", "k2", "k1"}, nil, redlock.ErrInvalidKey},
+		{"65 names", many, nil, redlock.ErrInvalidKey},
+		{"empty name", []string{"k1", ""}, nil, redlock.ErrInvalidKey},
+		{"reserved name", []string{"k1", redlock.MarkerKey}, nil, redlock.ErrInvalidKey},
+		{"WithLimit", []string{"k1", "k2"}, []redlock.LockOption{redlock.WithLimit(2)}, redlock.ErrInvalidOptions},
+		{"TTL", []string{"k1", "k2"}, []redlock.LockOption{redlock.WithTTL(time.Hour)}, redlock.ErrInvalidTTL},
+	} {
+		if _, err := client.AcquireAll(bg, c.names, c.opts...); !errors.Is(err, c.want) {
+			t.Errorf("AcquireAll, %s: %v, want %v", c.name, err, c.want)
+		}
+		if _, err := client.TryAcquireAll(bg, c.names, c.opts...); !errors.Is(err, c.want) {
+			t.Errorf("TryAcquireAll, %s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := client.AcquireAll(bg, []string{"k1", "k2", "k1"}); err == nil || !strings.Contains(err.Error(), `"k1" listed twice`) {
+		t.Errorf("a name listed twice: %v, want it named", err)
+	}
+	//lint:ignore SA1012 a nil context is the bad input under test
+	if _, err := client.AcquireAll(nil, []string{"k1"}); err == nil || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("AcquireAll(nil): %v, want a nil context error", err)
+	}
+	//lint:ignore SA1012 as above
+	if _, err := client.TryAcquireAll(nil, []string{"k1"}); err == nil || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("TryAcquireAll(nil): %v, want a nil context error", err)
+	}
+	if keys := do(t, cluster.Node(0), "KEYS", "k*"); keys != "" {
+		t.Errorf("keys left on the node after bad calls: %s", keys)
+	}
+	set, err := client.AcquireAll(bg, many[:64])
+	if err != nil {
+		t.Fatalf("64 names: %v", err)
+	}
+	//lint:ignore SA1012 as above
+	if err := set.Extend(nil, 0); err == nil {
+		t.Error("Extend(nil) succeeded")
+	}
+	//lint:ignore SA1012 a release runs whatever its context
+	if err := set.Release(nil); err != nil {
+		t.Errorf("Release(nil): %v", err)
+	}
+}
