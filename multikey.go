@@ -46,9 +46,9 @@ type Locks struct {
 // do not deadlock. Keys in different hash slots of a Redis Cluster are
 // fine: each key is a lock of its own.
 //
-// The options apply to every lock: WithTTL, and WithAutoRenew, which
-// renews each lock once the set is held. WithLimit does not combine with
-// AcquireAll (ErrInvalidOptions).
+// The options apply to every lock: WithTTL, WithAutoRenew, which renews
+// each lock once the set is held, and WithShared, which takes every key as
+// a reader. WithLimit does not combine with AcquireAll (ErrInvalidOptions).
 //
 // Errors are those of Acquire, for the set: a failed attempt's error says
 // how many keys were refused and wraps the *QuorumError of one of them, so
@@ -183,7 +183,13 @@ func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
 	errs := make([]error, n)
 	// Renewal starts once the set is held, not for keys about to be
 	// released.
-	forEach(n, func(i int) { locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, false, nil) })
+	forEach(n, func(i int) {
+		if m.cfg.shared {
+			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, false)
+		} else {
+			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, false, nil)
+		}
+	})
 	var refused []string
 	for i, tryErr := range errs {
 		if tryErr == nil {

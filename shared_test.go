@@ -249,3 +249,37 @@ func TestShared_expiryExtendAndRelease(t *testing.T) {
 		}
 	})
 }
+
+// AcquireAll with WithShared reads several keys together: two readers of
+// one set hold it at once, and a writer of one of its keys waits for both.
+func TestShared_severalKeys(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	other := newClient(t, cluster, adapters[1], fast())
+	r1, err := client.TryAcquireAll(bg, []string{"acct:1", "acct:2"}, redlock.WithShared())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := other.TryAcquireAll(bg, []string{"acct:2", "acct:1"}, redlock.WithShared())
+	if err != nil {
+		t.Fatalf("a second reader of the set: %v", err)
+	}
+	eventually(t, "both readers of acct:2 on every node", func() bool {
+		return readersOnAll(t, client, "acct:2", r1.Locks()[1], r2.Locks()[1])
+	})
+	if _, err := other.TryAcquire(bg, "acct:2"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("a writer of acct:2 while the set is read: %v, want ErrNotAcquired", err)
+	}
+	for _, r := range []*redlock.Locks{r1, r2} {
+		if err := r.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	w, err := other.Acquire(ctx, "acct:2")
+	if err != nil {
+		t.Fatalf("a writer once the readers left: %v", err)
+	}
+	w.Release(bg)
+}
