@@ -22,10 +22,14 @@ const (
 	progressRepeat = 30 * time.Second
 )
 
-// waiting takes a lock as --wait says, and tells on stderr why it waits.
+// waiting takes a lock, or a permit of a semaphore, as --wait says, and
+// tells on stderr why it waits.
 type waiting struct {
 	client *redlock.Client
 	key    string
+	// limit is the number of permits when key names a semaphore, else 0;
+	// opts hold redlock.WithLimit(limit) then.
+	limit  int
 	wait   waitFlag
 	stderr io.Writer
 	cmd    string
@@ -101,8 +105,7 @@ func waitReason(qe *redlock.QuorumError) string {
 func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string {
 	var parts []string
 	if held := nodesWith(qe, redlock.OutcomeHeld); len(held) > 0 {
-		parts = append(parts, fmt.Sprintf("held by another holder on %d of %d nodes%s",
-			len(held), len(qe.Nodes), w.holder(ctx)))
+		parts = append(parts, w.heldBy(ctx, qe, len(held)))
 	}
 	if rec := nodesWith(qe, redlock.OutcomeRecovering); len(rec) > 0 {
 		var left time.Duration
@@ -121,6 +124,19 @@ func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string 
 		parts = append(parts, fmt.Sprintf("granted on %d of %d nodes, %d needed", qe.OK, len(qe.Nodes), qe.Quorum))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// heldBy says who holds what the last attempt found held, on held of the
+// nodes. A semaphore's permits are tried one after the other and the
+// attempt gives up only when each is held by another holder somewhere, so
+// held nodes there mean that all the permits are taken; naming their
+// holders would take a read per permit, which inspect does on demand.
+func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int) string {
+	if w.limit > 0 {
+		return fmt.Sprintf("all %d permits held by other holders ('redlock inspect --limit %d %s' lists them)",
+			w.limit, w.limit, w.key)
+	}
+	return fmt.Sprintf("held by another holder on %d of %d nodes%s", held, len(qe.Nodes), w.holder(ctx))
 }
 
 // holder names the token that holds the lock on a majority, and how long
