@@ -38,6 +38,9 @@ type waiting struct {
 	began  time.Time
 	said   string // the last reason told, without its timings
 	saidAt time.Time
+	// last is the failure of the last attempt that a node answered, the
+	// reason for the wait.
+	last error
 }
 
 // acquire takes the lock: one attempt when --wait is 0; otherwise attempts
@@ -45,7 +48,9 @@ type waiting struct {
 // negative), a failure no retry fixes, or ctx ends. Once the first attempt
 // failed, it says why it waits, and says it again as described at
 // progressRepeat. A bounded wait that ends returns the last attempt's
-// error, so that its exit code is that of the last reason.
+// error, so that its exit code is that of the last reason; an attempt that
+// the end of the wait cut short, before any node answered, gives none
+// (see reason).
 func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
 	if w.wait > 0 {
 		var cancel context.CancelFunc
@@ -57,7 +62,7 @@ func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
 		errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
 		return lock, err
 	}
-	w.began = time.Now()
+	w.began, w.last = time.Now(), err
 	w.tell(ctx, err)
 	for {
 		// Acquire keeps the client's place in the key's queue on the nodes
@@ -66,11 +71,30 @@ func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
 		lock, err = w.client.Acquire(slice, w.key, w.opts...)
 		sliceEnded := slice.Err() != nil
 		cancel()
+		err = w.reason(err)
 		if err == nil || ctx.Err() != nil || !sliceEnded {
 			return lock, err
 		}
 		w.tell(ctx, err)
 	}
+}
+
+// reason returns err, the failure of an Acquire, unless the end of its
+// context cut its last attempt short before any node answered: every node
+// then shows a timeout that says nothing of the lock, and the reason is
+// still that of the last attempt that a node answered.
+func (w *waiting) reason(err error) error {
+	var qe *redlock.QuorumError
+	if err == nil || !errors.As(err, &qe) || qe.Cause == nil || w.last == nil {
+		return err
+	}
+	for _, r := range qe.Nodes {
+		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer {
+			w.last = err
+			return err
+		}
+	}
+	return w.last
 }
 
 // tell says why the lock could not be taken yet, when the reason changed
