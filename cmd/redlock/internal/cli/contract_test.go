@@ -13,8 +13,9 @@ import (
 )
 
 // helpExample returns the lines of `redlock help acquire` that its example
-// script is made of, as a user would paste them.
-func helpExample(t *testing.T) string {
+// script number i (from 0) is made of, as a user would paste them: the lock's,
+// then the semaphore's.
+func helpExample(t *testing.T, i int) string {
 	t.Helper()
 	help := cli(t, "help", "acquire").expect(t, exitOK, "help acquire").stdout
 	var lines []string
@@ -23,26 +24,30 @@ func helpExample(t *testing.T) string {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 2 {
-		t.Fatalf("help acquire has no two-line example script:\n%s", help)
+	if len(lines) != 4 || !strings.HasPrefix(lines[2*i], "token=") || !strings.HasPrefix(lines[2*i+1], "trap ") {
+		t.Fatalf("help acquire has no two two-line example scripts:\n%s", help)
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(lines[2*i:2*i+2], "\n")
+}
+
+// shScript runs script with bash, with the built command first in $PATH and
+// its environment pointing at nodes.
+func shScript(nodes, script string) result {
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(binaryCommand(nodes).Env, "PATH="+pathWithBinary())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 }
 
 // The example script in the help, pasted as it is into a script, stops when
 // the lock is held elsewhere, and holds the lock while it goes on otherwise.
 func TestContract_helpExampleScriptHoldsTheLockOrStops(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
-	script := strings.ReplaceAll(helpExample(t), "--wait 10s", "--wait 300ms") +
+	script := strings.ReplaceAll(helpExample(t, 0), "--wait 10s", "--wait 300ms") +
 		"\necho \"continued, token=$token\"\nredlock inspect nightly | tail -1\n"
-	sh := func() result {
-		cmd := exec.Command("bash", "-c", script)
-		cmd.Env = append(binaryCommand(nodes).Env, "PATH="+pathWithBinary())
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		cmd.Run()
-		return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-	}
+	sh := func() result { return shScript(nodes, script) }
 
 	r := sh()
 	if r.code != 0 || !strings.Contains(r.stdout, "continued, token=") || !strings.Contains(r.stdout, "held by") {
@@ -54,6 +59,31 @@ func TestContract_helpExampleScriptHoldsTheLockOrStops(t *testing.T) {
 	r = sh()
 	if r.code != exitConflict || strings.Contains(r.stdout, "continued") {
 		t.Errorf("held lock: exit %d, want %d without going on\n%s%s", r.code, exitConflict, r.stdout, r.stderr)
+	}
+}
+
+// The semaphore's example script in the help, pasted with a limit of 2,
+// holds a permit while it goes on and releases it at the end, and stops
+// when both permits are held elsewhere.
+func TestContract_helpSemaphoreScriptHoldsAPermitOrStops(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	script := strings.NewReplacer("--wait 10s", "--wait 300ms", "--limit 5", "--limit 2").Replace(helpExample(t, 1)) +
+		"\necho \"continued, token=$token\"\nredlock inspect --limit 2 api | tail -1\n"
+
+	r := shScript(nodes, script)
+	if r.code != 0 || !strings.Contains(r.stdout, "continued, token=") || !strings.Contains(r.stdout, "\n1 of 2 permits held\n") {
+		t.Fatalf("free permits: the script did not run holding one: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, key := range []string{"api:permit:1", "api:permit:2"} {
+		assertReleased(t, cluster, key, "after the script's trap")
+	}
+
+	for range 2 {
+		cli(t, "acquire", "--nodes", nodes, "--limit", "2", "api").expect(t, exitOK, "another holder's acquire")
+	}
+	r = shScript(nodes, script)
+	if r.code != exitConflict || strings.Contains(r.stdout, "continued") {
+		t.Errorf("full semaphore: exit %d, want %d without going on\n%s%s", r.code, exitConflict, r.stdout, r.stderr)
 	}
 }
 

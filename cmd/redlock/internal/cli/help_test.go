@@ -90,6 +90,8 @@ func TestHelp_defaultsShown(t *testing.T) {
 		"(default redis://127.0.0.1:6379)",
 		"(default 30s)",
 		"REDLOCK_KEY", "REDLOCK_TOKEN", "REDLOCK_FENCE", "REDLOCK_DEADLINE", "REDLOCK_HELD",
+		"REDLOCK_PERMIT", "REDLOCK_LIMIT",
+		"--limit N", "redlock run --limit 5 ",
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("'redlock help run' lacks %q", want)

@@ -15,7 +15,7 @@ func inspectCommand() *command {
 	return &command{
 		name:     "inspect",
 		synopsis: "[flags] KEY",
-		summary:  "show each node's holder, TTL, fence counter and state for KEY",
+		summary:  "show each node's holder, TTL, fence counter and state for KEY (or its permits)",
 		about: `
 Reads, from every node at once and without changing anything, who holds the
 lock KEY there, its remaining TTL, the node's fencing counter for KEY, and
@@ -26,7 +26,15 @@ Output: a table with one row per node, then the verdict; with --json one
 object: {"key", "quorum", "holder", "nodes": [{"node", "holder", "ttl_ms",
 "fence", "recovering", "recovering_left_ms", "no_marker", "error"}]}.
 "holder" is "" when no token holds a majority; "ttl_ms" is -1 for a key
-without expiry, which no lock client writes.`,
+without expiry, which no lock client writes.
+
+With --limit N it reads the N permits of the semaphore KEY, the locks
+KEY:permit:1 to KEY:permit:N, and prints a row per permit (its key, the
+holder, the holder's TTL, the highest fence counter, and whether a majority
+holds it), a line per node that failed or is recovering, then "k of N
+permits held". With --json: {"key", "limit", "quorum", "held", "permits":
+[one object per permit, as above]}. The exit status is 69 when fewer than
+a majority answered for some permit.`,
 		exits: []exitDoc{
 			{"0", "a majority of the nodes answered"},
 			docUsage,
@@ -60,6 +68,8 @@ type inspectJSON struct {
 func setupInspect(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
+	var lf lockFlags
+	lf.registerLimit(fs, "show the `N` permits of the semaphore KEY, and how many are held, instead of the lock KEY")
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "inspect", json: *asJSON}
@@ -73,46 +83,60 @@ func setupInspect(fs *flag.FlagSet) runner {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
-		states, err := client.Inspect(ctx, key)
-		if err != nil {
-			return r.failed(err)
+		if lf.limited() {
+			return inspectSemaphore(ctx, r, client, key, int(lf.limit))
 		}
-		quorum := len(states)/2 + 1
-		holder, holding, answered := verdict(states, quorum)
-		if *asJSON {
-			out := inspectJSON{Key: key, Quorum: quorum, Holder: holder}
-			for _, st := range states {
-				n := nodeStateJSON{Node: st.Node, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
-					Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker}
-				if st.TTL < 0 {
-					n.TTLMs = -1
-				}
-				if st.Err != nil {
-					n.Error = st.Err.Error()
-				}
-				out.Nodes = append(out.Nodes, n)
-			}
-			writeJSON(s.stdout, out)
-		} else {
-			writeStates(s.stdout, key, states)
-			switch {
-			case answered < quorum:
-				fmt.Fprintf(s.stdout, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
-					answered, len(states), quorum, key)
-			case holder != "":
-				fmt.Fprintf(s.stdout, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), quorum)
-			case holding > 0:
-				fmt.Fprintf(s.stdout, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
-					"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), quorum)
-			default:
-				fmt.Fprintf(s.stdout, "not held\n")
-			}
-		}
-		if answered < quorum {
-			return exitUnavailable
-		}
-		return exitOK
+		return inspectLock(ctx, r, client, key)
 	}
+}
+
+// inspectLock shows what every node holds for the lock key, and returns
+// the exit code.
+func inspectLock(ctx context.Context, r report, client *redlock.Client, key string) int {
+	states, err := client.Inspect(ctx, key)
+	if err != nil {
+		return r.failed(err)
+	}
+	quorum := len(states)/2 + 1
+	holder, holding, answered := verdict(states, quorum)
+	if r.json {
+		writeJSON(r.s.stdout, lockStateJSON(key, quorum, holder, states))
+	} else {
+		writeStates(r.s.stdout, key, states)
+		switch {
+		case answered < quorum:
+			fmt.Fprintf(r.s.stdout, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
+				answered, len(states), quorum, key)
+		case holder != "":
+			fmt.Fprintf(r.s.stdout, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), quorum)
+		case holding > 0:
+			fmt.Fprintf(r.s.stdout, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
+				"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), quorum)
+		default:
+			fmt.Fprintf(r.s.stdout, "not held\n")
+		}
+	}
+	if answered < quorum {
+		return exitUnavailable
+	}
+	return exitOK
+}
+
+// lockStateJSON describes what every node holds for the lock key.
+func lockStateJSON(key string, quorum int, holder string, states []redlock.NodeState) inspectJSON {
+	out := inspectJSON{Key: key, Quorum: quorum, Holder: holder}
+	for _, st := range states {
+		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
+			Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker}
+		if st.TTL < 0 {
+			n.TTLMs = -1
+		}
+		if st.Err != nil {
+			n.Error = st.Err.Error()
+		}
+		out.Nodes = append(out.Nodes, n)
+	}
+	return out
 }
 
 // verdict returns the token held on a quorum of the nodes ("" if none), the
@@ -158,14 +182,19 @@ func writeStates(w io.Writer, key string, states []redlock.NodeState) {
 				ttl = "no expiry"
 			}
 		}
-		state := "ready"
-		switch {
-		case st.Recovering && st.NoMarker:
-			state = fmt.Sprintf("recovering: no restart marker, sits out %s from the next acquisition", st.RecoveringLeft.Round(time.Second))
-		case st.Recovering:
-			state = fmt.Sprintf("recovering: votes again in %s", st.RecoveringLeft.Round(100*time.Millisecond))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Node, holder, ttl, st.Fence, state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Node, holder, ttl, st.Fence, nodeState(st))
 	}
 	tw.Flush()
+}
+
+// nodeState says whether a node that answered votes: "ready", or how it
+// is recovering.
+func nodeState(st redlock.NodeState) string {
+	switch {
+	case st.Recovering && st.NoMarker:
+		return fmt.Sprintf("recovering: no restart marker, sits out %s from the next acquisition", st.RecoveringLeft.Round(time.Second))
+	case st.Recovering:
+		return fmt.Sprintf("recovering: votes again in %s", st.RecoveringLeft.Round(100*time.Millisecond))
+	}
+	return "ready"
 }

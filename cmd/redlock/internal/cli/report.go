@@ -83,7 +83,12 @@ func usageError(stderr io.Writer, cmd, msg string) int {
 // errText is err's message without the library's "redlock: " prefix, which
 // the command's own prefix replaces.
 func errText(err error) string {
-	return strings.ReplaceAll(err.Error(), "redlock: ", "")
+	return unprefixed(err.Error())
+}
+
+// unprefixed is msg without the library's "redlock: " prefixes.
+func unprefixed(msg string) string {
+	return strings.ReplaceAll(msg, "redlock: ", "")
 }
 
 // failure sorts a failed lock operation into the reason scripts act on.
@@ -166,7 +171,13 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, errText(err))
 		return
 	}
-	fmt.Fprintf(stderr, "redlock %s: %s: %s on %d of %d nodes, %d needed", cmd, errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
+	if outer := wrapping(err, qe); outer != "" {
+		// A semaphore's: all its permits are held, qe is the last one tried.
+		fmt.Fprintf(stderr, "redlock %s: %s\nredlock %s: %q, the last tried: ", cmd, outer, cmd, qe.Key)
+	} else {
+		fmt.Fprintf(stderr, "redlock %s: ", cmd)
+	}
+	fmt.Fprintf(stderr, "%s: %s on %d of %d nodes, %d needed", errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
 	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
 		fmt.Fprintf(stderr, ", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
 	}
@@ -189,6 +200,16 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 			fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, why)
 		}
 	}
+}
+
+// wrapping returns what err says before the QuorumError qe it wraps, ""
+// when it adds nothing before it.
+func wrapping(err error, qe *redlock.QuorumError) string {
+	outer, ok := strings.CutSuffix(err.Error(), ": "+qe.Error())
+	if !ok {
+		return ""
+	}
+	return unprefixed(outer)
 }
 
 // verb names what a node that answered OutcomeOK did in the operation op

@@ -50,13 +50,16 @@ func stopMargin(ttl time.Duration) time.Duration {
 	return max(ttl/stopMarginDivisor, minStopMargin)
 }
 
-// Environment variables `redlock run` gives the command.
+// Environment variables `redlock run` gives the command. envPermit and
+// envLimit are set with --limit only.
 const (
 	envKey      = "REDLOCK_KEY"
 	envToken    = "REDLOCK_TOKEN"
 	envFence    = "REDLOCK_FENCE"
 	envDeadline = "REDLOCK_DEADLINE"
 	envHeld     = "REDLOCK_HELD"
+	envPermit   = "REDLOCK_PERMIT"
+	envLimit    = "REDLOCK_LIMIT"
 )
 
 // timeFormat renders deadlines: RFC 3339 in UTC with milliseconds, which
@@ -69,10 +72,19 @@ func runCommand() *command {
 	return &command{
 		name:     "run",
 		synopsis: "[flags] KEY -- COMMAND [ARGS...]",
-		summary:  "run a command while holding the lock KEY",
+		summary:  "run a command holding the lock KEY (or a permit: --limit N)",
 		about: `
 Acquires the lock KEY on a majority of the nodes, runs COMMAND, renews the lock
 while it runs, releases it when it exits, and exits with its exit status.
+
+Semaphores: with --limit N, redlock takes one of N permits of the semaphore
+KEY instead, so that at most N commands given the same KEY and N run at
+once, across hosts. Permit i is the lock KEY:permit:i, with everything
+below: renewal, the stop before its deadline, its own fencing tokens. The
+semaphore KEY and the lock KEY are different things: a run without --limit
+does not wait for runs with it, nor the other way round. Give every run of
+one KEY the same N: runs with different limits admit as many commands as
+the largest.
 
 Waiting: with --wait 0 one attempt is made, as flock -n does; otherwise
 redlock retries with random pauses until the lock is acquired or --wait
@@ -96,19 +108,23 @@ Standard input, output and error are the command's; when standard input is
 the terminal, the command runs in the terminal's foreground.
 
 The command's environment has:
-  REDLOCK_KEY       the lock key
+  REDLOCK_KEY       the key held: KEY, or with --limit the permit's, KEY:permit:i
   REDLOCK_TOKEN     the token that holds it (for 'redlock extend' / 'release')
   REDLOCK_FENCE     the fencing token: pass it to the protected resource, which
                     must reject a write with a lower fence than one it has seen
   REDLOCK_DEADLINE  validity deadline at the start, RFC 3339 UTC with
                     milliseconds; renewal moves the real one forward
   REDLOCK_HELD      1
+  REDLOCK_PERMIT    with --limit: i, the number of the permit held, 1 to N
+  REDLOCK_LIMIT     with --limit: N
 A nested 'redlock run' sets its own values. Locks are not re-entrant: a
 nested run of the same KEY waits for the outer one, which waits for it.
 
 Examples:
   redlock run --wait 0 backup -- /usr/local/bin/backup.sh
-  redlock run --ttl 30s --shell report -- 'make report > out.txt'`,
+  redlock run --ttl 30s --shell report -- 'make report > out.txt'
+  # at most 5 workers call this API at once, on whatever hosts they run:
+  redlock run --limit 5 partner-api -- ./sync-orders.sh`,
 		exits: []exitDoc{
 			{"n", "the command's exit status; 128+n when it was killed by signal n"},
 			docUsage,
@@ -126,6 +142,7 @@ Examples:
 
 type runConfig struct {
 	nodes        nodeFlags
+	lock         lockFlags
 	wait         waitFlag
 	conflictCode int
 	killGrace    time.Duration
@@ -136,6 +153,8 @@ type runConfig struct {
 func setupRun(fs *flag.FlagSet) runner {
 	c := &runConfig{wait: waitForever}
 	c.nodes.register(fs, true, true)
+	c.lock.registerLimit(fs, "hold one of `N` permits of the semaphore KEY instead of the lock KEY, "+
+		"so that at most N commands run at once, from 1 to "+strconv.Itoa(redlock.MaxLimit))
 	fs.Var(&c.wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
 	fs.DurationVar(&c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost")
@@ -156,16 +175,10 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	if code != exitOK {
 		return code
 	}
-	if c.conflictCode < 0 || c.conflictCode > 255 {
-		return usageError(s.stderr, "run", "--conflict-exit-code must be in 0..255")
+	if code := c.checkFlags(s.stderr); code != exitOK {
+		return code
 	}
-	if c.killGrace < 0 {
-		return usageError(s.stderr, "run", "--kill-grace must not be negative")
-	}
-	if os.Getenv(envHeld) == "1" && os.Getenv(envKey) == key {
-		fmt.Fprintf(s.stderr, "redlock run: warning: %q is already held by the enclosing 'redlock run'; "+
-			"locks are not re-entrant, so this waits until --wait passes\n", key)
-	}
+	c.warnIfNested(s.stderr, key)
 
 	// Catch signals from the start: one arriving while waiting ends the wait.
 	sigs, stopSignals := notifySignals()
@@ -181,22 +194,16 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	if code != exitOK {
 		return code
 	}
-	c.logf(s, "acquired %q: token %s, fence %d, valid until %s", key, lock.Token(), lock.Fence(), formatTime(lock.Until()))
+	held := lock.Key() // KEY, or the permit's key
+	c.logf(s, "acquired %q: token %s, fence %d, valid until %s", held, lock.Token(), lock.Fence(), formatTime(lock.Until()))
 
-	env := append(os.Environ(),
-		envKey+"="+key,
-		envToken+"="+lock.Token(),
-		envFence+"="+strconv.FormatUint(lock.Fence(), 10),
-		envDeadline+"="+formatTime(lock.Until()),
-		envHeld+"=1",
-	)
-	ch, err := startChild(argv, env, s)
+	ch, err := startChild(argv, c.environment(key, lock), s)
 	if err != nil {
 		fmt.Fprintf(s.stderr, "redlock run: %v\n", err)
-		c.release(s, lock, key)
+		c.release(s, lock, held)
 		return startErrorCode(err)
 	}
-	lost := c.supervise(ctx, s, lock, key, ch, sigs)
+	lost := c.supervise(ctx, s, lock, held, ch, sigs)
 	ch.restoreTerminal()
 	status := ch.status()
 	if lost == nil {
@@ -204,12 +211,60 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 			lost = err // lost in the instant the command exited
 		}
 	}
-	c.release(s, lock, key)
+	c.release(s, lock, held)
 	if lost != nil {
 		fmt.Fprintf(s.stderr, "redlock run: the command exited with status %d after the lock was lost\n", status)
 		return exitLockLost
 	}
 	return status
+}
+
+// checkFlags checks the values of the flags that the node flags do not
+// cover, and returns exitUsage after saying what is wrong, else exitOK.
+func (c *runConfig) checkFlags(stderr io.Writer) int {
+	switch {
+	case c.conflictCode < 0 || c.conflictCode > 255:
+		return usageError(stderr, "run", "--conflict-exit-code must be in 0..255")
+	case c.killGrace < 0:
+		return usageError(stderr, "run", "--kill-grace must not be negative")
+	}
+	return exitOK
+}
+
+// warnIfNested warns when an enclosing 'redlock run' holds what this one
+// is about to wait for: the lock KEY, which is not re-entrant, or a permit
+// of the semaphore KEY, which leaves this run one fewer.
+func (c *runConfig) warnIfNested(stderr io.Writer, key string) {
+	if os.Getenv(envHeld) != "1" {
+		return
+	}
+	outer := os.Getenv(envKey)
+	switch {
+	case !c.lock.limited() && outer == key:
+		fmt.Fprintf(stderr, "redlock run: warning: %q is already held by the enclosing 'redlock run'; "+
+			"locks are not re-entrant, so this waits until --wait passes\n", key)
+	case c.lock.limited() && permitNumber(key, outer) > 0:
+		fmt.Fprintf(stderr, "redlock run: warning: the enclosing 'redlock run' holds permit %d of %q; "+
+			"this run needs another one, and waits while the other holders have the rest\n", permitNumber(key, outer), key)
+	}
+}
+
+// environment returns the command's environment: redlock's own, and what
+// it holds, lock, under the name KEY.
+func (c *runConfig) environment(key string, lock *redlock.Lock) []string {
+	env := append(os.Environ(),
+		envKey+"="+lock.Key(),
+		envToken+"="+lock.Token(),
+		envFence+"="+strconv.FormatUint(lock.Fence(), 10),
+		envDeadline+"="+formatTime(lock.Until()),
+		envHeld+"=1",
+	)
+	if c.lock.limited() {
+		env = append(env,
+			envPermit+"="+strconv.Itoa(permitNumber(key, lock.Key())),
+			envLimit+"="+c.lock.limit.String())
+	}
+	return env
 }
 
 // parseArgs splits KEY from the command, and applies --shell.
@@ -248,8 +303,8 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		w := waiting{client: client, key: key, wait: c.wait, stderr: s.stderr, cmd: "run",
-			opts: []redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}}
+		w := waiting{client: client, key: key, limit: int(c.lock.limit), wait: c.wait, stderr: s.stderr, cmd: "run",
+			opts: append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
 		r.lock, r.err = w.acquire(actx)
 		done <- r
 	}()

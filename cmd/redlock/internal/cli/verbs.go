@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,15 +39,21 @@ func acquireCommand() *command {
 	return &command{
 		name:     "acquire",
 		synopsis: "[flags] KEY",
-		summary:  "take the lock KEY and print its token, for scripts",
+		summary:  "take the lock KEY (or a permit: --limit N), print its token",
 		about: `
 Acquires the lock KEY and prints its token, fencing token and validity
 deadline. The lock is not renewed: it expires after --ttl unless
 'redlock extend KEY TOKEN' extends it, and 'redlock release KEY TOKEN'
 releases it. Prefer 'redlock run', which renews and releases by itself.
 
+With --limit N it takes one of the N permits of the semaphore KEY instead:
+at most N holders at once, across hosts. Permit i is the lock KEY:permit:i,
+with its own fencing tokens; the semaphore KEY and the lock KEY are
+different things, and every holder of one semaphore should give the same N.
+
 Output, one field per line (or one JSON object with --json):
-  key       KEY
+  key       KEY, or with --limit the permit's key, KEY:permit:i
+  permit    with --limit: "i of N" ("permit" and "limit" in JSON)
   token     the token; extend and release need it
   fence     the fencing token, to pass to the protected resource
   deadline  the validity deadline, RFC 3339 UTC, and the validity left
@@ -55,10 +63,16 @@ Output, one field per line (or one JSON object with --json):
   token=$(redlock acquire --print-token --wait 10s nightly) || exit
   trap 'redlock release nightly "$token"' EXIT
 
+extend and release take the permit's key that acquire printed, or KEY and
+the same --limit N, and then find the permit the token holds:
+
+  token=$(redlock acquire --limit 5 --print-token --wait 10s api) || exit
+  trap 'redlock release --limit 5 api "$token"' EXIT
+
 Waiting (any --wait but 0), it says on stderr why, every few seconds when
-the reason changes and every 30s otherwise: who holds the lock, which nodes
-are recovering or do not answer. When --wait passes, the exit status is
-that of the last reason.`,
+the reason changes and every 30s otherwise: who holds the lock (or that all
+the permits are held), which nodes are recovering or do not answer. When
+--wait passes, the exit status is that of the last reason.`,
 		exits: []exitDoc{
 			{"0", "acquired"},
 			docUsage,
@@ -71,9 +85,12 @@ that of the last reason.`,
 	}
 }
 
-// acquiredJSON is acquire's JSON output.
+// acquiredJSON is acquire's JSON output. Key is the key the token holds:
+// with --limit, the permit's.
 type acquiredJSON struct {
 	Key        string `json:"key"`
+	Permit     int    `json:"permit,omitempty"` // with --limit: the permit's number
+	Limit      int    `json:"limit,omitempty"`  // with --limit: the number of permits
 	Token      string `json:"token"`
 	Fence      uint64 `json:"fence"`
 	TTLMs      int64  `json:"ttl_ms"`
@@ -84,6 +101,9 @@ type acquiredJSON struct {
 func setupAcquire(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, true, true)
+	var lf lockFlags
+	lf.registerLimit(fs, "take one of `N` permits of the semaphore KEY instead of the lock KEY, from 1 to "+
+		strconv.Itoa(redlock.MaxLimit)+"; the key printed is the permit's")
 	wait := waitForever
 	fs.Var(&wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
@@ -100,7 +120,8 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
-		w := waiting{client: client, key: key, wait: wait, stderr: s.stderr, cmd: "acquire"}
+		w := waiting{client: client, key: key, limit: int(lf.limit), wait: wait, stderr: s.stderr, cmd: "acquire",
+			opts: lf.options()}
 		lock, err := w.acquire(ctx)
 		if err != nil {
 			f := classify(err)
@@ -109,21 +130,37 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			}
 			return r.failedAs(f, err)
 		}
-		until := lock.Until()
+		out := acquiredJSON{Key: lock.Key(), Token: lock.Token(), Fence: lock.Fence(), TTLMs: nodes.ttl.Milliseconds()}
+		if lf.limited() {
+			out.Permit, out.Limit = permitNumber(key, lock.Key()), int(lf.limit)
+		}
 		switch {
 		case *tokenOnly:
 			fmt.Fprintln(s.stdout, lock.Token())
-			return exitOK
 		case *asJSON:
-			writeJSON(s.stdout, acquiredJSON{Key: key, Token: lock.Token(), Fence: lock.Fence(),
-				TTLMs: nodes.ttl.Milliseconds(), Deadline: formatTime(until), ValidityMs: time.Until(until).Milliseconds()})
-			return exitOK
+			until := lock.Until()
+			out.Deadline, out.ValidityMs = formatTime(until), time.Until(until).Milliseconds()
+			writeJSON(s.stdout, out)
+		default:
+			writeAcquired(s.stdout, out, lock.Until())
 		}
-		fmt.Fprintf(s.stdout, "key       %s\ntoken     %s\nfence     %d\ndeadline  %s (valid for %s)\n",
-			key, lock.Token(), lock.Fence(), formatTime(until), time.Until(until).Round(time.Millisecond))
 		return exitOK
 	}
 }
+
+// writeAcquired prints what acquire took, one field per line.
+func writeAcquired(w io.Writer, out acquiredJSON, until time.Time) {
+	fmt.Fprintf(w, "key       %s\n", out.Key)
+	if out.Limit > 0 {
+		fmt.Fprintf(w, "permit    %d of %d\n", out.Permit, out.Limit)
+	}
+	fmt.Fprintf(w, "token     %s\nfence     %d\ndeadline  %s (valid for %s)\n",
+		out.Token, out.Fence, formatTime(until), time.Until(until).Round(time.Millisecond))
+}
+
+// limitByTokenUsage describes --limit for the verbs that act on a token.
+const limitByTokenUsage = "KEY names a semaphore of `N` permits, one of which TOKEN holds: act on that permit, " +
+	"found by reading them all; without it, KEY is the key TOKEN holds (a permit's, as acquire printed it)"
 
 func extendCommand() *command {
 	return &command{
@@ -137,8 +174,11 @@ with, and prints the new validity deadline when a majority did. Extend well
 before the deadline 'acquire' printed: once it passes, another holder may
 have the lock.
 
+A permit of a semaphore is extended by its key, KEY:permit:i as acquire
+printed it, or by KEY with the --limit N it was acquired with.
+
 Output: "extended KEY until DEADLINE (valid for D)", or with --json
-{"key", "deadline", "validity_ms"}.`,
+{"key", "deadline", "validity_ms"}; KEY is the permit's for a permit.`,
 		exits: []exitDoc{
 			{"0", "extended"},
 			docUsage,
@@ -160,6 +200,8 @@ type extendedJSON struct {
 func setupExtend(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, true, false)
+	var lf lockFlags
+	lf.registerLimit(fs, limitByTokenUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "extend", json: *asJSON}
@@ -177,6 +219,10 @@ func setupExtend(fs *flag.FlagSet) runner {
 		if setFlags(fs)["ttl"] {
 			ttl = nodes.ttl
 		}
+		if key, err = lf.target(ctx, client, key, token); err != nil {
+			return r.failed(err)
+		}
+		r.key = key
 		until, err := client.ExtendToken(ctx, key, token, ttl)
 		if err != nil {
 			return r.failed(err)
@@ -198,14 +244,16 @@ func releaseCommand() *command {
 		summary:  "release a lock taken with 'redlock acquire'",
 		about: `
 Deletes the lock KEY on every node where TOKEN still holds it, and never
-another holder's lock.
+another holder's lock. A permit of a semaphore is released by its key,
+KEY:permit:i as acquire printed it, or by KEY with the --limit N it was
+acquired with.
 
-Output: "released KEY", or with --json {"key", "released": true}. When TOKEN
-held the lock on no node that answered, the exit status is 76 and the
-message says whether another holder has the lock (a wrong token, or this
-one expired and was taken over) or nobody does (released already, or
-expired): either way, work done under a lock that had expired may have
-overrun its validity.`,
+Output: "released KEY", or with --json {"key", "released": true}; KEY is
+the permit's for a permit. When TOKEN held the lock on no node that
+answered, the exit status is 76 and the message says whether another holder
+has the lock (a wrong token, or this one expired and was taken over) or
+nobody does (released already, or expired): either way, work done under a
+lock that had expired may have overrun its validity.`,
 		exits: []exitDoc{
 			{"0", "released"},
 			docUsage,
@@ -226,6 +274,8 @@ type releasedJSON struct {
 func setupRelease(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
+	var lf lockFlags
+	lf.registerLimit(fs, limitByTokenUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "release", json: *asJSON}
@@ -239,6 +289,10 @@ func setupRelease(fs *flag.FlagSet) runner {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
+		if key, err = lf.target(ctx, client, key, token); err != nil {
+			return r.failed(err)
+		}
+		r.key = key
 		if err := client.ReleaseToken(ctx, key, token); err != nil {
 			if errors.Is(err, redlock.ErrNotHeld) {
 				err = notHeldBy(ctx, client, key, token, err)

@@ -22,10 +22,14 @@ const (
 	progressRepeat = 30 * time.Second
 )
 
-// waiting takes a lock as --wait says, and tells on stderr why it waits.
+// waiting takes a lock, or a permit of a semaphore, as --wait says, and
+// tells on stderr why it waits.
 type waiting struct {
 	client *redlock.Client
 	key    string
+	// limit is the number of permits when key names a semaphore, else 0;
+	// opts hold redlock.WithLimit(limit) then.
+	limit  int
 	wait   waitFlag
 	stderr io.Writer
 	cmd    string
@@ -34,6 +38,9 @@ type waiting struct {
 	began  time.Time
 	said   string // the last reason told, without its timings
 	saidAt time.Time
+	// last is the failure of the last attempt that a node answered, the
+	// reason for the wait.
+	last error
 }
 
 // acquire takes the lock: one attempt when --wait is 0; otherwise attempts
@@ -41,7 +48,9 @@ type waiting struct {
 // negative), a failure no retry fixes, or ctx ends. Once the first attempt
 // failed, it says why it waits, and says it again as described at
 // progressRepeat. A bounded wait that ends returns the last attempt's
-// error, so that its exit code is that of the last reason.
+// error, so that its exit code is that of the last reason; an attempt that
+// the end of the wait cut short, before any node answered, gives none
+// (see reason).
 func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
 	if w.wait > 0 {
 		var cancel context.CancelFunc
@@ -53,7 +62,7 @@ func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
 		errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
 		return lock, err
 	}
-	w.began = time.Now()
+	w.began, w.last = time.Now(), err
 	w.tell(ctx, err)
 	for {
 		// Acquire keeps the client's place in the key's queue on the nodes
@@ -62,11 +71,30 @@ func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
 		lock, err = w.client.Acquire(slice, w.key, w.opts...)
 		sliceEnded := slice.Err() != nil
 		cancel()
+		err = w.reason(err)
 		if err == nil || ctx.Err() != nil || !sliceEnded {
 			return lock, err
 		}
 		w.tell(ctx, err)
 	}
+}
+
+// reason returns err, the failure of an Acquire, unless the end of its
+// context cut its last attempt short before any node answered: every node
+// then shows a timeout that says nothing of the lock, and the reason is
+// still that of the last attempt that a node answered.
+func (w *waiting) reason(err error) error {
+	var qe *redlock.QuorumError
+	if err == nil || !errors.As(err, &qe) || qe.Cause == nil || w.last == nil {
+		return err
+	}
+	for _, r := range qe.Nodes {
+		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer {
+			w.last = err
+			return err
+		}
+	}
+	return w.last
 }
 
 // tell says why the lock could not be taken yet, when the reason changed
@@ -101,8 +129,7 @@ func waitReason(qe *redlock.QuorumError) string {
 func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string {
 	var parts []string
 	if held := nodesWith(qe, redlock.OutcomeHeld); len(held) > 0 {
-		parts = append(parts, fmt.Sprintf("held by another holder on %d of %d nodes%s",
-			len(held), len(qe.Nodes), w.holder(ctx)))
+		parts = append(parts, w.heldBy(ctx, qe, len(held)))
 	}
 	if rec := nodesWith(qe, redlock.OutcomeRecovering); len(rec) > 0 {
 		var left time.Duration
@@ -121,6 +148,19 @@ func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string 
 		parts = append(parts, fmt.Sprintf("granted on %d of %d nodes, %d needed", qe.OK, len(qe.Nodes), qe.Quorum))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// heldBy says who holds what the last attempt found held, on held of the
+// nodes. A semaphore's permits are tried one after the other and the
+// attempt gives up only when each is held by another holder somewhere, so
+// held nodes there mean that all the permits are taken; naming their
+// holders would take a read per permit, which inspect does on demand.
+func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int) string {
+	if w.limit > 0 {
+		return fmt.Sprintf("all %d permits held by other holders ('redlock inspect --limit %d %s' lists them)",
+			w.limit, w.limit, w.key)
+	}
+	return fmt.Sprintf("held by another holder on %d of %d nodes%s", held, len(qe.Nodes), w.holder(ctx))
 }
 
 // holder names the token that holds the lock on a majority, and how long

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/redlock-go/redlock"
+)
+
+// lockFlags choose what a command takes, or acts on, under the name KEY:
+// the lock KEY itself by default; with --limit N one of the N permits of
+// the semaphore KEY. Every command that names a lock registers them, each
+// with the usage its verb needs.
+type lockFlags struct {
+	limit limitFlag
+}
+
+// registerLimit adds --limit to fs, described by usage, which names its
+// argument N.
+func (l *lockFlags) registerLimit(fs *flag.FlagSet, usage string) {
+	fs.Var(&l.limit, "limit", usage)
+}
+
+// limited reports whether --limit was given: KEY names a semaphore.
+func (l *lockFlags) limited() bool { return l.limit > 0 }
+
+// options returns the options that take what the flags name.
+func (l *lockFlags) options() []redlock.LockOption {
+	if !l.limited() {
+		return nil
+	}
+	return []redlock.LockOption{redlock.WithLimit(int(l.limit))}
+}
+
+// limitFlag is --limit: the number of permits of a semaphore, from 1 to
+// redlock.MaxLimit; 0, its default, means a lock rather than a semaphore.
+// Out of range values are refused as the command line is parsed, so that
+// nothing is locked with them.
+type limitFlag int
+
+func (l *limitFlag) String() string {
+	if l == nil {
+		return "0"
+	}
+	return strconv.Itoa(int(*l))
+}
+
+func (l *limitFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > redlock.MaxLimit {
+		return fmt.Errorf("want a number of permits from 1 to %d", redlock.MaxLimit)
+	}
+	*l = limitFlag(n)
+	return nil
+}
+
+func (l *limitFlag) defaultText() string { return "none: the lock KEY itself" }
+
+// target returns the key that token holds under the name key: key itself,
+// or with --limit the key of the permit of the semaphore key that token
+// holds, found by reading every permit (see findPermit).
+func (l *lockFlags) target(ctx context.Context, client *redlock.Client, key, token string) (string, error) {
+	if !l.limited() {
+		return key, nil
+	}
+	return findPermit(ctx, client, key, int(l.limit), token)
+}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redlock-go/redlock"
+)
+
+// permitInfix joins a semaphore's name and a permit's number in the
+// permit's key, as redlock.WithLimit lays them out: permit i of the
+// semaphore KEY is the lock KEY:permit:i.
+const permitInfix = ":permit:"
+
+// inspectParallel bounds how many permits are read from the nodes at once.
+// Concurrent reads travel to a node together, up to a batch of 128 in one
+// script call, so reading that many at once costs about one round trip;
+// more would only queue behind them. A node that does not answer holds
+// each round for the read's timeout, so a semaphore of redlock.MaxLimit
+// permits takes 8 of those rounds then.
+const inspectParallel = 128
+
+// permitKey returns the key of permit i (from 1) of the semaphore key.
+func permitKey(key string, i int) string {
+	return key + permitInfix + strconv.Itoa(i)
+}
+
+// permitNumber returns the number of the permit of the semaphore key
+// whose key is permit, and 0 when permit is not one of its keys.
+func permitNumber(key, permit string) int {
+	n, ok := strings.CutPrefix(permit, key+permitInfix)
+	if !ok {
+		return 0
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil {
+		return 0
+	}
+	return i
+}
+
+// permitStates is what every node holds for one permit of a semaphore.
+type permitStates struct {
+	key    string
+	states []redlock.NodeState
+}
+
+// inspectPermits reads every permit of the semaphore key of limit permits
+// from every node, without changing anything, inspectParallel permits at
+// a time. The error is that of the first permit whose key is invalid.
+func inspectPermits(ctx context.Context, client *redlock.Client, key string, limit int) ([]permitStates, error) {
+	permits := make([]permitStates, limit)
+	errs := make([]error, limit)
+	slots := make(chan struct{}, inspectParallel)
+	var wg sync.WaitGroup
+	for i := range permits {
+		permits[i].key = permitKey(key, i+1)
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			permits[i].states, errs[i] = client.Inspect(ctx, permits[i].key)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return permits, nil
+}
+
+// findPermit returns the key of the permit of the semaphore key of limit
+// permits that token holds on some node. Not found, the error wraps
+// redlock.ErrNotHeld when every node answered for every permit, since the
+// token then holds none; otherwise it says that nodes did not answer.
+func findPermit(ctx context.Context, client *redlock.Client, key string, limit int, token string) (string, error) {
+	permits, err := inspectPermits(ctx, client, key, limit)
+	if err != nil {
+		return "", err
+	}
+	var silent error
+	for _, p := range permits {
+		for _, st := range p.states {
+			switch {
+			case st.Err != nil && silent == nil:
+				silent = fmt.Errorf("%s: %w", st.Node, st.Err)
+			case st.Err == nil && st.Holder == token:
+				return p.key, nil
+			}
+		}
+	}
+	if silent != nil {
+		return "", fmt.Errorf("TOKEN holds none of the %d permits of %q on the nodes that answered, "+
+			"and some did not: %w", limit, key, silent)
+	}
+	return "", fmt.Errorf("%w: TOKEN holds none of the %d permits of %q on any node: "+
+		"released already, expired, or a wrong token", redlock.ErrNotHeld, limit, key)
+}
