@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -88,26 +89,25 @@ const linearizeTimeout = 10 * time.Second
 
 // Check runs every checker on events, which must be sorted by time (see
 // history.Read and history.Sort). start is the run's start on the monotonic
-// clock, used to print times.
+// clock, used to print times. The checkers of one lock run on the grants
+// of each key held apart: each permit of a semaphore is a lock of its own.
 func Check(events []history.Event, start int64) Result {
 	ops := history.Ops(events)
 	grants := Grants(ops)
 	var r Result
-	for _, op := range ops {
-		if strings.HasPrefix(op.Process(), "worker-") {
-			r.Ops++
-			if op.Name() == history.OpAcquire {
-				r.Attempts++
-			}
-		}
-	}
+	r.countOps(ops)
 	r.Grants = len(grants)
-	lin, unknown := CheckLinearizable(grants, start)
-	r.Unknown = unknown
+	parts := ByKey(grants)
+
+	lin := perKey(parts, func(g []Grant) []Violation {
+		vs, unknown := CheckLinearizable(g, start)
+		r.Unknown += unknown
+		return vs
+	})
 	r.add(Linearizable, lin, len(lin))
 	r.Applicable[Linearizable] = true
 
-	ov := CheckOverlap(grants, start)
+	ov := perKey(parts, func(g []Grant) []Violation { return CheckOverlap(g, start) })
 	r.add(Overlap, ov, len(ov))
 	r.Applicable[Overlap] = true
 
@@ -116,10 +116,43 @@ func Check(events []history.Event, start int64) Result {
 	r.add(LostUpdate, lost, n)
 	r.Applicable[LostUpdate] = true
 
-	fo, ok := CheckFenceOrder(grants, start)
+	fo := perKey(parts, func(g []Grant) []Violation {
+		vs, ok := CheckFenceOrder(g, start)
+		r.Applicable[FenceOrder] = r.Applicable[FenceOrder] || ok
+		return vs
+	})
 	r.add(FenceOrder, fo, len(fo))
-	r.Applicable[FenceOrder] = ok
 	return r
+}
+
+// countOps counts the workers' operations and acquisition attempts.
+func (r *Result) countOps(ops []history.Op) {
+	for _, op := range ops {
+		if strings.HasPrefix(op.Process(), "worker-") {
+			r.Ops++
+			if op.Name() == history.OpAcquire {
+				r.Attempts++
+			}
+		}
+	}
+}
+
+// perKey runs checker on each part of parts (see ByKey) and returns the
+// violations of all, in time order; when there is more than one key, each
+// violation's detail starts with the key it is about.
+func perKey(parts [][]Grant, checker func([]Grant) []Violation) []Violation {
+	var out []Violation
+	for _, part := range parts {
+		vs := checker(part)
+		if len(parts) > 1 {
+			for i := range vs {
+				vs[i].Detail = part[0].Key + ": " + vs[i].Detail
+			}
+		}
+		out = append(out, vs...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
 }
 
 func (r *Result) add(k Kind, vs []Violation, count int) {

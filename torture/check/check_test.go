@@ -17,10 +17,10 @@ type builder struct {
 	events []history.Event
 	ids    map[string]int64
 	token  int
-	reg    int64 // register version
+	regs   map[string]int64 // register → version
 }
 
-func newBuilder() *builder { return &builder{ids: map[string]int64{}} }
+func newBuilder() *builder { return &builder{ids: map[string]int64{}, regs: map[string]int64{}} }
 
 func (b *builder) op(worker, op string, inv, done int64, typ history.Type, set func(*history.Event)) {
 	b.ids[worker]++
@@ -41,13 +41,36 @@ func (b *builder) op(worker, op string, inv, done int64, typ history.Type, set f
 // grant records a granted acquisition [inv, granted] valid until deadline,
 // released at [rel, relDone] (rel 0: never released).
 func (b *builder) grant(worker string, inv, granted, deadline, rel, relDone int64, fence uint64) {
+	b.hold(worker, semaphore{}, 0, inv, granted, deadline, rel, relDone, fence)
+}
+
+// semaphore names a semaphore of limit permits in hand-made histories; its
+// zero value stands for a lock without a name.
+type semaphore struct {
+	name  string
+	limit int
+}
+
+// permitKey returns the key of permit i of s.
+func (s semaphore) permitKey(i int) string { return fmt.Sprintf("%s:permit:%d", s.name, i) }
+
+// hold records a grant as grant does: of permit i of sem, or of the lock
+// when sem is the zero semaphore.
+func (b *builder) hold(worker string, sem semaphore, i int, inv, granted, deadline, rel, relDone int64, fence uint64) {
 	b.token++
 	token := fmt.Sprintf("t%d", b.token)
+	key := ""
+	if sem.limit > 0 {
+		key = sem.permitKey(i)
+	}
 	b.op(worker, history.OpAcquire, inv, granted, history.OK, func(ev *history.Event) {
-		ev.Token, ev.Fence, ev.Deadline = token, fence, deadline
+		ev.Token, ev.Fence, ev.Deadline, ev.Key = token, fence, deadline, key
+		if ev.Type == history.Invoke {
+			ev.Key, ev.Limit = sem.name, sem.limit
+		}
 	})
 	if rel != 0 {
-		b.op(worker, history.OpRelease, rel, relDone, history.OK, func(ev *history.Event) { ev.Token = token })
+		b.op(worker, history.OpRelease, rel, relDone, history.OK, func(ev *history.Event) { ev.Token, ev.Key = token, key })
 	}
 }
 
@@ -59,12 +82,17 @@ func (b *builder) fail(worker string, inv, done int64) {
 // write records a write the register accepted, computed from version
 // basedOn (-1: the current version).
 func (b *builder) write(worker string, t int64, basedOn int64, fence uint64) {
+	b.writeTo("", worker, t, basedOn, fence)
+}
+
+// writeTo records a write as write does, to the register named reg.
+func (b *builder) writeTo(reg, worker string, t int64, basedOn int64, fence uint64) {
 	if basedOn < 0 {
-		basedOn = b.reg
+		basedOn = b.regs[reg]
 	}
-	b.reg++
+	b.regs[reg]++
 	b.events = append(b.events, history.Event{Time: t, Process: history.ProcRegister, Type: history.OK, Op: history.OpWrite,
-		ID: b.reg, Worker: worker, Fence: fence, BasedOn: basedOn, Version: b.reg})
+		ID: int64(len(b.events)), Key: reg, Worker: worker, Fence: fence, BasedOn: basedOn, Version: b.regs[reg]})
 }
 
 func (b *builder) check(t *testing.T) check.Result {
@@ -219,4 +247,72 @@ func TestCheck_renewedLockEndsAtTheDeadlineItsReleaseReports(t *testing.T) {
 	})
 	b.grant("worker-1", 90*ms, 100*ms, 200*ms, 130*ms, 131*ms, 2)
 	wantCounts(t, b.check(t), [4]int{1, 1, 0, 0})
+}
+
+// sem is the semaphore of the hand-made histories of permits.
+var sem = semaphore{name: "sem", limit: 3}
+
+// semClean is a correct history of sem: three workers hold its three
+// permits at once, each writing the register of its own permit with its
+// own permit's fences; one permit is taken over after its holder's release
+// call, another after its holder's validity ended.
+func semClean() *builder {
+	b := newBuilder()
+	b.hold("worker-0", sem, 1, 1*ms, 2*ms, 500*ms, 20*ms, 21*ms, 1)
+	b.hold("worker-1", sem, 2, 1*ms, 3*ms, 500*ms, 22*ms, 23*ms, 1)
+	b.hold("worker-2", sem, 3, 2*ms, 4*ms, 40*ms, 60*ms, 61*ms, 1) // expires at 40 ms
+	b.fail("worker-3", 5*ms, 6*ms)                                 // every permit held
+	b.writeTo(sem.permitKey(1), "worker-0", 10*ms, -1, 1)
+	b.writeTo(sem.permitKey(2), "worker-1", 10*ms, -1, 1)
+	b.writeTo(sem.permitKey(3), "worker-2", 12*ms, -1, 1)
+	b.hold("worker-3", sem, 1, 19*ms, 20*ms+500_000, 500*ms, 30*ms, 31*ms, 2)
+	b.writeTo(sem.permitKey(1), "worker-3", 25*ms, -1, 2)
+	b.hold("worker-0", sem, 3, 40*ms, 41*ms, 540*ms, 50*ms, 51*ms, 3)
+	b.writeTo(sem.permitKey(3), "worker-0", 45*ms, -1, 3)
+	return b
+}
+
+func TestCheck_permitsAreCheckedAsLocksOfTheirOwn(t *testing.T) {
+	r := semClean().check(t)
+	// As one lock, the permits held together would overlap, their fences
+	// repeat and their registers' writes look lost.
+	wantCounts(t, r, [4]int{})
+	if r.Grants != 5 || r.Writes != 5 || !r.Applicable[check.FenceOrder] {
+		t.Fatalf("Grants = %d, Writes = %d, fence applicable = %v; want 5, 5, true", r.Grants, r.Writes, r.Applicable[check.FenceOrder])
+	}
+}
+
+func TestCheck_twoHoldersOfOnePermitAreCaught(t *testing.T) {
+	b := semClean()
+	// worker-4 takes permit 3 while worker-2 holds it: two holders, of the
+	// three the semaphore allows, but of one permit.
+	b.hold("worker-4", sem, 3, 31*ms, 32*ms, 500*ms, 35*ms, 36*ms, 2)
+	r := b.check(t)
+	wantCounts(t, r, [4]int{1, 1, 0, 0})
+	for _, v := range r.Violations {
+		if !strings.HasPrefix(v.Detail, sem.permitKey(3)+": ") {
+			t.Fatalf("%s violation %q does not name sem:permit:3 first", v.Checker, v.Detail)
+		}
+		if v.Checker == check.Overlap && strings.Join(v.Workers, ",") != "worker-2,worker-4" {
+			t.Fatalf("overlap names workers %v, want worker-2 and worker-4", v.Workers)
+		}
+	}
+}
+
+func TestCheck_fenceRegressionOnAPermitIsCaught(t *testing.T) {
+	b := semClean()
+	b.hold("worker-1", sem, 2, 70*ms, 71*ms, 600*ms, 80*ms, 81*ms, 1) // permit 2 granted fence 1 twice
+	wantCounts(t, b.check(t), [4]int{0, 0, 0, 1})
+}
+
+func TestCheck_lostUpdateOnAPermitsRegisterIsCaught(t *testing.T) {
+	b := semClean()
+	// worker-0 writes permit 1's register late, from the version before
+	// worker-3's update.
+	b.writeTo(sem.permitKey(1), "worker-0", 70*ms, 1, 1)
+	r := b.check(t)
+	wantCounts(t, r, [4]int{0, 0, 1, 0})
+	if v := r.Violations[0]; !strings.Contains(v.Detail, "register "+sem.permitKey(1)) || v.Workers[1] != "worker-3" {
+		t.Fatalf("violation = %+v, want worker-3's update of sem:permit:1 lost", v)
+	}
 }

@@ -11,6 +11,10 @@
 //   - FenceOrder: fencing tokens strictly increase in grant order: a grant
 //     that began after another completed has a larger token.
 //
+// A semaphore's permits are locks of their own, each with its own fencing
+// tokens and its own register: the checkers of one lock run on each key
+// held apart, and the lost-update checker on each register apart.
+//
 // Each returns violations with the time and workers involved, for the
 // report.
 package check
