@@ -16,13 +16,14 @@ type Kind int
 const (
 	Linearizable Kind = iota
 	Overlap
+	OverLimit
 	LostUpdate
 	FenceOrder
 	numKinds
 )
 
 // Kinds lists every checker, in report order.
-var Kinds = []Kind{Linearizable, Overlap, LostUpdate, FenceOrder}
+var Kinds = []Kind{Linearizable, Overlap, OverLimit, LostUpdate, FenceOrder}
 
 // String returns the checker's short name.
 func (k Kind) String() string {
@@ -31,6 +32,8 @@ func (k Kind) String() string {
 		return "linearizable"
 	case Overlap:
 		return "overlap"
+	case OverLimit:
+		return "over-limit"
 	case LostUpdate:
 		return "lost-update"
 	case FenceOrder:
@@ -60,8 +63,8 @@ type Result struct {
 	// Counts holds each checker's number of violations, indexed by Kind.
 	// For LostUpdate it counts updates lost, not the writes that lost them.
 	Counts [numKinds]int
-	// Applicable says which checkers had something to check: FenceOrder
-	// needs fencing tokens.
+	// Applicable says which checkers had something to check: OverLimit
+	// needs a semaphore, FenceOrder fencing tokens.
 	Applicable [numKinds]bool
 	// Unknown counts history segments the linearizability checker could not
 	// decide in time; the run cannot be trusted when it is not zero.
@@ -110,6 +113,10 @@ func Check(events []history.Event, start int64) Result {
 	ov := perKey(parts, func(g []Grant) []Violation { return CheckOverlap(g, start) })
 	r.add(Overlap, ov, len(ov))
 	r.Applicable[Overlap] = true
+
+	lim, limited := CheckLimit(grants, start)
+	r.add(OverLimit, lim, len(lim))
+	r.Applicable[OverLimit] = limited
 
 	lost, n, writes := CheckLostUpdates(events, start)
 	r.Writes = writes

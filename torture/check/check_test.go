@@ -102,7 +102,7 @@ func (b *builder) check(t *testing.T) check.Result {
 }
 
 // wantCounts compares the violation counts with want, in check.Kinds order.
-func wantCounts(t *testing.T, r check.Result, want [4]int) {
+func wantCounts(t *testing.T, r check.Result, want [5]int) {
 	t.Helper()
 	for i, k := range check.Kinds {
 		if r.Count(k) != want[i] {
@@ -141,7 +141,7 @@ func clean() *builder {
 func TestCheck_cleanHistoryHolds(t *testing.T) {
 	b := clean()
 	r := b.check(t)
-	wantCounts(t, r, [4]int{})
+	wantCounts(t, r, [5]int{})
 	if r.Grants != 4 || r.Attempts != 6 || r.Writes != 4 || !r.Applicable[check.FenceOrder] {
 		t.Fatalf("Grants = %d, Attempts = %d, Writes = %d, fence applicable = %v; want 4, 6, 4, true",
 			r.Grants, r.Attempts, r.Writes, r.Applicable[check.FenceOrder])
@@ -153,7 +153,7 @@ func TestCheck_overlappingHoldersAreCaught(t *testing.T) {
 	// worker-3 is granted while worker-0 (62-70 ms) holds the lock.
 	b.grant("worker-3", 63*ms, 64*ms, 560*ms, 80*ms, 81*ms, 5)
 	r := b.check(t)
-	wantCounts(t, r, [4]int{1, 1, 0, 0})
+	wantCounts(t, r, [5]int{1, 1, 0, 0, 0})
 	for _, v := range r.Violations {
 		if v.Checker == check.Overlap && (v.Start != 64*ms || v.End != 70*ms) {
 			t.Fatalf("overlap at [%d, %d], want [64ms, 70ms]", v.Start, v.End)
@@ -166,7 +166,7 @@ func TestCheck_grantAfterReleaseCallHolds(t *testing.T) {
 	// Granted after worker-0 called release (70 ms) but before the release
 	// returned (71 ms): the release took effect in between.
 	b.grant("worker-3", 69*ms, 70*ms+500_000, 560*ms, 80*ms, 81*ms, 5)
-	wantCounts(t, b.check(t), [4]int{})
+	wantCounts(t, b.check(t), [5]int{})
 }
 
 func TestCheck_lostUpdateIsCaught(t *testing.T) {
@@ -175,7 +175,7 @@ func TestCheck_lostUpdateIsCaught(t *testing.T) {
 	// versions 3 and 4 were written since.
 	b.write("worker-2", 95*ms, 2, 3)
 	r := b.check(t)
-	wantCounts(t, r, [4]int{0, 0, 2, 0})
+	wantCounts(t, r, [5]int{0, 0, 0, 2, 0})
 	if v := r.Violations[0]; v.Checker != check.LostUpdate || v.Workers[0] != "worker-2" {
 		t.Fatalf("violation = %+v, want a lost update by worker-2", v)
 	}
@@ -185,7 +185,7 @@ func TestCheck_fenceRegressionIsCaught(t *testing.T) {
 	b := clean()
 	b.grant("worker-1", 100*ms, 101*ms, 600*ms, 110*ms, 111*ms, 4) // same fence as the last grant
 	b.grant("worker-2", 120*ms, 121*ms, 600*ms, 130*ms, 131*ms, 2) // lower
-	wantCounts(t, b.check(t), [4]int{0, 0, 0, 2})
+	wantCounts(t, b.check(t), [5]int{0, 0, 0, 0, 2})
 }
 
 func TestCheck_concurrentAttemptsAreNotOrdered(t *testing.T) {
@@ -194,7 +194,7 @@ func TestCheck_concurrentAttemptsAreNotOrdered(t *testing.T) {
 	// concurrent, so a lower fence for worker-1 is not a violation.
 	b.grant("worker-0", 0, 2*ms, 500*ms, 3*ms, 4*ms, 7)
 	b.grant("worker-1", 1*ms, 5*ms, 500*ms, 6*ms, 7*ms, 6)
-	wantCounts(t, b.check(t), [4]int{})
+	wantCounts(t, b.check(t), [5]int{})
 }
 
 func TestCheck_withoutFencesFenceOrderDoesNotApply(t *testing.T) {
@@ -202,7 +202,7 @@ func TestCheck_withoutFencesFenceOrderDoesNotApply(t *testing.T) {
 	b.grant("worker-0", 0, 1*ms, 500*ms, 2*ms, 3*ms, 0)
 	b.grant("worker-1", 4*ms, 5*ms, 500*ms, 6*ms, 7*ms, 0)
 	r := b.check(t)
-	wantCounts(t, r, [4]int{})
+	wantCounts(t, r, [5]int{})
 	if r.Applicable[check.FenceOrder] {
 		t.Fatal("FenceOrder applicable without fences")
 	}
@@ -214,9 +214,9 @@ func TestCheck_unreleasedLockEndsAtItsDeadline(t *testing.T) {
 	// deadline: fine. worker-2 gets it before: caught.
 	b.grant("worker-0", 0, 1*ms, 50*ms, 0, 0, 1)
 	b.grant("worker-1", 50*ms, 51*ms, 100*ms, 60*ms, 61*ms, 2)
-	wantCounts(t, b.check(t), [4]int{})
+	wantCounts(t, b.check(t), [5]int{})
 	b.grant("worker-2", 20*ms, 21*ms, 100*ms, 30*ms, 31*ms, 3)
-	wantCounts(t, b.check(t), [4]int{1, 1, 0, 1})
+	wantCounts(t, b.check(t), [5]int{1, 1, 0, 0, 1})
 }
 
 func TestCheck_acquireReturningBeforeTheReleaseIsCaught(t *testing.T) {
@@ -228,7 +228,7 @@ func TestCheck_acquireReturningBeforeTheReleaseIsCaught(t *testing.T) {
 	b.fail("worker-2", 3*ms, 4*ms) // failed attempts are no-ops
 	b.grant("worker-1", 2*ms, 9*ms, 500*ms, 12*ms, 13*ms, 2)
 	r := b.check(t)
-	wantCounts(t, r, [4]int{1, 1, 0, 0})
+	wantCounts(t, r, [5]int{1, 1, 0, 0, 0})
 	for _, v := range r.Violations {
 		if strings.Join(v.Workers, ",") != "worker-0,worker-1" {
 			t.Fatalf("%s violation names workers %v, want worker-0 and worker-1", v.Checker, v.Workers)
@@ -246,7 +246,7 @@ func TestCheck_renewedLockEndsAtTheDeadlineItsReleaseReports(t *testing.T) {
 		ev.Token, ev.Deadline = "t1", 150*ms
 	})
 	b.grant("worker-1", 90*ms, 100*ms, 200*ms, 130*ms, 131*ms, 2)
-	wantCounts(t, b.check(t), [4]int{1, 1, 0, 0})
+	wantCounts(t, b.check(t), [5]int{1, 1, 0, 0, 0})
 }
 
 // sem is the semaphore of the hand-made histories of permits.
@@ -276,7 +276,7 @@ func TestCheck_permitsAreCheckedAsLocksOfTheirOwn(t *testing.T) {
 	r := semClean().check(t)
 	// As one lock, the permits held together would overlap, their fences
 	// repeat and their registers' writes look lost.
-	wantCounts(t, r, [4]int{})
+	wantCounts(t, r, [5]int{})
 	if r.Grants != 5 || r.Writes != 5 || !r.Applicable[check.FenceOrder] {
 		t.Fatalf("Grants = %d, Writes = %d, fence applicable = %v; want 5, 5, true", r.Grants, r.Writes, r.Applicable[check.FenceOrder])
 	}
@@ -288,7 +288,7 @@ func TestCheck_twoHoldersOfOnePermitAreCaught(t *testing.T) {
 	// three the semaphore allows, but of one permit.
 	b.hold("worker-4", sem, 3, 31*ms, 32*ms, 500*ms, 35*ms, 36*ms, 2)
 	r := b.check(t)
-	wantCounts(t, r, [4]int{1, 1, 0, 0})
+	wantCounts(t, r, [5]int{1, 1, 0, 0, 0})
 	for _, v := range r.Violations {
 		if !strings.HasPrefix(v.Detail, sem.permitKey(3)+": ") {
 			t.Fatalf("%s violation %q does not name sem:permit:3 first", v.Checker, v.Detail)
@@ -302,7 +302,7 @@ func TestCheck_twoHoldersOfOnePermitAreCaught(t *testing.T) {
 func TestCheck_fenceRegressionOnAPermitIsCaught(t *testing.T) {
 	b := semClean()
 	b.hold("worker-1", sem, 2, 70*ms, 71*ms, 600*ms, 80*ms, 81*ms, 1) // permit 2 granted fence 1 twice
-	wantCounts(t, b.check(t), [4]int{0, 0, 0, 1})
+	wantCounts(t, b.check(t), [5]int{0, 0, 0, 0, 1})
 }
 
 func TestCheck_lostUpdateOnAPermitsRegisterIsCaught(t *testing.T) {
@@ -311,8 +311,65 @@ func TestCheck_lostUpdateOnAPermitsRegisterIsCaught(t *testing.T) {
 	// worker-3's update.
 	b.writeTo(sem.permitKey(1), "worker-0", 70*ms, 1, 1)
 	r := b.check(t)
-	wantCounts(t, r, [4]int{0, 0, 1, 0})
+	wantCounts(t, r, [5]int{0, 0, 0, 1, 0})
 	if v := r.Violations[0]; !strings.Contains(v.Detail, "register "+sem.permitKey(1)) || v.Workers[1] != "worker-3" {
 		t.Fatalf("violation = %+v, want worker-3's update of sem:permit:1 lost", v)
 	}
+}
+
+func TestCheckLimit_holdersAtTheLimitHold(t *testing.T) {
+	r := semClean().check(t) // three holders at once, from 4 to 20 ms
+	wantCounts(t, r, [5]int{})
+	if !r.Applicable[check.OverLimit] {
+		t.Fatal("OverLimit not applicable to a semaphore")
+	}
+	if r := clean().check(t); r.Applicable[check.OverLimit] {
+		t.Fatal("OverLimit applicable to a lock")
+	}
+}
+
+func TestCheckLimit_moreHoldersThanTheLimitAreCaught(t *testing.T) {
+	b := semClean()
+	// worker-4 takes permit 2 while worker-1 holds it, and the other two
+	// permits are held: four holders from 10 to 15 ms.
+	b.hold("worker-4", sem, 2, 9*ms, 10*ms, 500*ms, 15*ms, 16*ms, 2)
+	r := b.check(t)
+	wantCounts(t, r, [5]int{1, 1, 1, 0, 0})
+	for _, v := range r.Violations {
+		if v.Checker != check.OverLimit {
+			continue
+		}
+		if v.Start != 10*ms || v.End != 15*ms || strings.Join(v.Workers, ",") != "worker-0,worker-1,worker-2,worker-4" {
+			t.Fatalf("over-limit at [%d, %d] with %v, want [10ms, 15ms] with worker-0, 1, 2 and 4", v.Start, v.End, v.Workers)
+		}
+		if !strings.HasPrefix(v.Detail, "4 holders of sem at once, over its limit of 3, from +0.010s for 5.0 ms") {
+			t.Fatalf("detail %q", v.Detail)
+		}
+	}
+}
+
+func TestCheckLimit_aHolderStopsCountingAtItsValidityDeadline(t *testing.T) {
+	b := semClean()
+	// worker-2's permit 3 expired at 40 ms and worker-0 took it at 41 ms;
+	// worker-2 releases only at 60 ms. Permits 1 and 2 are held again from
+	// 43 ms: three holders within validity, four counting worker-2 until
+	// its release.
+	b.hold("worker-3", sem, 1, 42*ms, 43*ms, 500*ms, 55*ms, 56*ms, 3)
+	b.hold("worker-1", sem, 2, 42*ms, 44*ms, 500*ms, 55*ms, 56*ms, 2)
+	wantCounts(t, b.check(t), [5]int{})
+	// The same holders with worker-2's validity running to its release.
+	b = newBuilder()
+	b.hold("worker-2", sem, 3, 2*ms, 4*ms, 70*ms, 60*ms, 61*ms, 1)
+	b.hold("worker-0", sem, 3, 40*ms, 41*ms, 540*ms, 50*ms, 51*ms, 2)
+	b.hold("worker-3", sem, 1, 42*ms, 43*ms, 500*ms, 55*ms, 56*ms, 1)
+	b.hold("worker-1", sem, 2, 42*ms, 44*ms, 500*ms, 55*ms, 56*ms, 1)
+	wantCounts(t, b.check(t), [5]int{1, 1, 1, 0, 0})
+}
+
+func TestCheckLimit_theLargestLimitGivenANameIsChecked(t *testing.T) {
+	b := semClean()
+	// A client that gives sem a limit of 4 takes permit 4 while the three
+	// others are held: four holders, as many as that client allows.
+	b.hold("worker-4", semaphore{name: sem.name, limit: 4}, 4, 9*ms, 10*ms, 500*ms, 15*ms, 16*ms, 1)
+	wantCounts(t, b.check(t), [5]int{})
 }
