@@ -4,7 +4,7 @@
 // The packages beneath it follow the flow of the data: traffic (worker
 // processes and the register they update) → faults (what goes wrong, and
 // when) → history (every operation and fault, as JSON lines on one
-// monotonic clock) → check (four checkers) → report (a terminal table and
+// monotonic clock) → check (five checkers) → report (a terminal table and
 // an HTML report with a timeline per scenario). Package scenario holds the
 // table of scenarios with their expected verdicts, and cluster the
 // redis-server nodes with a proxy per worker and node, or, for the

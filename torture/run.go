@@ -265,6 +265,7 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			Nodes:             env.Cluster.WorkerURLs(i),
 			Register:          env.Register.URL(),
 			Key:               lockKey,
+			Limit:             sc.Limit,
 			TTL:               sc.TTL,
 			RecoveryDelay:     sc.TTL,
 			DisableQuarantine: sc.DisableQuarantine,

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -15,13 +16,14 @@ type Kind int
 const (
 	Linearizable Kind = iota
 	Overlap
+	OverLimit
 	LostUpdate
 	FenceOrder
 	numKinds
 )
 
 // Kinds lists every checker, in report order.
-var Kinds = []Kind{Linearizable, Overlap, LostUpdate, FenceOrder}
+var Kinds = []Kind{Linearizable, Overlap, OverLimit, LostUpdate, FenceOrder}
 
 // String returns the checker's short name.
 func (k Kind) String() string {
@@ -30,6 +32,8 @@ func (k Kind) String() string {
 		return "linearizable"
 	case Overlap:
 		return "overlap"
+	case OverLimit:
+		return "over-limit"
 	case LostUpdate:
 		return "lost-update"
 	case FenceOrder:
@@ -59,8 +63,8 @@ type Result struct {
 	// Counts holds each checker's number of violations, indexed by Kind.
 	// For LostUpdate it counts updates lost, not the writes that lost them.
 	Counts [numKinds]int
-	// Applicable says which checkers had something to check: FenceOrder
-	// needs fencing tokens.
+	// Applicable says which checkers had something to check: OverLimit
+	// needs a semaphore, FenceOrder fencing tokens.
 	Applicable [numKinds]bool
 	// Unknown counts history segments the linearizability checker could not
 	// decide in time; the run cannot be trusted when it is not zero.
@@ -88,11 +92,48 @@ const linearizeTimeout = 10 * time.Second
 
 // Check runs every checker on events, which must be sorted by time (see
 // history.Read and history.Sort). start is the run's start on the monotonic
-// clock, used to print times.
+// clock, used to print times. The checkers of one lock run on the grants
+// of each key held apart: each permit of a semaphore is a lock of its own.
 func Check(events []history.Event, start int64) Result {
 	ops := history.Ops(events)
 	grants := Grants(ops)
 	var r Result
+	r.countOps(ops)
+	r.Grants = len(grants)
+	parts := ByKey(grants)
+
+	lin := perKey(parts, func(g []Grant) []Violation {
+		vs, unknown := CheckLinearizable(g, start)
+		r.Unknown += unknown
+		return vs
+	})
+	r.add(Linearizable, lin, len(lin))
+	r.Applicable[Linearizable] = true
+
+	ov := perKey(parts, func(g []Grant) []Violation { return CheckOverlap(g, start) })
+	r.add(Overlap, ov, len(ov))
+	r.Applicable[Overlap] = true
+
+	lim, limited := CheckLimit(grants, start)
+	r.add(OverLimit, lim, len(lim))
+	r.Applicable[OverLimit] = limited
+
+	lost, n, writes := CheckLostUpdates(events, start)
+	r.Writes = writes
+	r.add(LostUpdate, lost, n)
+	r.Applicable[LostUpdate] = true
+
+	fo := perKey(parts, func(g []Grant) []Violation {
+		vs, ok := CheckFenceOrder(g, start)
+		r.Applicable[FenceOrder] = r.Applicable[FenceOrder] || ok
+		return vs
+	})
+	r.add(FenceOrder, fo, len(fo))
+	return r
+}
+
+// countOps counts the workers' operations and acquisition attempts.
+func (r *Result) countOps(ops []history.Op) {
 	for _, op := range ops {
 		if strings.HasPrefix(op.Process(), "worker-") {
 			r.Ops++
@@ -101,25 +142,24 @@ func Check(events []history.Event, start int64) Result {
 			}
 		}
 	}
-	r.Grants = len(grants)
-	lin, unknown := CheckLinearizable(grants, start)
-	r.Unknown = unknown
-	r.add(Linearizable, lin, len(lin))
-	r.Applicable[Linearizable] = true
+}
 
-	ov := CheckOverlap(grants, start)
-	r.add(Overlap, ov, len(ov))
-	r.Applicable[Overlap] = true
-
-	lost, n, writes := CheckLostUpdates(events, start)
-	r.Writes = writes
-	r.add(LostUpdate, lost, n)
-	r.Applicable[LostUpdate] = true
-
-	fo, ok := CheckFenceOrder(grants, start)
-	r.add(FenceOrder, fo, len(fo))
-	r.Applicable[FenceOrder] = ok
-	return r
+// perKey runs checker on each part of parts (see ByKey) and returns the
+// violations of all, in time order; when there is more than one key, each
+// violation's detail starts with the key it is about.
+func perKey(parts [][]Grant, checker func([]Grant) []Violation) []Violation {
+	var out []Violation
+	for _, part := range parts {
+		vs := checker(part)
+		if len(parts) > 1 {
+			for i := range vs {
+				vs[i].Detail = part[0].Key + ": " + vs[i].Detail
+			}
+		}
+		out = append(out, vs...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
 }
 
 func (r *Result) add(k Kind, vs []Violation, count int) {

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"math"
 	"sort"
 	"strings"
@@ -11,6 +12,11 @@ import (
 // Grant is one granted acquisition and how it ended.
 type Grant struct {
 	Worker string
+	// Name is the name the holder asked for: the lock, or the semaphore
+	// whose permit it took. Key is the key it holds: the lock again, or the
+	// permit. Limit is the semaphore's number of permits, 0 for a lock.
+	Name, Key string
+	Limit     int
 	// Invoke is when the successful attempt began, Granted when it
 	// returned; the lock was taken somewhere in between.
 	Invoke, Granted int64
@@ -51,8 +57,8 @@ func Grants(ops []history.Op) []Grant {
 			c := op.Completed
 			index[key{op.Process(), c.Token}] = len(grants)
 			grants = append(grants, Grant{
-				Worker: op.Process(), Invoke: op.Invoked.Time, Granted: c.Time,
-				Deadline: c.Deadline, Token: c.Token, Fence: c.Fence,
+				Worker: op.Process(), Name: op.Invoked.Key, Key: cmp.Or(c.Key, op.Invoked.Key), Limit: op.Invoked.Limit,
+				Invoke: op.Invoked.Time, Granted: c.Time, Deadline: c.Deadline, Token: c.Token, Fence: c.Fence,
 			})
 		case history.OpRelease:
 			i, ok := index[key{op.Process(), op.Invoked.Token}]
@@ -69,4 +75,23 @@ func Grants(ops []history.Op) []Grant {
 	}
 	sort.SliceStable(grants, func(i, j int) bool { return grants[i].Granted < grants[j].Granted })
 	return grants
+}
+
+// ByKey splits grants (ordered by grant time) by the key held, each part
+// in the same order; the parts are ordered by key. Every permit of a
+// semaphore is a lock of its own, checked on its own.
+func ByKey(grants []Grant) [][]Grant {
+	index := map[string]int{}
+	var parts [][]Grant
+	for _, g := range grants {
+		i, ok := index[g.Key]
+		if !ok {
+			i = len(parts)
+			index[g.Key] = i
+			parts = append(parts, nil)
+		}
+		parts[i] = append(parts[i], g)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i][0].Key < parts[j][0].Key })
+	return parts
 }

@@ -46,8 +46,14 @@ type Event struct {
 
 	// Worker is the worker a register event or a worker fault is about.
 	Worker string `json:"worker,omitempty"`
-	// Key is the lock key.
+	// Key is a lock key. On an acquisition's invocation and failure it is
+	// the name asked for; on its grant and on a release, the key held, which
+	// for a semaphore is one permit's (name:permit:i). On a register event
+	// it names the register: the key its caller held.
 	Key string `json:"key,omitempty"`
+	// Limit is set on the invocation of an acquisition that takes one of
+	// Limit permits of Key (a counting semaphore); 0 for a lock.
+	Limit int `json:"limit,omitempty"`
 	// Token is the acquisition's random token.
 	Token string `json:"token,omitempty"`
 	// Fence is the acquisition's fencing token; 0 when there is none.

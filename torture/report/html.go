@@ -157,7 +157,7 @@ A scenario expected to <em>hold</em> passes with no violation, one expected to b
 <span><span class="sw" style="background:#222;width:2px"></span>accepted write</span>
 <span><span class="sw" style="background:#ff7f0e;width:2px"></span>refused write</span>
 <span><span class="sw" style="background:#7f7f7f;opacity:.6"></span>fault (shaded; hover for details)</span>
-<span><span class="sw" style="background:#d62728"></span>violation: two holders (red bars), lost update (×), fence out of order (◆), not linearizable (top bar)</span>
+<span><span class="sw" style="background:#d62728"></span>violation: two holders, or more than a semaphore's limit (red bars), lost update (×), fence out of order (◆), not linearizable (top bar)</span>
 </p>
 {{range .Rows}}<section id="{{.ID}}">
 <h2>{{.O.Scenario.Name}} <span class="{{.O.Verdict}}">{{.O.Verdict}}</span></h2>

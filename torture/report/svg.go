@@ -231,8 +231,12 @@ func (v *view) grants() {
 		if g.Released != 0 {
 			released = "released at " + v.rel(g.Released)
 		}
-		tip := fmt.Sprintf("%s: fence %d, granted at %s (attempt began %s), valid until %s, %s",
-			g.Worker, g.Fence, v.rel(g.Granted), v.rel(g.Invoke), v.rel(g.Deadline), released)
+		holds := ""
+		if g.Limit > 0 {
+			holds = fmt.Sprintf(" %s of %d permits,", g.Key, g.Limit)
+		}
+		tip := fmt.Sprintf("%s:%s fence %d, granted at %s (attempt began %s), valid until %s, %s",
+			g.Worker, holds, g.Fence, v.rel(g.Granted), v.rel(g.Invoke), v.rel(g.Deadline), released)
 		fmt.Fprintf(&v.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
 			x1, top+2, math.Max(x2-x1, 1), workerRow-4, color, html.EscapeString(tip))
 		if g.Released > g.Deadline {
@@ -277,7 +281,7 @@ func (v *view) violations() {
 		tip := html.EscapeString(vi.Checker.String() + ": " + vi.Detail)
 		x1, x2 := v.x(vi.Start), v.x(vi.End)
 		switch vi.Checker {
-		case check.Overlap:
+		case check.Overlap, check.OverLimit:
 			for _, w := range vi.Workers {
 				if top, ok := v.rows[w]; ok {
 					fmt.Fprintf(&v.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.75"><title>%s</title></rect>`,

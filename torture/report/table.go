@@ -21,12 +21,9 @@ import (
 // parentheses; "-" marks a checker with nothing to check.
 func Table(w io.Writer, outs []*torture.Outcome) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tregister\tops\tgrants\tlinearizable\toverlap\tlost-update\tfence-order\texpected\tverdict\t")
+	fmt.Fprintln(tw, strings.Join(header(), "\t")+"\t")
 	for _, o := range outs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			o.Scenario.Name, o.Scenario.Register, o.Result.Ops, o.Result.Grants,
-			Cell(o, check.Linearizable), Cell(o, check.Overlap), Cell(o, check.LostUpdate), Cell(o, check.FenceOrder),
-			o.Scenario.Expect, o.Verdict)
+		fmt.Fprintln(tw, strings.Join(row(o), "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -42,16 +39,32 @@ func Table(w io.Writer, outs []*torture.Outcome) error {
 // Markdown writes the same table as Markdown, for the README.
 func Markdown(w io.Writer, outs []*torture.Outcome) error {
 	var b strings.Builder
-	b.WriteString("| scenario | register | ops | grants | linearizable | overlap | lost-update | fence-order | expected | verdict |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|---|---|\n")
+	b.WriteString("| " + strings.Join(header(), " | ") + " |\n")
+	b.WriteString("|---|---|--:|--:|" + strings.Repeat("--:|", len(check.Kinds)) + "---|---|\n")
 	for _, o := range outs {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n",
-			o.Scenario.Name, o.Scenario.Register, o.Result.Ops, o.Result.Grants,
-			Cell(o, check.Linearizable), Cell(o, check.Overlap), Cell(o, check.LostUpdate), Cell(o, check.FenceOrder),
-			o.Scenario.Expect, o.Verdict)
+		b.WriteString("| " + strings.Join(row(o), " | ") + " |\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// header returns the table's column names: one per checker between the
+// counts and the verdict.
+func header() []string {
+	h := []string{"scenario", "register", "ops", "grants"}
+	for _, k := range check.Kinds {
+		h = append(h, k.String())
+	}
+	return append(h, "expected", "verdict")
+}
+
+// row returns o's cells, in the order of header.
+func row(o *torture.Outcome) []string {
+	r := []string{o.Scenario.Name, o.Scenario.Register.String(), strconv.Itoa(o.Result.Ops), strconv.Itoa(o.Result.Grants)}
+	for _, k := range check.Kinds {
+		r = append(r, Cell(o, k))
+	}
+	return append(r, o.Scenario.Expect.String(), string(o.Verdict))
 }
 
 // Cell renders checker k's count for o: the number, in parentheses when k

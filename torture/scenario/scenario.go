@@ -70,6 +70,10 @@ type Scenario struct {
 	// Wait makes workers wait in Client.Acquire instead of making one
 	// attempt at a time (see traffic.Config.Wait).
 	Wait bool
+	// Limit makes workers take one of Limit permits of the lock's name (a
+	// counting semaphore, see traffic.Config.Limit) instead of the lock;
+	// 0 takes the lock.
+	Limit int
 	// Duration is how long the load and faults run (DefaultDuration).
 	Duration time.Duration
 	// TTL is the lock TTL (DefaultTTL).

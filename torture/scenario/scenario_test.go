@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 			t.Fatalf("duplicate scenario %q", s.Name)
 		}
 		seen[s.Name] = s
-		if s.About == "" || s.Faults == nil && s.Name != "no-faults" && !strings.HasPrefix(s.Name, "no-faults/") {
+		if s.About == "" || s.Faults == nil && !slices.Contains(strings.Split(s.Name, "/"), "no-faults") {
 			t.Errorf("%s: missing description or faults", s.Name)
 		}
 		if s.Register == traffic.Unfenced && len(s.Judged()) != len(check.Kinds) {
@@ -63,6 +64,16 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"rediscluster/shard-failover":                            scenario.Hold,
 		"rediscluster/shard-failover/no-quarantine":              scenario.Caught,
 		"rediscluster/shard-failover/no-quarantine/fenced":       scenario.Hold,
+		"semaphore/no-faults":                                    scenario.Hold,
+		"semaphore/minority-kill":                                scenario.Hold,
+		"semaphore/minority-partition":                           scenario.Hold,
+		"semaphore/node-pause":                                   scenario.Hold,
+		"semaphore/node-slow":                                    scenario.Hold,
+		"semaphore/restart-quarantine":                           scenario.Hold,
+		"semaphore/restart-empty":                                scenario.Caught,
+		"semaphore/restart-empty/fenced":                         scenario.Hold,
+		"semaphore/worker-pause-past-validity":                   scenario.Caught,
+		"semaphore/worker-pause-past-validity/fenced":            scenario.Hold,
 	} {
 		s, ok := seen[name]
 		if !ok {
@@ -73,17 +84,25 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 			t.Errorf("%s: expected %s, want %s", name, s.Expect, want)
 		}
 	}
-	for name, s := range seen {
+	for _, s := range scenario.Short() {
+		if seen[s.Name].Expect != s.Expect {
+			t.Errorf("short %s differs from the table", s.Name)
+		}
+	}
+}
+
+// The rows of a family, named by a prefix, are what the prefix says.
+func TestTable_familiesAreWhatTheirNamesSay(t *testing.T) {
+	for _, s := range scenario.Table() {
+		name := s.Name
 		if strings.HasPrefix(name, "renew/") && (!s.Renew || s.ThinkMax <= scenario.DefaultTTL) {
 			t.Errorf("%s: a renew row must renew and think for longer than the TTL", name)
 		}
 		if strings.HasPrefix(name, "rediscluster/") != s.RedisCluster {
 			t.Errorf("%s: a rediscluster row, and only one, must lock on a Redis Cluster", name)
 		}
-	}
-	for _, s := range scenario.Short() {
-		if seen[s.Name].Expect != s.Expect {
-			t.Errorf("short %s differs from the table", s.Name)
+		if strings.HasPrefix(name, "semaphore/") != (s.Limit > 0) || s.Limit > 0 && s.WithDefaults().Workers <= s.Limit {
+			t.Errorf("%s: a semaphore row, and only one, must take permits, with more workers than permits", name)
 		}
 	}
 }

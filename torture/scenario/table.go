@@ -289,7 +289,7 @@ func Table() []Scenario {
 	holds, caught = append(holds, failoverHolds...), append(caught, failoverCaught...)
 	clusterHolds, clusterCaught := redisClusters()
 	holds, caught = append(holds, clusterHolds...), append(caught, clusterCaught...)
-	holds = append(holds, renewals(holds, "minority-kill", "node-pause", "minority-partition", "minority-blackhole")...)
+	holds = append(holds, renewals.of(holds, "minority-kill", "node-pause", "minority-partition", "minority-blackhole")...)
 	holds = append(holds, Scenario{
 		Name: "renew/worker-pause-at-read",
 		About: "a renewing holder is SIGSTOPped between its read and its write for twice the TTL; " +
@@ -300,6 +300,8 @@ func Table() []Scenario {
 			return []faults.Fault{faults.PauseWorkerAtRead{Worker: 0, Cooldown: 200 * time.Millisecond}}
 		},
 	})
+	semHolds, semCaught := semaphoreRows(holds, caught)
+	holds, caught = append(holds, semHolds...), append(caught, semCaught...)
 	var fenced []Scenario
 	for _, s := range append([]Scenario{holds[0]}, caught...) {
 		s.Name += "/fenced"
@@ -318,21 +320,41 @@ func Table() []Scenario {
 	return append(append(append(holds, fenced...), caught...), writeFenced)
 }
 
-// renewals returns "renew/" variants of the named scenarios of table:
-// their faults hit holders that renew the lock in the background while
-// they think for longer than the TTL, and that must not write once the
-// lock is lost.
-func renewals(table []Scenario, names ...string) []Scenario {
+// family is a set of rows derived from rows of the table: the same faults
+// with another workload or another client behaviour, named with a prefix
+// ("renew/minority-kill"). A new kind of workload is a new family.
+type family struct {
+	// prefix starts the names of the family's rows.
+	prefix string
+	// about starts their descriptions, before the row's own.
+	about string
+	// apply turns a row into the family's.
+	apply func(*Scenario)
+}
+
+// of returns the family's variants of the rows of table named names.
+func (f family) of(table []Scenario, names ...string) []Scenario {
 	out := make([]Scenario, len(names))
 	for i, name := range names {
 		s := byName(table, name)
-		s.Name = "renew/" + name
-		s.About = "holders renew the lock while they think for longer than the TTL and stop writing once it is lost; " + s.About
-		s.Renew = true
-		s.ThinkMin, s.ThinkMax, s.Duration = renewThinkMin, renewThinkMax, renewDuration
+		s.Name = f.prefix + name
+		s.About = f.about + s.About
+		f.apply(&s)
 		out[i] = s
 	}
 	return out
+}
+
+// renewals are the "renew/" rows: their faults hit holders that renew the
+// lock in the background while they think for longer than the TTL, and
+// that must not write once the lock is lost.
+var renewals = family{
+	prefix: "renew/",
+	about:  "holders renew the lock while they think for longer than the TTL and stop writing once it is lost; ",
+	apply: func(s *Scenario) {
+		s.Renew = true
+		s.ThinkMin, s.ThinkMax, s.Duration = renewThinkMin, renewThinkMax, renewDuration
+	},
 }
 
 // Short returns a few scenarios of each kind with short runs, for the

@@ -23,6 +23,10 @@ type Config struct {
 	Register string `json:"register"`
 	// Key is the lock name.
 	Key string `json:"key"`
+	// Limit, when positive, makes the worker take one of Limit permits of
+	// Key (redlock.WithLimit: a counting semaphore) instead of the lock;
+	// each permit guards a register of its own. Zero takes the lock.
+	Limit int `json:"limit"`
 
 	// TTL, NodeTimeout and DriftFactor are the lock client's options; zero
 	// means the library's default.
@@ -82,6 +86,8 @@ func (c Config) validate() error {
 		return errors.New("traffic: worker without a register")
 	case c.Key == "":
 		return errors.New("traffic: worker without a lock key")
+	case c.Limit < 0:
+		return fmt.Errorf("traffic: %s: negative limit %d", c.Name, c.Limit)
 	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
 		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
 	}

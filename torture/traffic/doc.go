@@ -9,14 +9,17 @@
 // a `go run` binary and a test binary can both host workers. A worker loops:
 // acquire the lock (one attempt at a time, with a random pause between
 // attempts), read the register, think for a random few milliseconds, write
-// the value read plus one, release. It reports every operation on its
-// standard output as history events (package history), stamped with the
-// shared monotonic clock.
+// the value read plus one, release. A worker with a Limit takes one of that
+// many permits of the lock's name instead (a counting semaphore), and
+// updates the register of the permit it holds: each permit guards a
+// resource of its own, like a slot of a pool. It reports every operation on
+// its standard output as history events (package history), stamped with
+// the shared monotonic clock.
 //
-// The register lives in the harness process and is served over HTTP on
-// 127.0.0.1. It records every read and write it serves, in the order it
-// serves them, which is what the lost-update checker reads. Unfenced, it
-// accepts everything; fenced, it refuses requests whose fencing token is
-// older than one it has already seen; write-fenced, it checks writes only
-// (see Mode).
+// The registers live in the harness process and are served over HTTP on
+// 127.0.0.1, one per lock key that workers hold. They record every read
+// and write they serve, in the order they serve them, which is what the
+// lost-update checker reads. Unfenced, a register accepts everything;
+// fenced, it refuses requests whose fencing token is older than one it has
+// already seen; write-fenced, it checks writes only (see Mode).
 package traffic

@@ -53,10 +53,13 @@ func (m Mode) String() string {
 	return "unfenced"
 }
 
-// Register is a single integer register served over HTTP on 127.0.0.1,
-// held by the harness process. It records every request it serves in the
-// history, under history.ProcRegister, in the order it serves them. Its
-// methods are safe for concurrent use.
+// Register is a set of integer registers, each named by the lock key that
+// guards it (one for a lock, one per permit of a semaphore), served over
+// HTTP on 127.0.0.1 and held by the harness process. Each register has its
+// own value, versions and fencing state. It records every request it
+// serves in the history, under history.ProcRegister with the register's
+// name as Key, in the order it serves them. Its methods are safe for
+// concurrent use.
 type Register struct {
 	mode Mode
 	rec  *history.Recorder
@@ -64,20 +67,27 @@ type Register struct {
 	url  string
 	done chan struct{}
 
-	mu      sync.Mutex
+	mu     sync.Mutex
+	cells  map[string]*cell // by name
+	onRead func(worker string)
+}
+
+// cell is one named register.
+type cell struct {
 	value   int64
 	version int64  // number of accepted writes
 	seen    uint64 // highest token of any request served
 	written uint64 // token of the last accepted write
-	onRead  func(worker string)
 }
 
 // registerRequest is the body of a read or write request.
 type registerRequest struct {
-	Worker  string `json:"worker"`
-	Fence   uint64 `json:"fence"`
-	Value   int64  `json:"value"`
-	BasedOn int64  `json:"based_on"`
+	Worker string `json:"worker"`
+	// Register names the register; "" is a register like any other.
+	Register string `json:"register"`
+	Fence    uint64 `json:"fence"`
+	Value    int64  `json:"value"`
+	BasedOn  int64  `json:"based_on"`
 }
 
 // registerReply is the body of every answer.
@@ -95,7 +105,7 @@ func StartRegister(mode Mode, rec *history.Recorder) (*Register, error) {
 	if err != nil {
 		return nil, fmt.Errorf("traffic: register: %w", err)
 	}
-	r := &Register{mode: mode, rec: rec, url: "http://" + ln.Addr().String(), done: make(chan struct{})}
+	r := &Register{mode: mode, rec: rec, url: "http://" + ln.Addr().String(), done: make(chan struct{}), cells: map[string]*cell{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /read", r.handleRead)
 	mux.HandleFunc("POST /write", r.handleWrite)
@@ -123,11 +133,24 @@ func (r *Register) OnRead(f func(worker string)) {
 	r.onRead = f
 }
 
-// Value returns the register's value and the number of writes it accepted.
-func (r *Register) Value() (value, version int64) {
+// Value returns the value of the register named name and the number of
+// writes it accepted.
+func (r *Register) Value(name string) (value, version int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.value, r.version
+	c := r.cell(name)
+	return c.value, c.version
+}
+
+// cell returns the register named name, new if need be. The caller holds
+// r.mu.
+func (r *Register) cell(name string) *cell {
+	c := r.cells[name]
+	if c == nil {
+		c = &cell{}
+		r.cells[name] = c
+	}
+	return c
 }
 
 // Close stops serving, closing open connections, and waits for the server
@@ -144,12 +167,13 @@ func (r *Register) handleRead(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	ev := history.Event{Process: history.ProcRegister, Op: history.OpRead, Worker: in.Worker, Fence: in.Fence}
-	reply := registerReply{OK: true, Value: r.value, Version: r.version}
-	if r.mode == Fenced && in.Fence < r.seen {
-		reply = registerReply{Err: fmt.Sprintf("token %d is below %d, already seen", in.Fence, r.seen)}
+	c := r.cell(in.Register)
+	ev := history.Event{Process: history.ProcRegister, Op: history.OpRead, Key: in.Register, Worker: in.Worker, Fence: in.Fence}
+	reply := registerReply{OK: true, Value: c.value, Version: c.version}
+	if r.mode == Fenced && in.Fence < c.seen {
+		reply = registerReply{Err: fmt.Sprintf("token %d is below %d, already seen", in.Fence, c.seen)}
 	} else {
-		r.seen = max(r.seen, in.Fence)
+		c.seen = max(c.seen, in.Fence)
 	}
 	r.record(ev, reply)
 	hook := r.onRead
@@ -166,19 +190,20 @@ func (r *Register) handleWrite(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	ev := history.Event{Process: history.ProcRegister, Op: history.OpWrite, Worker: in.Worker, Fence: in.Fence, BasedOn: in.BasedOn}
+	c := r.cell(in.Register)
+	ev := history.Event{Process: history.ProcRegister, Op: history.OpWrite, Key: in.Register, Worker: in.Worker, Fence: in.Fence, BasedOn: in.BasedOn}
 	var reply registerReply
 	switch {
-	case r.mode == Fenced && in.Fence < r.seen:
-		reply.Err = fmt.Sprintf("token %d is below %d, already seen", in.Fence, r.seen)
-	case r.mode != Unfenced && in.Fence <= r.written:
-		reply.Err = fmt.Sprintf("token %d is not above %d, already written", in.Fence, r.written)
+	case r.mode == Fenced && in.Fence < c.seen:
+		reply.Err = fmt.Sprintf("token %d is below %d, already seen", in.Fence, c.seen)
+	case r.mode != Unfenced && in.Fence <= c.written:
+		reply.Err = fmt.Sprintf("token %d is not above %d, already written", in.Fence, c.written)
 	default:
-		r.value = in.Value
-		r.version++
-		r.seen = max(r.seen, in.Fence)
-		r.written = in.Fence
-		reply = registerReply{OK: true, Value: r.value, Version: r.version}
+		c.value = in.Value
+		c.version++
+		c.seen = max(c.seen, in.Fence)
+		c.written = in.Fence
+		reply = registerReply{OK: true, Value: c.value, Version: c.version}
 	}
 	if !reply.OK {
 		reply.Value = in.Value
@@ -236,15 +261,15 @@ func newRegisterClient(base string) *registerClient {
 	}}
 }
 
-// read reads the register, sending fence.
-func (c *registerClient) read(ctx context.Context, worker string, fence uint64) (registerReply, error) {
-	return c.call(ctx, "/read", registerRequest{Worker: worker, Fence: fence})
+// read reads the register named register, sending fence.
+func (c *registerClient) read(ctx context.Context, worker, register string, fence uint64) (registerReply, error) {
+	return c.call(ctx, "/read", registerRequest{Worker: worker, Register: register, Fence: fence})
 }
 
-// write writes value, computed from version basedOn, sending fence, and
-// returns the version the register gave it.
-func (c *registerClient) write(ctx context.Context, worker string, fence uint64, value, basedOn int64) (int64, error) {
-	r, err := c.call(ctx, "/write", registerRequest{Worker: worker, Fence: fence, Value: value, BasedOn: basedOn})
+// write writes value, computed from version basedOn, to the register named
+// register, sending fence, and returns the version the register gave it.
+func (c *registerClient) write(ctx context.Context, worker, register string, fence uint64, value, basedOn int64) (int64, error) {
+	r, err := c.call(ctx, "/write", registerRequest{Worker: worker, Register: register, Fence: fence, Value: value, BasedOn: basedOn})
 	return r.Version, err
 }
 

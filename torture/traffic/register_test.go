@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redlock-go/redlock/torture/history"
@@ -25,20 +26,20 @@ func startRegister(t *testing.T, mode Mode) (*Register, *registerClient, *histor
 func TestRegister_unfencedAcceptsStaleWrites(t *testing.T) {
 	r, c, rec := startRegister(t, Unfenced)
 	ctx := t.Context()
-	a, err := c.read(ctx, "worker-0", 5)
+	a, err := c.read(ctx, "worker-0", "", 5)
 	if err != nil || a.Value != 0 || a.Version != 0 {
 		t.Fatalf("read = %+v, %v", a, err)
 	}
-	if _, err := c.write(ctx, "worker-1", 6, 1, 0); err != nil {
+	if _, err := c.write(ctx, "worker-1", "", 6, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	// worker-0 writes late from the old read: accepted, losing worker-1's
 	// update, which is what the unfenced register is for.
-	v, err := c.write(ctx, "worker-0", 5, 1, a.Version)
+	v, err := c.write(ctx, "worker-0", "", 5, 1, a.Version)
 	if err != nil || v != 2 {
 		t.Fatalf("stale write = version %d, %v; want 2, nil", v, err)
 	}
-	if value, version := r.Value(); value != 1 || version != 2 {
+	if value, version := r.Value(""); value != 1 || version != 2 {
 		t.Fatalf("Value() = %d, %d; want 1, 2", value, version)
 	}
 	var writes []history.Event
@@ -55,29 +56,29 @@ func TestRegister_unfencedAcceptsStaleWrites(t *testing.T) {
 func TestRegister_fencedRefusesOlderTokensOnReadsAndWrites(t *testing.T) {
 	_, c, rec := startRegister(t, Fenced)
 	ctx := t.Context()
-	if _, err := c.read(ctx, "worker-0", 5); err != nil {
+	if _, err := c.read(ctx, "worker-0", "", 5); err != nil {
 		t.Fatal(err)
 	}
 	// A newer holder reads: token 6 is now the highest seen.
-	if _, err := c.read(ctx, "worker-1", 6); err != nil {
+	if _, err := c.read(ctx, "worker-1", "", 6); err != nil {
 		t.Fatal(err)
 	}
 	// The older holder's write is refused although nothing was written
 	// since its read: its read-modify-write would lose worker-1's update.
-	if _, err := c.write(ctx, "worker-0", 5, 1, 0); !errors.Is(err, ErrStale) {
+	if _, err := c.write(ctx, "worker-0", "", 5, 1, 0); !errors.Is(err, ErrStale) {
 		t.Fatalf("write with token 5 after a read with 6: err = %v, want ErrStale", err)
 	}
-	if _, err := c.read(ctx, "worker-0", 5); !errors.Is(err, ErrStale) {
+	if _, err := c.read(ctx, "worker-0", "", 5); !errors.Is(err, ErrStale) {
 		t.Fatalf("read with token 5 after 6: err = %v, want ErrStale", err)
 	}
-	if _, err := c.write(ctx, "worker-1", 6, 1, 0); err != nil {
+	if _, err := c.write(ctx, "worker-1", "", 6, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	// One write per token.
-	if _, err := c.write(ctx, "worker-1", 6, 2, 1); !errors.Is(err, ErrStale) {
+	if _, err := c.write(ctx, "worker-1", "", 6, 2, 1); !errors.Is(err, ErrStale) {
 		t.Fatalf("second write with token 6: err = %v, want ErrStale", err)
 	}
-	if _, err := c.write(ctx, "worker-2", 7, 2, 1); err != nil {
+	if _, err := c.write(ctx, "worker-2", "", 7, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	var refused int
@@ -98,10 +99,10 @@ func TestRegister_onReadRunsBeforeTheAnswer(t *testing.T) {
 		got = append(got, worker)
 		r.OnRead(nil) // once
 	})
-	if _, err := c.read(t.Context(), "worker-3", 0); err != nil {
+	if _, err := c.read(t.Context(), "worker-3", "", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.read(t.Context(), "worker-2", 0); err != nil {
+	if _, err := c.read(t.Context(), "worker-2", "", 0); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0] != "worker-3" {
@@ -113,21 +114,51 @@ func TestRegister_writeFencedChecksOnlyWrites(t *testing.T) {
 	_, c, _ := startRegister(t, WriteFenced)
 	ctx := t.Context()
 	// Two overlapping holders read the same value...
-	if _, err := c.read(ctx, "worker-1", 6); err != nil {
+	if _, err := c.read(ctx, "worker-1", "", 6); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.read(ctx, "worker-0", 5); err != nil {
+	if _, err := c.read(ctx, "worker-0", "", 5); err != nil {
 		t.Fatalf("read with an older token: %v, want it served", err)
 	}
 	// ...the older writes first and is accepted, the newer overwrites it.
-	if _, err := c.write(ctx, "worker-0", 5, 1, 0); err != nil {
+	if _, err := c.write(ctx, "worker-0", "", 5, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.write(ctx, "worker-1", 6, 1, 0); err != nil {
+	if _, err := c.write(ctx, "worker-1", "", 6, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	// A late write with an older token is refused.
-	if _, err := c.write(ctx, "worker-2", 4, 2, 0); !errors.Is(err, ErrStale) {
+	if _, err := c.write(ctx, "worker-2", "", 4, 2, 0); !errors.Is(err, ErrStale) {
 		t.Fatalf("write with token 4 after 6: err = %v, want ErrStale", err)
+	}
+}
+
+// Each permit of a semaphore guards a register of its own, with its own
+// versions and fencing tokens.
+func TestRegister_namedRegistersAreApart(t *testing.T) {
+	r, c, rec := startRegister(t, Fenced)
+	ctx := t.Context()
+	if _, err := c.write(ctx, "worker-0", "sem:permit:1", 9, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A lower token on another register is no older than anything it saw.
+	if v, err := c.write(ctx, "worker-1", "sem:permit:2", 3, 1, 0); err != nil || v != 1 {
+		t.Fatalf("write to sem:permit:2 with token 3 = version %d, %v; want 1, nil", v, err)
+	}
+	if _, err := c.write(ctx, "worker-1", "sem:permit:1", 3, 2, 1); !errors.Is(err, ErrStale) {
+		t.Fatalf("write to sem:permit:1 with token 3 after 9: err = %v, want ErrStale", err)
+	}
+	if value, version := r.Value("sem:permit:1"); value != 1 || version != 1 {
+		t.Fatalf("Value(sem:permit:1) = %d, %d; want 1, 1", value, version)
+	}
+	if value, version := r.Value(""); value != 0 || version != 0 {
+		t.Fatalf("Value(\"\") = %d, %d; want 0, 0", value, version)
+	}
+	var keys []string
+	for _, ev := range rec.Events() {
+		keys = append(keys, ev.Key)
+	}
+	if strings.Join(keys, ",") != "sem:permit:1,sem:permit:2,sem:permit:1" {
+		t.Fatalf("recorded registers %v", keys)
 	}
 }

@@ -161,7 +161,7 @@ func (w *worker) invoke(ev history.Event) (int64, error) {
 func (w *worker) cycle() error {
 	ctx := context.Background()
 	key := w.cfg.Key
-	id, err := w.invoke(history.Event{Op: history.OpAcquire, Key: key})
+	id, err := w.invoke(history.Event{Op: history.OpAcquire, Key: key, Limit: w.cfg.Limit})
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (w *worker) cycle() error {
 	}
 	deadline := now + int64(time.Until(lock.Until()))
 	if err := w.emit(history.Event{
-		Time: now, Type: history.OK, Op: history.OpAcquire, ID: id, Key: key,
+		Time: now, Type: history.OK, Op: history.OpAcquire, ID: id, Key: lock.Key(),
 		Token: lock.Token(), Fence: lock.Fence(), Deadline: deadline, Nodes: nodeOutcomes(lock.Nodes()),
 	}); err != nil {
 		return err
@@ -199,12 +199,16 @@ func (w *worker) cycle() error {
 	return nil
 }
 
-// acquire takes the lock: one attempt, or a wait of up to four TTLs with
-// Wait; renewing in the background with Renew.
+// acquire takes the lock, or with Limit one of its permits: one attempt,
+// or a wait of up to four TTLs with Wait; renewing in the background with
+// Renew.
 func (w *worker) acquire(ctx context.Context) (*redlock.Lock, error) {
 	var opts []redlock.LockOption
 	if w.cfg.Renew {
 		opts = append(opts, redlock.WithAutoRenew())
+	}
+	if w.cfg.Limit > 0 {
+		opts = append(opts, redlock.WithLimit(w.cfg.Limit))
 	}
 	if !w.cfg.Wait {
 		return w.client.TryAcquire(ctx, w.cfg.Key, opts...)
@@ -214,35 +218,37 @@ func (w *worker) acquire(ctx context.Context) (*redlock.Lock, error) {
 	return w.client.Acquire(waitCtx, w.cfg.Key, opts...)
 }
 
-// critical reads the register, thinks, and writes the value read plus one,
-// sending the lock's fencing token with both requests. A renewing worker
-// skips the write once the lock is lost.
+// critical reads the register that the key held guards (the lock's, or
+// the permit's), thinks, and writes the value read plus one, sending the
+// lock's fencing token with both requests. A renewing worker skips the
+// write once the lock is lost.
 func (w *worker) critical(ctx context.Context, lock *redlock.Lock) error {
-	fence := lock.Fence()
-	id, err := w.invoke(history.Event{Op: history.OpRead, Fence: fence})
+	fence, reg := lock.Fence(), lock.Key()
+	id, err := w.invoke(history.Event{Op: history.OpRead, Key: reg, Fence: fence})
 	if err != nil {
 		return err
 	}
-	r, err := w.reg.read(ctx, w.cfg.Name, fence)
+	r, err := w.reg.read(ctx, w.cfg.Name, reg, fence)
 	if err != nil {
-		return w.emit(history.Event{Type: failType(err), Op: history.OpRead, ID: id, Fence: fence, Err: err.Error()})
+		return w.emit(history.Event{Type: failType(err), Op: history.OpRead, ID: id, Key: reg, Fence: fence, Err: err.Error()})
 	}
-	if err := w.emit(history.Event{Type: history.OK, Op: history.OpRead, ID: id, Fence: fence, Value: r.Value, Version: r.Version}); err != nil {
+	if err := w.emit(history.Event{Type: history.OK, Op: history.OpRead, ID: id, Key: reg, Fence: fence, Value: r.Value, Version: r.Version}); err != nil {
 		return err
 	}
 	if !w.think(lock) {
 		return nil
 	}
 	value := r.Value + 1
-	id, err = w.invoke(history.Event{Op: history.OpWrite, Fence: fence, Value: value, BasedOn: r.Version})
-	if err != nil {
+	wr := history.Event{Op: history.OpWrite, Key: reg, Fence: fence, Value: value, BasedOn: r.Version}
+	if wr.ID, err = w.invoke(wr); err != nil {
 		return err
 	}
-	version, err := w.reg.write(ctx, w.cfg.Name, fence, value, r.Version)
+	wr.Version, err = w.reg.write(ctx, w.cfg.Name, reg, fence, value, r.Version)
+	wr.Type = history.OK
 	if err != nil {
-		return w.emit(history.Event{Type: failType(err), Op: history.OpWrite, ID: id, Fence: fence, Value: value, BasedOn: r.Version, Err: err.Error()})
+		wr.Type, wr.Version, wr.Err = failType(err), 0, err.Error()
 	}
-	return w.emit(history.Event{Type: history.OK, Op: history.OpWrite, ID: id, Fence: fence, Value: value, BasedOn: r.Version, Version: version})
+	return w.emit(wr)
 }
 
 // think waits a random time between ThinkMin and ThinkMax, and reports
@@ -267,7 +273,7 @@ func (w *worker) think(lock *redlock.Lock) bool {
 
 // release releases lock and records the outcome.
 func (w *worker) release(ctx context.Context, lock *redlock.Lock) error {
-	inv := history.Event{Op: history.OpRelease, Key: w.cfg.Key, Token: lock.Token()}
+	inv := history.Event{Op: history.OpRelease, Key: lock.Key(), Token: lock.Token()}
 	if w.cfg.Renew {
 		inv.Deadline = history.Now() + int64(time.Until(lock.Until()))
 	}
@@ -275,7 +281,7 @@ func (w *worker) release(ctx context.Context, lock *redlock.Lock) error {
 	if err != nil {
 		return err
 	}
-	ev := history.Event{Type: history.OK, Op: history.OpRelease, ID: id, Key: w.cfg.Key, Token: lock.Token()}
+	ev := history.Event{Type: history.OK, Op: history.OpRelease, ID: id, Key: lock.Key(), Token: lock.Token()}
 	if err := lock.Release(ctx); err != nil {
 		// Not held (expired) or not released on a quorum: the checkers
 		// use the release's invocation time, so the outcome is

@@ -3,9 +3,11 @@
 // verdict: five redis-server nodes behind per-worker proxies (or, in the
 // rediscluster/ scenarios, one Redis Cluster of three masters as the only
 // lock node), several worker processes updating a shared register under
-// the lock, faults from kill -9 to clock jumps, resharding and failovers,
-// and four checkers (linearizability with
-// porcupine, overlapping holders, lost updates, fencing order).
+// the lock (or, in the semaphore/ scenarios, one register per permit of a
+// counting semaphore), faults from kill -9 to clock jumps, resharding and
+// failovers, and five checkers (linearizability with porcupine,
+// overlapping holders, holders over a semaphore's limit, lost updates,
+// fencing order).
 //
 // Usage:
 //
