@@ -13,7 +13,11 @@ import (
 // not greater is safe from a holder that paused, or whose request was
 // delayed, past the end of its validity (see package fence, and the package
 // documentation for the argument and its assumptions). Tokens of different
-// keys are unrelated; they are not timestamps.
+// keys are unrelated; they are not timestamps. A permit of a semaphore
+// (WithLimit) counts on its own key (Lock.Key). The readers (WithShared) and
+// writers of one key share its counter: a resource refuses a reader whose
+// token is below a write's, and a writer whose token is below any write's
+// or reader's it served (fence.Store.ReadShared).
 func (l *Lock) Fence() uint64 { return l.fence }
 
 // fenceOf returns the fencing token of a granted acquisition, the largest

@@ -55,6 +55,20 @@
 // that the older write is refused. The same holds for SQL: read with
 // SELECT ... FOR UPDATE after raising the fence column, in one transaction.
 //
+// # Read-write locks
+//
+// The readers and the writers of a read-write lock (redlock.WithShared) draw
+// their tokens from one counter, so a token is above those of every grant
+// before it, read or write. A reader reads with ReadShared: it is refused
+// when a write, or a writer's fenced read, carries a greater token (a writer
+// was granted after the reader, whose lock has therefore ended), and never
+// because of another reader's token, since readers hold the lock together.
+// The greatest token a shared read was served is recorded, and a write or a
+// fenced read below it is refused: the writer's lock ended before those
+// readers were granted. In SQL, keep that greatest reader token in a column
+// of its own, raised by each shared read, and add "AND readers <= $1" to the
+// writers' update.
+//
 // # Caveats
 //
 // The last accepted token must be as durable as the data it guards: a store

@@ -27,6 +27,9 @@ var (
 	//go:embed read.lua
 	readSource string
 	readSHA1   = sha1Hex(readSource)
+	//go:embed read_shared.lua
+	readSharedSource string
+	readSharedSHA1   = sha1Hex(readSharedSource)
 )
 
 func sha1Hex(s string) string {
@@ -111,13 +114,30 @@ func (s *Store) Write(ctx context.Context, resource string, token uint64, value 
 // resource never written reads as "". It blocks for one round trip, bounded
 // by ctx. Errors are those of Write.
 func (s *Store) ReadFenced(ctx context.Context, resource string, token uint64) (string, error) {
+	return s.read(ctx, readSHA1, readSource, resource, token)
+}
+
+// ReadShared reads resource for a reader of a read-write lock (a lock taken
+// with redlock.WithShared), whose fencing token comes from the same counter
+// as the writers'. It refuses, with a *StaleTokenError, a token below the
+// last one written or read for a write (ReadFenced): a writer was granted
+// the lock after this reader, so the reader's lock has ended. It records
+// the greatest token it served, so that a writer granted before this reader
+// can no longer write; readers do not refuse one another. Errors are those
+// of Write.
+func (s *Store) ReadShared(ctx context.Context, resource string, token uint64) (string, error) {
+	return s.read(ctx, readSharedSHA1, readSharedSource, resource, token)
+}
+
+// read runs one of the read scripts.
+func (s *Store) read(ctx context.Context, sha1, source, resource string, token uint64) (string, error) {
 	if resource == "" {
 		return "", ErrInvalidResource
 	}
 	if token == 0 {
 		return "", fmt.Errorf("%w: 0", ErrInvalidToken)
 	}
-	v, err := s.conn.EvalSHA(ctx, readSHA1, readSource, []string{s.Key(resource)}, strconv.FormatUint(token, 10))
+	v, err := s.conn.EvalSHA(ctx, sha1, source, []string{s.Key(resource)}, strconv.FormatUint(token, 10))
 	if err != nil {
 		return "", fmt.Errorf("fence: read %q on %s: %w", resource, s.conn.Name(), err)
 	}

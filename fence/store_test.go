@@ -254,3 +254,48 @@ func ExampleStaleTokenError() {
 	// true
 	// fence: stale token: resource "orders:42": token 33 is not greater than 34, the last accepted
 }
+
+// Readers of a read-write lock share a resource: ReadShared serves any
+// token not below the last write's or a writer's read, whatever other
+// readers read, and keeps a writer granted before the readers from writing.
+func TestReadShared_readersAndWriters(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, s *fence.Store, _ *redlocktest.Node) {
+		ctx := t.Context()
+		if err := s.Write(ctx, "table", 10, "v10"); err != nil {
+			t.Fatal(err)
+		}
+		// Readers granted after the writer of 10, with tokens 12 and 11:
+		// both read, in either order.
+		for _, token := range []uint64{12, 11} {
+			if v, err := s.ReadShared(ctx, "table", token); err != nil || v != "v10" {
+				t.Fatalf("reader %d: %q, %v", token, v, err)
+			}
+		}
+		// A reader from before the write of 10 has lost its lock.
+		if _, err := s.ReadShared(ctx, "table", 9); !errors.Is(err, fence.ErrStaleToken) {
+			t.Errorf("reader 9 after write 10: %v, want ErrStaleToken", err)
+		}
+		// A writer granted before reader 12 (token 11 here stands for a
+		// writer whose lock ended before the readers came) may not write
+		// or read to write.
+		if err := s.Write(ctx, "table", 11, "late"); !errors.Is(err, fence.ErrStaleToken) {
+			t.Errorf("a write with 11 after reader 12: %v, want ErrStaleToken", err)
+		}
+		if _, err := s.ReadFenced(ctx, "table", 11); !errors.Is(err, fence.ErrStaleToken) {
+			t.Errorf("a fenced read with 11 after reader 12: %v, want ErrStaleToken", err)
+		}
+		// The next writer, granted after the readers, reads and writes.
+		if _, err := s.ReadFenced(ctx, "table", 13); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ReadShared(ctx, "table", 12); !errors.Is(err, fence.ErrStaleToken) {
+			t.Errorf("reader 12 after writer 13 read: %v, want ErrStaleToken", err)
+		}
+		if err := s.Write(ctx, "table", 13, "v13"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ReadShared(ctx, "table", 0); !errors.Is(err, fence.ErrInvalidToken) {
+			t.Errorf("token 0: %v, want ErrInvalidToken", err)
+		}
+	})
+}

@@ -1,7 +1,9 @@
 -- Writes a fenced resource only when the caller's token is greater than the
 -- last token the resource accepted for a write, and not below the greatest
--- token it has served a fenced read (ReadFenced) to.
--- KEYS[1] resource hash (fields "value", "fence" and "seen"); ARGV[1] token,
+-- token it has served a fenced read (ReadFenced) or a shared read
+-- (ReadShared) to.
+-- KEYS[1] resource hash (fields "value", "fence", "seen" and "shared");
+-- ARGV[1] token,
 -- a decimal uint64 without leading zeros; ARGV[2] value.
 -- Returns {1} when written, {0, last} when refused.
 --
@@ -15,9 +17,11 @@ local last = redis.call("HGET", KEYS[1], "fence")
 if last and not less(last, token) then
 	return {0, last}
 end
-local seen = redis.call("HGET", KEYS[1], "seen")
-if seen and less(token, seen) then
-	return {0, seen}
+for _, field in ipairs({"seen", "shared"}) do
+	local read = redis.call("HGET", KEYS[1], field)
+	if read and less(token, read) then
+		return {0, read}
+	end
 end
 redis.call("HSET", KEYS[1], "value", ARGV[2], "fence", token)
 return {1}
