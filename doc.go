@@ -18,6 +18,24 @@
 // sentinel errors (ErrNotAcquired, ErrLockLost, ErrNotHeld, ...) in a
 // *QuorumError that says what each node answered.
 //
+// # Semaphores and read-write locks
+//
+//	permit, err := client.Acquire(ctx, "partner-api", redlock.WithLimit(5)) // one of 5 permits
+//	read, err := client.Acquire(ctx, "table:orders", redlock.WithShared())  // a reader
+//
+// WithLimit(n) takes one of n permits of a name: permit i is the mutex
+// name:permit:i, so each permit has one holder and the name at most n, with
+// everything a lock has (Lock.Key names the permit; its fencing token counts
+// per permit). A quorum of counters could not bound the holders: with n = 2
+// on three nodes, three clients can each be counted by a different majority.
+// WithShared takes a name as a reader of a read-write lock whose writers
+// are the plain locks of that name: readers are a sorted set at the lock
+// key, so a writer's SET NX fails while one holds, and a node refuses
+// readers while a writer holds the key or waits for it in Acquire (writers
+// first: readers cannot starve a writer). Readers and writers share the
+// key's fencing counter; see fence.Store.ReadShared for the resource's side.
+// SAFETY.md has the argument for both.
+//
 // # Several keys
 //
 //	locks, err := client.AcquireAll(ctx, []string{"account:1", "account:2"})
@@ -100,9 +118,10 @@
 // release.go its Release, handoff.go the release that carries the next
 // waiting goroutine's attempt, wake.go the release announcements that wake
 // waiters, fence.go the fencing tokens, renew.go auto-renewal and Do,
+// permits.go a semaphore's permits (WithLimit), shared.go the readers of
+// a read-write lock (WithShared), repeat.go the retry loop those two share,
 // multikey.go AcquireAll and Locks, several locks taken all or nothing
-// from one attempt per key at once,
-// bytoken.go ExtendToken and ReleaseToken, quarantine.go and inspect.go the
+// from one attempt per key at once, bytoken.go ExtendToken and ReleaseToken, quarantine.go and inspect.go the
 // operator's calls, keys.go the names kept on the nodes, layout.go and
 // slot.go where they go on a Redis Cluster (a lock's keys in its hash
 // slot), permanent.go the node errors no retry fixes, client.go,
