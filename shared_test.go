@@ -283,3 +283,76 @@ func TestShared_severalKeys(t *testing.T) {
 	}
 	w.Release(bg)
 }
+
+// On a Redis Cluster node, permits of a semaphore spread over slots and a
+// reader's release, announced on its slot's shard channel, wake a writer;
+// a semaphore's waiter is woken by a permit's release in another slot.
+func TestRedisCluster_semaphoreAndReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	for _, a := range clusterAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			opts := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond}
+			slow := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, Retry: redlock.Jittered(time.Minute, time.Minute)}
+			c := clusterClient(t, cluster, a.conn, opts)
+			waiter := clusterClient(t, cluster, a.conn, slow)
+
+			r1, err := c.TryAcquire(bg, "report", redlock.WithShared())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := c.TryAcquire(bg, "report", redlock.WithShared())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.TryAcquire(bg, "report"); !errors.Is(err, redlock.ErrNotAcquired) {
+				t.Fatalf("a writer while readers hold: %v", err)
+			}
+			writer := acquireLater(waiter, "report")
+			time.Sleep(300 * time.Millisecond) // the writer tried and waits
+			r1.Release(bg)
+			r2.Release(bg)
+			wantWoken(t, writer, "the writer, by the last reader's release")
+
+			var permits []*redlock.Lock
+			for range 2 {
+				p, err := c.TryAcquire(bg, "pool", redlock.WithLimit(2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				permits = append(permits, p)
+			}
+			next := acquireLater(waiter, "pool", redlock.WithLimit(2))
+			time.Sleep(300 * time.Millisecond)
+			permits[1].Release(bg)
+			wantWoken(t, next, "the semaphore's waiter, by a permit's release")
+			permits[0].Release(bg)
+		})
+	}
+}
+
+// acquireLater acquires name with c in the background, within 10 s.
+func acquireLater(c *redlock.Client, name string, opts ...redlock.LockOption) <-chan *redlock.Lock {
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		l, _ := c.Acquire(ctx, name, opts...)
+		got <- l
+	}()
+	return got
+}
+
+// wantWoken fails unless a lock comes from got within 5 s, far below the
+// waiter's retry delay, and releases it.
+func wantWoken(t *testing.T, got <-chan *redlock.Lock, who string) {
+	t.Helper()
+	select {
+	case l := <-got:
+		if l == nil {
+			t.Fatalf("%s: not acquired", who)
+		}
+		l.Release(bg)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: not woken", who)
+	}
+}
