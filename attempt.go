@@ -173,12 +173,29 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 			return lock, nil
 		}
 	}
-	c.releaseEverywhere(ctx, key, token, ttl, lag)
+	if !refusedEverywhere(results, lag) {
+		c.releaseEverywhere(ctx, key, token, ttl, lag)
+	}
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
 		qe.Cause = ctx.Err()
 	}
 	return nil, qe
+}
+
+// refusedEverywhere reports that every node answered an attempt, and
+// refused it: its token is nowhere, and there is nothing to release. A
+// node that granted, failed or did not answer may hold it.
+func refusedEverywhere(results []NodeResult, lag *lagging) bool {
+	if lag != nil {
+		return false
+	}
+	for _, r := range results {
+		if r.Outcome != OutcomeHeld && r.Outcome != OutcomeRecovering {
+			return false
+		}
+	}
+	return true
 }
 
 // decided reports that the answers so far settle an acquisition or an

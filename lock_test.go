@@ -618,3 +618,25 @@ func TestRelease_missedNodeIsFinishedInTheBackground(t *testing.T) {
 		}
 	})
 }
+
+// A refused attempt that every node answered leaves nothing to clean up: it
+// costs one script call per node, not a release after it.
+func TestTryAcquire_refusedEverywhereSendsNoRelease(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+		holder := newClient(t, cluster, a, fast())
+		client := newClient(t, cluster, a, fast())
+		lock, err := holder.TryAcquire(bg, "busy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Release(bg)
+		do(t, cluster.Node(0), "CONFIG", "RESETSTAT")
+		if _, err := client.TryAcquire(bg, "busy"); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("a held key: %v, want ErrNotAcquired", err)
+		}
+		if n := scriptCalls(t, cluster); n != 1 {
+			t.Errorf("%d script calls for a refused attempt on one node, want 1", n)
+		}
+	})
+}
