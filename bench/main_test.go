@@ -106,6 +106,7 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 		}
 	}
 	checkNetworkAndCrowd(t, &rep.Report, string(md))
+	checkLockKinds(t, &rep.Report, rep.Targets, string(md))
 	svg, err := os.ReadFile(filepath.Join(out, "latest.svg"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +161,54 @@ func checkFloors(t *testing.T, rep *report.Report, c report.Case) {
 		}
 		if c.DelayUs > 0 && (c.MeasuredDelayUs <= 0 || row.FloorUs < 4*c.MeasuredDelayUs) || c.DelayUs == 0 && row.FloorUs != 0 {
 			t.Errorf("%s/%s: floor %v µs with a delay of %v µs each way (measured %v µs)", c.ID, row.Library, row.FloorUs, c.DelayUs, c.MeasuredDelayUs)
+		}
+	}
+}
+
+// checkLockKinds checks the semaphore and read-write cases: both are in the
+// report on one and five nodes, every library says how it ran them, a
+// read-write row splits its cycles between readers and writers, the
+// targets of plain locks leave them out, and latest.md has their section.
+func checkLockKinds(t *testing.T, rep *report.Report, targets []report.Target, md string) {
+	t.Helper()
+	var ids []string
+	for _, c := range rep.Cases {
+		if !c.Mutex() {
+			ids = append(ids, c.ID)
+		}
+		if c.WriteEvery > 0 {
+			checkReadersWriters(t, rep, c.ID)
+		}
+	}
+	if want := []string{"semaphore-1", "semaphore-5", "rwlock-1", "rwlock-5"}; strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Errorf("semaphore and read-write cases %v, want %v", ids, want)
+	}
+	for _, l := range rep.Libraries {
+		if !l.Baseline && (l.Semaphore == "" || l.ReadWrite == "") {
+			t.Errorf("%s: does not say how it takes a semaphore (%q) or a read-write lock (%q)", l.Name, l.Semaphore, l.ReadWrite)
+		}
+	}
+	for _, tg := range targets {
+		if tg.Goal == "ahead of every peer" && (strings.Contains(tg.Value, "semaphore-") || strings.Contains(tg.Value, "rwlock-")) {
+			t.Errorf("a peer's substitute was compared as a lock of the same kind: %s", tg.Value)
+		}
+	}
+	if !strings.Contains(md, "### Semaphores and read-write locks") || !strings.Contains(md, drivers.HandMadeSemaphore) {
+		t.Error("latest.md has no semaphore and read-write section naming the peers' substitute")
+	}
+}
+
+// checkReadersWriters checks that every row of the read-write case id that
+// ran has readers' and writers' cycles adding up to its own.
+func checkReadersWriters(t *testing.T, rep *report.Report, id string) {
+	t.Helper()
+	for _, row := range rep.Rows {
+		if row.Case != id || row.NA != "" {
+			continue
+		}
+		if row.Readers == nil || row.Writers == nil || row.Readers.Cycles == 0 || row.Writers.Cycles == 0 ||
+			row.Readers.Cycles+row.Writers.Cycles != row.Cycles {
+			t.Errorf("%s/%s: readers %+v and writers %+v of %d cycles", id, row.Library, row.Readers, row.Writers, row.Cycles)
 		}
 	}
 }

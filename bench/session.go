@@ -59,7 +59,9 @@ func newSession(ctx context.Context, cfg config, logs *clientLog, count int, lib
 	rep := &report.Report{Meta: meta(cfg, rtt)}
 	rep.Meta.MarkedReady = quarantine
 	for _, l := range libs {
-		rep.Libraries = append(rep.Libraries, report.Library{Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Settings: l.Settings})
+		rep.Libraries = append(rep.Libraries, report.Library{
+			Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Settings: l.Settings, Semaphore: l.Semaphore, ReadWrite: l.ReadWrite,
+		})
 	}
 	s := &session{
 		cfg: cfg, servers: servers, logs: logs,

@@ -39,6 +39,14 @@ const (
 	// critical section, spent on the CPU (see runner.Case.Hold), short
 	// beside a handoff so that the rate measures the lock.
 	crowdHold = 20 * time.Microsecond
+	// lockKindWorkers are the goroutines of one client on the semaphore
+	// and on the read-write lock, semaphoreLimit the semaphore's permits:
+	// four goroutines for each permit keep every one contended.
+	lockKindWorkers = 16
+	semaphoreLimit  = 4
+	// writeEvery makes one cycle in this many a writer's on the read-write
+	// lock: 10% writers, 90% readers, a read-mostly resource.
+	writeEvery = 10
 )
 
 // benchCase is a workload on a node topology.
@@ -56,7 +64,8 @@ type sizes struct {
 // cases lists every case, grouped by workload so that the chart reads left
 // to right: one goroutine (on loopback, then over a network), many
 // goroutines, one shared key (one client's goroutines, then separate
-// clients).
+// clients), then one client's goroutines on a semaphore and on a
+// read-write lock.
 func cases(sz sizes) []benchCase {
 	type topology struct {
 		suffix, title, short string
@@ -72,6 +81,7 @@ func cases(sz sizes) []benchCase {
 		{"-5", "5 nodes over a LAN", "5 nodes, LAN", 5, 0},
 	}
 	crowd := strconv.Itoa(sz.crowd) + " clients"
+	lk, permits := strconv.Itoa(lockKindWorkers), strconv.Itoa(semaphoreLimit)
 	workloads := []struct {
 		id, title, short string
 		work             runner.Case
@@ -83,6 +93,8 @@ func cases(sz sizes) []benchCase {
 		{"parallel", "64 goroutines, distinct keys", "64 goroutines", runner.Case{Workers: parallelWorkers, Keys: runner.KeyPerWorker}, 0, loopback},
 		{"shared", "8 goroutines, one shared key", "8 on one key", runner.Case{Workers: sharedWorkers, Keys: runner.SharedKey}, 0, loopback},
 		{"crowd", crowd + ", one shared key", crowd + "\non one key", crowdCase(sz.crowd), sz.crowd, loopback[:2]},
+		{"semaphore", lk + " goroutines, a semaphore of " + permits + " permits", lk + " on " + permits + " permits", lockKindCase(semaphoreLimit, 0), 0, loopback[:2]},
+		{"rwlock", lk + " goroutines, a read-write lock, 1 cycle in " + strconv.Itoa(writeEvery) + " writes", lk + " on RW lock", lockKindCase(0, writeEvery), 0, loopback[:2]},
 	}
 	var cs []benchCase
 	for _, w := range workloads {
@@ -92,6 +104,7 @@ func cases(sz sizes) []benchCase {
 					ID: w.id + t.suffix, Title: w.title + ", " + t.title, Short: w.short + "\n" + t.short,
 					Workers: w.work.Workers, Nodes: t.nodes, SlowNodes: t.slow, Handoffs: w.work.Keys == runner.SharedKey,
 					Clients: w.clients, AcquireTimeoutS: w.work.AcquireTimeout.Seconds(),
+					Limit: w.work.Limit, WriteEvery: w.work.WriteEvery,
 				},
 				work: w.work,
 			}
@@ -108,6 +121,17 @@ func cases(sz sizes) []benchCase {
 // each waiting for it as callers do: with a deadline.
 func crowdCase(clients int) runner.Case {
 	return runner.Case{Workers: clients, Keys: runner.SharedKey, AcquireTimeout: crowdAcquireTimeout, Hold: crowdHold}
+}
+
+// lockKindCase is the workload of one client's goroutines on one name
+// taken as a semaphore of limit permits, or as a read-write lock of which
+// one cycle in writeEvery writes: a tiny hold as in the crowd, and a
+// deadline on each acquisition, so that a goroutine starved shows.
+func lockKindCase(limit, writeEvery int) runner.Case {
+	return runner.Case{
+		Workers: lockKindWorkers, Keys: runner.SharedKey, AcquireTimeout: crowdAcquireTimeout, Hold: crowdHold,
+		Limit: limit, WriteEvery: writeEvery,
+	}
 }
 
 func caseIDs() string {

@@ -14,7 +14,8 @@ const (
 
 // targets checks the project's performance goals for each of its adapters,
 // all as ratios within one run, with the default guarantees (fencing and
-// the restart quarantine on): ahead of every peer in every case, serial-1 at
+// the restart quarantine on): ahead of every peer in every case of a plain
+// lock, serial-1 at
 // 1.1x bsm/redislock, parallel-5 at 5x redsync, the fewest allocations, no
 // failed release or extend, and close to the baseline's least Redis work
 // (below). It adds how much one slow node costs as information.
@@ -51,6 +52,7 @@ func targets(rep *report.Report) []report.Target {
 			)
 		}
 	}
+	ts = append(ts, substituteTargets(rep, ours)...)
 	for _, name := range append(append([]string(nil), ours...), redsync) {
 		ts = append(ts,
 			rep.Ratio("one slow node: 1-goroutine cycles/s", "serial-5slow", "serial-5", name, report.RateMetric),
@@ -85,6 +87,22 @@ func targets(rep *report.Report) []report.Target {
 				rep.AtMost("against the baseline: p50 cycle", c, o, limit, report.P50Metric, 1.2))
 		}
 		ts = append(ts, rep.AtLeast("against the baseline: cycles/s", "parallel-5", o, limit, report.RateMetric, 1.5))
+	}
+	return ts
+}
+
+// substituteTargets compares each of ours's semaphores and read-write
+// locks with the substitute of the peer fastest at a plain lock on as many
+// nodes (a mutex per permit; a mutex for readers and writers alike), with
+// no goal: the peers have no such locks.
+func substituteTargets(rep *report.Report, ours []string) []report.Target {
+	var ts []report.Target
+	for _, o := range ours {
+		for _, c := range []struct{ id, peer string }{
+			{"semaphore-1", bsmRedislock}, {"semaphore-5", redsync}, {"rwlock-1", bsmRedislock}, {"rwlock-5", redsync},
+		} {
+			ts = append(ts, rep.Versus("one client's goroutines, against a peer's substitute: grants/s", c.id, o, c.peer, report.RateMetric))
+		}
 	}
 	return ts
 }

@@ -1,5 +1,8 @@
 // Package drivers gives every lock library measured by the benchmark the same
-// two calls: take a lock, blocking until it is held, and release it.
+// two calls: take a lock, blocking until it is held, and release it. A
+// semaphore's permit and a read-write lock's reader are taken by
+// AcquirePermit and AcquireShared: natively with this project's library,
+// with the nearest substitute for the others.
 package drivers
 
 import (
@@ -42,6 +45,10 @@ type Library struct {
 	MaxNodes int
 	// Settings states the configuration used, for the report.
 	Settings string
+	// Semaphore and ReadWrite say how the library takes a permit of a
+	// semaphore (AcquirePermit) and a read-write lock (AcquireShared):
+	// natively, or by the nearest substitute; empty for the baseline.
+	Semaphore, ReadWrite string
 	// Open connects to the nodes at addrs. contended says whether lockers
 	// will compete for keys, for libraries whose retry settings cost
 	// per-call allocations that an uncontended caller would not make.

@@ -22,7 +22,10 @@ func redsyncLibrary() Library {
 		Settings: "redsync v4 over go-redis v9 pools (go-redis defaults). WithExpiry(10s), " +
 			"WithTries(MaxInt32), WithRetryDelayFunc(the same exponential jitter, 10 ms to 200 ms); " +
 			"otherwise defaults: drift 1%, per-node timeout 5% of expiry, no fail-fast " +
-			"(waits for every node). A new Mutex per cycle, LockContext + UnlockContext.",
+			"(waits for every node). A new Mutex per cycle, LockContext + UnlockContext; " +
+			"TryLockContext for one attempt in the semaphore cases.",
+		Semaphore: HandMadeSemaphore,
+		ReadWrite: MutexReadWrite,
 		Open: func(ctx context.Context, addrs []string, _ bool) (Driver, error) {
 			clients := make([]*redis.Client, len(addrs))
 			pools := make([]redsyncpool.Pool, len(addrs))
@@ -57,6 +60,27 @@ func (d *redsyncDriver) Acquire(ctx context.Context, key string) (any, error) {
 	return m, nil
 }
 
+// TryAcquire makes one attempt on key with a new Mutex.
+func (d *redsyncDriver) TryAcquire(ctx context.Context, key string) (any, error) {
+	m := d.rs.NewMutex(key, d.opts...)
+	if err := m.TryLockContext(ctx); err != nil {
+		return nil, redsyncTaken(err)
+	}
+	return m, nil
+}
+
+// redsyncTaken wraps errTaken around err if it says the lock is held by
+// others: on a majority of the nodes (ErrTaken), on some of them
+// (ErrNodeTaken), or not granted by a majority (ErrFailed).
+func redsyncTaken(err error) error {
+	var taken *redsync.ErrTaken
+	var nodeTaken *redsync.ErrNodeTaken
+	if errors.As(err, &taken) || errors.As(err, &nodeTaken) || errors.Is(err, redsync.ErrFailed) {
+		return fmt.Errorf("%w: %w", errTaken, err)
+	}
+	return err
+}
+
 func (d *redsyncDriver) Release(ctx context.Context, held any) error {
 	ok, err := held.(*redsync.Mutex).UnlockContext(ctx)
 	if err == nil && !ok {
@@ -77,7 +101,10 @@ func rueidislockLibrary() Library {
 		MaxNodes: 1,
 		Settings: "rueidislock (rueidis v1.0.79) on one node: KeyValidity 10s, otherwise defaults: " +
 			"KeyMajority 2 (3 keys per lock on the one node), extension every KeyValidity/2, " +
-			"waiters woken by client-side caching invalidations. WithContext + its cancel func.",
+			"waiters woken by client-side caching invalidations. WithContext + its cancel func; " +
+			"TryWithContext for one attempt in the semaphore cases.",
+		Semaphore: HandMadeSemaphore,
+		ReadWrite: MutexReadWrite,
 		Open: func(ctx context.Context, addrs []string, _ bool) (Driver, error) {
 			l, err := rueidislock.NewLocker(rueidislock.LockerOption{
 				ClientOption: rueidisclient.ClientOption{InitAddress: addrs},
@@ -101,6 +128,18 @@ func (d rueidislockDriver) Acquire(ctx context.Context, key string) (any, error)
 	return cancel, nil
 }
 
+// TryAcquire makes one attempt on key.
+func (d rueidislockDriver) TryAcquire(ctx context.Context, key string) (any, error) {
+	_, cancel, err := d.l.TryWithContext(ctx, key)
+	if errors.Is(err, rueidislock.ErrNotLocked) {
+		return nil, fmt.Errorf("%w: %w", errTaken, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cancel, nil
+}
+
 func (d rueidislockDriver) Release(_ context.Context, held any) error {
 	held.(context.CancelFunc)() // deletes the keys and waits for the answers
 	return nil
@@ -115,7 +154,10 @@ func bsmLibrary() Library {
 		Settings: "bsm/redislock v0.9.4 on one node, go-redis v9 client (defaults). Obtain with TTL 10s; " +
 			"where keys are contended, a RetryStrategy with the same exponential jitter (10 ms to " +
 			"200 ms): its strategies keep per-call state, so Options and strategy are allocated per " +
-			"call; otherwise nil Options (no retry). Obtain + Lock.Release.",
+			"call; otherwise nil Options (no retry), as for one attempt in the semaphore cases. " +
+			"Obtain + Lock.Release.",
+		Semaphore: HandMadeSemaphore,
+		ReadWrite: MutexReadWrite,
 		Open: func(ctx context.Context, addrs []string, contended bool) (Driver, error) {
 			if len(addrs) != 1 {
 				return nil, fmt.Errorf("bsm/redislock locks on one node, not %d", len(addrs))
@@ -138,6 +180,18 @@ func (d *bsmDriver) Acquire(ctx context.Context, key string) (any, error) {
 		opts = &redislock.Options{RetryStrategy: &bsmRetry{}}
 	}
 	return d.locker.Obtain(ctx, key, TTL, opts)
+}
+
+// TryAcquire makes one attempt on key: Obtain without a retry strategy.
+func (d *bsmDriver) TryAcquire(ctx context.Context, key string) (any, error) {
+	l, err := d.locker.Obtain(ctx, key, TTL, nil)
+	if errors.Is(err, redislock.ErrNotObtained) {
+		return nil, fmt.Errorf("%w: %w", errTaken, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 func (d *bsmDriver) Release(ctx context.Context, held any) error {

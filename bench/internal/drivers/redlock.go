@@ -15,9 +15,11 @@ const redlockSettings = "redlock.Options{TTL: 10s}, otherwise defaults: NodeTime
 
 func redlockGoredis() Library {
 	return Library{
-		Name:     "redlock/goredis",
-		Ours:     true,
-		Settings: redlockSettings + " go-redis v9 pools via goredis.Dial (go-redis defaults, no command retries).",
+		Name:      "redlock/goredis",
+		Ours:      true,
+		Settings:  redlockSettings + " go-redis v9 pools via goredis.Dial (go-redis defaults, no command retries).",
+		Semaphore: NativeSemaphore,
+		ReadWrite: NativeReadWrite,
 		Open: func(ctx context.Context, addrs []string, _ bool) (Driver, error) {
 			urls := make([]string, len(addrs))
 			for i, a := range addrs {
@@ -34,9 +36,11 @@ func redlockGoredis() Library {
 
 func redlockRueidis() Library {
 	return Library{
-		Name:     "redlock/rueidis",
-		Ours:     true,
-		Settings: redlockSettings + " One rueidis client per node (DisableCache, ForceSingleClient).",
+		Name:      "redlock/rueidis",
+		Ours:      true,
+		Settings:  redlockSettings + " One rueidis client per node (DisableCache, ForceSingleClient).",
+		Semaphore: NativeSemaphore,
+		ReadWrite: NativeReadWrite,
 		Open: func(_ context.Context, addrs []string, _ bool) (Driver, error) {
 			clients, err := rueidisClients(addrs)
 			if err != nil {
@@ -93,6 +97,16 @@ type redlockDriver struct{ c *redlock.Client }
 
 func (d redlockDriver) Acquire(ctx context.Context, key string) (any, error) {
 	return d.c.Acquire(ctx, key)
+}
+
+// AcquirePermit takes one of limit permits of the semaphore key.
+func (d redlockDriver) AcquirePermit(ctx context.Context, key string, limit int) (any, error) {
+	return d.c.Acquire(ctx, key, redlock.WithLimit(limit))
+}
+
+// AcquireShared takes the read-write lock key as a reader.
+func (d redlockDriver) AcquireShared(ctx context.Context, key string) (any, error) {
+	return d.c.Acquire(ctx, key, redlock.WithShared())
 }
 
 func (d redlockDriver) Release(ctx context.Context, held any) error {

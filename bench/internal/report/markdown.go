@@ -26,6 +26,7 @@ func (r *Report) WriteMarkdown(w io.Writer, targets []Target, chart string) erro
 	}
 	r.writeNetwork(&b)
 	r.writeCrowd(&b)
+	r.writeLockKinds(&b)
 	r.writeDetails(&b)
 	r.writeSettings(&b)
 	_, err := io.WriteString(w, b.String())
@@ -70,7 +71,7 @@ func (r *Report) hasSlowNode() bool {
 
 // writeOverview writes the rate of every library in every case.
 func (r *Report) writeOverview(b *strings.Builder) {
-	b.WriteString("### Cycles per second (handoffs per second for one shared key)\n\n")
+	b.WriteString("### Cycles per second (handoffs or grants per second on one shared name)\n\n")
 	r.writeLibraryHeader(b, "case")
 	for _, c := range r.Cases {
 		fmt.Fprintf(b, "| %s |", c.Title)
@@ -170,7 +171,10 @@ func (r *Report) writeDetails(b *strings.Builder) {
 // writeCaseDetails writes the table of one case.
 func (r *Report) writeCaseDetails(b *strings.Builder, c Case) {
 	rate, lat := "cycles/s", "cycle"
-	if c.Handoffs {
+	switch {
+	case !c.Mutex():
+		rate, lat = "grants/s", "wait"
+	case c.Handoffs:
 		rate, lat = "handoffs/s", "wait"
 	}
 	fmt.Fprintf(b, "\n#### %s (`%s`)\n\n", c.Title, c.ID)
@@ -213,7 +217,7 @@ func (r *Report) writeCaseDetails(b *strings.Builder, c Case) {
 func (r *Report) writeSettings(b *strings.Builder) {
 	b.WriteString("\n### Settings\n\n")
 	for _, l := range r.Libraries {
-		fmt.Fprintf(b, "- **%s**: %s\n", l.Name, l.Settings)
+		fmt.Fprintf(b, "- **%s**: %s%s\n", l.Name, l.Settings, r.lockKindSettings(l))
 	}
 }
 

@@ -53,6 +53,11 @@ type Library struct {
 	// work of a cycle, as fast as one client sends it.
 	Baseline bool   `json:"baseline,omitempty"`
 	Settings string `json:"settings"`
+	// Semaphore and ReadWrite say how the library takes a permit of a
+	// semaphore and a read-write lock: natively, or by the nearest
+	// substitute it offers.
+	Semaphore string `json:"semaphore,omitempty"`
+	ReadWrite string `json:"read_write,omitempty"`
 }
 
 // Case is one workload on one node topology.
@@ -79,11 +84,23 @@ type Case struct {
 	// AcquireTimeoutS is the deadline of each acquisition, in seconds, if
 	// it has one of its own.
 	AcquireTimeoutS float64 `json:"acquire_timeout_s,omitempty"`
+	// Limit is the permits of the semaphore of which every cycle takes
+	// one; 0 outside the semaphore cases.
+	Limit int `json:"limit,omitempty"`
+	// WriteEvery says that one cycle in WriteEvery of every goroutine takes
+	// the read-write lock as a writer, the others as readers; 0 outside the
+	// read-write cases.
+	WriteEvery int `json:"write_every,omitempty"`
 	// RoundTripUs is the median PING round trip to one node, sampled before
 	// each round of this case: the floor of a request under the load the
 	// machine had then.
 	RoundTripUs float64 `json:"round_trip_us"`
 }
+
+// Mutex says whether every cycle of c takes a plain lock, which every
+// library has, rather than a semaphore's permit or a read-write lock, for
+// which the peers run substitutes.
+func (c Case) Mutex() bool { return c.Limit == 0 && c.WriteEvery == 0 }
 
 // Row is one library's result in one case.
 type Row struct {
@@ -119,12 +136,36 @@ type Row struct {
 	// (go-redis reports connection trouble this way); a few are quoted.
 	ClientLogs       int      `json:"client_logs,omitempty"`
 	ClientLogSamples []string `json:"client_log_samples,omitempty"`
+	// Readers and Writers are each kind's part of the cycles of a
+	// read-write case (Case.WriteEvery); the latency above is of both.
+	Readers *Grants `json:"readers,omitempty"`
+	Writers *Grants `json:"writers,omitempty"`
+}
+
+// Grants is one kind's part of the cycles of a read-write case: readers'
+// or writers'. Latency is the wait in acquire.
+type Grants struct {
+	Rate   float64 `json:"rate"` // per second
+	P50Us  float64 `json:"p50_us"`
+	P99Us  float64 `json:"p99_us"`
+	MaxUs  float64 `json:"max_us"`
+	Cycles int64   `json:"cycles"`
+}
+
+// newGrants converts a runner's grants of one kind over elapsed.
+func newGrants(g runner.Grants, elapsed time.Duration) *Grants {
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	out := &Grants{P50Us: us(g.P50), P99Us: us(g.P99), MaxUs: us(g.Max), Cycles: g.Cycles}
+	if elapsed > 0 {
+		out.Rate = float64(g.Cycles) / elapsed.Seconds()
+	}
+	return out
 }
 
 // NewRow converts a runner result.
 func NewRow(caseID, library string, r runner.Result) Row {
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	return Row{
+	row := Row{
 		Case:                caseID,
 		Library:             library,
 		Rate:                r.Rate(),
@@ -143,6 +184,10 @@ func NewRow(caseID, library string, r runner.Result) Row {
 		LastError:           r.LastErr,
 		Seconds:             r.Elapsed.Seconds(),
 	}
+	if r.Readers.Cycles+r.Writers.Cycles > 0 {
+		row.Readers, row.Writers = newGrants(r.Readers, r.Elapsed), newGrants(r.Writers, r.Elapsed)
+	}
+	return row
 }
 
 // Floor returns the least a cycle of row's library can take in c over a

@@ -55,7 +55,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
 		width, chartHeight, width, chartHeight)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Cycles per second (handoffs per second for one shared key), log scale — higher is better</text>`+"\n", marginLeft)
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Cycles per second (handoffs or grants per second on one shared name), log scale — higher is better</text>`+"\n", marginLeft)
 
 	// Legend.
 	lx := float64(marginLeft)

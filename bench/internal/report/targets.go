@@ -100,19 +100,20 @@ func (r *Report) WithinRoundTrips(goal, caseID, ours string, m Metric, n float64
 }
 
 // FewestAllocs checks that ours allocates less per cycle than every peer in
-// every case of one client per library where both ran, and names the
-// closest call. The cases of separate clients on one key are left out:
+// every case of one client per library where both ran and took a plain
+// lock (in the others the peers run substitutes: see Case.Mutex), and
+// names the closest call. The cases of separate clients on one key are left out:
 // there the allocations per grant are those of every client's waiting,
 // which a library that queues clients in order (every grant wakes another
 // client) and one whose releasing client takes the key again (few wake-ups)
 // spend very differently; they are shown on their own.
 func (r *Report) FewestAllocs(goal, ours string, peers []string) Target {
-	t := Target{Goal: goal, Case: "all of one client", Library: ours, Need: "< every peer, every case"}
+	t := Target{Goal: goal, Case: "all of one client", Library: ours, Need: "< every peer, every case of a plain lock"}
 	worst, worstAt := 0.0, ""
 	compared := 0
 	for _, c := range r.Cases {
 		a, ok := r.Row(c.ID, ours)
-		if !ok || a.Cycles == 0 || c.Clients > 0 {
+		if !ok || a.Cycles == 0 || c.Clients > 0 || !c.Mutex() {
 			continue
 		}
 		for _, p := range peers {
@@ -193,13 +194,14 @@ func Num(v float64) string {
 }
 
 // AheadOfPeers checks that ours has a higher rate than every peer in every
-// case where both ran, and names the closest call.
+// case where both ran and took a plain lock (in the others the peers run
+// substitutes: see Case.Mutex), and names the closest call.
 func (r *Report) AheadOfPeers(goal, ours string, peers []string) Target {
-	t := Target{Goal: goal, Case: "all", Library: ours, Need: "> every peer, every case"}
+	t := Target{Goal: goal, Case: "all", Library: ours, Need: "> every peer, every case of a plain lock"}
 	worst, worstAt := 0.0, ""
 	for _, c := range r.Cases {
 		a, ok := r.Row(c.ID, ours)
-		if !ok {
+		if !ok || !c.Mutex() {
 			continue
 		}
 		for _, p := range peers {

@@ -60,6 +60,13 @@ type Case struct {
 	// millisecond when the process is otherwise idle (the runtime's poller
 	// waits in whole milliseconds on Linux).
 	Hold time.Duration
+	// Limit, if set, makes every cycle take one of Limit permits of a
+	// semaphore on its name (drivers.AcquirePermit) instead of its lock.
+	Limit int
+	// WriteEvery, if set, makes the name a read-write lock: one cycle in
+	// WriteEvery of every goroutine takes it as a writer (Acquire), the
+	// others as readers (drivers.AcquireShared).
+	WriteEvery int
 }
 
 // Options tunes a run.
@@ -102,7 +109,44 @@ type Result struct {
 	// (a few of them the benchmark's own probes).
 	NewConns int64
 
+	// Readers and Writers split the cycles and latencies of a read-write
+	// case (Case.WriteEvery) by kind; they are empty in other cases.
+	Readers, Writers Grants
+
 	hist *hdrhistogram.Histogram // the latencies, for Merge
+}
+
+// Grants are the cycles of one kind in a read-write case, readers' or
+// writers', and the percentiles of their latency.
+type Grants struct {
+	Cycles        int64
+	P50, P99, Max time.Duration
+
+	hist *hdrhistogram.Histogram // nil until a cycle is recorded or merged
+}
+
+// record adds one cycle of latency us.
+func (g *Grants) record(us int64) {
+	if g.hist == nil {
+		g.hist = newHistogram()
+	}
+	g.Cycles++
+	g.hist.RecordValue(us)
+}
+
+// merge adds o's cycles to g and recomputes the percentiles over both.
+func (g *Grants) merge(o Grants) {
+	if o.hist == nil {
+		return
+	}
+	if g.hist == nil {
+		g.hist = newHistogram()
+	}
+	g.Cycles += o.Cycles
+	g.hist.Merge(o.hist)
+	g.P50 = micros(g.hist.ValueAtQuantile(50))
+	g.P99 = micros(g.hist.ValueAtQuantile(99))
+	g.Max = micros(g.hist.Max())
 }
 
 // Merge adds the counts of o, a run of the same case and library, to r and
@@ -126,6 +170,8 @@ func (r *Result) Merge(o Result) {
 	if o.hist != nil {
 		r.hist.Merge(o.hist)
 	}
+	r.Readers.merge(o.Readers)
+	r.Writers.merge(o.Writers)
 	r.percentiles()
 }
 
@@ -133,9 +179,11 @@ func newHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(minLatencyMicros, maxLatencyMicros, latencyDigits)
 }
 
+// micros converts a histogram's value to a duration.
+func micros(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+
 // percentiles fills P50 to Max from the histogram.
 func (r *Result) percentiles() {
-	micros := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 	r.P50 = micros(r.hist.ValueAtQuantile(50))
 	r.P90 = micros(r.hist.ValueAtQuantile(90))
 	r.P99 = micros(r.hist.ValueAtQuantile(99))
@@ -162,6 +210,8 @@ func (r Result) PerCycle(v float64) float64 {
 // after it ended.
 type worker struct {
 	hist     *hdrhistogram.Histogram
+	reads    Grants // in a read-write case, the readers' cycles
+	writes   Grants // and the writers'
 	cycles   int64
 	errors   int64
 	timeouts int64
@@ -247,6 +297,8 @@ func collect(workers []worker, before, after point) Result {
 			r.LastErr = w.lastErr.Error()
 		}
 		r.hist.Merge(w.hist)
+		r.Readers.merge(w.reads)
+		r.Writers.merge(w.writes)
 	}
 	r.percentiles()
 	return r
@@ -271,7 +323,8 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 			key = string(buf) // the one allocation the harness makes per cycle
 		}
 		begunInWindow := flags.measuring.Load()
-		t, err := cycle(ctx, d, c, key)
+		write := c.WriteEvery > 0 && (seq+id)%c.WriteEvery == 0
+		t, err := cycle(ctx, d, c, key, write)
 		if t.timedOut {
 			if begunInWindow {
 				w.timeouts++
@@ -287,12 +340,27 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 			time.Sleep(errorPause)
 			continue
 		}
-		w.cycles++
-		lat := t.end.Sub(t.start)
-		if c.Keys == SharedKey {
-			lat = t.acquired.Sub(t.start)
-		}
-		w.hist.RecordValue(max(lat.Microseconds(), minLatencyMicros))
+		w.record(c, t, write)
+	}
+}
+
+// record counts one completed cycle with times t: its whole length, or
+// for a shared key the wait in Acquire; in a read-write case, also as a
+// writer's or a reader's.
+func (w *worker) record(c Case, t cycleTimes, write bool) {
+	w.cycles++
+	lat := t.end.Sub(t.start)
+	if c.Keys == SharedKey {
+		lat = t.acquired.Sub(t.start)
+	}
+	us := max(lat.Microseconds(), minLatencyMicros)
+	w.hist.RecordValue(us)
+	switch {
+	case c.WriteEvery == 0:
+	case write:
+		w.writes.record(us)
+	default:
+		w.reads.record(us)
 	}
 }
 
@@ -303,15 +371,16 @@ type cycleTimes struct {
 	timedOut bool
 }
 
-// cycle acquires key, holds it for c.Hold and releases it.
-func cycle(ctx context.Context, d drivers.Driver, c Case, key string) (cycleTimes, error) {
+// cycle acquires key (as a writer if write, in a read-write case), holds
+// it for c.Hold and releases it.
+func cycle(ctx context.Context, d drivers.Driver, c Case, key string, write bool) (cycleTimes, error) {
 	var t cycleTimes
 	t.start = time.Now()
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if c.AcquireTimeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, c.AcquireTimeout)
 	}
-	held, err := d.Acquire(actx, key)
+	held, err := take(actx, d, c, key, write)
 	t.timedOut = err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	t.acquired = time.Now()
@@ -323,6 +392,18 @@ func cycle(ctx context.Context, d drivers.Driver, c Case, key string) (cycleTime
 	}
 	t.end = time.Now()
 	return t, err
+}
+
+// take acquires what a cycle of c takes on key: a permit of the semaphore
+// key, the read-write lock key as a reader unless write, or the lock key.
+func take(ctx context.Context, d drivers.Driver, c Case, key string, write bool) (any, error) {
+	switch {
+	case c.Limit > 0:
+		return drivers.AcquirePermit(ctx, d, key, c.Limit)
+	case c.WriteEvery > 0 && !write:
+		return drivers.AcquireShared(ctx, d, key)
+	}
+	return d.Acquire(ctx, key)
 }
 
 // spin keeps the CPU busy for d.
