@@ -174,7 +174,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		}
 	}
 	if !refusedEverywhere(results, lag) {
-		c.releaseEverywhere(ctx, key, token, ttl, lag)
+		c.releaseEverywhere(ctx, key, token, ttl, lag, results)
 	}
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
@@ -191,11 +191,17 @@ func refusedEverywhere(results []NodeResult, lag *lagging) bool {
 		return false
 	}
 	for _, r := range results {
-		if r.Outcome != OutcomeHeld && r.Outcome != OutcomeRecovering {
+		if !refused(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// refused reports that a node answered an attempt with a refusal: the
+// attempt's token is not there.
+func refused(r NodeResult) bool {
+	return r.Outcome == OutcomeHeld || r.Outcome == OutcomeRecovering
 }
 
 // decided reports that the answers so far settle an acquisition or an
@@ -311,21 +317,24 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 	}
 }
 
-// releaseEverywhere deletes key on every node where it still holds token,
-// including nodes that did not answer the acquisition. It waits, up to the
+// releaseEverywhere deletes key on every node where it may hold token:
+// every node but those whose answer to the acquisition, in acquired, was a
+// refusal, including nodes that did not answer it. It waits, up to the
 // node timeout, for the nodes that answered; on the others the release
 // follows their acquire request in the background, so that a slow node
 // does not hold up a failed attempt twice. It runs even when ctx has ended.
 //
 // It does not announce the release: a failed attempt freed at most a
 // minority of nodes, and waking waiters for that only splits their votes.
-func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging) {
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging, acquired []NodeResult) {
 	ctx = uncancelled(ctx)
 	wait := len(c.conns)
 	if lag != nil {
 		wait -= len(lag.nodes)
 	}
-	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), releaser(key, token), lag.releasing(), isOne,
+	req := releaser(key, token)
+	req.local = func(node int) (any, bool) { return int64(0), refused(acquired[node]) } // nothing there
+	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), req, lag.releasing(), isOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
 	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
