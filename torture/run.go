@@ -266,6 +266,8 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			Register:          env.Register.URL(),
 			Key:               lockKey,
 			Limit:             sc.Limit,
+			Shared:            sc.Shared(i),
+			Names:             sc.Names(i, lockKey),
 			TTL:               sc.TTL,
 			RecoveryDelay:     sc.TTL,
 			DisableQuarantine: sc.DisableQuarantine,

@@ -93,7 +93,8 @@ const linearizeTimeout = 10 * time.Second
 // Check runs every checker on events, which must be sorted by time (see
 // history.Read and history.Sort). start is the run's start on the monotonic
 // clock, used to print times. The checkers of one lock run on the grants
-// of each key held apart: each permit of a semaphore is a lock of its own.
+// of each key held apart: each permit of a semaphore is a lock of its own,
+// and so is each lock of a set taken together.
 func Check(events []history.Event, start int64) Result {
 	ops := history.Ops(events)
 	grants := Grants(ops)

@@ -57,6 +57,17 @@ func (s semaphore) permitKey(i int) string { return fmt.Sprintf("%s:permit:%d", 
 // hold records a grant as grant does: of permit i of sem, or of the lock
 // when sem is the zero semaphore.
 func (b *builder) hold(worker string, sem semaphore, i int, inv, granted, deadline, rel, relDone int64, fence uint64) {
+	b.holdAs(worker, sem, i, false, inv, granted, deadline, rel, relDone, fence)
+}
+
+// read records a reader's grant of the lock, shared with other readers,
+// as grant does a writer's.
+func (b *builder) read(worker string, inv, granted, deadline, rel, relDone int64, fence uint64) {
+	b.holdAs(worker, semaphore{}, 0, true, inv, granted, deadline, rel, relDone, fence)
+}
+
+// holdAs records a grant as hold does, a reader's if shared.
+func (b *builder) holdAs(worker string, sem semaphore, i int, shared bool, inv, granted, deadline, rel, relDone int64, fence uint64) {
 	b.token++
 	token := fmt.Sprintf("t%d", b.token)
 	key := ""
@@ -66,11 +77,36 @@ func (b *builder) hold(worker string, sem semaphore, i int, inv, granted, deadli
 	b.op(worker, history.OpAcquire, inv, granted, history.OK, func(ev *history.Event) {
 		ev.Token, ev.Fence, ev.Deadline, ev.Key = token, fence, deadline, key
 		if ev.Type == history.Invoke {
-			ev.Key, ev.Limit = sem.name, sem.limit
+			ev.Key, ev.Limit, ev.Shared = sem.name, sem.limit, shared
 		}
 	})
 	if rel != 0 {
 		b.op(worker, history.OpRelease, rel, relDone, history.OK, func(ev *history.Event) { ev.Token, ev.Key = token, key })
+	}
+}
+
+// holdAll records a grant of the locks of names taken together, each valid
+// until deadline with its fence of fences, in the order of names, and the
+// set's release at [rel, relDone] (rel 0: never released).
+func (b *builder) holdAll(worker string, names []string, inv, granted, deadline, rel, relDone int64, fences ...uint64) {
+	locks := make([]history.HeldLock, len(names))
+	for i, name := range names {
+		b.token++
+		locks[i] = history.HeldLock{Key: name, Token: fmt.Sprintf("t%d", b.token), Fence: fences[i], Deadline: deadline}
+	}
+	b.op(worker, history.OpAcquire, inv, granted, history.OK, func(ev *history.Event) {
+		ev.Locks = locks
+		if ev.Type == history.Invoke {
+			ev.Names, ev.Locks = names, nil
+		}
+	})
+	if rel != 0 {
+		b.op(worker, history.OpRelease, rel, relDone, history.OK, func(ev *history.Event) {
+			ev.Locks = make([]history.HeldLock, len(locks))
+			for i, l := range locks {
+				ev.Locks[i] = history.HeldLock{Key: l.Key, Token: l.Token}
+			}
+		})
 	}
 }
 
@@ -97,8 +133,13 @@ func (b *builder) writeTo(reg, worker string, t int64, basedOn int64, fence uint
 
 func (b *builder) check(t *testing.T) check.Result {
 	t.Helper()
+	return check.Check(b.sorted(), 0)
+}
+
+// sorted returns the history, sorted by time.
+func (b *builder) sorted() []history.Event {
 	history.Sort(b.events)
-	return check.Check(b.events, 0)
+	return b.events
 }
 
 // wantCounts compares the violation counts with want, in check.Kinds order.

@@ -3,18 +3,23 @@
 //
 //   - Linearizable: the lock's acquisitions and releases, with the end of
 //     each lock's validity taken as its release if that came first, are
-//     linearizable against a mutex (checked by porcupine).
+//     linearizable against a mutex, or against a read-write lock when some
+//     holders are readers (checked by porcupine).
 //   - Overlap: no two holders' intervals [granted, min(released, validity
-//     deadline)] overlap.
+//     deadline)] overlap, unless both are readers of a read-write lock: a
+//     writer's never overlaps another writer's or a reader's.
 //   - OverLimit: no semaphore has more holders at once than its limit,
 //     counted over the same intervals.
 //   - LostUpdate: the register never accepts a write computed from a value
 //     older than the last accepted write, which would lose that write.
 //   - FenceOrder: fencing tokens strictly increase in grant order: a grant
-//     that began after another completed has a larger token.
+//     that began after another completed has a larger token. Readers and
+//     writers of a name draw from one counter, so the order holds across
+//     both kinds.
 //
 // A semaphore's permits are locks of their own, each with its own fencing
-// tokens and its own register: the checkers of one lock run on each key
+// tokens and its own register, and so are the locks of several names taken
+// together (Client.AcquireAll): the checkers of one lock run on each key
 // held apart, and the lost-update checker on each register apart.
 //
 // Each returns violations with the time and workers involved, for the

@@ -8,7 +8,9 @@ import (
 // CheckFenceOrder checks that fencing tokens strictly increase in grant
 // order: every grant whose attempt began after another grant returned has a
 // larger token. Grants whose attempts overlap are not ordered and not
-// compared. It reports false when no grant carried a token. start is the
+// compared. Readers of a read-write lock are ordered with its writers:
+// every grant, shared or not, draws its token from the name's one counter.
+// It reports false when no grant carried a token. start is the
 // run's start, for the times in the violations' details.
 func CheckFenceOrder(grants []Grant, start int64) ([]Violation, bool) {
 	clock := relClock(start)

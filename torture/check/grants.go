@@ -17,6 +17,9 @@ type Grant struct {
 	// permit. Limit is the semaphore's number of permits, 0 for a lock.
 	Name, Key string
 	Limit     int
+	// Shared marks a reader of a read-write lock, which holds the key
+	// together with other readers but never with a writer.
+	Shared bool
 	// Invoke is when the successful attempt began, Granted when it
 	// returned; the lock was taken somewhere in between.
 	Invoke, Granted int64
@@ -40,10 +43,11 @@ func (g Grant) End() int64 {
 }
 
 // Grants extracts the granted acquisitions from ops, each with its release,
-// ordered by grant time.
+// ordered by grant time. An acquisition of several names together is a
+// grant per name, each with its own lock's key, token, fencing token and
+// deadline, all invoked and granted together.
 func Grants(ops []history.Op) []Grant {
-	type key struct{ worker, token string }
-	index := map[key]int{}
+	index := map[heldBy]int{}
 	var grants []Grant
 	for _, op := range ops {
 		if !strings.HasPrefix(op.Process(), "worker-") {
@@ -54,27 +58,62 @@ func Grants(ops []history.Op) []Grant {
 			if !op.OK() {
 				continue
 			}
-			c := op.Completed
-			index[key{op.Process(), c.Token}] = len(grants)
-			grants = append(grants, Grant{
-				Worker: op.Process(), Name: op.Invoked.Key, Key: cmp.Or(c.Key, op.Invoked.Key), Limit: op.Invoked.Limit,
-				Invoke: op.Invoked.Time, Granted: c.Time, Deadline: c.Deadline, Token: c.Token, Fence: c.Fence,
-			})
-		case history.OpRelease:
-			i, ok := index[key{op.Process(), op.Invoked.Token}]
-			if !ok {
-				continue
+			for _, g := range granted(op) {
+				index[heldBy{g.Worker, g.Token}] = len(grants)
+				grants = append(grants, g)
 			}
-			grants[i].Released = op.Invoked.Time
-			grants[i].Deadline = max(grants[i].Deadline, op.Invoked.Deadline)
-			grants[i].ReleaseDone = math.MaxInt64
-			if op.Done() {
-				grants[i].ReleaseDone = op.Completed.Time
+		case history.OpRelease:
+			for _, l := range released(op) {
+				if i, ok := index[heldBy{op.Process(), l.Token}]; ok {
+					grants[i].release(op, l.Deadline)
+				}
 			}
 		}
 	}
 	sort.SliceStable(grants, func(i, j int) bool { return grants[i].Granted < grants[j].Granted })
 	return grants
+}
+
+// heldBy identifies a grant by its holder and its lock's token.
+type heldBy struct{ worker, token string }
+
+// granted returns the grants of op, a granted acquisition: one, or one per
+// lock of a set taken together.
+func granted(op history.Op) []Grant {
+	inv, c := op.Invoked, op.Completed
+	g := Grant{
+		Worker: op.Process(), Name: inv.Key, Key: cmp.Or(c.Key, inv.Key), Limit: inv.Limit, Shared: inv.Shared,
+		Invoke: inv.Time, Granted: c.Time, Deadline: c.Deadline, Token: c.Token, Fence: c.Fence,
+	}
+	if len(c.Locks) == 0 {
+		return []Grant{g}
+	}
+	out := make([]Grant, len(c.Locks))
+	for i, l := range c.Locks {
+		out[i] = g
+		out[i].Name, out[i].Key, out[i].Token, out[i].Fence, out[i].Deadline = l.Key, l.Key, l.Token, l.Fence, l.Deadline
+	}
+	return out
+}
+
+// released returns the locks op, a release, releases: its token and the
+// deadline its invocation reports, or each lock of a set.
+func released(op history.Op) []history.HeldLock {
+	if inv := op.Invoked; len(inv.Locks) == 0 {
+		return []history.HeldLock{{Key: inv.Key, Token: inv.Token, Deadline: inv.Deadline}}
+	}
+	return op.Invoked.Locks
+}
+
+// release records that the holder called release in op, reporting the
+// validity deadline deadline (0 when it did not report one).
+func (g *Grant) release(op history.Op, deadline int64) {
+	g.Released = op.Invoked.Time
+	g.Deadline = max(g.Deadline, deadline)
+	g.ReleaseDone = math.MaxInt64
+	if op.Done() {
+		g.ReleaseDone = op.Completed.Time
+	}
 }
 
 // ByKey splits grants (ordered by grant time) by the key held, each part

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,85 +10,152 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// mutexInput is one operation on the mutex model.
-type mutexInput struct {
+// lockInput is one operation on the lock model: an acquisition or a
+// release, by a writer (or the holder of a plain lock) or by a reader.
+type lockInput struct {
 	release bool
-	worker  int
+	worker  int    // the worker's index (see workerIndex)
+	reader  uint64 // a reader's bit in lockState.readers; 0 for a writer
 }
 
-// free is the mutex model's state when nobody holds the lock.
+// lockState is the lock model's state: the writer holding the lock (free
+// when none) and the readers holding it, a bit each.
+type lockState struct {
+	writer  int
+	readers uint64
+}
+
+// free is the lock model's writer when no writer holds the lock.
 const free = -1
 
-// mutexModel is a lock that one worker at a time can hold: acquire needs
-// it free, release needs the caller to hold it. Failed acquisition attempts
-// are left out of the history: a Redlock attempt can fail even when the lock
-// is free (split votes, slow nodes), so in the model they would be a no-op
-// that fits anywhere, and they only slow the search down.
-var mutexModel = porcupine.Model{
-	Init: func() any { return free },
+// maxReaders is how many readers the lock model tells apart in one segment
+// of a history: a bit of lockState.readers each. A segment with more is
+// left undecided.
+const maxReaders = 64
+
+// lockModel is a read-write lock: a writer needs it free of writers and
+// readers, a reader free of writers, and a release needs the caller to
+// hold it; a plain lock is one without readers, a mutex. Failed
+// acquisition attempts are left out of the history: a Redlock attempt can
+// fail even when the lock is free (split votes, slow nodes), so in the
+// model they would be a no-op that fits anywhere, and they only slow the
+// search down.
+var lockModel = porcupine.Model{
+	Init: func() any { return lockState{writer: free} },
 	Step: func(state, input, _ any) (bool, any) {
-		holder, in := state.(int), input.(mutexInput)
-		if in.release {
-			return holder == in.worker, free
-		}
-		return holder == free, in.worker
+		ok, next := step(state.(lockState), input.(lockInput))
+		return ok, next
 	},
 	DescribeOperation: func(input, _ any) string {
-		in := input.(mutexInput)
+		in := input.(lockInput)
+		op := "acquire"
 		if in.release {
-			return fmt.Sprintf("release(worker-%d)", in.worker)
+			op = "release"
 		}
-		return fmt.Sprintf("acquire(worker-%d)", in.worker)
+		if in.reader != 0 {
+			op += " shared"
+		}
+		return fmt.Sprintf("%s(worker-%d)", op, in.worker)
 	},
 	DescribeState: func(state any) string {
-		if state.(int) == free {
-			return "free"
+		s := state.(lockState)
+		switch {
+		case s.writer != free:
+			return fmt.Sprintf("held by worker-%d", s.writer)
+		case s.readers != 0:
+			return fmt.Sprintf("held shared by %d readers", bits.OnesCount64(s.readers))
 		}
-		return fmt.Sprintf("held by worker-%d", state.(int))
+		return "free"
 	},
 }
 
-// CheckLinearizable checks the grants against the mutex model. Each grant
-// is an acquire that took effect between its attempt's start and its
-// return, and a release that took effect between the holder's release call
-// and its return, or at the validity deadline if that came first: the lock
+// step applies in to s: whether the operation is allowed, and the state
+// after it.
+func step(s lockState, in lockInput) (bool, lockState) {
+	switch {
+	case in.reader != 0 && in.release:
+		return s.readers&in.reader != 0, lockState{writer: s.writer, readers: s.readers &^ in.reader}
+	case in.reader != 0:
+		return s.writer == free && s.readers&in.reader == 0, lockState{writer: s.writer, readers: s.readers | in.reader}
+	case in.release:
+		return s.writer == in.worker, lockState{writer: free, readers: s.readers}
+	default:
+		return s.writer == free && s.readers == 0, lockState{writer: in.worker, readers: s.readers}
+	}
+}
+
+// CheckLinearizable checks the grants against the lock model: a mutex, or
+// a read-write lock when some grants are readers'. Each grant is an
+// acquire that took effect between its attempt's start and its return,
+// and a release that took effect between the holder's release call and
+// its return, or at the validity deadline if that came first: the lock
 // promises nothing after it. The history is cut into segments where no
 // grant is in progress, which are checked separately; each segment that is
 // not linearizable is one violation. It also returns how many segments the
-// checker could not decide in time. start is the run's start, for the
-// times in the violations' details.
+// checker could not decide in time, or at all (more than maxReaders
+// readers). start is the run's start, for the times in the violations'
+// details.
 func CheckLinearizable(grants []Grant, start int64) (violations []Violation, unknown int) {
 	clock := relClock(start)
 	for _, seg := range segments(grants) {
-		ops := make([]porcupine.Operation, 0, 2*len(seg))
-		for _, g := range seg {
-			w := workerIndex(g.Worker)
-			relCall, relReturn := g.End(), g.End()
-			if g.Released != 0 && g.Released < g.Deadline {
-				relReturn = min(g.ReleaseDone, g.Deadline)
-			}
-			ops = append(ops,
-				porcupine.Operation{ClientId: w, Input: mutexInput{worker: w}, Call: g.Invoke, Return: g.Granted},
-				porcupine.Operation{ClientId: w, Input: mutexInput{release: true, worker: w}, Call: relCall, Return: relReturn},
-			)
+		ops, ok := lockOps(seg)
+		if !ok {
+			unknown++
+			continue
 		}
-		switch porcupine.CheckOperationsTimeout(mutexModel, ops, linearizeTimeout) {
+		switch porcupine.CheckOperationsTimeout(lockModel, ops, linearizeTimeout) {
 		case porcupine.Illegal:
-			start, end := seg[0].Invoke, seg[0].End()
-			workers := map[string]bool{}
-			for _, g := range seg {
-				end = max(end, g.End())
-				workers[g.Worker] = true
-			}
-			violations = append(violations, Violation{
-				Checker: Linearizable, Start: start, End: end, Workers: sortedKeys(workers),
-				Detail: fmt.Sprintf("the %d grants from %s to %s cannot be ordered as a mutex allows", len(seg), clock.at(start), clock.at(end)),
-			})
+			violations = append(violations, illegal(seg, clock))
 		case porcupine.Unknown:
 			unknown++
 		}
 	}
 	return violations, unknown
+}
+
+// lockOps returns the operations of seg, a segment of grants, on the lock
+// model: an acquire and a release per grant. It reports false when seg has
+// more readers than the model tells apart.
+func lockOps(seg []Grant) ([]porcupine.Operation, bool) {
+	readers := map[string]uint64{}
+	ops := make([]porcupine.Operation, 0, 2*len(seg))
+	for _, g := range seg {
+		w := workerIndex(g.Worker)
+		var bit uint64
+		if g.Shared {
+			if bit = readers[g.Worker]; bit == 0 {
+				if len(readers) == maxReaders {
+					return nil, false
+				}
+				bit = 1 << len(readers)
+				readers[g.Worker] = bit
+			}
+		}
+		relCall, relReturn := g.End(), g.End()
+		if g.Released != 0 && g.Released < g.Deadline {
+			relReturn = min(g.ReleaseDone, g.Deadline)
+		}
+		ops = append(ops,
+			porcupine.Operation{ClientId: w, Input: lockInput{worker: w, reader: bit}, Call: g.Invoke, Return: g.Granted},
+			porcupine.Operation{ClientId: w, Input: lockInput{release: true, worker: w, reader: bit}, Call: relCall, Return: relReturn},
+		)
+	}
+	return ops, true
+}
+
+// illegal returns the violation of seg, a segment that is not
+// linearizable.
+func illegal(seg []Grant, clock relClock) Violation {
+	start, end := seg[0].Invoke, seg[0].End()
+	workers := map[string]bool{}
+	for _, g := range seg {
+		end = max(end, g.End())
+		workers[g.Worker] = true
+	}
+	return Violation{
+		Checker: Linearizable, Start: start, End: end, Workers: sortedKeys(workers),
+		Detail: fmt.Sprintf("the %d grants from %s to %s cannot be ordered as the lock allows", len(seg), clock.at(start), clock.at(end)),
+	}
 }
 
 // segments cuts grants (ordered by grant time) into groups such that every

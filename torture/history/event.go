@@ -54,6 +54,20 @@ type Event struct {
 	// Limit is set on the invocation of an acquisition that takes one of
 	// Limit permits of Key (a counting semaphore); 0 for a lock.
 	Limit int `json:"limit,omitempty"`
+	// Shared marks a reader of a read-write lock: set on the invocation of
+	// an acquisition that takes Key shared (redlock.WithShared), and on the
+	// register's record of a reader's read. A writer takes the same name
+	// without it.
+	Shared bool `json:"shared,omitempty"`
+	// Names, on the invocation and failure of an acquisition of several
+	// names together (Client.AcquireAll), lists them in the order the
+	// worker asked for them; Key is then empty.
+	Names []string `json:"names,omitempty"`
+	// Locks, on the grant of several names together and on the invocation
+	// and completion of the release of such a set, holds each lock of the
+	// set; Key, Token, Fence and Deadline are then empty, and Deadline on a
+	// release is each lock's.
+	Locks []HeldLock `json:"locks,omitempty"`
 	// Token is the acquisition's random token.
 	Token string `json:"token,omitempty"`
 	// Fence is the acquisition's fencing token; 0 when there is none.
@@ -90,4 +104,14 @@ type NodeOutcome struct {
 	Outcome string `json:"outcome"`
 	// Micros is the node's latency in microseconds; 0 when it did not answer.
 	Micros int64 `json:"us,omitempty"`
+}
+
+// HeldLock is one lock of a set taken together: the key held, with the
+// token, fencing token and validity deadline of its own lock, as an
+// acquisition of the one key records them.
+type HeldLock struct {
+	Key      string `json:"key"`
+	Token    string `json:"token"`
+	Fence    uint64 `json:"fence,omitempty"`
+	Deadline int64  `json:"deadline,omitempty"`
 }

@@ -231,9 +231,12 @@ func (v *view) grants() {
 		if g.Released != 0 {
 			released = "released at " + v.rel(g.Released)
 		}
-		holds := ""
-		if g.Limit > 0 {
+		holds := " " + g.Key + ","
+		switch {
+		case g.Limit > 0:
 			holds = fmt.Sprintf(" %s of %d permits,", g.Key, g.Limit)
+		case g.Shared:
+			holds = fmt.Sprintf(" %s shared,", g.Key)
 		}
 		tip := fmt.Sprintf("%s:%s fence %d, granted at %s (attempt began %s), valid until %s, %s",
 			g.Worker, holds, g.Fence, v.rel(g.Granted), v.rel(g.Invoke), v.rel(g.Deadline), released)

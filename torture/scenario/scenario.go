@@ -74,6 +74,16 @@ type Scenario struct {
 	// counting semaphore, see traffic.Config.Limit) instead of the lock;
 	// 0 takes the lock.
 	Limit int
+	// Readers makes the last Readers workers take the lock's name shared,
+	// as readers of a read-write lock that only read the register (see
+	// traffic.Config.Shared), and the others take it as writers; 0 takes
+	// the lock. Worker 0 is a writer as long as Readers < Workers.
+	Readers int
+	// NameSets makes worker i take the locks of the names in
+	// NameSets[i mod len(NameSets)] together (see traffic.Config.Names),
+	// each guarding a register of its own, instead of the lock; the names
+	// are suffixes of the lock's name. Nil takes the lock.
+	NameSets [][]string
 	// Duration is how long the load and faults run (DefaultDuration).
 	Duration time.Duration
 	// TTL is the lock TTL (DefaultTTL).
@@ -122,6 +132,26 @@ func (s Scenario) Judged() []check.Kind {
 		return []check.Kind{check.LostUpdate, check.FenceOrder}
 	}
 	return check.Kinds
+}
+
+// Shared reports whether worker i takes the lock's name shared (see
+// Readers).
+func (s Scenario) Shared(i int) bool {
+	return s.Readers > 0 && i >= s.WithDefaults().Workers-s.Readers
+}
+
+// Names returns the names worker i takes together, lockName+":"+suffix
+// for each suffix of its set (see NameSets), or nil when it takes the lock.
+func (s Scenario) Names(i int, lockName string) []string {
+	if len(s.NameSets) == 0 {
+		return nil
+	}
+	set := s.NameSets[i%len(s.NameSets)]
+	names := make([]string, len(set))
+	for j, suffix := range set {
+		names[j] = lockName + ":" + suffix
+	}
+	return names
 }
 
 // WithDefaults returns s with its zero fields set to the defaults.

@@ -74,6 +74,26 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"semaphore/restart-empty/fenced":                         scenario.Hold,
 		"semaphore/worker-pause-past-validity":                   scenario.Caught,
 		"semaphore/worker-pause-past-validity/fenced":            scenario.Hold,
+		"rwlock/no-faults":                                       scenario.Hold,
+		"rwlock/minority-kill":                                   scenario.Hold,
+		"rwlock/minority-partition":                              scenario.Hold,
+		"rwlock/node-pause":                                      scenario.Hold,
+		"rwlock/node-slow":                                       scenario.Hold,
+		"rwlock/restart-quarantine":                              scenario.Hold,
+		"rwlock/restart-empty":                                   scenario.Caught,
+		"rwlock/restart-empty/fenced":                            scenario.Hold,
+		"rwlock/worker-pause-past-validity":                      scenario.Caught,
+		"rwlock/worker-pause-past-validity/fenced":               scenario.Hold,
+		"multikey/no-faults":                                     scenario.Hold,
+		"multikey/minority-kill":                                 scenario.Hold,
+		"multikey/minority-partition":                            scenario.Hold,
+		"multikey/node-pause":                                    scenario.Hold,
+		"multikey/node-slow":                                     scenario.Hold,
+		"multikey/restart-quarantine":                            scenario.Hold,
+		"multikey/restart-empty":                                 scenario.Caught,
+		"multikey/restart-empty/fenced":                          scenario.Hold,
+		"multikey/worker-pause-past-validity":                    scenario.Caught,
+		"multikey/worker-pause-past-validity/fenced":             scenario.Hold,
 	} {
 		s, ok := seen[name]
 		if !ok {
@@ -103,6 +123,39 @@ func TestTable_familiesAreWhatTheirNamesSay(t *testing.T) {
 		}
 		if strings.HasPrefix(name, "semaphore/") != (s.Limit > 0) || s.Limit > 0 && s.WithDefaults().Workers <= s.Limit {
 			t.Errorf("%s: a semaphore row, and only one, must take permits, with more workers than permits", name)
+		}
+		// Worker 0, which the pause at the read stops, must write.
+		if strings.HasPrefix(name, "rwlock/") != (s.Readers > 0) || s.Readers > 0 && (s.Shared(0) || !s.Shared(s.WithDefaults().Workers-1)) {
+			t.Errorf("%s: an rwlock row, and only one, must have readers and writers, worker 0 a writer", name)
+		}
+		if strings.HasPrefix(name, "multikey/") != (len(s.NameSets) > 0) {
+			t.Errorf("%s: a multikey row, and only one, must take sets of names", name)
+		}
+		checkNameSets(t, s)
+	}
+}
+
+// checkNameSets checks that the sets of names of s are of two or three
+// names each, and cross: every name is in more than one set, and every
+// set meets another.
+func checkNameSets(t *testing.T, s scenario.Scenario) {
+	t.Helper()
+	sets := map[string]int{}
+	for i := range s.WithDefaults().Workers {
+		names := s.Names(i, "k")
+		if names == nil {
+			return
+		}
+		if len(names) < 2 || len(names) > 3 {
+			t.Errorf("%s: worker %d takes %v, want two or three names", s.Name, i, names)
+		}
+		for _, n := range names {
+			sets[n]++
+		}
+	}
+	for n, c := range sets {
+		if c < 2 {
+			t.Errorf("%s: %s is in %d set, want sets that cross", s.Name, n, c)
 		}
 	}
 }

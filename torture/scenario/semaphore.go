@@ -24,16 +24,3 @@ var semaphores = family{
 		s.Limit, s.Workers = semaphoreLimit, semaphoreWorkers
 	},
 }
-
-// semaphoreRows returns the semaphore rows that must hold and those that
-// must be caught, mirroring rows of holds and caught: the main fault
-// families (kill and restart, node pause, partition, latency, a restart
-// held off by the quarantine), and the restart without quarantine and the
-// worker paused past its validity that must be caught. Table gives each
-// caught row a "/fenced" variant that must hold, as it does the lock's.
-func semaphoreRows(holds, caught []Scenario) (semHolds, semCaught []Scenario) {
-	semHolds = semaphores.of(holds, "no-faults", "minority-kill", "minority-partition", "node-pause", "node-slow", "restart-quarantine")
-	semHolds[0].About = fmt.Sprintf("%d workers take one of %d permits of one name (a counting semaphore; each permit is a lock "+
-		"guarding a register of its own) on five healthy nodes", semaphoreWorkers, semaphoreLimit)
-	return semHolds, semaphores.of(caught, "restart-empty", "worker-pause-past-validity")
-}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/torture/faults"
@@ -300,8 +301,10 @@ func Table() []Scenario {
 			return []faults.Fault{faults.PauseWorkerAtRead{Worker: 0, Cooldown: 200 * time.Millisecond}}
 		},
 	})
-	semHolds, semCaught := semaphoreRows(holds, caught)
-	holds, caught = append(holds, semHolds...), append(caught, semCaught...)
+	for _, f := range []family{semaphores, rwlocks, multikeys} {
+		fHolds, fCaught := f.mirror(holds, caught)
+		holds, caught = append(holds, fHolds...), append(caught, fCaught...)
+	}
 	var fenced []Scenario
 	for _, s := range append([]Scenario{holds[0]}, caught...) {
 		s.Name += "/fenced"
@@ -343,6 +346,26 @@ func (f family) of(table []Scenario, names ...string) []Scenario {
 		out[i] = s
 	}
 	return out
+}
+
+// mirrored and mirroredCaught name the rows that every family of another
+// workload mirrors: the main fault families (kill and restart, partition,
+// node pause, latency, a restart held off by the quarantine), which must
+// hold, and the restart without quarantine and the worker paused past its
+// validity, which must be caught. Table gives each caught row a "/fenced"
+// variant that must hold, as it does the lock's.
+var (
+	mirrored       = []string{"no-faults", "minority-kill", "minority-partition", "node-pause", "node-slow", "restart-quarantine"}
+	mirroredCaught = []string{"restart-empty", "worker-pause-past-validity"}
+)
+
+// mirror returns the family's variants of the mirrored rows of holds and
+// of the mirroredCaught rows of caught. The first, without faults, says
+// that the family's workload runs on five healthy nodes.
+func (f family) mirror(holds, caught []Scenario) (fHolds, fCaught []Scenario) {
+	fHolds = f.of(holds, mirrored...)
+	fHolds[0].About = strings.TrimSuffix(f.about, "; ") + " on five healthy nodes"
+	return fHolds, f.of(caught, mirroredCaught...)
 }
 
 // renewals are the "renew/" rows: their faults hit holders that renew the

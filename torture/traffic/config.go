@@ -27,6 +27,15 @@ type Config struct {
 	// Key (redlock.WithLimit: a counting semaphore) instead of the lock;
 	// each permit guards a register of its own. Zero takes the lock.
 	Limit int `json:"limit"`
+	// Shared makes the worker take Key shared, as a reader of a read-write
+	// lock (redlock.WithShared): it reads the register, thinks and writes
+	// nothing. Workers without it take Key as writers, alone.
+	Shared bool `json:"shared"`
+	// Names, when not empty, makes the worker take the locks of all these
+	// names together (Client.TryAcquireAll, or AcquireAll with Wait)
+	// instead of Key's, in the order given, and update the register of
+	// each: it reads every one, thinks, and writes every one.
+	Names []string `json:"names"`
 
 	// TTL, NodeTimeout and DriftFactor are the lock client's options; zero
 	// means the library's default.
@@ -88,6 +97,8 @@ func (c Config) validate() error {
 		return errors.New("traffic: worker without a lock key")
 	case c.Limit < 0:
 		return fmt.Errorf("traffic: %s: negative limit %d", c.Name, c.Limit)
+	case c.Limit > 0 && (c.Shared || len(c.Names) > 0):
+		return fmt.Errorf("traffic: %s: a permit of a semaphore is taken alone and exclusive", c.Name)
 	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
 		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
 	}

@@ -12,7 +12,10 @@
 // the value read plus one, release. A worker with a Limit takes one of that
 // many permits of the lock's name instead (a counting semaphore), and
 // updates the register of the permit it holds: each permit guards a
-// resource of its own, like a slot of a pool. It reports every operation on
+// resource of its own, like a slot of a pool. A Shared worker takes the
+// name as a reader of a read-write lock, and only reads the register; a
+// worker with Names takes the locks of those names together, all or
+// nothing, and updates the register of each. It reports every operation on
 // its standard output as history events (package history), stamped with
 // the shared monotonic clock.
 //

@@ -31,7 +31,11 @@ const (
 	// token t and whose write carries t is refused if any request with a
 	// higher token came in between, so no update read by one holder can be
 	// overwritten by an older holder's late write, even while two holders
-	// overlap.
+	// overlap. A read by a reader of a read-write lock is refused only when
+	// its token is below the last token written: readers do not exclude
+	// each other, and their tokens, from the writers' counter, rise with
+	// every grant; a reader's read still counts as seen, so that a writer
+	// older than a reader that read is refused.
 	Fenced
 	// WriteFenced checks only writes: it refuses a write whose token is not
 	// above the last token written, and serves every read. That is the rule
@@ -86,8 +90,10 @@ type registerRequest struct {
 	// Register names the register; "" is a register like any other.
 	Register string `json:"register"`
 	Fence    uint64 `json:"fence"`
-	Value    int64  `json:"value"`
-	BasedOn  int64  `json:"based_on"`
+	// Shared marks a read by a reader of a read-write lock.
+	Shared  bool  `json:"shared"`
+	Value   int64 `json:"value"`
+	BasedOn int64 `json:"based_on"`
 }
 
 // registerReply is the body of every answer.
@@ -168,11 +174,14 @@ func (r *Register) handleRead(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	c := r.cell(in.Register)
-	ev := history.Event{Process: history.ProcRegister, Op: history.OpRead, Key: in.Register, Worker: in.Worker, Fence: in.Fence}
+	ev := history.Event{Process: history.ProcRegister, Op: history.OpRead, Key: in.Register, Worker: in.Worker, Fence: in.Fence, Shared: in.Shared}
 	reply := registerReply{OK: true, Value: c.value, Version: c.version}
-	if r.mode == Fenced && in.Fence < c.seen {
+	switch {
+	case r.mode == Fenced && in.Shared && in.Fence < c.written:
+		reply = registerReply{Err: fmt.Sprintf("token %d is below %d, already written", in.Fence, c.written)}
+	case r.mode == Fenced && !in.Shared && in.Fence < c.seen:
 		reply = registerReply{Err: fmt.Sprintf("token %d is below %d, already seen", in.Fence, c.seen)}
-	} else {
+	default:
 		c.seen = max(c.seen, in.Fence)
 	}
 	r.record(ev, reply)
@@ -264,6 +273,13 @@ func newRegisterClient(base string) *registerClient {
 // read reads the register named register, sending fence.
 func (c *registerClient) read(ctx context.Context, worker, register string, fence uint64) (registerReply, error) {
 	return c.call(ctx, "/read", registerRequest{Worker: worker, Register: register, Fence: fence})
+}
+
+// readShared reads the register named register as read does, for a reader
+// of a read-write lock: a fenced register refuses it only when a write
+// with a newer token was accepted (see Fenced).
+func (c *registerClient) readShared(ctx context.Context, worker, register string, fence uint64) (registerReply, error) {
+	return c.call(ctx, "/read", registerRequest{Worker: worker, Register: register, Fence: fence, Shared: true})
 }
 
 // write writes value, computed from version basedOn, to the register named

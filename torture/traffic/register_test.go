@@ -162,3 +162,43 @@ func TestRegister_namedRegistersAreApart(t *testing.T) {
 		t.Fatalf("recorded registers %v", keys)
 	}
 }
+
+// Readers of a read-write lock do not exclude each other: a fenced
+// register serves a reader's read whatever readers' tokens it saw, and
+// refuses it only below the last token written; a writer older than a
+// reader that read is refused.
+func TestRegister_fencedServesReadersTogether(t *testing.T) {
+	_, c, rec := startRegister(t, Fenced)
+	ctx := t.Context()
+	for _, fence := range []uint64{7, 6, 5} {
+		if _, err := c.readShared(ctx, "worker-1", "", fence); err != nil {
+			t.Fatalf("reader's read with token %d after 7: %v, want it served", fence, err)
+		}
+	}
+	// A writer's read or write with a token below a reader's is refused.
+	if _, err := c.read(ctx, "worker-0", "", 6); !errors.Is(err, ErrStale) {
+		t.Fatalf("writer's read with token 6 after a reader's 7: err = %v, want ErrStale", err)
+	}
+	if _, err := c.write(ctx, "worker-0", "", 6, 1, 0); !errors.Is(err, ErrStale) {
+		t.Fatalf("writer's write with token 6 after a reader's 7: err = %v, want ErrStale", err)
+	}
+	if _, err := c.write(ctx, "worker-2", "", 8, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A reader older than the last write is refused; a newer one is not.
+	if _, err := c.readShared(ctx, "worker-1", "", 7); !errors.Is(err, ErrStale) {
+		t.Fatalf("reader's read with token 7 after a write with 8: err = %v, want ErrStale", err)
+	}
+	if r, err := c.readShared(ctx, "worker-3", "", 8); err != nil || r.Value != 1 {
+		t.Fatalf("reader's read with token 8 = %+v, %v; want value 1", r, err)
+	}
+	shared := 0
+	for _, ev := range rec.Events() {
+		if ev.Shared {
+			shared++
+		}
+	}
+	if shared != 5 {
+		t.Fatalf("%d register events of readers, want 5", shared)
+	}
+}

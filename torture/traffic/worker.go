@@ -160,86 +160,98 @@ func (w *worker) invoke(ev history.Event) (int64, error) {
 // write the history ends the loop.
 func (w *worker) cycle() error {
 	ctx := context.Background()
-	key := w.cfg.Key
-	id, err := w.invoke(history.Event{Op: history.OpAcquire, Key: key, Limit: w.cfg.Limit})
+	id, err := w.invoke(w.attempt())
 	if err != nil {
 		return err
 	}
-	lock, err := w.acquire(ctx)
+	h, err := w.acquire(ctx)
 	now := history.Now()
 	if err != nil {
-		ev := history.Event{Time: now, Type: history.Fail, Op: history.OpAcquire, ID: id, Key: key, Err: err.Error()}
-		var qe *redlock.QuorumError
-		if errors.As(err, &qe) {
-			ev.Nodes = nodeOutcomes(qe.Nodes)
-		}
-		if err := w.emit(ev); err != nil {
-			return err
-		}
-		time.Sleep(w.between(w.cfg.RetryMin, w.cfg.RetryMax))
-		return nil
+		return w.refused(id, now, err)
 	}
-	deadline := now + int64(time.Until(lock.Until()))
-	if err := w.emit(history.Event{
-		Time: now, Type: history.OK, Op: history.OpAcquire, ID: id, Key: lock.Key(),
-		Token: lock.Token(), Fence: lock.Fence(), Deadline: deadline, Nodes: nodeOutcomes(lock.Nodes()),
-	}); err != nil {
+	if err := w.emit(w.granted(id, now, h)); err != nil {
 		return err
 	}
-	if err := w.critical(ctx, lock); err != nil {
+	if err := w.critical(ctx, h); err != nil {
 		return err
 	}
 	if w.cfg.HoldMargin > 0 {
-		time.Sleep(time.Until(lock.Until().Add(-w.cfg.HoldMargin)))
+		time.Sleep(time.Until(h.Until().Add(-w.cfg.HoldMargin)))
 	}
-	if err := w.release(ctx, lock); err != nil {
+	if err := w.release(ctx, h); err != nil {
 		return err
 	}
 	time.Sleep(w.between(0, w.cfg.RetryMax))
 	return nil
 }
 
-// acquire takes the lock, or with Limit one of its permits: one attempt,
-// or a wait of up to four TTLs with Wait; renewing in the background with
-// Renew.
-func (w *worker) acquire(ctx context.Context) (*redlock.Lock, error) {
-	var opts []redlock.LockOption
-	if w.cfg.Renew {
-		opts = append(opts, redlock.WithAutoRenew())
+// refused records the failure of attempt id at now, and pauses before the
+// next.
+func (w *worker) refused(id, now int64, err error) error {
+	ev := w.attempt()
+	ev.Time, ev.Type, ev.ID, ev.Err, ev.Limit, ev.Shared = now, history.Fail, id, err.Error(), 0, false
+	var qe *redlock.QuorumError
+	if errors.As(err, &qe) {
+		ev.Nodes = nodeOutcomes(qe.Nodes)
 	}
-	if w.cfg.Limit > 0 {
-		opts = append(opts, redlock.WithLimit(w.cfg.Limit))
+	if err := w.emit(ev); err != nil {
+		return err
 	}
-	if !w.cfg.Wait {
-		return w.client.TryAcquire(ctx, w.cfg.Key, opts...)
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, 4*w.ttl())
-	defer cancel()
-	return w.client.Acquire(waitCtx, w.cfg.Key, opts...)
+	time.Sleep(w.between(w.cfg.RetryMin, w.cfg.RetryMax))
+	return nil
 }
 
-// critical reads the register that the key held guards (the lock's, or
-// the permit's), thinks, and writes the value read plus one, sending the
-// lock's fencing token with both requests. A renewing worker skips the
-// write once the lock is lost.
-func (w *worker) critical(ctx context.Context, lock *redlock.Lock) error {
+// critical reads the register that each key held guards (the lock's, the
+// permit's, or each of a set's), thinks, and, unless the worker is a
+// reader, writes each the value read plus one, sending the key's fencing
+// token with every request. It writes nothing once a read failed, and a
+// renewing worker nothing once it lost a lock.
+func (w *worker) critical(ctx context.Context, h *held) error {
+	reads := make([]registerReply, len(h.locks))
+	for i, lock := range h.locks {
+		r, ok, err := w.read(ctx, lock)
+		if err != nil || !ok {
+			return err
+		}
+		reads[i] = r
+	}
+	if !w.think(h) || w.cfg.Shared {
+		return nil
+	}
+	for i, lock := range h.locks {
+		if err := w.write(ctx, lock, reads[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read reads the register that lock's key guards, and reports whether the
+// register answered.
+func (w *worker) read(ctx context.Context, lock *redlock.Lock) (registerReply, bool, error) {
 	fence, reg := lock.Fence(), lock.Key()
 	id, err := w.invoke(history.Event{Op: history.OpRead, Key: reg, Fence: fence})
 	if err != nil {
-		return err
+		return registerReply{}, false, err
 	}
-	r, err := w.reg.read(ctx, w.cfg.Name, reg, fence)
+	read := w.reg.read
+	if w.cfg.Shared {
+		read = w.reg.readShared
+	}
+	r, err := read(ctx, w.cfg.Name, reg, fence)
 	if err != nil {
-		return w.emit(history.Event{Type: failType(err), Op: history.OpRead, ID: id, Key: reg, Fence: fence, Err: err.Error()})
+		return r, false, w.emit(history.Event{Type: failType(err), Op: history.OpRead, ID: id, Key: reg, Fence: fence, Err: err.Error()})
 	}
-	if err := w.emit(history.Event{Type: history.OK, Op: history.OpRead, ID: id, Key: reg, Fence: fence, Value: r.Value, Version: r.Version}); err != nil {
-		return err
-	}
-	if !w.think(lock) {
-		return nil
-	}
+	return r, true, w.emit(history.Event{Type: history.OK, Op: history.OpRead, ID: id, Key: reg, Fence: fence, Value: r.Value, Version: r.Version})
+}
+
+// write writes the value of r plus one to the register that lock's key
+// guards.
+func (w *worker) write(ctx context.Context, lock *redlock.Lock, r registerReply) error {
+	fence, reg := lock.Fence(), lock.Key()
 	value := r.Value + 1
 	wr := history.Event{Op: history.OpWrite, Key: reg, Fence: fence, Value: value, BasedOn: r.Version}
+	var err error
 	if wr.ID, err = w.invoke(wr); err != nil {
 		return err
 	}
@@ -253,10 +265,10 @@ func (w *worker) critical(ctx context.Context, lock *redlock.Lock) error {
 
 // think waits a random time between ThinkMin and ThinkMax, and reports
 // whether the worker may still write. A renewing worker stops waiting when
-// its lock's Done closes, and may write only while Err reports the lock
-// held; Err checks the deadline itself, so a worker that was stopped past
-// it does not write before the timer behind Done fires.
-func (w *worker) think(lock *redlock.Lock) bool {
+// its lock's, or set's, Done closes, and may write only while Err reports
+// it held; Err checks the deadline itself, so a worker that was stopped
+// past it does not write before the timer behind Done fires.
+func (w *worker) think(h *held) bool {
 	d := w.between(w.cfg.ThinkMin, w.cfg.ThinkMax)
 	if !w.cfg.Renew {
 		time.Sleep(d)
@@ -266,33 +278,9 @@ func (w *worker) think(lock *redlock.Lock) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-lock.Done():
+	case <-h.Done():
 	}
-	return lock.Err() == nil
-}
-
-// release releases lock and records the outcome.
-func (w *worker) release(ctx context.Context, lock *redlock.Lock) error {
-	inv := history.Event{Op: history.OpRelease, Key: lock.Key(), Token: lock.Token()}
-	if w.cfg.Renew {
-		inv.Deadline = history.Now() + int64(time.Until(lock.Until()))
-	}
-	id, err := w.invoke(inv)
-	if err != nil {
-		return err
-	}
-	ev := history.Event{Type: history.OK, Op: history.OpRelease, ID: id, Key: lock.Key(), Token: lock.Token()}
-	if err := lock.Release(ctx); err != nil {
-		// Not held (expired) or not released on a quorum: the checkers
-		// use the release's invocation time, so the outcome is
-		// informational.
-		ev.Type, ev.Err = history.Info, err.Error()
-		var qe *redlock.QuorumError
-		if errors.As(err, &qe) {
-			ev.Nodes = nodeOutcomes(qe.Nodes)
-		}
-	}
-	return w.emit(ev)
+	return h.Err() == nil
 }
 
 // libraryTTL is the library's default TTL (redlock.Options.TTL), in force

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,5 +62,105 @@ func TestRun_semaphoreWorkerHoldsPermitsAndTheirRegisters(t *testing.T) {
 	want := map[string]bool{"sem:permit:1": true, "sem:permit:2": true}
 	if !maps.Equal(held, want) || !maps.Equal(written, want) {
 		t.Fatalf("held %v, wrote the registers %v; want both permits", held, written)
+	}
+}
+
+// runWorkers runs the workers cfgs at once against one register for d, and
+// returns the history of all, sorted, with the register's.
+func runWorkers(t *testing.T, d time.Duration, cfgs ...Config) []history.Event {
+	t.Helper()
+	rec := history.NewRecorder(nil)
+	reg, err := StartRegister(Unfenced, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	outs := make([]bytes.Buffer, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		cfg.Register = reg.URL()
+		wg.Go(func() { errs[i] = Run(ctx, cfg, &outs[i]) })
+	}
+	wg.Wait()
+	events := rec.Events()
+	for i := range cfgs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		evs, err := history.Read(&outs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, evs...)
+	}
+	history.Sort(events)
+	return events
+}
+
+// Readers take the key shared and write nothing; writers take it alone
+// and update its register. Both kinds are recorded as such.
+func TestRun_readersAndWritersOfOneKey(t *testing.T) {
+	nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	base := Config{
+		Nodes: nodes.URLs(), Key: "rw", TTL: 500 * time.Millisecond, DisableQuarantine: true, Goroutines: 2,
+		ThinkMin: 2 * time.Millisecond, ThinkMax: 5 * time.Millisecond, RetryMax: 2 * time.Millisecond,
+	}
+	writer, reader := base, base
+	writer.Name, reader.Name, reader.Shared = "worker-0", "worker-1", true
+	events := runWorkers(t, 500*time.Millisecond, writer, reader)
+	if r := check.Check(events, 0); r.Total(check.Kinds) != 0 || r.Writes == 0 {
+		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
+	}
+	kinds := map[string]bool{}
+	for _, g := range check.Grants(history.Ops(events)) {
+		if g.Shared != strings.HasPrefix(g.Worker, "worker-1.") || g.Key != "rw" {
+			t.Fatalf("grant %+v: want the readers', and only theirs, shared, of rw", g)
+		}
+		kinds[g.Worker[:8]] = true
+	}
+	for _, ev := range events {
+		if ev.Process == history.ProcRegister && (ev.Shared != strings.HasPrefix(ev.Worker, "worker-1.") ||
+			ev.Op == history.OpWrite && ev.Shared) {
+			t.Fatalf("register event %+v: want reads only, marked shared, from the readers", ev)
+		}
+	}
+	if !kinds["worker-0"] || !kinds["worker-1"] {
+		t.Fatalf("grants to %v, want to both writers and readers", kinds)
+	}
+}
+
+// A worker with Names takes the locks of all of them together, records
+// each lock of the set on its grant and release, and updates the register
+// of each.
+func TestRun_workersTakeSetsOfNames(t *testing.T) {
+	nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	base := Config{
+		Nodes: nodes.URLs(), Key: "unused", TTL: 500 * time.Millisecond, DisableQuarantine: true,
+		ThinkMin: 2 * time.Millisecond, ThinkMax: 5 * time.Millisecond, RetryMax: 2 * time.Millisecond,
+	}
+	ab, cb := base, base
+	ab.Name, ab.Names = "worker-0", []string{"b", "a"}
+	cb.Name, cb.Names, cb.Wait = "worker-1", []string{"c", "b"}, true
+	events := runWorkers(t, 500*time.Millisecond, ab, cb)
+	r := check.Check(events, 0)
+	if r.Total(check.Kinds) != 0 || r.Writes == 0 {
+		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
+	}
+	held := map[string]bool{}
+	for _, g := range check.Grants(history.Ops(events)) {
+		held[g.Worker+":"+g.Key] = g.Released != 0
+	}
+	written := map[string]bool{}
+	for _, ev := range events {
+		if ev.Process == history.ProcRegister && ev.Op == history.OpWrite {
+			written[ev.Worker+":"+ev.Key] = true
+		}
+	}
+	want := map[string]bool{"worker-0:a": true, "worker-0:b": true, "worker-1:b": true, "worker-1:c": true}
+	if !maps.Equal(held, want) || !maps.Equal(written, want) {
+		t.Fatalf("held and released %v, wrote %v; want %v", held, written, want)
 	}
 }

@@ -4,10 +4,12 @@
 // rediscluster/ scenarios, one Redis Cluster of three masters as the only
 // lock node), several worker processes updating a shared register under
 // the lock (or, in the semaphore/ scenarios, one register per permit of a
-// counting semaphore), faults from kill -9 to clock jumps, resharding and
-// failovers, and five checkers (linearizability with porcupine,
-// overlapping holders, holders over a semaphore's limit, lost updates,
-// fencing order).
+// counting semaphore; in the rwlock/ scenarios, writers updating it and
+// readers reading it under a read-write lock; in the multikey/ scenarios,
+// one register per name, updated under sets of names locked together),
+// faults from kill -9 to clock jumps, resharding and failovers, and five
+// checkers (linearizability with porcupine, overlapping holders, holders
+// over a semaphore's limit, lost updates, fencing order).
 //
 // Usage:
 //
