@@ -25,8 +25,9 @@ type Client struct {
 	wire    wireArgs
 	waker   *waker // nil when no node can notify
 	waiters *waiters
-	finish  finishers // releases finished in the background
-	keys    layout    // the names of the keys kept beside each lock key
+	permits localPermits // the permits of semaphores held here
+	finish  finishers    // releases finished in the background
+	keys    layout       // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key
 	// (see queueKeys): random, URL-safe base64.
 	id string

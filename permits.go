@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
 )
@@ -58,7 +59,7 @@ type permits struct {
 // turns, first come first served, as for a mutex.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turn: turnKey("permits", key), keys: p.keys, try: p.tryAll}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turn: turnKey("permits", key), keys: p.keys, try: p.tryAll, freed: p.freed}
 	return r.acquire(once)
 }
 
@@ -72,17 +73,23 @@ func (p *permits) keys() []string {
 }
 
 // tryAll makes one attempt on each permit in turn, from a random one on, so
-// that clients spread over the permits, until one is granted. It stops at a
-// failure that does not show the permit held by another client: the nodes,
-// not the permits, are what failed, and would fail the next attempt too.
+// that clients spread over the permits, until one is granted. It skips the
+// permits this client holds, and stops at a failure that does not show the
+// permit held by another client: the nodes, not the permits, are what
+// failed, and would fail the next attempt too.
 func (p *permits) tryAll() (*Lock, error) {
 	limit := p.cfg.limit
 	first := rand.IntN(limit)
 	var err error
 	for i := range limit {
-		lock, tryErr := p.c.attempt(p.ctx, permitKey(p.key, (first+i)%limit+1), p.cfg.ttl, p.cfg.autoRenew, nil)
+		key := permitKey(p.key, (first+i)%limit+1)
+		if p.c.permits.heldHere(key) {
+			continue
+		}
+		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.autoRenew, nil)
 		noteAttempt(p.call, lock, tryErr)
 		if tryErr == nil {
+			p.c.permits.add(lock)
 			return lock, nil
 		}
 		err = tryErr
@@ -90,7 +97,17 @@ func (p *permits) tryAll() (*Lock, error) {
 			return nil, err
 		}
 	}
+	if err == nil { // every permit is held here
+		err = &QuorumError{Op: "acquire", Key: p.key, Quorum: p.c.quorum, Nodes: p.c.unasked(), Err: ErrNotAcquired}
+	}
 	return nil, fmt.Errorf("redlock: all %d permits of %s are held: %w", limit, quoteKey(p.key), err)
+}
+
+// freed returns a channel closed once one of the permits that this client
+// holds is released or lost, and the function that stops watching them;
+// nil when it holds none.
+func (p *permits) freed() (<-chan struct{}, func()) {
+	return p.c.permits.freed(p.keys())
 }
 
 // heldElsewhere reports whether a failed acquisition found the key held by
@@ -106,4 +123,71 @@ func heldElsewhere(err error) bool {
 		}
 	}
 	return false
+}
+
+// localPermits are the permits this client's goroutines hold, by key on the
+// wire: trying one of them would be a wasted round trip, and the release of
+// one is a wake-up that needs no announcement. A lock that ended is
+// forgotten when next looked at, or swept once the map has doubled.
+type localPermits struct {
+	mu    sync.Mutex
+	held  map[string]*Lock
+	sweep int // the size past which add sweeps ended locks out
+}
+
+// add records a permit acquired here.
+func (lp *localPermits) add(l *Lock) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.held == nil {
+		lp.held = map[string]*Lock{}
+	}
+	if len(lp.held) >= lp.sweep {
+		for key, held := range lp.held {
+			if held.Err() != nil {
+				delete(lp.held, key)
+			}
+		}
+		lp.sweep = 2*len(lp.held) + 64
+	}
+	lp.held[l.key] = l
+}
+
+// heldHere reports whether a lock of this client holds the permit key.
+func (lp *localPermits) heldHere(key string) bool {
+	return lp.lock(key) != nil
+}
+
+// lock returns the lock of this client that holds the permit key, or nil.
+func (lp *localPermits) lock(key string) *Lock {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	l := lp.held[key]
+	if l != nil && l.Err() != nil {
+		delete(lp.held, key)
+		return nil
+	}
+	return l
+}
+
+// freed returns a channel closed once one of the permits keys that this
+// client holds is released or lost, and the function that stops watching
+// them; nil when it holds none of them.
+func (lp *localPermits) freed(keys []string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	var stops []func() bool
+	for _, key := range keys {
+		if l := lp.lock(key); l != nil {
+			stops = append(stops, context.AfterFunc(l.ownerContext(), func() { once.Do(func() { close(ch) }) }))
+		}
+	}
+	if len(stops) == 0 {
+		return nil, func() {}
+	}
+	return ch, func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package redlock
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // repeated is the retry loop of an acquisition that is not a mutex's: a
 // permit of a semaphore (permits.go) or a shared lock (shared.go). It has no
@@ -19,6 +22,10 @@ type repeated struct {
 	keys func() []string
 	// try makes one attempt.
 	try func() (*Lock, error)
+	// freed, when set, returns a channel closed by a release in this
+	// client that may let the next try succeed, and the function that
+	// stops watching for it.
+	freed func() (<-chan struct{}, func())
 }
 
 // turnKey returns the key of the turn that this client's goroutines take
@@ -71,8 +78,21 @@ func (r *repeated) run(queued bool) (*Lock, error) {
 		if !again {
 			return nil, err
 		}
-		if live, _ := waitForRelease(r.ctx, wake, nil, nil, delay); !live {
+		if !r.wait(wake, delay) {
 			return nil, withCause(err, r.ctx)
 		}
 	}
+}
+
+// wait waits for a release announced to wake, one in this client, or the
+// retry delay, and reports whether the context is still live.
+func (r *repeated) wait(wake *wakeup, delay time.Duration) bool {
+	var freed <-chan struct{}
+	stop := func() {}
+	if r.freed != nil {
+		freed, stop = r.freed()
+	}
+	defer stop()
+	live, _ := waitForRelease(r.ctx, wake, freed, nil, delay)
+	return live
 }
