@@ -203,13 +203,19 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 }
 
 // wrapping returns what err says before the QuorumError qe it wraps, ""
-// when it adds nothing before it.
+// when it adds nothing before it. It finds where qe's text starts, its
+// sentinel and key, rather than comparing the whole of it: the cause of a
+// wait that ended is added to qe after err's text was made.
 func wrapping(err error, qe *redlock.QuorumError) string {
-	outer, ok := strings.CutSuffix(err.Error(), ": "+qe.Error())
-	if !ok {
+	if qe.Err == nil {
 		return ""
 	}
-	return unprefixed(outer)
+	msg := err.Error()
+	i := strings.Index(msg, ": "+qe.Err.Error()+": key ")
+	if i <= 0 {
+		return ""
+	}
+	return unprefixed(msg[:i])
 }
 
 // verb names what a node that answered OutcomeOK did in the operation op
