@@ -172,8 +172,13 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 		return
 	}
 	if outer := wrapping(err, qe); outer != "" {
-		// A semaphore's: all its permits are held, qe is the last one tried.
-		fmt.Fprintf(stderr, "redlock %s: %s\nredlock %s: %q, the last tried: ", cmd, outer, cmd, qe.Key)
+		// A semaphore's: all its permits are held, qe is the last one
+		// tried. Or several keys': some were refused, qe is one of them.
+		which := "the last tried"
+		if !strings.HasPrefix(outer, "all ") {
+			which = "one of them"
+		}
+		fmt.Fprintf(stderr, "redlock %s: %s\nredlock %s: %q, %s: ", cmd, outer, cmd, qe.Key, which)
 	} else {
 		fmt.Fprintf(stderr, "redlock %s: ", cmd)
 	}
@@ -195,7 +200,7 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 	if classify(err) == failRecovering {
 		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, recoveringHint)
 	}
-	for _, why := range []error{errHeldByAnother, errHeldByNobody} {
+	for _, why := range []error{errHeldByAnother, errHeldByReaders, errHeldByNobody} {
 		if errors.Is(err, why) {
 			fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, why)
 		}
