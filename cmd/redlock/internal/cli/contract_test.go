@@ -14,7 +14,7 @@ import (
 
 // helpExample returns the lines of `redlock help acquire` that its example
 // script number i (from 0) is made of, as a user would paste them: the lock's,
-// then the semaphore's.
+// the semaphore's, then the reader's.
 func helpExample(t *testing.T, i int) string {
 	t.Helper()
 	help := cli(t, "help", "acquire").expect(t, exitOK, "help acquire").stdout
@@ -24,8 +24,8 @@ func helpExample(t *testing.T, i int) string {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 4 || !strings.HasPrefix(lines[2*i], "token=") || !strings.HasPrefix(lines[2*i+1], "trap ") {
-		t.Fatalf("help acquire has no two two-line example scripts:\n%s", help)
+	if len(lines) != 6 || !strings.HasPrefix(lines[2*i], "token=") || !strings.HasPrefix(lines[2*i+1], "trap ") {
+		t.Fatalf("help acquire has no three two-line example scripts:\n%s", help)
 	}
 	return strings.Join(lines[2*i:2*i+2], "\n")
 }
@@ -84,6 +84,34 @@ func TestContract_helpSemaphoreScriptHoldsAPermitOrStops(t *testing.T) {
 	r = shScript(nodes, script)
 	if r.code != exitConflict || strings.Contains(r.stdout, "continued") {
 		t.Errorf("full semaphore: exit %d, want %d without going on\n%s%s", r.code, exitConflict, r.stdout, r.stderr)
+	}
+}
+
+// The reader's example script in the help, pasted as it is, holds the key
+// shared beside other readers while it goes on and releases it at the end,
+// and stops when a writer holds the key.
+func TestContract_helpReaderScriptHoldsItSharedOrStops(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	script := strings.ReplaceAll(helpExample(t, 2), "--wait 10s", "--wait 300ms") +
+		"\necho \"continued, token=$token\"\nredlock inspect orders | tail -1\n"
+
+	var other acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--shared", "orders").expect(t, exitOK, "another reader").decode(t, &other)
+	r := shScript(nodes, script)
+	if r.code != 0 || !strings.Contains(r.stdout, "continued, token=") || !strings.Contains(r.stdout, "\nheld shared by 2 readers,") {
+		t.Fatalf("beside another reader: the script did not run holding the key shared: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var state inspectJSON
+	cli(t, "inspect", "--nodes", nodes, "--json", "orders").expect(t, exitOK, "inspect").decode(t, &state)
+	if len(state.Readers) != 1 || state.Readers[0] != other.Token {
+		t.Errorf("after the script's trap, the readers are %q, want the other reader's alone", state.Readers)
+	}
+
+	cli(t, "release", "--nodes", nodes, "orders", other.Token).expect(t, exitOK, "release of the other reader")
+	cli(t, "acquire", "--nodes", nodes, "orders").expect(t, exitOK, "a writer's acquire")
+	r = shScript(nodes, script)
+	if r.code != exitConflict || strings.Contains(r.stdout, "continued") {
+		t.Errorf("held by a writer: exit %d, want %d without going on\n%s%s", r.code, exitConflict, r.stdout, r.stderr)
 	}
 }
 

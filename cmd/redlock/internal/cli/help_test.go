@@ -91,7 +91,9 @@ func TestHelp_defaultsShown(t *testing.T) {
 		"(default 30s)",
 		"REDLOCK_KEY", "REDLOCK_TOKEN", "REDLOCK_FENCE", "REDLOCK_DEADLINE", "REDLOCK_HELD",
 		"REDLOCK_PERMIT", "REDLOCK_LIMIT",
+		"REDLOCK_KEYS", "REDLOCK_KEY_i", "REDLOCK_TOKEN_i", "REDLOCK_FENCE_i", "REDLOCK_SHARED",
 		"--limit N", "redlock run --limit 5 ",
+		"--shared", "redlock run --shared orders -- ", "KEY [KEY...] -- COMMAND", "redlock run acct-17 acct-42 acct-99 -- ",
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("'redlock help run' lacks %q", want)

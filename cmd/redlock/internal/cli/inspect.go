@@ -15,18 +15,25 @@ func inspectCommand() *command {
 	return &command{
 		name:     "inspect",
 		synopsis: "[flags] KEY",
-		summary:  "show each node's holder, TTL, fence counter and state for KEY (or its permits)",
+		summary:  "show each node's holder or readers, TTL, fence counter and state for KEY (or its permits)",
 		about: `
 Reads, from every node at once and without changing anything, who holds the
-lock KEY there, its remaining TTL, the node's fencing counter for KEY, and
-whether the node is recovering (sitting out every quorum after losing its
-data). Then says who holds the lock: a token held on a majority of nodes.
+lock KEY there (a writer's token, or the readers that hold it shared), its
+remaining TTL, the node's fencing counter for KEY, and whether the node is
+recovering (sitting out every quorum after losing its data). Then says who
+holds the lock: a token held on a majority of nodes, or the readers held
+on a majority ("held shared by 3 readers").
 
-Output: a table with one row per node, then the verdict; with --json one
-object: {"key", "quorum", "holder", "nodes": [{"node", "holder", "ttl_ms",
-"fence", "recovering", "recovering_left_ms", "no_marker", "error"}]}.
-"holder" is "" when no token holds a majority; "ttl_ms" is -1 for a key
-without expiry, which no lock client writes.
+Output: a table with one row per node, its HOLDER a token or "N readers";
+when readers hold KEY, a list of their tokens and how many nodes each is
+on; then the verdict. With --json one object: {"key", "quorum", "holder",
+"readers", "nodes": [{"node", "holder", "readers", "ttl_ms", "fence",
+"recovering", "recovering_left_ms", "no_marker", "error"}]}. "holder" is ""
+when no token holds a majority; "readers" are the tokens of the readers
+(run --shared, acquire --shared): at the top those held on a majority, per
+node those on the node, [] when none. "ttl_ms" is the TTL of the node's
+lock key, for readers that of the last to expire, -1 for a key without
+expiry, which no lock client writes.
 
 With --limit N it reads the N permits of the semaphore KEY, the locks
 KEY:permit:1 to KEY:permit:N, and prints a row per permit (its key, the
@@ -47,22 +54,24 @@ a majority answered for some permit.`,
 
 // nodeStateJSON is one node in inspect's JSON output.
 type nodeStateJSON struct {
-	Node             string `json:"node"`
-	Holder           string `json:"holder"`
-	TTLMs            int64  `json:"ttl_ms"`
-	Fence            uint64 `json:"fence"`
-	Recovering       bool   `json:"recovering"`
-	RecoveringLeftMs int64  `json:"recovering_left_ms"`
-	NoMarker         bool   `json:"no_marker"`
-	Error            string `json:"error,omitempty"`
+	Node             string   `json:"node"`
+	Holder           string   `json:"holder"`
+	Readers          []string `json:"readers"` // tokens of the readers holding it there
+	TTLMs            int64    `json:"ttl_ms"`
+	Fence            uint64   `json:"fence"`
+	Recovering       bool     `json:"recovering"`
+	RecoveringLeftMs int64    `json:"recovering_left_ms"`
+	NoMarker         bool     `json:"no_marker"`
+	Error            string   `json:"error,omitempty"`
 }
 
 // inspectJSON is inspect's JSON output.
 type inspectJSON struct {
-	Key    string          `json:"key"`
-	Quorum int             `json:"quorum"`
-	Holder string          `json:"holder"`
-	Nodes  []nodeStateJSON `json:"nodes"`
+	Key     string          `json:"key"`
+	Quorum  int             `json:"quorum"`
+	Holder  string          `json:"holder"`
+	Readers []string        `json:"readers"` // readers holding it on a quorum, sorted
+	Nodes   []nodeStateJSON `json:"nodes"`
 }
 
 func setupInspect(fs *flag.FlagSet) runner {
@@ -103,12 +112,17 @@ func inspectLock(ctx context.Context, r report, client *redlock.Client, key stri
 		writeJSON(r.s.stdout, lockStateJSON(key, quorum, holder, states))
 	} else {
 		writeStates(r.s.stdout, key, states)
+		writeReaders(r.s.stdout, states)
+		readers := sharedBy(states, quorum)
 		switch {
 		case answered < quorum:
 			fmt.Fprintf(r.s.stdout, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
 				answered, len(states), quorum, key)
 		case holder != "":
 			fmt.Fprintf(r.s.stdout, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), quorum)
+		case len(readers) > 0:
+			fmt.Fprintf(r.s.stdout, "held shared by %s, each on at least %d of %d nodes\n",
+				countReaders(len(readers)), quorum, len(states))
 		case holding > 0:
 			fmt.Fprintf(r.s.stdout, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
 				"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), quorum)
@@ -124,9 +138,9 @@ func inspectLock(ctx context.Context, r report, client *redlock.Client, key stri
 
 // lockStateJSON describes what every node holds for the lock key.
 func lockStateJSON(key string, quorum int, holder string, states []redlock.NodeState) inspectJSON {
-	out := inspectJSON{Key: key, Quorum: quorum, Holder: holder}
+	out := inspectJSON{Key: key, Quorum: quorum, Holder: holder, Readers: sharedBy(states, quorum)}
 	for _, st := range states {
-		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
+		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, Readers: append([]string{}, st.Readers...), TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
 			Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker}
 		if st.TTL < 0 {
 			n.TTLMs = -1
@@ -164,7 +178,8 @@ func verdict(states []redlock.NodeState, quorum int) (holder string, holding, an
 	return holder, holding, answered
 }
 
-// writeStates prints one row per node.
+// writeStates prints one row per node: who holds the lock there (see
+// nodeHolder), its TTL, the fence counter and the node's state.
 func writeStates(w io.Writer, key string, states []redlock.NodeState) {
 	fmt.Fprintf(w, "lock %q:\n", key)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -174,9 +189,8 @@ func writeStates(w io.Writer, key string, states []redlock.NodeState) {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\terror: %v\n", st.Node, st.Err)
 			continue
 		}
-		holder, ttl := "-", "-"
-		if st.Holder != "" {
-			holder = st.Holder
+		holder, ttl := nodeHolder(st), "-"
+		if holder != "-" {
 			ttl = st.TTL.Round(time.Millisecond).String()
 			if st.TTL < 0 {
 				ttl = "no expiry"

@@ -10,11 +10,22 @@ import (
 )
 
 // lockFlags choose what a command takes, or acts on, under the name KEY:
-// the lock KEY itself by default; with --limit N one of the N permits of
-// the semaphore KEY. Every command that names a lock registers them, each
-// with the usage its verb needs.
+// the lock KEY itself by default, as its writer; with --shared the lock KEY
+// as one of its readers; with --limit N one of the N permits of the
+// semaphore KEY. Every command that names a lock registers the flags its
+// verb needs, each with the usage that verb gives it.
 type lockFlags struct {
-	limit limitFlag
+	limit  limitFlag
+	shared bool
+}
+
+// sharedUsage describes --shared for the verbs that take a lock.
+const sharedUsage = "take KEY shared, as one of its readers: any number of readers hold it at once, " +
+	"and no writer (a command without --shared); a writer that waits keeps new readers out"
+
+// registerShared adds --shared to fs, described by usage.
+func (l *lockFlags) registerShared(fs *flag.FlagSet, usage string) {
+	fs.BoolVar(&l.shared, "shared", false, usage)
 }
 
 // registerLimit adds --limit to fs, described by usage, which names its
@@ -28,10 +39,28 @@ func (l *lockFlags) limited() bool { return l.limit > 0 }
 
 // options returns the options that take what the flags name.
 func (l *lockFlags) options() []redlock.LockOption {
-	if !l.limited() {
-		return nil
+	var opts []redlock.LockOption
+	if l.limited() {
+		opts = append(opts, redlock.WithLimit(int(l.limit)))
 	}
-	return []redlock.LockOption{redlock.WithLimit(int(l.limit))}
+	if l.shared {
+		opts = append(opts, redlock.WithShared())
+	}
+	return opts
+}
+
+// conflict says what is wrong with the flags for a command that takes the
+// locks of keys together, and returns "" when nothing is: a semaphore's
+// permit is a mutex of one name, so --limit goes with neither --shared nor
+// several keys.
+func (l *lockFlags) conflict(keys int) string {
+	switch {
+	case l.limited() && l.shared:
+		return "--limit and --shared do not go together: a permit of a semaphore is held by one holder"
+	case l.limited() && keys > 1:
+		return fmt.Sprintf("--limit takes a permit of one KEY, not the locks of %d keys", keys)
+	}
+	return ""
 }
 
 // limitFlag is --limit: the number of permits of a semaphore, from 1 to

@@ -172,8 +172,13 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 		return
 	}
 	if outer := wrapping(err, qe); outer != "" {
-		// A semaphore's: all its permits are held, qe is the last one tried.
-		fmt.Fprintf(stderr, "redlock %s: %s\nredlock %s: %q, the last tried: ", cmd, outer, cmd, qe.Key)
+		// A semaphore's: all its permits are held, qe is the last one
+		// tried. Or several keys': some were refused, qe is one of them.
+		which := "the last tried"
+		if !strings.HasPrefix(outer, "all ") {
+			which = "one of them"
+		}
+		fmt.Fprintf(stderr, "redlock %s: %s\nredlock %s: %q, %s: ", cmd, outer, cmd, qe.Key, which)
 	} else {
 		fmt.Fprintf(stderr, "redlock %s: ", cmd)
 	}
@@ -195,7 +200,7 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 	if classify(err) == failRecovering {
 		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, recoveringHint)
 	}
-	for _, why := range []error{errHeldByAnother, errHeldByNobody} {
+	for _, why := range []error{errHeldByAnother, errHeldByReaders, errHeldByNobody} {
 		if errors.Is(err, why) {
 			fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, why)
 		}
@@ -203,13 +208,19 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 }
 
 // wrapping returns what err says before the QuorumError qe it wraps, ""
-// when it adds nothing before it.
+// when it adds nothing before it. It finds where qe's text starts, its
+// sentinel and key, rather than comparing the whole of it: the cause of a
+// wait that ended is added to qe after err's text was made.
 func wrapping(err error, qe *redlock.QuorumError) string {
-	outer, ok := strings.CutSuffix(err.Error(), ": "+qe.Error())
-	if !ok {
+	if qe.Err == nil {
 		return ""
 	}
-	return unprefixed(outer)
+	msg := err.Error()
+	i := strings.Index(msg, ": "+qe.Err.Error()+": key ")
+	if i <= 0 {
+		return ""
+	}
+	return unprefixed(msg[:i])
 }
 
 // verb names what a node that answered OutcomeOK did in the operation op

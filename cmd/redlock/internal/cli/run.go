@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,18 +51,6 @@ func stopMargin(ttl time.Duration) time.Duration {
 	return max(ttl/stopMarginDivisor, minStopMargin)
 }
 
-// Environment variables `redlock run` gives the command. envPermit and
-// envLimit are set with --limit only.
-const (
-	envKey      = "REDLOCK_KEY"
-	envToken    = "REDLOCK_TOKEN"
-	envFence    = "REDLOCK_FENCE"
-	envDeadline = "REDLOCK_DEADLINE"
-	envHeld     = "REDLOCK_HELD"
-	envPermit   = "REDLOCK_PERMIT"
-	envLimit    = "REDLOCK_LIMIT"
-)
-
 // timeFormat renders deadlines: RFC 3339 in UTC with milliseconds, which
 // `date -d` parses.
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
@@ -71,11 +60,32 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 func runCommand() *command {
 	return &command{
 		name:     "run",
-		synopsis: "[flags] KEY -- COMMAND [ARGS...]",
-		summary:  "run a command holding the lock KEY (or a permit: --limit N)",
+		synopsis: "[flags] KEY [KEY...] -- COMMAND [ARGS...]",
+		summary:  "run a command holding the lock KEY, or several (as a reader: --shared; a permit: --limit N)",
 		about: `
 Acquires the lock KEY on a majority of the nodes, runs COMMAND, renews the lock
 while it runs, releases it when it exits, and exits with its exit status.
+Every argument before -- is a KEY; without --, the first argument is the one
+KEY and the rest is COMMAND.
+
+Readers and writers: with --shared, redlock takes KEY as one of its readers.
+Any number of 'run --shared KEY' hold KEY at once, and none while a 'run KEY'
+without --shared (a writer) holds it; a writer waits until the readers are
+done. A writer that waits keeps new readers out, so that readers coming one
+after the other cannot starve it. Many readers or one writer on this table:
+  redlock run --shared orders -- ./export-orders.sh   # any number at once
+  redlock run orders -- ./migrate-orders.sh           # alone
+
+Several keys: 'run K1 K2 K3 -- COMMAND' holds all the keys together, or
+waits: it never holds some while it waits for the others, so that commands
+that name overlapping keys in any order cannot deadlock. Each key is a lock
+of its own, renewed with the others; the command is stopped when any of
+them is lost. With --shared it reads every key; --limit takes one key only.
+Keys are taken all at once at each attempt, with random pauses between
+attempts, outside the queue in which the waiters of a single key take
+turns: a writer of several keys does not keep new readers out while it
+waits. Lock these three accounts together:
+  redlock run acct-17 acct-42 acct-99 -- ./transfer.sh
 
 Semaphores: with --limit N, redlock takes one of N permits of the semaphore
 KEY instead, so that at most N commands given the same KEY and N run at
@@ -91,8 +101,9 @@ redlock retries with random pauses until the lock is acquired or --wait
 passes, and then exits with the code of the last reason: --conflict-exit-code
 when the lock is held by another holder, 69 when too few nodes answer or
 vote. While it waits it says why on stderr, every few seconds when the
-reason changes and every 30s otherwise: who holds the lock, which nodes
-are recovering or do not answer.
+reason changes and every 30s otherwise: who holds the lock (a token, or how
+many readers; of several keys, which key), which nodes are recovering or
+do not answer.
 
 Losing the lock: the lock is renewed once a third of its TTL has passed. If
 renewals keep failing (a majority of nodes is down or unreachable), the
@@ -107,18 +118,28 @@ command has ended. While waiting for the lock, the first four stop the wait.
 Standard input, output and error are the command's; when standard input is
 the terminal, the command runs in the terminal's foreground.
 
-The command's environment has:
+The command's environment has, for one KEY:
   REDLOCK_KEY       the key held: KEY, or with --limit the permit's, KEY:permit:i
   REDLOCK_TOKEN     the token that holds it (for 'redlock extend' / 'release')
   REDLOCK_FENCE     the fencing token: pass it to the protected resource, which
                     must reject a write with a lower fence than one it has seen
-  REDLOCK_DEADLINE  validity deadline at the start, RFC 3339 UTC with
-                    milliseconds; renewal moves the real one forward
-  REDLOCK_HELD      1
   REDLOCK_PERMIT    with --limit: i, the number of the permit held, 1 to N
   REDLOCK_LIMIT     with --limit: N
-A nested 'redlock run' sets its own values. Locks are not re-entrant: a
-nested run of the same KEY waits for the outer one, which waits for it.
+for several keys, numbered i = 1, 2, ... in the order the command line
+gives them, and no REDLOCK_KEY, REDLOCK_TOKEN nor REDLOCK_FENCE:
+  REDLOCK_KEYS      the keys, separated by spaces
+  REDLOCK_KEY_i     key i
+  REDLOCK_TOKEN_i   the token that holds key i
+  REDLOCK_FENCE_i   the fencing token of key i, for the resource key i guards
+and in both cases:
+  REDLOCK_DEADLINE  validity deadline at the start (of several keys, the
+                    earliest), RFC 3339 UTC with milliseconds; renewal moves
+                    the real one forward
+  REDLOCK_HELD      1
+  REDLOCK_SHARED    with --shared: 1
+A nested 'redlock run' sets its own values, and drops those of the outer
+one that it does not set. Locks are not re-entrant: a nested run of a KEY
+the outer one holds waits for the outer one, which waits for it.
 
 Examples:
   redlock run --wait 0 backup -- /usr/local/bin/backup.sh
@@ -129,7 +150,7 @@ Examples:
 			{"n", "the command's exit status; 128+n when it was killed by signal n"},
 			docUsage,
 			docUnavailable,
-			{code(exitConflict), "not acquired: held by another holder (--conflict-exit-code)"},
+			{code(exitConflict), "not acquired: held by another holder, or readers (--conflict-exit-code)"},
 			{code(exitLockLost), "the lock was lost while the command ran; the command was stopped"},
 			docConfig,
 			{code(exitCannotExecute), "the command could not be started"},
@@ -154,7 +175,8 @@ func setupRun(fs *flag.FlagSet) runner {
 	c := &runConfig{wait: waitForever}
 	c.nodes.register(fs, true, true)
 	c.lock.registerLimit(fs, "hold one of `N` permits of the semaphore KEY instead of the lock KEY, "+
-		"so that at most N commands run at once, from 1 to "+strconv.Itoa(redlock.MaxLimit))
+		"so that at most N commands run at once, from 1 to "+strconv.Itoa(redlock.MaxLimit)+"; one KEY only")
+	c.lock.registerShared(fs, sharedUsage+"; with several keys, every one is taken shared")
 	fs.Var(&c.wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
 	fs.DurationVar(&c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost")
@@ -171,14 +193,14 @@ func (c *runConfig) logf(s streams, format string, args ...any) {
 }
 
 func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
-	key, argv, code := c.parseArgs(s.stderr, args)
+	keys, argv, code := c.parseArgs(s.stderr, args)
 	if code != exitOK {
 		return code
 	}
-	if code := c.checkFlags(s.stderr); code != exitOK {
+	if code := c.checkFlags(s.stderr, len(keys)); code != exitOK {
 		return code
 	}
-	c.warnIfNested(s.stderr, key)
+	c.warnIfNested(s.stderr, keys)
 
 	// Catch signals from the start: one arriving while waiting ends the wait.
 	sigs, stopSignals := notifySignals()
@@ -190,28 +212,28 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	}
 	defer c.nodes.close(client)
 
-	lock, code := c.acquire(ctx, s, client, key, sigs)
+	held, code := c.acquire(ctx, s, client, keys, sigs)
 	if code != exitOK {
 		return code
 	}
-	held := lock.Key() // KEY, or the permit's key
-	c.logf(s, "acquired %q: token %s, fence %d, valid until %s", held, lock.Token(), lock.Fence(), formatTime(lock.Until()))
+	name := heldName(keys, held) // `lock "KEY"` (a permit's key for a permit), or `locks "K1", "K2"`
+	c.logAcquired(s, keys, held)
 
-	ch, err := startChild(argv, c.environment(key, lock), s)
+	ch, err := startChild(argv, c.environment(keys, held), s)
 	if err != nil {
 		fmt.Fprintf(s.stderr, "redlock run: %v\n", err)
-		c.release(s, lock, held)
+		c.release(s, held, name)
 		return startErrorCode(err)
 	}
-	lost := c.supervise(ctx, s, lock, held, ch, sigs)
+	lost := c.supervise(ctx, s, held, name, ch, sigs)
 	ch.restoreTerminal()
 	status := ch.status()
 	if lost == nil {
-		if err := lock.Err(); errors.Is(err, redlock.ErrLockLost) {
+		if err := held.Err(); errors.Is(err, redlock.ErrLockLost) {
 			lost = err // lost in the instant the command exited
 		}
 	}
-	c.release(s, lock, held)
+	c.release(s, held, name)
 	if lost != nil {
 		fmt.Fprintf(s.stderr, "redlock run: the command exited with status %d after the lock was lost\n", status)
 		return exitLockLost
@@ -220,8 +242,12 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 }
 
 // checkFlags checks the values of the flags that the node flags do not
-// cover, and returns exitUsage after saying what is wrong, else exitOK.
-func (c *runConfig) checkFlags(stderr io.Writer) int {
+// cover, for a run of keys keys, and returns exitUsage after saying what
+// is wrong, else exitOK.
+func (c *runConfig) checkFlags(stderr io.Writer, keys int) int {
+	if msg := c.lock.conflict(keys); msg != "" {
+		return usageError(stderr, "run", msg)
+	}
 	switch {
 	case c.conflictCode < 0 || c.conflictCode > 255:
 		return usageError(stderr, "run", "--conflict-exit-code must be in 0..255")
@@ -231,81 +257,81 @@ func (c *runConfig) checkFlags(stderr io.Writer) int {
 	return exitOK
 }
 
-// warnIfNested warns when an enclosing 'redlock run' holds what this one
-// is about to wait for: the lock KEY, which is not re-entrant, or a permit
-// of the semaphore KEY, which leaves this run one fewer.
-func (c *runConfig) warnIfNested(stderr io.Writer, key string) {
-	if os.Getenv(envHeld) != "1" {
-		return
+// logAcquired reports, with --verbose, each lock that held holds.
+func (c *runConfig) logAcquired(s streams, keys []string, held holding) {
+	how := ""
+	if c.lock.shared {
+		how = " shared"
 	}
-	outer := os.Getenv(envKey)
-	switch {
-	case !c.lock.limited() && outer == key:
-		fmt.Fprintf(stderr, "redlock run: warning: %q is already held by the enclosing 'redlock run'; "+
-			"locks are not re-entrant, so this waits until --wait passes\n", key)
-	case c.lock.limited() && permitNumber(key, outer) > 0:
-		fmt.Fprintf(stderr, "redlock run: warning: the enclosing 'redlock run' holds permit %d of %q; "+
-			"this run needs another one, and waits while the other holders have the rest\n", permitNumber(key, outer), key)
+	for _, lock := range locksOf(keys, held) {
+		c.logf(s, "acquired %q%s: token %s, fence %d, valid until %s",
+			lock.Key(), how, lock.Token(), lock.Fence(), formatTime(lock.Until()))
 	}
 }
 
-// environment returns the command's environment: redlock's own, and what
-// it holds, lock, under the name KEY.
-func (c *runConfig) environment(key string, lock *redlock.Lock) []string {
-	env := append(os.Environ(),
-		envKey+"="+lock.Key(),
-		envToken+"="+lock.Token(),
-		envFence+"="+strconv.FormatUint(lock.Fence(), 10),
-		envDeadline+"="+formatTime(lock.Until()),
-		envHeld+"=1",
-	)
-	if c.lock.limited() {
-		env = append(env,
-			envPermit+"="+strconv.Itoa(permitNumber(key, lock.Key())),
-			envLimit+"="+c.lock.limit.String())
-	}
-	return env
-}
-
-// parseArgs splits KEY from the command, and applies --shell.
-func (c *runConfig) parseArgs(stderr io.Writer, args []string) (string, []string, int) {
+// parseArgs splits the keys from the command, and applies --shell: every
+// argument before the first -- is a key; without --, the first argument is
+// the one key and the rest is the command.
+func (c *runConfig) parseArgs(stderr io.Writer, args []string) ([]string, []string, int) {
 	if len(args) == 0 {
-		return "", nil, usageError(stderr, "run", "missing KEY and COMMAND")
+		return nil, nil, usageError(stderr, "run", "missing KEY and COMMAND")
 	}
-	key, rest := args[0], args[1:]
-	if strings.HasPrefix(key, "-") && key != "-" {
-		return "", nil, usageError(stderr, "run", fmt.Sprintf("flags go before KEY; %q came after", key))
+	keys, rest := args[:1], args[1:]
+	dashes := slices.Index(args, "--")
+	if dashes >= 0 {
+		keys, rest = args[:dashes], args[dashes+1:]
 	}
-	switch {
-	case len(rest) > 0 && rest[0] == "--":
-		rest = rest[1:]
-	case len(rest) > 0 && strings.HasPrefix(rest[0], "-"):
-		return "", nil, usageError(stderr, "run", fmt.Sprintf("flags go before KEY, and the command after --; %q came after KEY", rest[0]))
+	if msg := checkKeys(keys); msg != "" {
+		return nil, nil, usageError(stderr, "run", msg)
+	}
+	if dashes < 0 && len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
+		return nil, nil, usageError(stderr, "run", fmt.Sprintf("flags go before KEY, and the command after --; %q came after KEY", rest[0]))
 	}
 	if len(rest) == 0 {
-		return "", nil, usageError(stderr, "run", "missing COMMAND after KEY")
+		return nil, nil, usageError(stderr, "run", "missing COMMAND after KEY")
 	}
 	if c.shell {
 		rest = []string{"sh", "-c", strings.Join(rest, " ")}
 	}
-	return key, rest, exitOK
+	return keys, rest, exitOK
 }
 
-// acquire takes the lock with auto-renewal, waiting as --wait says. A
-// terminating signal ends the wait.
-func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Client, key string, sigs <-chan os.Signal) (*redlock.Lock, int) {
+// checkKeys returns what is wrong with the keys of a run, or "": none, an
+// empty one, a flag among them, or one given twice.
+func checkKeys(keys []string) string {
+	if len(keys) == 0 {
+		return "missing KEY before --"
+	}
+	for i, key := range keys {
+		switch {
+		case strings.HasPrefix(key, "-") && key != "-":
+			return fmt.Sprintf("flags go before KEY; %q came after", key)
+		case key == "":
+			return "KEY is empty"
+		case slices.Contains(keys[:i], key):
+			return fmt.Sprintf("KEY %q is given twice", key)
+		}
+	}
+	return ""
+}
+
+// acquire takes the lock, or the locks of several keys together, with
+// auto-renewal, waiting as --wait says. A terminating signal ends the
+// wait.
+func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Client, keys []string, sigs <-chan os.Signal) (holding, int) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
-		lock *redlock.Lock
+		held holding
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		w := waiting{client: client, key: key, limit: int(c.lock.limit), wait: c.wait, stderr: s.stderr, cmd: "run",
+		w := waiting{client: client, keys: keys, limit: int(c.lock.limit), shared: c.lock.shared, wait: c.wait,
+			stderr: s.stderr, cmd: "run",
 			opts: append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
-		r.lock, r.err = w.acquire(actx)
+		r.held, r.err = w.acquire(actx)
 		done <- r
 	}()
 	var interrupted os.Signal
@@ -319,15 +345,15 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 		case r := <-done:
 			switch {
 			case interrupted != nil:
-				if r.lock != nil {
-					r.lock.Release(context.Background())
+				if r.held != nil {
+					r.held.Release(context.Background())
 				}
-				fmt.Fprintf(s.stderr, "redlock run: %v while waiting for %q\n", interrupted, key)
+				fmt.Fprintf(s.stderr, "redlock run: %v while waiting for %s\n", interrupted, quoteKeys(keys))
 				return nil, exitSignalBase + signalNumber(interrupted)
 			case r.err == nil:
-				return r.lock, exitOK
+				return r.held, exitOK
 			case ctx.Err() != nil:
-				fmt.Fprintf(s.stderr, "redlock run: stopped waiting for %q: %v\n", key, context.Cause(ctx))
+				fmt.Fprintf(s.stderr, "redlock run: stopped waiting for %s: %v\n", quoteKeys(keys), context.Cause(ctx))
 				return nil, exitInterrupted
 			}
 			printFailure(s.stderr, "run", r.err)
@@ -341,17 +367,17 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 }
 
 // supervise waits for the command to exit while forwarding signals and
-// watching the lock. It returns why the lock was lost while the command ran,
-// or nil.
-func (c *runConfig) supervise(ctx context.Context, s streams, lock *redlock.Lock, key string, ch *child, sigs <-chan os.Signal) (lost error) {
+// watching what it holds, held, which messages call name. It returns why
+// the lock, or a lock of several, was lost while the command ran, or nil.
+func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name string, ch *child, sigs <-chan os.Signal) (lost error) {
 	exited := make(chan error, 1)
 	go func() { exited <- ch.cmd.Wait() }()
 
-	sv := &supervision{c: c, s: s, lock: lock, key: key, ch: ch, margin: stopMargin(c.nodes.ttl)}
-	sv.stopAt = lock.Until().Add(-sv.margin)
+	sv := &supervision{c: c, s: s, held: held, name: name, ch: ch, margin: stopMargin(c.nodes.ttl)}
+	sv.stopAt = held.Until().Add(-sv.margin)
 	sv.deadline = time.NewTimer(time.Until(sv.stopAt))
 	defer sv.deadline.Stop()
-	lockDone := lock.Done()
+	lockDone := held.Done()
 	ctxDone := ctx.Done()
 	var settle <-chan time.Time
 
@@ -379,16 +405,17 @@ func (c *runConfig) supervise(ctx context.Context, s streams, lock *redlock.Lock
 	}
 }
 
-// supervision is what supervise knows of the command and the lock while
-// the command runs.
+// supervision is what supervise knows of the command and the lock, or
+// the locks, while the command runs.
 type supervision struct {
 	c    *runConfig
 	s    streams
-	lock *redlock.Lock
-	key  string
+	held holding
+	name string // what held holds, for messages (see heldName)
 	ch   *child
-	// margin is how long before the lock's validity deadline the command
-	// is stopped; stopAt is when, and deadline fires then.
+	// margin is how long before the validity deadline (of several locks,
+	// the earliest) the command is stopped; stopAt is when, and deadline
+	// fires then.
 	margin   time.Duration
 	stopAt   time.Time
 	deadline *time.Timer
@@ -442,11 +469,11 @@ func (sv *supervision) terminateOnCancel(ctx context.Context) {
 	sv.terminated = true
 }
 
-// lockLost stops the command because the lock was lost, unless it is
-// already being stopped for that.
+// lockLost stops the command because the lock, or one of several, was
+// lost, unless it is already being stopped for that.
 func (sv *supervision) lockLost() {
 	if sv.lost == nil {
-		sv.stop(fmt.Errorf("lock %q lost: %w", sv.key, sv.lock.Err()))
+		sv.stop(fmt.Errorf("%s lost: %w", sv.name, sv.held.Err()))
 	}
 }
 
@@ -454,18 +481,18 @@ func (sv *supervision) lockLost() {
 // meanwhile it moves the deadline, else it stops the command, unless it is
 // already being stopped.
 func (sv *supervision) stopDue() {
-	until := sv.lock.Until()
+	until := sv.held.Until()
 	if next := until.Add(-sv.margin); time.Until(next) > 0 {
 		if next.After(sv.stopAt) {
-			sv.c.logf(sv.s, "renewed %q: valid until %s", sv.key, formatTime(until))
+			sv.c.logf(sv.s, "renewed %s: valid until %s", sv.name, formatTime(until))
 		}
 		sv.stopAt = next
 		sv.deadline.Reset(time.Until(next))
 		return
 	}
 	if sv.lost == nil {
-		sv.stop(fmt.Errorf("lock %q could not be renewed: its validity ends at %s, in %s",
-			sv.key, formatTime(until), time.Until(until).Round(time.Millisecond)))
+		sv.stop(fmt.Errorf("%s could not be renewed: its validity ends at %s, in %s",
+			sv.name, formatTime(until), time.Until(until).Round(time.Millisecond)))
 	}
 }
 
@@ -494,14 +521,15 @@ func (c *runConfig) killStragglers(s streams, ch *child, kill <-chan time.Time) 
 	}
 }
 
-// release releases the lock after the command ended and reports a failure.
-func (c *runConfig) release(s streams, lock *redlock.Lock, key string) {
-	err := lock.Release(context.Background())
+// release releases what the command held, which messages call name, after
+// the command ended, and reports a failure.
+func (c *runConfig) release(s streams, held holding, name string) {
+	err := held.Release(context.Background())
 	switch {
 	case err == nil:
-		c.logf(s, "released %q", key)
+		c.logf(s, "released %s", name)
 	case errors.Is(err, redlock.ErrNotHeld):
-		fmt.Fprintf(s.stderr, "redlock run: %q had already expired on the nodes when released\n", key)
+		fmt.Fprintf(s.stderr, "redlock run: %s had already expired on the nodes when released\n", name)
 	default:
 		printFailure(s.stderr, "run", err)
 	}

@@ -39,7 +39,7 @@ func acquireCommand() *command {
 	return &command{
 		name:     "acquire",
 		synopsis: "[flags] KEY",
-		summary:  "take the lock KEY (or a permit: --limit N), print its token",
+		summary:  "take the lock KEY (shared: --shared; a permit: --limit N), print its token",
 		about: `
 Acquires the lock KEY and prints its token, fencing token and validity
 deadline. The lock is not renewed: it expires after --ttl unless
@@ -51,9 +51,15 @@ at most N holders at once, across hosts. Permit i is the lock KEY:permit:i,
 with its own fencing tokens; the semaphore KEY and the lock KEY are
 different things, and every holder of one semaphore should give the same N.
 
+With --shared it takes KEY as a reader of a read-write lock: any number of
+readers hold KEY at once, and no writer (acquire or run without --shared).
+A writer that waits keeps new readers out until it has had its turn. A
+reader's token is extended and released as any: 'redlock release KEY TOKEN'.
+
 Output, one field per line (or one JSON object with --json):
   key       KEY, or with --limit the permit's key, KEY:permit:i
   permit    with --limit: "i of N" ("permit" and "limit" in JSON)
+  shared    with --shared: "yes, a reader" ("shared": true in JSON)
   token     the token; extend and release need it
   fence     the fencing token, to pass to the protected resource
   deadline  the validity deadline, RFC 3339 UTC, and the validity left
@@ -68,6 +74,11 @@ the same --limit N, and then find the permit the token holds:
 
   token=$(redlock acquire --limit 5 --print-token --wait 10s api) || exit
   trap 'redlock release --limit 5 api "$token"' EXIT
+
+A reader of the table "orders", among others, while no writer has it:
+
+  token=$(redlock acquire --shared --print-token --wait 10s orders) || exit
+  trap 'redlock release orders "$token"' EXIT
 
 Waiting (any --wait but 0), it says on stderr why, every few seconds when
 the reason changes and every 30s otherwise: who holds the lock (or that all
@@ -91,6 +102,7 @@ type acquiredJSON struct {
 	Key        string `json:"key"`
 	Permit     int    `json:"permit,omitempty"` // with --limit: the permit's number
 	Limit      int    `json:"limit,omitempty"`  // with --limit: the number of permits
+	Shared     bool   `json:"shared,omitempty"` // with --shared: a reader
 	Token      string `json:"token"`
 	Fence      uint64 `json:"fence"`
 	TTLMs      int64  `json:"ttl_ms"`
@@ -104,6 +116,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 	var lf lockFlags
 	lf.registerLimit(fs, "take one of `N` permits of the semaphore KEY instead of the lock KEY, from 1 to "+
 		strconv.Itoa(redlock.MaxLimit)+"; the key printed is the permit's")
+	lf.registerShared(fs, sharedUsage)
 	wait := waitForever
 	fs.Var(&wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
@@ -115,14 +128,17 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		}
 		key := args[0]
 		r.key = key
+		if msg := lf.conflict(1); msg != "" {
+			return r.usage(msg)
+		}
 		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
-		w := waiting{client: client, key: key, limit: int(lf.limit), wait: wait, stderr: s.stderr, cmd: "acquire",
-			opts: lf.options()}
-		lock, err := w.acquire(ctx)
+		w := waiting{client: client, keys: []string{key}, limit: int(lf.limit), shared: lf.shared, wait: wait,
+			stderr: s.stderr, cmd: "acquire", opts: lf.options()}
+		held, err := w.acquire(ctx)
 		if err != nil {
 			f := classify(err)
 			if ctx.Err() != nil {
@@ -130,7 +146,9 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			}
 			return r.failedAs(f, err)
 		}
-		out := acquiredJSON{Key: lock.Key(), Token: lock.Token(), Fence: lock.Fence(), TTLMs: nodes.ttl.Milliseconds()}
+		lock := held.(*redlock.Lock) // of the one key
+		out := acquiredJSON{Key: lock.Key(), Shared: lf.shared, Token: lock.Token(), Fence: lock.Fence(),
+			TTLMs: nodes.ttl.Milliseconds()}
 		if lf.limited() {
 			out.Permit, out.Limit = permitNumber(key, lock.Key()), int(lf.limit)
 		}
@@ -154,6 +172,9 @@ func writeAcquired(w io.Writer, out acquiredJSON, until time.Time) {
 	if out.Limit > 0 {
 		fmt.Fprintf(w, "permit    %d of %d\n", out.Permit, out.Limit)
 	}
+	if out.Shared {
+		fmt.Fprintf(w, "shared    yes, a reader\n")
+	}
 	fmt.Fprintf(w, "token     %s\nfence     %d\ndeadline  %s (valid for %s)\n",
 		out.Token, out.Fence, formatTime(until), time.Until(until).Round(time.Millisecond))
 }
@@ -175,7 +196,9 @@ before the deadline 'acquire' printed: once it passes, another holder may
 have the lock.
 
 A permit of a semaphore is extended by its key, KEY:permit:i as acquire
-printed it, or by KEY with the --limit N it was acquired with.
+printed it, or by KEY with the --limit N it was acquired with. A reader
+(acquire --shared) is extended by KEY and its token, as a writer is; the
+other readers keep their own deadlines.
 
 Output: "extended KEY until DEADLINE (valid for D)", or with --json
 {"key", "deadline", "validity_ms"}; KEY is the permit's for a permit.`,
@@ -246,7 +269,9 @@ func releaseCommand() *command {
 Deletes the lock KEY on every node where TOKEN still holds it, and never
 another holder's lock. A permit of a semaphore is released by its key,
 KEY:permit:i as acquire printed it, or by KEY with the --limit N it was
-acquired with.
+acquired with. A reader (acquire --shared) is released by KEY and its
+token: the other readers keep KEY shared, and a writer gets it once the
+last reader is gone.
 
 Output: "released KEY", or with --json {"key", "released": true}; KEY is
 the permit's for a permit. When TOKEN held the lock on no node that
@@ -308,24 +333,31 @@ func setupRelease(fs *flag.FlagSet) runner {
 	}
 }
 
-// errHeldByAnother and errHeldByNobody say why a release found its token
-// on no node.
+// errHeldByAnother, errHeldByReaders and errHeldByNobody say why a
+// release found its token on no node.
 var (
 	errHeldByAnother = errors.New("another holder has the lock: a wrong token, or this one expired and was taken over")
+	errHeldByReaders = errors.New("other readers hold the lock shared: a wrong token, or this one released already or expired")
 	errHeldByNobody  = errors.New("nobody holds the lock: released already, or it expired")
 )
 
 // notHeldBy explains err, a release of key by token that found the token
-// on no node, by whether another token holds the lock now.
+// on no node, by whether another token, or other readers, hold the lock
+// now.
 func notHeldBy(ctx context.Context, client *redlock.Client, key, token string, err error) error {
 	states, ierr := client.Inspect(ctx, key)
 	if ierr != nil {
 		return err
 	}
+	readers := false
 	for _, st := range states {
 		if st.Err == nil && st.Holder != "" && st.Holder != token {
 			return fmt.Errorf("%w: %w", err, errHeldByAnother)
 		}
+		readers = readers || (st.Err == nil && len(st.Readers) > 0)
+	}
+	if readers {
+		return fmt.Errorf("%w: %w", err, errHeldByReaders)
 	}
 	return fmt.Errorf("%w: %w", err, errHeldByNobody)
 }

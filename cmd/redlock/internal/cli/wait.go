@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,14 +23,18 @@ const (
 	progressRepeat = 30 * time.Second
 )
 
-// waiting takes a lock, or a permit of a semaphore, as --wait says, and
-// tells on stderr why it waits.
+// waiting takes a lock, a permit of a semaphore, or the locks of several
+// keys together, as --wait says, and tells on stderr why it waits.
 type waiting struct {
 	client *redlock.Client
-	key    string
-	// limit is the number of permits when key names a semaphore, else 0;
-	// opts hold redlock.WithLimit(limit) then.
-	limit  int
+	// keys are the names to take: one, or several taken all or nothing
+	// (redlock.Client.AcquireAll).
+	keys []string
+	// limit is the number of permits when the one key names a semaphore,
+	// else 0; opts hold redlock.WithLimit(limit) then.
+	limit int
+	// shared: the keys are taken as a reader; opts hold redlock.WithShared.
+	shared bool
 	wait   waitFlag
 	stderr io.Writer
 	cmd    string
@@ -51,16 +56,16 @@ type waiting struct {
 // error, so that its exit code is that of the last reason; an attempt that
 // the end of the wait cut short, before any node answered, gives none
 // (see reason).
-func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
+func (w *waiting) acquire(ctx context.Context) (holding, error) {
 	if w.wait > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(w.wait))
 		defer cancel()
 	}
-	lock, err := w.client.TryAcquire(ctx, w.key, w.opts...)
+	held, err := w.take(ctx, true)
 	if err == nil || w.wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) ||
 		errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
-		return lock, err
+		return held, err
 	}
 	w.began, w.last = time.Now(), err
 	w.tell(ctx, err)
@@ -68,15 +73,41 @@ func (w *waiting) acquire(ctx context.Context) (*redlock.Lock, error) {
 		// Acquire keeps the client's place in the key's queue on the nodes
 		// across these slices: an entry lasts seconds past its last attempt.
 		slice, cancel := context.WithTimeout(ctx, progressCheck)
-		lock, err = w.client.Acquire(slice, w.key, w.opts...)
+		held, err = w.take(slice, false)
 		sliceEnded := slice.Err() != nil
 		cancel()
 		err = w.reason(err)
 		if err == nil || ctx.Err() != nil || !sliceEnded {
-			return lock, err
+			return held, err
 		}
 		w.tell(ctx, err)
 	}
+}
+
+// take makes one attempt when once is set, else attempts until ctx ends:
+// those of Acquire for one key, those of AcquireAll for several, which
+// takes them all or none. It returns what it holds, or nil and why not.
+func (w *waiting) take(ctx context.Context, once bool) (holding, error) {
+	if len(w.keys) > 1 {
+		acquireAll := w.client.AcquireAll
+		if once {
+			acquireAll = w.client.TryAcquireAll
+		}
+		set, err := acquireAll(ctx, w.keys, w.opts...)
+		if err != nil {
+			return nil, err
+		}
+		return set, nil
+	}
+	acquire := w.client.Acquire
+	if once {
+		acquire = w.client.TryAcquire
+	}
+	lock, err := acquire(ctx, w.keys[0], w.opts...)
+	if err != nil {
+		return nil, err
+	}
+	return lock, nil
 }
 
 // reason returns err, the failure of an Acquire, unless the end of its
@@ -109,15 +140,16 @@ func (w *waiting) tell(ctx context.Context, err error) {
 		return
 	}
 	w.said, w.saidAt = reason, time.Now()
-	fmt.Fprintf(w.stderr, "redlock %s: waiting for %q (%s so far): %s\n",
-		w.cmd, w.key, time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
+	fmt.Fprintf(w.stderr, "redlock %s: waiting for %s (%s so far): %s\n",
+		w.cmd, quoteKeys(w.keys), time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
 }
 
-// waitReason names what kept the last attempt from a quorum, each node's
-// outcome without timings, so that an unchanged reason is not repeated at
-// every check.
+// waitReason names what kept the last attempt from a quorum, the key
+// refused and each node's outcome without timings, so that an unchanged
+// reason is not repeated at every check.
 func waitReason(qe *redlock.QuorumError) string {
 	var b strings.Builder
+	b.WriteString(qe.Key + ":")
 	for _, r := range qe.Nodes {
 		fmt.Fprintf(&b, "%s=%s;", r.Node, outcomeName(qe.Op, r.Outcome))
 	}
@@ -151,34 +183,53 @@ func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string 
 }
 
 // heldBy says who holds what the last attempt found held, on held of the
-// nodes. A semaphore's permits are tried one after the other and the
-// attempt gives up only when each is held by another holder somewhere, so
-// held nodes there mean that all the permits are taken; naming their
-// holders would take a read per permit, which inspect does on demand.
+// nodes: the key qe names, among several. A semaphore's permits are tried
+// one after the other and the attempt gives up only when each is held by
+// another holder somewhere, so held nodes there mean that all the permits
+// are taken; naming their holders would take a read per permit, which
+// inspect does on demand.
 func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int) string {
 	if w.limit > 0 {
 		return fmt.Sprintf("all %d permits held by other holders ('redlock inspect --limit %d %s' lists them)",
-			w.limit, w.limit, w.key)
+			w.limit, w.limit, w.keys[0])
 	}
-	return fmt.Sprintf("held by another holder on %d of %d nodes%s", held, len(qe.Nodes), w.holder(ctx))
+	key, what := w.keys[0], "held"
+	if len(w.keys) > 1 {
+		key = qe.Key // the client has no key prefix: the key is the name
+		what = strconv.Quote(key) + " held"
+	}
+	on := fmt.Sprintf("on %d of %d nodes", held, len(qe.Nodes))
+	states, err := w.client.Inspect(ctx, key)
+	if err != nil {
+		return what + " by another holder " + on
+	}
+	quorum := len(states)/2 + 1
+	if token, _, _ := verdict(states, quorum); token != "" {
+		return fmt.Sprintf("%s by another holder %s (token %s, expires in %s unless extended)",
+			what, on, token, longestTTL(states, token).Round(100*time.Millisecond))
+	}
+	readers := sharedBy(states, quorum)
+	if len(readers) == 0 {
+		return what + " by another holder " + on
+	}
+	s := fmt.Sprintf("%s shared by %s %s (the last expires in %s unless extended)",
+		what, countReaders(len(readers)), on, longestTTL(states, "").Round(100*time.Millisecond))
+	if w.shared {
+		// Readers refuse a reader only while a writer waits.
+		s += "; a writer waits for it, and new readers wait until it has had its turn"
+	}
+	return s
 }
 
-// holder names the token that holds the lock on a majority, and how long
-// its TTL has left there, read with Inspect; "" when none does.
-func (w *waiting) holder(ctx context.Context) string {
-	states, err := w.client.Inspect(ctx, w.key)
-	if err != nil {
-		return ""
-	}
-	token, _, _ := verdict(states, len(states)/2+1)
-	if token == "" {
-		return ""
-	}
+// longestTTL returns the longest TTL the nodes that answered have left for
+// the lock while token holds it there, or, when token is "", while readers
+// do.
+func longestTTL(states []redlock.NodeState, token string) time.Duration {
 	var ttl time.Duration
 	for _, st := range states {
-		if st.Holder == token {
+		if st.Err == nil && ((token != "" && st.Holder == token) || (token == "" && len(st.Readers) > 0)) {
 			ttl = max(ttl, st.TTL)
 		}
 	}
-	return fmt.Sprintf(" (token %s, expires in %s unless extended)", token, ttl.Round(100*time.Millisecond))
+	return ttl
 }

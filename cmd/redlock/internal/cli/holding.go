@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// holding is what a command holds once it took its keys: the
+// *redlock.Lock of one key, or the *redlock.Locks of several taken
+// together, which end, are renewed and are released as one.
+type holding interface {
+	// Until is the validity deadline; of a set, the earliest of its locks.
+	Until() time.Time
+	// Done is closed once the lock, or any lock of the set, stops being
+	// held; Err then says why.
+	Done() <-chan struct{}
+	Err() error
+	Release(ctx context.Context) error
+}
+
+// quoteKeys renders keys for messages: each quoted, separated by commas.
+func quoteKeys(keys []string) string {
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = strconv.Quote(k)
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// heldName names what h holds, for messages: `lock "KEY"` (a permit's key
+// for a permit), or `locks "K1", "K2"` in the order keys lists them.
+func heldName(keys []string, h holding) string {
+	if lock, ok := h.(*redlock.Lock); ok {
+		return "lock " + strconv.Quote(lock.Key())
+	}
+	return "locks " + quoteKeys(keys)
+}
+
+// locksOf returns the locks h holds, one per key, in the order keys lists
+// them.
+func locksOf(keys []string, h holding) []*redlock.Lock {
+	switch h := h.(type) {
+	case *redlock.Lock:
+		return []*redlock.Lock{h}
+	case *redlock.Locks:
+		byKey := map[string]*redlock.Lock{}
+		for _, l := range h.Locks() {
+			byKey[l.Key()] = l
+		}
+		locks := make([]*redlock.Lock, len(keys))
+		for i, k := range keys {
+			locks[i] = byKey[k]
+		}
+		return locks
+	}
+	return nil
+}

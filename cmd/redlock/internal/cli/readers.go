@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/redlock-go/redlock"
+)
+
+// readerNodes returns, for each reader token found on some node that
+// answered, on how many nodes it holds the lock shared.
+func readerNodes(states []redlock.NodeState) map[string]int {
+	nodes := map[string]int{}
+	for _, st := range states {
+		if st.Err != nil {
+			continue
+		}
+		for _, token := range st.Readers {
+			nodes[token]++
+		}
+	}
+	return nodes
+}
+
+// sharedBy returns the tokens of the readers that hold the lock shared on
+// a quorum of the nodes, sorted: those whose acquisition stands. Never nil,
+// so that JSON shows none as [].
+func sharedBy(states []redlock.NodeState, quorum int) []string {
+	readers := []string{}
+	for token, n := range readerNodes(states) {
+		if n >= quorum {
+			readers = append(readers, token)
+		}
+	}
+	slices.Sort(readers)
+	return readers
+}
+
+// countReaders renders a number of readers: "1 reader", "3 readers".
+func countReaders(n int) string {
+	if n == 1 {
+		return "1 reader"
+	}
+	return fmt.Sprintf("%d readers", n)
+}
+
+// writeReaders lists, after inspect's table of nodes, every reader token
+// found on some node and on how many nodes it holds the lock shared;
+// nothing when no node has readers.
+func writeReaders(w io.Writer, states []redlock.NodeState) {
+	nodes := readerNodes(states)
+	if len(nodes) == 0 {
+		return
+	}
+	tokens := slices.Sorted(maps.Keys(nodes))
+	width := 0
+	for _, token := range tokens {
+		width = max(width, len(token))
+	}
+	fmt.Fprintln(w, "readers:")
+	for _, token := range tokens {
+		fmt.Fprintf(w, "  %-*s  on %d of %d nodes\n", width, token, nodes[token], len(states))
+	}
+}
+
+// nodeHolder renders who holds the lock on a node that answered, for
+// inspect's HOLDER column: the writer's token, "N readers", or "-".
+func nodeHolder(st redlock.NodeState) string {
+	switch {
+	case st.Holder != "":
+		return st.Holder
+	case len(st.Readers) > 0:
+		return countReaders(len(st.Readers))
+	}
+	return "-"
+}
