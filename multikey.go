@@ -233,7 +233,7 @@ func (m *multiAcquisition) listen(refused []string) {
 		return
 	}
 	m.stopListening()
-	m.wake, m.stopListening = m.c.waker.listenForAll(refused)
+	m.wake, m.stopListening = m.c.waker.listenForAll(refused, false)
 	m.listening = refused
 }
 

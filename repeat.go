@@ -7,16 +7,19 @@ import (
 
 // repeated is the retry loop of an acquisition that is not a mutex's: a
 // permit of a semaphore (permits.go) or a shared lock (shared.go). It has no
-// handoff and no queue of waiting clients on the nodes: this client's
-// goroutines waiting for the same thing take turns, first come first
-// served, and the one whose turn it is tries, then waits for a release of
-// one of the keys it tried or a retry delay.
+// handoff and no queue of waiting clients on the nodes. This client's
+// goroutines waiting for a permit take turns, first come first served, and
+// the one whose turn it is tries, then waits for a release of one of the
+// keys it tried or a retry delay; readers, who do not split votes among
+// themselves, each try and wait on their own, and every release wakes them
+// all.
 type repeated struct {
 	c   *Client
 	ctx context.Context
 	cfg lockConfig
 	// key names what is acquired in errors; turn is the key of the turn
-	// this client's goroutines take (waiters.go): a name no lock key has.
+	// this client's goroutines take (waiters.go): a name no lock key has,
+	// or "" for no turn, in which case every release wakes the call.
 	key, turn string
 	// keys returns the keys whose releases may let the next try succeed.
 	keys func() []string
@@ -41,6 +44,9 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 	if once {
 		return r.try()
 	}
+	if r.turn == "" {
+		return r.run(true)
+	}
 	turn := r.c.waiters.take(r.ctx, r.turn, nil)
 	if !turn.taken {
 		return nil, r.c.notAsked(r.key, r.ctx)
@@ -57,7 +63,7 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 func (r *repeated) run(queued bool) (*Lock, error) {
 	wake, stop := &noWakeup, func() {}
 	if queued {
-		wake, stop = r.c.waker.listenForAll(r.keys())
+		wake, stop = r.c.waker.listenForAll(r.keys(), r.turn == "")
 	}
 	defer func() { stop() }()
 	for attempt := 1; ; attempt++ {
@@ -72,7 +78,7 @@ func (r *repeated) run(queued bool) (*Lock, error) {
 			// Listen from before the wait that follows the first failed
 			// try: a release during the try may be missed, and the retry
 			// delay covers it.
-			wake, stop = r.c.waker.listenForAll(r.keys())
+			wake, stop = r.c.waker.listenForAll(r.keys(), r.turn == "")
 		}
 		delay, again := r.cfg.retry.NextDelay(attempt)
 		if !again {

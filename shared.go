@@ -32,14 +32,14 @@ func WithShared() LockOption {
 }
 
 // acquireShared takes the lock key shared: once, or until ctx ends. This
-// client's goroutines waiting to read one key take turns, first come first
-// served; each gets in as soon as the one before it did.
+// client's readers of one key try at once, and a release wakes them all:
+// they do not split votes among themselves.
 func (c *Client) acquireShared(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	try := func() (*Lock, error) {
 		lock, err := c.attemptShared(ctx, key, cfg.ttl, cfg.autoRenew)
 		noteAttempt(call, lock, err)
 		return lock, err
 	}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turn: turnKey("shared", key), keys: func() []string { return []string{key} }, try: try}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, keys: func() []string { return []string{key} }, try: try}
 	return r.acquire(once)
 }

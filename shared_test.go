@@ -356,3 +356,45 @@ func wantWoken(t *testing.T, got <-chan *redlock.Lock, who string) {
 		t.Fatalf("%s: not woken", who)
 	}
 }
+
+// A writer's release wakes every reader of a client waiting for the key,
+// long before their retry delay, and they hold it together.
+func TestShared_releaseWakesEveryReader(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	writer := newClient(t, cluster, adapters[0], fast())
+	slow := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: redlock.Jittered(time.Minute, time.Minute)}
+	readers := newClient(t, cluster, adapters[1], slow)
+	w, err := writer.TryAcquire(bg, "page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, "page", w.Token())
+	const n = 8
+	got := make(chan *redlock.Lock, n)
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			l, _ := readers.Acquire(ctx, "page", redlock.WithShared())
+			got <- l
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // every reader tried and waits
+	w.Release(bg)
+	var held []*redlock.Lock
+	for range n {
+		select {
+		case l := <-got:
+			if l == nil {
+				t.Fatal("a reader was not granted")
+			}
+			held = append(held, l)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of %d readers woken by the release", len(held), n)
+		}
+	}
+	eventually(t, "every reader on every node", func() bool { return readersOnAll(t, readers, "page", held...) })
+	for _, l := range held {
+		l.Release(bg)
+	}
+}

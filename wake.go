@@ -65,6 +65,10 @@ type waker struct {
 // was named to try, so wait a full delay again. Each holds one signal.
 type wakeup struct {
 	now, later chan struct{}
+	// everyone: the waiter is signalled by every release it hears, not
+	// only when it is the oldest: a reader of a read-write lock, which
+	// does not split votes with the other readers.
+	everyone bool
 }
 
 // newWakeup returns the signals of a new waiter.
@@ -202,16 +206,21 @@ func (w *waker) deliver(channel, message string) {
 // signalFirstLocked signals the oldest waiter on channel: to try now, or
 // to wait a full delay again.
 func (w *waker) signalFirstLocked(channel string, now bool) {
-	q := w.queues[channel]
-	if len(q) == 0 {
-		return
+	for i, wake := range w.queues[channel] {
+		if i == 0 || wake.everyone {
+			wake.signal(now)
+		}
 	}
-	signal := q[0].later
+}
+
+// signal tells the waiter to try now, or to wait a full delay again.
+func (wake *wakeup) signal(now bool) {
+	s := wake.later
 	if now {
-		signal = q[0].now
+		s = wake.now
 	}
 	select {
-	case signal <- struct{}{}:
+	case s <- struct{}{}:
 	default:
 	}
 }
@@ -304,12 +313,14 @@ func (w *waker) listenFor(key string) (wake *wakeup, stop func()) {
 }
 
 // listenForAll starts listening for release announcements of any of keys,
-// with one set of signals.
-func (w *waker) listenForAll(keys []string) (wake *wakeup, stop func()) {
+// with one set of signals; everyone makes it hear every release (see
+// wakeup).
+func (w *waker) listenForAll(keys []string, everyone bool) (wake *wakeup, stop func()) {
 	if w == nil {
 		return &noWakeup, func() {}
 	}
 	wake = newWakeup()
+	wake.everyone = everyone
 	channels := make([]string, len(keys))
 	for i, key := range keys {
 		channels[i] = w.keys.releaseChannel(key)

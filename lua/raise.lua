@@ -7,9 +7,11 @@
 -- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock key).
 -- ARGV[a+1] token; ARGV[a+2] fencing token (decimal, no leading zeros);
 -- ARGV[a+3] counter TTL in milliseconds.
--- Returns 1 when the lock key holds ARGV[a+1], 0 otherwise; the counter is
--- at least ARGV[a+2] afterwards in both cases.
-local function raise(KEYS, ARGV, k, a)
+-- Returns 1 when the lock key holds ARGV[a+1], as its value or among its
+-- unexpired readers (see readers.lua), 0 otherwise; the counter is at least
+-- ARGV[a+2] afterwards in both cases. shared is the table that the requests
+-- of one script call share (see acquire.lua).
+local function raise(KEYS, ARGV, k, a, shared)
 	local counter = redis.call("GET", KEYS[k + 2])
 	if counter and not string.match(counter, "^%d+$") then
 		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is not an integer")
@@ -19,8 +21,16 @@ local function raise(KEYS, ARGV, k, a)
 	if not counter or #counter < #token or (#counter == #token and counter < token) then
 		redis.call("SET", KEYS[k + 2], token, "PX", ARGV[a + 3])
 	end
-	if redis.call("GET", KEYS[k + 1]) == ARGV[a + 1] then
+	-- pcall: GET fails on the readers' sorted set.
+	local holder = redis.pcall("GET", KEYS[k + 1])
+	if holder == ARGV[a + 1] then
 		return 1
+	end
+	if type(holder) == "table" and holder.err then
+		local ends = tonumber(redis.call("ZSCORE", KEYS[k + 1], ARGV[a + 1]))
+		if ends and ends > nodeMillis(shared) then
+			return 1
+		end
 	end
 	return 0
 end
