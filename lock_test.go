@@ -649,3 +649,36 @@ func TestTryAcquire_refusedEverywhereSendsNoRelease(t *testing.T) {
 		}
 	})
 }
+
+// A release that a majority of nodes misses under a pause shorter than the
+// background retries' window succeeds once they answer it again: Release
+// waits for the release finished in the background, instead of reporting a
+// release that does happen as failed.
+func TestRelease_waitsForTheReleaseFinishedInTheBackground(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, &redlock.Options{TTL: 5 * time.Second, NodeTimeout: 50 * time.Millisecond})
+		lock, err := client.TryAcquire(bg, "paused")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, cluster, "paused", lock.Token())
+		for _, i := range []int{1, 2} {
+			if err := cluster.Node(i).Pause(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.AfterFunc(200*time.Millisecond, func() {
+			cluster.Node(1).Resume()
+			cluster.Node(2).Resume()
+		})
+		if err := lock.Release(bg); err != nil {
+			t.Fatalf("a release the paused majority answered once resumed: %v", err)
+		}
+		for _, n := range cluster.Nodes() {
+			if v := eventuallyGone(t, n, "paused"); v != "" {
+				t.Errorf("node %d: key left after release", n.Index())
+			}
+		}
+	})
+}

@@ -16,14 +16,16 @@ import (
 // when ctx has already ended or is nil, so that a deferred Release always
 // cleans up. A node that did not answer in time (a slow node under load, or
 // a release queued past its deadline) is sent the release again in the
-// background, for a few seconds at most, until Close.
+// background, for a few seconds at most, until Close; when fewer than a
+// quorum answered in time, Release waits for those tries (about 2.5 s at
+// most) until a quorum answered, or ctx ends.
 //
 // It succeeds once a quorum of nodes has answered, each having deleted the
 // key or no longer holding it, and at least one having deleted it. Errors:
 // ErrNotHeld when no node that answered still held the lock (it had expired:
-// harmless); ErrNotReleased when fewer than a quorum answered in time (the
-// lock may stand until its TTL passes; Release may be called again);
-// ErrReleased when the lock was already released.
+// harmless); ErrNotReleased when fewer than a quorum answered (the lock may
+// stand until its TTL passes; Release may be called again); ErrReleased
+// when the lock was already released.
 func (l *Lock) Release(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background() // a release always runs
@@ -47,13 +49,16 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
 	}
 
-	results, ok := l.release(uncancelled(ctx))
+	results, ok, finishing := l.release(uncancelled(ctx))
 	c.observeNodes(ctx, call, telemetry.OpRelease, results)
 	answered := 0
 	for _, r := range results {
-		if r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld {
+		if answeredRelease(r) {
 			answered++
 		}
+	}
+	if answered < c.quorum && finishing != nil && ctx.Err() == nil {
+		answered, ok = awaitFinish(ctx, finishing, answered, ok, c.quorum)
 	}
 	if answered < c.quorum {
 		// The lock may still stand on a quorum until its TTL passes.
@@ -77,7 +82,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 // (a node that is down fails fast), so that "not held" is not mistaken for
 // "not answered". The next acquisition of the key by this client waits for
 // the nodes not heard from yet (waiters.addTrailing).
-func (l *Lock) release(ctx context.Context) ([]NodeResult, int) {
+func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishReport) {
 	c := l.client
 	enough := func(ok, _ int) bool { return ok >= c.quorum }
 	var results []NodeResult
@@ -90,8 +95,35 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int) {
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.releasing(), isOne, enough)
 	}
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
-	l.finishMissed(results, unfinished)
-	return results, ok
+	return results, ok, l.finishMissed(results, unfinished)
+}
+
+// answeredRelease reports that a node answered a release: it deleted the
+// key, or the key no longer held the token there.
+func answeredRelease(r NodeResult) bool {
+	return r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld
+}
+
+// finishReport counts the nodes that a release finished in the background
+// heard from in one round: answered, of which deleted the key.
+type finishReport struct{ answered, deleted int }
+
+// awaitFinish adds the nodes that the background release reports on
+// finishing to answered and ok (deleted), until a quorum answered, it is
+// done, or ctx ends.
+func awaitFinish(ctx context.Context, finishing <-chan finishReport, answered, ok, quorum int) (int, int) {
+	for answered < quorum {
+		select {
+		case r, more := <-finishing:
+			if !more {
+				return answered, ok
+			}
+			answered, ok = answered+r.answered, ok+r.deleted
+		case <-ctx.Done():
+			return answered, ok
+		}
+	}
+	return answered, ok
 }
 
 // Background finishing of releases that missed their per-node deadline.
@@ -114,23 +146,48 @@ const (
 // did not answer it in time (results, and the late answers of unfinished once
 // every node answered), so that the key does not stay on that node until
 // its TTL passes. A release can miss its deadline under load: queued behind
-// slower requests, it is dropped unsent once its deadline passed.
-func (l *Lock) finishMissed(results []NodeResult, unfinished *flight) {
+// slower requests, it is dropped unsent once its deadline passed. It returns
+// the channel on which each round's nodes heard from are reported, closed
+// once done; nil when every node answered in time.
+func (l *Lock) finishMissed(results []NodeResult, unfinished *flight) <-chan finishReport {
 	c := l.client
 	if unfinished == nil {
-		if missedAny(results) {
-			c.finish.start(c, l.key, l.token, l.ttl, results)
+		if !missedAny(results) {
+			return nil
 		}
-		return
+		finishing := make(chan finishReport, finishTries+1)
+		c.finish.start(c, l.key, l.token, l.ttl, results, finishing)
+		return finishing
 	}
+	finishing := make(chan finishReport, finishTries+1)
 	final := slices.Clone(results) // results may live in the flight's memory
 	unfinished.afterLanding(func() {
+		before := slices.Clone(final)
 		t := tally{results: final, isOK: isOne}
 		unfinished.drain(&t)
+		finishing <- newlyAnswered(before, final)
 		if missedAny(final) {
-			c.finish.start(c, l.key, l.token, l.ttl, final)
+			c.finish.start(c, l.key, l.token, l.ttl, final, finishing)
+		} else {
+			close(finishing)
 		}
 	})
+	return finishing
+}
+
+// newlyAnswered counts the nodes that answered a release in after and not
+// in before.
+func newlyAnswered(before, after []NodeResult) finishReport {
+	var r finishReport
+	for i := range after {
+		if answeredRelease(after[i]) && !answeredRelease(before[i]) {
+			r.answered++
+			if after[i].Outcome == OutcomeOK {
+				r.deleted++
+			}
+		}
+	}
+	return r
 }
 
 // missedAny reports whether a node did not answer in time. A node that
@@ -153,12 +210,15 @@ type finishers struct {
 // start sends the release of key by token again to the nodes of results that
 // timed out, after a pause and then with pauses that double, until they
 // answered (deleted, or no longer holding it), finishTries tries, ttl passed
-// (the key has expired), or the client closes. It does not block. With
-// maxFinishing releases under way already, it does nothing.
-func (f *finishers) start(c *Client, key, token string, ttl time.Duration, results []NodeResult) {
+// (the key has expired), or the client closes. It does not block. It
+// reports on finishing the nodes heard from in each round, and closes it
+// when done; finishing must have room for finishTries reports. With
+// maxFinishing releases under way already, it does nothing but close it.
+func (f *finishers) start(c *Client, key, token string, ttl time.Duration, results []NodeResult, finishing chan<- finishReport) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped || f.active >= maxFinishing {
+		close(finishing)
 		return
 	}
 	f.active++
@@ -172,6 +232,7 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 	f.running.Add(1)
 	go func(quit <-chan struct{}) {
 		defer f.finished()
+		defer close(finishing)
 		end := time.Now().Add(ttl)
 		delay := finishFirstDelay
 		try := 0
@@ -181,7 +242,9 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 				return
 			case <-time.After(delay):
 			}
-			if !c.releaseAgain(key, token, ttl, missed) {
+			again, heard := c.releaseAgain(key, token, ttl, missed)
+			finishing <- heard
+			if !again {
 				c.observeBackgroundRelease(key, try+1, nil)
 				return
 			}
@@ -191,18 +254,23 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 }
 
 // releaseAgain sends the release of key by token to the nodes marked
-// missed, and reports whether some of them missed it again; those stay
-// marked.
-func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []bool) bool {
+// missed, reports whether some of them missed it again, which stay marked,
+// and counts those that answered.
+func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []bool) (again bool, heard finishReport) {
 	req := releaser(key, token)
 	req.local = func(node int) (any, bool) { return int64(0), !missed[node] } // done already
 	results, _ := c.fanout(context.Background(), c.nodeTimeout(ttl), req, isOne, func(int, int) bool { return false })
-	again := false
 	for i, r := range results {
+		if missed[i] && answeredRelease(r) {
+			heard.answered++
+			if r.Outcome == OutcomeOK {
+				heard.deleted++
+			}
+		}
 		missed[i] = missed[i] && r.Outcome == OutcomeTimeout
 		again = again || missed[i]
 	}
-	return again
+	return again, heard
 }
 
 // finished counts out a release finished, or given up.
