@@ -45,7 +45,7 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 		return r.try()
 	}
 	if r.turn == "" {
-		return r.run(true)
+		return r.run(false)
 	}
 	turn := r.c.waiters.take(r.ctx, r.turn, nil)
 	if !turn.taken {
