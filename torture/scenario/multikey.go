@@ -14,6 +14,16 @@ const multikeyWorkers = 6
 
 var multikeySets = [][]string{{"b", "a"}, {"c", "d"}, {"c", "b"}, {"a", "d"}, {"d", "b", "a"}, {"a", "c"}}
 
+// multikeyMeetingSets are the sets of the "multikey/" rows whose holders
+// keep their locks to the end of their validity (HoldMargin), where every
+// two sets meet. With multikeySets, the holders of {a, b} and {c, d}, who
+// take them again within milliseconds of each release, would hold every
+// name nearly all the time, and no other set, which meets both, would ever
+// be free at once: the workers that a lost key must reach to show a second
+// holder would never get it. When every two sets meet, one worker holds at
+// a time, and the others contend for its names as for the lock.
+var multikeyMeetingSets = [][]string{{"b", "a"}, {"c", "b"}, {"a", "c"}, {"d", "b", "a"}, {"a", "d", "c"}, {"c", "d", "b"}}
+
 // multikeys are the "multikey/" rows: the workers take the locks of sets
 // of names together, all or nothing (TryAcquireAll, or AcquireAll for the
 // rows that wait), and update the register of each name. Each name's lock
@@ -22,10 +32,17 @@ var multikeySets = [][]string{{"b", "a"}, {"c", "d"}, {"c", "b"}, {"a", "d"}, {"
 var multikeys = family{
 	prefix: "multikey/",
 	about: func(s Scenario) string {
-		return fmt.Sprintf("%d workers take two or three of four names together, all or nothing, in crossing orders, "+
-			"and update each name's register", s.Workers)
+		sets := "in crossing orders"
+		if s.HoldMargin > 0 {
+			sets = "every two sets sharing a name"
+		}
+		return fmt.Sprintf("%d workers take two or three of four names together, all or nothing, %s, "+
+			"and update each name's register", s.Workers, sets)
 	},
 	apply: func(s *Scenario) {
 		s.Workers, s.NameSets = max(s.Workers, multikeyWorkers), multikeySets
+		if s.HoldMargin > 0 {
+			s.NameSets = multikeyMeetingSets
+		}
 	},
 }

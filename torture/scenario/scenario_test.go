@@ -164,6 +164,24 @@ func checkNameSets(t *testing.T, s scenario.Scenario) {
 			t.Errorf("%s: %s is in %d set, want sets that cross", s.Name, n, c)
 		}
 	}
+	if s.HoldMargin > 0 {
+		checkSetsMeet(t, s)
+	}
+}
+
+// checkSetsMeet checks that every two workers of s take sets that share a
+// name, as they must when holders keep their locks to the end of their
+// validity: two disjoint sets taken again at once would starve the others.
+func checkSetsMeet(t *testing.T, s scenario.Scenario) {
+	t.Helper()
+	workers := s.WithDefaults().Workers
+	for i := range workers {
+		for j := range i {
+			if !slices.ContainsFunc(s.Names(i, "k"), func(n string) bool { return slices.Contains(s.Names(j, "k"), n) }) {
+				t.Errorf("%s: workers %d and %d take disjoint sets, and hold them to the end of their validity", s.Name, j, i)
+			}
+		}
+	}
 }
 
 // A fault that picks a key before any grant picks one the workers take.
