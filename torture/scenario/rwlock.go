@@ -14,7 +14,9 @@ const rwlockWorkers = 6
 // read-write lock, writers alone, with a read-modify-write of its register,
 // and readers shared, with a read of it. The overlap checker lets readers
 // hold together and catches a writer with anyone; the lost-update checker
-// sees the writers' writes; fencing order spans both kinds.
+// sees the writers' writes; fencing order spans both kinds. Readers rest
+// after each release as long as they read (see traffic.Config.Shared), so
+// that writers get the name between them in every row.
 var rwlocks = family{
 	prefix: "rwlock/",
 	about: func(s Scenario) string {
