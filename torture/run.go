@@ -137,7 +137,7 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 		return fmt.Errorf("torture: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	env := &faults.Env{Rec: rec, TTL: sc.TTL, Key: lockKey}
+	env := &faults.Env{Rec: rec, TTL: sc.TTL, Key: sc.Key(lockKey)}
 	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways, Replicas: sc.Replicas,
 		RedisCluster: sc.RedisCluster}
 	if sc.AppendFsyncEverysec {

@@ -21,7 +21,9 @@ type Env struct {
 	Rec      *history.Recorder
 	// TTL is the lock TTL the workers use.
 	TTL time.Duration
-	// Key is the lock key the workers contend for.
+	// Key is a lock key the workers take, for faults that pick one before
+	// any grant: the lock's, a semaphore's first permit's, or the first
+	// name of a multi-key set (see scenario.Scenario.Key).
 	Key string
 	// Clock, when not nil, moves node clocks.
 	Clock *ClockShim
@@ -71,6 +73,16 @@ func (e *Env) grants() (<-chan history.Event, func()) {
 	return e.Rec.Subscribe(func(ev history.Event) bool {
 		return ev.Type == history.OK && ev.Op == history.OpAcquire && strings.HasPrefix(ev.Process, "worker-")
 	})
+}
+
+// grantedLocks returns the locks of grant ev: the one key it holds (a
+// lock, a permit or a reader's share), or each lock of a set taken
+// together, in the order of the set.
+func grantedLocks(ev history.Event) []history.HeldLock {
+	if len(ev.Locks) > 0 {
+		return ev.Locks
+	}
+	return []history.HeldLock{{Key: ev.Key, Token: ev.Token, Fence: ev.Fence, Deadline: ev.Deadline}}
 }
 
 // onGrants calls act with each grant seen at least cooldown after the last

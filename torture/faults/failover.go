@@ -166,12 +166,19 @@ func (f FailoverOnGrant) failover(env *Env, pair *cluster.Pair, ev history.Event
 	return err
 }
 
-// replicaHas says whether replica holds ev's lock, as it is about to be
-// promoted.
+// replicaHas says whether replica holds the lock granted in ev (the first
+// of a set), as it is about to be promoted. A reader's share is its token
+// in a sorted set at the key, which GET refuses.
 func replicaHas(ctx context.Context, replica *redlocktest.Node, ev history.Event) string {
-	v, err := replica.Do(ctx, "GET", ev.Key)
+	lock := grantedLocks(ev)[0]
+	v, err := replica.Do(ctx, "GET", lock.Key)
+	if err != nil && strings.Contains(err.Error(), "WRONGTYPE") {
+		if _, err = replica.Do(ctx, "ZSCORE", lock.Key, lock.Token); err == nil {
+			v = lock.Token
+		}
+	}
 	switch {
-	case v == ev.Token:
+	case v == lock.Token:
 		return "whose lock the replica has"
 	case errors.Is(err, redlocktest.ErrNil):
 		return "whose lock the replica lacks"

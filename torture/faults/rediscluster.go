@@ -15,7 +15,8 @@ import (
 // act on the master that serves the slot of the lock key, found by asking
 // the cluster (redlocktest.Cluster.MasterOf) when they strike, so that they
 // hit the keys the workers lock wherever resharding or a failover has put
-// them.
+// them. A grant of several keys in different slots (a set taken together)
+// has its first key's slot hit.
 
 // shardTimeout bounds one action on a Redis Cluster's masters: finding the
 // slot's master, a restart, moving a slot.
@@ -46,7 +47,7 @@ func (f RestartShardOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) er
 	return onGrants(ctx, env, f.Cooldown, func(ev history.Event) error {
 		actx, cancel := context.WithTimeout(context.Background(), shardTimeout)
 		defer cancel()
-		slot := redlocktest.KeySlot(ev.Key)
+		slot := redlocktest.KeySlot(grantedLocks(ev)[0].Key)
 		m, err := env.Cluster.RedisCluster().MasterOf(actx, slot)
 		if err != nil {
 			return err
@@ -83,7 +84,7 @@ func (f ReshardOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
 	return onGrants(ctx, env, f.Cooldown, func(ev history.Event) error {
 		actx, cancel := context.WithTimeout(context.Background(), shardTimeout)
 		defer cancel()
-		slot := redlocktest.KeySlot(ev.Key)
+		slot := redlocktest.KeySlot(grantedLocks(ev)[0].Key)
 		from, err := env.Cluster.RedisCluster().MasterOf(actx, slot)
 		if err != nil {
 			return err

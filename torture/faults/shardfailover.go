@@ -18,9 +18,9 @@ import (
 // when it reconnects, and the replica cannot resynchronize.
 const refusedMasterAuth = "torture-cut-off"
 
-// FailoverShardOnGrant fails the Redis Cluster master that serves the lock
-// key's slot over to its replica right after a lock is granted, while the
-// holder is in its critical section: the master is killed with SIGKILL,
+// FailoverShardOnGrant fails the Redis Cluster master that serves the slot
+// of Env.Key over to its replica right after a lock of a key in that slot
+// is granted, while the holder is in its critical section: the master is killed with SIGKILL,
 // the replica takes its slots at once with CLUSTER FAILOVER TAKEOVER (an
 // automatic failover would wait 2 to 3 s for the master to be declared
 // failed and for an election), and the old master starts again at once,
@@ -45,7 +45,7 @@ type FailoverShardOnGrant struct {
 	Cooldown time.Duration
 }
 
-// shard is the master that serves the lock key's slot and the replica the
+// shard is the master that serves the slot of Env.Key and the replica the
 // next failover promotes.
 type shard struct {
 	slot            int
@@ -71,17 +71,38 @@ func (f FailoverShardOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) e
 		if err != nil || ctx.Err() != nil {
 			return errors.Join(err, f.heal(env, sh))
 		}
-		ev, ok := nextGrant(ctx, grants)
+		ev, lock, ok := nextGrantIn(ctx, grants, sh.slot)
 		if !ok {
 			return f.heal(env, sh)
 		}
-		if err := f.failover(env, sh, ev); err != nil {
+		if err := f.failover(env, sh, ev.Process, lock.Key); err != nil {
 			return err
 		}
 		if !sleep(ctx, f.Cooldown) {
 			return nil
 		}
 	}
+}
+
+// nextGrantIn drops the grants seen so far and waits for the next one
+// that holds a key in slot, which it returns with that key's lock; ok is
+// false when ctx ended first. Every grant of a lock holds the lock key;
+// of a semaphore or a set, only some hold a key in slot.
+func nextGrantIn(ctx context.Context, grants <-chan history.Event, slot int) (ev history.Event, lock history.HeldLock, ok bool) {
+	ev, ok = nextGrant(ctx, grants)
+	for ok {
+		for _, l := range grantedLocks(ev) {
+			if redlocktest.KeySlot(l.Key) == slot {
+				return ev, l, true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			ok = false
+		case ev = <-grants:
+		}
+	}
+	return ev, lock, false
 }
 
 // prepare waits until the cluster is whole, finds the slot's master and
@@ -125,13 +146,13 @@ func (f FailoverShardOnGrant) prepare(ctx context.Context, env *Env) (*shard, er
 }
 
 // failover kills the master, promotes the replica, heals the cut and
-// starts the old master again, recording what the replica had of the lock
-// granted in ev.
-func (f FailoverShardOnGrant) failover(env *Env, sh *shard, ev history.Event) error {
+// starts the old master again, recording what the replica had of key,
+// which holder has just been granted.
+func (f FailoverShardOnGrant) failover(env *Env, sh *shard, holder, key string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shardTimeout)
 	defer cancel()
-	detail := fmt.Sprintf("kill -9 the master of slot %d and promote its replica %s while %s holds the lock; %s",
-		sh.slot, shardName(sh.replica), ev.Process, replicaKeys(ctx, sh.replica, ev.Key))
+	detail := fmt.Sprintf("kill -9 the master of slot %d and promote its replica %s while %s holds %s; %s",
+		sh.slot, shardName(sh.replica), holder, key, replicaKeys(ctx, sh.replica, key))
 	id := env.start("failover", shardName(sh.master), detail)
 	err := sh.master.Kill()
 	if err == nil {

@@ -154,6 +154,20 @@ func (s Scenario) Names(i int, lockName string) []string {
 	return names
 }
 
+// Key returns a lock key the workers take, for the faults that must pick
+// one before any grant (faults.Env.Key): lockName; with Limit, its first
+// permit's, lockName:permit:1; with NameSets, the first name of worker
+// 0's set.
+func (s Scenario) Key(lockName string) string {
+	switch {
+	case s.Limit > 0:
+		return lockName + ":permit:1"
+	case len(s.NameSets) > 0:
+		return s.Names(0, lockName)[0]
+	}
+	return lockName
+}
+
 // WithDefaults returns s with its zero fields set to the defaults.
 func (s Scenario) WithDefaults() Scenario {
 	def := func(d *time.Duration, v time.Duration) {

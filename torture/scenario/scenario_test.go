@@ -64,36 +64,6 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 		"rediscluster/shard-failover":                            scenario.Hold,
 		"rediscluster/shard-failover/no-quarantine":              scenario.Caught,
 		"rediscluster/shard-failover/no-quarantine/fenced":       scenario.Hold,
-		"semaphore/no-faults":                                    scenario.Hold,
-		"semaphore/minority-kill":                                scenario.Hold,
-		"semaphore/minority-partition":                           scenario.Hold,
-		"semaphore/node-pause":                                   scenario.Hold,
-		"semaphore/node-slow":                                    scenario.Hold,
-		"semaphore/restart-quarantine":                           scenario.Hold,
-		"semaphore/restart-empty":                                scenario.Caught,
-		"semaphore/restart-empty/fenced":                         scenario.Hold,
-		"semaphore/worker-pause-past-validity":                   scenario.Caught,
-		"semaphore/worker-pause-past-validity/fenced":            scenario.Hold,
-		"rwlock/no-faults":                                       scenario.Hold,
-		"rwlock/minority-kill":                                   scenario.Hold,
-		"rwlock/minority-partition":                              scenario.Hold,
-		"rwlock/node-pause":                                      scenario.Hold,
-		"rwlock/node-slow":                                       scenario.Hold,
-		"rwlock/restart-quarantine":                              scenario.Hold,
-		"rwlock/restart-empty":                                   scenario.Caught,
-		"rwlock/restart-empty/fenced":                            scenario.Hold,
-		"rwlock/worker-pause-past-validity":                      scenario.Caught,
-		"rwlock/worker-pause-past-validity/fenced":               scenario.Hold,
-		"multikey/no-faults":                                     scenario.Hold,
-		"multikey/minority-kill":                                 scenario.Hold,
-		"multikey/minority-partition":                            scenario.Hold,
-		"multikey/node-pause":                                    scenario.Hold,
-		"multikey/node-slow":                                     scenario.Hold,
-		"multikey/restart-quarantine":                            scenario.Hold,
-		"multikey/restart-empty":                                 scenario.Caught,
-		"multikey/restart-empty/fenced":                          scenario.Hold,
-		"multikey/worker-pause-past-validity":                    scenario.Caught,
-		"multikey/worker-pause-past-validity/fenced":             scenario.Hold,
 	} {
 		s, ok := seen[name]
 		if !ok {
@@ -111,14 +81,50 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 	}
 }
 
+// workloads are the prefixes of the families of another workload than the
+// lock's.
+var workloads = []string{"semaphore/", "rwlock/", "multikey/"}
+
+// Each family of another workload has a row for every row of the lock, and
+// only those, with the lock row's expected verdict and register: holding
+// where the lock holds, caught where it is caught, on the same faults.
+func TestTable_familiesMirrorEveryRowOfTheLock(t *testing.T) {
+	table := scenario.Table()
+	seen := map[string]scenario.Scenario{}
+	for _, s := range table {
+		seen[s.Name] = s
+	}
+	lockRows := 0
+	for _, s := range table {
+		if slices.ContainsFunc(workloads, func(p string) bool { return strings.HasPrefix(s.Name, p) }) {
+			continue
+		}
+		lockRows++
+		for _, prefix := range workloads {
+			v, ok := seen[prefix+s.Name]
+			if !ok {
+				t.Errorf("no scenario %s%s", prefix, s.Name)
+				continue
+			}
+			if v.Expect != s.Expect || v.Register != s.Register || v.RedisCluster != s.RedisCluster {
+				t.Errorf("%s: expected %s on %s, want %s on %s as the lock's", v.Name, v.Expect, v.Register, s.Expect, s.Register)
+			}
+		}
+	}
+	if want := lockRows * (1 + len(workloads)); len(table) != want {
+		t.Errorf("the table has %d rows, want %d: the lock's %d and each family's mirror of them", len(table), want, lockRows)
+	}
+}
+
 // The rows of a family, named by a prefix, are what the prefix says.
 func TestTable_familiesAreWhatTheirNamesSay(t *testing.T) {
 	for _, s := range scenario.Table() {
 		name := s.Name
-		if strings.HasPrefix(name, "renew/") && (!s.Renew || s.ThinkMax <= scenario.DefaultTTL) {
+		parts := strings.Split(name, "/")
+		if slices.Contains(parts, "renew") && (!s.Renew || s.ThinkMax <= scenario.DefaultTTL) {
 			t.Errorf("%s: a renew row must renew and think for longer than the TTL", name)
 		}
-		if strings.HasPrefix(name, "rediscluster/") != s.RedisCluster {
+		if slices.Contains(parts, "rediscluster") != s.RedisCluster {
 			t.Errorf("%s: a rediscluster row, and only one, must lock on a Redis Cluster", name)
 		}
 		if strings.HasPrefix(name, "semaphore/") != (s.Limit > 0) || s.Limit > 0 && s.WithDefaults().Workers <= s.Limit {
@@ -156,6 +162,46 @@ func checkNameSets(t *testing.T, s scenario.Scenario) {
 	for n, c := range sets {
 		if c < 2 {
 			t.Errorf("%s: %s is in %d set, want sets that cross", s.Name, n, c)
+		}
+	}
+	if s.HoldMargin > 0 {
+		checkSetsMeet(t, s)
+	}
+}
+
+// checkSetsMeet checks that every two workers of s take sets that share a
+// name, as they must when holders keep their locks to the end of their
+// validity: two disjoint sets taken again at once would starve the others.
+func checkSetsMeet(t *testing.T, s scenario.Scenario) {
+	t.Helper()
+	workers := s.WithDefaults().Workers
+	for i := range workers {
+		for j := range i {
+			if !slices.ContainsFunc(s.Names(i, "k"), func(n string) bool { return slices.Contains(s.Names(j, "k"), n) }) {
+				t.Errorf("%s: workers %d and %d take disjoint sets, and hold them to the end of their validity", s.Name, j, i)
+			}
+		}
+	}
+}
+
+// A fault that picks a key before any grant picks one the workers take.
+func TestScenario_Key(t *testing.T) {
+	table := scenario.Table()
+	for name, want := range map[string]string{
+		"rediscluster/shard-failover":           "k",
+		"semaphore/rediscluster/shard-failover": "k:permit:1",
+		"rwlock/rediscluster/shard-failover":    "k",
+		"multikey/rediscluster/shard-failover":  "k:b",
+	} {
+		s, err := scenario.Select(table, "^"+name+"$")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s[0].Key("k"); got != want {
+			t.Errorf("%s: Key(k) = %q, want %q", name, got, want)
+		}
+		if names := s[0].Names(0, "k"); names != nil && !slices.Contains(names, want) {
+			t.Errorf("%s: worker 0 takes %v, not %q", name, names, want)
 		}
 	}
 }

@@ -1,11 +1,10 @@
 package scenario
 
 import (
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/redlock-go/redlock/torture/faults"
-	"github.com/redlock-go/redlock/torture/traffic"
 )
 
 // renewThinkMin and renewThinkMax make renewing holders think longer than
@@ -39,8 +38,28 @@ func powerLoss() []faults.Fault {
 }
 
 // Table returns the full scenario table, in report order: what must hold,
-// what fencing must rescue, and what must be caught.
+// what fencing must rescue, and what must be caught; in each part, the
+// lock's rows and then those of each family of another workload, which
+// mirror every row of the lock.
 func Table() []Scenario {
+	lock := lockRows()
+	groups := []rows{lock}
+	for _, f := range []family{semaphores, rwlocks, multikeys} {
+		groups = append(groups, f.mirror(lock))
+	}
+	var holds, fenced, caught, writeFenced []Scenario
+	for _, g := range groups {
+		holds = append(holds, g.holds...)
+		fenced = append(fenced, g.fenced()...)
+		caught = append(caught, g.caught...)
+		writeFenced = append(writeFenced, g.writeFenced())
+	}
+	return slices.Concat(holds, fenced, caught, writeFenced)
+}
+
+// lockRows returns the rows of the lock: one name taken by every worker,
+// without WithLimit, WithShared or AcquireAll.
+func lockRows() rows {
 	holds := []Scenario{
 		{
 			Name:  "no-faults",
@@ -301,83 +320,7 @@ func Table() []Scenario {
 			return []faults.Fault{faults.PauseWorkerAtRead{Worker: 0, Cooldown: 200 * time.Millisecond}}
 		},
 	})
-	for _, f := range []family{semaphores, rwlocks, multikeys} {
-		fHolds, fCaught := f.mirror(holds, caught)
-		holds, caught = append(holds, fHolds...), append(caught, fCaught...)
-	}
-	var fenced []Scenario
-	for _, s := range append([]Scenario{holds[0]}, caught...) {
-		s.Name += "/fenced"
-		s.About = "fenced register: " + s.About
-		s.Register = traffic.Fenced
-		s.Expect = Hold
-		fenced = append(fenced, s)
-	}
-	// Fencing only writes is not enough for a read-modify-write while two
-	// holders overlap.
-	writeFenced := byName(caught, "eviction")
-	writeFenced.Name += "/write-fenced"
-	writeFenced.About = "register fencing writes only (fence.Store.Write without ReadFenced): " + writeFenced.About +
-		"; an older holder's write lands between a newer holder's read and write"
-	writeFenced.Register = traffic.WriteFenced
-	return append(append(append(holds, fenced...), caught...), writeFenced)
-}
-
-// family is a set of rows derived from rows of the table: the same faults
-// with another workload or another client behaviour, named with a prefix
-// ("renew/minority-kill"). A new kind of workload is a new family.
-type family struct {
-	// prefix starts the names of the family's rows.
-	prefix string
-	// about starts their descriptions, before the row's own.
-	about string
-	// apply turns a row into the family's.
-	apply func(*Scenario)
-}
-
-// of returns the family's variants of the rows of table named names.
-func (f family) of(table []Scenario, names ...string) []Scenario {
-	out := make([]Scenario, len(names))
-	for i, name := range names {
-		s := byName(table, name)
-		s.Name = f.prefix + name
-		s.About = f.about + s.About
-		f.apply(&s)
-		out[i] = s
-	}
-	return out
-}
-
-// mirrored and mirroredCaught name the rows that every family of another
-// workload mirrors: the main fault families (kill and restart, partition,
-// node pause, latency, a restart held off by the quarantine), which must
-// hold, and the restart without quarantine and the worker paused past its
-// validity, which must be caught. Table gives each caught row a "/fenced"
-// variant that must hold, as it does the lock's.
-var (
-	mirrored       = []string{"no-faults", "minority-kill", "minority-partition", "node-pause", "node-slow", "restart-quarantine"}
-	mirroredCaught = []string{"restart-empty", "worker-pause-past-validity"}
-)
-
-// mirror returns the family's variants of the mirrored rows of holds and
-// of the mirroredCaught rows of caught. The first, without faults, says
-// that the family's workload runs on five healthy nodes.
-func (f family) mirror(holds, caught []Scenario) (fHolds, fCaught []Scenario) {
-	fHolds = f.of(holds, mirrored...)
-	fHolds[0].About = strings.TrimSuffix(f.about, "; ") + " on five healthy nodes"
-	return fHolds, f.of(caught, mirroredCaught...)
-}
-
-// renewals are the "renew/" rows: their faults hit holders that renew the
-// lock in the background while they think for longer than the TTL, and
-// that must not write once the lock is lost.
-var renewals = family{
-	prefix: "renew/",
-	about:  "holders renew the lock while they think for longer than the TTL and stop writing once it is lost; ",
-	apply: func(s *Scenario) {
-		s.Renew = true
-		s.ThinkMin, s.ThinkMax, s.Duration = renewThinkMin, renewThinkMax, renewDuration
-	},
+	return rows{holds: holds, caught: caught}
 }
 
 // Short returns a few scenarios of each kind with short runs, for the

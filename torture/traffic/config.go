@@ -29,7 +29,8 @@ type Config struct {
 	Limit int `json:"limit"`
 	// Shared makes the worker take Key shared, as a reader of a read-write
 	// lock (redlock.WithShared): it reads the register, thinks and writes
-	// nothing. Workers without it take Key as writers, alone.
+	// nothing, and after its release rests as long as it thinks. Workers
+	// without it take Key as writers, alone.
 	Shared bool `json:"shared"`
 	// Names, when not empty, makes the worker take the locks of all these
 	// names together (Client.TryAcquireAll, or AcquireAll with Wait)
@@ -56,7 +57,8 @@ type Config struct {
 	ThinkMin time.Duration `json:"think_min"`
 	ThinkMax time.Duration `json:"think_max"`
 	// RetryMin and RetryMax bound the random pause after a failed attempt
-	// and after a release.
+	// and after a release; a reader (Shared) pauses after a release as long
+	// as it thinks.
 	RetryMin time.Duration `json:"retry_min"`
 	RetryMax time.Duration `json:"retry_max"`
 	// HoldMargin, when positive, makes the worker keep the lock after its

@@ -181,8 +181,21 @@ func (w *worker) cycle() error {
 	if err := w.release(ctx, h); err != nil {
 		return err
 	}
-	time.Sleep(w.between(0, w.cfg.RetryMax))
+	time.Sleep(w.rest())
 	return nil
+}
+
+// rest returns the pause after a release: up to RetryMax, or for a reader
+// a think time (between ThinkMin and ThinkMax). Readers hold the name
+// together: readers that each think for long and take it again at once
+// hold it in turn without a break, and a writer that makes one attempt at
+// a time never gets it. Resting as long as they read, they leave it free
+// at times.
+func (w *worker) rest() time.Duration {
+	if w.cfg.Shared {
+		return w.between(w.cfg.ThinkMin, w.cfg.ThinkMax)
+	}
+	return w.between(0, w.cfg.RetryMax)
 }
 
 // refused records the failure of attempt id at now, and pauses before the

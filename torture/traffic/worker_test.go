@@ -132,6 +132,40 @@ func TestRun_readersAndWritersOfOneKey(t *testing.T) {
 	}
 }
 
+// A reader rests after each release as long as it thinks, so that readers
+// who think for long leave the key free at times, and a writer making one
+// attempt at a time gets it between them.
+func TestRun_readersRestAsLongAsTheyThink(t *testing.T) {
+	nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	const think = 60 * time.Millisecond
+	base := Config{
+		Nodes: nodes.URLs(), Key: "rw", TTL: 500 * time.Millisecond, DisableQuarantine: true,
+		ThinkMin: think, ThinkMax: think, RetryMax: 2 * time.Millisecond,
+	}
+	writer, reader1, reader2 := base, base, base
+	writer.Name, writer.ThinkMin, writer.ThinkMax = "worker-0", 2*time.Millisecond, 5*time.Millisecond
+	reader1.Name, reader1.Shared = "worker-1", true
+	reader2.Name, reader2.Shared = "worker-2", true
+	events := runWorkers(t, time.Second, writer, reader1, reader2)
+	released := map[string]int64{}
+	writes := 0
+	for _, ev := range events {
+		switch {
+		case ev.Op == history.OpRelease && ev.Type == history.Invoke:
+			released[ev.Process] = ev.Time
+		case ev.Op == history.OpAcquire && ev.Type == history.Invoke && released[ev.Process] != 0 && ev.Process != "worker-0":
+			if rest := time.Duration(ev.Time - released[ev.Process]); rest < think {
+				t.Fatalf("%s tried again %v after its release, want %v or more", ev.Process, rest, think)
+			}
+		case ev.Process == history.ProcRegister && ev.Op == history.OpWrite && ev.Type == history.OK:
+			writes++
+		}
+	}
+	if len(released) < 3 || writes == 0 {
+		t.Fatalf("releases by %v, %d writes; want releases by all three and writes by the writer", released, writes)
+	}
+}
+
 // A worker with Names takes the locks of all of them together, records
 // each lock of the set on its grant and release, and updates the register
 // of each.
