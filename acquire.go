@@ -249,38 +249,27 @@ func (a *acquisition) wait(attempt int) error {
 // attempt that a release woke it for failed (see acquisition.wait).
 const splitRetryMax = 10 * time.Millisecond
 
-// maxDeferral bounds how long a waiter defers its next attempt while other
-// clients are named to try (see waitForRelease): well within queueLasts.
-const maxDeferral = queueLasts / 2
-
 // waitForRelease waits up to delay for key to be released, or for ctx to
 // end, and reports whether ctx is still live, and whether a release
 // announcement named this client (wake.now). A waiter that registered with
 // the waker before its last attempt wakes on any release announced since
-// that names it or nobody, and waits delay again from each that names other
-// clients (see waker), up to maxDeferral in all, so that its place in the
-// key's queue, which its attempts renew, does not lapse; freed, when not nil,
-// is closed by a release of this client, and sent when such a release took
-// the waiter's attempt with it (handoff.go).
+// that names it or nobody (see waker); freed, when not nil, is closed by a
+// release of this client, and sent when such a release took the waiter's
+// attempt with it (handoff.go).
 func waitForRelease(ctx context.Context, wake *wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
 	t := getTimer(delay)
 	defer putTimer(t)
-	latest := time.Now().Add(max(delay, maxDeferral))
-	for {
-		select {
-		case <-wake.now: // nil without a waker: never ready
-			return true, true
-		case <-wake.later:
-			t.Reset(min(delay, time.Until(latest)))
-		case <-freed:
-			return true, false
-		case <-sent:
-			return true, false
-		case <-t.C:
-			return true, false
-		case <-ctx.Done():
-			return false, false
-		}
+	select {
+	case <-wake.now: // nil without a waker: never ready
+		return true, true
+	case <-freed:
+		return true, false
+	case <-sent:
+		return true, false
+	case <-t.C:
+		return true, false
+	case <-ctx.Done():
+		return false, false
 	}
 }
 

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,20 +56,34 @@ func TestQueue_refusedClientsAreQueuedAndNamedInOrder(t *testing.T) {
 		}
 	}
 
-	sub := goredisv9.NewClient(&goredisv9.Options{Addr: cluster.Node(0).Addr()}).Subscribe(bg, "redlock:released:crowd")
+	// The release goes to the channels of the first two in line only: not
+	// to the third's, nor to the key's.
+	channels := []string{"redlock:released:crowd"}
+	for _, w := range waiters {
+		channels = append(channels, "redlock:released:crowd "+w.ID())
+	}
+	sub := goredisv9.NewClient(&goredisv9.Options{Addr: cluster.Node(0).Addr()}).Subscribe(bg, channels...)
 	defer sub.Close()
-	if _, err := sub.Receive(bg); err != nil {
-		t.Fatal(err)
+	for range channels {
+		if _, err := sub.Receive(bg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := lock.Release(bg); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := sub.ReceiveMessage(bg)
-	if err != nil {
-		t.Fatal(err)
+	wantMsg := lock.Token() + " " + waiters[0].ID() + " " + waiters[1].ID()
+	heard := map[string]string{}
+	for listening, stop := true, time.After(500*time.Millisecond); listening; {
+		select {
+		case msg := <-sub.Channel():
+			heard[msg.Channel] = msg.Payload
+		case <-stop:
+			listening = false
+		}
 	}
-	if wantMsg := lock.Token() + " " + waiters[0].ID() + " " + waiters[1].ID(); msg.Payload != wantMsg {
-		t.Errorf("release announced %q, want the token and the first two in line: %q", msg.Payload, wantMsg)
+	if want := map[string]string{channels[1]: wantMsg, channels[2]: wantMsg}; !maps.Equal(heard, want) {
+		t.Errorf("release announced %q, want %q: the token and the first two in line, on their own channels only", heard, want)
 	}
 	serveInOrder(t, got)
 	wantExpiring(t, cluster, 2*time.Second, queue, deadlines)

@@ -90,8 +90,10 @@
 // shard channel of the key's slot): a waiting Acquire wakes once a quorum
 // of nodes announced one. Across clients, a client
 // refused in Acquire enters the key's queue on each node, and a release
-// names the first two clients in line: only they wake, so that a crowd of
-// processes does not split the votes at every release. A jittered retry
+// names the first two clients in line, on each one's own channel for the
+// key: only they hear it and wake, so that a crowd of processes does not
+// split the votes at every release, nor read every announcement. A release
+// that names nobody goes to the key's channel. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
 //
 // A node that stops answering costs bounded memory: its queue of calls has

@@ -57,6 +57,8 @@ var (
 	queuedAcquireSource string
 	//go:embed lua/next_waiters.lua
 	nextWaitersSource string
+	//go:embed lua/publish.lua
+	publishSource string
 	//go:embed lua/release.lua
 	releaseSource string
 	//go:embed lua/sharded_release.lua
@@ -94,7 +96,8 @@ var (
 		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc}}
 	queuedAcquireFunc  = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
 	nextWaitersFunc    = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
-	releaseFunc        = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc, leaveSharedFunc}}
+	publishFunc        = &luaFunction{name: "publish", source: publishSource}
+	releaseFunc        = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc, leaveSharedFunc, publishFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}

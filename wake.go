@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,11 +39,13 @@ const (
 // waiting for one key would otherwise all try at once at every release and
 // split the nodes' votes so that none wins. Two, so that a client that left
 // without taking the key costs no wake-up; on five nodes, two contenders
-// cannot both fall short of a majority. A release that names nobody (no
-// client is queued) wakes every client's first waiter, as clients that never
-// were refused are not in the queue. The others wait a full retry delay
-// again from each release that named other clients, so that they do not
-// contend with those; they try at their retry delays once the releases stop.
+// cannot both fall short of a majority. The announcement goes to each named
+// client's own channel for the key (namedChannel), to which only that
+// client subscribes, so that a release costs a node two messages however
+// many clients wait, and none of the others is woken to read it; they try
+// at their retry delays. A release that names nobody (no client is queued)
+// is announced on the key's channel and wakes every client's first waiter,
+// as clients that never were refused are not in the queue.
 type waker struct {
 	notifiers []notifier
 	keys      layout // names the release channels, as the release script does
@@ -52,7 +53,7 @@ type waker struct {
 	id        string // this client's id in the queues
 
 	mu      sync.Mutex
-	queues  map[string][]*wakeup    // channel → waiters, oldest first
+	queues  map[string][]*wakeup    // key's channel → waiters, oldest first
 	idle    map[string]*time.Timer  // subscribed channels with no waiter
 	heard   map[string]announcement // channel → the latest release heard on it
 	ops     []chan subscription     // per node
@@ -61,10 +62,9 @@ type waker struct {
 	stop    context.CancelFunc
 }
 
-// wakeup is a waiter's signals: now, try for the key; later, another client
-// was named to try, so wait a full delay again. Each holds one signal.
+// wakeup is a waiter's signal to try for the key now; it holds one signal.
 type wakeup struct {
-	now, later chan struct{}
+	now chan struct{}
 	// everyone: the waiter is signalled by every release it hears, not
 	// only when it is the oldest: a reader of a read-write lock, which
 	// does not split votes with the other readers.
@@ -73,19 +73,16 @@ type wakeup struct {
 
 // newWakeup returns the signals of a new waiter.
 func newWakeup() *wakeup {
-	return &wakeup{now: make(chan struct{}, 1), later: make(chan struct{}, 1)}
+	return &wakeup{now: make(chan struct{}, 1)}
 }
 
 // noWakeup is the signals of a waiter that does not listen: they never come.
 var noWakeup wakeup
 
-// announcement counts the nodes that announced one release (by its token),
-// and whether they named clients to wake.
+// announcement counts the nodes that announced one release (by its token).
 type announcement struct {
 	token string
 	nodes int
-	named bool // some node named this client
-	other bool // some node named other clients only
 	woken bool // this release signalled a waiter here already
 }
 
@@ -133,6 +130,7 @@ func (w *waker) registerAs(channel string, wake *wakeup) {
 			delete(w.idle, channel)
 		} else {
 			w.sendLocked(subscription{channel: channel, add: true})
+			w.sendLocked(subscription{channel: w.namedChannel(channel), add: true})
 		}
 	}
 	w.queues[channel] = append(q, wake)
@@ -159,6 +157,7 @@ func (w *waker) unregister(channel string, wake *wakeup) {
 			if w.idle[channel] == t {
 				delete(w.idle, channel)
 				w.sendLocked(subscription{channel: channel})
+				w.sendLocked(subscription{channel: w.namedChannel(channel)})
 			}
 		})
 		w.idle[channel] = t
@@ -168,59 +167,64 @@ func (w *waker) unregister(channel string, wake *wakeup) {
 	select {
 	case <-wake.now:
 		// It was woken but leaves without using the wake-up: pass it on.
-		w.signalFirstLocked(channel, true)
+		w.signalFirstLocked(channel)
 	default:
 	}
 }
 
-// deliver counts a node's announcement of a release on channel: the
-// release's token, then the clients it names, each after a space (see
-// lua/release.lua). Once a quorum of nodes has announced the release, it
-// wakes the oldest waiter when a node named this client, or none named any.
+// namedChannel returns the channel on which a release of the key announced
+// on channel names this client to try (see lua/release.lua): channel, a
+// space and the client's id. A key whose name ends in a space and another
+// client's id shares a name with that client's channel for a shorter key,
+// which costs either at most a wake-up for nothing.
+func (w *waker) namedChannel(channel string) string {
+	return channel + " " + w.id
+}
+
+// deliver counts a node's announcement of a release: the release's token,
+// then the clients it names, each after a space (see lua/release.lua), on
+// the key's channel when it names nobody, or on this client's named
+// channel for the key. Once a quorum of nodes has announced the release,
+// it wakes the oldest waiter. A node whose queue named other clients sends
+// nothing here, so a client named by fewer than a quorum of nodes waits
+// for its retry delay.
 func (w *waker) deliver(channel, message string) {
-	token, names, _ := strings.Cut(message, " ")
+	token, _, _ := strings.Cut(message, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, waiting := w.queues[channel]; !waiting {
-		return
+		keyChannel, named := strings.CutSuffix(channel, " "+w.id)
+		if _, waiting = w.queues[keyChannel]; !named || !waiting {
+			return
+		}
+		channel = keyChannel
 	}
 	a := w.heard[channel]
 	if a.token != token {
 		a = announcement{token: token}
 	}
 	a.nodes++
-	switch {
-	case names == "":
-	case slices.Contains(strings.Fields(names), w.id):
-		a.named = true
-	default:
-		a.other = true
-	}
 	if a.nodes >= w.quorum && !a.woken {
 		a.woken = true
-		w.signalFirstLocked(channel, a.named || !a.other)
+		w.signalFirstLocked(channel)
 	}
 	w.heard[channel] = a
 }
 
-// signalFirstLocked signals the oldest waiter on channel: to try now, or
-// to wait a full delay again.
-func (w *waker) signalFirstLocked(channel string, now bool) {
+// signalFirstLocked tells the oldest waiter on channel, and every waiter
+// that hears every release, to try now.
+func (w *waker) signalFirstLocked(channel string) {
 	for i, wake := range w.queues[channel] {
 		if i == 0 || wake.everyone {
-			wake.signal(now)
+			wake.signal()
 		}
 	}
 }
 
-// signal tells the waiter to try now, or to wait a full delay again.
-func (wake *wakeup) signal(now bool) {
-	s := wake.later
-	if now {
-		s = wake.now
-	}
+// signal tells the waiter to try now.
+func (wake *wakeup) signal() {
 	select {
-	case s <- struct{}{}:
+	case wake.now <- struct{}{}:
 	default:
 	}
 }

@@ -1,12 +1,15 @@
 -- release deletes the lock key only while it still holds the caller's token,
 -- or takes the token out of the key's readers (see readers.lua), and
--- announces the release on the channel ARGV[a+2] followed by the key
--- unless ARGV[a+2] is empty or other readers still hold the key: by
--- PUBLISH, or by announce(channel, message) when given (see
--- shardedRelease). An announced release also takes the caller's client out
--- of the key's queue of waiting clients, and its message is the token, then
--- the first waiting clients (see nextWaiters), each after a space, so that
--- only they try for the key at once. It reads its request's keys and
+-- announces the release unless ARGV[a+2] is empty or other readers still
+-- hold the key: by PUBLISH, or by announce(channel, message) when given
+-- (see shardedRelease). An announced release also takes the caller's
+-- client out of the key's queue of waiting clients. Its message is the
+-- token, then the first waiting clients (see nextWaiters), each after a
+-- space, so that only they try for the key at once; it goes to each of
+-- those clients' own channel for the key (the key's channel, ARGV[a+2]
+-- followed by the key, then a space and the client's id), so that the
+-- other waiting clients are not woken for nothing, or to the key's channel
+-- when nobody is queued. It reads its request's keys and
 -- arguments at offsets k and a in KEYS and ARGV.
 -- KEYS[k+1] lock key; ARGV[a+1] token; ARGV[a+2] release channel prefix or
 -- "". When announcing: KEYS[k+2] and KEYS[k+3] the key's queue and its
@@ -34,11 +37,14 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 			redis.call("HDEL", KEYS[k + 3], ARGV[a + 4])
 		end
 		local channel = ARGV[a + 2] .. key
-		local message = ARGV[a + 1] .. nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
-		if announce then
-			announce(channel, message)
-		else
-			redis.call("PUBLISH", channel, message)
+		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
+		local message = ARGV[a + 1] .. names
+		local send = announce or publish
+		if names == "" then
+			send(channel, message)
+		end
+		for id in string.gmatch(names, "%S+") do
+			send(channel .. " " .. id, message)
 		end
 	end
 	return 1
