@@ -60,7 +60,7 @@ func newSession(ctx context.Context, cfg config, logs *clientLog, count int, lib
 	rep.Meta.MarkedReady = quarantine
 	for _, l := range libs {
 		rep.Libraries = append(rep.Libraries, report.Library{
-			Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Settings: l.Settings, Semaphore: l.Semaphore, ReadWrite: l.ReadWrite,
+			Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Trade: l.Trade, Settings: l.Settings, Semaphore: l.Semaphore, ReadWrite: l.ReadWrite,
 		})
 	}
 	s := &session{

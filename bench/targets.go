@@ -20,10 +20,12 @@ const (
 // failed release or extend, and close to the baseline's least Redis work
 // (below). It adds how much one slow node costs as information.
 func targets(rep *report.Report) []report.Target {
-	var ours, peers []string
+	var ours, peers, trades []string
 	baseline := false
 	for _, l := range rep.Libraries {
 		switch {
+		case l.Trade != "":
+			trades = append(trades, l.Name)
 		case l.Ours:
 			ours = append(ours, l.Name)
 		case l.Baseline:
@@ -87,6 +89,21 @@ func targets(rep *report.Report) []report.Target {
 				rep.AtMost("against the baseline: p50 cycle", c, o, limit, report.P50Metric, 1.2))
 		}
 		ts = append(ts, rep.AtLeast("against the baseline: cycles/s", "parallel-5", o, limit, report.RateMetric, 1.5))
+	}
+	return append(ts, tradeTargets(rep, trades, limit)...)
+}
+
+// tradeTargets sets each configuration that gives up a guarantee beside the
+// targets it would have, with no goal: what the guarantee costs.
+func tradeTargets(rep *report.Report, trades []string, limit string) []report.Target {
+	var ts []report.Target
+	for _, o := range trades {
+		ts = append(ts,
+			rep.Versus("a guarantee off: cycles/s", "serial-1", o, bsmRedislock, report.RateMetric),
+			rep.Versus("a guarantee off: cycles/s", "serial-1", o, limit, report.RateMetric),
+			rep.Versus("a guarantee off: cycles/s", "serial-5", o, limit, report.RateMetric),
+			rep.Versus("a guarantee off: cycles/s", "parallel-5", o, limit, report.RateMetric),
+		)
 	}
 	return ts
 }

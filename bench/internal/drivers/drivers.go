@@ -40,6 +40,11 @@ type Library struct {
 	// baselineLibrary): it is no peer, and runs only where keys are not
 	// contended.
 	Baseline bool
+	// Trade, when set, names the guarantee that this configuration of this
+	// project's library gives up for speed (an option that is off by
+	// default): it is reported beside the others, to show what the
+	// guarantee costs, and neither judged by the targets nor a peer.
+	Trade string
 	// MaxNodes is the largest node count the library can lock over; 0 means
 	// any. Cases with more nodes are reported as not applicable.
 	MaxNodes int
@@ -61,6 +66,7 @@ func All() []Library {
 	return []Library{
 		redlockGoredis(),
 		redlockRueidis(),
+		redlockRueidisNoQuarantine(),
 		redsyncLibrary(),
 		rueidislockLibrary(),
 		bsmLibrary(),

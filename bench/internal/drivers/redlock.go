@@ -42,24 +42,49 @@ func redlockRueidis() Library {
 		Semaphore: NativeSemaphore,
 		ReadWrite: NativeReadWrite,
 		Open: func(_ context.Context, addrs []string, _ bool) (Driver, error) {
-			clients, err := rueidisClients(addrs)
-			if err != nil {
-				return nil, err
-			}
-			conns := make([]redlock.Conn, len(clients))
-			for i, c := range clients {
-				conns[i] = rueidis.NewOwned(c)
-			}
-			c, err := redlock.New(conns, &redlock.Options{TTL: TTL})
-			if err != nil {
-				for _, c := range conns {
-					c.Close()
-				}
-				return nil, err
-			}
-			return redlockDriver{c}, nil
+			return openRueidis(addrs, &redlock.Options{TTL: TTL})
 		},
 	}
+}
+
+// NoQuarantineName names the row of redlock over rueidis with the restart
+// quarantine off (Options.DisableQuarantine), which trades the safety of
+// locks across node restarts and failovers for less work per acquisition.
+const NoQuarantineName = "redlock/rueidis, no quarantine"
+
+func redlockRueidisNoQuarantine() Library {
+	return Library{
+		Name: NoQuarantineName,
+		Trade: "the restart quarantine (Options.DisableQuarantine: a node that restarted or failed over " +
+			"votes at once; safe only with appendfsync always and no replica that can take over)",
+		Settings: "As redlock/rueidis, with redlock.Options{DisableQuarantine: true}: " +
+			"the acquire script neither reads the node's run_id (INFO) nor checks the restart marker.",
+		Semaphore: NativeSemaphore,
+		ReadWrite: NativeReadWrite,
+		Open: func(_ context.Context, addrs []string, _ bool) (Driver, error) {
+			return openRueidis(addrs, &redlock.Options{TTL: TTL, DisableQuarantine: true})
+		},
+	}
+}
+
+// openRueidis opens a Client with opts over one rueidis client per node.
+func openRueidis(addrs []string, opts *redlock.Options) (Driver, error) {
+	clients, err := rueidisClients(addrs)
+	if err != nil {
+		return nil, err
+	}
+	conns := make([]redlock.Conn, len(clients))
+	for i, c := range clients {
+		conns[i] = rueidis.NewOwned(c)
+	}
+	c, err := redlock.New(conns, opts)
+	if err != nil {
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil, err
+	}
+	return redlockDriver{c}, nil
 }
 
 // readier is implemented by clients that keep freshly started nodes out of

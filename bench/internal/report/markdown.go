@@ -217,7 +217,11 @@ func (r *Report) writeCaseDetails(b *strings.Builder, c Case) {
 func (r *Report) writeSettings(b *strings.Builder) {
 	b.WriteString("\n### Settings\n\n")
 	for _, l := range r.Libraries {
-		fmt.Fprintf(b, "- **%s**: %s%s\n", l.Name, l.Settings, r.lockKindSettings(l))
+		trade := ""
+		if l.Trade != "" {
+			trade = " Gives up " + l.Trade + ": judged by no target, shown for what that guarantee costs."
+		}
+		fmt.Fprintf(b, "- **%s**: %s%s%s\n", l.Name, l.Settings, trade, r.lockKindSettings(l))
 	}
 }
 

@@ -51,7 +51,10 @@ type Library struct {
 	Ours bool   `json:"ours"`
 	// Baseline marks the reference that is not a lock: the least Redis
 	// work of a cycle, as fast as one client sends it.
-	Baseline bool   `json:"baseline,omitempty"`
+	Baseline bool `json:"baseline,omitempty"`
+	// Trade names the guarantee a configuration of this project's library
+	// gives up for speed; such a row is neither judged nor a peer.
+	Trade    string `json:"trade,omitempty"`
 	Settings string `json:"settings"`
 	// Semaphore and ReadWrite say how the library takes a permit of a
 	// semaphore and a read-write lock: natively, or by the nearest
