@@ -128,6 +128,9 @@ type pipe struct {
 	// replicas is Options.WaitReplicas: how many replicas must confirm a
 	// replicated script's writes (see script.replicated).
 	replicas int
+	// inline: the node may be asked from the caller's goroutine, as its
+	// Conn returns at the request's deadline (see honoursContext).
+	inline bool
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.
 	work chan []*call
@@ -192,9 +195,12 @@ func (p *pipe) closed() bool {
 	}
 }
 
-// tryInline reserves room for a call that the caller then sends itself, and
-// must follow with done.
+// tryInline reserves room for a call that the caller then sends itself,
+// when the node may be asked inline, and must follow with done.
 func (p *pipe) tryInline() bool {
+	if !p.inline {
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.inFlight < maxInFlight {

@@ -10,11 +10,17 @@ import (
 // Dial functions build them from node URLs.
 //
 // A Conn must be safe for concurrent use. It must return as soon as ctx is done
-// where the underlying client allows it. Over two or more nodes the Client
-// never waits on a node longer than its per-node timeout either way; a
-// single node is asked inline, so there the Conn's own bound applies (the
-// rueidis adapter honours ctx; goredis.Dial's clients give up a read after
-// one second).
+// where the underlying client allows it. The Client never waits on a node
+// longer than its per-node timeout either way: a single node is asked from
+// the caller's goroutine, to save a goroutine switch per request, only when
+// its Conn returns at ctx's deadline, which a Conn that may not do says by
+// the method
+//
+//	HonoursContext() bool
+//
+// returning false (the goredis adapter over a go-redis client with
+// ContextTimeoutEnabled off); it is then asked from a goroutine of its own,
+// as every node of two or more is.
 //
 // Replies are decoded as: integer → int64, simple or bulk string → string,
 // array → []any, nil → (nil, nil). Server errors are returned as errors; an
@@ -94,6 +100,13 @@ type clusterer interface {
 func isRedisCluster(conn Conn) bool {
 	c, ok := conn.(clusterer)
 	return ok && c.IsCluster()
+}
+
+// honoursContext reports whether conn returns at its context's deadline,
+// as a Conn without the method HonoursContext must (see Conn).
+func honoursContext(conn Conn) bool {
+	c, ok := conn.(interface{ HonoursContext() bool })
+	return !ok || c.HonoursContext()
 }
 
 // notifier is a Conn that can hold a pub/sub connection (see Conn).

@@ -33,7 +33,7 @@ func (n *nodes) init(conns []Conn, replicas int) {
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
 		n.pipes[i] = &pipe{conn: conn, node: i, cluster: isRedisCluster(conn), replicas: replicas,
-			work: make(chan []*call), stop: n.closed}
+			inline: honoursContext(conn), work: make(chan []*call), stop: n.closed}
 	}
 }
 

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -105,5 +106,57 @@ func TestSilentNode_closeAfterSilentRelease(t *testing.T) {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		t.Fatal("Close still blocked after 2 s")
+	}
+}
+
+// A lone node that stops answering fails an attempt within the per-node
+// timeout and the clean-up release after it, over both adapters as given
+// to New and as Dial builds them: the Client asks a lone node from the
+// caller's goroutine only when its Conn gives up at the deadline. Over a
+// go-redis client that does not (ContextTimeoutEnabled off, as ParseURL
+// sets it), such an attempt took the client's socket timeouts, 2 s.
+func TestSilentNode_loneNodeFailsWithinTheNodeTimeout(t *testing.T) {
+	const nodeTimeout = 50 * time.Millisecond
+	opts := &redlock.Options{NodeTimeout: nodeTimeout}
+	clients := map[string]func(t *testing.T, cluster *redlocktest.Cluster) *redlock.Client{}
+	for _, a := range adapters {
+		clients[a.name+"/New"] = func(t *testing.T, cluster *redlocktest.Cluster) *redlock.Client {
+			return newClient(t, cluster, a, opts)
+		}
+	}
+	for _, d := range dialers {
+		clients[d.name+"/Dial"] = func(t *testing.T, cluster *redlocktest.Cluster) *redlock.Client {
+			c, err := d.dial(bg, cluster.URLs(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+	}
+	for name, newLoneClient := range clients {
+		t.Run(name, func(t *testing.T) {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+			c := newLoneClient(t, cluster)
+			if err := c.MarkReady(bg, false); err != nil {
+				t.Fatal(err)
+			}
+			lock, err := c.TryAcquire(bg, "before")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lock.Release(bg)
+			if err := cluster.Node(0).Pause(); err != nil {
+				t.Fatal(err)
+			}
+			defer cluster.Node(0).Resume()
+			for _, key := range []string{"a", "b"} {
+				start := time.Now()
+				_, err := c.TryAcquire(bg, key)
+				if took := time.Since(start); !errors.Is(err, redlock.ErrNotAcquired) || took > 6*nodeTimeout {
+					t.Errorf("TryAcquire(%q) on a paused lone node: %v after %v, want ErrNotAcquired within about two per-node timeouts (%v each)", key, err, took, nodeTimeout)
+				}
+			}
+		})
 	}
 }

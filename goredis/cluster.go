@@ -28,8 +28,8 @@ import (
 func isClusterURL(u *url.URL) bool { return u.Query().Has("cluster") }
 
 // newClusterConn returns a Conn over a go-redis cluster client for a
-// cluster URL (see isClusterURL), set up for locking.
-func newClusterConn(raw string, u *url.URL) (*Conn, error) {
+// cluster URL (see isClusterURL), set up for locking; lone as for newURL.
+func newClusterConn(raw string, u *url.URL, lone bool) (*Conn, error) {
 	v := *u
 	q := v.Query()
 	q.Del("cluster")
@@ -39,6 +39,7 @@ func newClusterConn(raw string, u *url.URL) (*Conn, error) {
 		return nil, nodeurl.Invalid(raw, u, err)
 	}
 	setUpClusterForLocking(o)
+	o.ContextTimeoutEnabled = lone
 	c := NewOwned(redis.NewClusterClient(o))
 	c.name = "cluster:" + strings.Join(o.Addrs, ",")
 	return c, nil

@@ -13,7 +13,11 @@
 // retries with fresh validity) and leave ContextTimeoutEnabled off: with it
 // on, go-redis closes the connection of every reply that arrives after a
 // deadline, and a slow node then costs a new connection per request.
-// ParseURL returns options set up this way.
+// ParseURL returns options set up this way. The exception is a lone node:
+// the Client asks it from the caller's goroutine, saving a goroutine switch
+// per request, only when go-redis gives up at the deadline itself, so Dial
+// of a single URL turns ContextTimeoutEnabled on (a slow lone node fails
+// every request anyway).
 //
 // go-redis writes a line through its own global logger (redis.SetLogger)
 // for each failed dial, which this package does not touch. A URL's pool
@@ -93,6 +97,21 @@ func (c *Conn) IsCluster() bool {
 
 // Name returns the node's address.
 func (c *Conn) Name() string { return c.name }
+
+// HonoursContext reports whether the go-redis client gives up a request at
+// its context's deadline (ContextTimeoutEnabled). When it does not, the
+// redlock.Client asks the node from a goroutine of its own even when it is
+// the only node, so that its per-node timeout still holds (see
+// redlock.Conn).
+func (c *Conn) HonoursContext() bool {
+	switch client := c.client.(type) {
+	case *redis.Client:
+		return client.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return client.Options().ContextTimeoutEnabled
+	}
+	return false
+}
 
 // Do sends one command; a nil reply is (nil, nil).
 func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {

@@ -27,8 +27,8 @@ import (
 func isSentinelURL(u *url.URL) bool { return u.Query().Has("master_name") }
 
 // newSentinelConn returns a Conn over a go-redis failover client for a
-// Sentinel URL (see isSentinelURL), set up for locking.
-func newSentinelConn(raw string, u *url.URL) (*Conn, error) {
+// Sentinel URL (see isSentinelURL), set up for locking; lone as for newURL.
+func newSentinelConn(raw string, u *url.URL, lone bool) (*Conn, error) {
 	o, err := redis.ParseFailoverURL(raw)
 	if err != nil {
 		return nil, nodeurl.Invalid(raw, u, err)
@@ -37,6 +37,7 @@ func newSentinelConn(raw string, u *url.URL) (*Conn, error) {
 		return nil, fmt.Errorf("%w: %s: master_name is empty", ErrInvalidURL, RedactURL(raw))
 	}
 	setUpFailoverForLocking(o)
+	o.ContextTimeoutEnabled = lone
 	c := NewOwned(redis.NewFailoverClient(o))
 	c.name = o.MasterName + "@sentinel:" + strings.Join(o.SentinelAddrs, ",")
 	return c, nil

@@ -52,7 +52,8 @@ const lockPoolSize = 8
 // opts may be nil for the defaults. Close the Client when done: it closes
 // the pools.
 func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.Client, error) {
-	newConn := func(raw string) (redlock.Conn, error) { return NewURL(raw) }
+	lone := len(urls) == 1
+	newConn := func(raw string) (redlock.Conn, error) { return newURL(raw, lone) }
 	return nodecheck.Dial(ctx, urls, opts, newConn, plaintextBehindTLS)
 }
 
@@ -61,21 +62,26 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.C
 // with a master_name parameter names a Sentinel-managed master (see
 // sentinel.go): the Conn then follows its failovers; one with a cluster
 // parameter names a Redis Cluster (see cluster.go).
-func NewURL(raw string) (*Conn, error) {
+func NewURL(raw string) (*Conn, error) { return newURL(raw, false) }
+
+// newURL is NewURL; lone turns go-redis's ContextTimeoutEnabled on, for a
+// node that is a Client's only one (see the package documentation).
+func newURL(raw string, lone bool) (*Conn, error) {
 	u, err := nodeurl.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case isSentinelURL(u):
-		return newSentinelConn(raw, u)
+		return newSentinelConn(raw, u, lone)
 	case isClusterURL(u):
-		return newClusterConn(raw, u)
+		return newClusterConn(raw, u, lone)
 	}
 	o, err := ParseURL(raw)
 	if err != nil {
 		return nil, err
 	}
+	o.ContextTimeoutEnabled = lone
 	return NewOwned(redis.NewClient(o)), nil
 }
 
