@@ -135,10 +135,9 @@ type acquisition struct {
 	waitFirst     bool  // wait for a release or a retry delay before trying
 	lastErr       error // the last attempt's failure
 	woken         bool  // the last wait ended with a release naming this client
-	// since is when the first attempt was made, in microseconds on this
-	// host's clock: a refused attempt puts this client in the key's queue,
-	// and later ones keep it there (see queueKeys).
-	since string
+	// place is this client's place in the key's queue: a refused attempt
+	// puts it there, and later ones keep it there (see queueKeys).
+	place queuePlace
 	// call observes the call's attempts; nil without telemetry.
 	call *telemetry.Call
 }
@@ -217,13 +216,21 @@ func (a *acquisition) wait(attempt int) error {
 	if !again {
 		return a.giveUp(false)
 	}
-	if a.woken {
+	if a.woken && !a.place.held {
 		// The last attempt followed a release that named this client, and
-		// failed: most likely it split the votes with the other client
-		// named, or met a node whose release was still on its way. Try
-		// again soon, at a random moment so as not to meet it again.
-		a.woken = false
+		// failed without another client holding the lock: most likely it
+		// split the votes with the other client named, or met a node whose
+		// release was still on its way. Try again soon, at a random moment
+		// so as not to meet it again. (When the other one won, its release
+		// wakes this client.)
 		delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
+	}
+	a.woken = false
+	if a.place.behind && a.wake != nil && a.wake != &noWakeup {
+		// Others are first in line on the nodes: the releases will name
+		// them, and this client once its turn comes. Try now and then
+		// only, in case a wake-up is lost or the lock expires unreleased.
+		delay = max(delay, randomBetween(behindWait/2, behindWait))
 	}
 	freed := a.turn.freed
 	a.turn.freed = nil // a closed channel: use it once
@@ -248,6 +255,14 @@ func (a *acquisition) wait(attempt int) error {
 // splitRetryMax bounds the pause before a waiter tries again after an
 // attempt that a release woke it for failed (see acquisition.wait).
 const splitRetryMax = 10 * time.Millisecond
+
+// behindWait bounds the pause of a listening waiter that the nodes queued
+// behind clients that the next release names (queuePlace.behind): it is
+// woken when its turn comes, and tries meanwhile at about this pace only,
+// in case the lock expires unreleased or a wake-up is lost, which this
+// much slower polling costs in latency. Well within queueLasts, so that
+// its attempts keep its place in the queue.
+const behindWait = queueLasts / 2
 
 // waitForRelease waits up to delay for key to be released, or for ctx to
 // end, and reports whether ctx is still live, and whether a release
@@ -280,7 +295,7 @@ func (a *acquisition) try() (*Lock, error) {
 		<-h.sent
 		return h.collect()
 	}
-	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, &a.since)
+	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, &a.place)
 }
 
 // giveUp returns the error of a call that stops waiting: the last

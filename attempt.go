@@ -75,40 +75,63 @@ type attempt struct {
 	start   time.Time // carries the monotonic clock reading
 	req     *request
 	replies []acquireReply
+	// place, when not nil, is the caller's place in the key's queue of
+	// waiting clients, which the attempt goes through (see newAttempt).
+	place *queuePlace
 
 	acquire  acquireRequest
 	replyBuf [inlineNodes]acquireReply // replies' backing array while it fits
 }
 
+// queuePlace is a waiting caller's place in a key's queue of waiting
+// clients on the nodes (see queueKeys, lua/queued_acquire.lua).
+type queuePlace struct {
+	// since is when the caller began waiting for the key, in microseconds
+	// on its clock, or "" before its first attempt.
+	since string
+	// held: its last attempt was refused by a quorum of nodes because the
+	// key is held, so that another client holds the lock (not a split
+	// vote), and its release will name the clients to try (see waker).
+	held bool
+	// behind: besides, every node that refused it queued it behind at
+	// least namedWaiters clients: the next release will name others.
+	behind bool
+}
+
+// namedWaiters is how many clients, first in a key's queue, a release
+// names to try (see lua/next_waiters.lua).
+const namedWaiters = 2
+
 // newAttempt prepares an attempt on key, its clock started.
 //
-// since, when not nil, makes the attempt go through the key's queue of
-// waiting clients (see queueKeys, lua/queued_acquire.lua): *since is when
-// the caller began waiting for key, in microseconds on its clock, or "" on
-// its first attempt, which is then a newcomer's and sets *since to its own
-// clock.
+// place, when not nil, makes the attempt go through the key's queue of
+// waiting clients (see queueKeys, lua/queued_acquire.lua): place.since is
+// when the caller began waiting for key, or "" on its first attempt, which
+// is then a newcomer's and sets it to its own clock; its conclusion sets
+// place.behind.
 //
 // shared makes it a shared (read) attempt instead (see
-// lua/acquire_shared.lua); since is then nil.
-func (c *Client) newAttempt(key string, ttl time.Duration, since *string, shared bool) *attempt {
+// lua/acquire_shared.lua); place is then nil.
+func (c *Client) newAttempt(key string, ttl time.Duration, place *queuePlace, shared bool) *attempt {
 	a := &attempt{key: key, ttl: ttl}
 	if n := len(c.conns); n <= inlineNodes {
 		a.replies = a.replyBuf[:n]
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), ttl, c.keys.tag(key), since != nil || shared)
+	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), ttl, c.keys.tag(key), place != nil || shared)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
 	if shared {
 		a.acquire.share(queue, deadlines)
 	}
-	if since != nil {
-		first := *since == ""
+	if place != nil {
+		first := place.since == ""
 		if first {
-			*since = clock
+			place.since = clock
 		}
-		a.acquire.queue(queue, deadlines, c.id, *since, c.wire.queueLasts, first)
+		a.acquire.queue(queue, deadlines, c.id, place.since, c.wire.queueLasts, first)
+		a.place = place
 	}
 	a.start = time.Now()
 	return a
@@ -118,8 +141,8 @@ func (c *Client) newAttempt(key string, ttl time.Duration, since *string, shared
 // acquire script, which also applies the restart quarantine and bumps the
 // key's fencing counter; when the granting nodes' counters disagree, a second
 // step raises the ones behind before the lock is handed out.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool, since *string) (*Lock, error) {
-	return c.run(ctx, c.newAttempt(key, ttl, since, false), autoRenew)
+func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool, place *queuePlace) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, place, false), autoRenew)
 }
 
 // attemptShared is attempt for a shared (read) lock: the node grants it
@@ -148,6 +171,12 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	key, token, ttl := a.key, a.token, a.ttl
 	lag := laggingNodes(results, unfinished, c.nodeTimeout(ttl))
 	noteRecovering(results, a.replies)
+	if a.place != nil {
+		a.place.held, a.place.behind = false, false
+		if ok < c.quorum {
+			a.place.held, a.place.behind = queuedBehind(results, a.replies, c.quorum)
+		}
+	}
 	c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
 	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
@@ -181,6 +210,23 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		qe.Cause = ctx.Err()
 	}
 	return nil, qe
+}
+
+// queuedBehind reports whether a quorum of nodes refused a queued attempt
+// because the key is held, and whether every node that did queued its
+// caller behind at least namedWaiters clients (see queuePlace).
+func queuedBehind(results []NodeResult, replies []acquireReply, quorum int) (held, behind bool) {
+	refusals, ahead := 0, 0
+	for i, r := range results {
+		if r.Outcome != OutcomeHeld || replies[i].status != acquireHeld {
+			continue
+		}
+		refusals++
+		if replies[i].place >= namedWaiters {
+			ahead++
+		}
+	}
+	return refusals >= quorum, refusals >= quorum && ahead == refusals
 }
 
 // refusedEverywhere reports that every node answered an attempt, and
@@ -222,6 +268,7 @@ type acquireReply struct {
 	status int64
 	fence  uint64
 	left   time.Duration // recovery time left, when recovering
+	place  int64         // the caller's place in the key's queue, when queued and refused
 }
 
 // acquirer fills in r as the request of one acquisition attempt and
@@ -285,6 +332,9 @@ func decodeAcquire(v any) (acquireReply, error) {
 		fence, ok2 := decodeUint(a[1])
 		left, ok3 := a[2].(int64)
 		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireRecovering {
+			if status == acquireHeld {
+				return acquireReply{status: status, fence: fence, place: left}, nil
+			}
 			return acquireReply{status: status, fence: fence, left: time.Duration(left) * time.Microsecond}, nil
 		}
 	}
@@ -326,6 +376,9 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 //
 // It does not announce the release: a failed attempt freed at most a
 // minority of nodes, and waking waiters for that only splits their votes.
+// Nodes that it missed in time are asked again in the background (see
+// finishMissed): a failed attempt's grants on a minority, left until their
+// TTL, would keep the key from everyone on a crowded key.
 func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging, acquired []NodeResult) {
 	ctx = uncancelled(ctx)
 	wait := len(c.conns)
@@ -338,4 +391,5 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
 	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
+	c.finishMissed(key, token, ttl, results, unfinished) // nobody waits for its reports
 }

@@ -190,3 +190,48 @@ func do(t *testing.T, n *redlocktest.Node, args ...string) string {
 	}
 	return v
 }
+
+// A client that the nodes queued behind the two that the next release
+// names tries only every half second to second, whatever its retry delay:
+// the release that makes it one of the next two wakes it. Its place is
+// kept meanwhile, and it is served in turn.
+func TestQueue_clientsBehindTheNextInLineTryRarely(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	lock, err := holder.TryAcquire(bg, "line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, "line", lock.Token())
+	got := make([]chan *redlock.Lock, 3)
+	for i := range got {
+		// The first two in line retry only when woken; the third every 10 ms.
+		retry := redlock.Jittered(time.Minute, time.Minute)
+		if i == 2 {
+			retry = redlock.Jittered(10*time.Millisecond, 10*time.Millisecond)
+		}
+		w := newClient(t, cluster, adapters[0], fast())
+		got[i] = make(chan *redlock.Lock, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			l, err := w.Acquire(ctx, "line", redlock.WithRetry(retry))
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+			got[i] <- l
+		}()
+		time.Sleep(50 * time.Millisecond) // one after the other
+	}
+	before := scriptCalls(t, cluster)
+	time.Sleep(1500 * time.Millisecond)
+	// Every 10 ms, the third would have tried about 150 times, each a
+	// script call on each of the 3 nodes.
+	if calls := (scriptCalls(t, cluster) - before) / 3; calls > 6 {
+		t.Errorf("the third in line tried about %d times in 1.5 s, want at most 6 (one every half second to second)", calls)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	serveInOrder(t, got)
+}

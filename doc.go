@@ -93,7 +93,9 @@
 // names the first two clients in line, on each one's own channel for the
 // key: only they hear it and wake, so that a crowd of processes does not
 // split the votes at every release, nor read every announcement. A release
-// that names nobody goes to the key's channel. A jittered retry
+// that names nobody goes to the key's channel. A client queued behind the
+// ones the next release names tries only every half second to second
+// meanwhile, whatever Options.Retry says. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
 //
 // A node that stops answering costs bounded memory: its queue of calls has

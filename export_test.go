@@ -136,3 +136,16 @@ func (c *Client) HandoffParked(key string) bool {
 	k, ok := s.keys[key]
 	return ok && k.handoff != nil && k.handoff.state.Load() == handoffOffered
 }
+
+// ReleaseFailedAttempt releases token's grants of key as the clean-up after
+// a failed attempt does, on the nodes marked granted.
+func (c *Client) ReleaseFailedAttempt(ctx context.Context, key, token string, ttl time.Duration, granted []bool) {
+	acquired := make([]NodeResult, len(granted))
+	for i, g := range granted {
+		acquired[i].Outcome = OutcomeHeld
+		if g {
+			acquired[i].Outcome = OutcomeOK
+		}
+	}
+	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired)
+}

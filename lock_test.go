@@ -619,6 +619,39 @@ func TestRelease_missedNodeIsFinishedInTheBackground(t *testing.T) {
 	})
 }
 
+// The clean-up after a failed attempt is finished in the background on a
+// node that missed it, as a lock's release is: queued behind requests stuck
+// on a paused node, it was dropped past its deadline, and the attempt's
+// grant stayed there until its TTL. On a crowded key such leftovers on a
+// few nodes kept every client from a majority for seconds.
+func TestTryAcquire_failedAttemptsCleanUpIsFinishedInTheBackground(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond})
+		slow := cluster.Node(0)
+		do(t, slow, "SET", "contended", "attempt-token", "PX", "10000") // the failed attempt's grant
+		if err := slow.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		// Two requests stuck on the paused node fill its queue's slots.
+		for i := range 2 {
+			if l, err := client.TryAcquire(bg, fmt.Sprint("filler-", i)); err == nil {
+				defer l.Release(bg)
+			}
+		}
+		client.ReleaseFailedAttempt(bg, "contended", "attempt-token", 10*time.Second, []bool{true, false, false})
+		time.Sleep(300 * time.Millisecond) // past the clean-up's deadline there
+		if err := slow.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); keyOn(t, slow, "contended") != ""; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the clean-up the slow node missed was not finished: the grant stays until its TTL")
+			}
+		}
+	})
+}
+
 // A refused attempt leaves nothing to clean up on the nodes that refused
 // it: it costs one script call per node, not a release after it, but for
 // the release that follows a node whose answer came after the verdict.

@@ -62,7 +62,11 @@ type Options struct {
 	// are always added. Default defaultDriftFactor (0.01). Must be in [0, 0.5).
 	DriftFactor float64
 	// Retry paces Acquire's attempts. Default defaultRetry. Acquire always
-	// stops when its context ends.
+	// stops when its context ends. A waiter that the nodes queued behind
+	// the clients the next release will wake waits between half a second
+	// and a second between attempts, if Retry gives less: the release that
+	// makes it one of those wakes it (see the package documentation, The
+	// algorithm).
 	Retry RetryStrategy
 	// KeyPrefix is prepended to every lock key on the wire. Default none, so
 	// that locks taken with redsync or node-redlock on the same key names

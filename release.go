@@ -95,7 +95,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.releasing(), isOne, enough)
 	}
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
-	return results, ok, l.finishMissed(results, unfinished)
+	return results, ok, c.finishMissed(l.key, l.token, l.ttl, results, unfinished)
 }
 
 // answeredRelease reports that a node answered a release: it deleted the
@@ -142,21 +142,21 @@ const (
 	maxFinishing = 256
 )
 
-// finishMissed sends the release again, in the background, to the nodes that
-// did not answer it in time (results, and the late answers of unfinished once
-// every node answered), so that the key does not stay on that node until
-// its TTL passes. A release can miss its deadline under load: queued behind
+// finishMissed sends the release of key by token again, in the background,
+// to the nodes that did not answer it in time (results, and the late answers
+// of unfinished once every node answered), so that the key does not stay on
+// that node until its TTL passes: the release of a lock, or of a failed
+// attempt. A release can miss its deadline under load: queued behind
 // slower requests, it is dropped unsent once its deadline passed. It returns
 // the channel on which each round's nodes heard from are reported, closed
 // once done; nil when every node answered in time.
-func (l *Lock) finishMissed(results []NodeResult, unfinished *flight) <-chan finishReport {
-	c := l.client
+func (c *Client) finishMissed(key, token string, ttl time.Duration, results []NodeResult, unfinished *flight) <-chan finishReport {
 	if unfinished == nil {
 		if !missedAny(results) {
 			return nil
 		}
 		finishing := make(chan finishReport, finishTries+1)
-		c.finish.start(c, l.key, l.token, l.ttl, results, finishing)
+		c.finish.start(c, key, token, ttl, results, finishing)
 		return finishing
 	}
 	finishing := make(chan finishReport, finishTries+1)
@@ -167,7 +167,7 @@ func (l *Lock) finishMissed(results []NodeResult, unfinished *flight) <-chan fin
 		unfinished.drain(&t)
 		finishing <- newlyAnswered(before, final)
 		if missedAny(final) {
-			c.finish.start(c, l.key, l.token, l.ttl, final, finishing)
+			c.finish.start(c, key, token, ttl, final, finishing)
 		} else {
 			close(finishing)
 		}

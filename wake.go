@@ -184,27 +184,34 @@ func (w *waker) namedChannel(channel string) string {
 // deliver counts a node's announcement of a release: the release's token,
 // then the clients it names, each after a space (see lua/release.lua), on
 // the key's channel when it names nobody, or on this client's named
-// channel for the key. Once a quorum of nodes has announced the release,
-// it wakes the oldest waiter. A node whose queue named other clients sends
-// nothing here, so a client named by fewer than a quorum of nodes waits
-// for its retry delay.
+// channel for the key. It wakes the oldest waiter at the first node that
+// named this client, or once a quorum of nodes announced the release
+// naming nobody. Not a quorum of named announcements: the nodes' queues
+// differ once votes split (a node that granted a client's attempt takes
+// it out of its queue), so that a client next in line on most nodes may
+// be named by fewer than a quorum, while waiting for every node's release
+// would leave the key idle; trying on the first one rarely meets a node
+// still holding the key, as the releases left before the announcement,
+// and a failed try is retried within splitRetryMax.
 func (w *waker) deliver(channel, message string) {
 	token, _, _ := strings.Cut(message, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, waiting := w.queues[channel]; !waiting {
-		keyChannel, named := strings.CutSuffix(channel, " "+w.id)
-		if _, waiting = w.queues[keyChannel]; !named || !waiting {
+	_, waiting := w.queues[channel]
+	named := false
+	if !waiting {
+		keyChannel, ok := strings.CutSuffix(channel, " "+w.id)
+		if _, waiting = w.queues[keyChannel]; !ok || !waiting {
 			return
 		}
-		channel = keyChannel
+		channel, named = keyChannel, true
 	}
 	a := w.heard[channel]
 	if a.token != token {
 		a = announcement{token: token}
 	}
 	a.nodes++
-	if a.nodes >= w.quorum && !a.woken {
+	if (named || a.nodes >= w.quorum) && !a.woken {
 		a.woken = true
 		w.signalFirstLocked(channel)
 	}

@@ -16,6 +16,8 @@
 -- microseconds on its clock; ARGV[a+8] how long an entry lasts without
 -- being renewed, in microseconds; ARGV[a+9] "1" on the caller's first
 -- attempt, "0" after.
+-- Returns as acquire does, except that a refusal's third element is the
+-- caller's place in the queue (0 for the first in line): {0, "0", place}.
 local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
 	local reply
@@ -40,6 +42,7 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 		local ms = math.ceil(lasts / 1000)
 		redis.call("PEXPIRE", queue, ms)
 		redis.call("PEXPIRE", deadlines, ms)
+		reply = {0, reply[2], redis.call("ZRANK", queue, id)}
 	end
 	return reply
 end
