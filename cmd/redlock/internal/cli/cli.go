@@ -93,6 +93,10 @@ func help(s streams, args []string) int {
 		writeMainHelp(s.stdout)
 		return exitOK
 	}
+	if about, ok := builtinHelp[args[0]]; ok && len(args) == 1 {
+		fmt.Fprint(s.stdout, about)
+		return exitOK
+	}
 	c := lookup(args[0])
 	if c == nil || len(args) > 1 {
 		fmt.Fprintf(s.stderr, "redlock help: unknown command %q\nRun 'redlock help' for the list of commands.\n", strings.Join(args, " "))
@@ -100,6 +104,23 @@ func help(s streams, args []string) int {
 	}
 	writeHelp(s.stdout, c)
 	return exitOK
+}
+
+// builtinHelp is the help of the commands that take no flags, help and
+// version, which the command list names beside the others.
+var builtinHelp = map[string]string{
+	"help": `Usage: redlock help [COMMAND]
+
+Prints the list of commands, the node configuration and the exit codes;
+with COMMAND, that command's flags, defaults and exit codes. 'redlock
+COMMAND --help' does the same.
+`,
+	"version": `Usage: redlock version
+
+Prints the module version and the VCS revision this binary was built
+from, as the Go toolchain recorded them, and the Go version. --version
+does the same.
+`,
 }
 
 // version returns the module version and VCS revision the binary was built

@@ -295,3 +295,38 @@ func TestContract_badCredentialsOnAMinorityAreToleratedLoudly(t *testing.T) {
 		t.Errorf("--log-level off: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
+
+// A failure says what ended a wait in words, not the context's error, and
+// its JSON "error" is what the text says, in the same words: the details
+// of each node are in "nodes".
+func TestContract_failureJSONSaysWhatTheTextSays(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"acquire", "--wait", "300ms", "job"}, exitConflict, "not acquired: granted on 0 of 3 nodes, 2 needed (the wait ran out)"},
+		{[]string{"release", "job", "not-the-token"}, exitLockLost, "lock not held: released on 0 of 3 nodes, 2 needed"},
+	} {
+		args := append([]string{tc.args[0], "--nodes", nodes}, tc.args[1:]...)
+		text := cli(t, args...).expect(t, tc.code, strings.Join(tc.args, " "))
+		var f failureJSON
+		cli(t, append(args[:3:3], append([]string{"--json"}, args[3:]...)...)...).expect(t, tc.code, "--json").decode(t, &f)
+		prefix := "redlock " + tc.args[0] + ": "
+		var said []string
+		for _, l := range strings.Split(strings.TrimSpace(text.stderr), "\n") {
+			if strings.HasPrefix(l, prefix) && !strings.Contains(l, "waiting for") {
+				said = append(said, strings.TrimPrefix(l, prefix))
+			}
+		}
+		if !strings.Contains(text.stderr, prefix+tc.want+"\n") || strings.Contains(text.stderr, "context") {
+			t.Errorf("redlock %s: stderr lacks %q, or names the context:\n%s", strings.Join(tc.args, " "), tc.want, text.stderr)
+		}
+		if f.Error != strings.Join(said, "; ") {
+			t.Errorf("redlock %s --json: error %q, the text says %q", strings.Join(tc.args, " "), f.Error, said)
+		}
+	}
+}

@@ -334,13 +334,19 @@ func writeAuditRow(tw io.Writer, name string, n doctor.Node, quarantine string) 
 		persistence(n), or(n.MaxMemoryPolicy), clock, ms(n.RTT), quarantine)
 }
 
-// quarantineText is a node's restart quarantine state in the table.
+// quarantineText is a node's restart quarantine state in the table. A
+// node without its marker, or restarted since it was written, starts
+// sitting out at the next acquisition that reaches it: until then no
+// countdown runs, and the table says so rather than show one that stands
+// still.
 func quarantineText(n doctor.Node) string {
 	switch {
 	case n.Loading:
 		return "loading"
 	case n.Recovering && n.Shards != nil:
 		return "slots recovering"
+	case n.Recovering && (n.NoMarker || n.Restarted):
+		return fmt.Sprintf("recovering, %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
 	case n.Recovering:
 		return fmt.Sprintf("recovering, %s left", n.RecoveringLeft.Round(time.Second))
 	}

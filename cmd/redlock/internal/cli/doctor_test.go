@@ -48,6 +48,9 @@ func TestDoctor_brandNewNodesAreUnavailableUntilInit(t *testing.T) {
 	nodes := strings.Join(cluster.URLs(), ",")
 	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitUnavailable, "doctor on brand-new nodes")
 	wantDoctorSays(t, r.stdout, "0 of 3 nodes vote now, 2 needed", "run 'redlock init'", "no countdown runs until one reaches it", "UNAVAILABLE")
+	if strings.Contains(r.stdout, " left") || !strings.Contains(r.stdout, "recovering, 30s from the next acquisition") {
+		t.Errorf("the table shows a countdown that does not run:\n%s", r.stdout)
+	}
 	if strings.Contains(r.stdout, "MarkReady") {
 		t.Errorf("the remedy names the library's call, not the command:\n%s", r.stdout)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -170,5 +171,21 @@ func TestNodes_passwordNeverPrinted(t *testing.T) {
 				t.Errorf("no message")
 			}
 		})
+	}
+}
+
+// 'redlock help NAME' answers for every command the command list names,
+// help and version included.
+func TestHelp_everyListedCommand(t *testing.T) {
+	list := cli(t, "help").expect(t, exitOK, "help").stdout
+	names := regexp.MustCompile(`(?m)^  redlock (\w+) `).FindAllStringSubmatch(list, -1)
+	if len(names) < 10 {
+		t.Fatalf("the command list names %d commands:\n%s", len(names), list)
+	}
+	for _, m := range names {
+		r := cli(t, "help", m[1])
+		if r.code != exitOK || !strings.Contains(r.stdout, "redlock "+m[1]) {
+			t.Errorf("redlock help %s: exit %d\n%s%s", m[1], r.code, r.stdout, r.stderr)
+		}
 	}
 }

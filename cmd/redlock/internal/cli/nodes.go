@@ -88,8 +88,9 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 		"the library's log records on stderr at this level and above: "+strings.Join(observe.LogLevels, ", ")+
 			"; warn shows lost locks, failing nodes and releases short of a majority")
 	fs.StringVar(&n.telemetry.Metrics, "metrics", "",
-		"export the library's metrics: prometheus (text on --metrics-addr, /metrics), otlp (OTEL_EXPORTER_OTLP_* "+
-			"variables) or none; $OTEL_METRICS_EXPORTER when absent")
+		"export the library's metrics: prometheus (text on --metrics-addr, /metrics), otlp (over HTTP, to "+
+			"where the OTEL_EXPORTER_OTLP_* variables say) or none; $OTEL_METRICS_EXPORTER when absent; "+
+			"a failed export is said on stderr, at most once a minute")
 	fs.StringVar(&n.telemetry.PrometheusAddr, "metrics-addr", "",
 		"`host:port` of the Prometheus endpoint; $OTEL_EXPORTER_PROMETHEUS_HOST and _PORT when absent, else localhost:9464")
 	fs.StringVar(&n.telemetry.Traces, "traces", "",
@@ -156,6 +157,7 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	if opts.Logger, err = observe.NewLogger(stderr, n.logLevel); err != nil {
 		return nil, failInvalid, err
 	}
+	n.telemetry.Errors, n.telemetry.Prefix = stderr, "redlock "+n.fs.Name()
 	if n.started, err = observe.Start(ctx, n.telemetry); err != nil {
 		return nil, failInvalid, err
 	}

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -58,5 +62,95 @@ func TestRun_prometheusScrapeWhileTheCommandRuns(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("redlock run: %v", err)
+	}
+}
+
+// collector is an OTLP/HTTP endpoint that keeps what it is sent, by path.
+type collector struct {
+	mu       sync.Mutex
+	received map[string][]byte
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	c.received[r.URL.Path] = append(c.received[r.URL.Path], body...)
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+// sent returns what was sent to path.
+func (c *collector) sent(path string) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.received[path]
+}
+
+// 'redlock acquire --metrics otlp --traces otlp' pushes the library's
+// metrics and its span to the collector the standard OTEL_EXPORTER_OTLP_*
+// variables name, before it exits; the same choice through
+// OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER without the flags.
+func TestAcquire_otlpExportsMetricsAndSpans(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+	}{
+		{"flags", []string{"--metrics", "otlp", "--traces", "otlp"}, nil},
+		{"environment", nil, []string{"OTEL_METRICS_EXPORTER=otlp", "OTEL_TRACES_EXPORTER=otlp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &collector{received: map[string][]byte{}}
+			srv := httptest.NewServer(c)
+			defer srv.Close()
+			cmd := binaryCommand(nodes, append(append([]string{"acquire"}, tc.args...), "--wait", "0", "job-"+tc.name)...)
+			cmd.Env = append(cmd.Env, append(tc.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("redlock acquire: %v\n%s", err, stderr.String())
+			}
+			for path, want := range map[string]string{
+				"/v1/metrics": "redlock.acquisitions",
+				"/v1/traces":  "redlock.acquire",
+			} {
+				if !bytes.Contains(c.sent(path), []byte(want)) {
+					t.Errorf("%s lacks %s (%d bytes sent)", path, want, len(c.sent(path)))
+				}
+			}
+			if stderr.Len() > 0 {
+				t.Errorf("stderr:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// An OTLP collector that cannot be reached costs the command nothing but a
+// line on stderr for the metrics and one for the spans, each in the
+// command's own words: it still takes the lock and exits 0.
+func TestAcquire_otlpCollectorDownIsSaidOnce(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	cmd := binaryCommand(nodes, "acquire", "--metrics", "otlp", "--traces", "otlp", "--wait", "0", "job")
+	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+freeAddr(t))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("redlock acquire: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want a line for the metrics and one for the spans, got:\n%s", stderr.String())
+	}
+	for _, what := range []string{"metrics", "traces"} {
+		said := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, "redlock acquire: telemetry not exported: ") && strings.Contains(l, what) {
+				said++
+			}
+		}
+		if said != 1 {
+			t.Errorf("%d lines say, as the command, that the %s were not exported:\n%s", said, what, stderr.String())
+		}
 	}
 }

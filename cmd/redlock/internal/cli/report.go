@@ -163,13 +163,50 @@ func exitFor(f failure) int {
 const recoveringHint = "nodes that lost their data, or were never used, sit out every quorum for " +
 	"--recovery-delay: wait, or on a brand-new deployment run 'redlock init' once"
 
-// printFailure explains a failed lock operation on stderr: a summary line,
-// then one line per node.
+// printFailure explains a failed lock operation on stderr: what
+// failureLines says, with each node's outcome between its summary and its
+// hints.
 func printFailure(stderr io.Writer, cmd string, err error) {
+	summary, hints := failureLines(err)
+	for _, l := range summary {
+		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, l)
+	}
+	var qe *redlock.QuorumError
+	if errors.As(err, &qe) {
+		width := 0
+		for _, r := range qe.Nodes {
+			width = max(width, len(r.Node))
+		}
+		for _, r := range qe.Nodes {
+			fmt.Fprintf(stderr, "  %-*s  %s\n", width, r.Node, outcomeText(qe.Op, r))
+		}
+	}
+	for _, l := range hints {
+		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, l)
+	}
+}
+
+// failureText is a failed lock operation's message in one line, as
+// printFailure words it without the nodes: the "error" of its JSON.
+func failureText(err error) string {
+	summary, hints := failureLines(err)
+	return strings.Join(append(summary, hints...), "; ")
+}
+
+// failureLines words a failed lock operation: the summary, a line, or two
+// when the quorum error is one of a semaphore's permits or of several
+// keys; and the hints that follow the nodes' outcomes.
+func failureLines(err error) (summary, hints []string) {
 	var qe *redlock.QuorumError
 	if !errors.As(err, &qe) {
-		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, errText(err))
-		return
+		return []string{errText(err)}, nil
+	}
+	line := fmt.Sprintf("%s: %s on %d of %d nodes, %d needed", errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
+	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
+		line += fmt.Sprintf(", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
+	}
+	if qe.Cause != nil {
+		line += " (" + causeText(qe.Cause) + ")"
 	}
 	if outer := wrapping(err, qe); outer != "" {
 		// A semaphore's: all its permits are held, qe is the last one
@@ -178,33 +215,31 @@ func printFailure(stderr io.Writer, cmd string, err error) {
 		if !strings.HasPrefix(outer, "all ") {
 			which = "one of them"
 		}
-		fmt.Fprintf(stderr, "redlock %s: %s\nredlock %s: %q, %s: ", cmd, outer, cmd, qe.Key, which)
-	} else {
-		fmt.Fprintf(stderr, "redlock %s: ", cmd)
+		summary = append(summary, outer)
+		line = fmt.Sprintf("%q, %s: %s", qe.Key, which, line)
 	}
-	fmt.Fprintf(stderr, "%s: %s on %d of %d nodes, %d needed", errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
-	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
-		fmt.Fprintf(stderr, ", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
-	}
-	if qe.Cause != nil {
-		fmt.Fprintf(stderr, " (%s)", errText(qe.Cause))
-	}
-	fmt.Fprintln(stderr)
-	width := 0
-	for _, r := range qe.Nodes {
-		width = max(width, len(r.Node))
-	}
-	for _, r := range qe.Nodes {
-		fmt.Fprintf(stderr, "  %-*s  %s\n", width, r.Node, outcomeText(qe.Op, r))
-	}
+	summary = append(summary, line)
 	if classify(err) == failRecovering {
-		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, recoveringHint)
+		hints = append(hints, recoveringHint)
 	}
 	for _, why := range []error{errHeldByAnother, errHeldByReaders, errHeldByNobody} {
 		if errors.Is(err, why) {
-			fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, why)
+			hints = append(hints, why.Error())
 		}
 	}
+	return summary, hints
+}
+
+// causeText words what ended an operation's context: the end of --wait,
+// or a signal; Go's own words for them mean nothing to an operator.
+func causeText(cause error) string {
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "the wait ran out"
+	case errors.Is(cause, context.Canceled):
+		return "interrupted"
+	}
+	return errText(cause)
 }
 
 // wrapping returns what err says before the QuorumError qe it wraps, ""
@@ -294,7 +329,7 @@ type failureJSON struct {
 // newFailureJSON describes err, the failure of an operation on key.
 func newFailureJSON(key string, err error) failureJSON {
 	f := classify(err)
-	out := failureJSON{Key: key, Error: errText(err), Reason: f, ExitCode: exitFor(f)}
+	out := failureJSON{Key: key, Error: failureText(err), Reason: f, ExitCode: exitFor(f)}
 	var qe *redlock.QuorumError
 	if errors.As(err, &qe) {
 		for _, r := range qe.Nodes {

@@ -144,14 +144,25 @@ func (w *waiting) tell(ctx context.Context, err error) {
 		w.cmd, quoteKeys(w.keys), time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
 }
 
-// waitReason names what kept the last attempt from a quorum, the key
-// refused and each node's outcome without timings, so that an unchanged
-// reason is not repeated at every check.
+// waitReason names what kept the last attempt from a quorum as describe
+// tells it, without timings or counts: the key refused, whether another
+// holder holds it, whether nodes are recovering, and which nodes failed.
+// Which nodes granted, or were not waited for once the outcome was
+// decided, changes from one attempt to the next and is left out, so that
+// an unchanged reason is not told again at every check.
 func waitReason(qe *redlock.QuorumError) string {
 	var b strings.Builder
 	b.WriteString(qe.Key + ":")
+	if len(nodesWith(qe, redlock.OutcomeHeld)) > 0 {
+		b.WriteString("held;")
+	}
+	if len(nodesWith(qe, redlock.OutcomeRecovering)) > 0 {
+		b.WriteString("recovering;")
+	}
 	for _, r := range qe.Nodes {
-		fmt.Fprintf(&b, "%s=%s;", r.Node, outcomeName(qe.Op, r.Outcome))
+		if r.Outcome == redlock.OutcomeTimeout || r.Outcome == redlock.OutcomeError {
+			fmt.Fprintf(&b, "%s=%s;", r.Node, outcomeName(qe.Op, r.Outcome))
+		}
 	}
 	return b.String()
 }

@@ -32,3 +32,37 @@ func TestWait_cutShortAttemptKeepsTheLastReason(t *testing.T) {
 		t.Errorf("cut short after recovering nodes: reason %v", got)
 	}
 }
+
+// The reason a wait gives is what its report says: which nodes answer, in
+// which order, and which were not waited for change at every attempt
+// without changing it, and are not a new reason to report before
+// progressRepeat.
+func TestWait_reasonIgnoresWhichNodesAnsweredFirst(t *testing.T) {
+	attempt := func(ok int, outcomes ...redlock.Outcome) *redlock.QuorumError {
+		qe := &redlock.QuorumError{Op: "acquire", Key: "k", OK: ok, Quorum: 2, Err: redlock.ErrNotAcquired}
+		for i, o := range outcomes {
+			qe.Nodes = append(qe.Nodes, redlock.NodeResult{Node: string(rune('a' + i)), Outcome: o})
+		}
+		return qe
+	}
+	held, noAnswer, ok := redlock.OutcomeHeld, redlock.OutcomeNoAnswer, redlock.OutcomeOK
+	down, recovering := redlock.OutcomeError, redlock.OutcomeRecovering
+	for _, same := range [][2]*redlock.QuorumError{
+		{attempt(0, held, held, noAnswer), attempt(0, held, noAnswer, held)},
+		{attempt(0, held, held, held), attempt(0, noAnswer, held, held)},
+		{attempt(1, ok, down, down), attempt(0, noAnswer, down, down)},
+	} {
+		if a, b := waitReason(same[0]), waitReason(same[1]); a != b {
+			t.Errorf("one reason told as two: %q and %q", a, b)
+		}
+	}
+	for _, other := range [][2]*redlock.QuorumError{
+		{attempt(0, held, held, noAnswer), attempt(0, recovering, recovering, noAnswer)},
+		{attempt(1, ok, down, down), attempt(1, down, ok, down)},
+		{attempt(0, held, held, noAnswer), attempt(0, held, down, down)},
+	} {
+		if a, b := waitReason(other[0]), waitReason(other[1]); a == b {
+			t.Errorf("two reasons told as one: %q", a)
+		}
+	}
+}

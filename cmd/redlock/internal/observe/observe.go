@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -38,6 +40,9 @@ const (
 	envTracesExporter  = "OTEL_TRACES_EXPORTER"
 	envPrometheusHost  = "OTEL_EXPORTER_PROMETHEUS_HOST"
 	envPrometheusPort  = "OTEL_EXPORTER_PROMETHEUS_PORT"
+	envProtocol        = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envMetricsProtocol = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
+	envTracesProtocol  = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 )
 
 // Defaults of the Prometheus endpoint, as OpenTelemetry's specification
@@ -60,6 +65,11 @@ type Config struct {
 	PrometheusAddr string
 	// Traces is "none" or "otlp".
 	Traces string
+	// Errors, when not nil, is where failed exports are said, at most once
+	// a minute for each kind of failure, each line starting with Prefix
+	// ("redlock COMMAND").
+	Errors io.Writer
+	Prefix string
 }
 
 // Telemetry holds the providers the command hands to the library; a nil
@@ -71,6 +81,8 @@ type Telemetry struct {
 	// "" when there is none.
 	PrometheusAddr string
 	shutdown       []func(context.Context) error
+	// errors says failed exports; nil when Config.Errors was.
+	errors *reporter
 }
 
 // Start sets up the exporters cfg chooses. ctx bounds their set-up only.
@@ -84,6 +96,13 @@ func Start(ctx context.Context, cfg Config) (*Telemetry, error) {
 	res, err := newResource(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Errors != nil {
+		// The exporters report the failures of background exports to
+		// OpenTelemetry's one handler; the command has but one set of
+		// exporters, so it is theirs.
+		t.errors = &reporter{w: cfg.Errors, prefix: cfg.Prefix, said: map[string]time.Time{}}
+		otel.SetErrorHandler(t.errors)
 	}
 	if err := t.startMetrics(ctx, metrics, cfg.PrometheusAddr, res); err != nil {
 		t.Shutdown()
@@ -129,6 +148,9 @@ func (t *Telemetry) startMetrics(ctx context.Context, exporter, addr string, res
 		}
 		reader = r
 	case OTLP:
+		if err := checkProtocol(envMetricsProtocol); err != nil {
+			return err
+		}
 		exp, err := otlpmetrichttp.New(ctx)
 		if err != nil {
 			return fmt.Errorf("OTLP metrics exporter: %w", err)
@@ -167,6 +189,21 @@ func (t *Telemetry) servePrometheus(addr string) (sdkmetric.Reader, error) {
 	return exp, nil
 }
 
+// checkProtocol fails when the OTLP protocol that the environment asks
+// for, by the signal's variable else OTEL_EXPORTER_OTLP_PROTOCOL, is not
+// the HTTP one the command speaks: otherwise every export would fail
+// against a gRPC port.
+func checkProtocol(signalVar string) error {
+	name, p := signalVar, os.Getenv(signalVar)
+	if p == "" {
+		name, p = envProtocol, os.Getenv(envProtocol)
+	}
+	if p == "" || p == "http/protobuf" {
+		return nil
+	}
+	return fmt.Errorf("%s=%s: this command exports OTLP over HTTP only (http/protobuf, port 4318)", name, p)
+}
+
 // envOr returns the environment variable name, or def when it is empty.
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -184,6 +221,9 @@ func (t *Telemetry) startTraces(ctx context.Context, exporter string, res *resou
 	default:
 		return fmt.Errorf("traces exporter %q is not one of none, otlp", exporter)
 	}
+	if err := checkProtocol(envTracesProtocol); err != nil {
+		return err
+	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return fmt.Errorf("OTLP traces exporter: %w", err)
@@ -195,13 +235,16 @@ func (t *Telemetry) startTraces(ctx context.Context, exporter string, res *resou
 }
 
 // Shutdown exports what is left and stops the exporters and the endpoint,
-// within shutdownTimeout.
+// within shutdownTimeout. It returns the failures, and says them on
+// Config.Errors.
 func (t *Telemetry) Shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	var errs []error
 	for i := len(t.shutdown) - 1; i >= 0; i-- {
-		errs = append(errs, t.shutdown[i](ctx))
+		err := t.shutdown[i](ctx)
+		t.errors.Handle(err)
+		errs = append(errs, err)
 	}
 	t.shutdown = nil
 	return errors.Join(errs...)

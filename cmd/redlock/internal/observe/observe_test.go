@@ -3,10 +3,12 @@ package observe
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStart_prometheusServesWhatIsRecorded(t *testing.T) {
@@ -81,4 +83,41 @@ func scrape(t *testing.T, addr string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A failing exporter is said once, then not again within reportEvery; a
+// failure of another kind is said at once.
+func TestReporter_saysEachKindOnceAMinute(t *testing.T) {
+	var buf bytes.Buffer
+	r := &reporter{w: &buf, prefix: "redlock run", said: map[string]time.Time{}}
+	for range 3 {
+		r.Handle(errors.New("traces export: connection refused"))
+	}
+	r.Handle(errors.New("failed to upload metrics: connection refused"))
+	r.Handle(nil)
+	want := "redlock run: telemetry not exported: traces export: connection refused\n" +
+		"redlock run: telemetry not exported: failed to upload metrics: connection refused\n"
+	if buf.String() != want {
+		t.Errorf("said:\n%swant:\n%s", buf.String(), want)
+	}
+}
+
+// OTLP is exported over HTTP: an environment that asks for gRPC is refused
+// at the start rather than failing every export.
+func TestStart_otlpOverGRPCIsRefused(t *testing.T) {
+	for _, env := range []string{envProtocol, envMetricsProtocol, envTracesProtocol} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, "grpc")
+			_, err := Start(context.Background(), Config{Metrics: OTLP, Traces: OTLP})
+			if err == nil || !strings.Contains(err.Error(), env+"=grpc") {
+				t.Errorf("Start with %s=grpc: %v", env, err)
+			}
+		})
+	}
+	t.Setenv(envProtocol, "http/protobuf")
+	tel, err := Start(context.Background(), Config{Metrics: OTLP, Traces: OTLP})
+	if err != nil {
+		t.Fatalf("Start with http/protobuf: %v", err)
+	}
+	tel.Shutdown()
 }
