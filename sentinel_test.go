@@ -21,6 +21,13 @@ import (
 // its port. It is stopped when the test ends.
 func startSentinel(t *testing.T, masterPort int, extra ...string) int {
 	t.Helper()
+	return startSentinelOf(t, map[string]int{"locks": masterPort}, extra...)
+}
+
+// startSentinelOf starts a redis-sentinel process as startSentinel does,
+// monitoring each master of masters (name to port), and returns its port.
+func startSentinelOf(t *testing.T, masters map[string]int, extra ...string) int {
+	t.Helper()
 	bin, err := exec.LookPath("redis-sentinel")
 	if err != nil {
 		t.Fatal("redis-sentinel not found: install it (apt-get install -y redis-sentinel); test.sh does")
@@ -35,9 +42,11 @@ func startSentinel(t *testing.T, masterPort int, extra ...string) int {
 	conf := filepath.Join(dir, "sentinel.conf")
 	lines := []string{
 		"port " + strconv.Itoa(port), "bind 127.0.0.1", "dir " + dir,
-		fmt.Sprintf("sentinel monitor locks 127.0.0.1 %d 1", masterPort),
-		"sentinel down-after-milliseconds locks 500",
-		"sentinel failover-timeout locks 3000",
+	}
+	for name, masterPort := range masters {
+		lines = append(lines, fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1", name, masterPort),
+			"sentinel down-after-milliseconds "+name+" 500",
+			"sentinel failover-timeout "+name+" 3000")
 	}
 	lines = append(lines, extra...)
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -156,12 +165,19 @@ func waitSynced(t *testing.T, n *redlocktest.Node) {
 }
 
 // waitPromoted waits until the Sentinel on port names the server on
-// replicaPort as the master.
+// replicaPort as the master "locks".
 func waitPromoted(t *testing.T, port, replicaPort int) {
+	t.Helper()
+	waitPromotedAs(t, port, "locks", replicaPort)
+}
+
+// waitPromotedAs waits until the Sentinel on port names the server on
+// replicaPort as the master called name.
+func waitPromotedAs(t *testing.T, port int, name string, replicaPort int) {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if reply := rawCommand(addr, "SENTINEL get-master-addr-by-name locks"); strings.Contains(reply, strconv.Itoa(replicaPort)) {
+		if reply := rawCommand(addr, "SENTINEL get-master-addr-by-name "+name); strings.Contains(reply, strconv.Itoa(replicaPort)) {
 			return
 		}
 		if time.Now().After(deadline) {

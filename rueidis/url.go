@@ -51,7 +51,8 @@ const sentinelRefreshInterval = 5 * time.Second
 // down, failing each call with its error; so many of them that the others
 // cannot make a quorum fail the call, naming each one. Two entries that
 // reach one server under different names (localhost and 127.0.0.1, say:
-// the same run_id) fail the call with redlock.ErrDuplicateNode. A rediss://
+// the same run_id), or one Redis Cluster (a node id in common), fail the
+// call with redlock.ErrDuplicateNode. A rediss://
 // node whose port answers in plaintext fails the call too, wrapping
 // ErrInvalidURL. Errors never contain passwords; a malformed URL wraps
 // ErrInvalidURL, and the errors of redlock.New are returned as they are.

@@ -24,9 +24,9 @@ type Probe func(conn redlock.Conn) error
 
 // verdict is what the check found out about one node.
 type verdict struct {
-	id      string // run_id of the server behind the node; "" when unknown
-	refused error  // an answer showing the node refuses its configuration
-	listErr error  // what the probe found wrong with the node's URL
+	ids     []string // what identifies the servers behind the node (see identities)
+	refused error    // an answer showing the node refuses its configuration
+	listErr error    // what the probe found wrong with the node's URL
 }
 
 // Check pings every node at once, bounded by ctx and a few seconds, and
@@ -72,8 +72,8 @@ func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe) []verdict 
 	return verdicts
 }
 
-// checkNode pings one node, and reads the run_id of a node that answers
-// PONG; a node that does not answer goes to probe.
+// checkNode pings one node, and reads the identities of a node that
+// answers PONG; a node that does not answer goes to probe.
 func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 	v, err := conn.Do(ctx, "PING")
 	switch {
@@ -86,7 +86,7 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 	case err != nil:
 		return verdict{}
 	}
-	return verdict{id: runID(ctx, conn)}
+	return verdict{ids: identities(ctx, conn)}
 }
 
 // listErrors returns what is wrong with the node list itself, whatever the
@@ -115,6 +115,48 @@ func warnRefused(logger *slog.Logger, conns []redlock.Conn, verdicts []verdict) 
 	}
 }
 
+// identities returns what identifies the servers behind conn, each as
+// "run_id ID" or "cluster node ID": two entries of a node list that share
+// one reach a common server. A Redis Cluster node is every node of the
+// cluster (CLUSTER NODES, whichever node answers), so the same cluster
+// reached through different seeds shares them all. A single server is its
+// run_id, and its cluster node id when it runs in cluster mode, so that a
+// plain URL to one master of a cluster listed whole is caught too. What a
+// node refuses to tell leaves it out: it cannot be told apart.
+func identities(ctx context.Context, conn redlock.Conn) []string {
+	if c, ok := conn.(interface{ IsCluster() bool }); ok && c.IsCluster() {
+		return clusterNodeIDs(ctx, conn)
+	}
+	var ids []string
+	if id := runID(ctx, conn); id != "" {
+		ids = append(ids, "run_id "+id)
+	}
+	if v, err := conn.Do(ctx, "CLUSTER", "MYID"); err == nil {
+		if id, _ := v.(string); id != "" {
+			ids = append(ids, "cluster node "+id)
+		}
+	}
+	return ids
+}
+
+// clusterNodeIDs returns the ids of the nodes of the Redis Cluster behind
+// conn, as its CLUSTER NODES reply lists them, or nil.
+func clusterNodeIDs(ctx context.Context, conn redlock.Conn) []string {
+	v, err := conn.Do(ctx, "CLUSTER", "NODES")
+	nodes, _ := v.(string)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	// rueidis over RESP3 keeps the verbatim string's format: "txt:".
+	for _, line := range strings.Split(strings.TrimPrefix(nodes, "txt:"), "\n") {
+		if id, _, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			ids = append(ids, "cluster node "+id)
+		}
+	}
+	return ids
+}
+
 // runID returns the run_id of the Redis process behind conn, or "" when it
 // cannot be read (INFO refused, the node down).
 func runID(ctx context.Context, conn redlock.Conn) string {
@@ -132,21 +174,24 @@ func runID(ctx context.Context, conn redlock.Conn) string {
 }
 
 // duplicates returns an error wrapping redlock.ErrDuplicateNode for each
-// pair of entries of conns that reach the same server (by their verdicts'
-// run_ids): two votes from one server would break the quorum's
-// independence.
+// entry of conns that shares an identity with an earlier one (see
+// identities), naming both: two votes from one server would break the
+// quorum's independence.
 func duplicates(conns []redlock.Conn, verdicts []verdict) []error {
 	var errs []error
 	first := map[string]int{}
 	for i, v := range verdicts {
-		if v.id == "" {
-			continue
+		for _, id := range v.ids {
+			if j, seen := first[id]; seen && j != i {
+				errs = append(errs, fmt.Errorf("%w: %s and %s reach one server (%s)", redlock.ErrDuplicateNode, conns[j].Name(), conns[i].Name(), id))
+				break
+			}
 		}
-		if j, seen := first[v.id]; seen {
-			errs = append(errs, fmt.Errorf("%w: %s and %s are one server (run_id %s)", redlock.ErrDuplicateNode, conns[j].Name(), conns[i].Name(), v.id))
-			continue
+		for _, id := range v.ids {
+			if _, seen := first[id]; !seen {
+				first[id] = i
+			}
 		}
-		first[v.id] = i
 	}
 	return errs
 }

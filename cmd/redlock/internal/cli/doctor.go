@@ -207,11 +207,15 @@ func dedupe(urls []string) (unique []string, findings []doctor.Finding, err erro
 }
 
 // nodeAddr returns the address a node URL reaches first: its server's, or
-// for a Redis Cluster (?cluster) its first seed node's. Two URLs of one
-// cluster with other seeds are found by the audit, by the masters' run_ids.
+// for a Redis Cluster (?cluster) its first seed node's, or for a
+// Sentinel-managed master (?master_name) its name at the first Sentinel.
+// Two URLs of one cluster with other seeds are found by the audit, by the
+// masters' run_ids.
 func nodeAddr(raw string) (string, error) {
 	if u, err := url.Parse(raw); err == nil && u.Query().Has("cluster") {
 		return u.Host, nil
+	} else if err == nil && u.Query().Has("master_name") {
+		return u.Query().Get("master_name") + "@" + u.Host, nil
 	}
 	o, err := goredis.ParseURL(raw)
 	if err != nil {

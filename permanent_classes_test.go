@@ -1,0 +1,95 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredisv9 "github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// failsFast acquires key on conns and checks that Acquire ends at once,
+// long before its context, with ErrInvalidOptions and a message naming the
+// node and the cause.
+func failsFast(t *testing.T, conns []redlock.Conn, key, cause string) {
+	t.Helper()
+	c, err := redlock.New(conns, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, DisableQuarantine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	_, err = c.Acquire(ctx, key)
+	if !errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
+		t.Fatalf("Acquire: %v, want ErrInvalidOptions at once", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, conns[0].Name()) || !strings.Contains(msg, cause) {
+		t.Errorf("Acquire: %v, want the node %s and %s named", err, conns[0].Name(), cause)
+	}
+}
+
+// A node that is a replica (READONLY) fails Acquire at once.
+func TestAcquire_replicaFailsFast(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		_, replica := masterWithReplica(t)
+		failsFast(t, a.conns(t, replica.Addrs()), "job", "READONLY")
+	})
+}
+
+// A node whose scripting commands are renamed away (EVAL and EVALSHA
+// unknown) fails Acquire at once.
+func TestAcquire_scriptingDisabledFailsFast(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		node := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
+			Config: []string{`rename-command EVALSHA ""`, `rename-command EVAL ""`}})
+		failsFast(t, a.conns(t, node.Addrs()), "job", "unknown command")
+	})
+}
+
+// A client of one server pointed at a Redis Cluster master keeps a lock's
+// keys in different slots: the master refuses with CROSSSLOT, and Acquire
+// ends at once.
+func TestAcquire_crossSlotFailsFast(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	key := "job"
+	conn := goredis.NewOwned(goredisv9.NewClient(&goredisv9.Options{Addr: cluster.NodeForKey(key).Addr()}))
+	failsFast(t, []redlock.Conn{conn}, key, "CROSSSLOT")
+}
+
+// A node busy running a long script answers BUSY: Acquire keeps trying and
+// takes the lock once the script ended. Over go-redis only: rueidis
+// v1.0.79's connection reader panics ("protocol bug, message handled out
+// of order") on a BUSY node, which no adapter code can catch.
+func TestAcquire_busyNodeIsRetried(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		if a.name != "goredis" {
+			return
+		}
+		node := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{"busy-reply-threshold 50"}})
+		c := newClient(t, node, a, fast())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() {
+			// About a second of busy loop, then the script ends by itself.
+			node.Node(0).Do(bg, "EVAL", "local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1] - t[1]) * 1000000 + n[2] - t[2] > 1000000 then return 1 end end", "0")
+		})
+		for busy := false; !busy; time.Sleep(10 * time.Millisecond) {
+			_, err := node.Node(0).Do(bg, "PING")
+			busy = err != nil && strings.Contains(err.Error(), "BUSY")
+		}
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		lock, err := c.Acquire(ctx, "busy")
+		if err != nil {
+			t.Fatalf("Acquire while the node ran a script: %v, want the lock once it ended", err)
+		}
+		lock.Release(bg)
+	})
+}

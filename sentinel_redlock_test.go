@@ -1,0 +1,194 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// sentinelURL is the node URL of the master called name that the Sentinel
+// on port monitors, reached as host.
+func sentinelURL(host string, port int, name string) string {
+	return fmt.Sprintf("redis://%s:%d?master_name=%s", host, port, name)
+}
+
+// Redlock over three Sentinel-managed masters, each one node: the lock is
+// granted by all three, and after one master fails over it is granted by
+// the other two while the promoted replica sits out, with a greater
+// fencing token. Either adapter.
+func TestSentinel_redlockOverThreeSentinelMasters(t *testing.T) {
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		masters := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
+			Config: []string{"replicaof 127.0.0.1 " + strconv.Itoa(masters.Node(0).Port())}})
+		waitSynced(t, replica.Node(0))
+		monitored := map[string]int{}
+		var urls []string
+		for i, n := range masters.Nodes() {
+			monitored["locks"+strconv.Itoa(i)] = n.Port()
+		}
+		sentinel := startSentinelOf(t, monitored)
+		for i := range masters.Nodes() {
+			urls = append(urls, sentinelURL("127.0.0.1", sentinel, "locks"+strconv.Itoa(i)))
+		}
+		opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: 10 * time.Second}
+		client, err := d.dial(bg, urls, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		if err := client.MarkReady(bg, false); err != nil {
+			t.Fatal(err)
+		}
+		first, err := client.TryAcquire(bg, "job")
+		if err != nil {
+			t.Fatalf("over three Sentinel masters: %v", err)
+		}
+		// Acquire returns at a quorum: the last grant may still be on its way.
+		for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+			states, err := client.Inspect(bg, "job")
+			if err == nil && holders(states, first.Token()) == 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Inspect %+v, %v; want the lock on the three masters", states, err)
+			}
+		}
+		if err := first.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := masters.Node(0).Kill(); err != nil {
+			t.Fatal(err)
+		}
+		waitPromotedAs(t, sentinel, "locks0", replica.Node(0).Port())
+		lockWhileFirstNodeRecovers(t, client, first.Fence())
+	})
+}
+
+// lockWhileFirstNodeRecovers takes the lock "job" on client until its first
+// node, a promoted replica, answers recovering while the others grant, and
+// checks each fencing token is above after. The client may need a moment
+// to hear of the new master: until then the node errs.
+func lockWhileFirstNodeRecovers(t *testing.T, client *redlock.Client, after uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+		lock, err := client.Acquire(ctx, "job")
+		cancel()
+		if err != nil {
+			t.Fatalf("after the failover: %v", err)
+		}
+		lock.Release(bg)
+		if lock.Fence() <= after {
+			t.Errorf("fencing token %d after %d", lock.Fence(), after)
+		}
+		r := lock.Nodes()[0]
+		if r.Outcome == redlock.OutcomeRecovering {
+			return
+		}
+		if r.Outcome == redlock.OutcomeOK || time.Now().After(deadline) {
+			t.Fatalf("the promoted replica answered %v, want recovering", r)
+		}
+	}
+}
+
+// holders counts the nodes whose state shows token holding the key.
+func holders(states []redlock.NodeState, token string) int {
+	n := 0
+	for _, s := range states {
+		if s.Holder == token {
+			n++
+		}
+	}
+	return n
+}
+
+// One Sentinel-managed master listed twice, under two names of its
+// Sentinel or once through the Sentinel and once by its own URL, fails
+// Dial with ErrDuplicateNode naming both entries. Either adapter.
+func TestSentinel_masterListedTwice(t *testing.T) {
+	servers := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	sentinel := startSentinel(t, servers.Node(0).Port())
+	viaIP := sentinelURL("127.0.0.1", sentinel, "locks")
+	viaName := sentinelURL("localhost", sentinel, "locks")
+	other := servers.Node(1).URL()
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		for second, name := range map[string]string{viaName: "locks@sentinel:localhost:", servers.Node(0).URL(): servers.Node(0).Addr() + " "} {
+			client, err := d.dial(bg, []string{viaIP, second, other}, nil)
+			if err == nil {
+				client.Close()
+				t.Fatalf("Dial of %s twice succeeded", viaIP)
+			}
+			if !errors.Is(err, redlock.ErrDuplicateNode) || !strings.Contains(err.Error(), "locks@sentinel:127.0.0.1:") || !strings.Contains(err.Error(), name) {
+				t.Errorf("Dial of %s and %s = %v, want ErrDuplicateNode naming both entries", viaIP, second, err)
+			}
+		}
+	})
+}
+
+// WaitReplicas works through a Sentinel node: the grant is on the replica
+// when Acquire returns, and after the master dies the promoted replica,
+// found through the Sentinel, holds the lock and refuses another client.
+// With the replica cut off, a grant through the Sentinel does not count.
+// Either adapter.
+func TestSentinel_waitReplicas(t *testing.T) {
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		master, replica := masterWithReplica(t)
+		sentinel := startSentinel(t, master.Node(0).Port())
+		url := []string{sentinelURL("127.0.0.1", sentinel, "locks")}
+		opts := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, WaitReplicas: 1}
+		holder, err := d.dial(bg, url, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		if err := holder.MarkReady(bg, false); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := holder.TryAcquire(bg, "replicated")
+		if err != nil {
+			t.Fatalf("acquire with WaitReplicas through Sentinel: %v", err)
+		}
+		if got := keyOn(t, replica.Node(0), "replicated"); got != lock.Token() {
+			t.Fatalf("the replica holds %q when Acquire returned, want the lock's token", got)
+		}
+
+		if err := master.Node(0).Kill(); err != nil {
+			t.Fatal(err)
+		}
+		waitPromoted(t, sentinel, replica.Node(0).Port())
+		// Without the quarantine, which would keep the promoted replica
+		// out whatever it holds.
+		other, err := d.dial(bg, url, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, DisableQuarantine: true, WaitReplicas: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		// The client may need a moment to hear of the new master.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			_, err = other.TryAcquire(bg, "replicated")
+			r := quorumError(t, err).Nodes[0]
+			if r.Outcome == redlock.OutcomeHeld {
+				break
+			}
+			if r.Outcome == redlock.OutcomeOK || time.Now().After(deadline) {
+				t.Fatalf("the promoted replica answered %v, want held: it has the lock", r)
+			}
+		}
+
+		// The promoted replica has no replica of its own: WAIT confirms
+		// nothing, and a grant does not count.
+		_, err = other.TryAcquire(bg, "unconfirmed")
+		if qe := quorumError(t, err); qe.Nodes[0].Outcome != redlock.OutcomeError || !strings.Contains(qe.Nodes[0].Err.Error(), "WaitReplicas") {
+			t.Errorf("a grant no replica confirmed: %v, want an error naming WaitReplicas", qe.Nodes[0])
+		}
+	})
+}
