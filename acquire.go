@@ -216,16 +216,14 @@ func (a *acquisition) wait(attempt int) error {
 	if !again {
 		return a.giveUp(false)
 	}
-	if a.woken && !a.place.held {
+	if a.woken {
 		// The last attempt followed a release that named this client, and
-		// failed without another client holding the lock: most likely it
-		// split the votes with the other client named, or met a node whose
-		// release was still on its way. Try again soon, at a random moment
-		// so as not to meet it again. (When the other one won, its release
-		// wakes this client.)
+		// failed: most likely it split the votes with the other client
+		// named, or met a node whose release was still on its way. Try
+		// again soon, at a random moment so as not to meet it again.
+		a.woken = false
 		delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
 	}
-	a.woken = false
 	if a.place.behind && a.wake != nil && a.wake != &noWakeup {
 		// Others are first in line on the nodes: the releases will name
 		// them, and this client once its turn comes. Try now and then

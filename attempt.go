@@ -89,12 +89,9 @@ type queuePlace struct {
 	// since is when the caller began waiting for the key, in microseconds
 	// on its clock, or "" before its first attempt.
 	since string
-	// held: its last attempt was refused by a quorum of nodes because the
-	// key is held, so that another client holds the lock (not a split
-	// vote), and its release will name the clients to try (see waker).
-	held bool
-	// behind: besides, every node that refused it queued it behind at
-	// least namedWaiters clients: the next release will name others.
+	// behind: its last attempt was refused by a quorum of nodes because
+	// the key is held, and every node that did queued it behind at least
+	// namedWaiters clients: the next release will name others (see waker).
 	behind bool
 }
 
@@ -172,10 +169,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	lag := laggingNodes(results, unfinished, c.nodeTimeout(ttl))
 	noteRecovering(results, a.replies)
 	if a.place != nil {
-		a.place.held, a.place.behind = false, false
-		if ok < c.quorum {
-			a.place.held, a.place.behind = queuedBehind(results, a.replies, c.quorum)
-		}
+		a.place.behind = ok < c.quorum && queuedBehind(results, a.replies, c.quorum)
 	}
 	c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
 	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
@@ -213,9 +207,9 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 }
 
 // queuedBehind reports whether a quorum of nodes refused a queued attempt
-// because the key is held, and whether every node that did queued its
-// caller behind at least namedWaiters clients (see queuePlace).
-func queuedBehind(results []NodeResult, replies []acquireReply, quorum int) (held, behind bool) {
+// because the key is held, each queueing its caller behind at least
+// namedWaiters clients (see queuePlace).
+func queuedBehind(results []NodeResult, replies []acquireReply, quorum int) bool {
 	refusals, ahead := 0, 0
 	for i, r := range results {
 		if r.Outcome != OutcomeHeld || replies[i].status != acquireHeld {
@@ -226,7 +220,7 @@ func queuedBehind(results []NodeResult, replies []acquireReply, quorum int) (hel
 			ahead++
 		}
 	}
-	return refusals >= quorum, refusals >= quorum && ahead == refusals
+	return refusals >= quorum && ahead == refusals
 }
 
 // refusedEverywhere reports that every node answered an attempt, and

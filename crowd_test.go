@@ -197,12 +197,16 @@ func do(t *testing.T, n *redlocktest.Node, args ...string) string {
 // kept meanwhile, and it is served in turn.
 func TestQueue_clientsBehindTheNextInLineTryRarely(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	holder := newClient(t, cluster, adapters[0], fast())
+	// A TTL that outlasts the test: a lock that expired would be released
+	// unannounced, and only the third, polling, would find it free.
+	holder := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond})
 	lock, err := holder.TryAcquire(bg, "line")
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitForKey(t, cluster, "line", lock.Token())
+	var wg sync.WaitGroup
+	defer wg.Wait() // no waiter reports after the test ended
 	got := make([]chan *redlock.Lock, 3)
 	for i := range got {
 		// The first two in line retry only when woken; the third every 10 ms.
@@ -212,7 +216,7 @@ func TestQueue_clientsBehindTheNextInLineTryRarely(t *testing.T) {
 		}
 		w := newClient(t, cluster, adapters[0], fast())
 		got[i] = make(chan *redlock.Lock, 1)
-		go func() {
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 			defer cancel()
 			l, err := w.Acquire(ctx, "line", redlock.WithRetry(retry))
@@ -220,7 +224,7 @@ func TestQueue_clientsBehindTheNextInLineTryRarely(t *testing.T) {
 				t.Errorf("waiter %d: %v", i, err)
 			}
 			got[i] <- l
-		}()
+		})
 		time.Sleep(50 * time.Millisecond) // one after the other
 	}
 	before := scriptCalls(t, cluster)

@@ -164,8 +164,13 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 	if c.IsCluster() && !c.classicPubSub.Load() {
 		return c.listenSharded(ctx, client, subscribe, unsubscribe, onMessage)
 	}
-	dc, release := client.Dedicate()
-	defer release()
+	// Closed, not given back to rueidis's pool: giving it back unsubscribes
+	// on it, and rueidis (v1.0.79) panics on the error replies of a node
+	// busy with a long script (BUSY) to those unsubscribes. Listen runs
+	// until the Client closes or the connection fails, so a fresh
+	// connection for the next Listen costs nothing that matters.
+	dc, _ := client.Dedicate()
+	defer dc.Close()
 	messages := make(chan rueidis.PubSubMessage, 64)
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage: func(m rueidis.PubSubMessage) {
