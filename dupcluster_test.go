@@ -40,3 +40,23 @@ func TestDial_oneRedisClusterListedTwice(t *testing.T) {
 		})
 	}
 }
+
+// A node list that names one master of a Redis Cluster by a plain URL, as
+// if it were a server of its own, fails Dial with ErrInvalidURL saying to
+// name the whole cluster: its locks' keys would hash to slots that other
+// masters serve, and every request for them would fail.
+func TestDial_oneMasterOfARedisClusterAsAServer(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	others := redlocktest.Start(t, redlocktest.Options{Nodes: 2}).URLs()
+	master := "redis://" + cluster.Addrs()[1]
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, append([]string{master}, others...), nil)
+		if err == nil {
+			client.Close()
+			t.Fatal("Dial of a cluster master by a plain URL succeeded")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), cluster.Addrs()[1]) || !strings.Contains(err.Error(), "cluster=1") {
+			t.Fatalf("Dial = %v, want ErrInvalidURL naming the node and saying to add cluster=1", err)
+		}
+	})
+}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
 // checkTimeout bounds the first PING to each node: long enough for a TLS
@@ -86,7 +88,36 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 	case err != nil:
 		return verdict{}
 	}
-	return verdict{ids: identities(ctx, conn)}
+	ids := identities(ctx, conn)
+	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
+}
+
+// shardOfCluster returns an error wrapping nodeurl.ErrInvalidURL when a
+// node named as one server (no cluster parameter in its URL) is a master
+// of a Redis Cluster that has others: its locks' keys hash to slots that
+// other masters serve, and every request for them would fail. ids are
+// the node's identities. It returns nil otherwise; a cluster of one
+// master serves every key.
+func shardOfCluster(ctx context.Context, conn redlock.Conn, ids []string) error {
+	if c, ok := conn.(interface{ IsCluster() bool }); ok && c.IsCluster() {
+		return nil
+	}
+	if !slices.ContainsFunc(ids, func(id string) bool { return strings.HasPrefix(id, "cluster node ") }) {
+		return nil
+	}
+	v, err := conn.Do(ctx, "CLUSTER", "NODES")
+	nodes, _ := v.(string)
+	masters := 0
+	for _, line := range strings.Split(strings.TrimPrefix(nodes, "txt:"), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && strings.Contains(f[2], "master") {
+			masters++
+		}
+	}
+	if err != nil || masters < 2 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is one master of a Redis Cluster of %d: name the whole cluster as one node (add cluster=1 to its URL), or a server outside a cluster",
+		nodeurl.ErrInvalidURL, conn.Name(), masters)
 }
 
 // listErrors returns what is wrong with the node list itself, whatever the
