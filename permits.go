@@ -100,6 +100,9 @@ func (p *permits) tryAll() (*Lock, error) {
 	if err == nil { // every permit is held here
 		err = &QuorumError{Op: "acquire", Key: p.key, Quorum: p.c.quorum, Nodes: p.c.unasked(), Err: ErrNotAcquired}
 	}
+	if limit == 1 {
+		return nil, fmt.Errorf("redlock: the one permit of %s is held: %w", quoteKey(p.key), err)
+	}
 	return nil, fmt.Errorf("redlock: all %d permits of %s are held: %w", limit, quoteKey(p.key), err)
 }
 

@@ -151,6 +151,15 @@ func TestSemaphore_fullThenExpired(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		only, err := client.TryAcquire(bg, "single", redlock.WithLimit(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer only.Release(bg)
+		waitForKey(t, cluster, only.WireKey(), only.Token())
+		if _, err := client.TryAcquire(bg, "single", redlock.WithLimit(1)); err == nil || !strings.Contains(err.Error(), "the one permit of") {
+			t.Errorf("a second holder of a semaphore of one: %v, want the one permit held", err)
+		}
 	})
 }
 

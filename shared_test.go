@@ -79,6 +79,65 @@ func readersOnAll(t *testing.T, client *redlock.Client, key string, readers ...*
 	return true
 }
 
+// rwLog records the holdings of a read-write lock by readers and writers.
+type rwLog struct {
+	mu                      sync.Mutex
+	reads, writes           []holding
+	readersNow, mostReaders int
+}
+
+// begin notes a holder starting to hold.
+func (l *rwLog) begin(write bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !write {
+		l.readersNow++
+		l.mostReaders = max(l.mostReaders, l.readersNow)
+	}
+}
+
+// end records a holding that ended.
+func (l *rwLog) end(write bool, h holding) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if write {
+		l.writes = append(l.writes, h)
+		return
+	}
+	l.readersNow--
+	l.reads = append(l.reads, h)
+}
+
+// holdInTurns takes the read-write lock "rw" as a writer or a reader until
+// ctx ends, holding it 3 ms each time, and records each holding in log.
+func holdInTurns(ctx context.Context, t *testing.T, client *redlock.Client, write bool, log *rwLog) {
+	var opts []redlock.LockOption
+	if !write {
+		opts = append(opts, redlock.WithShared())
+	}
+	for ctx.Err() == nil {
+		lock, err := client.Acquire(ctx, "rw", opts...)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.Errorf("write %v: %v", write, err)
+			}
+			return
+		}
+		log.begin(write)
+		start := time.Now()
+		time.Sleep(3 * time.Millisecond)
+		log.end(write, holding{key: "rw", fence: lock.Fence(), start: start, end: time.Now()})
+		if err := lock.Release(bg); err != nil {
+			t.Errorf("release: %v", err)
+		}
+		if write {
+			// Writers first: with writers back to back, readers would
+			// wait until none waits.
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
 // Under readers and writers of several clients, a writer's holding never
 // overlaps another holding, readers do hold together, and writers get in.
 func TestShared_writerNeverOverlaps(t *testing.T) {
@@ -87,60 +146,19 @@ func TestShared_writerNeverOverlaps(t *testing.T) {
 	for i := range 3 {
 		clients = append(clients, newClient(t, cluster, adapters[i%2], fast()))
 	}
-	var mu sync.Mutex
-	var reads, writes []holding
-	readersNow, mostReaders := 0, 0
+	var log rwLog
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	worker := func(client *redlock.Client, write bool) {
-		for ctx.Err() == nil {
-			var opts []redlock.LockOption
-			if !write {
-				opts = append(opts, redlock.WithShared())
-			}
-			lock, err := client.Acquire(ctx, "rw", opts...)
-			if err != nil {
-				if ctx.Err() == nil {
-					t.Errorf("write %v: %v", write, err)
-				}
-				return
-			}
-			mu.Lock()
-			if !write {
-				readersNow++
-				mostReaders = max(mostReaders, readersNow)
-			}
-			mu.Unlock()
-			start := time.Now()
-			time.Sleep(3 * time.Millisecond)
-			h := holding{key: "rw", fence: lock.Fence(), start: start, end: time.Now()}
-			mu.Lock()
-			if write {
-				writes = append(writes, h)
-			} else {
-				readersNow--
-				reads = append(reads, h)
-			}
-			mu.Unlock()
-			if err := lock.Release(bg); err != nil {
-				t.Errorf("release: %v", err)
-			}
-			if write {
-				// Writers first: with writers back to back, readers
-				// would wait until none waits.
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-	}
 	for i := range 6 {
-		wg.Go(func() { worker(clients[i%3], false) })
+		wg.Go(func() { holdInTurns(ctx, t, clients[i%3], false, &log) })
 	}
 	for i := range 2 {
-		wg.Go(func() { worker(clients[i], true) })
+		wg.Go(func() { holdInTurns(ctx, t, clients[i], true, &log) })
 	}
 	wg.Wait()
-	t.Logf("%d reads (at most %d at once), %d writes", len(reads), mostReaders, len(writes))
+	reads, writes := log.reads, log.writes
+	t.Logf("%d reads (at most %d at once), %d writes", len(reads), log.mostReaders, len(writes))
 	checkHoldings(t, writes) // writers exclude each other, tokens in order
 	for _, w := range writes {
 		for _, r := range reads {
@@ -149,8 +167,8 @@ func TestShared_writerNeverOverlaps(t *testing.T) {
 			}
 		}
 	}
-	if mostReaders < 2 || len(reads) < 20 {
-		t.Errorf("%d reads, at most %d at once: readers do not share the key", len(reads), mostReaders)
+	if log.mostReaders < 2 || len(reads) < 20 {
+		t.Errorf("%d reads, at most %d at once: readers do not share the key", len(reads), log.mostReaders)
 	}
 	if len(writes) < 5 {
 		t.Errorf("writers got in %d times in 3 s", len(writes))

@@ -201,8 +201,11 @@ func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string 
 // inspect does on demand.
 func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int) string {
 	if w.limit > 0 {
-		return fmt.Sprintf("all %d permits held by other holders ('redlock inspect --limit %d %s' lists them)",
-			w.limit, w.limit, w.keys[0])
+		all := fmt.Sprintf("all %d permits", w.limit)
+		if w.limit == 1 {
+			all = "the one permit"
+		}
+		return fmt.Sprintf("%s held by other holders ('redlock inspect --limit %d %s' lists them)", all, w.limit, w.keys[0])
 	}
 	key, what := w.keys[0], "held"
 	if len(w.keys) > 1 {
