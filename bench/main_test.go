@@ -38,10 +38,7 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 		t.Skip("runs every case for half a second: about 20 s")
 	}
 	out := t.TempDir()
-	readme := filepath.Join(out, "README.md")
-	if err := os.WriteFile(readme, []byte("intro\n"+readmeBegin+"\nold\n"+readmeEnd+"\nafter\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	readme := writeSmokeReadme(t, out)
 	var stderr strings.Builder
 	code := run(context.Background(), []string{"-duration", "250ms", "-warmup", "250ms", "-crowd", strconv.Itoa(smokeCrowd), "-quiet",
 		"-out", out, "-readme", readme}, new(strings.Builder), &stderr)
@@ -49,45 +46,106 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 		t.Fatalf("exit status %d: %s", code, stderr.String())
 	}
 
-	var rep struct {
-		report.Report
-		Targets []report.Target `json:"targets"`
+	rep := readSmokeReport(t, out)
+	checkRows(t, &rep.Report)
+	checkTargets(t, rep.Targets)
+
+	md := readOutput(t, out, "latest.md")
+	checkCaseTables(t, &rep.Report, md)
+	checkNetworkAndCrowd(t, &rep.Report, md)
+	checkLockKinds(t, &rep.Report, rep.Targets, md)
+	if svg := readOutput(t, out, "latest.svg"); !strings.HasPrefix(svg, "<svg") || !strings.Contains(svg, "redsync") {
+		t.Errorf("latest.svg is not a chart: %.100s", svg)
 	}
-	b, err := os.ReadFile(filepath.Join(out, "latest.json"))
+	checkReadme(t, readme)
+}
+
+// smokeReport is latest.json as the smoke test reads it: the report and the
+// targets evaluated on it.
+type smokeReport struct {
+	report.Report
+	Targets []report.Target `json:"targets"`
+}
+
+// writeSmokeReadme writes a README into out with an old benchmark section
+// between other text, for the run to replace, and returns its path.
+func writeSmokeReadme(t *testing.T, out string) string {
+	t.Helper()
+	readme := filepath.Join(out, "README.md")
+	if err := os.WriteFile(readme, []byte("intro\n"+readmeBegin+"\nold\n"+readmeEnd+"\nafter\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return readme
+}
+
+// readOutput returns the content of the file name the run wrote into out.
+func readOutput(t *testing.T, out, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
+	return string(b)
+}
+
+// readSmokeReport decodes latest.json from out.
+func readSmokeReport(t *testing.T, out string) smokeReport {
+	t.Helper()
+	var rep smokeReport
+	if err := json.Unmarshal([]byte(readOutput(t, out, "latest.json")), &rep); err != nil {
 		t.Fatal(err)
 	}
+	return rep
+}
+
+// checkRows checks that the report has every case, a row for every case and
+// library, and that each row completed cycles with few errors and plausible
+// numbers, or was not run for the reason expected.
+func checkRows(t *testing.T, rep *report.Report) {
+	t.Helper()
 	if want := len(cases(sizes{crowd: smokeCrowd})); len(rep.Cases) != want {
 		t.Errorf("%d cases in the report, want %d", len(rep.Cases), want)
 	}
 	if len(rep.Rows) != len(rep.Cases)*len(rep.Libraries) {
 		t.Errorf("%d rows, want %d cases x %d libraries", len(rep.Rows), len(rep.Cases), len(rep.Libraries))
 	}
-	maxNodes := map[string]bool{"rueidislock": true, "bsm/redislock": true}
 	for _, c := range rep.Cases {
 		for _, l := range rep.Libraries {
-			row, ok := rep.Lookup(c.ID, l.Name)
-			switch {
-			case !ok:
-				t.Errorf("%s/%s: no row", c.ID, l.Name)
-			case row.NA != "":
-				if !(maxNodes[l.Name] && c.Nodes > 1) && !(l.Baseline && c.Handoffs) {
-					t.Errorf("%s/%s: not run: %s", c.ID, l.Name, row.NA)
-				}
-			case row.Cycles == 0 || row.Errors*maxErrorShare > row.Cycles:
-				t.Errorf("%s/%s: %d cycles, %d errors (last: %s)", c.ID, l.Name, row.Cycles, row.Errors, row.LastError)
-			case row.P50Us <= 0 || row.P99Us < row.P50Us || row.AllocsPerCycle <= 0:
-				t.Errorf("%s/%s: implausible numbers: %+v", c.ID, l.Name, row)
-			}
+			checkRow(t, rep, c, l)
 		}
 	}
-	if len(rep.Targets) == 0 {
+}
+
+// checkRow checks the row of case c and library l: it ran with cycles, few
+// errors and plausible numbers, or was marked not applicable because l
+// locks one node only and c has several, or l is the baseline and c hands
+// the lock between clients.
+func checkRow(t *testing.T, rep *report.Report, c report.Case, l report.Library) {
+	t.Helper()
+	maxNodes := map[string]bool{"rueidislock": true, "bsm/redislock": true}
+	row, ok := rep.Lookup(c.ID, l.Name)
+	switch {
+	case !ok:
+		t.Errorf("%s/%s: no row", c.ID, l.Name)
+	case row.NA != "":
+		if !(maxNodes[l.Name] && c.Nodes > 1) && !(l.Baseline && c.Handoffs) {
+			t.Errorf("%s/%s: not run: %s", c.ID, l.Name, row.NA)
+		}
+	case row.Cycles == 0 || row.Errors*maxErrorShare > row.Cycles:
+		t.Errorf("%s/%s: %d cycles, %d errors (last: %s)", c.ID, l.Name, row.Cycles, row.Errors, row.LastError)
+	case row.P50Us <= 0 || row.P99Us < row.P50Us || row.AllocsPerCycle <= 0:
+		t.Errorf("%s/%s: implausible numbers: %+v", c.ID, l.Name, row)
+	}
+}
+
+// checkTargets checks that targets were evaluated, each one could be, and
+// the baseline was never compared as a peer.
+func checkTargets(t *testing.T, targets []report.Target) {
+	t.Helper()
+	if len(targets) == 0 {
 		t.Error("no targets evaluated")
 	}
-	for _, t2 := range rep.Targets {
+	for _, t2 := range targets {
 		if t2.Status == report.NA {
 			t.Errorf("target %q for %s could not be evaluated: %s", t2.Goal, t2.Library, t2.Value)
 		}
@@ -95,25 +153,22 @@ func TestRun_everyCaseAndLibrary(t *testing.T) {
 			t.Errorf("the baseline, which is not a lock, was compared as a peer: %s", t2.Value)
 		}
 	}
+}
 
-	md, err := os.ReadFile(filepath.Join(out, "latest.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// checkCaseTables checks that latest.md has a table for every case.
+func checkCaseTables(t *testing.T, rep *report.Report, md string) {
+	t.Helper()
 	for _, c := range rep.Cases {
-		if !strings.Contains(string(md), "`"+c.ID+"`") {
+		if !strings.Contains(md, "`"+c.ID+"`") {
 			t.Errorf("latest.md has no table for %s", c.ID)
 		}
 	}
-	checkNetworkAndCrowd(t, &rep.Report, string(md))
-	checkLockKinds(t, &rep.Report, rep.Targets, string(md))
-	svg, err := os.ReadFile(filepath.Join(out, "latest.svg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(string(svg), "<svg") || !strings.Contains(string(svg), "redsync") {
-		t.Errorf("latest.svg is not a chart: %.100s", svg)
-	}
+}
+
+// checkReadme checks that the run replaced the benchmark section of the
+// README at readme, kept the text around it and linked the chart.
+func checkReadme(t *testing.T, readme string) {
+	t.Helper()
 	got, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
