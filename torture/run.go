@@ -118,11 +118,9 @@ func Run(ctx context.Context, sc scenario.Scenario, opts Options) *Outcome {
 
 // run does the work of Run, filling in out.
 func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) (err error) {
-	exe := opts.Executable
-	if exe == "" {
-		if exe, err = os.Executable(); err != nil {
-			return fmt.Errorf("torture: find own executable: %w", err)
-		}
+	exe, err := executable(opts.Executable)
+	if err != nil {
+		return err
 	}
 	rec, closeHistory, err := newRecorder(opts.Dir, sc.Name, out)
 	if err != nil {
@@ -138,30 +136,12 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 	}
 	defer os.RemoveAll(tmp)
 	env := &faults.Env{Rec: rec, TTL: sc.TTL, Key: sc.Key(lockKey)}
-	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways, Replicas: sc.Replicas,
-		RedisCluster: sc.RedisCluster}
-	if sc.AppendFsyncEverysec {
-		copts.Config = []string{"appendonly yes", "appendfsync everysec"}
-	}
-	if sc.ClockShim {
-		if env.Clock, err = faults.BuildClockShim(setupCtx, tmp, "redis-server"); err != nil {
-			return err
-		}
-		copts.ServerPath = env.Clock.ServerPath()
-	}
-	if env.Cluster, err = cluster.New(setupCtx, copts); err != nil {
+	if err := startCluster(setupCtx, sc, tmp, env); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, env.Cluster.Close()) }()
-	if env.Clock != nil {
-		if err := checkShim(setupCtx, env); err != nil {
-			return err
-		}
-	}
-	if !sc.DisableQuarantine {
-		if err := markReady(setupCtx, env.Cluster, sc.TTL); err != nil {
-			return err
-		}
+	if err := readyCluster(setupCtx, sc, env); err != nil {
+		return err
 	}
 	if env.Register, err = traffic.StartRegister(sc.Register, rec); err != nil {
 		return err
@@ -169,12 +149,8 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 	defer func() { err = errors.Join(err, env.Register.Close()) }()
 
 	fs := sc.Faults()
-	for _, f := range fs {
-		if p, ok := f.(faults.Preparer); ok {
-			if err := p.Prepare(setupCtx, env); err != nil {
-				return fmt.Errorf("torture: prepare %s: %w", f.Name(), err)
-			}
-		}
+	if err := prepareFaults(setupCtx, env, fs); err != nil {
+		return err
 	}
 	out.Start = history.Now()
 	stopWorkers, err := spawnWorkers(exe, sc, opts.Seed, env)
@@ -188,6 +164,67 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 	history.Sort(out.Events)
 	out.Result = check.Check(out.Events, out.Start)
 	return err
+}
+
+// executable returns exe, or the running executable when exe is "".
+func executable(exe string) (string, error) {
+	if exe != "" {
+		return exe, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("torture: find own executable: %w", err)
+	}
+	return exe, nil
+}
+
+// startCluster starts the nodes and proxies of sc into env.Cluster, built
+// with the clock shim in tmp (set as env.Clock) when sc asks for it. The
+// caller closes env.Cluster when startCluster succeeds.
+func startCluster(ctx context.Context, sc scenario.Scenario, tmp string, env *faults.Env) (err error) {
+	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways, Replicas: sc.Replicas,
+		RedisCluster: sc.RedisCluster}
+	if sc.AppendFsyncEverysec {
+		copts.Config = []string{"appendonly yes", "appendfsync everysec"}
+	}
+	if sc.ClockShim {
+		if env.Clock, err = faults.BuildClockShim(ctx, tmp, "redis-server"); err != nil {
+			return err
+		}
+		copts.ServerPath = env.Clock.ServerPath()
+	}
+	env.Cluster, err = cluster.New(ctx, copts)
+	return err
+}
+
+// readyCluster makes the started nodes fit for the run: it proves that the
+// clock shim, if any, moves their clocks, and marks them ready unless sc
+// runs without the restart quarantine.
+func readyCluster(ctx context.Context, sc scenario.Scenario, env *faults.Env) error {
+	if env.Clock != nil {
+		if err := checkShim(ctx, env); err != nil {
+			return err
+		}
+	}
+	if !sc.DisableQuarantine {
+		if err := markReady(ctx, env.Cluster, sc.TTL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareFaults lets each of fs that needs it prepare before the workers
+// start.
+func prepareFaults(ctx context.Context, env *faults.Env, fs []faults.Fault) error {
+	for _, f := range fs {
+		if p, ok := f.(faults.Preparer); ok {
+			if err := p.Prepare(ctx, env); err != nil {
+				return fmt.Errorf("torture: prepare %s: %w", f.Name(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // newRecorder returns a recorder writing to <dir>/<name>.jsonl, or to
