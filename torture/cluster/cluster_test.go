@@ -31,6 +31,9 @@ func ping(t *testing.T, url string, timeout time.Duration) (time.Duration, error
 	return time.Since(begin), err
 }
 
+// TestLink_cutHoldLatencyHeal checks that a link passes PING, refuses
+// connections when cut, leaving other links alone, stalls them when held,
+// delays them by its latency, and is back to normal after each Heal.
 func TestLink_cutHoldLatencyHeal(t *testing.T) {
 	t.Parallel()
 	c, err := cluster.New(t.Context(), cluster.Options{Nodes: 2, Workers: 2})
@@ -46,13 +49,22 @@ func TestLink_cutHoldLatencyHeal(t *testing.T) {
 	if _, err := ping(t, url, time.Second); err != nil {
 		t.Fatalf("PING through the proxy: %v", err)
 	}
+	checkCut(t, l, url, c.WorkerURLs(1)[1])
+	checkHold(t, l, url)
+	checkLatency(t, l, url)
+}
 
+// checkCut cuts l, whose proxy listens at url, and checks that PING is
+// refused there but not at other, the same node through another worker's
+// link, and passes again after Heal.
+func checkCut(t *testing.T, l *cluster.Link, url, other string) {
+	t.Helper()
 	l.Cut()
 	if _, err := ping(t, url, time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("PING over a cut link: err = %v, want connection refused", err)
 	}
 	// Other links are untouched.
-	if _, err := ping(t, c.WorkerURLs(1)[1], time.Second); err != nil {
+	if _, err := ping(t, other, time.Second); err != nil {
 		t.Fatalf("PING from the other worker: %v", err)
 	}
 	if err := l.Heal(); err != nil {
@@ -61,7 +73,12 @@ func TestLink_cutHoldLatencyHeal(t *testing.T) {
 	if _, err := ping(t, url, time.Second); err != nil {
 		t.Fatalf("PING after Heal: %v", err)
 	}
+}
 
+// checkHold holds l, whose proxy listens at url, checks that PING times out
+// there, and heals l.
+func checkHold(t *testing.T, l *cluster.Link, url string) {
+	t.Helper()
 	if err := l.Hold(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +89,13 @@ func TestLink_cutHoldLatencyHeal(t *testing.T) {
 	if err := l.Heal(); err != nil {
 		t.Fatal(err)
 	}
+}
 
+// checkLatency gives l, whose proxy listens at url, 50 ms of latency each
+// way and checks that PING takes at least their sum, then removes it and
+// checks that PING is quick again.
+func checkLatency(t *testing.T, l *cluster.Link, url string) {
+	t.Helper()
 	if err := l.SetLatency(50*time.Millisecond, 0); err != nil {
 		t.Fatal(err)
 	}

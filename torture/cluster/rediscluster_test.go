@@ -33,16 +33,16 @@ func TestRedisCluster_oneNodeAndMoveSlot(t *testing.T) {
 	if _, err := conn.Do(t.Context(), "SET", key, "v", "PX", "60000"); err != nil {
 		t.Fatal(err)
 	}
+	to := moveSlotAway(t, c, redlocktest.KeySlot(key))
+	checkMoved(t, c, conn, key, to)
+}
+
+// checkMoved checks that to now owns the slot of key, holds the key with
+// its TTL, that conn, a cluster client, reads the key there, and that
+// moving the slot to its owner again does nothing.
+func checkMoved(t *testing.T, c *cluster.Cluster, conn *goredis.Conn, key string, to *redlocktest.Node) {
+	t.Helper()
 	slot := redlocktest.KeySlot(key)
-	from, err := c.RedisCluster().MasterOf(t.Context(), slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := c.Masters()[(from.Index()+1)%len(c.Masters())]
-	moved, err := c.MoveSlot(t.Context(), slot, to)
-	if err != nil || moved != 1 {
-		t.Fatalf("MoveSlot = %d, %v; want 1 key moved", moved, err)
-	}
 	if owner, err := c.RedisCluster().MasterOf(t.Context(), slot); err != nil || owner != to {
 		t.Fatalf("after the move MasterOf = %v, %v; want node %d", owner, err, to.Index())
 	}
@@ -55,4 +55,20 @@ func TestRedisCluster_oneNodeAndMoveSlot(t *testing.T) {
 	if moved, err := c.MoveSlot(t.Context(), slot, to); err != nil || moved != 0 {
 		t.Fatalf("moving a slot to its owner = %d, %v; want nothing done", moved, err)
 	}
+}
+
+// moveSlotAway moves slot, which holds one key, from its master to the next
+// master of c, checks that the key moved, and returns the new owner.
+func moveSlotAway(t *testing.T, c *cluster.Cluster, slot int) *redlocktest.Node {
+	t.Helper()
+	from, err := c.RedisCluster().MasterOf(t.Context(), slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := c.Masters()[(from.Index()+1)%len(c.Masters())]
+	moved, err := c.MoveSlot(t.Context(), slot, to)
+	if err != nil || moved != 1 {
+		t.Fatalf("MoveSlot = %d, %v; want 1 key moved", moved, err)
+	}
+	return to
 }

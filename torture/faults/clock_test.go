@@ -25,6 +25,9 @@ func serverTime(t *testing.T, n *redlocktest.Node) time.Time {
 	return time.Unix(s, us*1000)
 }
 
+// TestClockShim_jumpAndSkewMoveRedisClock checks that the clock shim moves
+// the TIME and the expiry of one node only, by a jump and by a skew, and
+// that CheckClock notices a node started without it.
 func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
 	t.Parallel()
 	shim, err := faults.BuildClockShim(t.Context(), t.TempDir(), "redis-server")
@@ -42,7 +45,19 @@ func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
 	if _, err := n.Do(t.Context(), "SET", "k", "v", "PX", "100000"); err != nil {
 		t.Fatal(err)
 	}
+	checkJump(t, shim, n, other)
+	if err := shim.Jump(n, -time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	checkSkew(t, shim, n)
+	checkShimNotInEffect(t, shim)
+}
 
+// checkJump moves the clock of n an hour ahead and checks that its TIME
+// and its expiry of the key k, set for 100 s, follow, and that the clock of
+// other does not.
+func checkJump(t *testing.T, shim *faults.ClockShim, n, other *redlocktest.Node) {
+	t.Helper()
 	if err := shim.Jump(n, time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +75,12 @@ func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
 	if d := time.Until(serverTime(t, other)); d > time.Second {
 		t.Fatalf("the other node's clock moved by %v", d)
 	}
+}
 
-	if err := shim.Jump(n, -time.Hour); err != nil {
-		t.Fatal(err)
-	}
+// checkSkew makes the clock of n run 50% fast and checks that its TIME
+// does.
+func checkSkew(t *testing.T, shim *faults.ClockShim, n *redlocktest.Node) {
+	t.Helper()
 	if err := shim.Skew(n, 500_000); err != nil { // 50% fast
 		t.Fatal(err)
 	}
@@ -76,7 +93,12 @@ func TestClockShim_jumpAndSkewMoveRedisClock(t *testing.T) {
 	if err := shim.CheckClock(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
-	// A shim that is not in effect is noticed.
+}
+
+// checkShimNotInEffect checks that CheckClock notices a node started
+// without the shim.
+func checkShimNotInEffect(t *testing.T, shim *faults.ClockShim) {
+	t.Helper()
 	c2 := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()

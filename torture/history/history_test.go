@@ -11,19 +11,15 @@ import (
 	"github.com/redlock-go/redlock/torture/history"
 )
 
+// TestRecorder_roundTripAndPairing checks that a recorder writes every
+// event appended, one a line, tells its subscribers, and that the history
+// read back is sorted by time and pairs operations and faults.
 func TestRecorder_roundTripAndPairing(t *testing.T) {
 	var buf bytes.Buffer
 	rec := history.NewRecorder(&buf)
 	grants, cancel := rec.Subscribe(func(ev history.Event) bool { return ev.Type == history.OK && ev.Op == history.OpAcquire })
 	defer cancel()
-	id := rec.NextID(history.ProcNemesis)
-	// Appended out of time order, as events from pipes arrive.
-	rec.Append(history.Event{Time: 30, Process: "worker-0", Type: history.OK, Op: history.OpAcquire, ID: 1, Token: "t", Fence: 7, Deadline: 500})
-	rec.Append(history.Event{Time: 10, Process: "worker-0", Type: history.Invoke, Op: history.OpAcquire, ID: 1})
-	rec.Append(history.Event{Time: 20, Process: "worker-1", Type: history.Invoke, Op: history.OpAcquire, ID: 1})
-	rec.Append(history.Event{Time: 25, Process: history.ProcNemesis, Type: history.Start, Op: "kill", ID: id, Target: "n1"})
-	rec.Append(history.Event{Time: 40, Process: history.ProcNemesis, Type: history.End, Op: "kill", ID: id, Target: "n1", Detail: "restarted"})
-	rec.Append(history.Event{Time: 45, Process: history.ProcNemesis, Type: history.Info, Op: "clock-jump", ID: id + 1, Target: "n2"})
+	appendSample(rec)
 	if err := rec.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +38,27 @@ func TestRecorder_roundTripAndPairing(t *testing.T) {
 			t.Fatalf("Read did not sort: %v then %v", events[i-1].Time, events[i].Time)
 		}
 	}
+	checkPairing(t, events)
+}
+
+// appendSample appends to rec, out of time order as events from pipes
+// arrive, six events: worker-0's acquire completed with fence 7 and
+// deadline 500, worker-1's pending, a kill of n1 from 25 to 40 and a clock
+// jump of n2 at 45.
+func appendSample(rec *history.Recorder) {
+	id := rec.NextID(history.ProcNemesis)
+	rec.Append(history.Event{Time: 30, Process: "worker-0", Type: history.OK, Op: history.OpAcquire, ID: 1, Token: "t", Fence: 7, Deadline: 500})
+	rec.Append(history.Event{Time: 10, Process: "worker-0", Type: history.Invoke, Op: history.OpAcquire, ID: 1})
+	rec.Append(history.Event{Time: 20, Process: "worker-1", Type: history.Invoke, Op: history.OpAcquire, ID: 1})
+	rec.Append(history.Event{Time: 25, Process: history.ProcNemesis, Type: history.Start, Op: "kill", ID: id, Target: "n1"})
+	rec.Append(history.Event{Time: 40, Process: history.ProcNemesis, Type: history.End, Op: "kill", ID: id, Target: "n1", Detail: "restarted"})
+	rec.Append(history.Event{Time: 45, Process: history.ProcNemesis, Type: history.Info, Op: "clock-jump", ID: id + 1, Target: "n2"})
+}
+
+// checkPairing checks that the events of appendSample pair into its two
+// operations and its two faults.
+func checkPairing(t *testing.T, events []history.Event) {
+	t.Helper()
 	ops := history.Ops(events)
 	if len(ops) != 2 || !ops[0].OK() || ops[0].Completed.Deadline != 500 || ops[1].Done() {
 		t.Fatalf("Ops = %+v; want worker-0's acquire completed and worker-1's pending", ops)

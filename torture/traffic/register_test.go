@@ -23,6 +23,8 @@ func startRegister(t *testing.T, mode Mode) (*Register, *registerClient, *histor
 	return r, newRegisterClient(r.URL()), rec
 }
 
+// TestRegister_unfencedAcceptsStaleWrites checks that an unfenced register
+// accepts a write based on a version overwritten since, and records it.
 func TestRegister_unfencedAcceptsStaleWrites(t *testing.T) {
 	r, c, rec := startRegister(t, Unfenced)
 	ctx := t.Context()
@@ -42,15 +44,21 @@ func TestRegister_unfencedAcceptsStaleWrites(t *testing.T) {
 	if value, version := r.Value(""); value != 1 || version != 2 {
 		t.Fatalf("Value() = %d, %d; want 1, 2", value, version)
 	}
+	if writes := registerWrites(rec); len(writes) != 2 || writes[1].Worker != "worker-0" || writes[1].BasedOn != 0 ||
+		writes[1].Version != 2 || writes[1].Type != history.OK {
+		t.Fatalf("recorded writes = %+v", writes)
+	}
+}
+
+// registerWrites returns the writes the register recorded in rec.
+func registerWrites(rec *history.Recorder) []history.Event {
 	var writes []history.Event
 	for _, ev := range rec.Events() {
 		if ev.Process == history.ProcRegister && ev.Op == history.OpWrite {
 			writes = append(writes, ev)
 		}
 	}
-	if len(writes) != 2 || writes[1].Worker != "worker-0" || writes[1].BasedOn != 0 || writes[1].Version != 2 || writes[1].Type != history.OK {
-		t.Fatalf("recorded writes = %+v", writes)
-	}
+	return writes
 }
 
 func TestRegister_fencedRefusesOlderTokensOnReadsAndWrites(t *testing.T) {
