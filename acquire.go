@@ -328,9 +328,9 @@ func (a *acquisition) end(acquired *Lock) {
 			lock.Release(context.WithoutCancel(a.ctx))
 		}
 	}
-	freed := a.c.waiters.giveBack(a.key, acquired != nil)
+	holding := a.c.waiters.giveBack(a.key, acquired != nil)
 	if acquired != nil {
-		acquired.freed = freed
+		acquired.holding = holding
 	}
 }
 

@@ -33,11 +33,11 @@ type Lock struct {
 	// Nodes whose acquire request was still under way when the lock was
 	// handed out; set once before that, nil when none lagged.
 	lagging *lagging
-	// freed is closed when the lock is released, for the goroutine of this
-	// client whose turn to try for the key started while the lock was
-	// held (waiters.go); set once before the lock is handed out, nil for
-	// TryAcquire.
-	freed chan struct{}
+	// holding numbers the lock among those of its key acquired here, for
+	// the goroutine of this client whose turn to try for the key started
+	// while the lock was held (waiters.go); set once before the lock is
+	// handed out, 0 for TryAcquire.
+	holding uint64
 	// granted is when the acquisition granted the lock, for its telemetry
 	// (telemetry.go); set once before the lock is handed out. Nil without
 	// telemetry, and for a lock rebuilt from a token (tokenLock). Set

@@ -69,7 +69,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	l.released = true
 	l.endLocked(ErrReleased)
 	l.mu.Unlock()
-	c.waiters.released(l.key, l.freed)
+	c.waiters.released(l.key, l.holding)
 	if ok == 0 {
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 )
 
 // keyShards spreads the per-key state over independent mutexes so that
@@ -32,20 +33,32 @@ const keyShards = 64
 type waiters struct {
 	seed   maphash.Seed
 	shards [keyShards]keyShard
+	// holdings numbers the locks acquired here (see keyState.holding).
+	holdings atomic.Uint64
 }
 
 type keyShard struct {
 	mu   sync.Mutex
 	keys map[string]*keyState
+	// spare holds key states that went idle, for the next new key: a key
+	// per cycle would otherwise cost a state per cycle.
+	spare []*keyState
 }
+
+// maxSpare bounds a shard's spare key states.
+const maxSpare = 8
 
 // keyState is the state of one key.
 type keyState struct {
 	busy    bool // a goroutine has the turn
 	waiting []*waiter
-	// heldHere: this client holds the lock, acquired in an earlier turn,
-	// and freed is closed when it releases it.
+	// heldHere: this client holds the lock, acquired in an earlier turn;
+	// holding numbers that lock (from waiters.holdings), so that the
+	// release of an older lock of the key leaves it alone. freed is closed
+	// when it is released; made when a goroutine's turn starts while it is
+	// held, nil until then.
 	heldHere bool
+	holding  uint64
 	freed    chan struct{}
 	// handoff is the attempt of the goroutine whose turn it is, offered to
 	// go out with this client's release of the lock; nil when none is.
@@ -58,6 +71,45 @@ type keyState struct {
 // idle reports that the key's state holds nothing worth keeping.
 func (k *keyState) idle() bool {
 	return !k.busy && len(k.waiting) == 0 && !k.heldHere && k.trailing == nil
+}
+
+// freedLocked returns the channel closed when the lock held here is
+// released, making it on first need; nil when the lock is not held here.
+func (k *keyState) freedLocked() chan struct{} {
+	if k.heldHere && k.freed == nil {
+		k.freed = make(chan struct{})
+	}
+	return k.freed
+}
+
+// stateLocked returns key's state, made (or taken from the spare ones) when
+// it has none.
+func (s *keyShard) stateLocked(key string) *keyState {
+	k, ok := s.keys[key]
+	if ok {
+		return k
+	}
+	if n := len(s.spare); n > 0 {
+		k, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		k = &keyState{}
+	}
+	s.keys[key] = k
+	return k
+}
+
+// dropIfIdleLocked forgets key's state k when it holds nothing, keeping
+// it as a spare.
+func (s *keyShard) dropIfIdleLocked(key string, k *keyState) {
+	if !k.idle() {
+		return
+	}
+	delete(s.keys, key)
+	if len(s.spare) < maxSpare {
+		clear(k.waiting[:cap(k.waiting)])
+		*k = keyState{waiting: k.waiting[:0]}
+		s.spare = append(s.spare, k)
+	}
 }
 
 // waiter is a goroutine queued for a turn.
@@ -102,19 +154,14 @@ func (w *waiters) shard(key string) *keyShard {
 func (w *waiters) take(ctx context.Context, key string, offer *handoff) turn {
 	s := w.shard(key)
 	s.mu.Lock()
-	k, ok := s.keys[key]
-	if !ok {
-		s.keys[key] = &keyState{busy: true}
-		s.mu.Unlock()
-		return turn{taken: true}
-	}
+	k := s.stateLocked(key)
 	if !k.busy {
 		// Nobody else waits: the lock may be held here.
 		k.busy = true
 		if offer != nil && k.heldHere {
 			k.handoff = offer
 		}
-		tn := turn{taken: true, heldHere: k.heldHere, freed: k.freed}
+		tn := turn{taken: true, heldHere: k.heldHere, freed: k.freedLocked()}
 		s.mu.Unlock()
 		return tn
 	}
@@ -153,48 +200,47 @@ func (w *waiters) leave(s *keyShard, key string, k *keyState, wt *waiter) turn {
 // giveBack ends the caller's turn on key and hands it to the next in line,
 // telling it whether the lock is held here: acquired in the caller's turn,
 // or earlier and not released yet. When the caller acquired the lock, it
-// returns the channel to pass to released when the lock is released.
-func (w *waiters) giveBack(key string, acquired bool) (freed chan struct{}) {
+// returns the number of its holding, to pass to released when the lock is
+// released; 0 otherwise.
+func (w *waiters) giveBack(key string, acquired bool) (holding uint64) {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.keys[key]
 	w.giveLocked(s, key, k, acquired)
 	if acquired {
-		return k.freed
+		return k.holding
 	}
-	return nil
+	return 0
 }
 
 // released tells the goroutine whose turn started while this client held
-// the lock on key, acquired with freed (from giveBack), that the lock was
+// the lock on key, acquired as holding (from giveBack), that the lock was
 // released. A release of an earlier lock of the key, which handed it over
 // to a newer one (see handoff), leaves the newer one's state alone.
-func (w *waiters) released(key string, freed chan struct{}) {
+func (w *waiters) released(key string, holding uint64) {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.keys[key]
-	if freed == nil || k == nil || k.freed != freed {
+	if holding == 0 || k == nil || !k.heldHere || k.holding != holding {
 		return
 	}
-	close(k.freed)
-	k.heldHere, k.freed, k.handoff = false, nil, nil
-	if k.idle() {
-		delete(s.keys, key)
+	if k.freed != nil {
+		close(k.freed)
 	}
+	k.heldHere, k.holding, k.freed, k.handoff = false, 0, nil, nil
+	s.dropIfIdleLocked(key, k)
 }
 
 func (w *waiters) giveLocked(s *keyShard, key string, k *keyState, acquired bool) {
 	if acquired {
-		k.heldHere, k.freed = true, make(chan struct{})
+		k.heldHere, k.holding, k.freed = true, w.holdings.Add(1), nil
 	}
 	k.handoff = nil
 	if len(k.waiting) == 0 {
 		k.busy = false
-		if k.idle() {
-			delete(s.keys, key)
-		}
+		s.dropIfIdleLocked(key, k)
 		return
 	}
 	next := k.waiting[0]
@@ -202,7 +248,7 @@ func (w *waiters) giveLocked(s *keyShard, key string, k *keyState, acquired bool
 	if k.heldHere {
 		k.handoff = next.offer
 	}
-	next.heldHere, next.freed = k.heldHere, k.freed
+	next.heldHere, next.freed = k.heldHere, k.freedLocked()
 	close(next.handed)
 }
 
@@ -243,21 +289,14 @@ func (w *waiters) addTrailing(key string, lag *lagging) {
 	}
 	s := w.shard(key)
 	s.mu.Lock()
-	k, ok := s.keys[key]
-	if !ok {
-		k = &keyState{}
-		s.keys[key] = k
-	}
-	k.trailing = lag
+	s.stateLocked(key).trailing = lag
 	s.mu.Unlock()
 	lag.earlier.afterLanding(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if k := s.keys[key]; k != nil && k.trailing == lag {
 			k.trailing = nil
-			if k.idle() {
-				delete(s.keys, key)
-			}
+			s.dropIfIdleLocked(key, k)
 		}
 	})
 }

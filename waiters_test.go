@@ -92,9 +92,9 @@ func TestWaiters_handoffOfferedOnlyWhenHeldHere(t *testing.T) {
 	if !tr.take(context.Background(), "k", nil).taken {
 		t.Fatal("free turn not taken")
 	}
-	freed := wantOfferTakenOnce(t, tr)
+	holding, freed := wantOfferTakenOnce(t, tr)
 	wantOfferedAgainWhileHeld(t, tr, freed)
-	wantNoOfferOnceReleased(t, tr, freed)
+	wantNoOfferOnceReleased(t, tr, holding, freed)
 }
 
 // queueFor has a goroutine wait for the turn on "k" with offer, and returns
@@ -108,18 +108,18 @@ func queueFor(tr *waiters, offer *handoff) <-chan turn {
 
 // wantOfferTakenOnce: the caller holds the turn on "k"; it acquires the
 // lock, and the next waiter's offer is parked for the release, once. It
-// returns the lock's freed channel.
-func wantOfferTakenOnce(t *testing.T, tr *waiters) chan struct{} {
+// returns the lock's holding number and the channel its release closes.
+func wantOfferTakenOnce(t *testing.T, tr *waiters) (uint64, <-chan struct{}) {
 	t.Helper()
 	offer := &handoff{sent: make(chan struct{})}
 	got := queueFor(tr, offer)
 	if h := tr.takeHandoff("k"); h != nil {
 		t.Fatal("an offer was taken before the turn started")
 	}
-	freed := tr.giveBack("k", true)
+	holding := tr.giveBack("k", true)
 	tn := <-got
-	if !tn.taken || !tn.heldHere {
-		t.Fatalf("turn = %+v, want taken with the lock held here", tn)
+	if !tn.taken || !tn.heldHere || tn.freed == nil || holding == 0 {
+		t.Fatalf("turn = %+v, holding %d, want taken with the lock held here", tn, holding)
 	}
 	if h := tr.takeHandoff("k"); h != offer {
 		t.Fatalf("takeHandoff = %p, want the waiter's offer %p", h, offer)
@@ -130,13 +130,13 @@ func wantOfferTakenOnce(t *testing.T, tr *waiters) chan struct{} {
 	if h := tr.takeHandoff("k"); h != nil {
 		t.Fatal("an offer was taken twice")
 	}
-	return freed
+	return holding, tn.freed
 }
 
 // wantOfferedAgainWhileHeld: the holder's turn ends without acquiring (say
 // its attempt failed): the lock is still held here, so the next turn
 // offers again.
-func wantOfferedAgainWhileHeld(t *testing.T, tr *waiters, freed chan struct{}) {
+func wantOfferedAgainWhileHeld(t *testing.T, tr *waiters, freed <-chan struct{}) {
 	t.Helper()
 	second := &handoff{sent: make(chan struct{})}
 	got := queueFor(tr, second)
@@ -151,9 +151,9 @@ func wantOfferedAgainWhileHeld(t *testing.T, tr *waiters, freed chan struct{}) {
 
 // wantNoOfferOnceReleased: once released, a turn starts without the lock
 // held here, and a stale release of an older lock changes nothing.
-func wantNoOfferOnceReleased(t *testing.T, tr *waiters, freed chan struct{}) {
+func wantNoOfferOnceReleased(t *testing.T, tr *waiters, holding uint64, freed <-chan struct{}) {
 	t.Helper()
-	tr.released("k", freed)
+	tr.released("k", holding)
 	select {
 	case <-freed:
 	default:
@@ -179,17 +179,17 @@ func wantNoOfferOnceReleased(t *testing.T, tr *waiters, freed chan struct{}) {
 func TestWaiters_newcomerSeesLockHeldHere(t *testing.T) {
 	tr := newWaiters()
 	tr.take(context.Background(), "k", nil)
-	freed := tr.giveBack("k", true)
+	holding := tr.giveBack("k", true)
 	offer := &handoff{sent: make(chan struct{})}
 	tn := tr.take(context.Background(), "k", offer)
-	if !tn.taken || !tn.heldHere || tn.freed != freed {
+	if !tn.taken || !tn.heldHere || tn.freed == nil {
 		t.Fatalf("turn = %+v, want taken with the lock held here", tn)
 	}
 	if h := tr.takeHandoff("k"); h != offer {
 		t.Fatal("the newcomer's offer was not parked")
 	}
-	tr.giveBack("k", true)  // the newcomer got the lock from the handoff
-	tr.released("k", freed) // the older lock's release: no effect
+	tr.giveBack("k", true)    // the newcomer got the lock from the handoff
+	tr.released("k", holding) // the older lock's release: no effect
 	if q := tr.shard("k").keys["k"]; q == nil || !q.heldHere {
 		t.Fatal("an older lock's release cleared the newer lock's state")
 	}
