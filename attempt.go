@@ -385,5 +385,5 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
 	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
-	c.finishMissed(key, token, ttl, results, unfinished) // nobody waits for its reports
+	c.finishMissed(key, token, ttl, results, unfinished, false) // nobody waits for its reports
 }

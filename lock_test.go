@@ -619,6 +619,37 @@ func TestRelease_missedNodeIsFinishedInTheBackground(t *testing.T) {
 	})
 }
 
+// A release that a slow node ran after its deadline, its reply lost (rueidis
+// closes a connection whose request passed its deadline), is a release: the
+// retry that finds the token gone does not turn it into ErrNotHeld while the
+// lock was valid, for no other write can have removed the key.
+func TestRelease_lateOnASlowNodeIsReleased(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+		client := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 50 * time.Millisecond})
+		lock, err := client.TryAcquire(bg, "slow-release")
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := cluster.Node(0)
+		if err := node.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		released := make(chan error, 1)
+		go func() { released <- lock.Release(bg) }()
+		time.Sleep(150 * time.Millisecond) // past the release's deadline
+		if err := node.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-released; err != nil {
+			t.Errorf("Release that the node ran late: %v, want nil", err)
+		}
+		if v := keyOn(t, node, "slow-release"); v != "" {
+			t.Errorf("the key holds %q after the release", v)
+		}
+	})
+}
+
 // The clean-up after a failed attempt is finished in the background on a
 // node that missed it, as a lock's release is: queued behind requests stuck
 // on a paused node, it was dropped past its deadline, and the attempt's

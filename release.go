@@ -85,6 +85,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishReport) {
 	c := l.client
 	enough := func(ok, _ int) bool { return ok >= c.quorum }
+	valid := time.Now().Before(l.until)
 	var results []NodeResult
 	var ok int
 	var unfinished *flight
@@ -95,7 +96,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.releasing(), isOne, enough)
 	}
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
-	return results, ok, c.finishMissed(l.key, l.token, l.ttl, results, unfinished)
+	return results, ok, c.finishMissed(l.key, l.token, l.ttl, results, unfinished, valid)
 }
 
 // answeredRelease reports that a node answered a release: it deleted the
@@ -150,13 +151,19 @@ const (
 // slower requests, it is dropped unsent once its deadline passed. It returns
 // the channel on which each round's nodes heard from are reported, closed
 // once done; nil when every node answered in time.
-func (c *Client) finishMissed(key, token string, ttl time.Duration, results []NodeResult, unfinished *flight) <-chan finishReport {
+//
+// valid says that the release was sent while the lock was valid: a node
+// that no longer holds the token when asked again then counts as one where
+// the release deleted the key. Only that release, reaching it after all,
+// can have removed a key within its TTL; left out, such a node would turn
+// a release that a slow node missed in time into "not held".
+func (c *Client) finishMissed(key, token string, ttl time.Duration, results []NodeResult, unfinished *flight, valid bool) <-chan finishReport {
 	if unfinished == nil {
 		if !missedAny(results) {
 			return nil
 		}
 		finishing := make(chan finishReport, finishTries+1)
-		c.finish.start(c, key, token, ttl, results, finishing)
+		c.finish.start(c, key, token, ttl, results, finishing, valid)
 		return finishing
 	}
 	finishing := make(chan finishReport, finishTries+1)
@@ -167,7 +174,7 @@ func (c *Client) finishMissed(key, token string, ttl time.Duration, results []No
 		unfinished.drain(&t)
 		finishing <- newlyAnswered(before, final)
 		if missedAny(final) {
-			c.finish.start(c, key, token, ttl, final, finishing)
+			c.finish.start(c, key, token, ttl, final, finishing, valid)
 		} else {
 			close(finishing)
 		}
@@ -214,7 +221,8 @@ type finishers struct {
 // reports on finishing the nodes heard from in each round, and closes it
 // when done; finishing must have room for finishTries reports. With
 // maxFinishing releases under way already, it does nothing but close it.
-func (f *finishers) start(c *Client, key, token string, ttl time.Duration, results []NodeResult, finishing chan<- finishReport) {
+// valid is as for finishMissed.
+func (f *finishers) start(c *Client, key, token string, ttl time.Duration, results []NodeResult, finishing chan<- finishReport, valid bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped || f.active >= maxFinishing {
@@ -242,7 +250,7 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 				return
 			case <-time.After(delay):
 			}
-			again, heard := c.releaseAgain(key, token, ttl, missed)
+			again, heard := c.releaseAgain(key, token, ttl, missed, valid)
 			finishing <- heard
 			if !again {
 				c.observeBackgroundRelease(key, try+1, nil)
@@ -255,15 +263,16 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 
 // releaseAgain sends the release of key by token to the nodes marked
 // missed, reports whether some of them missed it again, which stay marked,
-// and counts those that answered.
-func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []bool) (again bool, heard finishReport) {
+// and counts those that answered; with valid (see finishMissed), a node
+// where the token is gone counts as deleted.
+func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []bool, valid bool) (again bool, heard finishReport) {
 	req := releaser(key, token)
 	req.local = func(node int) (any, bool) { return int64(0), !missed[node] } // done already
 	results, _ := c.fanout(context.Background(), c.nodeTimeout(ttl), req, isOne, func(int, int) bool { return false })
 	for i, r := range results {
 		if missed[i] && answeredRelease(r) {
 			heard.answered++
-			if r.Outcome == OutcomeOK {
+			if r.Outcome == OutcomeOK || valid {
 				heard.deleted++
 			}
 		}
