@@ -14,7 +14,10 @@ import (
 // fencing counters expire then, the queues of waiting clients sooner.
 func TestResidue_distinctNamesLeaveNothingBehind(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	opts := &redlock.Options{TTL: 500 * time.Millisecond, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: time.Second}
+	// A recovery delay that outlasts the loop below, even under the race
+	// detector on a busy machine, so that the first names' counters are
+	// still there when it ends.
+	opts := &redlock.Options{TTL: 500 * time.Millisecond, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: 4 * time.Second}
 	c := newClient(t, cluster, adapters[0], opts)
 	baseline := dbsize(t, cluster)
 	const names = 2000
