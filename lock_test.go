@@ -595,15 +595,7 @@ func TestRelease_missedNodeIsFinishedInTheBackground(t *testing.T) {
 		}
 		waitForKey(t, cluster, "kept", lock.Token())
 		slow := cluster.Node(0)
-		if err := slow.Pause(); err != nil {
-			t.Fatal(err)
-		}
-		// Two requests stuck on the paused node fill its queue's slots.
-		for i := range 2 {
-			if l, err := client.TryAcquire(bg, fmt.Sprint("filler-", i)); err == nil {
-				defer l.Release(bg)
-			}
-		}
+		stall(t, client, slow)
 		if err := lock.Release(bg); err != nil {
 			t.Fatalf("Release with one node of three paused: %v", err)
 		}
@@ -611,11 +603,7 @@ func TestRelease_missedNodeIsFinishedInTheBackground(t *testing.T) {
 		if err := slow.Resume(); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(5 * time.Second); keyOn(t, slow, "kept") != ""; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the release the slow node missed was not finished: the key stays until its TTL")
-			}
-		}
+		waitGone(t, slow, "kept", "the release the slow node missed was not finished: the key stays until its TTL")
 	})
 }
 
@@ -661,25 +649,13 @@ func TestTryAcquire_failedAttemptsCleanUpIsFinishedInTheBackground(t *testing.T)
 		client := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond})
 		slow := cluster.Node(0)
 		do(t, slow, "SET", "contended", "attempt-token", "PX", "10000") // the failed attempt's grant
-		if err := slow.Pause(); err != nil {
-			t.Fatal(err)
-		}
-		// Two requests stuck on the paused node fill its queue's slots.
-		for i := range 2 {
-			if l, err := client.TryAcquire(bg, fmt.Sprint("filler-", i)); err == nil {
-				defer l.Release(bg)
-			}
-		}
+		stall(t, client, slow)
 		client.ReleaseFailedAttempt(bg, "contended", "attempt-token", 10*time.Second, []bool{true, false, false})
 		time.Sleep(300 * time.Millisecond) // past the clean-up's deadline there
 		if err := slow.Resume(); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(5 * time.Second); keyOn(t, slow, "contended") != ""; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the clean-up the slow node missed was not finished: the grant stays until its TTL")
-			}
-		}
+		waitGone(t, slow, "contended", "the clean-up the slow node missed was not finished: the grant stays until its TTL")
 	})
 }
 
@@ -745,4 +721,30 @@ func TestRelease_waitsForTheReleaseFinishedInTheBackground(t *testing.T) {
 			}
 		}
 	})
+}
+
+// stall pauses slow and leaves two requests of client stuck on it, which
+// fill its queue's slots: the next request to it waits in the queue past
+// its deadline, and is dropped unsent.
+func stall(t *testing.T, client *redlock.Client, slow *redlocktest.Node) {
+	t.Helper()
+	if err := slow.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if l, err := client.TryAcquire(bg, fmt.Sprint("filler-", i)); err == nil {
+			t.Cleanup(func() { l.Release(bg) })
+		}
+	}
+}
+
+// waitGone waits up to 5 s for key to be gone from n, and fails with
+// message if it stays.
+func waitGone(t *testing.T, n *redlocktest.Node, key, message string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); keyOn(t, n, key) != ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(message)
+		}
+	}
 }
