@@ -129,9 +129,13 @@ type Row struct {
 	Errors              int64   `json:"errors"`
 	// Timeouts counts the acquisitions begun in the window that reached
 	// their deadline (Case.AcquireTimeoutS).
-	Timeouts  int64   `json:"timeouts,omitempty"`
-	LastError string  `json:"last_error,omitempty"`
-	Seconds   float64 `json:"seconds"`
+	Timeouts int64 `json:"timeouts,omitempty"`
+	// AgainShare is, in a case of one shared plain lock, the part of the
+	// grants that went to the goroutine (in the crowd cases, the client)
+	// that held the lock just before.
+	AgainShare float64 `json:"again_share,omitempty"`
+	LastError  string  `json:"last_error,omitempty"`
+	Seconds    float64 `json:"seconds"`
 	// FloorUs is, over a network (Case.DelayUs), the least a cycle of two
 	// round trips can take (see Case.Floor).
 	FloorUs float64 `json:"floor_us,omitempty"`
@@ -184,6 +188,7 @@ func NewRow(caseID, library string, r runner.Result) Row {
 		Cycles:              r.Cycles,
 		Errors:              r.Errors,
 		Timeouts:            r.Timeouts,
+		AgainShare:          r.PerCycle(float64(r.Again)),
 		LastError:           r.LastErr,
 		Seconds:             r.Elapsed.Seconds(),
 	}

@@ -96,6 +96,10 @@ type Result struct {
 	// Timeouts counts the acquisitions begun in the window that reached
 	// Case.AcquireTimeout.
 	Timeouts int64
+	// Again counts, in a case of one shared plain lock, the grants that went
+	// to the goroutine that held the lock just before: a library that lets
+	// the releaser take the lock again ahead of those waiting shows here.
+	Again int64
 
 	// Latency of a cycle (acquire + release), or for SharedKey of the wait
 	// in Acquire.
@@ -156,6 +160,7 @@ func (r *Result) Merge(o Result) {
 	r.Elapsed += o.Elapsed
 	r.Errors += o.Errors
 	r.Timeouts += o.Timeouts
+	r.Again += o.Again
 	if o.LastErr != "" {
 		r.LastErr = o.LastErr
 	}
@@ -215,6 +220,7 @@ type worker struct {
 	cycles   int64
 	errors   int64
 	timeouts int64
+	again    int64
 	lastErr  error
 	_        [64]byte // keep workers' counters on separate cache lines
 }
@@ -275,6 +281,15 @@ func Run(ctx context.Context, ds []drivers.Driver, c Case, o Options) (Result, e
 // runFlags tell the goroutines of a run when to count and when to stop.
 type runFlags struct {
 	measuring, stop atomic.Bool
+	// holder is the goroutine that took a shared plain lock last, plus one
+	// (0 before the first grant).
+	holder atomic.Int64
+}
+
+// again records that goroutine id took the shared plain lock and reports
+// whether it was also the one that held it last.
+func (f *runFlags) again(id int) bool {
+	return f.holder.Swap(int64(id)+1) == int64(id)+1
 }
 
 // collect sums the goroutines' counters and the window's snapshots.
@@ -293,6 +308,7 @@ func collect(workers []worker, before, after point) Result {
 		r.Cycles += w.cycles
 		r.Errors += w.errors
 		r.Timeouts += w.timeouts
+		r.Again += w.again
 		if w.lastErr != nil {
 			r.LastErr = w.lastErr.Error()
 		}
@@ -313,6 +329,10 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 	case SharedKey:
 		name = prefix + "shared"
 	}
+	var granted func() bool
+	if c.Keys == SharedKey && c.Limit == 0 && c.WriteEvery == 0 {
+		granted = func() bool { return flags.again(id) }
+	}
 	buf := make([]byte, 0, len(prefix)+32)
 	for seq := 0; !flags.stop.Load(); seq++ {
 		key := name
@@ -324,7 +344,7 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 		}
 		begunInWindow := flags.measuring.Load()
 		write := c.WriteEvery > 0 && (seq+id)%c.WriteEvery == 0
-		t, err := cycle(ctx, d, c, key, write)
+		t, err := cycle(ctx, d, c, key, write, granted)
 		if t.timedOut {
 			if begunInWindow {
 				w.timeouts++
@@ -349,6 +369,9 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 // writer's or a reader's.
 func (w *worker) record(c Case, t cycleTimes, write bool) {
 	w.cycles++
+	if t.again {
+		w.again++
+	}
 	lat := t.end.Sub(t.start)
 	if c.Keys == SharedKey {
 		lat = t.acquired.Sub(t.start)
@@ -369,11 +392,14 @@ type cycleTimes struct {
 	start, acquired, end time.Time
 	// timedOut says Acquire reached the case's AcquireTimeout.
 	timedOut bool
+	// again says the lock went to the goroutine that held it last.
+	again bool
 }
 
 // cycle acquires key (as a writer if write, in a read-write case), holds
-// it for c.Hold and releases it.
-func cycle(ctx context.Context, d drivers.Driver, c Case, key string, write bool) (cycleTimes, error) {
+// it for c.Hold and releases it. granted, if set, is called once the lock
+// is taken and reports whether the same goroutine held it last.
+func cycle(ctx context.Context, d drivers.Driver, c Case, key string, write bool, granted func() bool) (cycleTimes, error) {
 	var t cycleTimes
 	t.start = time.Now()
 	actx, cancel := ctx, context.CancelFunc(func() {})
@@ -385,6 +411,9 @@ func cycle(ctx context.Context, d drivers.Driver, c Case, key string, write bool
 	cancel()
 	t.acquired = time.Now()
 	if err == nil {
+		if granted != nil {
+			t.again = granted()
+		}
 		spin(c.Hold)
 		// Release ignores ctx's end: a lock taken just before the
 		// window closed is still released.

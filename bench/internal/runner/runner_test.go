@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/bench/internal/drivers"
+)
+
+// turnLock is an in-process lock for the runner's own counting, not a
+// stand-in for Redis: each Acquire waits for its caller's turn, given in
+// arrival order (a ticket lock), or, when barging, takes the lock at once
+// whenever it is free.
+type turnLock struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	held    bool
+	next    int // the ticket served next
+	tickets int // tickets handed out
+	barging bool
+}
+
+func newTurnLock(barging bool) *turnLock {
+	l := &turnLock{barging: barging}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *turnLock) Acquire(ctx context.Context, _ string) (any, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ticket := l.tickets
+	l.tickets++
+	for l.held || (!l.barging && ticket != l.next) {
+		l.cond.Wait()
+	}
+	l.held = true
+	l.next++
+	return nil, nil
+}
+
+func (l *turnLock) Release(context.Context, any) error {
+	l.mu.Lock()
+	l.held = false
+	l.mu.Unlock()
+	l.cond.Broadcast()
+	return nil
+}
+
+func (l *turnLock) Close() {}
+
+// TestRun_againCountsGrantsToTheLastHolder checks the count of grants that
+// went straight back to the goroutine that held a shared lock last: all of
+// them with one goroutine, few when turns go in order (a goroutine can
+// find no other waiting when it asks again, rarely).
+func TestRun_againCountsGrantsToTheLastHolder(t *testing.T) {
+	o := Options{Warmup: 20 * time.Millisecond, Duration: 100 * time.Millisecond, KeyPrefix: "t:"}
+	for _, tc := range []struct {
+		name     string
+		workers  int
+		min, max float64
+	}{
+		{"one goroutine", 1, 1, 1},
+		{"goroutines in turn", 4, 0, 0.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newTurnLock(false)
+			r, err := Run(context.Background(), []drivers.Driver{d}, Case{Workers: tc.workers, Keys: SharedKey}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Cycles == 0 {
+				t.Fatal("no cycles")
+			}
+			if got := r.PerCycle(float64(r.Again)); got < tc.min || got > tc.max {
+				t.Errorf("again: %d of %d grants (%.3f), want a share from %g to %g", r.Again, r.Cycles, got, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// TestRun_againIsNotCountedWithoutOneSharedLock checks that only cases of
+// one shared plain lock count grants to the last holder.
+func TestRun_againIsNotCountedWithoutOneSharedLock(t *testing.T) {
+	o := Options{Warmup: 10 * time.Millisecond, Duration: 50 * time.Millisecond, KeyPrefix: "t:"}
+	r, err := Run(context.Background(), []drivers.Driver{newTurnLock(true)}, Case{Workers: 1, Keys: KeyPerWorker}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cycles == 0 || r.Again != 0 {
+		t.Errorf("%d cycles, %d counted again; want cycles and none again", r.Cycles, r.Again)
+	}
+}
