@@ -23,7 +23,7 @@ func doctorCommand() *command {
 		about: `
 Inspects every node, read-only, and prints a table with one row per node,
 then one line per finding with its remedy, most severe first. It checks:
-reachability and the majority, the Redis version, that each node is an
+reachability, credentials and the majority, the Redis version, that each node is an
 independent master, persistence (appendonly, appendfsync), a maxmemory-policy
 that can evict lock keys, the node's clock against this host's (beyond the
 drift allowance of --ttl, expiry is no longer trustworthy), the restart
@@ -135,6 +135,12 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		// The audit waits for a slow node far longer than a lock would.
 		nodes.nodeTimeout = doctor.NodeTimeout
 		client, f, err := nodes.dial(ctx, s.stderr)
+		if err != nil && f == failConfig {
+			// A node that Dial refuses (credentials refused, the same
+			// server under two addresses, ...) is what the audit is for:
+			// it becomes a finding, and the audit goes on.
+			client, err = auditClient(urls, nodes.options())
+		}
 		if err != nil {
 			return r.failedAs(f, err)
 		}
@@ -163,6 +169,22 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		}
 		return exitOK
 	}
+}
+
+// auditClient returns a Client over urls with opts that, unlike
+// goredis.Dial, asks nothing of the nodes first, for the audit's reading
+// of the restart quarantine (Client.Inspect).
+func auditClient(urls []string, opts *redlock.Options) (*redlock.Client, error) {
+	conns, err := probeConns(urls)
+	if err != nil {
+		return nil, err
+	}
+	client, err := redlock.New(conns, opts)
+	if err != nil {
+		closeAll(conns)
+		return nil, err
+	}
+	return client, nil
 }
 
 // probeConns returns a connection per URL for the audit's own commands.
@@ -327,7 +349,11 @@ func writeAudit(w io.Writer, r *doctor.Report, findings []doctor.Finding, unsafe
 // a Redis Cluster node.
 func writeAuditRow(tw io.Writer, name string, n doctor.Node, quarantine string) {
 	if !n.Reachable {
-		fmt.Fprintf(tw, "%s\tunreachable\t-\t-\t-\t-\t-\t-\t-\n", name)
+		status := "unreachable"
+		if n.CredentialsRefused() {
+			status = "refused"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", name, status)
 		return
 	}
 	clock := "unknown"

@@ -65,3 +65,28 @@ func TestDoctor_brandNewNodesAreUnavailableUntilInit(t *testing.T) {
 		t.Errorf("doctor after init: not available: %+v", report)
 	}
 }
+
+// A node that refuses the credentials in its URL is a finding of the audit,
+// not a reason to stop it: doctor still prints every node's row, names the
+// refused one and its remedy, and judges the majority with it counted out.
+func TestDoctor_refusedCredentialsAreAFinding(t *testing.T) {
+	cluster, _ := newCluster(t, 2)
+	if _, err := cluster.Node(0).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
+		t.Fatal(err)
+	}
+	urls := cluster.URLs()
+	urls[0] = strings.Replace(urls[0], "redis://", "redis://:wrong@", 1)
+	nodes := strings.Join(urls, ",")
+	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitFailure, "doctor with a node refusing its credentials")
+	wantDoctorSays(t, r.stdout, "refused", "credentials refused: WRONGPASS", "check the user name and password",
+		"1 of 2 nodes reachable, 2 needed", cluster.Addrs()[1]+"  up")
+	var report doctorJSON
+	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitFailure, "doctor --json").decode(t, &report)
+	checks := map[string]bool{}
+	for _, f := range report.Findings {
+		checks[f.Check] = true
+	}
+	if report.Reachable != 1 || !checks["credentials"] || !checks["quorum"] {
+		t.Errorf("doctor --json: %d reachable, findings %v; want 1, credentials and quorum", report.Reachable, checks)
+	}
+}

@@ -91,7 +91,7 @@ type Finding struct {
 	Shard    string
 	Severity Severity
 	// Check names the check that produced the finding: "unreachable",
-	// "version", "replica", "eviction", "persistence", "config", "clock",
+	// "credentials", "version", "replica", "eviction", "persistence", "config", "clock",
 	// "recovering", "cluster", "duplicate" or "quorum".
 	Check string
 	// Message says what was found, in one line.

@@ -48,6 +48,12 @@ func (r *Report) findings(l Limits) []Finding {
 // answer.
 func unreachableFindings(fs *findingList, n Node) {
 	why := errText(n.Err)
+	if n.CredentialsRefused() {
+		fs.add(n.Node, Warning, "credentials",
+			"check the user name and password in the node's URL, and the server's requirepass or ACL",
+			"credentials refused: %s", why)
+		return
+	}
 	if isTimeout(n.Err) {
 		why = fmt.Sprintf("no answer within %s", NodeTimeout)
 	}

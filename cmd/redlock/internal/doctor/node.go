@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -232,4 +233,15 @@ func (n *Node) readConfig(ctx context.Context, conn redlock.Conn) error {
 		*p.dst = val
 	}
 	return nil
+}
+
+// CredentialsRefused reports a node that answered but refused the
+// connection's credentials, or asked for some (WRONGPASS, NOAUTH): it runs
+// and is reached, but cannot vote with this configuration.
+func (n Node) CredentialsRefused() bool {
+	if n.Err == nil {
+		return false
+	}
+	msg := n.Err.Error()
+	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH")
 }
