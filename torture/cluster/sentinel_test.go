@@ -46,6 +46,14 @@ func TestPair_sentinelFailsOverToALaggingReplicaAndBack(t *testing.T) {
 	if !has(t, p.Master(), "before") || has(t, p.Master(), "after") {
 		t.Fatal("the promoted replica should have the key written before the cut and not the one after")
 	}
+	failBack(t, p, first)
+}
+
+// failBack makes the old master first, now down, rejoin p as its replica,
+// heals the replication link and fails p over again, with the link up:
+// first must come back with everything.
+func failBack(t *testing.T, p *cluster.Pair, first *redlocktest.Node) {
+	t.Helper()
 	if err := p.Rejoin(t.Context()); err != nil {
 		t.Fatal(err)
 	}
