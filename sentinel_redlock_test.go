@@ -13,12 +13,6 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// sentinelURL is the node URL of the master called name that the Sentinel
-// on port monitors, reached as host.
-func sentinelURL(host string, port int, name string) string {
-	return fmt.Sprintf("redis://%s:%d?master_name=%s", host, port, name)
-}
-
 // Redlock over three Sentinel-managed masters, each one node: the lock is
 // granted by all three, and after one master fails over it is granted by
 // the other two while the promoted replica sits out, with a greater
@@ -30,13 +24,13 @@ func TestSentinel_redlockOverThreeSentinelMasters(t *testing.T) {
 			Config: []string{"replicaof 127.0.0.1 " + strconv.Itoa(masters.Node(0).Port())}})
 		waitSynced(t, replica.Node(0))
 		monitored := map[string]int{}
-		var urls []string
 		for i, n := range masters.Nodes() {
 			monitored["locks"+strconv.Itoa(i)] = n.Port()
 		}
-		sentinel := startSentinelOf(t, monitored)
+		sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: monitored})
+		var urls []string
 		for i := range masters.Nodes() {
-			urls = append(urls, sentinelURL("127.0.0.1", sentinel, "locks"+strconv.Itoa(i)))
+			urls = append(urls, sentinel.URL("locks"+strconv.Itoa(i)))
 		}
 		opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: 10 * time.Second}
 		client, err := d.dial(bg, urls, opts)
@@ -68,7 +62,7 @@ func TestSentinel_redlockOverThreeSentinelMasters(t *testing.T) {
 		if err := masters.Node(0).Kill(); err != nil {
 			t.Fatal(err)
 		}
-		waitPromotedAs(t, sentinel, "locks0", replica.Node(0).Port())
+		waitPromoted(t, sentinel, "locks0", replica.Node(0))
 		lockWhileFirstNodeRecovers(t, client, first.Fence())
 	})
 }
@@ -116,9 +110,9 @@ func holders(states []redlock.NodeState, token string) int {
 // Dial with ErrDuplicateNode naming both entries. Either adapter.
 func TestSentinel_masterListedTwice(t *testing.T) {
 	servers := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
-	sentinel := startSentinel(t, servers.Node(0).Port())
-	viaIP := sentinelURL("127.0.0.1", sentinel, "locks")
-	viaName := sentinelURL("localhost", sentinel, "locks")
+	sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": servers.Node(0).Port()}})
+	viaIP := sentinel.URL("locks")
+	viaName := fmt.Sprintf("redis://localhost:%d?master_name=locks", sentinel.Port())
 	other := servers.Node(1).URL()
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		for second, name := range map[string]string{viaName: "locks@sentinel:localhost:", servers.Node(0).URL(): servers.Node(0).Addr() + " "} {
@@ -142,8 +136,8 @@ func TestSentinel_masterListedTwice(t *testing.T) {
 func TestSentinel_waitReplicas(t *testing.T) {
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		master, replica := masterWithReplica(t)
-		sentinel := startSentinel(t, master.Node(0).Port())
-		url := []string{sentinelURL("127.0.0.1", sentinel, "locks")}
+		sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": master.Node(0).Port()}})
+		url := []string{sentinel.URL("locks")}
 		opts := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, WaitReplicas: 1}
 		holder, err := d.dial(bg, url, opts)
 		if err != nil {
@@ -164,7 +158,7 @@ func TestSentinel_waitReplicas(t *testing.T) {
 		if err := master.Node(0).Kill(); err != nil {
 			t.Fatal(err)
 		}
-		waitPromoted(t, sentinel, replica.Node(0).Port())
+		waitPromoted(t, sentinel, "locks", replica.Node(0))
 		// Without the quarantine, which would keep the promoted replica
 		// out whatever it holds.
 		other, err := d.dial(bg, url, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, DisableQuarantine: true, WaitReplicas: 1})

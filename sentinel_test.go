@@ -1,11 +1,6 @@
 package redlock_test
 
 import (
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,60 +9,6 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
 )
-
-// startSentinel starts a redis-sentinel process on a free loopback port
-// that monitors the master at masterPort as "locks", with a quorum of one
-// and a short down-after, with the extra configuration lines, and returns
-// its port. It is stopped when the test ends.
-func startSentinel(t *testing.T, masterPort int, extra ...string) int {
-	t.Helper()
-	return startSentinelOf(t, map[string]int{"locks": masterPort}, extra...)
-}
-
-// startSentinelOf starts a redis-sentinel process as startSentinel does,
-// monitoring each master of masters (name to port), and returns its port.
-func startSentinelOf(t *testing.T, masters map[string]int, extra ...string) int {
-	t.Helper()
-	bin, err := exec.LookPath("redis-sentinel")
-	if err != nil {
-		t.Fatal("redis-sentinel not found: install it (apt-get install -y redis-sentinel); test.sh does")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "sentinel.conf")
-	lines := []string{
-		"port " + strconv.Itoa(port), "bind 127.0.0.1", "dir " + dir,
-	}
-	for name, masterPort := range masters {
-		lines = append(lines, fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1", name, masterPort),
-			"sentinel down-after-milliseconds "+name+" 500",
-			"sentinel failover-timeout "+name+" 3000")
-	}
-	lines = append(lines, extra...)
-	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, conf)
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
-			c.Close()
-			return port
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-sentinel did not start listening within 10 s")
-		}
-	}
-}
 
 // A node given as a Sentinel-managed master locks through whichever
 // process is the master, and follows a failover: the promoted replica is
@@ -79,8 +20,8 @@ func TestSentinel_nodeFollowsFailover(t *testing.T) {
 		replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
 			Config: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Node(0).Port())}})
 		waitSynced(t, replica.Node(0))
-		sentinel := startSentinel(t, master.Node(0).Port())
-		url := fmt.Sprintf("redis://127.0.0.1:%d?master_name=locks", sentinel)
+		sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": master.Node(0).Port()}})
+		url := sentinel.URL("locks")
 		opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: 5 * time.Second}
 		holder, err := d.dial(bg, []string{url}, opts)
 		if err != nil {
@@ -104,7 +45,7 @@ func TestSentinel_nodeFollowsFailover(t *testing.T) {
 		if err := master.Node(0).Kill(); err != nil {
 			t.Fatal(err)
 		}
-		waitPromoted(t, sentinel, replica.Node(0).Port())
+		waitPromoted(t, sentinel, "locks", replica.Node(0))
 		other, err := d.dial(bg, []string{url}, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -124,8 +65,12 @@ func TestSentinel_nodeFollowsFailover(t *testing.T) {
 // password fails Dial, naming the node and without the passwords.
 func TestSentinel_passwords(t *testing.T) {
 	master := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Password: "master-pw"})
-	sentinel := startSentinel(t, master.Node(0).Port(), "requirepass sentinel-pw", "sentinel auth-pass locks master-pw")
-	url := fmt.Sprintf("redis://:sentinel-pw@127.0.0.1:%d?master_name=locks&password=", sentinel)
+	sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{
+		Masters:  map[string]int{"locks": master.Node(0).Port()},
+		Password: "sentinel-pw",
+		Config:   []string{"sentinel auth-pass locks master-pw"},
+	})
+	url := sentinel.URL("locks") + "&password="
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		client, err := d.dial(bg, []string{url + "master-pw"}, fast())
 		if err != nil {
@@ -164,41 +109,11 @@ func waitSynced(t *testing.T, n *redlocktest.Node) {
 	}
 }
 
-// waitPromoted waits until the Sentinel on port names the server on
-// replicaPort as the master "locks".
-func waitPromoted(t *testing.T, port, replicaPort int) {
+// waitPromoted waits until sentinel gives replica as the master called
+// name.
+func waitPromoted(t *testing.T, sentinel *redlocktest.Sentinel, name string, replica *redlocktest.Node) {
 	t.Helper()
-	waitPromotedAs(t, port, "locks", replicaPort)
-}
-
-// waitPromotedAs waits until the Sentinel on port names the server on
-// replicaPort as the master called name.
-func waitPromotedAs(t *testing.T, port int, name string, replicaPort int) {
-	t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if reply := rawCommand(addr, "SENTINEL get-master-addr-by-name "+name); strings.Contains(reply, strconv.Itoa(replicaPort)) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Sentinel did not promote the replica within 20 s")
-		}
+	if err := sentinel.WaitMaster(bg, name, replica.Addr()); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// rawCommand sends an inline command to addr and returns what arrives
-// within a short while, or "".
-func rawCommand(addr, command string) string {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return ""
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte(command + "\r\n")); err != nil {
-		return ""
-	}
-	buf := make([]byte, 512)
-	n, _ := c.Read(buf)
-	return string(buf[:n])
 }

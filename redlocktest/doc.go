@@ -98,6 +98,29 @@
 // when its share of the slots is the same (same Options.Nodes); replicas
 // start empty.
 //
+// # Sentinel
+//
+// StartSentinel (NewSentinel outside a test) starts a redis-sentinel
+// process that monitors masters given by name and port, with a quorum of
+// one and a down-after of 500 ms unless SentinelOptions says otherwise,
+// so that it fails a killed master over to its replica within a second
+// or two. Sentinel.URL is the node URL of a monitored master that the
+// goredis and rueidis adapters take, and WaitMaster waits until the
+// Sentinel gives a new address for it:
+//
+//	master := redlocktest.Start(t, redlocktest.Options{Nodes: 1}).Node(0)
+//	replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
+//		Config: []string{"replicaof 127.0.0.1 " + strconv.Itoa(master.Port())}}).Node(0)
+//	s := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": master.Port()}})
+//	client, err := goredis.Dial(t.Context(), []string{s.URL("locks")}, nil)
+//	...
+//	if err := master.Kill(); err != nil {
+//		t.Fatal(err)
+//	}
+//	if err := s.WaitMaster(t.Context(), "locks", replica.Addr()); err != nil {
+//		t.Fatal(err)
+//	}
+//
 // Process handling: every redis-server runs in its own process group, so a
 // Ctrl-C in the terminal signals only the test binary. On Linux each child
 // also gets PR_SET_PDEATHSIG=SIGKILL, so it dies with the test binary even
@@ -110,6 +133,7 @@
 // every cluster.
 //
 // The package needs a Unix system and redis-server (on Debian or Ubuntu:
-// apt-get install -y redis-server). Start fails the test, never skips it,
-// when redis-server is missing.
+// apt-get install -y redis-server), and redis-sentinel for a Sentinel.
+// Start and StartSentinel fail the test, never skip it, when the binary
+// is missing.
 package redlocktest

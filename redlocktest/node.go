@@ -348,7 +348,7 @@ func (n *Node) startLocked(ctx context.Context) error {
 // launchLocked starts one redis-server process and waits until it is ready.
 // On failure the process is killed.
 func (n *Node) launchLocked(ctx context.Context) error {
-	p, err := spawn(n.server, n.dir)
+	p, err := spawn(n.server, n.dir, confName)
 	if err != nil {
 		return fmt.Errorf("redlocktest: start node %d: %w", n.index, err)
 	}

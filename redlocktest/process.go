@@ -28,9 +28,9 @@ type process struct {
 	logOff, outOff int64 // sizes of redis.log and redis.out before the start
 }
 
-// spawn starts redis-server with the redis.conf in dir, appending its
-// stdout and stderr to redis.out.
-func spawn(server, dir string) (*process, error) {
+// spawn starts server with the configuration file conf in dir (redis.conf
+// for a node), appending its stdout and stderr to redis.out.
+func spawn(server, dir, conf string) (*process, error) {
 	out, err := os.OpenFile(filepath.Join(dir, outName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open output file: %w", err)
@@ -42,7 +42,7 @@ func spawn(server, dir string) (*process, error) {
 		logOff: fileSize(filepath.Join(dir, logName)),
 		outOff: fileSize(out.Name()),
 	}
-	p.cmd = exec.Command(server, filepath.Join(dir, confName))
+	p.cmd = exec.Command(server, filepath.Join(dir, conf))
 	p.cmd.Dir = dir
 	p.cmd.Stdout = out
 	p.cmd.Stderr = out

@@ -183,7 +183,7 @@ func executable(exe string) (string, error) {
 // caller closes env.Cluster when startCluster succeeds.
 func startCluster(ctx context.Context, sc scenario.Scenario, tmp string, env *faults.Env) (err error) {
 	copts := cluster.Options{Workers: sc.Workers, AppendFsyncAlways: sc.AppendFsyncAlways, Replicas: sc.Replicas,
-		RedisCluster: sc.RedisCluster}
+		RedisCluster: sc.RedisCluster, Sentinel: sc.Sentinel}
 	if sc.AppendFsyncEverysec {
 		copts.Config = []string{"appendonly yes", "appendfsync everysec"}
 	}

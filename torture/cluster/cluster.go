@@ -46,15 +46,22 @@ type Options struct {
 	// and Workers are then ignored, and Replicas gives each master a
 	// replica of its own.
 	RedisCluster bool
+	// Sentinel lists the nodes (with Replicas) that one redis-sentinel
+	// process watches, each as master MasterName(n): workers reach such a
+	// node through the Sentinel (see WorkerURLs), not through its links,
+	// its replica copies it directly, and the Sentinel, not the harness,
+	// promotes the replica once the master dies (see Pair.AwaitFailover).
+	Sentinel []int
 }
 
 // Cluster is a set of nodes and the proxies in front of them. Its methods
 // are safe for concurrent use.
 type Cluster struct {
 	tc       *redlocktest.Cluster
-	replicas *redlocktest.Cluster // nil without Options.Replicas
-	links    [][]*Link            // [worker][node]
-	pairs    []*Pair              // [node], nil without Options.Replicas
+	replicas *redlocktest.Cluster  // nil without Options.Replicas
+	links    [][]*Link             // [worker][node]
+	pairs    []*Pair               // [node], nil without Options.Replicas
+	sentinel *redlocktest.Sentinel // nil without Options.Sentinel
 	// redisCluster is set by Options.RedisCluster: tc is then one Redis
 	// Cluster, and links and pairs are nil.
 	redisCluster bool
@@ -70,6 +77,9 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if nodes == 0 {
 		nodes = DefaultNodes
 	}
+	if err := checkSentinel(opts, nodes); err != nil {
+		return nil, err
+	}
 	tcOpts := redlocktest.Options{
 		Nodes:             nodes,
 		AppendFsyncAlways: opts.AppendFsyncAlways,
@@ -78,6 +88,9 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.Replicas {
 		tcOpts.Config = append(slices.Clone(opts.Config), replicaConfig...)
+	}
+	if len(opts.Sentinel) > 0 {
+		tcOpts.Config = append(tcOpts.Config, sentinelReplicaConfig...)
 	}
 	tc, err := redlocktest.New(ctx, tcOpts)
 	if err != nil {
@@ -97,7 +110,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		c.links = append(c.links, row)
 	}
 	if opts.Replicas {
-		if err := c.startReplicas(ctx, api, tcOpts); err != nil {
+		if err := c.startReplicas(ctx, api, tcOpts, opts.Sentinel); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
@@ -105,14 +118,20 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 // startReplicas starts a replica for every node and waits until each has
-// copied its master.
-func (c *Cluster) startReplicas(ctx context.Context, api *toxiproxy.ApiServer, opts redlocktest.Options) error {
+// copied its master, and then the Sentinel watching the nodes of
+// sentinel, if any.
+func (c *Cluster) startReplicas(ctx context.Context, api *toxiproxy.ApiServer, opts redlocktest.Options, sentinel []int) error {
 	var err error
 	if c.replicas, err = redlocktest.New(ctx, opts); err != nil {
 		return fmt.Errorf("cluster: replicas: %w", err)
 	}
 	for n, node := range c.tc.Nodes() {
-		p, err := newPair(ctx, api, n, node, c.replicas.Node(n), c.Links(n))
+		var p *Pair
+		if slices.Contains(sentinel, n) {
+			p, err = newSentinelPair(ctx, n, node, c.replicas.Node(n), c.Links(n))
+		} else {
+			p, err = newPair(ctx, api, n, node, c.replicas.Node(n), c.Links(n))
+		}
 		if err != nil {
 			return err
 		}
@@ -123,7 +142,10 @@ func (c *Cluster) startReplicas(ctx context.Context, api *toxiproxy.ApiServer, o
 			return err
 		}
 	}
-	return nil
+	if len(sentinel) == 0 {
+		return nil
+	}
+	return c.startSentinel(ctx, sentinel)
 }
 
 // Pair returns node n's master and replica. It panics if n is out of range
@@ -174,7 +196,8 @@ func (c *Cluster) Links(n int) []*Link {
 }
 
 // WorkerURLs returns the redis:// URLs through which worker w reaches the
-// nodes, in node order: for a Redis Cluster, its one URL (see DirectURLs).
+// nodes, in node order: for a Redis Cluster, its one URL (see DirectURLs);
+// for a node a Sentinel watches, the Sentinel's URL of its master.
 func (c *Cluster) WorkerURLs(w int) []string {
 	if c.redisCluster {
 		return c.DirectURLs()
@@ -182,6 +205,9 @@ func (c *Cluster) WorkerURLs(w int) []string {
 	urls := make([]string, len(c.links[w]))
 	for n, l := range c.links[w] {
 		urls[n] = "redis://" + l.addr
+		if u, ok := c.sentinelURL(n); ok {
+			urls[n] = u
+		}
 	}
 	return urls
 }
@@ -201,9 +227,13 @@ func (c *Cluster) DirectURLs() []string {
 	return urls
 }
 
-// Close stops every proxy, node and replica.
+// Close stops the Sentinel first, so that it fails nothing over, then
+// every proxy, node and replica.
 func (c *Cluster) Close() error {
 	var errs []error
+	if c.sentinel != nil {
+		errs = append(errs, c.sentinel.Close())
+	}
 	for _, p := range c.pairs {
 		p.close()
 	}

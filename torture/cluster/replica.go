@@ -25,16 +25,22 @@ const syncPoll = 5 * time.Millisecond
 // Pair is a replicated node: two redis-server processes, the master that
 // the workers reach through the node's links, and a replica that copies it
 // through a replication link of its own, a proxy that can be cut. Promote
-// swaps their roles. Its methods are safe for concurrent use.
+// swaps their roles. A pair watched by a Sentinel (see sentinel.go) is
+// reached through the Sentinel instead, its replica copies the master
+// directly, and the Sentinel promotes it. Its methods are safe for
+// concurrent use.
 type Pair struct {
 	node  int
 	procs [2]*redlocktest.Node
-	repl  *toxiproxy.Proxy // the replica connects to the master through it
+	repl  *toxiproxy.Proxy // the replica connects to the master through it; nil with a Sentinel
 	links []*Link          // the workers' links to the node
+	// sentinel watches the pair as master nodeName(node), when not nil.
+	sentinel *redlocktest.Sentinel
 
 	mu     sync.Mutex
-	master int  // index in procs of the master
-	cut    bool // the replication link is cut
+	master int               // index in procs of the master
+	cut    bool              // the replication link is cut
+	cutOn  *redlocktest.Node // with a Sentinel, the master whose replication user is disabled
 }
 
 // newPair pairs master with replica, which must be running and empty, and
@@ -70,9 +76,13 @@ func (p *Pair) Replica() *redlocktest.Node {
 }
 
 // follow makes the replica a replica of the master, through the
-// replication link.
+// replication link, or directly with a Sentinel.
 func (p *Pair) follow(ctx context.Context) error {
-	host, port, _ := strings.Cut(p.repl.Listen, ":")
+	addr := p.Master().Addr()
+	if p.repl != nil {
+		addr = p.repl.Listen
+	}
+	host, port, _ := strings.Cut(addr, ":")
 	if _, err := p.Replica().Do(ctx, "REPLICAOF", host, port); err != nil {
 		return fmt.Errorf("cluster: node %d: %w", p.node, err)
 	}
@@ -81,20 +91,33 @@ func (p *Pair) follow(ctx context.Context) error {
 
 // CutReplication cuts the replication link: the replica's connection is
 // closed and its attempts to reconnect are refused, so it receives nothing
-// the master writes until HealReplication.
-func (p *Pair) CutReplication() {
+// the master writes until HealReplication. With a Sentinel the master
+// refuses the replica's credentials instead (see cutUser).
+func (p *Pair) CutReplication(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
+	if p.sentinel != nil {
+		p.cutOn = p.procs[p.master]
+		return cutUser(ctx, p.node, p.cutOn)
+	}
 	p.repl.Stop()
+	return nil
 }
 
 // HealReplication undoes CutReplication; the replica reconnects within a
 // second or so and catches up.
-func (p *Pair) HealReplication() error {
+func (p *Pair) HealReplication(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.cut {
+		return nil
+	}
+	if p.sentinel != nil {
+		if err := healUser(ctx, p.node, p.cutOn); err != nil {
+			return err
+		}
+		p.cut, p.cutOn = false, nil
 		return nil
 	}
 	if err := p.repl.Start(); err != nil {
@@ -111,9 +134,19 @@ func (p *Pair) HealReplication() error {
 // old master becomes the replica process, to be started and made to follow
 // with Rejoin.
 func (p *Pair) Promote(ctx context.Context) error {
+	if p.sentinel != nil {
+		return fmt.Errorf("cluster: node %d: promote: %w", p.node, errSentinelPromotes)
+	}
 	if _, err := p.Replica().Do(ctx, "REPLICAOF", "NO", "ONE"); err != nil {
 		return fmt.Errorf("cluster: node %d: promote: %w", p.node, err)
 	}
+	return p.swap()
+}
+
+// swap makes the replica process the master and the master the replica,
+// pointing the node's links and the replication link (if any) at the new
+// master.
+func (p *Pair) swap() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.master = 1 - p.master
@@ -122,7 +155,9 @@ func (p *Pair) Promote(ctx context.Context) error {
 	for _, l := range p.links {
 		errs = append(errs, l.redirect(addr))
 	}
-	errs = append(errs, p.repl.Update(&toxiproxy.Proxy{Listen: p.repl.Listen, Upstream: addr, Enabled: !p.cut}))
+	if p.repl != nil {
+		errs = append(errs, p.repl.Update(&toxiproxy.Proxy{Listen: p.repl.Listen, Upstream: addr, Enabled: !p.cut}))
+	}
 	return errors.Join(errs...)
 }
 
@@ -192,5 +227,9 @@ func replInfo(ctx context.Context, n *redlocktest.Node) (map[string]string, erro
 	return out, nil
 }
 
-// close stops the replication proxy.
-func (p *Pair) close() { p.repl.Stop() }
+// close stops the replication proxy, if any.
+func (p *Pair) close() {
+	if p.repl != nil {
+		p.repl.Stop()
+	}
+}

@@ -27,7 +27,9 @@ func TestPair_failoverToALaggingReplicaAndBack(t *testing.T) {
 	defer w.Close()
 	set(t, w, "before")
 	waitSynced(t, p)
-	p.CutReplication()
+	if err := p.CutReplication(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	set(t, w, "after")
 	if err := p.Master().Kill(); err != nil {
 		t.Fatal(err)
@@ -44,7 +46,7 @@ func TestPair_failoverToALaggingReplicaAndBack(t *testing.T) {
 	if err := p.Rejoin(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.HealReplication(); err != nil {
+	if err := p.HealReplication(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	set(t, w, "again")

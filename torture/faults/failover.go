@@ -47,11 +47,18 @@ type FailoverOnGrant struct {
 	GrantWait time.Duration
 	// Cooldown is how long the old master stays down after a failover.
 	Cooldown time.Duration
+	// Sentinel leaves the promotion to the Sentinel that watches the node
+	// (cluster.Options.Sentinel): the master is killed and the fault waits
+	// until the Sentinel gives the replica as the master.
+	Sentinel bool
 }
 
 // Name describes the fault.
 func (f FailoverOnGrant) Name() string {
 	name := fmt.Sprintf("fail n%d over to its replica right after a grant, every %v at most", f.Node, f.Cooldown)
+	if f.Sentinel {
+		name = fmt.Sprintf("kill -9 n%d's master right after a grant for its Sentinel to promote the replica, every %v at most", f.Node, f.Cooldown)
+	}
 	if f.Lagging {
 		name += fmt.Sprintf(", the replication link cut %v after the replica caught up and for %v before the grant", f.LinkUp, f.CutFor)
 	}
@@ -111,7 +118,9 @@ func (f FailoverOnGrant) prepare(ctx context.Context, env *Env, pair *cluster.Pa
 		return 0, nil
 	}
 	id := env.start("cut-replication", nodeName(f.Node), "the replica receives nothing from its master")
-	pair.CutReplication()
+	if err := pair.CutReplication(ctx); err != nil {
+		return id, err
+	}
 	sleep(ctx, f.CutFor)
 	return id, nil
 }
@@ -160,8 +169,17 @@ func (f FailoverOnGrant) failover(env *Env, pair *cluster.Pair, ev history.Event
 	if ev.Process != "" {
 		detail += replicaHas(ctx, pair.Replica(), ev)
 	}
-	id := env.start("failover", nodeName(f.Node), "kill -9 the master and promote its replica "+strings.TrimSuffix(detail, ", "))
-	err := errors.Join(pair.Master().Kill(), pair.Promote(ctx))
+	what := "kill -9 the master and promote its replica "
+	if f.Sentinel {
+		what = "kill -9 the master; its Sentinel promotes the replica "
+	}
+	id := env.start("failover", nodeName(f.Node), what+strings.TrimSuffix(detail, ", "))
+	err := pair.Master().Kill()
+	if f.Sentinel {
+		err = errors.Join(err, pair.AwaitFailover(ctx))
+	} else {
+		err = errors.Join(err, pair.Promote(ctx))
+	}
 	env.end(id, "failover", nodeName(f.Node))
 	return err
 }
@@ -193,7 +211,9 @@ func (f FailoverOnGrant) heal(env *Env, pair *cluster.Pair, lagID int64) error {
 	if lagID == 0 {
 		return nil
 	}
-	err := pair.HealReplication()
+	ctx, cancel := context.WithTimeout(context.Background(), restartTimeout)
+	defer cancel()
+	err := pair.HealReplication(ctx)
 	env.end(lagID, "cut-replication", nodeName(f.Node))
 	return err
 }

@@ -112,6 +112,10 @@ type Scenario struct {
 	// cluster.Pair), or every master of a Redis Cluster a replica of its
 	// own.
 	Replicas bool
+	// Sentinel lists the nodes (Replicas needed) that a redis-sentinel
+	// watches and workers reach through it, as Sentinel-managed masters
+	// (see cluster.Options.Sentinel).
+	Sentinel []int
 	// WaitReplicas makes a grant on a node count only once that many of
 	// its replicas confirmed it (the lock client's Options.WaitReplicas).
 	WaitReplicas int

@@ -20,7 +20,8 @@ import (
 const (
 	// stopGrace is how long Stop lets a worker finish its cycle before
 	// killing it. A cycle is a few TTLs at most, even one held to its
-	// deadline.
+	// deadline. Workers that think for seconds get twice a TTL and a
+	// think, and a reader's rest as long, on top (see Worker.grace).
 	stopGrace = 5 * time.Second
 	// stoppedWait bounds how long Pause waits for the kernel to report the
 	// process stopped; stoppedPoll is how often it looks.
@@ -39,6 +40,7 @@ type Worker struct {
 	stdin  io.WriteCloser
 	done   chan struct{} // closed once the process exited and its output is read
 	stderr *tailBuffer
+	grace  time.Duration // how long Stop waits for the cycle to end
 
 	mu      sync.Mutex
 	paused  bool
@@ -59,7 +61,8 @@ func Spawn(exe string, cfg Config, rec *history.Recorder) (*Worker, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), EnvWorker+"="+raw)
 	cmd.SysProcAttr = sysProcAttr()
-	w := &Worker{name: cfg.Name, cmd: cmd, done: make(chan struct{}), stderr: &tailBuffer{}}
+	w := &Worker{name: cfg.Name, cmd: cmd, done: make(chan struct{}), stderr: &tailBuffer{},
+		grace: stopGrace + 2*(cfg.TTL+cfg.ThinkMax)}
 	cmd.Stderr = w.stderr
 	if w.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("traffic: %s: %w", cfg.Name, err)
@@ -189,14 +192,14 @@ func (w *Worker) Stop() error {
 	err := w.resumeLocked()
 	w.mu.Unlock()
 	w.stdin.Close()
-	t := time.NewTimer(stopGrace)
+	t := time.NewTimer(w.grace)
 	defer t.Stop()
 	select {
 	case <-w.done:
 	case <-t.C:
 		_ = w.cmd.Process.Kill()
 		<-w.done
-		return errors.Join(err, fmt.Errorf("traffic: %s did not stop within %v and was killed\n%s", w.name, stopGrace, w.stderr))
+		return errors.Join(err, fmt.Errorf("traffic: %s did not stop within %v and was killed\n%s", w.name, w.grace, w.stderr))
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
