@@ -1,6 +1,9 @@
 package scenario
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // multikeyWorkers is the least number of workers in the "multikey/" rows,
 // and multikeySets the sets of names they take, worker i the set i mod 6:
@@ -15,7 +18,7 @@ const multikeyWorkers = 6
 var multikeySets = [][]string{{"b", "a"}, {"c", "d"}, {"c", "b"}, {"a", "d"}, {"d", "b", "a"}, {"a", "c"}}
 
 // multikeyMeetingSets are the sets of the "multikey/" rows whose holders
-// keep their locks to the end of their validity (HoldMargin), where every
+// keep their locks long (see holdsLong), where every
 // two sets meet. With multikeySets, the holders of {a, b} and {c, d}, who
 // take them again within milliseconds of each release, would hold every
 // name nearly all the time, and no other set, which meets both, would ever
@@ -33,7 +36,7 @@ var multikeys = family{
 	prefix: "multikey/",
 	about: func(s Scenario) string {
 		sets := "in crossing orders"
-		if s.HoldMargin > 0 {
+		if holdsLong(s) {
 			sets = "every two sets sharing a name"
 		}
 		return fmt.Sprintf("%d workers take two or three of four names together, all or nothing, %s, "+
@@ -41,8 +44,20 @@ var multikeys = family{
 	},
 	apply: func(s *Scenario) {
 		s.Workers, s.NameSets = max(s.Workers, multikeyWorkers), multikeySets
-		if s.HoldMargin > 0 {
+		if holdsLong(*s) {
 			s.NameSets = multikeyMeetingSets
 		}
 	},
+}
+
+// longThink is the least think time (Scenario.ThinkMin) at which holders
+// keep their names as long as those that hold to the end of their
+// validity do, for the choice of the "multikey/" rows' sets.
+const longThink = time.Second
+
+// holdsLong reports whether the holders of s keep their names long: to
+// the end of their validity (HoldMargin), or through a think of a second
+// or more.
+func holdsLong(s Scenario) bool {
+	return s.HoldMargin > 0 || s.ThinkMin >= longThink
 }
