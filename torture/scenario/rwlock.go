@@ -15,8 +15,10 @@ const rwlockWorkers = 6
 // and readers shared, with a read of it. The overlap checker lets readers
 // hold together and catches a writer with anyone; the lost-update checker
 // sees the writers' writes; fencing order spans both kinds. Readers rest
-// after each release as long as they read (see traffic.Config.Shared), so
-// that writers get the name between them in every row.
+// after each release as long as they read, or as long as they held in the
+// rows whose holders keep the name to the end of its validity (see
+// traffic.Config.Shared), so that writers get the name between them in
+// every row.
 var rwlocks = family{
 	prefix: "rwlock/",
 	about: func(s Scenario) string {

@@ -29,8 +29,9 @@ type Config struct {
 	Limit int `json:"limit"`
 	// Shared makes the worker take Key shared, as a reader of a read-write
 	// lock (redlock.WithShared): it reads the register, thinks and writes
-	// nothing, and after its release rests as long as it thinks. Workers
-	// without it take Key as writers, alone.
+	// nothing, and after its release rests as long as it thinks, or, with
+	// HoldMargin, as long as it held. Workers without it take Key as
+	// writers, alone.
 	Shared bool `json:"shared"`
 	// Names, when not empty, makes the worker take the locks of all these
 	// names together (Client.TryAcquireAll, or AcquireAll with Wait)

@@ -178,24 +178,29 @@ func (w *worker) cycle() error {
 	if w.cfg.HoldMargin > 0 {
 		time.Sleep(time.Until(h.Until().Add(-w.cfg.HoldMargin)))
 	}
+	held := time.Duration(history.Now() - now)
 	if err := w.release(ctx, h); err != nil {
 		return err
 	}
-	time.Sleep(w.rest())
+	time.Sleep(w.rest(held))
 	return nil
 }
 
-// rest returns the pause after a release: up to RetryMax, or for a reader
-// a think time (between ThinkMin and ThinkMax). Readers hold the name
-// together: readers that each think for long and take it again at once
-// hold it in turn without a break, and a writer that makes one attempt at
-// a time never gets it. Resting as long as they read, they leave it free
-// at times.
-func (w *worker) rest() time.Duration {
-	if w.cfg.Shared {
-		return w.between(w.cfg.ThinkMin, w.cfg.ThinkMax)
+// rest returns the pause after a release of a hold that lasted held: up to
+// RetryMax, or for a reader a think time (between ThinkMin and ThinkMax),
+// or as long as it held when it holds to the end of its validity
+// (HoldMargin). Readers hold the name together: readers that each hold for
+// long and take it again at once hold it in turn without a break, and a
+// writer that makes one attempt at a time never gets it. Resting as long
+// as they read, or held, they leave it free at times.
+func (w *worker) rest(held time.Duration) time.Duration {
+	switch {
+	case !w.cfg.Shared:
+		return w.between(0, w.cfg.RetryMax)
+	case w.cfg.HoldMargin > 0:
+		return max(held, w.between(w.cfg.ThinkMin, w.cfg.ThinkMax))
 	}
-	return w.between(0, w.cfg.RetryMax)
+	return w.between(w.cfg.ThinkMin, w.cfg.ThinkMax)
 }
 
 // refused records the failure of attempt id at now, and pauses before the

@@ -166,6 +166,43 @@ func TestRun_readersRestAsLongAsTheyThink(t *testing.T) {
 	}
 }
 
+// A reader that holds to the end of its validity (HoldMargin) rests after
+// each release as long as it held, so that readers who take the key again
+// at once do not keep it from the writers for good.
+func TestRun_readersHoldingToTheEndRestAsLongAsTheyHeld(t *testing.T) {
+	nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	base := Config{
+		Nodes: nodes.URLs(), Key: "rw", TTL: 300 * time.Millisecond, DisableQuarantine: true,
+		ThinkMin: time.Millisecond, ThinkMax: 2 * time.Millisecond, RetryMax: 2 * time.Millisecond,
+		HoldMargin: 50 * time.Millisecond,
+	}
+	writer, reader1, reader2 := base, base, base
+	writer.Name = "worker-0"
+	reader1.Name, reader1.Shared = "worker-1", true
+	reader2.Name, reader2.Shared = "worker-2", true
+	events := runWorkers(t, 1500*time.Millisecond, writer, reader1, reader2)
+	granted, released := map[string]int64{}, map[string]int64{}
+	writes := 0
+	for _, ev := range events {
+		switch {
+		case ev.Op == history.OpAcquire && ev.Type == history.OK:
+			granted[ev.Process] = ev.Time
+		case ev.Op == history.OpRelease && ev.Type == history.Invoke:
+			released[ev.Process] = ev.Time
+		case ev.Op == history.OpAcquire && ev.Type == history.Invoke && released[ev.Process] != 0 && ev.Process != "worker-0":
+			held := time.Duration(released[ev.Process] - granted[ev.Process])
+			if rest := time.Duration(ev.Time - released[ev.Process]); rest < held {
+				t.Fatalf("%s held %v and tried again %v after its release, want %v or more", ev.Process, held, rest, held)
+			}
+		case ev.Process == history.ProcRegister && ev.Op == history.OpWrite && ev.Type == history.OK:
+			writes++
+		}
+	}
+	if len(released) < 3 || writes == 0 {
+		t.Fatalf("releases by %v, %d writes; want releases by all three and writes by the writer", released, writes)
+	}
+}
+
 // A worker with Names takes the locks of all of them together, records
 // each lock of the set on its grant and release, and updates the register
 // of each.
