@@ -181,8 +181,19 @@ func TestRun_readersHoldingToTheEndRestAsLongAsTheyHeld(t *testing.T) {
 	reader1.Name, reader1.Shared = "worker-1", true
 	reader2.Name, reader2.Shared = "worker-2", true
 	events := runWorkers(t, 1500*time.Millisecond, writer, reader1, reader2)
-	granted, released := map[string]int64{}, map[string]int64{}
-	writes := 0
+	released, writes := checkReadersRestAsLongAsTheyHeld(t, events)
+	if len(released) < 3 || writes == 0 {
+		t.Fatalf("releases by %v, %d writes; want releases by all three and writes by the writer", released, writes)
+	}
+}
+
+// checkReadersRestAsLongAsTheyHeld fails t when a reader (any worker but
+// worker-0) tried again sooner after a release than it had held; it
+// returns the last release of each worker and the register's writes.
+func checkReadersRestAsLongAsTheyHeld(t *testing.T, events []history.Event) (released map[string]int64, writes int) {
+	t.Helper()
+	granted := map[string]int64{}
+	released = map[string]int64{}
 	for _, ev := range events {
 		switch {
 		case ev.Op == history.OpAcquire && ev.Type == history.OK:
@@ -198,9 +209,7 @@ func TestRun_readersHoldingToTheEndRestAsLongAsTheyHeld(t *testing.T) {
 			writes++
 		}
 	}
-	if len(released) < 3 || writes == 0 {
-		t.Fatalf("releases by %v, %d writes; want releases by all three and writes by the writer", released, writes)
-	}
+	return released, writes
 }
 
 // A worker with Names takes the locks of all of them together, records
