@@ -219,6 +219,8 @@ func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
 	must(t, node, "SCRIPT", "FLUSH")
 	p := c.pipes[0]
 	p.inline = true // the room, whichever adapter: this one is not asked inline by itself
+	// MarkReady's sender gives its room back after its answers: wait for it.
+	waitPipeIdle(t, p)
 	for range maxInFlight {
 		if !p.tryInline() {
 			t.Fatal("an idle pipe has no room")
@@ -248,15 +250,22 @@ func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
 	p.done()
 	// The goroutine that sent the batch gives its room back after the
 	// answers.
+	waitPipeIdle(t, p)
+}
+
+// waitPipeIdle waits until p has nothing in flight or queued, and fails the
+// test after a second.
+func waitPipeIdle(t *testing.T, p *pipe) {
+	t.Helper()
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
 		p.mu.Lock()
 		inFlight, queued := p.inFlight, len(p.queue)
 		p.mu.Unlock()
 		if inFlight == 0 && queued == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pipe not idle afterwards: %d in flight, %d queued", inFlight, queued)
+			t.Fatalf("pipe not idle: %d in flight, %d queued", inFlight, queued)
 		}
 	}
 }
