@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -87,6 +88,80 @@ func TestQueue_refusedClientsAreQueuedAndNamedInOrder(t *testing.T) {
 	}
 	serveInOrder(t, got)
 	wantExpiring(t, cluster, 2*time.Second, queue, deadlines)
+}
+
+// A client keeps its place in the key's queue on every node while it waits,
+// also on the nodes that granted a failed attempt, and until its release
+// of the lock it won, which takes it out on every node, also on those that
+// refused it: otherwise the nodes' queues differ, and each names other
+// clients to try at the next release, who split the votes.
+func TestQueue_aClientKeepsItsPlaceUntilItsRelease(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond})
+	lock, err := holder.TryAcquire(bg, "place")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, "place", lock.Token())
+	// Only a wake-up makes the waiter try again.
+	waiter := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond,
+		Retry: redlock.Jittered(time.Minute, time.Minute)})
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		l, err := waiter.Acquire(ctx, "place")
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- l
+	}()
+	queue, _ := redlock.QueueKeys("place")
+	queued := func(n *redlocktest.Node) bool { return do(t, n, "ZRANGE", queue, "0", "-1") == waiter.ID() }
+	eventually(t, "the waiter queued on every node", func() bool {
+		return queued(cluster.Node(0)) && queued(cluster.Node(1)) && queued(cluster.Node(2))
+	})
+
+	// The holder's lock is gone from node 0 (a restart, say), and node 0
+	// names the waiter: it wins there only, and fails.
+	wakeOn := func(n *redlocktest.Node) {
+		do(t, n, "DEL", "place")
+		token := fmt.Sprint("gone-", n.Index()) // a release of its own
+		do(t, n, "PUBLISH", "redlock:released:place "+waiter.ID(), token+" "+waiter.ID())
+	}
+	fence := func() string { return do(t, cluster.Node(0), "GET", "redlock:fence:place") }
+	before := fence()
+	wakeOn(cluster.Node(0))
+	eventually(t, "the waiter's attempt granted on node 0", func() bool { return fence() != before })
+	eventually(t, "the failed attempt released on node 0", func() bool { return keyOn(t, cluster.Node(0), "place") == "" })
+	for _, n := range cluster.Nodes() {
+		if !queued(n) {
+			t.Errorf("node %d: queue %q after a failed attempt, want the waiter's place kept", n.Index(), do(t, n, "ZRANGE", queue, "0", "-1"))
+		}
+	}
+
+	// Node 1 too: the waiter wins on nodes 0 and 1, and is refused on 2.
+	wakeOn(cluster.Node(1))
+	var won *redlock.Lock
+	select {
+	case won = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not win on two nodes of three")
+	}
+	if won == nil {
+		t.FailNow()
+	}
+	if err := won.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cluster.Nodes() {
+		if q := do(t, n, "ZRANGE", queue, "0", "-1"); q != "" {
+			t.Errorf("node %d: queue %q after the winner's release, want empty", n.Index(), q)
+		}
+	}
+	if keyOn(t, cluster.Node(2), "place") != lock.Token() {
+		t.Error("the winner's release took the holder's key on node 2")
+	}
 }
 
 // serveInOrder releases the locks of three waiters as they get them, and

@@ -187,8 +187,8 @@ func (w *waker) namedChannel(channel string) string {
 // channel for the key. It wakes the oldest waiter at the first node that
 // named this client, or once a quorum of nodes announced the release
 // naming nobody. Not a quorum of named announcements: the nodes' queues
-// differ once votes split (a node that granted a client's attempt takes
-// it out of its queue), so that a client next in line on most nodes may
+// may differ (a refused attempt that missed a node's deadline did not
+// queue the client there), so that a client next in line on most nodes may
 // be named by fewer than a quorum, while waiting for every node's release
 // would leave the key idle; trying on the first one rarely meets a node
 // still holding the key, as the releases left before the announcement,

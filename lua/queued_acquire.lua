@@ -2,7 +2,11 @@
 -- key until it gets it (Acquire, not TryAcquire), over the key's queue of
 -- waiting clients, which the key's release reads to name the clients to
 -- wake (see nextWaiters). Refused, the caller enters the queue or keeps its
--- place there; granted, it leaves it. A newcomer, on its first attempt, does
+-- place there; granted, it keeps it too, until its release takes it out on
+-- every node (see release): a node that left it out on granting an attempt
+-- that failed on the others would name other clients at the next release
+-- than the nodes that still queue it, and more clients would split the
+-- votes. A newcomer, on its first attempt, does
 -- not take a free key while other live clients queue for it: it is refused
 -- as if the key were held, and queues behind them, instead of racing the
 -- clients the release woke. Only the first attempt defers, so that nodes
@@ -31,11 +35,7 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 		end
 	end
 	reply = reply or acquire(KEYS, ARGV, k, a, shared)
-	if reply[1] == 1 then
-		if queued and redis.call("ZREM", queue, id) == 1 then
-			redis.call("HDEL", deadlines, id)
-		end
-	elseif reply[1] == 0 then
+	if reply[1] == 0 then
 		local lasts = tonumber(ARGV[a + 8])
 		redis.call("ZADD", queue, "NX", ARGV[a + 7], id)
 		redis.call("HSET", deadlines, id, string.format("%.0f", tonumber(ARGV[a + 5]) + lasts))

@@ -3,7 +3,9 @@
 -- announces the release unless ARGV[a+2] is empty or other readers still
 -- hold the key: by PUBLISH, or by announce(channel, message) when given
 -- (see shardedRelease). An announced release also takes the caller's
--- client out of the key's queue of waiting clients. Its message is the
+-- client out of the key's queue of waiting clients, whether or not the key
+-- held its token on this node: a winning attempt refused by this node left
+-- the client queued here (see queuedAcquire). Its message is the
 -- token, then the first waiting clients (see nextWaiters), each after a
 -- space, so that only they try for the key at once; it goes to each of
 -- those clients' own channel for the key (the key's channel, ARGV[a+2]
@@ -18,6 +20,9 @@
 -- Returns 1 when deleted, 0 otherwise.
 local function release(KEYS, ARGV, k, a, shared, announce)
 	local key = KEYS[k + 1]
+	if ARGV[a + 2] ~= "" and redis.call("ZREM", KEYS[k + 2], ARGV[a + 4]) == 1 then
+		redis.call("HDEL", KEYS[k + 3], ARGV[a + 4])
+	end
 	-- pcall: GET fails on the readers' sorted set.
 	local holder = redis.pcall("GET", key)
 	if holder == ARGV[a + 1] then
@@ -33,9 +38,6 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 		return 0
 	end
 	if ARGV[a + 2] ~= "" then
-		if redis.call("ZREM", KEYS[k + 2], ARGV[a + 4]) == 1 then
-			redis.call("HDEL", KEYS[k + 3], ARGV[a + 4])
-		end
 		local channel = ARGV[a + 2] .. key
 		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
 		local message = ARGV[a + 1] .. names
