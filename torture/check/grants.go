@@ -20,9 +20,16 @@ type Grant struct {
 	// Shared marks a reader of a read-write lock, which holds the key
 	// together with other readers but never with a writer.
 	Shared bool
-	// Invoke is when the successful attempt began, Granted when it
-	// returned; the lock was taken somewhere in between.
+	// Invoke is when the acquisition call began, Granted when it returned;
+	// the lock was taken somewhere in between.
 	Invoke, Granted int64
+	// Since is the earliest the lock can have been taken: Invoke, or later
+	// when the grant reports the lock's TTL, as the client's validity
+	// deadline is at most a TTL after the start of the attempt that won.
+	// A call that waited for the lock through many attempts thus spans
+	// only its last one in the linearizability check, which must otherwise
+	// try every order of the calls that waited together.
+	Since int64
 	// Deadline is the validity deadline the client computed, or the later
 	// one that a renewing holder's release reported: extensions move it.
 	Deadline int64
@@ -86,14 +93,25 @@ func granted(op history.Op) []Grant {
 		Invoke: inv.Time, Granted: c.Time, Deadline: c.Deadline, Token: c.Token, Fence: c.Fence,
 	}
 	if len(c.Locks) == 0 {
+		g.Since = since(g, c.TTL)
 		return []Grant{g}
 	}
 	out := make([]Grant, len(c.Locks))
 	for i, l := range c.Locks {
 		out[i] = g
 		out[i].Name, out[i].Key, out[i].Token, out[i].Fence, out[i].Deadline = l.Key, l.Key, l.Token, l.Fence, l.Deadline
+		out[i].Since = since(out[i], c.TTL)
 	}
 	return out
+}
+
+// since returns g's Since: its deadline less ttl, within [Invoke,
+// Granted], or Invoke when ttl is 0 (not reported).
+func since(g Grant, ttl int64) int64 {
+	if ttl <= 0 {
+		return g.Invoke
+	}
+	return min(max(g.Invoke, g.Deadline-ttl), g.Granted)
 }
 
 // released returns the locks op, a release, releases: its token and the

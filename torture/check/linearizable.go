@@ -136,7 +136,7 @@ func lockOps(seg []Grant) ([]porcupine.Operation, bool) {
 			relReturn = min(g.ReleaseDone, g.Deadline)
 		}
 		ops = append(ops,
-			porcupine.Operation{ClientId: w, Input: lockInput{worker: w, reader: bit}, Call: g.Invoke, Return: g.Granted},
+			porcupine.Operation{ClientId: w, Input: lockInput{worker: w, reader: bit}, Call: g.Since, Return: g.Granted},
 			porcupine.Operation{ClientId: w, Input: lockInput{release: true, worker: w, reader: bit}, Call: relCall, Return: relReturn},
 		)
 	}
@@ -146,7 +146,7 @@ func lockOps(seg []Grant) ([]porcupine.Operation, bool) {
 // illegal returns the violation of seg, a segment that is not
 // linearizable.
 func illegal(seg []Grant, clock relClock) Violation {
-	start, end := seg[0].Invoke, seg[0].End()
+	start, end := seg[0].Since, seg[0].End()
 	workers := map[string]bool{}
 	for _, g := range seg {
 		end = max(end, g.End())
@@ -159,15 +159,16 @@ func illegal(seg []Grant, clock relClock) Violation {
 }
 
 // segments cuts grants (ordered by grant time) into groups such that every
-// grant of a group starts after all grants of the groups before it ended.
+// grant of a group starts (at its Since) after all grants of the groups
+// before it ended.
 func segments(grants []Grant) [][]Grant {
-	byInvoke := append([]Grant(nil), grants...)
-	sort.SliceStable(byInvoke, func(i, j int) bool { return byInvoke[i].Invoke < byInvoke[j].Invoke })
+	bySince := append([]Grant(nil), grants...)
+	sort.SliceStable(bySince, func(i, j int) bool { return bySince[i].Since < bySince[j].Since })
 	var out [][]Grant
 	var cur []Grant
 	var reach int64
-	for _, g := range byInvoke {
-		if len(cur) > 0 && g.Invoke > reach {
+	for _, g := range bySince {
+		if len(cur) > 0 && g.Since > reach {
 			out = append(out, cur)
 			cur = nil
 		}

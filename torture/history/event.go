@@ -76,6 +76,11 @@ type Event struct {
 	// on a granted acquisition, and on the invocation of a renewed lock's
 	// release, where it is the last deadline the renewals reached.
 	Deadline int64 `json:"deadline,omitempty"`
+	// TTL, on a granted acquisition of a lock that is not renewed, is the
+	// TTL it was granted for, in nanoseconds: the client's validity
+	// deadline is at most TTL after the start of the attempt that won, so
+	// the lock was taken after Deadline minus TTL (see check.Grant.Since).
+	TTL int64 `json:"ttl,omitempty"`
 	// Nodes is each node's answer, in node order.
 	Nodes []NodeOutcome `json:"nodes,omitempty"`
 

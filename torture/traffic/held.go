@@ -87,9 +87,13 @@ func (w *worker) lockOptions() []redlock.LockOption {
 }
 
 // granted returns the completion of attempt id, granted h at now: the key
-// held with its tokens and deadline, or each lock of a set.
+// held with its tokens and deadline, or each lock of a set, and the TTL
+// unless the lock renews itself, which moves its deadline.
 func (w *worker) granted(id, now int64, h *held) history.Event {
 	ev := history.Event{Time: now, Type: history.OK, Op: history.OpAcquire, ID: id}
+	if !w.cfg.Renew {
+		ev.TTL = int64(w.ttl())
+	}
 	if h.set {
 		ev.Locks = heldLocks(h.locks, now, true)
 		return ev
