@@ -96,13 +96,7 @@ func TestQueue_refusedClientsAreQueuedAndNamedInOrder(t *testing.T) {
 // refused it: otherwise the nodes' queues differ, and each names other
 // clients to try at the next release, who split the votes.
 func TestQueue_aClientKeepsItsPlaceUntilItsRelease(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	holder := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond})
-	lock, err := holder.TryAcquire(bg, "place")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitForKey(t, cluster, "place", lock.Token())
+	cluster, lock := heldOnThreeNodes(t, "place")
 	// Only a wake-up makes the waiter try again.
 	waiter := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond,
 		Retry: redlock.Jittered(time.Minute, time.Minute)})
@@ -271,15 +265,7 @@ func do(t *testing.T, n *redlocktest.Node, args ...string) string {
 // the release that makes it one of the next two wakes it. Its place is
 // kept meanwhile, and it is served in turn.
 func TestQueue_clientsBehindTheNextInLineTryRarely(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	// A TTL that outlasts the test: a lock that expired would be released
-	// unannounced, and only the third, polling, would find it free.
-	holder := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond})
-	lock, err := holder.TryAcquire(bg, "line")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitForKey(t, cluster, "line", lock.Token())
+	cluster, lock := heldOnThreeNodes(t, "line")
 	var wg sync.WaitGroup
 	defer wg.Wait() // no waiter reports after the test ended
 	got := make([]chan *redlock.Lock, 3)
@@ -313,4 +299,19 @@ func TestQueue_clientsBehindTheNextInLineTryRarely(t *testing.T) {
 		t.Fatal(err)
 	}
 	serveInOrder(t, got)
+}
+
+// heldOnThreeNodes starts three nodes and takes key on every one, with a
+// TTL that outlasts the test: a lock that expired would be released
+// unannounced, and only clients that poll would find it free.
+func heldOnThreeNodes(t *testing.T, key string) (*redlocktest.Cluster, *redlock.Lock) {
+	t.Helper()
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond})
+	lock, err := holder.TryAcquire(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, key, lock.Token())
+	return cluster, lock
 }
