@@ -92,8 +92,9 @@
 // refused in Acquire enters the key's queue on each node, and keeps its
 // place there until its release of the lock it won takes it out on every
 // node, so that the nodes agree on who is next. A release names the first
-// two clients in line, on each one's own channel for the key: only they hear it and wake, so that a crowd of processes does not
-// split the votes at every release, nor read every announcement. A release
+// two clients in line, on each one's own channel for the key: only they
+// hear it and wake, so that a crowd of processes does not split the votes
+// at every release, nor read every announcement. A release
 // that names nobody goes to the key's channel. A client queued behind the
 // ones the next release names tries only every half second to second
 // meanwhile, whatever Options.Retry says. A jittered retry

@@ -52,8 +52,9 @@ const (
 // client id to the time (on that client's clock, in microseconds) past which
 // its entry is stale. A client enters the queue when its attempt is refused,
 // and leaves it on every node with its release of the lock it won, which
-// wakes the first two clients in line (see waker). Both keys expire queueLasts after the last
-// refusal, so nothing stays behind a key nobody waits for. The two names
+// wakes the first two clients in line (see waker). Both keys expire
+// queueLasts after the last refusal, so nothing stays behind a key nobody
+// waits for. The two names
 // share one allocation.
 func queueKeys(key string) (queue, deadlines string) {
 	s := queuePrefix + key + queueDeadlinePrefix + key

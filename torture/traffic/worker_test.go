@@ -55,6 +55,11 @@ func TestRun_semaphoreWorkerHoldsPermitsAndTheirRegisters(t *testing.T) {
 	}
 	written := map[string]bool{}
 	for _, ev := range events {
+		// A lock that is not renewed reports its TTL on its grant: the
+		// check counts it taken no earlier than its deadline less the TTL.
+		if ev.Op == history.OpAcquire && ev.Type == history.OK && ev.TTL != int64(cfg.TTL) {
+			t.Fatalf("grant %+v reports TTL %d, want %d", ev, ev.TTL, int64(cfg.TTL))
+		}
 		if ev.Process == history.ProcRegister && ev.Op == history.OpWrite {
 			written[ev.Key] = true
 		}
