@@ -52,6 +52,10 @@ type permits struct {
 	key  string // the semaphore's key on the wire
 	cfg  lockConfig
 	call *telemetry.Call
+	// heldHere are the locks of this client that held permits when the
+	// last try skipped them: the next wait waits for the end of these very
+	// locks, so that one that ended since the try wakes it at once.
+	heldHere []*Lock
 }
 
 // acquirePermit takes a permit of the semaphore key: once, or until ctx
@@ -81,9 +85,11 @@ func (p *permits) tryAll() (*Lock, error) {
 	limit := p.cfg.limit
 	first := rand.IntN(limit)
 	var err error
+	p.heldHere = p.heldHere[:0]
 	for i := range limit {
 		key := permitKey(p.key, (first+i)%limit+1)
-		if p.c.permits.heldHere(key) {
+		if l := p.c.permits.lock(key); l != nil {
+			p.heldHere = append(p.heldHere, l)
 			continue
 		}
 		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.autoRenew, nil)
@@ -106,11 +112,15 @@ func (p *permits) tryAll() (*Lock, error) {
 	return nil, fmt.Errorf("redlock: all %d permits of %s are held: %w", limit, quoteKey(p.key), err)
 }
 
-// freed returns a channel closed once one of the permits that this client
-// holds is released or lost, and the function that stops watching them;
-// nil when it holds none.
+// freed returns a channel closed once one of the permits that the last try
+// skipped, as this client held them, is released or lost, at once if one
+// was since, and the function that stops watching them; nil when the try
+// skipped none. Not the permits held here now: the nodes may announce a
+// release, and wake this call to try, before the releasing goroutine has
+// seen its quorum and ended its lock, so that the try skips a permit whose
+// lock ends before the wait starts.
 func (p *permits) freed() (<-chan struct{}, func()) {
-	return p.c.permits.freed(p.keys())
+	return anyEnded(p.heldHere)
 }
 
 // heldElsewhere reports whether a failed acquisition found the key held by
@@ -156,11 +166,6 @@ func (lp *localPermits) add(l *Lock) {
 	lp.held[l.key] = l
 }
 
-// heldHere reports whether a lock of this client holds the permit key.
-func (lp *localPermits) heldHere(key string) bool {
-	return lp.lock(key) != nil
-}
-
 // lock returns the lock of this client that holds the permit key, or nil.
 func (lp *localPermits) lock(key string) *Lock {
 	lp.mu.Lock()
@@ -173,20 +178,18 @@ func (lp *localPermits) lock(key string) *Lock {
 	return l
 }
 
-// freed returns a channel closed once one of the permits keys that this
-// client holds is released or lost, and the function that stops watching
-// them; nil when it holds none of them.
-func (lp *localPermits) freed(keys []string) (<-chan struct{}, func()) {
+// anyEnded returns a channel closed once one of locks is released or lost,
+// at once if one already is, and the function that stops watching them;
+// nil when there are none.
+func anyEnded(locks []*Lock) (<-chan struct{}, func()) {
+	if len(locks) == 0 {
+		return nil, func() {}
+	}
 	ch := make(chan struct{})
 	var once sync.Once
-	var stops []func() bool
-	for _, key := range keys {
-		if l := lp.lock(key); l != nil {
-			stops = append(stops, context.AfterFunc(l.ownerContext(), func() { once.Do(func() { close(ch) }) }))
-		}
-	}
-	if len(stops) == 0 {
-		return nil, func() {}
+	stops := make([]func() bool, len(locks))
+	for i, l := range locks {
+		stops[i] = context.AfterFunc(l.ownerContext(), func() { once.Do(func() { close(ch) }) })
 	}
 	return ch, func() {
 		for _, stop := range stops {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,6 +250,56 @@ func TestSemaphore_oneClientsWaitersInOrder(t *testing.T) {
 	if !slices.Equal(got, []int{0, 1, 2}) {
 		t.Errorf("served in order %v, want [0 1 2]", got)
 	}
+}
+
+// Goroutines of one client that pass one permit from hand to hand never
+// miss its release: each waiter gets the permit long before its retry delay,
+// over hundreds of hand-overs. The nodes may announce a release before the
+// releasing goroutine has seen its quorum, so that a waiter woken by the
+// announcement still finds the permit held here; the release that follows
+// in the process must wake it then.
+func TestSemaphore_oneClientsHandOversNeverStall(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		slow := redlock.Jittered(time.Minute, time.Minute) // only a wake-up can serve a waiter
+		client := newClient(t, cluster, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: slow})
+		// handOvers is how many times the permit changes hands: a release
+		// was missed in 2 to 10 in a hundred. stallBound is how long a
+		// waiter may wait for its turn among workers: the others' holdings
+		// and hand-overs, a small fraction of the retry delay.
+		const workers, handOvers, stallBound = 4, 300, 10 * time.Second
+		ctx, stop := context.WithCancel(bg)
+		defer stop()
+		var served atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for served.Load() < handOvers {
+					wait, cancel := context.WithTimeout(ctx, stallBound)
+					start := time.Now()
+					lock, err := client.Acquire(wait, "baton", redlock.WithLimit(1))
+					cancel()
+					if ctx.Err() != nil {
+						return // another worker failed
+					}
+					if err != nil {
+						t.Errorf("worker %d, after %d hand-overs: no permit after %s: %v",
+							w, served.Load(), time.Since(start).Round(time.Millisecond), err)
+						stop()
+						return
+					}
+					served.Add(1)
+					if err := lock.Release(bg); err != nil {
+						t.Errorf("worker %d: release: %v", w, err)
+						stop()
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("%d hand-overs", served.Load())
+	})
 }
 
 // A limit out of range, or a name whose permits' keys would be too long,
