@@ -51,6 +51,9 @@ func (l *Lock) WireKey() string { return l.key }
 // TTL returns the time-to-live the lock was acquired with.
 func (l *Lock) TTL() time.Duration { return l.ttl }
 
+// LossMarginOf returns how long before its deadline l counts as lost.
+func LossMarginOf(l *Lock) time.Duration { return l.margin }
+
 // Extensions returns how many times the lock was extended.
 func (l *Lock) Extensions() int {
 	l.mu.Lock()

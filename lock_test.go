@@ -261,9 +261,14 @@ func TestDone_firesAMarginBeforeTheDeadline(t *testing.T) {
 			case <-time.After(2 * tc.ttl):
 				t.Fatal("Done not closed")
 			}
-			left := time.Until(lock.Until())
-			if left > tc.want+time.Millisecond || left < tc.want-50*time.Millisecond {
-				t.Errorf("Done closed with %s of validity left, want about %s", left, tc.want)
+			if got := redlock.LossMarginOf(lock); got != tc.want {
+				t.Errorf("loss margin %s, want %s", got, tc.want)
+			}
+			// Never early: at most the margin is left when Done closes. How
+			// much later it closes depends on the scheduler, which a test
+			// cannot bound on a loaded machine.
+			if left := time.Until(lock.Until()); left > tc.want+time.Millisecond {
+				t.Errorf("Done closed with %s of validity left, want at most %s", left, tc.want)
 			}
 			<-ctx.Done()
 			if !errors.Is(context.Cause(ctx), redlock.ErrLockLost) || !errors.Is(lock.Err(), redlock.ErrLockLost) {
