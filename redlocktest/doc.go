@@ -136,9 +136,9 @@
 // Pub/Sub (SSUBSCRIBE, SPUBLISH), functions (FCALL), and the error codes
 // of a script's commands in the script's error (ScriptErrorCodes). Lines
 // of Options.Config and SentinelOptions.Config are written as given: on
-// 6.2, use names it knows (lua-time-limit rather than
-// busy-reply-threshold, which 7.x also takes under the old name). A
-// Sentinel's configuration is the same for every release.
+// 6.2, use names it knows (lua-time-limit, which 7.x takes too, rather
+// than busy-reply-threshold). A Sentinel's configuration is the same for
+// every release.
 //
 // Process handling: every redis-server runs in its own process group, so a
 // Ctrl-C in the terminal signals only the test binary. On Linux each child
