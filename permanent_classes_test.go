@@ -43,6 +43,49 @@ func TestAcquire_replicaFailsFast(t *testing.T) {
 	})
 }
 
+// A replica of Redis 6.2, whose script errors wrap the READONLY of the
+// script's write, fails Acquire at once too.
+func TestAcquire_redis62ReplicaFailsFast(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		_, replica := masterWithReplica(t)
+		conns := a.conns(t, replica.Addrs())
+		for i, conn := range conns {
+			conns[i] = redis62Errors{conn}
+		}
+		failsFast(t, conns, "job", "READONLY")
+	})
+}
+
+// redis62Errors is a node that words the errors of its scripts' commands
+// as Redis 6.2 does: a script's error wraps the command's, after where in
+// the script it happened ("ERR Error running script (call to f_<sha1>):
+// @user_script:7: @user_script: 7: -READONLY You can't write against a
+// read only replica."), where Redis 7.x gives the command's error with
+// the place after it ("READONLY ... script: <sha1>, on @user_script:7.");
+// and an error that the batch script caught is the command's after the
+// place ("@user_script: 7: -READONLY ...").
+type redis62Errors struct{ redlock.Conn }
+
+// EvalSHA runs the script, and words the errors of its commands as Redis
+// 6.2 does.
+func (c redis62Errors) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
+	v, err := c.Conn.EvalSHA(ctx, sha1, source, keys, args...)
+	if err != nil {
+		if msg, _, ok := strings.Cut(err.Error(), " script: "); ok {
+			err = errors.New("ERR Error running script (call to f_" + sha1 + "): @user_script:7: @user_script: 7: -" + msg)
+		}
+		return v, err
+	}
+	if replies, ok := v.([]any); ok {
+		for i, r := range replies {
+			if e, ok := r.(error); ok {
+				replies[i] = errors.New("@user_script: 7: -" + e.Error())
+			}
+		}
+	}
+	return v, nil
+}
+
 // A node whose scripting commands are renamed away (EVAL and EVALSHA
 // unknown) fails Acquire at once.
 func TestAcquire_scriptingDisabledFailsFast(t *testing.T) {

@@ -64,7 +64,8 @@ type Options struct {
 // methods are safe for concurrent use.
 type Cluster struct {
 	nodes     []*Node
-	masters   int // the masters a Redis Cluster formed with, 0 otherwise
+	masters   int     // the masters a Redis Cluster formed with, 0 otherwise
+	version   Version // the release of redis-server
 	dir       string
 	removeDir bool
 
@@ -103,12 +104,17 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	version, err := serverVersion(server)
+	if err != nil {
+		return nil, err
+	}
 	dir, removeDir, err := makeDir(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, removeDir: removeDir}
+	c := &Cluster{dir: dir, removeDir: removeDir, version: version}
 	conf := nodeConfig{
+		version:  version,
 		aof:      opts.AppendFsyncAlways,
 		password: opts.Password,
 		cluster:  opts.RedisCluster,
@@ -196,6 +202,11 @@ func (c *Cluster) startAll(ctx context.Context) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// Version returns the release of the nodes' redis-server (see
+// ServerVersion). A test that needs a Feature that not every release has
+// checks it here.
+func (c *Cluster) Version() Version { return c.version }
 
 // Nodes returns the nodes, in index order.
 func (c *Cluster) Nodes() []*Node {

@@ -121,6 +121,25 @@
 //		t.Fatal(err)
 //	}
 //
+// # Versions
+//
+// New reads the release of its redis-server from `redis-server --version`
+// (once per binary: see ServerVersion, and Cluster.Version) and writes
+// each node's redis.conf for it. It supports Redis 6.2 and later; the
+// tests of this repository run 7.0. Before 7.0 it leaves out
+// enable-debug-command, which 6.2 does not know (its DEBUG is always on),
+// and cluster-port: a Redis Cluster node's bus then listens on its port +
+// 10000, and both ports are picked free. It forms a Redis Cluster with
+// CLUSTER ADDSLOTS there, for want of ADDSLOTSRANGE. Every option and
+// method then works as on 7.x; what the server itself lacks before 7.0
+// is told by Version.Has for the features a test may need: sharded
+// Pub/Sub (SSUBSCRIBE, SPUBLISH), functions (FCALL), and the error codes
+// of a script's commands in the script's error (ScriptErrorCodes). Lines
+// of Options.Config and SentinelOptions.Config are written as given: on
+// 6.2, use names it knows (lua-time-limit, which 7.x takes too, rather
+// than busy-reply-threshold). A Sentinel's configuration is the same for
+// every release.
+//
 // Process handling: every redis-server runs in its own process group, so a
 // Ctrl-C in the terminal signals only the test binary. On Linux each child
 // also gets PR_SET_PDEATHSIG=SIGKILL, so it dies with the test binary even

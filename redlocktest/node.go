@@ -299,13 +299,23 @@ func (n *Node) firstStart(ctx context.Context) error {
 }
 
 // pickPorts chooses the node's port and, in a Redis Cluster, a different
-// port for its cluster bus.
+// port for its cluster bus: any free one, or its port + busOffset on a
+// release without cluster-port.
 func (n *Node) pickPorts() (err error) {
-	if n.port, err = freePort(); err != nil || !n.conf.cluster {
+	if !n.conf.cluster {
+		n.port, err = freePort(0)
+		return err
+	}
+	if !n.conf.version.clusterPortSetting() {
+		n.port, err = freePort(busOffset)
+		n.busPort = n.port + busOffset
+		return err
+	}
+	if n.port, err = freePort(0); err != nil {
 		return err
 	}
 	for n.busPort = n.port; n.busPort == n.port; {
-		if n.busPort, err = freePort(); err != nil {
+		if n.busPort, err = freePort(0); err != nil {
 			return err
 		}
 	}
@@ -433,6 +443,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // nodeConfig is what every node of a cluster has in its redis.conf.
 type nodeConfig struct {
+	version  Version // of redis-server: the directives it knows
 	aof      bool
 	password string
 	cluster  bool // a Redis Cluster node
@@ -450,8 +461,10 @@ func (c nodeConfig) render(port, busPort int, dir string) string {
 		"dir " + quote(dir),
 		"logfile " + quote(filepath.Join(dir, logName)),
 		"databases 16",
-		"enable-debug-command local",
 		`save ""`,
+	}
+	if c.version.debugSwitch() {
+		lines = append(lines, "enable-debug-command local")
 	}
 	if c.aof {
 		lines = append(lines, "appendonly yes", "appendfsync always")
@@ -462,7 +475,7 @@ func (c nodeConfig) render(port, busPort int, dir string) string {
 		lines = append(lines, "requirepass "+quote(c.password))
 	}
 	if c.cluster {
-		lines = append(lines, clusterConfig(busPort)...)
+		lines = append(lines, clusterConfig(c.version, busPort)...)
 	}
 	lines = append(lines, c.extra...)
 	return strings.Join(lines, "\n") + "\n"
@@ -490,18 +503,37 @@ func quote(s string) string {
 // minPort is the lowest port freePort picks by itself.
 const minPort = 20000
 
-// freePort returns a loopback port that is free right now. It prefers ports
-// below the kernel's ephemeral range: source ports of outgoing connections
-// come from that range, so no client connection can take a node's port
-// while the node is down. Elsewhere it asks the kernel for a port.
-func freePort() (int, error) {
-	if low, ok := ephemeralLow(); ok && low > minPort {
+// freePort returns a loopback port that is free right now, and whose
+// port + offset is free too when offset is not 0 (a Redis Cluster bus
+// before 7.0). It prefers ports below the kernel's ephemeral range (both
+// of them): source ports of outgoing connections come from that range, so
+// no client connection can take a node's port while the node is down.
+// Elsewhere it asks the kernel for a port.
+func freePort(offset int) (int, error) {
+	free := func(port int) bool {
+		return portFree(port) && (offset == 0 || port+offset <= maxPort && portFree(port+offset))
+	}
+	if low, ok := ephemeralLow(); ok && low-offset > minPort {
 		for range 20 {
-			if port := minPort + rand.IntN(low-minPort); portFree(port) {
+			if port := minPort + rand.IntN(low-offset-minPort); free(port) {
 				return port, nil
 			}
 		}
 	}
+	for range 20 {
+		port, err := kernelPort()
+		if err != nil || offset == 0 || free(port) {
+			return port, err
+		}
+	}
+	return 0, fmt.Errorf("redlocktest: find a free port: no port p with p+%d free too", offset)
+}
+
+// maxPort is the highest TCP port.
+const maxPort = 65535
+
+// kernelPort returns a loopback port that the kernel found free.
+func kernelPort() (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("redlocktest: find a free port: %w", err)

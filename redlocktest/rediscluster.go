@@ -31,18 +31,22 @@ const (
 	clusterProbeTimeout = 500 * time.Millisecond // one node's state check
 )
 
-// clusterConfig returns the redis.conf lines of a Redis Cluster node whose
-// cluster bus listens on busPort. The cluster state file lives in the
-// node's directory, which Restart keeps, so a restarted node rejoins with
-// its slots.
-func clusterConfig(busPort int) []string {
-	return []string{
+// clusterConfig returns the redis.conf lines of a Redis Cluster node of
+// release v whose cluster bus listens on busPort (which must be its port
+// + busOffset before 7.0: those releases have no cluster-port). The
+// cluster state file lives in the node's directory, which Restart keeps,
+// so a restarted node rejoins with its slots.
+func clusterConfig(v Version, busPort int) []string {
+	lines := []string{
 		"cluster-enabled yes",
 		"cluster-config-file " + nodesConfName,
 		"cluster-node-timeout " + strconv.Itoa(clusterNodeTimeout),
-		"cluster-port " + strconv.Itoa(busPort),
 		"repl-diskless-sync-delay " + strconv.Itoa(replSyncDelay),
 	}
+	if v.clusterPortSetting() {
+		lines = append(lines, "cluster-port "+strconv.Itoa(busPort))
+	}
+	return lines
 }
 
 // ID returns the node's Redis Cluster node ID (what CLUSTER MYID says),
@@ -167,7 +171,7 @@ func (n *Node) claimSlots(ctx context.Context, r SlotRange, epoch int) error {
 	if err != nil {
 		return err
 	}
-	if args := addSlotsArgs(r, own); len(args) > 2 {
+	if args := addSlotsArgs(r, own, n.conf.version.addSlotsRange()); len(args) > 2 {
 		if _, err := n.Do(ctx, args...); err != nil {
 			return fmt.Errorf("redlocktest: node %d: %w", n.index, err)
 		}
@@ -196,22 +200,35 @@ func (n *Node) ownSlots(ctx context.Context) ([]SlotRange, error) {
 	return nil, nil
 }
 
-// addSlotsArgs returns CLUSTER ADDSLOTSRANGE with the parts of r not in
-// own, which is sorted.
-func addSlotsArgs(r SlotRange, own []SlotRange) []string {
+// addSlotsArgs returns the command that adds the parts of r not in own,
+// which is sorted: CLUSTER ADDSLOTSRANGE with their bounds, or, on a
+// release without it (ranges false), CLUSTER ADDSLOTS with each slot.
+func addSlotsArgs(r SlotRange, own []SlotRange, ranges bool) []string {
 	args := []string{"CLUSTER", "ADDSLOTSRANGE"}
+	if !ranges {
+		args[1] = "ADDSLOTS"
+	}
+	add := func(first, last int) {
+		if ranges {
+			args = append(args, strconv.Itoa(first), strconv.Itoa(last))
+			return
+		}
+		for slot := first; slot <= last; slot++ {
+			args = append(args, strconv.Itoa(slot))
+		}
+	}
 	next := r.First
 	for _, o := range own {
 		if o.Last < next || o.First > r.Last {
 			continue
 		}
 		if o.First > next {
-			args = append(args, strconv.Itoa(next), strconv.Itoa(o.First-1))
+			add(next, o.First-1)
 		}
 		next = o.Last + 1
 	}
 	if next <= r.Last {
-		args = append(args, strconv.Itoa(next), strconv.Itoa(r.Last))
+		add(next, r.Last)
 	}
 	return args
 }

@@ -147,7 +147,7 @@ func findSentinel(path string) (string, error) {
 // was taken meanwhile.
 func (s *Sentinel) launch(ctx context.Context, bin string, opts SentinelOptions) error {
 	var err error
-	if s.port, err = freePort(); err != nil {
+	if s.port, err = freePort(0); err != nil {
 		return err
 	}
 	conf := sentinelConfig(s.port, s.dir, opts)

@@ -19,7 +19,7 @@ func TestAddSlotsArgs(t *testing.T) {
 		{[]SlotRange{{50, 120}, {199, 250}}, []string{"121", "198"}},
 		{[]SlotRange{{0, 16383}}, nil},
 	} {
-		got := addSlotsArgs(r, tc.own)
+		got := addSlotsArgs(r, tc.own, true)
 		if want := append([]string{"CLUSTER", "ADDSLOTSRANGE"}, tc.want...); !slices.Equal(got, want) {
 			t.Errorf("addSlotsArgs(%v, %v) = %q, want %q", r, tc.own, got, want)
 		}
