@@ -137,3 +137,84 @@ func TestMarkReady_waitsForASlowNode(t *testing.T) {
 		t.Errorf("marker %q after MarkReady, want 0", v)
 	}
 }
+
+// A TTL whose sum with the recovery delay, for which a lock's fencing
+// counter outlives the lock, is beyond a time.Duration fails TryAcquire and
+// Acquire at once with ErrInvalidTTL, where the sum would wrap negative
+// and every node refuse it; New refuses such options likewise. The longest
+// TTL within the limit locks.
+func TestTTL_beyondADurationWithTheRecoveryDelay(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	opts := fast()
+	opts.DisableQuarantine = true // else the recovery delay bounds the TTL
+	c := newClient(t, cluster, adapters[0], opts)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	for _, ttl := range []time.Duration{math.MaxInt64, math.MaxInt64 - 30*time.Second + time.Millisecond} {
+		if _, err := c.TryAcquire(bg, "forever", redlock.WithTTL(ttl)); !errors.Is(err, redlock.ErrInvalidTTL) {
+			t.Errorf("TryAcquire(WithTTL(%d)) = %v, want ErrInvalidTTL", ttl, err)
+		}
+		if _, err := c.Acquire(ctx, "forever", redlock.WithTTL(ttl)); !errors.Is(err, redlock.ErrInvalidTTL) || ctx.Err() != nil {
+			t.Errorf("Acquire(WithTTL(%d)) = %v, want ErrInvalidTTL at once", ttl, err)
+		}
+	}
+	longest := time.Duration(math.MaxInt64) - 30*time.Second
+	for name, opt := range map[string]redlock.LockOption{"mutex": nil, "shared": redlock.WithShared(), "permit": redlock.WithLimit(2)} {
+		opts := []redlock.LockOption{redlock.WithTTL(longest)}
+		if opt != nil {
+			opts = append(opts, opt)
+		}
+		lock, err := c.TryAcquire(bg, "longest-"+name, opts...)
+		if err != nil {
+			t.Errorf("%s with the longest TTL: %v", name, err)
+			continue
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Errorf("release of the %s: %v", name, err)
+		}
+	}
+	for _, o := range []redlock.Options{{RecoveryDelay: math.MaxInt64}, {TTL: math.MaxInt64, DisableQuarantine: true}} {
+		if c, err := redlock.New(goredisConns(t, cluster.Addrs()), &o); !errors.Is(err, redlock.ErrInvalidTTL) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("New(%+v) = %v, want ErrInvalidTTL", o, err)
+		}
+	}
+}
+
+// A TTL refused is printed as the caller gave it, not as truncated to
+// Redis's milliseconds.
+func TestTTL_refusedAsGiven(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], fast())
+	lock, err := c.TryAcquire(bg, "given")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want string
+	}{
+		{time.Microsecond, "1µs is below Redis's 1 ms resolution"},
+		{999 * time.Microsecond, "999µs is below"},
+		{2500 * time.Microsecond, "2.5ms (2ms at Redis's 1 ms resolution) leaves no validity"},
+	} {
+		for call, err := range map[string]error{
+			"TryAcquire":  second(c.TryAcquire(bg, "given-2", redlock.WithTTL(tc.ttl))),
+			"Extend":      lock.Extend(bg, tc.ttl),
+			"ExtendToken": second(c.ExtendToken(bg, "given", lock.Token(), tc.ttl)),
+		} {
+			if !errors.Is(err, redlock.ErrInvalidTTL) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s with a TTL of %s: %v, want ErrInvalidTTL saying %q", call, tc.ttl, err, tc.want)
+			}
+		}
+	}
+	if _, err := redlock.New(goredisConns(t, cluster.Addrs()), &redlock.Options{TTL: time.Microsecond}); err == nil || !strings.Contains(err.Error(), "1µs is below") {
+		t.Errorf("New with a 1µs TTL: %v", err)
+	}
+}
+
+// second returns the second of two results.
+func second[T any](_ T, err error) error { return err }

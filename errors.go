@@ -45,6 +45,9 @@ var (
 	// Options.RecoveryDelay while the restart quarantine is on: a node that
 	// restarted without its data could then vote again while such a lock is
 	// still valid.
+	// It also means that the TTL's sum with Options.RecoveryDelay, for
+	// which the lock's fencing counter outlives it, is beyond a
+	// time.Duration.
 	ErrInvalidTTL = errors.New("redlock: invalid TTL")
 	// ErrDuplicateNode means the same node was given twice; two votes from one
 	// server would break the quorum's independence.
