@@ -59,8 +59,13 @@ var (
 	ErrInvalidOptions = errors.New("redlock: invalid options")
 )
 
+// ErrNilContext means a call was given a nil context. Lock.Release and
+// Locks.Release run with context.Background() instead, as a release always
+// runs.
+var ErrNilContext = errors.New("redlock: nil context")
+
 // errNilContext is the error of a call given a nil context.
-var errNilContext = errors.New("redlock: nil context: pass context.Background() or a context that bounds the call")
+var errNilContext = fmt.Errorf("%w: pass context.Background() or a context that bounds the call", ErrNilContext)
 
 // keyQuoteBytes is how much of a key messages quote.
 const keyQuoteBytes = 64

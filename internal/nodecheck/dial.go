@@ -5,6 +5,7 @@ package nodecheck
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/redlock-go/redlock"
@@ -13,8 +14,11 @@ import (
 // Dial returns a redlock.Client over one Conn per URL, each built by
 // newConn, after checking the nodes (see Check; probe may be nil). On any
 // error it closes what it built. The errors of newConn and of redlock.New
-// are returned as they are.
+// are returned as they are; a nil ctx fails with redlock.ErrNilContext.
 func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn func(raw string) (redlock.Conn, error), probe Probe) (*redlock.Client, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: pass context.Background() or a context that bounds the call", redlock.ErrNilContext)
+	}
 	conns := make([]redlock.Conn, 0, len(urls))
 	for _, raw := range urls {
 		c, err := newConn(raw)
