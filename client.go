@@ -34,6 +34,8 @@ type Client struct {
 	// tel records metrics, spans and log records (telemetry.go); nil when
 	// Options has no logger and no provider.
 	tel *telemetry.Telemetry
+	// unreachable are the nodes Dial could not reach (UnreachableAtDial).
+	unreachable []NodeResult
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
