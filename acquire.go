@@ -92,8 +92,11 @@ func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig
 			return "", cfg, err
 		}
 	}
+	if err := c.checkLockTTL(cfg.ttl); err != nil {
+		return "", cfg, err
+	}
 	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
-	return key, cfg, c.checkLockTTL(cfg.ttl)
+	return key, cfg, nil
 }
 
 // lockOptions returns the settings of one call: the client's defaults,

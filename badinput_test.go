@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -34,48 +35,77 @@ func TestNew_refusesOptionsNoNodeCanMeet(t *testing.T) {
 	}
 }
 
+// Every call given a nil context fails with ErrNilContext, but a release,
+// which runs whatever its context.
 func TestNilContext_failsClearlyOrReleases(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		c := newClient(t, cluster, a, fast())
-		//lint:ignore SA1012 a nil context is the bad input under test
-		if _, err := c.Acquire(nil, "nil-ctx"); err == nil || !strings.Contains(err.Error(), "nil context") {
-			t.Errorf("Acquire(nil) = %v, want a nil context error", err)
-		}
-		//lint:ignore SA1012 as above
-		if _, err := c.TryAcquire(nil, "nil-ctx"); err == nil {
-			t.Error("TryAcquire(nil) succeeded")
-		}
-		//lint:ignore SA1012 as above
-		if err := c.Do(nil, "nil-ctx", func(context.Context) error { return nil }); err == nil {
-			t.Error("Do(nil) succeeded")
-		}
-		//lint:ignore SA1012 as above
-		if _, err := c.Inspect(nil, "nil-ctx"); err == nil {
-			t.Error("Inspect(nil) succeeded")
-		}
-		//lint:ignore SA1012 as above
-		if err := c.MarkReady(nil, false); err == nil {
-			t.Error("MarkReady(nil) succeeded")
-		}
 		lock, err := c.Acquire(bg, "nil-ctx")
 		if err != nil {
 			t.Fatal(err)
 		}
-		//lint:ignore SA1012 as above
-		if err := lock.Extend(nil, 0); err == nil {
-			t.Error("Extend(nil) succeeded")
+		locks, err := c.TryAcquireAll(bg, []string{"nil-ctx-a", "nil-ctx-b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		noop := func(context.Context) error { return nil }
+		for call, f := range map[string]func(context.Context) error{
+			"Acquire":       func(ctx context.Context) error { _, err := c.Acquire(ctx, "nil-ctx-2"); return err },
+			"TryAcquire":    func(ctx context.Context) error { _, err := c.TryAcquire(ctx, "nil-ctx-2"); return err },
+			"AcquireAll":    func(ctx context.Context) error { _, err := c.AcquireAll(ctx, []string{"k1"}); return err },
+			"TryAcquireAll": func(ctx context.Context) error { _, err := c.TryAcquireAll(ctx, []string{"k1"}); return err },
+			"Do":            func(ctx context.Context) error { return c.Do(ctx, "nil-ctx-2", noop) },
+			"Inspect":       func(ctx context.Context) error { _, err := c.Inspect(ctx, "nil-ctx"); return err },
+			"MarkReady":     func(ctx context.Context) error { return c.MarkReady(ctx, false) },
+			"Lock.Extend":   func(ctx context.Context) error { return lock.Extend(ctx, 0) },
+			"Locks.Extend":  func(ctx context.Context) error { return locks.Extend(ctx, 0) },
+			"ExtendToken":   func(ctx context.Context) error { _, err := c.ExtendToken(ctx, "nil-ctx", lock.Token(), 0); return err },
+		} {
+			//lint:ignore SA1012 a nil context is the bad input under test
+			if err := f(nil); !errors.Is(err, redlock.ErrNilContext) || !strings.Contains(err.Error(), "context.Background()") {
+				t.Errorf("%s(nil) = %v, want ErrNilContext saying what to pass", call, err)
+			}
 		}
 		// A release runs whatever its context: nothing stays locked.
 		//lint:ignore SA1012 as above
 		if err := lock.Release(nil); err != nil {
 			t.Fatalf("Release(nil) = %v", err)
 		}
+		//lint:ignore SA1012 as above
+		if err := locks.Release(nil); err != nil {
+			t.Fatalf("Locks.Release(nil) = %v", err)
+		}
 		for i, n := range cluster.Nodes() {
 			// Release returns at a quorum; the other nodes follow.
-			if v := eventuallyGone(t, n, "nil-ctx"); v != "" {
-				t.Errorf("node %d still holds %q after Release(nil)", i, v)
+			for _, key := range []string{"nil-ctx", "nil-ctx-a", "nil-ctx-b"} {
+				if v := eventuallyGone(t, n, key); v != "" {
+					t.Errorf("node %d still holds %q: %q after Release(nil)", i, key, v)
+				}
 			}
+		}
+	})
+}
+
+// Dial given a nil context fails with ErrNilContext, with either adapter.
+func TestDial_nilContext(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			//lint:ignore SA1012 a nil context is the bad input under test
+			client, err := d.dial(nil, cluster.URLs(), nil)
+			if err == nil {
+				client.Close()
+			}
+			return err
+		}()
+		if !errors.Is(err, redlock.ErrNilContext) {
+			t.Errorf("Dial(nil, …) = %v, want ErrNilContext", err)
 		}
 	})
 }
@@ -137,3 +167,84 @@ func TestMarkReady_waitsForASlowNode(t *testing.T) {
 		t.Errorf("marker %q after MarkReady, want 0", v)
 	}
 }
+
+// A TTL whose sum with the recovery delay, for which a lock's fencing
+// counter outlives the lock, is beyond a time.Duration fails TryAcquire and
+// Acquire at once with ErrInvalidTTL, where the sum would wrap negative
+// and every node refuse it; New refuses such options likewise. The longest
+// TTL within the limit locks.
+func TestTTL_beyondADurationWithTheRecoveryDelay(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	opts := fast()
+	opts.DisableQuarantine = true // else the recovery delay bounds the TTL
+	c := newClient(t, cluster, adapters[0], opts)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	for _, ttl := range []time.Duration{math.MaxInt64, math.MaxInt64 - 30*time.Second + time.Millisecond} {
+		if _, err := c.TryAcquire(bg, "forever", redlock.WithTTL(ttl)); !errors.Is(err, redlock.ErrInvalidTTL) {
+			t.Errorf("TryAcquire(WithTTL(%d)) = %v, want ErrInvalidTTL", ttl, err)
+		}
+		if _, err := c.Acquire(ctx, "forever", redlock.WithTTL(ttl)); !errors.Is(err, redlock.ErrInvalidTTL) || ctx.Err() != nil {
+			t.Errorf("Acquire(WithTTL(%d)) = %v, want ErrInvalidTTL at once", ttl, err)
+		}
+	}
+	longest := time.Duration(math.MaxInt64) - 30*time.Second
+	for name, opt := range map[string]redlock.LockOption{"mutex": nil, "shared": redlock.WithShared(), "permit": redlock.WithLimit(2)} {
+		opts := []redlock.LockOption{redlock.WithTTL(longest)}
+		if opt != nil {
+			opts = append(opts, opt)
+		}
+		lock, err := c.TryAcquire(bg, "longest-"+name, opts...)
+		if err != nil {
+			t.Errorf("%s with the longest TTL: %v", name, err)
+			continue
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Errorf("release of the %s: %v", name, err)
+		}
+	}
+	for _, o := range []redlock.Options{{RecoveryDelay: math.MaxInt64}, {TTL: math.MaxInt64, DisableQuarantine: true}} {
+		if c, err := redlock.New(goredisConns(t, cluster.Addrs()), &o); !errors.Is(err, redlock.ErrInvalidTTL) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("New(%+v) = %v, want ErrInvalidTTL", o, err)
+		}
+	}
+}
+
+// A TTL refused is printed as the caller gave it, not as truncated to
+// Redis's milliseconds.
+func TestTTL_refusedAsGiven(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], fast())
+	lock, err := c.TryAcquire(bg, "given")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want string
+	}{
+		{time.Microsecond, "1µs is below Redis's 1 ms resolution"},
+		{999 * time.Microsecond, "999µs is below"},
+		{2500 * time.Microsecond, "2.5ms (2ms at Redis's 1 ms resolution) leaves no validity"},
+	} {
+		for call, err := range map[string]error{
+			"TryAcquire":  second(c.TryAcquire(bg, "given-2", redlock.WithTTL(tc.ttl))),
+			"Extend":      lock.Extend(bg, tc.ttl),
+			"ExtendToken": second(c.ExtendToken(bg, "given", lock.Token(), tc.ttl)),
+		} {
+			if !errors.Is(err, redlock.ErrInvalidTTL) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s with a TTL of %s: %v, want ErrInvalidTTL saying %q", call, tc.ttl, err, tc.want)
+			}
+		}
+	}
+	if _, err := redlock.New(goredisConns(t, cluster.Addrs()), &redlock.Options{TTL: time.Microsecond}); err == nil || !strings.Contains(err.Error(), "1µs is below") {
+		t.Errorf("New with a 1µs TTL: %v", err)
+	}
+}
+
+// second returns the second of two results.
+func second[T any](_ T, err error) error { return err }

@@ -399,13 +399,14 @@ func (p *pipe) eval(ctx context.Context, deadline time.Time, s *script, keys, ar
 	s = s.forNode(p.cluster)
 	if p.replicas == 0 || !s.replicated && s != batchScript {
 		v, err = p.conn.EvalSHA(ctx, s.sha1, s.source, keys, args...)
-		return v, -1, err
+		return v, -1, asNoAuth(err)
 	}
 	// WAIT gets three quarters of the time left, so that its reply (the
 	// replicas that did confirm) arrives before the deadline; WAIT 0 would
 	// wait for ever: wait at least a millisecond.
 	timeout := max((time.Until(deadline) * 3 / 4).Truncate(time.Millisecond), time.Millisecond)
-	return p.conn.(replicator).EvalSHAWait(ctx, p.replicas, timeout, s.sha1, s.source, keys, args...)
+	v, acked, err = p.conn.(replicator).EvalSHAWait(ctx, p.replicas, timeout, s.sha1, s.source, keys, args...)
+	return v, acked, asNoAuth(err)
 }
 
 // checkReplicated returns err, or an errReplicasBehind when s is replicated

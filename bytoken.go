@@ -64,9 +64,9 @@ func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error)
 	if err != nil {
 		return nil, err
 	}
-	ttl = ttl.Truncate(time.Millisecond)
 	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
 		return nil, err
 	}
+	ttl = ttl.Truncate(time.Millisecond)
 	return newLock(c, key, token, ttl, time.Now().Add(ttl), false), nil
 }

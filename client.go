@@ -34,6 +34,8 @@ type Client struct {
 	// tel records metrics, spans and log records (telemetry.go); nil when
 	// Options has no logger and no provider.
 	tel *telemetry.Telemetry
+	// unreachable are the nodes Dial could not reach (UnreachableAtDial).
+	unreachable []NodeResult
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -159,12 +161,16 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	return min(c.opts.NodeTimeout, ttl-drift(ttl, c.opts.DriftFactor))
 }
 
-// checkLockTTL applies every rule on the TTL of one lock operation.
-func (c *Client) checkLockTTL(ttl time.Duration) error {
-	if err := checkTTL(ttl, c.opts.DriftFactor); err != nil {
+// checkLockTTL applies every rule on the TTL of one lock operation, as the
+// caller gave it (before its truncation to milliseconds).
+func (c *Client) checkLockTTL(given time.Duration) error {
+	if err := checkTTL(given, c.opts.DriftFactor); err != nil {
 		return err
 	}
-	return checkQuarantineTTL(ttl, c.opts)
+	if err := checkQuarantineTTL(given, c.opts); err != nil {
+		return err
+	}
+	return checkCounterTTL(given, c.opts)
 }
 
 // wireArgs are script arguments that depend only on the options, formatted

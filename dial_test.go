@@ -116,84 +116,113 @@ func dialClusterURLToAServer(t *testing.T, d dialer, urls []string) {
 	}
 }
 
-// A minority of nodes that refuse the credentials of their URLs is
-// tolerated as a minority that is down, and reported on Options.Logger; a
-// majority of them fails Dial, naming each one.
-func TestDial_badCredentials(t *testing.T) {
+// A node that answers but refuses what its URL asks of it (no password
+// where one is needed, a wrong one, a database that does not exist) fails
+// Dial, be it one node of three: no retry fixes it, and it would count as
+// down without a word. The error wraps ErrInvalidURL and names each such
+// node with its answer, and no password.
+func TestDial_refusingNodeFails(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	do(t, cluster.Node(0), "CONFIG", "SET", "requirepass", "s3cret-pw")
+	do(t, cluster.Node(1), "CONFIG", "SET", "requirepass", "s3cret-pw")
+	addrs := cluster.Addrs()
+	good := []string{"redis://:s3cret-pw@" + addrs[0], "redis://:s3cret-pw@" + addrs[1], "redis://" + addrs[2]}
+	cases := []struct {
+		name    string
+		bad     map[int]string // node index: its URL
+		answers string         // the beginning of each bad node's answer
+	}{
+		{"noPassword", map[int]string{0: "redis://" + addrs[0]}, "NOAUTH"},
+		{"wrongPassword", map[int]string{0: "redis://:not-it-pw@" + addrs[0]}, "WRONGPASS"},
+		{"noSuchDatabase", map[int]string{2: "redis://" + addrs[2] + "/99"}, "DB index"},
+		{"majority", map[int]string{0: "redis://:not-it-pw@" + addrs[0], 1: "redis://:not-it-pw@" + addrs[1]}, "WRONGPASS"},
+	}
 	forEachDialer(t, func(t *testing.T, d dialer) {
-		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		do(t, cluster.Node(0), "CONFIG", "SET", "requirepass", "s3cret-pw")
-		urls := cluster.URLs()
-		t.Run("minorityWithoutPassword", func(t *testing.T) { dialRefusingMinority(t, d, cluster, urls, "NOAUTH") })
-		wrong := slices.Clone(urls)
-		wrong[0] = "redis://:not-it-pw@" + cluster.Node(0).Addr()
-		t.Run("minorityWithWrongPassword", func(t *testing.T) { dialRefusingMinority(t, d, cluster, wrong, "WRONGPASS") })
-
-		do(t, cluster.Node(1), "CONFIG", "SET", "requirepass", "s3cret-pw")
-		wrong[1] = "redis://:not-it-pw@" + cluster.Node(1).Addr()
-		logs := &records{}
-		client, err := d.dial(bg, wrong, &redlock.Options{Logger: slog.New(logs)})
-		if err == nil {
-			client.Close()
-			t.Fatal("Dial with two nodes of three refusing the credentials succeeded")
-		}
-		for _, n := range cluster.Nodes()[:2] {
-			if !strings.Contains(err.Error(), n.Addr()+": WRONGPASS") {
-				t.Errorf("Dial = %v, want node %s named with its error", err, n.Addr())
+		for _, tc := range cases {
+			urls := slices.Clone(good)
+			for i, u := range tc.bad {
+				urls[i] = u
 			}
+			t.Run(tc.name, func(t *testing.T) { dialRefusing(t, d, urls, addrs, tc.bad, tc.answers) })
 		}
-		if strings.Contains(err.Error(), "not-it-pw") || strings.Contains(err.Error(), "s3cret-pw") {
-			t.Errorf("error shows a password: %v", err)
+		client, err := d.dial(bg, good, fast())
+		if err != nil {
+			t.Fatalf("Dial with the right URLs: %v", err)
 		}
-		if w := logs.warnings(); len(w) != 0 {
-			t.Errorf("a Dial that failed logged %v", w)
-		}
+		client.Close()
 	})
 }
 
-// dialRefusingMinority dials urls, whose first node refuses the URL's
-// credentials with the error code: Dial succeeds and warns about that node,
-// which then fails each call with the error while the other two lock.
-func dialRefusingMinority(t *testing.T, d dialer, cluster *redlocktest.Cluster, urls []string, code string) {
-	logs := &records{}
-	opts := fast()
-	opts.Logger = slog.New(logs)
-	client, err := d.dial(bg, urls, opts)
-	if err != nil {
-		t.Fatalf("Dial with one node of three refusing the credentials: %v", err)
+// dialRefusing dials urls, of which the nodes bad (by index in addrs)
+// refuse theirs with an answer that begins with answers: Dial fails with
+// ErrInvalidURL, naming each with its answer, and no password.
+func dialRefusing(t *testing.T, d dialer, urls, addrs []string, bad map[int]string, answers string) {
+	client, err := d.dial(bg, urls, fast())
+	if err == nil {
+		client.Close()
+		t.Fatalf("Dial with %d of %d nodes refusing their URLs succeeded", len(bad), len(urls))
 	}
-	defer client.Close()
-	bad := cluster.Node(0).Addr()
-	checkRefusalLogged(t, logs, bad, code)
-	// MarkReady waits for every node: the refusing one shows its error.
-	qe := quorumError(t, client.MarkReady(bg, false))
-	if r := qe.Nodes[0]; r.Node != bad || r.Outcome != redlock.OutcomeError || !strings.HasPrefix(r.Err.Error(), code) {
-		t.Errorf("mark ready: %v, want %s's %s error", r, bad, code)
+	if !errors.Is(err, d.errInvalidURL) {
+		t.Errorf("Dial = %v, want ErrInvalidURL", err)
 	}
-	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-	defer cancel()
-	lock, err := client.Acquire(ctx, "refused-creds")
-	if err != nil {
-		t.Fatalf("acquire with two nodes of three: %v", err)
+	for i := range bad {
+		if !strings.Contains(err.Error(), addrs[i]+": "+answers) && !strings.Contains(err.Error(), addrs[i]+": ERR "+answers) {
+			t.Errorf("Dial = %v, want node %s named with its %s answer", err, addrs[i], answers)
+		}
 	}
-	if n := lock.Nodes(); n[0].Outcome == redlock.OutcomeOK || n[1].Outcome != redlock.OutcomeOK || n[2].Outcome != redlock.OutcomeOK {
-		t.Errorf("acquisition outcomes %v, want the refusing node's failure and two grants", n)
-	}
-	if err := lock.Release(bg); err != nil {
-		t.Errorf("release: %v", err)
+	if strings.Contains(err.Error(), "not-it-pw") || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Errorf("error shows a password: %v", err)
 	}
 }
 
-// checkRefusalLogged checks that logs hold one warning, naming the node
-// bad, its error with code, and that it counts as down, and no password.
-func checkRefusalLogged(t *testing.T, logs *records, bad, code string) {
-	t.Helper()
-	w := logs.warnings()
-	if len(w) != 1 || w[0]["node"] != bad || !strings.HasPrefix(w[0]["err"], code) || !strings.Contains(w[0]["msg"], "down") {
-		t.Errorf("warnings %v, want one naming %s, its %s error, and that it counts as down", w, bad, code)
+// Nodes that cannot be reached pass Dial, as Redlock works while a majority
+// answers, and the Client lists them with the error of their PING: a node
+// that refuses connections as an error, one that accepts them but never
+// answers as a timeout. A Client whose nodes all answered lists none, and
+// so does one from New, which does no I/O.
+func TestDial_unreachableNodesAreReported(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 4})
+	if err := cluster.Node(2).Kill(); err != nil {
+		t.Fatal(err)
 	}
-	if text := logs.text(); strings.Contains(text, "not-it-pw") || strings.Contains(text, "s3cret-pw") {
-		t.Errorf("the log shows a password: %v", w)
+	if err := cluster.Node(3).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Node(3).Resume()
+	urls := cluster.URLs()
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, urls, fast())
+		if err != nil {
+			t.Fatalf("Dial with two nodes of four unreachable: %v", err)
+		}
+		defer client.Close()
+		down := client.UnreachableAtDial()
+		if len(down) != 2 {
+			t.Fatalf("UnreachableAtDial = %v, want nodes 2 and 3", down)
+		}
+		if r := down[0]; r.Node != cluster.Node(2).Addr() || r.Outcome != redlock.OutcomeError || r.Err == nil || !strings.Contains(r.Err.Error(), "connection refused") {
+			t.Errorf("killed node: %+v, want %s with a connection refused", r, cluster.Node(2).Addr())
+		}
+		if r := down[1]; r.Node != cluster.Node(3).Addr() || r.Outcome != redlock.OutcomeTimeout || r.Err == nil {
+			t.Errorf("paused node: %+v, want %s timing out", r, cluster.Node(3).Addr())
+		}
+
+		up, err := d.dial(bg, urls[:2], fast())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		if down := up.UnreachableAtDial(); down != nil {
+			t.Errorf("every node answered, UnreachableAtDial = %v", down)
+		}
+	})
+	c, err := redlock.New(goredisConns(t, cluster.Addrs()), fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if down := c.UnreachableAtDial(); down != nil {
+		t.Errorf("a Client from New: UnreachableAtDial = %v", down)
 	}
 }
 

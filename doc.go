@@ -18,6 +18,11 @@
 // sentinel errors (ErrNotAcquired, ErrLockLost, ErrNotHeld, ...) in a
 // *QuorumError that says what each node answered.
 //
+// Dial (goredis.Dial, rueidis.Dial) fails when a node answers but refuses
+// its URL (credentials, database), however few such nodes there are, and
+// tolerates nodes that cannot be reached, which Client.UnreachableAtDial
+// lists.
+//
 // # Semaphores and read-write locks
 //
 //	permit, err := client.Acquire(ctx, "partner-api", redlock.WithLimit(5)) // one of 5 permits

@@ -45,6 +45,9 @@ var (
 	// Options.RecoveryDelay while the restart quarantine is on: a node that
 	// restarted without its data could then vote again while such a lock is
 	// still valid.
+	// It also means that the TTL's sum with Options.RecoveryDelay, for
+	// which the lock's fencing counter outlives it, is beyond a
+	// time.Duration.
 	ErrInvalidTTL = errors.New("redlock: invalid TTL")
 	// ErrDuplicateNode means the same node was given twice; two votes from one
 	// server would break the quorum's independence.
@@ -56,8 +59,13 @@ var (
 	ErrInvalidOptions = errors.New("redlock: invalid options")
 )
 
+// ErrNilContext means a call was given a nil context. Lock.Release and
+// Locks.Release run with context.Background() instead, as a release always
+// runs.
+var ErrNilContext = errors.New("redlock: nil context")
+
 // errNilContext is the error of a call given a nil context.
-var errNilContext = errors.New("redlock: nil context: pass context.Background() or a context that bounds the call")
+var errNilContext = fmt.Errorf("%w: pass context.Background() or a context that bounds the call", ErrNilContext)
 
 // keyQuoteBytes is how much of a key messages quote.
 const keyQuoteBytes = 64

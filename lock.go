@@ -167,10 +167,10 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 	if ttl == 0 {
 		ttl = l.ttl
 	}
-	ttl = ttl.Truncate(time.Millisecond)
 	if err := c.checkLockTTL(ttl); err != nil {
 		return err
 	}
+	ttl = ttl.Truncate(time.Millisecond)
 	if c.tel == nil {
 		return l.extendBy(ctx, ttl, nil)
 	}

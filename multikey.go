@@ -134,10 +134,10 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 		}
 		keys[i] = key
 	}
-	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
 	if err := c.checkLockTTL(cfg.ttl); err != nil {
 		return nil, err
 	}
+	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
 	return &multiAcquisition{c: c, ctx: ctx, keys: keys, cfg: cfg, wake: &noWakeup, stopListening: func() {}}, nil
 }
 

@@ -3,6 +3,7 @@ package redlock
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -111,10 +112,10 @@ type Options struct {
 	// Default 0 (no wait).
 	WaitReplicas int
 	// Logger receives what an operator needs to know and no call returns:
-	// a node tolerated although it is misconfigured, a lock lost (Warn), a
-	// node failing (Warn) and answering again (Info), a node recovering
-	// under the restart quarantine (Info), a release that did not reach a
-	// quorum (Warn), a release finished or given up in the background.
+	// a lock lost (Warn), a node failing (Warn) and answering again
+	// (Info), a node recovering under the restart quarantine (Info), a
+	// release that did not reach a quorum (Warn), a release finished or
+	// given up in the background.
 	// Records mark transitions, not requests: a node that is down logs a
 	// few lines per outage (see the package documentation, section
 	// Observability). Default nil: nothing is logged.
@@ -171,6 +172,9 @@ func (o Options) withDefaults() (Options, error) {
 	if err := checkQuarantineTTL(o.TTL, o); err != nil {
 		return o, err
 	}
+	if err := checkCounterTTL(o.TTL, o); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -192,13 +196,16 @@ func drift(ttl time.Duration, factor float64) time.Duration {
 	return time.Duration(float64(ttl)*factor) + driftConstant
 }
 
-// checkTTL rejects a TTL that leaves no validity after the drift allowance.
-func checkTTL(ttl time.Duration, factor float64) error {
+// checkTTL rejects a TTL that Redis cannot keep, or that leaves no validity
+// after the drift allowance, once truncated to Redis's millisecond
+// resolution. Messages print the TTL as the caller gave it.
+func checkTTL(given time.Duration, factor float64) error {
+	ttl := given.Truncate(time.Millisecond)
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: %s is below Redis's 1 ms resolution", ErrInvalidTTL, ttl)
+		return fmt.Errorf("%w: %s is below Redis's 1 ms resolution", ErrInvalidTTL, given)
 	}
 	if d := drift(ttl, factor); ttl <= d {
-		return fmt.Errorf("%w: %s leaves no validity after the %s drift allowance", ErrInvalidTTL, ttl, d)
+		return fmt.Errorf("%w: %s leaves no validity after the %s drift allowance", ErrInvalidTTL, ttlText(given), d)
 	}
 	return nil
 }
@@ -206,12 +213,33 @@ func checkTTL(ttl time.Duration, factor float64) error {
 // checkQuarantineTTL rejects a TTL that the restart quarantine cannot cover:
 // a node that lost its data must sit out until every lock it might have
 // granted has expired, which RecoveryDelay bounds.
-func checkQuarantineTTL(ttl time.Duration, o Options) error {
-	if o.DisableQuarantine || ttl <= o.RecoveryDelay {
+func checkQuarantineTTL(given time.Duration, o Options) error {
+	if o.DisableQuarantine || given.Truncate(time.Millisecond) <= o.RecoveryDelay {
 		return nil
 	}
 	return fmt.Errorf("%w: %s is above the %s recovery delay, so a node that restarted without its data "+
-		"could vote again while the lock is still valid: raise Options.RecoveryDelay", ErrInvalidTTL, ttl, o.RecoveryDelay)
+		"could vote again while the lock is still valid: raise Options.RecoveryDelay", ErrInvalidTTL, ttlText(given), o.RecoveryDelay)
+}
+
+// checkCounterTTL rejects a TTL whose sum with RecoveryDelay, how long the
+// lock's fencing counter outlives it (see wireArgs.counterMillis), is
+// beyond a time.Duration: the sum would wrap negative, and every node
+// would refuse it.
+func checkCounterTTL(given time.Duration, o Options) error {
+	if given.Truncate(time.Millisecond) <= math.MaxInt64-o.RecoveryDelay {
+		return nil
+	}
+	return fmt.Errorf("%w: %s plus the %s recovery delay, for which the lock's fencing counter outlives it, "+
+		"is beyond the longest time.Duration", ErrInvalidTTL, given, o.RecoveryDelay)
+}
+
+// ttlText prints a TTL as the caller gave it, and as Redis keeps it when
+// that differs: "2.5ms (2ms at Redis's 1 ms resolution)".
+func ttlText(given time.Duration) string {
+	if ttl := given.Truncate(time.Millisecond); ttl != given {
+		return given.String() + " (" + ttl.String() + " at Redis's 1 ms resolution)"
+	}
+	return given.String()
 }
 
 // LockOption changes one Acquire, TryAcquire or Do call.

@@ -3,12 +3,14 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/rueidis"
 )
 
 // A majority of nodes that refuse for a reason no retry fixes (here the
@@ -63,4 +65,90 @@ func TestAcquire_noPermissionFailsFast(t *testing.T) {
 	if !errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
 		t.Fatalf("acquire of a key the ACL denies: %v, want ErrInvalidOptions at once", err)
 	}
+}
+
+// A node that needs a password its URL does not give refuses a lock
+// request, longer than the commands Redis takes from a connection that has
+// not authenticated, with a protocol error: the node's outcome says NOAUTH
+// all the same, with either adapter, and so many such nodes that no quorum
+// is possible end Acquire at once.
+func TestAcquire_missingPasswordSaysNOAUTH(t *testing.T) {
+	for _, a := range []struct {
+		name    string
+		newConn func(string) (redlock.Conn, error)
+	}{
+		{"goredis", func(u string) (redlock.Conn, error) { return goredis.NewURL(u) }},
+		{"rueidis", func(u string) (redlock.Conn, error) { return rueidis.NewURL(u) }},
+	} {
+		newConn := a.newConn
+		t.Run(a.name, func(t *testing.T) {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+			do(t, cluster.Node(0), "CONFIG", "SET", "requirepass", "s3cret-pw")
+			c := clientOverURLs(t, cluster.URLs(), newConn)
+			t.Run("minority", func(t *testing.T) { nodeSaysNOAUTH(t, c, cluster.Node(0).Addr()) })
+
+			do(t, cluster.Node(1), "CONFIG", "SET", "requirepass", "s3cret-pw")
+			c = clientOverURLs(t, cluster.URLs(), newConn)
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			_, err := c.Acquire(ctx, "needs-auth")
+			if !errors.Is(err, redlock.ErrInvalidOptions) || !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil {
+				t.Fatalf("two nodes of three without their password: %v, want ErrNotAcquired and ErrInvalidOptions at once", err)
+			}
+			for _, r := range quorumError(t, err).Nodes[:2] {
+				if r.Outcome != redlock.OutcomeError || !strings.HasPrefix(r.Err.Error(), "NOAUTH") {
+					t.Errorf("%s: %v %v, want a NOAUTH error", r.Node, r.Outcome, r.Err)
+				}
+			}
+		})
+	}
+}
+
+// nodeSaysNOAUTH acquires and releases a lock through c until the node
+// named bad, which wants a password, has answered an acquisition within
+// it (the lock is granted at a quorum, possibly before), and checks that
+// its error says NOAUTH.
+func nodeSaysNOAUTH(t *testing.T, c *redlock.Client, bad string) {
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		lock, err := c.TryAcquire(bg, "needs-auth")
+		if err != nil {
+			t.Fatalf("acquire with one node of three without its password: %v", err)
+		}
+		r := lock.Nodes()[0]
+		lock.Release(bg)
+		if r.Node != bad {
+			t.Fatalf("node 0 is %s, want %s", r.Node, bad)
+		}
+		if r.Outcome != redlock.OutcomeNoAnswer {
+			if r.Outcome != redlock.OutcomeError || !strings.HasPrefix(r.Err.Error(), "NOAUTH") {
+				t.Errorf("%s: %v %v, want a NOAUTH error", r.Node, r.Outcome, r.Err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered an acquisition in time", bad)
+		}
+	}
+}
+
+// clientOverURLs returns a Client over a Conn per URL, each from newConn,
+// closed at the end of the test. It asks nothing of the nodes first, unlike
+// Dial, and has no restart quarantine: the nodes are not marked ready.
+func clientOverURLs(t *testing.T, urls []string, newConn func(string) (redlock.Conn, error)) *redlock.Client {
+	t.Helper()
+	conns := make([]redlock.Conn, len(urls))
+	for i, u := range urls {
+		var err error
+		if conns[i], err = newConn(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := fast()
+	opts.DisableQuarantine = true
+	c, err := redlock.New(conns, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

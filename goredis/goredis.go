@@ -8,6 +8,11 @@
 //	conns := []redlock.Conn{goredis.New(client1), goredis.New(client2), goredis.New(client3)}
 //	client, err := redlock.New(conns, nil)
 //
+// Dial fails when a node answers but refuses its URL (no password where
+// one is needed, a wrong one, a database that does not exist), however few
+// such nodes there are, and tolerates nodes that cannot be reached, which
+// redlock.Client.UnreachableAtDial lists (see Dial).
+//
 // The redlock.Client enforces its per-node timeout itself, whatever the
 // go-redis client's settings. Give clients MaxRetries: -1 (the algorithm
 // retries with fresh validity) and leave ContextTimeoutEnabled off: with it

@@ -21,6 +21,11 @@
 //	redis://sentinel-a:26379?master_name=locks&addr=sentinel-b:26379&password=s3cret
 //	redis://10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379
 //
+// Dial fails when a node answers but refuses its URL (no password where
+// one is needed, a wrong one, a database that does not exist), however few
+// such nodes there are, and tolerates nodes that cannot be reached, which
+// redlock.Client.UnreachableAtDial lists (see Dial).
+//
 // Their clients are set up for locking: no client-side retries or caching.
 // Over clients of your own, pass DisableRetry and DisableCache likewise.
 package rueidis

@@ -17,7 +17,8 @@ import (
 )
 
 // ErrInvalidURL means a node URL could not be parsed, or names something
-// it cannot reach as written. It is the same value as
+// it cannot reach as written: Dial found the node refusing it (its
+// credentials, its database), say. It is the same value as
 // goredis.ErrInvalidURL.
 var ErrInvalidURL = nodeurl.ErrInvalidURL
 
@@ -43,19 +44,21 @@ const sentinelRefreshInterval = 5 * time.Second
 // parameter for a Sentinel-managed master, a cluster parameter for a
 // Redis Cluster (see NewURL).
 //
-// Dial pings every node at once, bounded by ctx and a few seconds. An
-// unreachable node does not fail the call, since Redlock works while a
-// majority is up (its failures show in each call's per-node outcomes). Nor
-// does a minority of nodes that reject the credentials, or answer anything
-// but PONG: each is reported at Warn level on opts.Logger and counts as
-// down, failing each call with its error; so many of them that the others
-// cannot make a quorum fail the call, naming each one. Two entries that
-// reach one server under different names (localhost and 127.0.0.1, say:
-// the same run_id), or one Redis Cluster (a node id in common), fail the
-// call with redlock.ErrDuplicateNode. A rediss://
-// node whose port answers in plaintext fails the call too, wrapping
-// ErrInvalidURL. Errors never contain passwords; a malformed URL wraps
-// ErrInvalidURL, and the errors of redlock.New are returned as they are.
+// Dial pings every node at once, bounded by ctx and a few seconds. What
+// it tolerates: nodes that cannot be reached (refused connections,
+// timeouts, a server still loading), however many, since Redlock works
+// while a majority answers and each call tries them again; the Client
+// lists them, with their errors, in Client.UnreachableAtDial. What it
+// refuses, naming each node: a node that answers but refuses its URL (no
+// password where one is needed, a wrong one, a database that does not
+// exist, a cluster URL to a server outside cluster mode, anything but
+// PONG), be it one node of many, and a rediss:// node whose port answers
+// in plaintext, both wrapping ErrInvalidURL; two entries that reach one
+// server under different names (localhost and 127.0.0.1, say: the same
+// run_id), or one Redis Cluster (a node id in common), with
+// redlock.ErrDuplicateNode. Errors never contain passwords; a malformed URL
+// wraps ErrInvalidURL, a nil ctx fails with redlock.ErrNilContext, and the
+// errors of redlock.New are returned as they are.
 // opts may be nil for the defaults. Close the Client when done: it closes
 // the rueidis clients.
 func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.Client, error) {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/dialreport"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
@@ -26,39 +26,43 @@ type Probe func(conn redlock.Conn) error
 
 // verdict is what the check found out about one node.
 type verdict struct {
-	ids     []string // what identifies the servers behind the node (see identities)
-	refused error    // an answer showing the node refuses its configuration
-	listErr error    // what the probe found wrong with the node's URL
+	ids     []string      // what identifies the servers behind the node (see identities)
+	refused error         // an answer showing the node refuses its configuration
+	listErr error         // what the probe found wrong with the node's URL
+	down    error         // why the node could not be reached, when nothing else is wrong
+	took    time.Duration // time to the PING's error, for a node down
 }
 
 // Check pings every node at once, bounded by ctx and a few seconds, and
 // returns an error naming each problem with the node list when
 //
+//   - a node answers but refuses its configuration (bad credentials, a
+//     database that does not exist, a cluster URL to a server outside
+//     cluster mode, anything but PONG): the error wraps
+//     nodeurl.ErrInvalidURL, with the node's name and its answer, however
+//     few such nodes there are: no retry fixes them;
 //   - two entries reach one server under different names (the same
 //     run_id): the error wraps redlock.ErrDuplicateNode;
-//   - probe found a node's URL wrong;
-//   - so many nodes answered with a configuration error (bad credentials,
-//     a wrong database, anything but PONG) that the others cannot make a
-//     quorum (len(conns)/2+1).
+//   - probe found a node's URL wrong.
 //
-// Fewer such nodes, with the list otherwise sound, are tolerated as an
-// unreachable minority is (Redlock works while a majority answers): each
-// is reported at Warn level on logger (nil: not at all), and then fails
-// every lock call with its error. Unreachable nodes pass.
-func Check(ctx context.Context, conns []redlock.Conn, logger *slog.Logger, probe Probe) error {
+// Nodes that cannot be reached pass, since Redlock works while a majority
+// answers: Check returns them, with the error of their PING.
+func Check(ctx context.Context, conns []redlock.Conn, probe Probe) ([]dialreport.Down, error) {
 	verdicts := checkAll(ctx, conns, probe)
-	listErrs := listErrors(conns, verdicts)
-	var refused []error
+	errs := listErrors(conns, verdicts)
+	var down []dialreport.Down
 	for i, v := range verdicts {
-		if v.refused != nil {
-			refused = append(refused, fmt.Errorf("%s: %w", conns[i].Name(), v.refused))
+		switch {
+		case v.refused != nil:
+			errs = append(errs, fmt.Errorf("%w: %s: %w", nodeurl.ErrInvalidURL, conns[i].Name(), v.refused))
+		case v.down != nil:
+			down = append(down, dialreport.Down{Node: i, Err: v.down, Latency: v.took})
 		}
 	}
-	if len(listErrs) == 0 && len(conns)-len(refused) >= len(conns)/2+1 {
-		warnRefused(logger, conns, verdicts)
-		return nil
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("redlock: node check failed: %w", errors.Join(errs...))
 	}
-	return fmt.Errorf("redlock: node check failed: %w", errors.Join(append(listErrs, refused...)...))
+	return down, nil
 }
 
 // checkAll checks every node at once, and returns each one's verdict.
@@ -77,16 +81,19 @@ func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe) []verdict 
 // checkNode pings one node, and reads the identities of a node that
 // answers PONG; a node that does not answer goes to probe.
 func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
+	start := time.Now()
 	v, err := conn.Do(ctx, "PING")
 	switch {
 	case err == nil && v != "PONG":
 		return verdict{refused: fmt.Errorf("unexpected PING reply %v", v)}
 	case err != nil && isConfigError(err):
 		return verdict{refused: err}
-	case err != nil && probe != nil:
-		return verdict{listErr: probe(conn)}
 	case err != nil:
-		return verdict{}
+		down := verdict{down: err, took: time.Since(start)}
+		if probe != nil {
+			down.listErr = probe(conn)
+		}
+		return down
 	}
 	ids := identities(ctx, conn)
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
@@ -130,20 +137,6 @@ func listErrors(conns []redlock.Conn, verdicts []verdict) []error {
 		}
 	}
 	return append(errs, duplicates(conns, verdicts)...)
-}
-
-// warnRefused reports each node that refuses its configuration on logger,
-// if any.
-func warnRefused(logger *slog.Logger, conns []redlock.Conn, verdicts []verdict) {
-	if logger == nil {
-		return
-	}
-	for i, v := range verdicts {
-		if v.refused != nil {
-			logger.Warn("redlock: node refuses its configuration; it counts as down until fixed",
-				"node", conns[i].Name(), "err", v.refused)
-		}
-	}
 }
 
 // identities returns what identifies the servers behind conn, each as
@@ -229,10 +222,11 @@ func duplicates(conns []redlock.Conn, verdicts []verdict) []error {
 
 // configErrors are the beginnings of the server errors that retrying will
 // not cure, less the "ERR " that rueidis strips: the node refuses the
-// credentials, the database or the commands of its URL, or is not the
-// cluster the URL says.
-var configErrors = []string{"WRONGPASS", "NOAUTH", "NOPERM", "AUTH ", "invalid password", "DB index", "invalid DB index",
-	"unknown command", "This instance has cluster support disabled"}
+// credentials, the database or the commands of its URL, is not the
+// cluster the URL says, or refuses clients from afar without a password
+// (protected mode).
+var configErrors = []string{"WRONGPASS", "NOAUTH", "NOPERM", "AUTH ", "Client sent AUTH", "invalid password", "DB index", "invalid DB index",
+	"unknown command", "This instance has cluster support disabled", "DENIED"}
 
 // isConfigError reports server errors that retrying will not cure.
 func isConfigError(err error) bool {

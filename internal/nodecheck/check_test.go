@@ -1,45 +1,42 @@
 package nodecheck_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/internal/nodecheck"
+	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// Over five nodes, two that refuse the credentials are tolerated (three
-// still make the quorum) and each is logged; three fail the check, named.
-func TestCheck_toleratesAMinorityOfRefusals(t *testing.T) {
+// Over five nodes, one that refuses the credentials fails the check, named
+// with its answer and wrapping ErrInvalidURL; two that are down pass, and
+// are returned with their errors.
+func TestCheck_refusesARefusalAndReturnsNodesDown(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 	ctx := context.Background()
-	for _, n := range cluster.Nodes()[:2] {
-		if _, err := n.Do(ctx, "CONFIG", "SET", "requirepass", "s3cret"); err != nil {
+	for _, n := range cluster.Nodes()[3:] {
+		if err := n.Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var log bytes.Buffer
-	if err := nodecheck.Check(ctx, newConns(t, cluster), slog.New(slog.NewTextHandler(&log, nil)), nil); err != nil {
-		t.Fatalf("two of five refusing: %v", err)
+	down, err := nodecheck.Check(ctx, newConns(t, cluster), nil)
+	if err != nil {
+		t.Fatalf("two of five down: %v", err)
 	}
-	for _, n := range cluster.Nodes()[:2] {
-		if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "node="+n.Addr()+" err=\"NOAUTH") {
-			t.Errorf("the log does not warn about %s: %s", n.Addr(), log.String())
-		}
+	if len(down) != 2 || down[0].Node != 3 || down[1].Node != 4 || down[0].Err == nil || down[1].Err == nil {
+		t.Errorf("Check returned %+v as down, want nodes 3 and 4 with their errors", down)
 	}
-	if _, err := cluster.Node(2).Do(ctx, "CONFIG", "SET", "requirepass", "s3cret"); err != nil {
+	if _, err := cluster.Node(0).Do(ctx, "CONFIG", "SET", "requirepass", "s3cret"); err != nil {
 		t.Fatal(err)
 	}
-	err := nodecheck.Check(ctx, newConns(t, cluster), nil, nil)
-	for _, n := range cluster.Nodes()[:3] {
-		if err == nil || !strings.Contains(err.Error(), n.Addr()+": NOAUTH") {
-			t.Errorf("three of five refusing: %v, want %s named", err, n.Addr())
-		}
+	down, err = nodecheck.Check(ctx, newConns(t, cluster), nil)
+	if !errors.Is(err, nodeurl.ErrInvalidURL) || !strings.Contains(err.Error(), cluster.Node(0).Addr()+": NOAUTH") || down != nil {
+		t.Errorf("one of five refusing: %v, %v; want ErrInvalidURL naming %s", down, err, cluster.Node(0).Addr())
 	}
 }
 

@@ -16,6 +16,7 @@ func TestIsConfigError(t *testing.T) {
 		"ERR This instance has cluster support disabled":                true,
 		"This instance has cluster support disabled":                    true,
 		"ERR unknown command 'EVALSHA'":                                 true,
+		"DENIED Redis is running in protected mode":                     true,
 		"LOADING Redis is loading the dataset in memory":                false,
 		"dial tcp 127.0.0.1:1: connect: connection refused":             false,
 		"context deadline exceeded":                                     false,

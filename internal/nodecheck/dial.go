@@ -5,16 +5,22 @@ package nodecheck
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/dialreport"
 )
 
 // Dial returns a redlock.Client over one Conn per URL, each built by
-// newConn, after checking the nodes (see Check; probe may be nil). On any
-// error it closes what it built. The errors of newConn and of redlock.New
-// are returned as they are.
+// newConn, after checking the nodes (see Check; probe may be nil). The
+// nodes it could not reach are recorded on the Client
+// (Client.UnreachableAtDial). On any error it closes what it built. The
+// errors of newConn and of redlock.New are returned as they are; a nil ctx
+// fails with redlock.ErrNilContext.
 func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn func(raw string) (redlock.Conn, error), probe Probe) (*redlock.Client, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: pass context.Background() or a context that bounds the call", redlock.ErrNilContext)
+	}
 	conns := make([]redlock.Conn, 0, len(urls))
 	for _, raw := range urls {
 		c, err := newConn(raw)
@@ -29,13 +35,13 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 		closeAll(conns)
 		return nil, err
 	}
-	var logger *slog.Logger
-	if opts != nil {
-		logger = opts.Logger
-	}
-	if err := Check(ctx, conns, logger, probe); err != nil {
+	down, err := Check(ctx, conns, probe)
+	if err != nil {
 		client.Close()
 		return nil, err
+	}
+	if len(down) > 0 {
+		dialreport.Attach(client, down)
 	}
 	return client, nil
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // ErrInvalidURL means a node URL could not be parsed, or names something it
-// cannot reach as written. goredis.ErrInvalidURL and rueidis.ErrInvalidURL
+// cannot reach as written (a node that refuses its credentials or its
+// database, say). goredis.ErrInvalidURL and rueidis.ErrInvalidURL
 // are this one value, so that errors.Is holds whichever adapter dialed.
 var ErrInvalidURL = errors.New("redlock: invalid node URL")
 

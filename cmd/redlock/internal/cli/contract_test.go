@@ -277,9 +277,10 @@ func TestContract_versionAndPlurals(t *testing.T) {
 	}
 }
 
-// A minority of nodes that refuse the credentials is tolerated like a
-// minority that is down, and said loudly on stderr.
-func TestContract_badCredentialsOnAMinorityAreToleratedLoudly(t *testing.T) {
+// A node that refuses the credentials of its URL, be it one of three, is a
+// configuration error: the command fails with the config exit code before
+// any lock operation, naming the node and its answer, not the password.
+func TestContract_badCredentialsOnAMinorityFail(t *testing.T) {
 	cluster, _ := newCluster(t, 3)
 	if _, err := cluster.Node(2).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
 		t.Fatal(err)
@@ -287,12 +288,9 @@ func TestContract_badCredentialsOnAMinorityAreToleratedLoudly(t *testing.T) {
 	urls := cluster.URLs()
 	urls[2] = strings.Replace(urls[2], "redis://", "redis://:wrong@", 1)
 	nodes := strings.Join(urls, ",")
-	r := cli(t, "acquire", "--nodes", nodes, "--wait", "0", "job").expect(t, exitOK, "acquire with one node refusing the password")
-	if !strings.Contains(r.stderr, "level=WARN") || !strings.Contains(r.stderr, cluster.Node(2).Addr()) || strings.Contains(r.stderr, "wrong") {
-		t.Errorf("stderr does not warn about the node, or shows the password:\n%s", r.stderr)
-	}
-	if r := cli(t, "acquire", "--nodes", nodes, "--log-level", "off", "--wait", "0", "other"); r.code != exitOK || r.stderr != "" {
-		t.Errorf("--log-level off: exit %d, stderr:\n%s", r.code, r.stderr)
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "0", "job").expect(t, exitConfig, "acquire with one node refusing the password")
+	if !strings.Contains(r.stderr, cluster.Node(2).Addr()+": WRONGPASS") || strings.Contains(r.stderr, "wrong@") {
+		t.Errorf("stderr does not name the node and its answer, or shows the password:\n%s", r.stderr)
 	}
 }
 
