@@ -26,8 +26,9 @@
 //
 // go-redis writes a line through its own global logger (redis.SetLogger)
 // for each failed dial, which this package does not touch. A URL's pool
-// holds 8 connections, so a node that is down costs at most 8 such lines
-// per outage: go-redis then probes it once a second in silence. Pass
+// holds 8 connections, so a node that is down costs at most 15 such lines
+// per outage (8 failures in a row, and up to 7 dials already under way
+// then): go-redis then probes it once a second in silence. Pass
 // redis.SetLogger a logger that drops them to silence them altogether; the
 // library's own records go to redlock.Options.Logger, and the rueidis
 // adapter logs nothing.

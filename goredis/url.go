@@ -29,7 +29,9 @@ const connIOTimeout = time.Second
 // core). It also bounds go-redis's own log lines for a node that is down:
 // go-redis logs each failed dial through its global logger until PoolSize
 // dials in a row have failed, then probes the node once a second in
-// silence and fails requests at once.
+// silence and fails requests at once. Up to PoolSize dials run at once, so
+// the dials under way at the last of those failures log too: at most
+// 2×PoolSize−1 lines per outage.
 const lockPoolSize = 8
 
 // Dial returns a redlock.Client over one go-redis connection pool per URL:
