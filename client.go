@@ -34,6 +34,11 @@ type Client struct {
 	// tel records metrics, spans and log records (telemetry.go); nil when
 	// Options has no logger and no provider.
 	tel *telemetry.Telemetry
+	// permitTurns are the turns of this client's goroutines waiting for a
+	// permit (waiters.go), by semaphore key: apart from waiters, those of
+	// the locks, so that no lock key, whatever its name, shares a
+	// semaphore's turn.
+	permitTurns *waiters
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -63,7 +68,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters(), id: newClientID()}
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters(), permitTurns: newWaiters(), id: newClientID()}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
 			if _, ok := conn.(replicator); !ok {

@@ -269,3 +269,41 @@ func TestSemaphore_badInput(t *testing.T) {
 		t.Errorf("keys left on the node after bad calls: %s", keys)
 	}
 }
+
+// A lock of one client does not queue behind the client's goroutines
+// waiting for a permit of a semaphore, whatever its name: not even a name
+// such as the one that the semaphore's turn once had, a NUL byte, "permits",
+// a NUL byte and the semaphore's name.
+func TestSemaphore_turnApartFromLocks(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	client := newClient(t, cluster, adapters[1], fast())
+	permit, err := holder.TryAcquire(bg, "tk", redlock.WithLimit(1), redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer permit.Release(bg)
+	waitForKey(t, cluster, permit.WireKey(), permit.Token())
+	before := scriptCalls(t, cluster)
+	waiting, stopWaiting := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := client.Acquire(waiting, "tk", redlock.WithLimit(1)); !errors.Is(err, context.Canceled) {
+			t.Errorf("the semaphore's waiter: %v, want context.Canceled", err)
+		}
+	}()
+	defer func() { <-done }()
+	defer stopWaiting()
+	// Its first attempt shows that it has the semaphore's turn, until its
+	// context ends.
+	eventually(t, "the semaphore's waiter tried", func() bool { return scriptCalls(t, cluster) > before })
+
+	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	defer cancel()
+	lock, err := client.Acquire(ctx, "\x00permits\x00tk")
+	if err != nil {
+		t.Fatalf("a free lock while a goroutine waits for a permit: %v", err)
+	}
+	lock.Release(bg)
+}
