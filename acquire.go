@@ -341,9 +341,25 @@ func (c *Client) notAsked(key string, ctx context.Context) error {
 }
 
 // withCause adds ctx's error to a QuorumError so that errors.Is sees both.
+// The QuorumError may be wrapped already: the errors that wrap one make
+// their text when it is read (see detailed), so that it shows the cause.
 func withCause(err error, ctx context.Context) error {
 	if qe := quorumError(err); qe != nil && qe.Cause == nil {
 		qe.Cause = ctx.Err()
 	}
 	return err
 }
+
+// detailed is an error that says more before the error it wraps. Its text
+// is made when read, not when it is made: withCause may complete the
+// *QuorumError it wraps later.
+type detailed struct {
+	detail string
+	err    error
+}
+
+// Error returns the detail, then the wrapped error's text.
+func (e *detailed) Error() string { return e.detail + ": " + e.err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *detailed) Unwrap() error { return e.err }

@@ -211,7 +211,7 @@ func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
 		m.listen(refused)
 	}
 	releaseGranted(m.ctx, locks)
-	return nil, fatal, fmt.Errorf("redlock: %d of %d keys not acquired: %w", len(refused), n, err)
+	return nil, fatal, &detailed{fmt.Sprintf("redlock: %d of %d keys not acquired", len(refused), n), err}
 }
 
 // held returns the set of locks, every one granted, renewing them if the

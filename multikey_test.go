@@ -488,3 +488,20 @@ func TestAcquireAll_badInput(t *testing.T) {
 		t.Errorf("Release(nil): %v", err)
 	}
 }
+
+// An AcquireAll that gives up when its context ends says so in its
+// message, as errors.Is does.
+func TestAcquireAll_gaveUpSaysWhy(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	waiter := newClient(t, cluster, adapters[1], fast())
+	l, err := holder.TryAcquire(bg, "b", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(bg)
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	_, err = waiter.AcquireAll(ctx, []string{"a", "b"})
+	wantGaveUp(t, err, context.DeadlineExceeded)
+}

@@ -101,9 +101,9 @@ func (p *permits) tryAll() (*Lock, error) {
 		err = &QuorumError{Op: "acquire", Key: p.key, Quorum: p.c.quorum, Nodes: p.c.unasked(), Err: ErrNotAcquired}
 	}
 	if limit == 1 {
-		return nil, fmt.Errorf("redlock: the one permit of %s is held: %w", quoteKey(p.key), err)
+		return nil, &detailed{"redlock: the one permit of " + quoteKey(p.key) + " is held", err}
 	}
-	return nil, fmt.Errorf("redlock: all %d permits of %s are held: %w", limit, quoteKey(p.key), err)
+	return nil, &detailed{fmt.Sprintf("redlock: all %d permits of %s are held", limit, quoteKey(p.key)), err}
 }
 
 // freed returns a channel closed once one of the permits that this client

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -306,4 +307,38 @@ func TestSemaphore_turnApartFromLocks(t *testing.T) {
 		t.Fatalf("a free lock while a goroutine waits for a permit: %v", err)
 	}
 	lock.Release(bg)
+}
+
+// An Acquire of a permit that gives up when its context ends says so in
+// its message, as errors.Is does.
+func TestSemaphore_gaveUpSaysWhy(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	waiter := newClient(t, cluster, adapters[1], fast())
+	for _, limit := range []int{1, 2} {
+		name := fmt.Sprint("full", limit)
+		for range limit {
+			l, err := holder.TryAcquire(bg, name, redlock.WithLimit(limit), redlock.WithTTL(20*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(bg)
+		}
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		_, err := waiter.Acquire(ctx, name, redlock.WithLimit(limit))
+		cancel()
+		wantGaveUp(t, err, context.DeadlineExceeded)
+	}
+}
+
+// wantGaveUp fails the test unless err is that of an Acquire that gave up
+// as its context ended with cause, and says so in its message.
+func wantGaveUp(t *testing.T, err, cause error) {
+	t.Helper()
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, cause) {
+		t.Fatalf("%v, want ErrNotAcquired and %v", err, cause)
+	}
+	if want := "(" + cause.Error() + ")"; !strings.Contains(err.Error(), want) {
+		t.Errorf("%q does not say %q", err, want)
+	}
 }

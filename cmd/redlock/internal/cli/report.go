@@ -244,8 +244,7 @@ func causeText(cause error) string {
 
 // wrapping returns what err says before the QuorumError qe it wraps, ""
 // when it adds nothing before it. It finds where qe's text starts, its
-// sentinel and key, rather than comparing the whole of it: the cause of a
-// wait that ended is added to qe after err's text was made.
+// sentinel and key.
 func wrapping(err error, qe *redlock.QuorumError) string {
 	if qe.Err == nil {
 		return ""
