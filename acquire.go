@@ -335,7 +335,8 @@ func (a *acquisition) end(acquired *Lock) {
 }
 
 // notAsked is the error of an Acquire whose context ended before it asked
-// the nodes: it was queued behind another goroutine of this client.
+// the nodes: it had ended already, or the call was queued behind another
+// goroutine of this client.
 func (c *Client) notAsked(key string, ctx context.Context) error {
 	return &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctx.Err()}
 }

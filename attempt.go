@@ -148,9 +148,13 @@ func (c *Client) attemptShared(ctx context.Context, key string, ttl time.Duratio
 	return c.run(ctx, c.newAttempt(key, ttl, nil, true), autoRenew)
 }
 
-// run sends attempt a to every node and concludes.
+// run sends attempt a to every node and concludes; it asks none when ctx
+// has ended.
 func (c *Client) run(ctx context.Context, a *attempt, autoRenew bool) (*Lock, error) {
 	key, ttl := a.key, a.ttl
+	if ctx.Err() != nil {
+		return nil, c.notAsked(key, ctx)
+	}
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (lagging), so that a release cannot overtake

@@ -78,6 +78,9 @@ func (p *permits) keys() []string {
 // permit held by another client: the nodes, not the permits, are what
 // failed, and would fail the next attempt too.
 func (p *permits) tryAll() (*Lock, error) {
+	if p.ctx.Err() != nil {
+		return nil, p.c.notAsked(p.key, p.ctx)
+	}
 	limit := p.cfg.limit
 	first := rand.IntN(limit)
 	var err error
@@ -97,13 +100,15 @@ func (p *permits) tryAll() (*Lock, error) {
 			return nil, err
 		}
 	}
+	by := ""
 	if err == nil { // every permit is held here
 		err = &QuorumError{Op: "acquire", Key: p.key, Quorum: p.c.quorum, Nodes: p.c.unasked(), Err: ErrNotAcquired}
+		by = " by this client"
 	}
 	if limit == 1 {
-		return nil, &detailed{"redlock: the one permit of " + quoteKey(p.key) + " is held", err}
+		return nil, &detailed{"redlock: the one permit of " + quoteKey(p.key) + " is held" + by, err}
 	}
-	return nil, &detailed{fmt.Sprintf("redlock: all %d permits of %s are held", limit, quoteKey(p.key)), err}
+	return nil, &detailed{fmt.Sprintf("redlock: all %d permits of %s are held%s", limit, quoteKey(p.key), by), err}
 }
 
 // freed returns a channel closed once one of the permits that this client

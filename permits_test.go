@@ -342,3 +342,26 @@ func wantGaveUp(t *testing.T, err, cause error) {
 		t.Errorf("%q does not say %q", err, want)
 	}
 }
+
+// A client that holds every permit of a semaphore itself asks no node for
+// one, and says so.
+func TestSemaphore_everyPermitHeldHere(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	for _, limit := range []int{1, 2} {
+		name := fmt.Sprint("mine", limit)
+		for range limit {
+			l, err := client.TryAcquire(bg, name, redlock.WithLimit(limit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(bg)
+		}
+		_, err := client.TryAcquire(bg, name, redlock.WithLimit(limit))
+		if !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("limit %d: %v, want ErrNotAcquired", limit, err)
+		}
+		wantNotAsked(t, err, "held by this client")
+		wantNotAsked(t, err, "no node was asked")
+	}
+}

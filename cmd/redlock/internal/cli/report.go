@@ -202,6 +202,9 @@ func failureLines(err error) (summary, hints []string) {
 		return []string{errText(err)}, nil
 	}
 	line := fmt.Sprintf("%s: %s on %d of %d nodes, %d needed", errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
+	if len(nodesWith(qe, redlock.OutcomeNotAsked)) == len(qe.Nodes) {
+		line = errText(qe.Err) + ": no node was asked"
+	}
 	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
 		line += fmt.Sprintf(", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
 	}
@@ -291,6 +294,8 @@ func outcomeName(op string, o redlock.Outcome) string {
 		return "error"
 	case redlock.OutcomeRecovering:
 		return "recovering"
+	case redlock.OutcomeNotAsked:
+		return "not asked"
 	default:
 		return "not waited for"
 	}

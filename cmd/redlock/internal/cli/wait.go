@@ -111,16 +111,17 @@ func (w *waiting) take(ctx context.Context, once bool) (holding, error) {
 }
 
 // reason returns err, the failure of an Acquire, unless the end of its
-// context cut its last attempt short before any node answered: every node
-// then shows a timeout that says nothing of the lock, and the reason is
-// still that of the last attempt that a node answered.
+// context cut its last attempt short before any node answered, or came
+// before it asked any: every node then shows a timeout, or that it was not
+// asked, which says nothing of the lock, and the reason is still that of
+// the last attempt that a node answered.
 func (w *waiting) reason(err error) error {
 	var qe *redlock.QuorumError
 	if err == nil || !errors.As(err, &qe) || qe.Cause == nil || w.last == nil {
 		return err
 	}
 	for _, r := range qe.Nodes {
-		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer {
+		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer && r.Outcome != redlock.OutcomeNotAsked {
 			w.last = err
 			return err
 		}
