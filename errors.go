@@ -84,7 +84,8 @@ const (
 	// OutcomeOK: the node granted, extended or released the lock.
 	OutcomeOK
 	// OutcomeHeld: the key is held by another token (acquire), or does not
-	// hold ours any more (extend, release).
+	// hold ours any more (extend, release); or, for a reader (WithShared),
+	// a writer waits for the key (NodeResult.WriterWaits).
 	OutcomeHeld
 	// OutcomeTimeout: no answer within the per-node timeout.
 	OutcomeTimeout
@@ -135,6 +136,10 @@ type NodeResult struct {
 	// RecoveringLeft is, for OutcomeRecovering, how long until the node
 	// votes again, by its own clock.
 	RecoveringLeft time.Duration
+	// WriterWaits is, for OutcomeHeld in a reader's acquisition, that no
+	// writer holds the key on the node but one waits for it: the node
+	// refuses readers until that writer has had its turn.
+	WriterWaits bool
 }
 
 // QuorumError reports a request that did not reach a quorum, with every
@@ -215,10 +220,13 @@ func (e *QuorumError) describe(n NodeResult) string {
 	case OutcomeOK:
 		return e.verb()
 	case OutcomeHeld:
-		if e.Op == "acquire" {
-			return "held by another"
+		switch {
+		case e.Op != "acquire":
+			return "not held"
+		case n.WriterWaits:
+			return "a writer is waiting"
 		}
-		return "not held"
+		return "held by another"
 	case OutcomeTimeout:
 		return "timeout"
 	case OutcomeError:
