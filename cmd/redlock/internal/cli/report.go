@@ -95,7 +95,7 @@ func unprefixed(msg string) string {
 type failure string
 
 const (
-	failConflict    failure = "conflict"    // held by another holder
+	failConflict    failure = "conflict"    // held by another holder, or a writer waits
 	failLost        failure = "lost"        // this token no longer holds the lock
 	failUnavailable failure = "unavailable" // too few nodes answered
 	failRecovering  failure = "recovering"  // too few nodes vote yet
@@ -301,9 +301,22 @@ func outcomeName(op string, o redlock.Outcome) string {
 	}
 }
 
+// writerWaiting is the name of a reader's refusal by a node where a
+// writer waits for the key (redlock.NodeResult.WriterWaits).
+const writerWaiting = "a writer is waiting"
+
+// nodeOutcome is the name of one node's answer in an operation op, the same
+// word in JSON and in text: outcomeName's, or writerWaiting.
+func nodeOutcome(op string, r redlock.NodeResult) string {
+	if r.Outcome == redlock.OutcomeHeld && r.WriterWaits {
+		return writerWaiting
+	}
+	return outcomeName(op, r.Outcome)
+}
+
 // outcomeText describes one node's answer in an operation op.
 func outcomeText(op string, r redlock.NodeResult) string {
-	name := outcomeName(op, r.Outcome)
+	name := nodeOutcome(op, r)
 	switch r.Outcome {
 	case redlock.OutcomeError:
 		return name + ": " + errText(r.Err)
@@ -337,7 +350,7 @@ func newFailureJSON(key string, err error) failureJSON {
 	var qe *redlock.QuorumError
 	if errors.As(err, &qe) {
 		for _, r := range qe.Nodes {
-			n := nodeJSON{Node: r.Node, Outcome: outcomeName(qe.Op, r.Outcome), RecoveringLeftMs: r.RecoveringLeft.Milliseconds()}
+			n := nodeJSON{Node: r.Node, Outcome: nodeOutcome(qe.Op, r), RecoveringLeftMs: r.RecoveringLeft.Milliseconds()}
 			if r.Err != nil {
 				n.Error = errText(r.Err)
 			}
