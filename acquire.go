@@ -338,15 +338,32 @@ func (a *acquisition) end(acquired *Lock) {
 }
 
 // notAsked is the error of an Acquire whose context ended before it asked
-// the nodes: it was queued behind another goroutine of this client.
+// the nodes: it had ended already, or the call was queued behind another
+// goroutine of this client.
 func (c *Client) notAsked(key string, ctx context.Context) error {
 	return &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctx.Err()}
 }
 
 // withCause adds ctx's error to a QuorumError so that errors.Is sees both.
+// The QuorumError may be wrapped already: the errors that wrap one make
+// their text when it is read (see detailed), so that it shows the cause.
 func withCause(err error, ctx context.Context) error {
 	if qe := quorumError(err); qe != nil && qe.Cause == nil {
 		qe.Cause = ctx.Err()
 	}
 	return err
 }
+
+// detailed is an error that says more before the error it wraps. Its text
+// is made when read, not when it is made: withCause may complete the
+// *QuorumError it wraps later.
+type detailed struct {
+	detail string
+	err    error
+}
+
+// Error returns the detail, then the wrapped error's text.
+func (e *detailed) Error() string { return e.detail + ": " + e.err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *detailed) Unwrap() error { return e.err }

@@ -314,6 +314,45 @@ func TestAcquire_contextEnds(t *testing.T) {
 	}
 }
 
+// A call whose context has ended asks no node, and says so: each node is
+// "not asked", not "no answer", whatever the shape of the lock.
+func TestAcquire_endedContextAsksNoNode(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	calls := map[string]func() error{
+		"Acquire":    func() error { _, err := client.Acquire(ctx, "free"); return err },
+		"TryAcquire": func() error { _, err := client.TryAcquire(ctx, "free"); return err },
+		"permit":     func() error { _, err := client.Acquire(ctx, "free", redlock.WithLimit(2)); return err },
+		"reader":     func() error { _, err := client.Acquire(ctx, "free", redlock.WithShared()); return err },
+		"several":    func() error { _, err := client.AcquireAll(ctx, []string{"free", "other"}); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			err := call()
+			if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("%v, want ErrNotAcquired and context.Canceled", err)
+			}
+			wantNotAsked(t, err, "context canceled before any node was asked")
+		})
+	}
+}
+
+// wantNotAsked fails the test unless err says that no node was asked, and
+// why, and lists each node as not asked.
+func wantNotAsked(t *testing.T, err error, why string) {
+	t.Helper()
+	if msg := err.Error(); !strings.Contains(msg, why) || strings.Contains(msg, "no answer") {
+		t.Errorf("%q does not say %q", msg, why)
+	}
+	for _, r := range quorumError(t, err).Nodes {
+		if r.Outcome.String() != "not asked" {
+			t.Errorf("node %s: %s, want not asked", r.Node, r.Outcome)
+		}
+	}
+}
+
 func TestAcquire_badInput(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())

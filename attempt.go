@@ -148,9 +148,13 @@ func (c *Client) attemptShared(ctx context.Context, key string, ttl time.Duratio
 	return c.run(ctx, c.newAttempt(key, ttl, nil, true), autoRenew)
 }
 
-// run sends attempt a to every node and concludes.
+// run sends attempt a to every node and concludes; it asks none when ctx
+// has ended.
 func (c *Client) run(ctx context.Context, a *attempt, autoRenew bool) (*Lock, error) {
 	key, ttl := a.key, a.ttl
+	if ctx.Err() != nil {
+		return nil, c.notAsked(key, ctx)
+	}
 	// Decided as soon as a quorum granted, or so many refused that none can;
 	// requests still under way then are waited for before anything else is
 	// sent to their nodes (lagging), so that a release cannot overtake
@@ -255,6 +259,8 @@ const (
 	acquireHeld       = 0
 	acquireGranted    = 1
 	acquireRecovering = 2
+	// A shared acquisition refused because a writer waits for the key.
+	acquireWriterWaits = 3
 )
 
 // acquireReply is one node's answer to the acquire script.
@@ -325,7 +331,7 @@ func decodeAcquire(v any) (acquireReply, error) {
 		status, ok1 := a[0].(int64)
 		fence, ok2 := decodeUint(a[1])
 		left, ok3 := a[2].(int64)
-		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireRecovering {
+		if ok1 && ok2 && ok3 && status >= acquireHeld && status <= acquireWriterWaits {
 			if status == acquireHeld {
 				return acquireReply{status: status, fence: fence, place: left}, nil
 			}
@@ -351,12 +357,19 @@ func decodeUint(v any) (uint64, bool) {
 func isGranted(v any) bool { s, ok := v.(int64); return ok && s == acquireGranted }
 
 // noteRecovering turns the refusals of recovering nodes into
-// OutcomeRecovering, with the time they have left.
+// OutcomeRecovering, with the time they have left, and marks the refusals
+// of a reader for a writer that waits.
 func noteRecovering(results []NodeResult, replies []acquireReply) {
 	for i := range results {
-		if results[i].Outcome == OutcomeHeld && replies[i].status == acquireRecovering {
+		if results[i].Outcome != OutcomeHeld {
+			continue
+		}
+		switch replies[i].status {
+		case acquireRecovering:
 			results[i].Outcome = OutcomeRecovering
 			results[i].RecoveringLeft = replies[i].left
+		case acquireWriterWaits:
+			results[i].WriterWaits = true
 		}
 	}
 }

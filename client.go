@@ -36,6 +36,11 @@ type Client struct {
 	tel *telemetry.Telemetry
 	// unreachable are the nodes Dial could not reach (UnreachableAtDial).
 	unreachable []NodeResult
+	// permitTurns are the turns of this client's goroutines waiting for a
+	// permit (waiters.go), by semaphore key: apart from waiters, those of
+	// the locks, so that no lock key, whatever its name, shares a
+	// semaphore's turn.
+	permitTurns *waiters
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -65,7 +70,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters(), id: newClientID()}
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters(), permitTurns: newWaiters(), id: newClientID()}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
 			if _, ok := conn.(replicator); !ok {

@@ -92,7 +92,8 @@ const (
 	// OutcomeOK: the node granted, extended or released the lock.
 	OutcomeOK
 	// OutcomeHeld: the key is held by another token (acquire), or does not
-	// hold ours any more (extend, release).
+	// hold ours any more (extend, release); or, for a reader (WithShared),
+	// a writer waits for the key (NodeResult.WriterWaits).
 	OutcomeHeld
 	// OutcomeTimeout: no answer within the per-node timeout.
 	OutcomeTimeout
@@ -104,10 +105,14 @@ const (
 	// lock it might have granted before has expired. NodeResult.RecoveringLeft
 	// says for how long.
 	OutcomeRecovering
+	// OutcomeNotAsked: the request was sent to no node: the caller's
+	// context had ended, or, for a permit of a semaphore, this client
+	// holds every permit.
+	OutcomeNotAsked
 )
 
 // String returns the outcome's name as errors print it: "ok", "held",
-// "recovering", "timeout", "error" or "no answer".
+// "recovering", "timeout", "error", "no answer" or "not asked".
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeOK:
@@ -120,6 +125,8 @@ func (o Outcome) String() string {
 		return "error"
 	case OutcomeRecovering:
 		return "recovering"
+	case OutcomeNotAsked:
+		return "not asked"
 	default:
 		return "no answer"
 	}
@@ -137,6 +144,10 @@ type NodeResult struct {
 	// RecoveringLeft is, for OutcomeRecovering, how long until the node
 	// votes again, by its own clock.
 	RecoveringLeft time.Duration
+	// WriterWaits is, for OutcomeHeld in a reader's acquisition, that no
+	// writer holds the key on the node but one waits for it: the node
+	// refuses readers until that writer has had its turn.
+	WriterWaits bool
 }
 
 // QuorumError reports a request that did not reach a quorum, with every
@@ -153,10 +164,20 @@ type QuorumError struct {
 	Cause    error         // the context's error, if it ended the call
 }
 
-// Error lists the verdict, then each node's outcome.
+// Error lists the verdict, then each node's outcome; or, when no node was
+// asked, says so.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
+	if e.unasked() {
+		fmt.Fprintf(&b, ": key %s: ", quoteKey(e.Key))
+		if e.Cause != nil {
+			fmt.Fprintf(&b, "%v before any node was asked", e.Cause)
+		} else {
+			b.WriteString("no node was asked")
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, ": key %s: %s on %d/%d nodes, %d needed", quoteKey(e.Key), e.verb(), e.OK, len(e.Nodes), e.Quorum)
 	if e.OK >= e.Quorum {
 		fmt.Fprintf(&b, ", but validity left was %s", e.Validity.Round(time.Microsecond))
@@ -175,6 +196,16 @@ func (e *QuorumError) Error() string {
 		b.WriteString(e.describe(n))
 	}
 	return b.String()
+}
+
+// unasked reports that the request was sent to no node.
+func (e *QuorumError) unasked() bool {
+	for _, n := range e.Nodes {
+		if n.Outcome != OutcomeNotAsked {
+			return false
+		}
+	}
+	return len(e.Nodes) > 0
 }
 
 // verb names what an OutcomeOK node did in e's operation, for messages:
@@ -197,16 +228,21 @@ func (e *QuorumError) describe(n NodeResult) string {
 	case OutcomeOK:
 		return e.verb()
 	case OutcomeHeld:
-		if e.Op == "acquire" {
-			return "held by another"
+		switch {
+		case e.Op != "acquire":
+			return "not held"
+		case n.WriterWaits:
+			return "a writer is waiting"
 		}
-		return "not held"
+		return "held by another"
 	case OutcomeTimeout:
 		return "timeout"
 	case OutcomeError:
 		return "error: " + n.Err.Error()
 	case OutcomeRecovering:
 		return "recovering, votes again in " + n.RecoveringLeft.Round(recoveringRound).String()
+	case OutcomeNotAsked:
+		return "not asked"
 	default:
 		return "no answer"
 	}

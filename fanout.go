@@ -428,7 +428,7 @@ func isOne(v any) bool { n, ok := v.(int64); return ok && n == 1 }
 func (n *nodes) unasked() []NodeResult {
 	results := make([]NodeResult, len(n.conns))
 	for i, conn := range n.conns {
-		results[i].Node = conn.Name()
+		results[i].Node, results[i].Outcome = conn.Name(), OutcomeNotAsked
 	}
 	return results
 }

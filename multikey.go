@@ -211,7 +211,7 @@ func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
 		m.listen(refused)
 	}
 	releaseGranted(m.ctx, locks)
-	return nil, fatal, fmt.Errorf("redlock: %d of %d keys not acquired: %w", len(refused), n, err)
+	return nil, fatal, &detailed{fmt.Sprintf("redlock: %d of %d keys not acquired", len(refused), n), err}
 }
 
 // held returns the set of locks, every one granted, renewing them if the
@@ -334,15 +334,22 @@ func (s *Locks) Release(ctx context.Context) error {
 
 // Done returns a channel that is closed as soon as one lock of the set
 // stops being held: released (Release closes it), or lost (see Lock.Done).
-// Err then says why. It starts no goroutine: the first call registers a
-// callback on each lock's lost-lock signal.
+// Err then says why. As with Lock.Done, the channel a call returns after
+// a lock ended is closed already. It starts no goroutine: the first call
+// registers a callback on each lock's lost-lock signal.
 func (s *Locks) Done() <-chan struct{} {
 	s.watch.Do(func() {
 		s.done = make(chan struct{})
 		var closing sync.Once
 		end := func() { closing.Do(func() { close(s.done) }) }
 		for _, l := range s.locks {
-			context.AfterFunc(l.ownerContext(), end)
+			owner := l.ownerContext()
+			if owner.Err() != nil {
+				// AfterFunc would close it on a goroutine of its own, later.
+				end()
+				break
+			}
+			context.AfterFunc(owner, end)
 		}
 	})
 	return s.done

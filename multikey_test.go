@@ -488,3 +488,47 @@ func TestAcquireAll_badInput(t *testing.T) {
 		t.Errorf("Release(nil): %v", err)
 	}
 }
+
+// An AcquireAll that gives up when its context ends says so in its
+// message, as errors.Is does.
+func TestAcquireAll_gaveUpSaysWhy(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	waiter := newClient(t, cluster, adapters[1], fast())
+	l, err := holder.TryAcquire(bg, "b", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(bg)
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	_, err = waiter.AcquireAll(ctx, []string{"a", "b"})
+	wantGaveUp(t, err, context.DeadlineExceeded)
+}
+
+// Done called first once the set was released returns a channel closed
+// already, as Lock.Done does; many times over, as it used to close later
+// in some runs only.
+func TestLocks_doneFirstCalledAfterRelease(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	for i := range 50 {
+		set, err := client.AcquireAll(bg, []string{"d1", "d2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-set.Locks()[0].Done():
+		default:
+			t.Fatalf("round %d: Lock.Done open right after Release", i)
+		}
+		select {
+		case <-set.Done():
+		default:
+			t.Fatalf("round %d: Locks.Done open right after Release", i)
+		}
+	}
+}

@@ -63,7 +63,7 @@ type permits struct {
 // turns, first come first served, as for a mutex.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turn: turnKey("permits", key), keys: p.keys, try: p.tryAll, freed: p.freed}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turns: c.permitTurns, keys: p.keys, try: p.tryAll, freed: p.freed}
 	return r.acquire(once)
 }
 
@@ -82,6 +82,9 @@ func (p *permits) keys() []string {
 // permit held by another client: the nodes, not the permits, are what
 // failed, and would fail the next attempt too.
 func (p *permits) tryAll() (*Lock, error) {
+	if p.ctx.Err() != nil {
+		return nil, p.c.notAsked(p.key, p.ctx)
+	}
 	limit := p.cfg.limit
 	first := rand.IntN(limit)
 	var err error
@@ -103,13 +106,15 @@ func (p *permits) tryAll() (*Lock, error) {
 			return nil, err
 		}
 	}
+	by := ""
 	if err == nil { // every permit is held here
 		err = &QuorumError{Op: "acquire", Key: p.key, Quorum: p.c.quorum, Nodes: p.c.unasked(), Err: ErrNotAcquired}
+		by = " by this client"
 	}
 	if limit == 1 {
-		return nil, fmt.Errorf("redlock: the one permit of %s is held: %w", quoteKey(p.key), err)
+		return nil, &detailed{"redlock: the one permit of " + quoteKey(p.key) + " is held" + by, err}
 	}
-	return nil, fmt.Errorf("redlock: all %d permits of %s are held: %w", limit, quoteKey(p.key), err)
+	return nil, &detailed{fmt.Sprintf("redlock: all %d permits of %s are held%s", limit, quoteKey(p.key), by), err}
 }
 
 // freed returns a channel closed once one of the permits that the last try

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -318,5 +319,100 @@ func TestSemaphore_badInput(t *testing.T) {
 	}
 	if keys := do(t, cluster.Node(0), "KEYS", "*permit*"); keys != "" {
 		t.Errorf("keys left on the node after bad calls: %s", keys)
+	}
+}
+
+// A lock of one client does not queue behind the client's goroutines
+// waiting for a permit of a semaphore, whatever its name: not even a name
+// such as the one that the semaphore's turn once had, a NUL byte, "permits",
+// a NUL byte and the semaphore's name.
+func TestSemaphore_turnApartFromLocks(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	client := newClient(t, cluster, adapters[1], fast())
+	permit, err := holder.TryAcquire(bg, "tk", redlock.WithLimit(1), redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer permit.Release(bg)
+	waitForKey(t, cluster, permit.WireKey(), permit.Token())
+	before := scriptCalls(t, cluster)
+	waiting, stopWaiting := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := client.Acquire(waiting, "tk", redlock.WithLimit(1)); !errors.Is(err, context.Canceled) {
+			t.Errorf("the semaphore's waiter: %v, want context.Canceled", err)
+		}
+	}()
+	defer func() { <-done }()
+	defer stopWaiting()
+	// Its first attempt shows that it has the semaphore's turn, until its
+	// context ends.
+	eventually(t, "the semaphore's waiter tried", func() bool { return scriptCalls(t, cluster) > before })
+
+	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	defer cancel()
+	lock, err := client.Acquire(ctx, "\x00permits\x00tk")
+	if err != nil {
+		t.Fatalf("a free lock while a goroutine waits for a permit: %v", err)
+	}
+	lock.Release(bg)
+}
+
+// An Acquire of a permit that gives up when its context ends says so in
+// its message, as errors.Is does.
+func TestSemaphore_gaveUpSaysWhy(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	waiter := newClient(t, cluster, adapters[1], fast())
+	for _, limit := range []int{1, 2} {
+		name := fmt.Sprint("full", limit)
+		for range limit {
+			l, err := holder.TryAcquire(bg, name, redlock.WithLimit(limit), redlock.WithTTL(20*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(bg)
+		}
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		_, err := waiter.Acquire(ctx, name, redlock.WithLimit(limit))
+		cancel()
+		wantGaveUp(t, err, context.DeadlineExceeded)
+	}
+}
+
+// wantGaveUp fails the test unless err is that of an Acquire that gave up
+// as its context ended with cause, and says so in its message.
+func wantGaveUp(t *testing.T, err, cause error) {
+	t.Helper()
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, cause) {
+		t.Fatalf("%v, want ErrNotAcquired and %v", err, cause)
+	}
+	if want := "(" + cause.Error() + ")"; !strings.Contains(err.Error(), want) {
+		t.Errorf("%q does not say %q", err, want)
+	}
+}
+
+// A client that holds every permit of a semaphore itself asks no node for
+// one, and says so.
+func TestSemaphore_everyPermitHeldHere(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	for _, limit := range []int{1, 2} {
+		name := fmt.Sprint("mine", limit)
+		for range limit {
+			l, err := client.TryAcquire(bg, name, redlock.WithLimit(limit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(bg)
+		}
+		_, err := client.TryAcquire(bg, name, redlock.WithLimit(limit))
+		if !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("limit %d: %v, want ErrNotAcquired", limit, err)
+		}
+		wantNotAsked(t, err, "held by this client")
+		wantNotAsked(t, err, "no node was asked")
 	}
 }

@@ -17,10 +17,12 @@ type repeated struct {
 	c   *Client
 	ctx context.Context
 	cfg lockConfig
-	// key names what is acquired in errors; turn is the key of the turn
-	// this client's goroutines take (waiters.go): a name no lock key has,
-	// or "" for no turn, in which case every release wakes the call.
-	key, turn string
+	// key names what is acquired, in errors and in turns.
+	key string
+	// turns are those that this client's goroutines take for key
+	// (waiters.go), nil for no turn, in which case every release wakes the
+	// call.
+	turns *waiters
 	// keys returns the keys whose releases may let the next try succeed.
 	keys func() []string
 	// try makes one attempt.
@@ -31,27 +33,20 @@ type repeated struct {
 	freed func() (<-chan struct{}, func())
 }
 
-// turnKey returns the key of the turn that this client's goroutines take
-// for what kind names on key: a name no lock key can have, since lock keys
-// do not start with a NUL byte here.
-func turnKey(kind, key string) string {
-	return "\x00" + kind + "\x00" + key
-}
-
 // acquire tries once, or until it succeeds, the context ends or the retry
 // strategy gives up.
 func (r *repeated) acquire(once bool) (*Lock, error) {
 	if once {
 		return r.try()
 	}
-	if r.turn == "" {
+	if r.turns == nil {
 		return r.run(false)
 	}
-	turn := r.c.waiters.take(r.ctx, r.turn, nil)
+	turn := r.turns.take(r.ctx, r.key, nil)
 	if !turn.taken {
 		return nil, r.c.notAsked(r.key, r.ctx)
 	}
-	defer r.c.waiters.giveBack(r.turn, false)
+	defer r.turns.giveBack(r.key, false)
 	return r.run(turn.queued)
 }
 
@@ -63,7 +58,7 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 func (r *repeated) run(queued bool) (*Lock, error) {
 	wake, stop := &noWakeup, func() {}
 	if queued {
-		wake, stop = r.c.waker.listenForAll(r.keys(), r.turn == "")
+		wake, stop = r.c.waker.listenForAll(r.keys(), r.turns == nil)
 	}
 	defer func() { stop() }()
 	for attempt := 1; ; attempt++ {
@@ -78,7 +73,7 @@ func (r *repeated) run(queued bool) (*Lock, error) {
 			// Listen from before the wait that follows the first failed
 			// try: a release during the try may be missed, and the retry
 			// delay covers it.
-			wake, stop = r.c.waker.listenForAll(r.keys(), r.turn == "")
+			wake, stop = r.c.waker.listenForAll(r.keys(), r.turns == nil)
 		}
 		delay, again := r.cfg.retry.NextDelay(attempt)
 		if !again {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -468,4 +469,45 @@ func readersOnMajority(t *testing.T, client *redlock.Client, key string, readers
 		}
 	}
 	return true
+}
+
+// A reader refused because a writer waits for the key is told that a
+// writer is waiting, not that the key is held by another.
+func TestShared_readerRefusedForWaitingWriter(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	readers := newClient(t, cluster, adapters[0], fast())
+	writer := newClient(t, cluster, adapters[1], fast())
+	r1, err := readers.TryAcquire(bg, "doc", redlock.WithShared(), redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Release(bg)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := writer.Acquire(ctx, "doc"); !errors.Is(err, context.Canceled) {
+			t.Errorf("the writer: %v, want context.Canceled", err)
+		}
+	}()
+	defer func() { <-done }()
+	defer cancel()
+	queue, _ := redlock.QueueKeys("doc")
+	eventually(t, "the writer queued on every node", func() bool {
+		for _, n := range cluster.Nodes() {
+			if do(t, n, "ZRANGE", queue, "0", "-1") != writer.ID() {
+				return false
+			}
+		}
+		return true
+	})
+
+	_, err = readers.TryAcquire(bg, "doc", redlock.WithShared())
+	if !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("a reader while a writer waits: %v, want ErrNotAcquired", err)
+	}
+	msg := err.Error()
+	if strings.Count(msg, "a writer is waiting") < readers.Quorum() || strings.Contains(msg, "held by another") {
+		t.Errorf("a reader while a writer waits: %q, want a writer waiting on a quorum of nodes", msg)
+	}
 }

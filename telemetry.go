@@ -31,6 +31,7 @@ var telemetryOutcomes = [...]telemetry.Outcome{
 	OutcomeTimeout:    telemetry.Timeout,
 	OutcomeError:      telemetry.Error,
 	OutcomeRecovering: telemetry.Recovering,
+	OutcomeNotAsked:   telemetry.NotAsked,
 }
 
 // answerOf returns a node's result as the telemetry records it.

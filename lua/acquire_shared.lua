@@ -8,7 +8,8 @@
 -- KEYS[k+1..k+4] and ARGV[a+1..a+5] as for acquire; KEYS[k+5] and
 -- KEYS[k+6] the key's queue of waiting clients and its deadlines (see
 -- queuedAcquire).
--- Returns as acquire does.
+-- Returns as acquire does, and {3, "0", 0} when no writer holds the key but
+-- one waits for it.
 local function acquireShared(KEYS, ARGV, k, a, shared)
 	local refused, counter = admit(KEYS, ARGV, k, a, shared)
 	if refused then
@@ -20,7 +21,7 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 		return {0, "0", 0} -- a writer holds it
 	end
 	if nextWaiters(KEYS[k + 5], KEYS[k + 6], tonumber(ARGV[a + 5])) ~= "" then
-		return {0, "0", 0} -- a writer waits for it
+		return {3, "0", 0} -- a writer waits for it
 	end
 	local now = nodeMillis(shared)
 	redis.call("ZADD", key, now + tonumber(ARGV[a + 2]), ARGV[a + 1])

@@ -77,7 +77,7 @@ func (t *Telemetry) Node(ctx context.Context, node int, op Op, a Answer) {
 // was failing. An answer that says nothing of the node (none came before
 // the decision, or the caller cancelled) changes nothing.
 func (h *nodeHealth) observe(op Op, a Answer) (transition, time.Duration) {
-	if a.Outcome == NoAnswer || errors.Is(a.Err, context.Canceled) {
+	if a.Outcome == NoAnswer || a.Outcome == NotAsked || errors.Is(a.Err, context.Canceled) {
 		return noChange, 0
 	}
 	h.mu.Lock()

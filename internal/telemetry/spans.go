@@ -165,7 +165,7 @@ func (c *Call) end(outcome string, err error) {
 // nodeEvent returns the attributes of a node's answer.
 func nodeEvent(a Answer) []attribute.KeyValue {
 	kvs := []attribute.KeyValue{AttrNode.String(a.Node), AttrOutcome.String(a.Outcome.String())}
-	if a.Outcome != NoAnswer {
+	if a.Outcome != NoAnswer && a.Outcome != NotAsked {
 		kvs = append(kvs, AttrLatency.Float64(float64(a.Latency)/float64(time.Millisecond)))
 	}
 	if a.Err != nil {

@@ -77,10 +77,11 @@ const (
 	Timeout
 	Error
 	Recovering
+	NotAsked
 	outcomeCount
 )
 
-var outcomeNames = [outcomeCount]string{"no_answer", "ok", "held", "timeout", "error", "recovering"}
+var outcomeNames = [outcomeCount]string{"no_answer", "ok", "held", "timeout", "error", "recovering", "not_asked"}
 
 // String returns the outcome's attribute value.
 func (o Outcome) String() string { return outcomeNames[o] }

@@ -95,7 +95,7 @@ func unprefixed(msg string) string {
 type failure string
 
 const (
-	failConflict    failure = "conflict"    // held by another holder
+	failConflict    failure = "conflict"    // held by another holder, or a writer waits
 	failLost        failure = "lost"        // this token no longer holds the lock
 	failUnavailable failure = "unavailable" // too few nodes answered
 	failRecovering  failure = "recovering"  // too few nodes vote yet
@@ -202,6 +202,9 @@ func failureLines(err error) (summary, hints []string) {
 		return []string{errText(err)}, nil
 	}
 	line := fmt.Sprintf("%s: %s on %d of %d nodes, %d needed", errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
+	if len(nodesWith(qe, redlock.OutcomeNotAsked)) == len(qe.Nodes) {
+		line = errText(qe.Err) + ": no node was asked"
+	}
 	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
 		line += fmt.Sprintf(", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
 	}
@@ -244,8 +247,7 @@ func causeText(cause error) string {
 
 // wrapping returns what err says before the QuorumError qe it wraps, ""
 // when it adds nothing before it. It finds where qe's text starts, its
-// sentinel and key, rather than comparing the whole of it: the cause of a
-// wait that ended is added to qe after err's text was made.
+// sentinel and key.
 func wrapping(err error, qe *redlock.QuorumError) string {
 	if qe.Err == nil {
 		return ""
@@ -292,14 +294,29 @@ func outcomeName(op string, o redlock.Outcome) string {
 		return "error"
 	case redlock.OutcomeRecovering:
 		return "recovering"
+	case redlock.OutcomeNotAsked:
+		return "not asked"
 	default:
 		return "not waited for"
 	}
 }
 
+// writerWaiting is the name of a reader's refusal by a node where a
+// writer waits for the key (redlock.NodeResult.WriterWaits).
+const writerWaiting = "a writer is waiting"
+
+// nodeOutcome is the name of one node's answer in an operation op, the same
+// word in JSON and in text: outcomeName's, or writerWaiting.
+func nodeOutcome(op string, r redlock.NodeResult) string {
+	if r.Outcome == redlock.OutcomeHeld && r.WriterWaits {
+		return writerWaiting
+	}
+	return outcomeName(op, r.Outcome)
+}
+
 // outcomeText describes one node's answer in an operation op.
 func outcomeText(op string, r redlock.NodeResult) string {
-	name := outcomeName(op, r.Outcome)
+	name := nodeOutcome(op, r)
 	switch r.Outcome {
 	case redlock.OutcomeError:
 		return name + ": " + errText(r.Err)
@@ -333,7 +350,7 @@ func newFailureJSON(key string, err error) failureJSON {
 	var qe *redlock.QuorumError
 	if errors.As(err, &qe) {
 		for _, r := range qe.Nodes {
-			n := nodeJSON{Node: r.Node, Outcome: outcomeName(qe.Op, r.Outcome), RecoveringLeftMs: r.RecoveringLeft.Milliseconds()}
+			n := nodeJSON{Node: r.Node, Outcome: nodeOutcome(qe.Op, r), RecoveringLeftMs: r.RecoveringLeft.Milliseconds()}
 			if r.Err != nil {
 				n.Error = errText(r.Err)
 			}

@@ -150,7 +150,7 @@ Examples:
 			{"n", "the command's exit status; 128+n when it was killed by signal n"},
 			docUsage,
 			docUnavailable,
-			{code(exitConflict), "not acquired: held by another holder, or readers (--conflict-exit-code)"},
+			{code(exitConflict), "not acquired: held by another holder, or readers, or, for --shared, a writer is waiting (--conflict-exit-code)"},
 			{code(exitLockLost), "the lock was lost while the command ran; the command was stopped"},
 			docConfig,
 			{code(exitCannotExecute), "the command could not be started"},

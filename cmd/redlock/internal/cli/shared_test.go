@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // wantReadersShown fails the test unless text, what inspect printed for a
@@ -230,4 +232,50 @@ func TestInspect_readers(t *testing.T) {
 	if free.Readers == nil || len(free.Readers) != 0 || free.Nodes[0].Readers == nil {
 		t.Errorf("inspect --json of a free key: readers %#v, a node's %#v; want []", free.Readers, free.Nodes[0].Readers)
 	}
+}
+
+// A reader refused because a writer waits for the key says, for each node
+// and in JSON, that a writer is waiting, not that another holder holds it.
+func TestAcquire_readerRefusedForWaitingWriter(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	cli(t, "acquire", "--nodes", nodes, "--shared", "--ttl", "20s", "orders").expect(t, exitOK, "a reader")
+	startRun(t, nodes, "run", "orders", "--", "true") // a writer, waiting
+	for _, n := range cluster.Nodes() {
+		deadline := time.Now().Add(10 * time.Second)
+		for keyCount(t, n, "redlock:queue:orders") != "1" {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: the writer is not queued", n.Index())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	r := cli(t, "acquire", "--nodes", nodes, "--shared", "--wait", "0", "orders").expect(t, exitConflict, "a reader while a writer waits")
+	if strings.Count(r.stderr, "  a writer is waiting\n") < 2 || strings.Contains(r.stderr, "held by another holder") {
+		t.Errorf("a reader while a writer waits: stderr:\n%s", r.stderr)
+	}
+	var f failureJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--shared", "--wait", "0", "orders").expect(t, exitConflict, "--json").decode(t, &f)
+	waiting := 0
+	for _, n := range f.Nodes {
+		switch n.Outcome {
+		case "a writer is waiting":
+			waiting++
+		case "held by another holder":
+			t.Errorf("--json: node %s held by another holder", n.Node)
+		}
+	}
+	if waiting < 2 {
+		t.Errorf("--json: %d nodes say a writer is waiting, want at least 2: %+v", waiting, f.Nodes)
+	}
+}
+
+// keyCount returns the number of members of the sorted set key on node n.
+func keyCount(t *testing.T, n *redlocktest.Node, key string) string {
+	t.Helper()
+	v, err := n.Do(bg, "ZCARD", key)
+	if err != nil {
+		t.Fatalf("ZCARD %s on node %d: %v", key, n.Index(), err)
+	}
+	return v
 }

@@ -111,16 +111,17 @@ func (w *waiting) take(ctx context.Context, once bool) (holding, error) {
 }
 
 // reason returns err, the failure of an Acquire, unless the end of its
-// context cut its last attempt short before any node answered: every node
-// then shows a timeout that says nothing of the lock, and the reason is
-// still that of the last attempt that a node answered.
+// context cut its last attempt short before any node answered, or came
+// before it asked any: every node then shows a timeout, or that it was not
+// asked, which says nothing of the lock, and the reason is still that of
+// the last attempt that a node answered.
 func (w *waiting) reason(err error) error {
 	var qe *redlock.QuorumError
 	if err == nil || !errors.As(err, &qe) || qe.Cause == nil || w.last == nil {
 		return err
 	}
 	for _, r := range qe.Nodes {
-		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer {
+		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer && r.Outcome != redlock.OutcomeNotAsked {
 			w.last = err
 			return err
 		}
@@ -146,7 +147,8 @@ func (w *waiting) tell(ctx context.Context, err error) {
 
 // waitReason names what kept the last attempt from a quorum as describe
 // tells it, without timings or counts: the key refused, whether another
-// holder holds it, whether nodes are recovering, and which nodes failed.
+// holder holds it or a writer waits for it, whether nodes are recovering,
+// and which nodes failed.
 // Which nodes granted, or were not waited for once the outcome was
 // decided, changes from one attempt to the next and is left out, so that
 // an unchanged reason is not told again at every check.
@@ -155,6 +157,9 @@ func waitReason(qe *redlock.QuorumError) string {
 	b.WriteString(qe.Key + ":")
 	if len(nodesWith(qe, redlock.OutcomeHeld)) > 0 {
 		b.WriteString("held;")
+	}
+	if writersWait(qe) > 0 {
+		b.WriteString("writer waits;")
 	}
 	if len(nodesWith(qe, redlock.OutcomeRecovering)) > 0 {
 		b.WriteString("recovering;")
@@ -207,15 +212,22 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 		}
 		return fmt.Sprintf("%s held by other holders ('redlock inspect --limit %d %s' lists them)", all, w.limit, w.keys[0])
 	}
-	key, what := w.keys[0], "held"
+	key, which := w.keys[0], ""
 	if len(w.keys) > 1 {
 		key = qe.Key // the client has no key prefix: the key is the name
-		what = strconv.Quote(key) + " held"
+		which = strconv.Quote(key) + " "
 	}
+	what := which + "held"
 	on := fmt.Sprintf("on %d of %d nodes", held, len(qe.Nodes))
+	// What to say when Inspect does not find who holds the key: a writer
+	// waits for it, when every node that refused said so.
+	unknown := what + " by another holder " + on
+	if writersWait(qe) == held {
+		unknown = fmt.Sprintf("%s%s for it %s, and new readers wait until it has had its turn", which, writerWaiting, on)
+	}
 	states, err := w.client.Inspect(ctx, key)
 	if err != nil {
-		return what + " by another holder " + on
+		return unknown
 	}
 	quorum := len(states)/2 + 1
 	if token, _, _ := verdict(states, quorum); token != "" {
@@ -224,7 +236,7 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 	}
 	readers := sharedBy(states, quorum)
 	if len(readers) == 0 {
-		return what + " by another holder " + on
+		return unknown
 	}
 	s := fmt.Sprintf("%s shared by %s %s (the last expires in %s unless extended)",
 		what, countReaders(len(readers)), on, longestTTL(states, "").Round(100*time.Millisecond))
@@ -233,6 +245,18 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 		s += "; a writer waits for it, and new readers wait until it has had its turn"
 	}
 	return s
+}
+
+// writersWait counts the nodes of qe that refused a reader because a writer
+// waits for the key.
+func writersWait(qe *redlock.QuorumError) int {
+	n := 0
+	for _, r := range qe.Nodes {
+		if r.Outcome == redlock.OutcomeHeld && r.WriterWaits {
+			n++
+		}
+	}
+	return n
 }
 
 // longestTTL returns the longest TTL the nodes that answered have left for

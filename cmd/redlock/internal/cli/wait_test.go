@@ -31,6 +31,10 @@ func TestWait_cutShortAttemptKeepsTheLastReason(t *testing.T) {
 	if got := w.reason(cut); got != recovering {
 		t.Errorf("cut short after recovering nodes: reason %v", got)
 	}
+	unasked := attempt(context.DeadlineExceeded, redlock.OutcomeNotAsked, redlock.OutcomeNotAsked, redlock.OutcomeNotAsked)
+	if got := w.reason(unasked); got != recovering {
+		t.Errorf("ended before any node was asked, after recovering nodes: reason %v", got)
+	}
 }
 
 // The reason a wait gives is what its report says: which nodes answer, in
