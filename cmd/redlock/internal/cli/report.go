@@ -208,8 +208,8 @@ func failureLines(err error) (summary, hints []string) {
 	if qe.OK >= qe.Quorum && qe.Validity <= 0 {
 		line += fmt.Sprintf(", but no validity was left (%s)", qe.Validity.Round(time.Microsecond))
 	}
-	if qe.Cause != nil {
-		line += " (" + causeText(qe.Cause) + ")"
+	if cause := endedBy(err, qe); cause != nil {
+		line += " (" + causeText(cause) + ")"
 	}
 	if outer := wrapping(err, qe); outer != "" {
 		// A semaphore's: all its permits are held, qe is the last one

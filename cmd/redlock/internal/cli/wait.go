@@ -126,7 +126,29 @@ func (w *waiting) reason(err error) error {
 			return err
 		}
 	}
-	return w.last
+	return &cutShort{err: w.last, cause: qe.Cause}
+}
+
+// cutShort is the failure of the last attempt that a node answered, given
+// as the reason of a wait whose end cut a later attempt short: its text is
+// that attempt's, and it also wraps what ended the wait, so that the
+// failure says "(the wait ran out)" as every other ended wait does.
+type cutShort struct {
+	err   error
+	cause error
+}
+
+func (e *cutShort) Error() string   { return e.err.Error() }
+func (e *cutShort) Unwrap() []error { return []error{e.err, e.cause} }
+
+// endedBy returns what ended the wait behind err: the cause of its quorum
+// error qe or, when a later attempt was cut short, that attempt's.
+func endedBy(err error, qe *redlock.QuorumError) error {
+	var cs *cutShort
+	if qe.Cause == nil && errors.As(err, &cs) {
+		return cs.cause
+	}
+	return qe.Cause
 }
 
 // tell says why the lock could not be taken yet, when the reason changed

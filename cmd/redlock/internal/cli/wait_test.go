@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redlock-go/redlock"
@@ -21,20 +23,26 @@ func TestWait_cutShortAttemptKeepsTheLastReason(t *testing.T) {
 	held := attempt(nil, redlock.OutcomeHeld, redlock.OutcomeHeld, redlock.OutcomeNoAnswer)
 	w := waiting{last: held}
 	cut := attempt(context.DeadlineExceeded, redlock.OutcomeTimeout, redlock.OutcomeTimeout, redlock.OutcomeNoAnswer)
-	if got := w.reason(cut); got != held || classify(got) != failConflict {
-		t.Errorf("cut short: reason %v (%s), want the held attempt's", got, classify(got))
+	// The reason is the last answered attempt's, and the failure still
+	// says that the wait ran out.
+	keeps := func(what string, got, want error, f failure) {
+		t.Helper()
+		var qe *redlock.QuorumError
+		if !errors.As(got, &qe) || qe != want || classify(got) != f {
+			t.Errorf("%s: reason %v (%s), want %v (%s)", what, got, classify(got), want, f)
+		}
+		if summary, _ := failureLines(got); !strings.HasSuffix(summary[0], "(the wait ran out)") {
+			t.Errorf("%s: failure %q does not say that the wait ran out", what, summary[0])
+		}
 	}
+	keeps("cut short", w.reason(cut), held, failConflict)
 	recovering := attempt(context.DeadlineExceeded, redlock.OutcomeRecovering, redlock.OutcomeRecovering, redlock.OutcomeTimeout)
 	if got := w.reason(recovering); got != recovering || w.last != recovering {
 		t.Errorf("answered: reason %v, last %v, want the answered attempt", got, w.last)
 	}
-	if got := w.reason(cut); got != recovering {
-		t.Errorf("cut short after recovering nodes: reason %v", got)
-	}
+	keeps("cut short after recovering nodes", w.reason(cut), recovering, failRecovering)
 	unasked := attempt(context.DeadlineExceeded, redlock.OutcomeNotAsked, redlock.OutcomeNotAsked, redlock.OutcomeNotAsked)
-	if got := w.reason(unasked); got != recovering {
-		t.Errorf("ended before any node was asked, after recovering nodes: reason %v", got)
-	}
+	keeps("ended before any node was asked, after recovering nodes", w.reason(unasked), recovering, failRecovering)
 }
 
 // The reason a wait gives is what its report says: which nodes answer, in
