@@ -129,7 +129,7 @@ func firstError(errs []error) error {
 
 // notBrandNewRisk ends MarkReady's refusal: why it marked no node.
 const notBrandNewRisk = "a node that lost its data may have forgotten a lock that the others still hold; " +
-	"no node marked ready (force only when no lock can be outstanding)"
+	"no node marked ready unless forced"
 
 // checkBrandNew reads the markers of sets on every node, records in checked
 // each node's run_id and marker per set, and returns an error unless every
