@@ -165,10 +165,15 @@ func dialRefusingMinority(t *testing.T, d dialer, cluster *redlocktest.Cluster, 
 	defer client.Close()
 	bad := cluster.Node(0).Addr()
 	checkRefusalLogged(t, logs, bad, code)
-	// MarkReady waits for every node: the refusing one shows its error.
-	qe := quorumError(t, client.MarkReady(bg, false))
+	// MarkReady waits for every node: the refusing one shows its error. It
+	// marks no node unless forced, since the one it cannot read may be ready.
+	err = client.MarkReady(bg, false)
+	if !errors.Is(err, redlock.ErrNotMarkedReady) || !strings.Contains(err.Error(), bad+" error: "+code) {
+		t.Errorf("mark ready: %v, want %s's %s error", err, bad, code)
+	}
+	qe := quorumError(t, client.MarkReady(bg, true))
 	if r := qe.Nodes[0]; r.Node != bad || r.Outcome != redlock.OutcomeError || !strings.HasPrefix(r.Err.Error(), code) {
-		t.Errorf("mark ready: %v, want %s's %s error", r, bad, code)
+		t.Errorf("forced mark ready: %v, want %s's %s error", r, bad, code)
 	}
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()

@@ -12,9 +12,10 @@ import (
 )
 
 // markReadyOpts are the options of the MarkReady tests: locks that outlive
-// the test's steps by far, and a recovery delay to match.
+// the test's steps by far, restarts of Redis Clusters included on a loaded
+// machine, and a recovery delay to match.
 func markReadyOpts() *redlock.Options {
-	return &redlock.Options{TTL: 10 * time.Second, RecoveryDelay: 10 * time.Second, NodeTimeout: 300 * time.Millisecond}
+	return &redlock.Options{TTL: 2 * time.Minute, RecoveryDelay: 2 * time.Minute, NodeTimeout: 300 * time.Millisecond}
 }
 
 // Client A holds a lock on three nodes and two of them restart empty; a

@@ -48,11 +48,11 @@ import (
 // New and the adapters' Dial functions never call it.
 //
 // It returns nil when every node is ready. Otherwise it returns
-// ErrNotBrandNew, wrapped, when it refused; an error naming the nodes,
-// wrapping ctx's error if ctx ended, when a node's marker could not be
-// read; and a *QuorumError with Op "mark ready" and each node's outcome (a
-// refused node's is an error saying why), wrapping ctx's error if ctx
-// ended, when some nodes were not marked.
+// ErrNotBrandNew, wrapped, when it refused; a *QuorumError with Op "mark
+// ready" and each node's outcome (a refused node's is an error saying why)
+// when some nodes were not marked; and an error naming the nodes when a
+// node's marker could not be read. The last two wrap ctx's error if ctx
+// ended.
 func (c *Client) MarkReady(ctx context.Context, force bool) error {
 	if err := checkContext(ctx); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (c *Client) MarkReady(ctx context.Context, force bool) error {
 		}
 	}
 	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
-	return firstError(eachSet(len(sets), func(i int) error {
+	return firstError(eachSet(ctx, len(sets), func(i int) error {
 		args := []string{delay, "1"}
 		if !force {
 			args = append([]string{delay, "0", strconv.Itoa(len(c.conns))}, checked[i]...)
@@ -96,9 +96,10 @@ func (c *Client) markerSets() [][]string {
 	return sets
 }
 
-// eachSet runs f(i) for every i below n, markParallel at a time, and
-// returns their errors in order.
-func eachSet(n int, f func(i int) error) []error {
+// eachSet runs f(i) for every i below n, markParallel at a time, until ctx
+// ends, and returns their errors in order: for the i not run, an error
+// wrapping errNotMarkedReady and ctx's error.
+func eachSet(ctx context.Context, n int, f func(i int) error) []error {
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -110,6 +111,10 @@ func eachSet(n int, f func(i int) error) []error {
 		})
 	}
 	for i := range n {
+		if err := ctx.Err(); err != nil {
+			errs[i] = fmt.Errorf("%w: %w", errNotMarkedReady, err)
+			continue
+		}
 		next <- i
 	}
 	close(next)
@@ -136,7 +141,7 @@ const notBrandNewRisk = "a node that lost its data may have forgotten a lock tha
 // set shows a brand-new deployment (see notBrandNew).
 func (c *Client) checkBrandNew(ctx context.Context, sets, checked [][]string) error {
 	refusals := make([]string, len(sets))
-	err := firstError(eachSet(len(sets), func(i int) error {
+	err := firstError(eachSet(ctx, len(sets), func(i int) error {
 		states, err := c.readMarkers(ctx, sets[i])
 		if err != nil {
 			return err
