@@ -507,7 +507,8 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 			})}
 	}
 	markReady := func() *request {
-		return &request{script: markReadyScript, keys: []string{MarkerKey, ProcessKey}, args: []string{c.wire.recovery}}
+		// Forced: the node is new, and no check read it before.
+		return &request{script: markReadyScript, keys: []string{MarkerKey, ProcessKey}, args: []string{c.wire.recovery, "1"}}
 	}
 	replies := [][]acquireReply{make([]acquireReply, 1), make([]acquireReply, 1)}
 	reqs := []*request{

@@ -211,7 +211,9 @@
 // clock. Any lock granted before the restart lives at most its TTL, which
 // New, Acquire and Extend keep at or below RecoveryDelay, so it has expired
 // by the time the node votes again. Client.MarkReady marks a brand-new, empty
-// deployment ready without waiting. Options.DisableQuarantine turns
+// deployment ready without waiting; unless forced, it refuses
+// (ErrNotBrandNew) a deployment where a node restarted, or where some nodes
+// are ready while others are recovering. Options.DisableQuarantine turns
 // the mechanism off. SAFETY.md has the whole picture: guarantees,
 // assumptions, what each mechanism costs, and what remains open.
 //

@@ -57,6 +57,12 @@ var (
 	// refuse for a reason no retry fixes (an ACL, a replica, a key of the
 	// wrong type) that no quorum is possible.
 	ErrInvalidOptions = errors.New("redlock: invalid options")
+	// ErrNotBrandNew means Client.MarkReady, not forced, marked no node
+	// ready: the deployment is not brand new. A node restarted or failed
+	// over, or some nodes are ready while others are recovering, so a node
+	// that lost its data may have forgotten a lock that the others still
+	// hold. The error names the nodes.
+	ErrNotBrandNew = errors.New("redlock: not a brand-new deployment")
 )
 
 // ErrNilContext means a call was given a nil context. Lock.Release and

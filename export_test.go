@@ -11,7 +11,7 @@ import (
 // ScriptSources are the library's scripts as sent, for tests that preload
 // them on their nodes.
 var ScriptSources = []string{acquireScript.source, queuedAcquireScript.source, releaseScript.source, extendScript.source, raiseScript.source,
-	inspectScript.source, markReadyScript.source, shardedReleaseScript.source, batchScript.source}
+	inspectScript.source, markReadyScript.source, shardedReleaseScript.source, markerStateScript.source, batchScript.source}
 
 // QueueKeys are the names of the keys that queue the clients waiting for
 // a lock key.

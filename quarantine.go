@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
@@ -19,35 +20,273 @@ import (
 // MarkReady is safe only for a brand-new, empty deployment, or when no lock
 // can be outstanding (every client stopped for longer than the largest TTL):
 // a node that lost its data and is marked ready can grant a lock that the
-// other nodes still hold for someone else. So it refuses, unless force is
-// true, a node that restarted or failed over and has not sat out its
-// recovery delay (NodeState.Restarted); a node with no marker at all cannot
-// be told from a new one, and is marked. New and the adapters'
-// Dial functions never call it.
+// other nodes still hold for someone else. So, unless force is true, it
+// first reads every node's marker, and marks no node when the deployment is
+// not brand new: when a node restarted or failed over and has not sat out
+// its recovery delay (NodeState.Restarted), or when some nodes are ready
+// while others are recovering (a node that lost its data, beside nodes that
+// kept their locks). It then returns ErrNotBrandNew, naming the nodes. It
+// marks no node either when a node's marker cannot be read: that node may
+// be a ready one. When no node is ready (none has a marker, or each sits out
+// its delay), the deployment cannot be told from a new one, and is marked:
+// so is one whose nodes all lost their data at once. The rule sees only the
+// client's nodes: give MarkReady every node of the deployment.
 //
-// It returns nil when every node is ready, and otherwise a *QuorumError with
-// Op "mark ready" and each node's outcome (a refused node's is an error
-// saying why), wrapping ctx's error if ctx ended.
+// The check runs in the client before the marking, not atomically across
+// the nodes. A node that restarted or failed over between the two, or lost
+// the marker the check read, is refused when it would be marked; the others
+// are marked, and MarkReady returns a *QuorumError saying so: call it again.
+// A restart in between goes unseen only on a node that refuses INFO, whose
+// restarts the quarantine cannot see either.
+//
+// With a Redis Cluster node, each hash slot has its own restart marker
+// ("redlock:marker:{tag}"), and only the markers of a lock's slot vote for it: each slot is
+// judged by the rule above as a deployment of its own, so a slot that no
+// lock ever used, unmarked on every node, is marked beside slots that are
+// ready everywhere. MarkReady marks no slot unless every slot passes.
+//
+// New and the adapters' Dial functions never call it.
+//
+// It returns nil when every node is ready. Otherwise it returns
+// ErrNotBrandNew, wrapped, when it refused; a *QuorumError with Op "mark
+// ready" and each node's outcome (a refused node's is an error saying why)
+// when some nodes were not marked; and an error naming the nodes when a
+// node's marker could not be read. The last two wrap ctx's error if ctx
+// ended.
 func (c *Client) MarkReady(ctx context.Context, force bool) error {
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
-	keys := []string{markerKey, processKey}
-	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
-	forced := "0"
-	if force {
-		forced = "1"
+	sets := c.markerSets()
+	// checked holds, per set, each node's run_id and marker as the check
+	// read them, for the mark-ready script to compare.
+	checked := make([][]string, len(sets))
+	if !force {
+		if err := c.checkBrandNew(ctx, sets, checked); err != nil {
+			return err
+		}
 	}
-	mark := &request{script: markReadyScript, keys: keys, args: []string{delay, forced}, decode: decodeFunc(func(_ int, v any) (any, error) {
+	delay := strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)
+	return firstError(eachSet(ctx, len(sets), func(i int) error {
+		args := []string{delay, "1"}
+		if !force {
+			args = append([]string{delay, "0", strconv.Itoa(len(c.conns))}, checked[i]...)
+		}
+		return c.markReady(ctx, c.markRequest(sets[i], args))
+	}))
+}
+
+// markParallel is how many of a Redis Cluster's hash slots MarkReady reads
+// or marks at once: enough to keep every node busy, few enough that no
+// request waits in a node's queue for long.
+const markParallel = 32
+
+// markerSets returns the keys of each restart marker that MarkReady marks,
+// the marker's and its process key's: one marker on independent servers,
+// and one per hash slot when a node is a Redis Cluster (see layout).
+func (c *Client) markerSets() [][]string {
+	if !c.keys.cluster {
+		return [][]string{{markerKey, processKey}}
+	}
+	sets := make([][]string, slotCount)
+	for slot := range sets {
+		marker, process := slotMarkerKeys(slot)
+		sets[slot] = []string{marker, process}
+	}
+	return sets
+}
+
+// eachSet runs f(i) for every i below n, markParallel at a time, until ctx
+// ends, and returns their errors in order: for the i not run, an error
+// wrapping errNotMarkedReady and ctx's error.
+func eachSet(ctx context.Context, n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(markParallel, n) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = f(i)
+			}
+		})
+	}
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			errs[i] = fmt.Errorf("%w: %w", errNotMarkedReady, err)
+			continue
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
+}
+
+// firstError returns the first error of errs that is not nil.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notBrandNewRisk ends MarkReady's refusal: why it marked no node.
+const notBrandNewRisk = "a node that lost its data may have forgotten a lock that the others still hold; " +
+	"no node marked ready unless forced"
+
+// checkBrandNew reads the markers of sets on every node, records in checked
+// each node's run_id and marker per set, and returns an error unless every
+// set shows a brand-new deployment (see notBrandNew).
+func (c *Client) checkBrandNew(ctx context.Context, sets, checked [][]string) error {
+	refusals := make([]string, len(sets))
+	err := firstError(eachSet(ctx, len(sets), func(i int) error {
+		states, err := c.readMarkers(ctx, sets[i])
+		if err != nil {
+			return err
+		}
+		refusals[i] = c.notBrandNew(states)
+		for _, s := range states {
+			checked[i] = append(checked[i], s.process, s.marker)
+		}
+		return nil
+	}))
+	if err != nil {
+		return err
+	}
+	first := slices.IndexFunc(refusals, func(r string) bool { return r != "" })
+	switch {
+	case first < 0:
+		return nil
+	case len(sets) == 1:
+		return fmt.Errorf("%w: %s: %s", ErrNotBrandNew, refusals[0], notBrandNewRisk)
+	}
+	n := 0
+	for _, r := range refusals {
+		if r != "" {
+			n++
+		}
+	}
+	return fmt.Errorf("%w: %d of %d hash slots, the first slot %d: %s: %s", ErrNotBrandNew, n, len(sets), first, refusals[first], notBrandNewRisk)
+}
+
+// markerState is one node's restart marker as MarkReady's check read it
+// (lua/marker_state.lua).
+type markerState struct {
+	marker    string // "" when absent
+	ready     bool   // the node votes
+	restarted bool   // its process changed since the marker was written
+	process   string // the run_id of the node's process
+}
+
+// notBrandNew returns "" when states, one per node, show a brand-new
+// deployment: no node restarted, and not some ready while others are
+// recovering. Otherwise it says which nodes are what.
+func (c *Client) notBrandNew(states []markerState) string {
+	var ready, recovering, restarted []string
+	for i, s := range states {
+		name := c.conns[i].Name()
+		switch {
+		case s.restarted:
+			restarted = append(restarted, name)
+		case s.ready:
+			ready = append(ready, name)
+		default:
+			recovering = append(recovering, name)
+		}
+	}
+	var why []string
+	if len(ready) > 0 && len(recovering) > 0 {
+		why = append(why, strings.Join(ready, ", ")+" ready but "+strings.Join(recovering, ", ")+
+			" recovering (no restart marker, or within the recovery delay)")
+	}
+	if len(restarted) > 0 {
+		why = append(why, strings.Join(restarted, ", ")+" restarted or failed over since it last voted")
+	}
+	return strings.Join(why, "; ")
+}
+
+// readMarkers reads the restart marker of keys, the marker's and its
+// process key's, on every node. A node that did not answer in time is asked
+// once more (see markReady). The error, when a node could not be read,
+// wraps errNotMarkedReady, and ctx's error if ctx ended.
+func (c *Client) readMarkers(ctx context.Context, keys []string) ([]markerState, error) {
+	states, results := c.readMarkersOnce(ctx, keys)
+	if ctx.Err() == nil && slices.ContainsFunc(results, func(r NodeResult) bool { return r.Outcome == OutcomeTimeout }) {
+		states, results = c.readMarkersOnce(ctx, keys)
+	}
+	c.observeNodes(ctx, nil, telemetry.OpMarkReady, results)
+	var failed []string
+	for _, r := range results {
+		switch {
+		case r.Outcome == OutcomeOK:
+		case r.Err != nil:
+			failed = append(failed, r.Node+" "+r.Outcome.String()+": "+r.Err.Error())
+		default:
+			failed = append(failed, r.Node+" "+r.Outcome.String())
+		}
+	}
+	if len(failed) == 0 {
+		return states, nil
+	}
+	err := fmt.Errorf("%w: the restart marker %s could not be read, so whether a node is ready is unknown, and no node was marked: %s",
+		errNotMarkedReady, keys[0], strings.Join(failed, "; "))
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	return nil, err
+}
+
+// readMarkersOnce asks every node once for the restart marker of keys, and
+// returns what the nodes that answered hold, with every node's outcome.
+func (c *Client) readMarkersOnce(ctx context.Context, keys []string) ([]markerState, []NodeResult) {
+	// A node that answers too late may still write its entry after the
+	// fan-out returned; only the entries of the nodes that answered are read.
+	states := make([]markerState, len(c.conns))
+	read := &request{script: markerStateScript, keys: keys, args: []string{strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)},
+		decode: decodeFunc(func(node int, v any) (any, error) {
+			s, err := parseMarkerState(v, keys[0])
+			if err != nil {
+				return nil, err
+			}
+			states[node] = s
+			return nil, nil
+		})}
+	results, _ := c.fanout(ctx, c.operatorTimeout(), read, func(any) bool { return true }, func(int, int) bool { return false })
+	return states, results
+}
+
+// parseMarkerState decodes the marker-state script's reply for the marker
+// key: {marker, microseconds left recovering or -1, restarted, run_id}.
+func parseMarkerState(v any, key string) (markerState, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 4 {
+		return markerState{}, fmt.Errorf("redlock: unexpected reply to the marker-state script: %v", v)
+	}
+	marker, ok1 := a[0].(string)
+	left, ok2 := a[1].(int64)
+	restarted, ok3 := a[2].(int64)
+	process, ok4 := a[3].(string)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return markerState{}, fmt.Errorf("redlock: unexpected reply to the marker-state script: %v", v)
+	}
+	if left < 0 {
+		return markerState{}, fmt.Errorf("redlock: %s holds %q, a value this library did not write (another program's key?): "+
+			"rename or delete that key", key, marker)
+	}
+	return markerState{marker: marker, ready: left == 0, restarted: restarted == 1, process: process}, nil
+}
+
+// markRequest returns the mark-ready request for the restart marker of
+// keys, the marker's and its process key's, with the script's args.
+func (c *Client) markRequest(keys, args []string) *request {
+	return &request{script: markReadyScript, keys: keys, args: args, decode: decodeFunc(func(_ int, v any) (any, error) {
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("redlock: unexpected reply to the mark-ready script: %v", v)
 		}
 		return v, nil
 	})}
-	if c.keys.cluster {
-		return c.markSlotsReady(ctx, mark)
-	}
-	return c.markReady(ctx, mark)
 }
 
 // markReady sends mark, a mark-ready request, to every node. A node that
@@ -66,38 +305,4 @@ func (c *Client) markReady(ctx context.Context, mark *request) error {
 	}
 	return &QuorumError{Op: "mark ready", Key: mark.keys[0], OK: ok, Quorum: len(c.conns), Nodes: results,
 		Err: errNotMarkedReady, Cause: ctx.Err()}
-}
-
-// markSlotsReady marks every hash slot's restart marker ready, for a client
-// with a Redis Cluster node (see layout), a few slots at a time, and
-// returns the first slot's failure.
-func (c *Client) markSlotsReady(ctx context.Context, mark *request) error {
-	const parallel = 32
-	errs := make(chan error, slotCount)
-	slots := make(chan int)
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for slot := range slots {
-				marker, process := slotMarkerKeys(slot)
-				m := *mark
-				m.keys = []string{marker, process}
-				errs <- c.markReady(ctx, &m)
-			}
-		}()
-	}
-	for slot := 0; slot < slotCount && ctx.Err() == nil; slot++ {
-		slots <- slot
-	}
-	close(slots)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

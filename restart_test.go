@@ -153,8 +153,8 @@ func TestQuarantine_infoRefusedStillLocks(t *testing.T) {
 }
 
 // MarkReady refuses a node that restarted and has not sat out its recovery
-// delay, which may have forgotten a lock still held, unless forced; a node
-// without a marker cannot be told from a new one, and is marked.
+// delay, which may have forgotten a lock still held, unless forced: it
+// marks no node, and says which one restarted.
 func TestMarkReady_refusesARestartedNodeUnlessForced(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, AppendFsyncAlways: true})
 	c := newClient(t, cluster, adapters[0], fast())
@@ -169,11 +169,11 @@ func TestMarkReady_refusesARestartedNodeUnlessForced(t *testing.T) {
 	}
 	for _, phase := range []string{"restarted", "quarantine started"} {
 		err := c.MarkReady(bg, false)
-		if !errors.Is(err, redlock.ErrNotMarkedReady) || !strings.Contains(err.Error(), "restarted or failed over") {
+		if !errors.Is(err, redlock.ErrNotBrandNew) || !strings.Contains(err.Error(), cluster.Node(1).Addr()+" restarted or failed over") {
 			t.Fatalf("%s: MarkReady = %v, want node 1 refused", phase, err)
 		}
-		if qe := quorumError(t, err); qe.Nodes[1].Outcome != redlock.OutcomeError || qe.OK != 2 {
-			t.Errorf("%s: outcomes %+v, want only node 1 refused", phase, qe.Nodes)
+		if states, err := c.Inspect(bg, "held"); err != nil || !states[1].Recovering {
+			t.Errorf("%s: %+v, %v; want node 1 still recovering", phase, states, err)
 		}
 		// An acquisition starts the node's quarantine; it stays refused.
 		if l, err := tryAcquireRetrying(c, "probe-"+phase); err == nil {

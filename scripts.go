@@ -69,6 +69,10 @@ var (
 	raiseSource string
 	//go:embed lua/inspect.lua
 	inspectSource string
+	//go:embed lua/marker_state.lua
+	markerStateSource string
+	//go:embed lua/as_checked.lua
+	asCheckedSource string
 	//go:embed lua/mark_ready.lua
 	markReadySource string
 	//go:embed lua/batch.lua
@@ -102,8 +106,10 @@ var (
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}
 	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, nodeMillisFunc}}
+	markerStateFunc    = &luaFunction{name: "markerState", source: markerStateSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, processIDFunc}}
+	asCheckedFunc      = &luaFunction{name: "asChecked", source: asCheckedSource}
 	markReadyFunc      = &luaFunction{name: "markReady", source: markReadySource,
-		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
+		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, asCheckedFunc}}
 	batchFunc = &luaFunction{name: "batch", source: batchSource}
 )
 
@@ -141,6 +147,7 @@ var (
 	raiseScript         = replicatedScript(raiseFunc)
 	inspectScript       = newScript(inspectFunc)
 	markReadyScript     = newScript(markReadyFunc)
+	markerStateScript   = newScript(markerStateFunc)
 	// shardedReleaseScript is releaseScript on a Redis Cluster node: it
 	// announces by SPUBLISH (see layout.releaseChannel).
 	shardedReleaseScript = newScript(shardedReleaseFunc)
@@ -148,7 +155,7 @@ var (
 	// batchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
 	batchScript = newBatchScript(acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript,
-		shardedReleaseScript, acquireSharedScript)
+		shardedReleaseScript, acquireSharedScript, markerStateScript)
 )
 
 // withClusterVariant sets the script to run instead of s on a Redis Cluster

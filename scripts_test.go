@@ -9,13 +9,14 @@ import (
 // Every function of lua/ declares the name it is called by, and every script
 // defines each function it runs once, after the functions that one calls.
 func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
-	all := []*luaFunction{acquireFunc, releaseFunc, extendFunc, raiseFunc, inspectFunc, markReadyFunc, shardedReleaseFunc, batchFunc}
+	all := []*luaFunction{acquireFunc, releaseFunc, extendFunc, raiseFunc, inspectFunc, markReadyFunc, shardedReleaseFunc, markerStateFunc, batchFunc}
 	scripts := []struct {
 		s    *script
 		runs []*luaFunction
 	}{
 		{acquireScript, all[:1]}, {releaseScript, all[1:2]}, {extendScript, all[2:3]}, {raiseScript, all[3:4]},
-		{inspectScript, all[4:5]}, {markReadyScript, all[5:6]}, {shardedReleaseScript, all[6:7]}, {batchScript, all},
+		{inspectScript, all[4:5]}, {markReadyScript, all[5:6]}, {shardedReleaseScript, all[6:7]}, {markerStateScript, all[7:8]},
+		{batchScript, all},
 	}
 	for _, sc := range scripts {
 		var check func(f *luaFunction) int
@@ -46,11 +47,12 @@ func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 
 // The batch script's table lists the scripts' functions by their batchID.
 func TestScripts_batchIDsNumberTheBatchTable(t *testing.T) {
-	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady, shardedRelease, acquireShared})\n"
+	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady, shardedRelease, acquireShared, markerState})\n"
 	if !strings.HasSuffix(batchScript.source, want) {
 		t.Fatalf("the batch script does not end with %q", want)
 	}
-	for i, s := range []*script{acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript, shardedReleaseScript} {
+	for i, s := range []*script{acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript, shardedReleaseScript,
+		acquireSharedScript, markerStateScript} {
 		if s.batchID != strconv.Itoa(i+1) {
 			t.Errorf("%s: batchID %q, want %d", s.fn.name, s.batchID, i+1)
 		}
@@ -66,7 +68,7 @@ func TestScripts_releaseHasAClusterVariant(t *testing.T) {
 	if !strings.Contains(shardedReleaseScript.source, `"SPUBLISH"`) || strings.Contains(releaseSource, "SPUBLISH") {
 		t.Error("SPUBLISH belongs to shardedRelease only")
 	}
-	for _, s := range []*script{acquireScript, queuedAcquireScript, extendScript, raiseScript, inspectScript, markReadyScript, batchScript} {
+	for _, s := range []*script{acquireScript, queuedAcquireScript, extendScript, raiseScript, inspectScript, markReadyScript, markerStateScript, batchScript} {
 		if s.forNode(true) != s {
 			t.Errorf("%s runs as another script on a cluster node", s.sha1)
 		}

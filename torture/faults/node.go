@@ -101,7 +101,7 @@ type RestartOnGrant struct {
 	// marker and without the locks granted since. The nodes must run with
 	// appendonly yes.
 	PowerLoss bool
-	// MarkReady calls the library's Client.MarkReady on the node right
+	// MarkReady calls the library's Client.MarkReady on every node right
 	// after each restart, as an operator's deploy script running
 	// "redlock init" would; ForceReady passes force.
 	MarkReady, ForceReady bool

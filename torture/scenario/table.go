@@ -154,10 +154,19 @@ func lockRows() rows {
 			Name:     "markready-after-restart",
 			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About: "split quorum; the shared node reloads a snapshot taken before the grant and a deploy script calls " +
-				"MarkReady on it at once: MarkReady refuses a restarted node unless forced, so the quarantine stays",
+				"MarkReady on the deployment at once: MarkReady refuses a restarted node unless forced, so the quarantine stays",
 			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond,
 					Snapshot: true, MarkReady: true}}
+			},
+		},
+		{
+			Name:     "markready-after-restart/empty",
+			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
+			About: "split quorum; the shared node restarts empty while the lock is held on it and a deploy script calls " +
+				"MarkReady on the deployment at once: the other nodes are ready, so it is not brand new and MarkReady refuses",
+			Faults: func() []faults.Fault {
+				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, MarkReady: true}}
 			},
 		},
 		{
@@ -254,21 +263,11 @@ func lockRows() rows {
 			Name:     "markready-after-restart/forced",
 			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
 			About: "split quorum; the shared node reloads a snapshot taken before the grant and a deploy script calls " +
-				"MarkReady(force) on it at once, ending its quarantine: it votes for the other group while the lock is held",
+				"MarkReady(force) on the deployment at once, ending its quarantine: it votes for the other group while the lock is held",
 			Expect: Caught,
 			Faults: func() []faults.Fault {
 				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond,
 					Snapshot: true, MarkReady: true, ForceReady: true}}
-			},
-		},
-		{
-			Name:     "markready-after-restart/empty",
-			ThinkMin: restartThinkMin, ThinkMax: restartThinkMax,
-			About: "split quorum; the shared node restarts empty while the lock is held on it and a deploy script calls " +
-				"MarkReady on it at once: with no marker left, it cannot be told from a new node, is marked ready and votes",
-			Expect: Caught,
-			Faults: func() []faults.Fault {
-				return []faults.Fault{&faults.SplitQuorum{}, faults.RestartOnGrant{Node: 2, Cooldown: 500 * time.Millisecond, MarkReady: true}}
 			},
 		},
 		{

@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
-)
 
-// initProbeKey is the lock name init inspects to read each node's restart
-// marker; Inspect reads the marker beside any lock key, and changes nothing.
-const initProbeKey = "redlock-init"
+	"github.com/redlock-go/redlock"
+)
 
 func initCommand() *command {
 	return &command{
@@ -31,7 +30,8 @@ Marking a node ready that restarted while locks were held defeats the
 quarantine and can let two clients hold the same lock. init therefore refuses,
 unless --force is given, when a node restarted or failed over since its
 marker was written (its Redis process changed: it is not new), or when some
-nodes are already ready and others are not.`,
+nodes are already ready and others are not; it marks no node then, nor
+when a node cannot be reached.`,
 		exits: []exitDoc{
 			{"0", "every node is ready"},
 			{code(exitFailure), "refused: a node restarted, or some nodes are ready and others are not (see --force)"},
@@ -57,39 +57,12 @@ func setupInit(fs *flag.FlagSet) runner {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
-		if !*force {
-			states, err := client.Inspect(ctx, initProbeKey)
-			if err != nil {
-				fmt.Fprintf(s.stderr, "redlock init: %s\n", errText(err))
-				return exitSoftware
-			}
-			var ready, waiting, restarted []string
-			for _, st := range states {
-				switch {
-				case st.Err != nil:
-				case st.Restarted:
-					restarted = append(restarted, st.Node)
-				case st.Recovering:
-					waiting = append(waiting, st.Node)
-				default:
-					ready = append(ready, st.Node)
-				}
-			}
-			if len(restarted) > 0 {
-				fmt.Fprintf(s.stderr, "redlock init: refused: %s restarted or failed over since it last voted: not a brand-new deployment.\n"+
-					"A restarted node must sit out --recovery-delay so that it cannot grant a lock it forgot.\n"+
-					"Wait, or use --force if no lock can be outstanding.\n", strings.Join(restarted, ", "))
-				return exitFailure
-			}
-			if len(ready) > 0 && len(waiting) > 0 {
-				fmt.Fprintf(s.stderr, "redlock init: refused: %s already ready but %s recovering: not a brand-new deployment.\n"+
-					"A node that lost its data must sit out --recovery-delay so that it cannot grant a lock still held elsewhere.\n"+
-					"Wait, or use --force if no lock can be outstanding.\n",
-					strings.Join(ready, ", "), strings.Join(waiting, ", "))
-				return exitFailure
-			}
-		}
 		if err := client.MarkReady(ctx, *force); err != nil {
+			if errors.Is(err, redlock.ErrNotBrandNew) {
+				fmt.Fprintf(s.stderr, "redlock init: refused: %s.\n"+
+					"Wait for the recovering nodes to sit out --recovery-delay, or use --force if no lock can be outstanding.\n", errText(err))
+				return exitFailure
+			}
 			printFailure(s.stderr, "init", err)
 			return exitUnavailable
 		}
