@@ -12,8 +12,9 @@
 // then carries an older token than the new holder's and is refused.
 //
 // A token equal to the highest seen is the current holder's own: a holder
-// writes as many times as it needs under one lock. Tokens of two grants of a
-// lock are never equal, so only the comparison "below" tells them apart.
+// writes as many times as it needs under one lock. Two holders that exclude
+// each other (of a mutex, of one permit, or a writer and anyone else) never
+// have equal tokens, so refusing lower tokens is enough to tell them apart.
 //
 // # SQL
 //
