@@ -8,13 +8,15 @@
 //	...
 //	err = client.Do(ctx, "orders:42", func(ctx context.Context) error {
 //		// Runs while the lock is held and renewed; ctx is cancelled if it is lost.
-//		return process(ctx)
+//		lock, _ := redlock.LockFromContext(ctx)
+//		return process(ctx, lock.Fence()) // the fencing token, for the resource
 //	})
 //
 // Acquire blocks until the lock is acquired or its context ends; TryAcquire
 // makes one attempt. A Lock can be extended, renewed in the background
 // (WithAutoRenew), watched (Done, Err) and released; Do runs a function
-// under a renewed lock with a context that ends when the lock is lost. Failures wrap
+// under a renewed lock with a context that ends when the lock is lost, and
+// from which LockFromContext returns the lock. Failures wrap
 // sentinel errors (ErrNotAcquired, ErrLockLost, ErrNotHeld, ...) in a
 // *QuorumError that says what each node answered.
 //

@@ -11,13 +11,18 @@ import (
 	goredisv9 "github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/fence"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // exampleNodes are the URLs of three redis-server processes that TestMain
-// starts for the examples.
-var exampleNodes []string
+// starts for the examples, and exampleData the address of a fourth, apart
+// from the lock nodes, that holds a fenced resource.
+var (
+	exampleNodes []string
+	exampleData  string
+)
 
 func TestMain(m *testing.M) {
 	// go-redis logs every refused dial; the tests kill nodes on purpose.
@@ -28,17 +33,26 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	exampleNodes = cluster.URLs()
+	data, err := redlocktest.New(context.Background(), redlocktest.Options{Nodes: 1, AppendFsyncAlways: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		cluster.Close()
+		os.Exit(1)
+	}
+	exampleData = data.Node(0).Addr()
 	// A new, empty deployment: mark its nodes ready, or the restart
 	// quarantine keeps them out of every quorum for the recovery delay.
 	for _, n := range cluster.Nodes() {
 		if _, err := n.Do(context.Background(), "SET", redlock.MarkerKey, "0"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			cluster.Close()
+			data.Close()
 			os.Exit(1)
 		}
 	}
 	code := m.Run()
 	cluster.Close()
+	data.Close()
 	os.Exit(code)
 }
 
@@ -65,6 +79,40 @@ func Example() {
 	// Output:
 	// sending invoice 42
 	// error: <nil>
+}
+
+// fn takes the lock that Do holds from its context, and sends the lock's
+// fencing token with each of its writes to the protected resource: here a
+// value in a Redis server of its own, written with package fence. The
+// holder writes as often as it needs; a write from a holder whose lock has
+// since passed to another client is refused.
+func ExampleLockFromContext() {
+	ctx := context.Background()
+	client, err := goredis.Dial(ctx, exampleNodes, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	data := goredis.NewOwned(goredisv9.NewClient(&goredisv9.Options{Addr: exampleData}))
+	defer data.Close()
+	store := fence.New(data, nil)
+
+	err = client.Do(ctx, "orders:42", func(ctx context.Context) error {
+		lock, _ := redlock.LockFromContext(ctx)
+		for _, state := range []string{"packed", "shipped"} {
+			if err := store.Write(ctx, "orders:42", lock.Fence(), state); err != nil {
+				return err // ErrStaleToken: another client holds the lock now
+			}
+		}
+		return nil
+	})
+	fmt.Println("error:", err)
+	state, _, err := store.Read(ctx, "orders:42")
+	fmt.Println(state, err)
+	// Output:
+	// error: <nil>
+	// shipped <nil>
 }
 
 func ExampleClient_TryAcquire() {

@@ -9,10 +9,11 @@ import (
 // Fence returns the lock's fencing token: a number strictly greater than the
 // token of every lock of the same key that any client of this library was
 // handed before this acquisition started. A protected resource that keeps
-// the highest token it has accepted and refuses requests carrying one that is
-// not greater is safe from a holder that paused, or whose request was
-// delayed, past the end of its validity (see package fence, and the package
-// documentation for the argument and its assumptions). Tokens of different
+// the highest token it has seen and refuses requests carrying a lower one is
+// safe from a holder that paused, or whose request was delayed, past the end
+// of its validity; the holder itself sends its token as often as it needs
+// (see package fence, and the package documentation for the argument and its
+// assumptions). Tokens of different
 // keys are unrelated; they are not timestamps. A permit of a semaphore
 // (WithLimit) counts on its own key (Lock.Key). The readers (WithShared) and
 // writers of one key share its counter: a resource refuses a reader whose

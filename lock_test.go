@@ -388,6 +388,66 @@ func TestDo(t *testing.T) {
 	}
 }
 
+// fn finds Do's lock in its context, and in contexts derived from it, with
+// its fencing token; each call of Do holds a new lock with a greater token.
+func TestDo_lockFromContext(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	if l, ok := redlock.LockFromContext(bg); ok || l != nil {
+		t.Errorf("LockFromContext outside Do = %v, %v", l, ok)
+	}
+	var fences []uint64
+	for range 2 {
+		err := client.Do(bg, "fenced-job", func(ctx context.Context) error {
+			derived, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			lock, ok := redlock.LockFromContext(derived)
+			if !ok || lock.Key() != "fenced-job" || lock.Fence() == 0 || lock.Err() != nil {
+				t.Fatalf("LockFromContext in fn = %v, %v", lock, ok)
+			}
+			holding := 0
+			for _, n := range cluster.Nodes() {
+				if keyOn(t, n, "fenced-job") == lock.Token() {
+					holding++
+				}
+			}
+			if holding < 2 {
+				t.Errorf("the lock from the context is held on %d of 3 nodes", holding)
+			}
+			fences = append(fences, lock.Fence())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(fences) != 2 || fences[1] <= fences[0] {
+		t.Errorf("fences of two calls of Do: %v, want increasing", fences)
+	}
+
+	// Nested calls: each fn sees its own call's lock.
+	err := client.Do(bg, "outer", func(ctx context.Context) error {
+		return client.Do(ctx, "inner", func(ctx context.Context) error {
+			if lock, ok := redlock.LockFromContext(ctx); !ok || lock.Key() != "inner" {
+				t.Errorf("nested LockFromContext = %v, %v, want the inner lock", lock, ok)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A fn that releases the lock itself makes Do report it.
+	err = client.Do(bg, "fenced-job", func(ctx context.Context) error {
+		lock, _ := redlock.LockFromContext(ctx)
+		return lock.Release(ctx)
+	})
+	if !errors.Is(err, redlock.ErrReleased) {
+		t.Errorf("Do after fn released the lock: %v, want ErrReleased", err)
+	}
+}
+
 func TestLock_concurrentUse(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[1], fast())

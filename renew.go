@@ -49,7 +49,9 @@ func (l *Lock) renew() {
 // Do acquires the lock named key (blocking like Acquire), runs fn while
 // renewing the lock in the background, and releases it when fn returns.
 // fn's context is cancelled, with ErrLockLost as its cause, as soon as the
-// lock is lost; fn must then stop touching the protected resource.
+// lock is lost; fn must then stop touching the protected resource. fn gets
+// the Lock from its context with LockFromContext, for its fencing token
+// (Lock.Fence) to send with each write to the resource.
 //
 // Do returns fn's error, joined with ErrLockLost if the lock was lost while
 // fn ran, and with the release error if the release failed.
@@ -59,7 +61,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 		return err
 	}
 	fnCtx, cancel := lock.context(ctx)
-	fnErr := fn(fnCtx)
+	fnErr := fn(context.WithValue(fnCtx, lockContextKey{}, lock))
 	cancel()
 	lostErr := lock.Err()
 	releaseErr := lock.Release(ctx)
@@ -67,4 +69,17 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 		return errors.Join(fnErr, lostErr)
 	}
 	return errors.Join(fnErr, releaseErr)
+}
+
+// lockContextKey is the context key under which Do hands fn its Lock.
+type lockContextKey struct{}
+
+// LockFromContext returns the Lock that Do holds while it runs fn, given
+// fn's context or one derived from it, and false for any other context.
+// Under nested calls of Do it returns the innermost call's lock. fn reads the
+// lock (Fence, Until, Key, Nodes) and may Extend it; Do renews and releases
+// it, so fn must not Release it (Do would then return ErrReleased).
+func LockFromContext(ctx context.Context) (*Lock, bool) {
+	l, ok := ctx.Value(lockContextKey{}).(*Lock)
+	return l, ok
 }

@@ -7,19 +7,21 @@
 // resource has to. Each acquisition of a lock carries a fencing token larger
 // than that of any earlier acquisition of the same lock (Lock.Fence in package
 // redlock). The holder sends its token with every write; the resource keeps
-// the last token it accepted and refuses any write whose token is not greater,
-// in the same atomic step as the write. The stalled holder's late write then
-// carries an older token than the new holder's and is refused.
+// the highest token it has seen and refuses any write whose token is below
+// it, in the same atomic step as the write. The stalled holder's late write
+// then carries an older token than the new holder's and is refused.
 //
-// Since the comparison is "greater than", each token writes once: a holder
-// that has several changes to make under one lock makes them in one write.
+// A token equal to the highest seen is the current holder's own: a holder
+// writes as many times as it needs under one lock. Two holders that exclude
+// each other (of a mutex, of one permit, or a writer and anyone else) never
+// have equal tokens, so refusing lower tokens is enough to tell them apart.
 //
 // # SQL
 //
 // Keep the last accepted token in a column beside the data and make the
 // comparison part of the update:
 //
-//	UPDATE accounts SET balance = $3, fence = $1 WHERE id = $2 AND fence < $1
+//	UPDATE accounts SET balance = $3, fence = $1 WHERE id = $2 AND fence <= $1
 //
 // No row updated means the token is stale (or the row does not exist): the
 // holder has lost the lock and must stop.
@@ -27,14 +29,14 @@
 // # HTTP
 //
 // The client sends the token in a header, and the service checks it against
-// the last token it accepted for the resource, atomically with the write, and
-// answers 409 Conflict when it is not greater:
+// the highest token it has seen for the resource, atomically with the write,
+// and answers 409 Conflict when it is below:
 //
 //	req.Header.Set(fence.Header, strconv.FormatUint(lock.Fence(), 10))
 //
 //	// In the service, under the resource's own transaction or mutex:
 //	token, err := strconv.ParseUint(r.Header.Get(fence.Header), 10, 64)
-//	if err != nil || token <= last[resource] {
+//	if err != nil || token < last[resource] {
 //		http.Error(w, "stale fencing token", http.StatusConflict)
 //		return
 //	}
@@ -45,12 +47,12 @@
 //
 // Store does the same for values held in a Redis server: Write runs the
 // comparison and the write in one Lua script and returns an error wrapping
-// ErrStaleToken when the token is not greater than the last one accepted.
+// ErrStaleToken when the token is below the highest one seen.
 //
 // A holder that reads the resource and writes back something computed from
 // it must read with ReadFenced. Checking writes alone is not enough: a newer
-// holder reads, a stalled older holder's write lands (its token is still
-// greater than the last write's), and the newer holder's write then
+// holder reads, a stalled older holder's write lands (its token is not
+// below the last write's), and the newer holder's write then
 // overwrites it, losing that update. ReadFenced records the reader's token so
 // that the older write is refused. The same holds for SQL: read with
 // SELECT ... FOR UPDATE after raising the fence column, in one transaction.

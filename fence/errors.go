@@ -7,10 +7,11 @@ import (
 
 // Sentinel errors; compare with errors.Is.
 var (
-	// ErrStaleToken means a write was refused because its token is not
-	// greater than the last one the resource accepted: the writer's lock was
-	// lost (and probably taken by another client), so it must stop acting on
-	// the resource. The error is a *StaleTokenError with both tokens.
+	// ErrStaleToken means a write or read was refused because its token is
+	// below one the resource has already seen: another client was granted
+	// the lock after the caller, whose lock was therefore lost, so it must
+	// stop acting on the resource. A holder repeating its own token is never
+	// refused. The error is a *StaleTokenError with both tokens.
 	ErrStaleToken = errors.New("fence: stale token")
 	// ErrInvalidToken means the token is 0, which no lock hands out; a
 	// resource's last token reads as 0 before its first write.
@@ -19,17 +20,18 @@ var (
 	ErrInvalidResource = errors.New("fence: invalid resource")
 )
 
-// StaleTokenError reports a refused write with both tokens. It wraps
-// ErrStaleToken.
+// StaleTokenError reports a refused write or read with both tokens. It
+// wraps ErrStaleToken.
 type StaleTokenError struct {
 	Resource string // the resource name, as given to Write
-	Token    uint64 // the token the write carried
-	Last     uint64 // the last token the resource accepted
+	Token    uint64 // the token the request carried
+	Last     uint64 // the greater token the resource had seen, written or read
 }
 
-// Error says which token was refused and which one was accepted last.
+// Error says which token was refused and which greater one the resource had
+// seen.
 func (e *StaleTokenError) Error() string {
-	return fmt.Sprintf("%v: resource %q: token %d is not greater than %d, the last accepted", ErrStaleToken, e.Resource, e.Token, e.Last)
+	return fmt.Sprintf("%v: resource %q: token %d is below %d, already seen", ErrStaleToken, e.Resource, e.Token, e.Last)
 }
 
 // Unwrap returns ErrStaleToken.

@@ -48,10 +48,10 @@ func ExampleStore_Write() {
 }
 
 // A service that guards a resource with the fencing token sent in a header:
-// it keeps the last token it accepted and answers 409 Conflict to a request
-// whose token is not greater. The tokens here stand for Lock.Fence of two
-// successive holders: 34 for the current one, 33 for a holder that paused
-// past its validity and sends its write late.
+// it keeps the highest token it has seen and answers 409 Conflict to a
+// request whose token is below it. The tokens here stand for Lock.Fence of
+// two successive holders: 34 for the current one, which writes twice, 33
+// for a holder that paused past its validity and sends its write late.
 func Example_httpHeader() {
 	var (
 		mu    sync.Mutex
@@ -67,7 +67,7 @@ func Example_httpHeader() {
 		mu.Lock()
 		defer mu.Unlock()
 		// The check and the write happen under one lock of the service's own.
-		if token <= last {
+		if token < last {
 			http.Error(w, "stale fencing token", http.StatusConflict)
 			return
 		}
@@ -86,12 +86,14 @@ func Example_httpHeader() {
 		resp.Body.Close()
 		fmt.Println(token, resp.Status)
 	}
-	put(34, "shipped")   // the current holder
+	put(34, "packed")    // the current holder
+	put(34, "shipped")   // the current holder again
 	put(33, "cancelled") // the paused holder, too late
 	mu.Lock()
 	fmt.Println("state:", state)
 	mu.Unlock()
 	// Output:
+	// 34 200 OK
 	// 34 200 OK
 	// 33 409 Conflict
 	// state: shipped

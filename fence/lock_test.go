@@ -68,6 +68,54 @@ func TestStore_pausedHolderIsRefused(t *testing.T) {
 	}
 }
 
+// A holder makes several updates under one lock, plain writes and a
+// read-modify-write, all with its one token; once the next holder has
+// written, the first holder's token is refused.
+func TestStore_holderWritesMoreThanOnce(t *testing.T) {
+	ctx := t.Context()
+	lockNodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	data := redlocktest.Start(t, redlocktest.Options{Nodes: 1, AppendFsyncAlways: true})
+	store := fence.New(adapters[0].conn(t, data.Node(0).Addr()), nil)
+	client1, client2 := dialLockNodes(t, lockNodes), dialLockNodes(t, lockNodes)
+	if err := client1.MarkReady(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+
+	lock1, err := client1.Acquire(ctx, "orders:7", redlock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, state := range []string{"packed", "labelled"} {
+		if err := store.Write(ctx, "orders:7", lock1.Fence(), state); err != nil {
+			t.Fatalf("the holder's write of %q: %v", state, err)
+		}
+	}
+	state, err := store.ReadFenced(ctx, "orders:7", lock1.Fence())
+	if err != nil || state != "labelled" {
+		t.Fatalf("the holder's fenced read: %q, %v", state, err)
+	}
+	if err := store.Write(ctx, "orders:7", lock1.Fence(), state+", shipped"); err != nil {
+		t.Fatalf("the holder's write after its fenced read: %v", err)
+	}
+	if err := lock1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	lock2, err := client2.Acquire(ctx, "orders:7", redlock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock2.Release(ctx)
+	if err := store.Write(ctx, "orders:7", lock2.Fence(), "returned"); err != nil {
+		t.Fatalf("the next holder's write: %v", err)
+	}
+	err = store.Write(ctx, "orders:7", lock1.Fence(), "delivered")
+	wantLateWriteRefused(t, err, lock1.Fence(), lock2.Fence())
+	if value, last, err := store.Read(ctx, "orders:7"); err != nil || value != "returned" || last != lock2.Fence() {
+		t.Errorf("stored %q with fence %d (%v), want the next holder's write with %d", value, last, err, lock2.Fence())
+	}
+}
+
 // dialLockNodes returns a Client over every node of cluster, closed at the
 // end of the test.
 func dialLockNodes(t *testing.T, cluster *redlocktest.Cluster) *redlock.Client {

@@ -69,10 +69,13 @@ func New(conn redlock.Conn, opts *Options) *Store {
 // Key returns the Redis key that holds resource.
 func (s *Store) Key(resource string) string { return s.prefix + resource }
 
-// Write sets resource to value if token is greater than the last token the
-// resource accepted, and not below a token that ReadFenced served, and
-// records token as the last one; a resource never written accepts any token. The comparison and the write are one atomic
-// step on the server. It blocks for one round trip, bounded by ctx.
+// Write sets resource to value if token is not below the last token the
+// resource accepted, nor below a token that ReadFenced or ReadShared served,
+// and records token as the last one; a resource never written accepts any
+// token. A holder writes as often as it needs with its lock's token: only a
+// lower token, that of a lock granted before, is refused. The comparison and
+// the write are one atomic step on the server. It blocks for one round trip,
+// bounded by ctx.
 //
 // A refused write returns a *StaleTokenError, which wraps ErrStaleToken, and
 // changes nothing. A zero token fails with ErrInvalidToken, an empty resource

@@ -84,7 +84,9 @@ func wantStale(t *testing.T, err error, resource string, token, last uint64) {
 	}
 }
 
-func TestWrite_refusesTokensNotGreater(t *testing.T) {
+// A write with the token last written is the same holder's and is
+// accepted; only a lower token is refused.
+func TestWrite_refusesOnlyLowerTokens(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, s *fence.Store, node *redlocktest.Node) {
 		ctx := t.Context()
 		const res = "account:refuse"
@@ -94,14 +96,16 @@ func TestWrite_refusesTokensNotGreater(t *testing.T) {
 		if err := s.Write(ctx, res, 7, "seven"); err != nil {
 			t.Fatal(err)
 		}
-		wantStale(t, s.Write(ctx, res, 7, "seven again"), res, 7, 7)
+		if err := s.Write(ctx, res, 7, "seven again"); err != nil {
+			t.Fatalf("the holder of 7 writing again: %v", err)
+		}
 		wantStale(t, s.Write(ctx, res, 6, "six"), res, 6, 7)
 		wantStale(t, s.Write(ctx, res, 1, "one"), res, 1, 7)
-		if v, last := mustRead(t, s, res); v != "seven" || last != 7 {
-			t.Errorf("Read = %q, %d after refused writes; want seven, 7", v, last)
+		if v, last := mustRead(t, s, res); v != "seven again" || last != 7 {
+			t.Errorf("Read = %q, %d after refused writes; want seven again, 7", v, last)
 		}
 		// The hash on the server is what Read reports.
-		if got, err := node.Do(ctx, "HGET", s.Key(res), "value"); err != nil || got != "seven" {
+		if got, err := node.Do(ctx, "HGET", s.Key(res), "value"); err != nil || got != "seven again" {
 			t.Errorf("HGET %s value = %q, %v", s.Key(res), got, err)
 		}
 		if err := s.Write(ctx, res, 8, ""); err != nil {
@@ -124,7 +128,8 @@ func TestWrite_comparesFullUint64(t *testing.T) {
 		}{
 			{9, true}, {10, true}, {9, false},
 			{1 << 53, true}, {1<<53 + 1, true}, {1 << 53, false},
-			{math.MaxUint64 - 1, true}, {math.MaxUint64 - 1, false}, {math.MaxUint64, true}, {math.MaxUint64 - 1, false},
+			{math.MaxUint64 - 1, true}, {math.MaxUint64 - 1, true}, {math.MaxUint64, true}, {math.MaxUint64 - 1, false},
+			{math.MaxUint64, true},
 		}
 		var last uint64
 		for _, st := range steps {
@@ -252,7 +257,7 @@ func ExampleStaleTokenError() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// fence: stale token: resource "orders:42": token 33 is not greater than 34, the last accepted
+	// fence: stale token: resource "orders:42": token 33 is below 34, already seen
 }
 
 // Readers of a read-write lock share a resource: ReadShared serves any

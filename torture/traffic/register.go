@@ -39,7 +39,8 @@ const (
 	Fenced
 	// WriteFenced checks only writes: it refuses a write whose token is not
 	// above the last token written, and serves every read. That is the rule
-	// of package fence's Store, and it is enough against a holder that
+	// of package fence's Store.Write used without ReadFenced (Write also
+	// accepts a holder's token again), and it is enough against a holder that
 	// resumes after others wrote; but while two holders overlap, the older
 	// one can read, let the newer one read the same value, write first,
 	// and have its update overwritten by the newer one's.

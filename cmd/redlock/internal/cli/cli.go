@@ -117,35 +117,53 @@ COMMAND --help' does the same.
 `,
 	"version": `Usage: redlock version
 
-Prints the module version and the VCS revision this binary was built
-from, as the Go toolchain recorded them, and the Go version. --version
-does the same.
+Prints the version this binary was built from, as the Go toolchain recorded
+it, and the Go version: the module version, for a binary installed with
+'go install github.com/redlock-go/redlock/cmd/redlock@VERSION'; the VCS
+revision and commit time (and "modified" for uncommitted changes), for one
+built with 'go build' or 'go install' in a git clone. A binary built with
+'go run' or -buildvcs=false has neither, and says so. --version does the
+same.
 `,
 }
 
-// version returns the module version and VCS revision the binary was built
-// from, as the Go toolchain recorded them.
+// version returns the module version or the VCS revision this binary was
+// built from, and the Go version.
 func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown version)"
+	info, _ := debug.ReadBuildInfo()
+	return versionOf(info)
+}
+
+// versionOf formats what info recorded: the main module's version unless
+// it is "(devel)", the VCS revision with its commit time and whether the
+// tree was modified, and the Go version; info is nil when the binary has no
+// build information.
+func versionOf(info *debug.BuildInfo) string {
+	if info == nil {
+		return "unknown version (no build information)"
 	}
-	v := info.Main.Version
-	var rev, modified string
+	var parts []string
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		parts = append(parts, v)
+	}
+	vcs := map[string]string{}
 	for _, kv := range info.Settings {
-		switch kv.Key {
-		case "vcs.revision":
-			rev = kv.Value
-		case "vcs.modified":
-			if kv.Value == "true" {
-				modified = ", modified"
-			}
+		vcs[kv.Key] = kv.Value
+	}
+	if rev := vcs["vcs.revision"]; rev != "" {
+		part := fmt.Sprintf("revision %.12s", rev)
+		if t := vcs["vcs.time"]; t != "" {
+			part += " of " + t
 		}
+		if vcs["vcs.modified"] == "true" {
+			part += ", modified"
+		}
+		parts = append(parts, part)
 	}
-	if rev != "" {
-		v += fmt.Sprintf(" (%.12s%s)", rev, modified)
+	if len(parts) == 0 {
+		parts = append(parts, "unknown version (no module version or VCS revision recorded: built with go run, with -buildvcs=false, or outside a git clone)")
 	}
-	return v + " " + info.GoVersion
+	return strings.Join(append(parts, info.GoVersion), ", ")
 }
 
 // writeMainHelp prints the command list, the node configuration and the
