@@ -84,6 +84,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
 	}
+	if msg := aliasClash(fs); msg != "" {
+		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(msg)
+	}
 	return run(ctx, s, fs.Args())
 }
 

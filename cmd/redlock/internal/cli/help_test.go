@@ -39,6 +39,10 @@ func wantCommandHelp(t *testing.T, c *command) {
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
+		if target := aliasOf(f); target != "" {
+			wantAlias(t, help, f, target)
+			return
+		}
 		wantFlagDefault(t, help, f)
 	})
 	if c.name != "demo" && !strings.Contains(help, "--nodes") {
@@ -76,6 +80,24 @@ func wantFlagDefault(t *testing.T, help string, f *flag.Flag) {
 	entry = strings.Join(strings.Fields(entry), " ")
 	if want := "(default " + defaultText(f) + ")"; !strings.Contains(entry, want) {
 		t.Errorf("help of --%s does not state %q: %s", f.Name, want, entry)
+	}
+}
+
+// wantAlias fails the test unless help lists f, an alias of the flag
+// target, right after target's entry, saying which flag it sets.
+func wantAlias(t *testing.T, help string, f *flag.Flag, target string) {
+	t.Helper()
+	i := strings.Index(help, "\n  --"+target)
+	j := strings.Index(help, "\n  "+dashed(f.Name)+"\n")
+	if j < 0 {
+		j = strings.Index(help, "\n  "+dashed(f.Name)+" ")
+	}
+	if i < 0 || j < i || strings.Contains(help[i+1:j], "\n  --") {
+		t.Errorf("alias %s is not listed right after --%s", dashed(f.Name), target)
+		return
+	}
+	if !strings.Contains(f.Usage, "--"+target) {
+		t.Errorf("the help of %s does not name --%s: %s", dashed(f.Name), target, f.Usage)
 	}
 }
 

@@ -177,9 +177,10 @@ func setupRun(fs *flag.FlagSet) runner {
 	c.lock.registerLimit(fs, "hold one of `N` permits of the semaphore KEY instead of the lock KEY, "+
 		"so that at most N commands run at once, from 1 to "+strconv.Itoa(redlock.MaxLimit)+"; one KEY only")
 	c.lock.registerShared(fs, sharedUsage+"; with several keys, every one is taken shared")
-	fs.Var(&c.wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
+	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
-	fs.DurationVar(&c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost")
+	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
+	secondsVar(fs, &c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost: a `duration`, or a bare number of seconds")
 	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
 	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, renewals, forwarded signals and the release on stderr")
 	return c.run

@@ -118,7 +118,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		strconv.Itoa(redlock.MaxLimit)+"; the key printed is the permit's")
 	lf.registerShared(fs, sharedUsage)
 	wait := waitForever
-	fs.Var(&wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
+	registerWait(fs, &wait)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	tokenOnly := fs.Bool("print-token", false, "print the token alone, on one line")
 	return func(ctx context.Context, s streams, args []string) int {
