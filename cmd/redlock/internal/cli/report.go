@@ -19,14 +19,25 @@ import (
 type report struct {
 	s    streams
 	cmd  string
-	key  string // "" for commands without a key
+	key  string   // "" for commands without a key, or of several
+	keys []string // the keys of a command of several, else nil
 	json bool
+}
+
+// setKeys records the keys the command acts on: key for one, keys for
+// several.
+func (r *report) setKeys(keys []string) {
+	if len(keys) == 1 {
+		r.key = keys[0]
+		return
+	}
+	r.keys = keys
 }
 
 // usage reports bad flags or arguments and returns exitUsage.
 func (r report) usage(msg string) int {
 	if r.json {
-		writeJSON(r.s.stdout, failureJSON{Key: r.key, Error: msg, Reason: failInvalid, ExitCode: exitUsage})
+		writeJSON(r.s.stdout, failureJSON{Key: r.key, Keys: r.keys, Error: msg, Reason: failInvalid, ExitCode: exitUsage})
 	}
 	return usageError(r.s.stderr, r.cmd, msg)
 }
@@ -47,6 +58,10 @@ func (r report) failedAs(f failure, err error) int {
 	if r.json {
 		out := newFailureJSON(r.key, err)
 		out.Reason, out.ExitCode = f, code
+		var qe *redlock.QuorumError
+		if out.Keys = r.keys; r.keys != nil && errors.As(err, &qe) {
+			out.Key = qe.Key // the key the nodes' outcomes are about
+		}
 		writeJSON(r.s.stdout, out)
 	}
 	printFailure(r.s.stderr, r.cmd, err)
@@ -337,6 +352,7 @@ type nodeJSON struct {
 // failureJSON is a failed operation in JSON output.
 type failureJSON struct {
 	Key      string     `json:"key,omitempty"`
+	Keys     []string   `json:"keys,omitempty"` // of several
 	Error    string     `json:"error"`
 	Reason   failure    `json:"reason"`
 	ExitCode int        `json:"exit_code"`
