@@ -163,6 +163,9 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	}
 	n.telemetry.Errors, n.telemetry.Prefix = stderr, "redlock "+n.fs.Name()
 	if n.started, err = observe.Start(ctx, n.telemetry); err != nil {
+		if errors.Is(err, observe.ErrEndpoint) {
+			return nil, failConfig, err
+		}
 		return nil, failInvalid, err
 	}
 	opts.MeterProvider, opts.TracerProvider = n.started.MeterProvider, n.started.TracerProvider
