@@ -20,6 +20,20 @@ import (
 type streams struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// cmdStderr is the standard error of the command 'redlock run' runs
+	// when it is not stderr: with --log-format json, stderr turns
+	// redlock's messages into records, and the command's output is its
+	// own.
+	cmdStderr io.Writer
+}
+
+// commandStderr returns the standard error of the command 'redlock run'
+// runs.
+func (s streams) commandStderr() io.Writer {
+	if s.cmdStderr != nil {
+		return s.cmdStderr
+	}
+	return s.stderr
 }
 
 // runner runs a command once its flags are parsed; args are the arguments
@@ -77,15 +91,24 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fs := newFlagSet(c.name)
 	run := c.setup(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			writeHelp(stdout, c)
-			return exitOK
-		}
-		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
+	err := fs.Parse(args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		writeHelp(stdout, c)
+		return exitOK
 	}
-	if msg := aliasClash(fs); msg != "" {
-		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(msg)
+	asJSON := wantsJSONLog(args[1:])
+	if f := fs.Lookup("log-format"); err == nil && f != nil {
+		asJSON = f.Value.String() == string(logJSON)
+	}
+	s, endLog := logTo(s, c.name, asJSON)
+	defer endLog()
+	if err == nil {
+		if msg := aliasClash(fs); msg != "" {
+			err = errors.New(msg)
+		}
+	}
+	if err != nil {
+		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
 	}
 	return run(ctx, s, fs.Args())
 }

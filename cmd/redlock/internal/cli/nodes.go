@@ -58,6 +58,7 @@ type nodeFlags struct {
 	waitReplicas  int
 	withTTL       bool // --ttl is a flag of the command
 	logLevel      string
+	logFormat     logFormat
 	telemetry     observe.Config
 	started       *observe.Telemetry // the exporters dial started
 }
@@ -89,6 +90,8 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	fs.StringVar(&n.logLevel, "log-level", "warn",
 		"the library's log records on stderr at this level and above: "+strings.Join(observe.LogLevels, ", ")+
 			"; warn shows lost locks, failing nodes and releases short of a majority")
+	n.logFormat = logText
+	fs.Var(&n.logFormat, "log-format", logFormatUsage)
 	fs.StringVar(&n.telemetry.Metrics, "metrics", "",
 		"export the library's metrics: prometheus (text on --metrics-addr, /metrics), otlp (over HTTP, to "+
 			"where the OTEL_EXPORTER_OTLP_* variables say) or none; $OTEL_METRICS_EXPORTER when absent; "+
@@ -158,8 +161,12 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 		return nil, failConfig, err
 	}
 	opts := n.options()
-	if opts.Logger, err = observe.NewLogger(stderr, n.logLevel); err != nil {
+	logs, asJSON := libraryLog(stderr)
+	if opts.Logger, err = observe.NewLogger(logs, n.logLevel, asJSON); err != nil {
 		return nil, failInvalid, err
+	}
+	if asJSON {
+		opts.Logger = opts.Logger.With("cmd", n.fs.Name())
 	}
 	n.telemetry.Errors, n.telemetry.Prefix = stderr, "redlock "+n.fs.Name()
 	if n.started, err = observe.Start(ctx, n.telemetry); err != nil {

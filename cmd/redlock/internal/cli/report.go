@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -89,8 +90,13 @@ func writeJSON(w io.Writer, v any) {
 	enc.Encode(v)
 }
 
-// usageError prints msg with a pointer to the help and returns exitUsage.
+// usageError prints msg with a pointer to the help and returns exitUsage;
+// a JSON log gets a record with the help command as "usage".
 func usageError(stderr io.Writer, cmd, msg string) int {
+	if l, ok := stderr.(*jsonLog); ok {
+		l.record(slog.LevelError, msg, slog.String("usage", "redlock help "+cmd))
+		return exitUsage
+	}
 	fmt.Fprintf(stderr, "redlock %s: %s\nRun 'redlock help %s' for usage.\n", cmd, msg, cmd)
 	return exitUsage
 }
@@ -180,8 +186,17 @@ const recoveringHint = "nodes that lost their data, or were never used, sit out 
 
 // printFailure explains a failed lock operation on stderr: what
 // failureLines says, with each node's outcome between its summary and its
-// hints.
+// hints; a JSON log gets one record, failureText with the nodes'
+// outcomes as "nodes".
 func printFailure(stderr io.Writer, cmd string, err error) {
+	if l, ok := stderr.(*jsonLog); ok {
+		var attrs []slog.Attr
+		if nodes := newFailureJSON("", err).Nodes; nodes != nil {
+			attrs = append(attrs, slog.Any("nodes", nodes))
+		}
+		l.record(slog.LevelError, failureText(err), attrs...)
+		return
+	}
 	summary, hints := failureLines(err)
 	for _, l := range summary {
 		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, l)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -189,7 +190,7 @@ func setupRun(fs *flag.FlagSet) runner {
 // logf prints a progress line on stderr when --verbose is on.
 func (c *runConfig) logf(s streams, format string, args ...any) {
 	if c.verbose {
-		fmt.Fprintf(s.stderr, "redlock run: "+format+"\n", args...)
+		sayf(s.stderr, slog.LevelInfo, "run", format, args...)
 	}
 }
 
@@ -222,7 +223,7 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 
 	ch, err := startChild(argv, c.environment(keys, held), s)
 	if err != nil {
-		fmt.Fprintf(s.stderr, "redlock run: %v\n", err)
+		sayf(s.stderr, slog.LevelError, "run", "%v", err)
 		c.release(s, held, name)
 		return startErrorCode(err)
 	}
@@ -236,7 +237,7 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	}
 	c.release(s, held, name)
 	if lost != nil {
-		fmt.Fprintf(s.stderr, "redlock run: the command exited with status %d after the lock was lost\n", status)
+		sayf(s.stderr, slog.LevelError, "run", "the command exited with status %d after the lock was lost", status)
 		return exitLockLost
 	}
 	return status
@@ -349,12 +350,12 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 				if r.held != nil {
 					r.held.Release(context.Background())
 				}
-				fmt.Fprintf(s.stderr, "redlock run: %v while waiting for %s\n", interrupted, quoteKeys(keys))
+				sayf(s.stderr, slog.LevelWarn, "run", "%v while waiting for %s", interrupted, quoteKeys(keys))
 				return nil, exitSignalBase + signalNumber(interrupted)
 			case r.err == nil:
 				return r.held, exitOK
 			case ctx.Err() != nil:
-				fmt.Fprintf(s.stderr, "redlock run: stopped waiting for %s: %v\n", quoteKeys(keys), context.Cause(ctx))
+				sayf(s.stderr, slog.LevelWarn, "run", "stopped waiting for %s: %v", quoteKeys(keys), context.Cause(ctx))
 				return nil, exitInterrupted
 			}
 			printFailure(s.stderr, "run", r.err)
@@ -431,7 +432,7 @@ type supervision struct {
 // SIGTERM now and SIGKILL after --kill-grace.
 func (sv *supervision) stop(reason error) {
 	sv.lost = reason
-	fmt.Fprintf(sv.s.stderr, "redlock run: %v: stopping the command: SIGTERM to process group %d, SIGKILL in %s\n",
+	sayf(sv.s.stderr, slog.LevelError, "run", "%v: stopping the command: SIGTERM to process group %d, SIGKILL in %s",
 		reason, sv.ch.pgid, sv.c.killGrace)
 	sv.ch.signal(syscall.SIGTERM)
 	sv.terminated = true
@@ -444,7 +445,7 @@ func (sv *supervision) stop(reason error) {
 func (sv *supervision) commandExited(err error) error {
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
-		fmt.Fprintf(sv.s.stderr, "redlock run: waiting for the command: %v\n", err)
+		sayf(sv.s.stderr, slog.LevelError, "run", "waiting for the command: %v", err)
 	}
 	if sv.lost != nil {
 		sv.c.killStragglers(sv.s, sv.ch, sv.kill)
@@ -499,7 +500,7 @@ func (sv *supervision) stopDue() {
 
 // killGroup sends SIGKILL to the command's process group.
 func (sv *supervision) killGroup() {
-	fmt.Fprintf(sv.s.stderr, "redlock run: sending SIGKILL to process group %d\n", sv.ch.pgid)
+	sayf(sv.s.stderr, slog.LevelWarn, "run", "sending SIGKILL to process group %d", sv.ch.pgid)
 	sv.ch.signal(syscall.SIGKILL)
 }
 
@@ -514,7 +515,7 @@ func (c *runConfig) killStragglers(s streams, ch *child, kill <-chan time.Time) 
 	for ch.groupAlive() {
 		select {
 		case <-kill:
-			fmt.Fprintf(s.stderr, "redlock run: sending SIGKILL to what is left of process group %d\n", ch.pgid)
+			sayf(s.stderr, slog.LevelWarn, "run", "sending SIGKILL to what is left of process group %d", ch.pgid)
 			ch.signal(syscall.SIGKILL)
 			return
 		case <-poll.C:
@@ -530,7 +531,7 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case err == nil:
 		c.logf(s, "released %s", name)
 	case errors.Is(err, redlock.ErrNotHeld):
-		fmt.Fprintf(s.stderr, "redlock run: %s had already expired on the nodes when released\n", name)
+		sayf(s.stderr, slog.LevelWarn, "run", "%s had already expired on the nodes when released", name)
 	default:
 		printFailure(s.stderr, "run", err)
 	}

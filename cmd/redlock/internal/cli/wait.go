@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -163,8 +164,8 @@ func (w *waiting) tell(ctx context.Context, err error) {
 		return
 	}
 	w.said, w.saidAt = reason, time.Now()
-	fmt.Fprintf(w.stderr, "redlock %s: waiting for %s (%s so far): %s\n",
-		w.cmd, quoteKeys(w.keys), time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
+	sayf(w.stderr, slog.LevelInfo, w.cmd, "waiting for %s (%s so far): %s",
+		quoteKeys(w.keys), time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
 }
 
 // waitReason names what kept the last attempt from a quorum as describe
