@@ -211,3 +211,20 @@ func TestHelp_everyListedCommand(t *testing.T) {
 		}
 	}
 }
+
+// The help of --metrics-addr states the address it listens on without the
+// flag, not "none" beside it.
+func TestHelp_metricsAddrStatesItsDefault(t *testing.T) {
+	for _, c := range commands() {
+		help := strings.Join(strings.Fields(cli(t, "help", c.name).stdout), " ")
+		i := strings.Index(help, "--metrics-addr host:port ")
+		if i < 0 {
+			continue
+		}
+		entry := help[i:]
+		entry = entry[:strings.Index(entry, "--node-timeout")]
+		if strings.Contains(entry, "(default none)") || !strings.Contains(entry, "else localhost:9464)") {
+			t.Errorf("redlock help %s: %s", c.name, entry)
+		}
+	}
+}
