@@ -234,8 +234,10 @@ Exit codes (each command's help lists its own):
 
 With --json, acquire, extend, release, inspect and doctor print exactly one
 JSON object on stdout whatever happens; a failure's is {"key", "error",
-"reason", "exit_code", "nodes"}, its reason one of conflict, lost,
-unavailable, recovering, interrupted, invalid or config.
+"reason", "exit_code", "nodes"} ("keys" too, of several keys), its reason
+one of conflict, lost, unavailable, recovering, interrupted, invalid or
+config. With --log-format json, what a command writes on stderr is JSON
+records, one a line: {"time", "level", "msg", "cmd", ...}.
 `, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
 }
 

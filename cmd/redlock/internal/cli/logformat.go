@@ -39,7 +39,7 @@ func (f *logFormat) Set(s string) error {
 }
 
 // logFormatUsage describes --log-format.
-const logFormatUsage = "how redlock writes its messages and the library's log records on stderr: " +
+const logFormatUsage = "write redlock's messages and the library's log records on stderr in `FORMAT`: " +
 	"text, a line each, or json, one JSON object a line with time, level, msg and cmd; " +
 	"the output of the command 'redlock run' runs is its own"
 

@@ -101,7 +101,12 @@ Waiting: with --wait 0 one attempt is made, as flock -n does; otherwise
 redlock retries with random pauses until the lock is acquired or --wait
 passes, and then exits with the code of the last reason: --conflict-exit-code
 when the lock is held by another holder, 69 when too few nodes answer or
-vote. While it waits it says why on stderr, every few seconds when the
+vote. flock's spellings work too: -n is --wait 0, -w SECONDS is --wait,
+-E CODE is --conflict-exit-code; --wait and the other durations counted in
+seconds (--ttl, --kill-grace, --recovery-delay) take a bare number as
+seconds, --wait 1.5 as --wait 1.5s.
+
+While it waits it says why on stderr, every few seconds when the
 reason changes and every 30s otherwise: who holds the lock (a token, or how
 many readers; of several keys, which key), which nodes are recovering or
 do not answer.
@@ -142,8 +147,15 @@ A nested 'redlock run' sets its own values, and drops those of the outer
 one that it does not set. Locks are not re-entrant: a nested run of a KEY
 the outer one holds waits for the outer one, which waits for it.
 
+Logs: redlock's own messages and the library's log records (--log-level)
+go to stderr as lines of text, or with --log-format json as one JSON object
+a line; the command's standard error is its own either way. A metrics
+endpoint (--metrics prometheus) that cannot listen, its port in use, is an
+error (78) and the command does not run.
+
 Examples:
   redlock run --wait 0 backup -- /usr/local/bin/backup.sh
+  redlock run -n -E 0 backup -- /usr/local/bin/backup.sh   # exit 0 when it runs elsewhere
   redlock run --ttl 30s --shell report -- 'make report > out.txt'
   # at most 5 workers call this API at once, on whatever hosts they run:
   redlock run --limit 5 partner-api -- ./sync-orders.sh`,

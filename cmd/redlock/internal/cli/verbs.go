@@ -108,7 +108,9 @@ by spaces, in the order of the keys. Both accounts, or neither:
 Waiting (any --wait but 0), it says on stderr why, every few seconds when
 the reason changes and every 30s otherwise: who holds the lock (or that all
 the permits are held), which nodes are recovering or do not answer. When
---wait passes, the exit status is that of the last reason.`,
+--wait passes, the exit status is that of the last reason. As with flock,
+-n is --wait 0 and -w SECONDS is --wait; --wait, --ttl and
+--recovery-delay take a bare number as seconds.`,
 		exits: []exitDoc{
 			{"0", "acquired"},
 			docUsage,
