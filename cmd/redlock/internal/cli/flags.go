@@ -36,10 +36,10 @@ func (w *waitFlag) Set(s string) error {
 	}
 	d, err := parseSeconds(s)
 	switch {
-	case err != nil && strings.HasPrefix(s, "-"):
-		return fmt.Errorf("%s is negative", s)
 	case err != nil:
 		return fmt.Errorf("%q is not a duration such as 0, 500ms, 30s or 5m, nor a number of seconds, nor \"forever\"", s)
+	case d < 0:
+		return fmt.Errorf("%s is negative", s)
 	}
 	*w = waitFlag(d)
 	return nil
@@ -60,20 +60,13 @@ func registerWait(fs *flag.FlagSet, w *waitFlag) {
 // think of in seconds take as seconds, as flock -w and timeout do: 30, 0.5.
 var bareSeconds = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$|^\.[0-9]+$`)
 
-// parseSeconds parses a duration that is not negative: a Go duration
-// (500ms, 30s, 1m30s) or a bare number of seconds.
+// parseSeconds parses a Go duration (500ms, 30s, 1m30s) or a bare number
+// of seconds.
 func parseSeconds(s string) (time.Duration, error) {
 	if bareSeconds.MatchString(s) {
 		s += "s"
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, err
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%s is negative", s)
-	}
-	return d, nil
+	return time.ParseDuration(s)
 }
 
 // secondsFlag is a duration flag that also takes a bare number of seconds,
@@ -97,10 +90,7 @@ func (f secondsFlag) String() string {
 }
 
 func (f secondsFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if bareSeconds.MatchString(s) {
-		d, err = parseSeconds(s)
-	}
+	d, err := parseSeconds(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a duration such as 500ms, 30s or 5m, nor a number of seconds", s)
 	}

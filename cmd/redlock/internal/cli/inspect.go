@@ -129,17 +129,15 @@ func inspectLocks(ctx context.Context, r report, client *redlock.Client, keys []
 		all[i] = states
 	}
 	code := exitOK
-	var set inspectSetJSON
+	set := inspectSetJSON{Keys: keys}
 	for i, key := range keys {
 		quorum := len(all[i])/2 + 1
 		holder, _, answered := verdict(all[i], quorum)
 		if answered < quorum {
 			code = exitUnavailable
 		}
-		switch {
-		case r.json:
-			set.Keys, set.Locks = keys, append(set.Locks, lockStateJSON(key, quorum, holder, all[i]))
-		default:
+		set.Locks = append(set.Locks, lockStateJSON(key, quorum, holder, all[i]))
+		if !r.json {
 			if i > 0 {
 				fmt.Fprintln(r.s.stdout)
 			}
@@ -147,10 +145,9 @@ func inspectLocks(ctx context.Context, r report, client *redlock.Client, keys []
 		}
 	}
 	switch {
-	case !r.json:
-	case len(keys) == 1:
+	case r.json && len(keys) == 1:
 		writeJSON(r.s.stdout, set.Locks[0])
-	default:
+	case r.json:
 		writeJSON(r.s.stdout, set)
 	}
 	return code

@@ -73,7 +73,8 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	n.ttl = defaultTTL
 	if withTTL {
 		secondsVar(fs, &n.ttl, "ttl", defaultTTL,
-			"lock time-to-live, a `duration` (a bare number is seconds): a holder that vanishes blocks others this long; at most --recovery-delay")
+			"lock time-to-live, a `duration` (a bare number is seconds): a holder that vanishes "+
+				"blocks others this long; at most --recovery-delay")
 	}
 	unitVar(fs, &n.nodeTimeout, "node-timeout", defaultNodeTimeout,
 		"bound on each request to one node, a `duration` with its unit: small against the TTL, "+
@@ -103,7 +104,8 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	fs.StringVar(&n.telemetry.Traces, "traces", "",
 		"export a span per acquire, extend and release: otlp or none; $OTEL_TRACES_EXPORTER when absent")
 	secondsVar(fs, &n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
-		"how long a node that restarted without its data sits out of every quorum, a `duration` (a bare number is seconds); "+
+		"how long a node that restarted without its data sits out of every quorum, "+
+			"a `duration` (a bare number is seconds); "+
 			"must be at least the largest TTL any client of the nodes uses, and the same for all of them")
 }
 

@@ -126,16 +126,16 @@ the permits are held), which nodes are recovering or do not answer. When
 // acquiredJSON is acquire's JSON output. Key is the key the token holds:
 // with --limit, the permit's.
 type acquiredJSON struct {
-	Key        string `json:"key"`
-	Permit     int    `json:"permit,omitempty"` // with --limit: the permit's number
-	Limit      int    `json:"limit,omitempty"`  // with --limit: the number of permits
-	Shared     bool   `json:"shared,omitempty"` // with --shared: a reader
-	Token      string `json:"token"`
-	Fence      uint64 `json:"fence"`
-	TTLMs      int64  `json:"ttl_ms"`
-	Deadline   string `json:"deadline"`
-	ValidityMs int64  `json:"validity_ms"`
-	until      time.Time
+	Key        string    `json:"key"`
+	Permit     int       `json:"permit,omitempty"` // with --limit: the permit's number
+	Limit      int       `json:"limit,omitempty"`  // with --limit: the number of permits
+	Shared     bool      `json:"shared,omitempty"` // with --shared: a reader
+	Token      string    `json:"token"`
+	Fence      uint64    `json:"fence"`
+	TTLMs      int64     `json:"ttl_ms"`
+	Deadline   string    `json:"deadline"`
+	ValidityMs int64     `json:"validity_ms"`
+	until      time.Time // the validity deadline, which the output renders
 }
 
 func setupAcquire(fs *flag.FlagSet) runner {
@@ -196,9 +196,9 @@ type acquiredSetJSON struct {
 }
 
 // writeAcquiredAll prints the locks acquire took, outs[i] of keys[i]: their
-// tokens alone, on one line separated by spaces, with tokenOnly; else one JSON object with
-// asJSON, a lock's of one key or an acquiredSetJSON of several; else each
-// lock's fields, the locks separated by an empty line.
+// tokens alone, on one line separated by spaces, with tokenOnly; else one
+// JSON object with asJSON, a lock's of one key or an acquiredSetJSON of
+// several; else each lock's fields, the locks separated by an empty line.
 func writeAcquiredAll(w io.Writer, keys []string, outs []acquiredJSON, tokenOnly, asJSON bool) {
 	switch {
 	case tokenOnly:
@@ -223,12 +223,12 @@ func writeAcquiredAll(w io.Writer, keys []string, outs []acquiredJSON, tokenOnly
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		writeAcquired(w, out, out.until)
+		writeAcquired(w, out)
 	}
 }
 
 // writeAcquired prints what acquire took, one field per line.
-func writeAcquired(w io.Writer, out acquiredJSON, until time.Time) {
+func writeAcquired(w io.Writer, out acquiredJSON) {
 	fmt.Fprintf(w, "key       %s\n", out.Key)
 	if out.Limit > 0 {
 		fmt.Fprintf(w, "permit    %d of %d\n", out.Permit, out.Limit)
@@ -237,7 +237,7 @@ func writeAcquired(w io.Writer, out acquiredJSON, until time.Time) {
 		fmt.Fprintf(w, "shared    yes, a reader\n")
 	}
 	fmt.Fprintf(w, "token     %s\nfence     %d\ndeadline  %s (valid for %s)\n",
-		out.Token, out.Fence, formatTime(until), time.Until(until).Round(time.Millisecond))
+		out.Token, out.Fence, formatTime(out.until), time.Until(out.until).Round(time.Millisecond))
 }
 
 // limitByTokenUsage describes --limit for the verbs that act on a token.
