@@ -54,15 +54,16 @@ var defaultRetry = ExponentialJitter(10*time.Millisecond, 200*time.Millisecond)
 // comment gives its default.
 type Options struct {
 	// TTL is the default lock time-to-live, overridden per call by WithTTL.
-	// Default defaultTTL (10 s).
+	// Default 10 s.
 	TTL time.Duration
-	// NodeTimeout bounds every request to one node. Default defaultNodeTimeout
-	// (50 ms); at least 1 ms; it is capped at the validity a TTL can give.
+	// NodeTimeout bounds every request to one node. Default 50 ms; at least
+	// 1 ms; it is capped at the validity a TTL can give.
 	NodeTimeout time.Duration
 	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
-	// are always added. Default defaultDriftFactor (0.01). Must be in [0, 0.5).
+	// are always added. Default 0.01. Must be in [0, 0.5).
 	DriftFactor float64
-	// Retry paces Acquire's attempts. Default defaultRetry. Acquire always
+	// Retry paces Acquire's attempts. Default: random pauses growing from
+	// 10 ms to at most 200 ms, as ExponentialJitter gives. Acquire always
 	// stops when its context ends. A waiter that the nodes queued behind
 	// the clients the next release will wake waits between half a second
 	// and a second between attempts, if Retry gives less: the release that
@@ -79,7 +80,7 @@ type Options struct {
 	// RecoveryDelay is how long a node that lost its data, restarted, or
 	// failed over to a replica (its restart marker is missing, or was written
 	// by another Redis process) withholds its vote, measured by its own clock
-	// from the first acquisition that reaches it. Default defaultRecoveryDelay (30 s). It
+	// from the first acquisition that reaches it. Default 30 s. It
 	// must be at least the largest TTL any client of the nodes uses, which
 	// the Client enforces for its own locks: New, Acquire and Extend reject
 	// a longer TTL with ErrInvalidTTL. All clients of the same nodes should

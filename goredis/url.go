@@ -65,9 +65,9 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.C
 
 // NewURL returns a Conn over a new go-redis pool for one node URL, set up by
 // ParseURL, and owning it: Close closes the pool. It does no I/O. A URL
-// with a master_name parameter names a Sentinel-managed master (see
-// sentinel.go): the Conn then follows its failovers; one with a cluster
-// parameter names a Redis Cluster (see cluster.go).
+// with a master_name parameter names a Sentinel-managed master: the Conn
+// then follows its failovers; one with a cluster parameter names a Redis
+// Cluster (see the package documentation for both).
 func NewURL(raw string) (*Conn, error) { return newURL(raw, false) }
 
 // newURL is NewURL; lone turns go-redis's ContextTimeoutEnabled on, for a

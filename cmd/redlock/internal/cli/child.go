@@ -68,7 +68,7 @@ type child struct {
 // the terminal's signals (Ctrl-C) directly.
 func startChild(argv, env []string, s streams) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.stdin, s.stdout, s.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.stdin, s.stdout, s.commandStderr()
 	cmd.Env = env
 	cmd.WaitDelay = childWaitDelay
 	attr := &syscall.SysProcAttr{Setpgid: true}

@@ -20,6 +20,20 @@ import (
 type streams struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// cmdStderr is the standard error of the command 'redlock run' runs
+	// when it is not stderr: with --log-format json, stderr turns
+	// redlock's messages into records, and the command's output is its
+	// own.
+	cmdStderr io.Writer
+}
+
+// commandStderr returns the standard error of the command 'redlock run'
+// runs.
+func (s streams) commandStderr() io.Writer {
+	if s.cmdStderr != nil {
+		return s.cmdStderr
+	}
+	return s.stderr
 }
 
 // runner runs a command once its flags are parsed; args are the arguments
@@ -77,11 +91,23 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fs := newFlagSet(c.name)
 	run := c.setup(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			writeHelp(stdout, c)
-			return exitOK
+	err := fs.Parse(args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		writeHelp(stdout, c)
+		return exitOK
+	}
+	asJSON := wantsJSONLog(args[1:])
+	if f := fs.Lookup("log-format"); err == nil && f != nil {
+		asJSON = f.Value.String() == string(logJSON)
+	}
+	s, endLog := logTo(s, c.name, asJSON)
+	defer endLog()
+	if err == nil {
+		if msg := aliasClash(fs); msg != "" {
+			err = errors.New(msg)
 		}
+	}
+	if err != nil {
 		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
 	}
 	return run(ctx, s, fs.Args())
@@ -201,14 +227,17 @@ Exit codes (each command's help lists its own):
   %-5d  too few nodes answered, or nodes are recovering: nothing was decided
   %-5d  the lock is held by another holder (run: see --conflict-exit-code)
   %-5d  the lock was lost, or this token no longer holds it
-  %-5d  bad node list: an invalid URL, a node given twice, credentials refused
+  %-5d  bad node list: an invalid URL, a node given twice, credentials refused;
+         or --metrics-addr cannot listen (a port in use): nothing runs
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
 
 With --json, acquire, extend, release, inspect and doctor print exactly one
 JSON object on stdout whatever happens; a failure's is {"key", "error",
-"reason", "exit_code", "nodes"}, its reason one of conflict, lost,
-unavailable, recovering, interrupted, invalid or config.
+"reason", "exit_code", "nodes"} ("keys" too, of several keys), its reason
+one of conflict, lost, unavailable, recovering, interrupted, invalid or
+config. With --log-format json, what a command writes on stderr is JSON
+records, one a line: {"time", "level", "msg", "cmd", ...}.
 `, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
 }
 

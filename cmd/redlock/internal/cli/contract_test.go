@@ -14,20 +14,28 @@ import (
 
 // helpExample returns the lines of `redlock help acquire` that its example
 // script number i (from 0) is made of, as a user would paste them: the lock's,
-// the semaphore's, then the reader's.
+// the semaphore's, the reader's, then that of several keys. A script starts
+// with token= or tokens= and ends with its trap.
 func helpExample(t *testing.T, i int) string {
 	t.Helper()
 	help := cli(t, "help", "acquire").expect(t, exitOK, "help acquire").stdout
+	var scripts []string
 	var lines []string
 	for _, l := range strings.Split(help, "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "token=") || strings.HasPrefix(l, "trap ") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "token=") || strings.HasPrefix(l, "tokens="):
+			lines = []string{l}
+		case lines != nil && strings.HasPrefix(l, "trap "):
+			scripts, lines = append(scripts, strings.Join(append(lines, l), "\n")), nil
+		case lines != nil && l != "":
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 6 || !strings.HasPrefix(lines[2*i], "token=") || !strings.HasPrefix(lines[2*i+1], "trap ") {
-		t.Fatalf("help acquire has no three two-line example scripts:\n%s", help)
+	if len(scripts) != 4 {
+		t.Fatalf("help acquire has %d example scripts, want 4:\n%s", len(scripts), help)
 	}
-	return strings.Join(lines[2*i:2*i+2], "\n")
+	return scripts[i]
 }
 
 // shScript runs script with bash, with the built command first in $PATH and

@@ -95,9 +95,9 @@ type demoConfig struct {
 
 func setupDemo(fs *flag.FlagSet) runner {
 	c := &demoConfig{}
-	fs.DurationVar(&c.duration, "duration", defaultDemoDuration, "how long the workers run")
+	secondsVar(fs, &c.duration, "duration", defaultDemoDuration, "how long the workers run: a `duration`, or a bare number of seconds")
 	fs.IntVar(&c.workers, "workers", defaultDemoWorkers, "how many workers contend for the lock (1 to 9)")
-	fs.DurationVar(&c.ttl, "ttl", defaultDemoTTL, "the lock's TTL, and the recovery delay of a restarted node")
+	secondsVar(fs, &c.ttl, "ttl", defaultDemoTTL, "the lock's TTL, and the recovery delay of a restarted node: a `duration`, or a bare number of seconds")
 	fs.BoolVar(&c.real, "real", false, "run redis-server processes from PATH instead of embedded nodes")
 	fs.BoolVar(&c.faults, "faults", true, "kill two nodes halfway through --duration and bring one back, empty, at 60%")
 	fs.BoolVar(&c.verbose, "verbose", false, "print every acquisition")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/cmd/redlock/internal/doctor"
+	"github.com/redlock-go/redlock/cmd/redlock/internal/observe"
 	"github.com/redlock-go/redlock/goredis"
 )
 
@@ -135,7 +137,7 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		// The audit waits for a slow node far longer than a lock would.
 		nodes.nodeTimeout = doctor.NodeTimeout
 		client, f, err := nodes.dial(ctx, s.stderr)
-		if err != nil && f == failConfig {
+		if err != nil && f == failConfig && !errors.Is(err, observe.ErrEndpoint) {
 			// A node that Dial refuses (credentials refused, the same
 			// server under two addresses, ...) is what the audit is for:
 			// it becomes a finding, and the audit goes on.

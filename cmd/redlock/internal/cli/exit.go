@@ -23,7 +23,8 @@ const (
 	// exitLockLost: the lock was lost, or is no longer held by this token.
 	exitLockLost = 76
 	// exitConfig (EX_CONFIG): the node list is wrong: a bad URL, a node
-	// given twice, credentials refused.
+	// given twice, credentials refused; or the metrics endpoint cannot
+	// listen where it is told to.
 	exitConfig = 78
 	// exitCannotExecute: the command was found but could not be started.
 	exitCannotExecute = 126
@@ -49,6 +50,6 @@ func code(c int) string { return strconv.Itoa(c) }
 var (
 	docUsage       = exitDoc{code(exitUsage), "bad flags or arguments"}
 	docUnavailable = exitDoc{code(exitUnavailable), "too few nodes answered, or nodes are recovering: nothing was decided"}
-	docConfig      = exitDoc{code(exitConfig), "bad node list: an invalid URL, a node given twice, credentials refused, nodes that refuse locks (ACL, replica, wrong key type)"}
+	docConfig      = exitDoc{code(exitConfig), "bad node list: an invalid URL, a node given twice, credentials refused, nodes that refuse locks (ACL, replica, wrong key type); or the metrics endpoint cannot listen (a port in use)"}
 	docInterrupted = exitDoc{"128+n", "interrupted by signal n while waiting (130 for Ctrl-C)"}
 )

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -33,11 +34,11 @@ func (w *waitFlag) Set(s string) error {
 		*w = waitForever
 		return nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 0, 500ms, 30s or 5m, nor \"forever\"", s)
-	}
-	if d < 0 {
+	d, err := parseSeconds(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a duration such as 0, 500ms, 30s or 5m, nor a number of seconds, nor \"forever\"", s)
+	case d < 0:
 		return fmt.Errorf("%s is negative", s)
 	}
 	*w = waitFlag(d)
@@ -45,6 +46,190 @@ func (w *waitFlag) Set(s string) error {
 }
 
 func (w *waitFlag) defaultText() string { return "forever" }
+
+// registerWait adds --wait to fs, stored in w, and flock's spellings of it:
+// -w SECONDS and -n.
+func registerWait(fs *flag.FlagSet, w *waitFlag) {
+	fs.Var(w, "wait", "how long to wait for the lock, a `duration` or a bare number of seconds: "+
+		"0 makes one attempt, \"forever\" never gives up")
+	aliasVar(fs, "w", "wait", "", "flock's -w: --wait `SECONDS`")
+	aliasVar(fs, "n", "wait", "0", "flock's -n: --wait 0, one attempt")
+}
+
+// bareSeconds matches a number without a unit, which flags that people
+// think of in seconds take as seconds, as flock -w and timeout do: 30, 0.5.
+var bareSeconds = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$|^\.[0-9]+$`)
+
+// parseSeconds parses a Go duration (500ms, 30s, 1m30s) or a bare number
+// of seconds.
+func parseSeconds(s string) (time.Duration, error) {
+	if bareSeconds.MatchString(s) {
+		s += "s"
+	}
+	return time.ParseDuration(s)
+}
+
+// secondsFlag is a duration flag that also takes a bare number of seconds,
+// for the durations people think of in seconds (--ttl, --kill-grace,
+// --recovery-delay): --ttl 30 is --ttl 30s.
+type secondsFlag struct{ d *time.Duration }
+
+// secondsVar defines a secondsFlag of fs, with default def, stored in d.
+// usage names its argument `duration`, as a duration flag's would be named,
+// and should say that a bare number is seconds.
+func secondsVar(fs *flag.FlagSet, d *time.Duration, name string, def time.Duration, usage string) {
+	*d = def
+	fs.Var(secondsFlag{d}, name, usage)
+}
+
+func (f secondsFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f secondsFlag) Set(s string) error {
+	d, err := parseSeconds(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 500ms, 30s or 5m, nor a number of seconds", s)
+	}
+	*f.d = d
+	return nil
+}
+
+// unitFlag is a duration flag that wants a unit: one whose values are
+// milliseconds (--node-timeout, --retry-delay), where a bare number read as
+// seconds would be a thousand times what was meant.
+type unitFlag struct{ d *time.Duration }
+
+// unitVar defines a unitFlag of fs, with default def, stored in d.
+func unitVar(fs *flag.FlagSet, d *time.Duration, name string, def time.Duration, usage string) {
+	*d = def
+	fs.Var(unitFlag{d}, name, usage)
+}
+
+func (f unitFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f unitFlag) Set(s string) error {
+	if bareSeconds.MatchString(s) && s != "0" {
+		return fmt.Errorf("%q has no unit: write %sms or %ss", s, s, s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 50ms or 1s", s)
+	}
+	*f.d = d
+	return nil
+}
+
+// alias is a flag that sets another one, its target, as a habit from
+// another tool spells it: flock's -w SECONDS is --wait, -n is --wait 0,
+// -E CODE is --conflict-exit-code. The help lists it under its target.
+type alias struct {
+	fs     *flag.FlagSet
+	target string
+	// fixed is the value a flag that takes none gives its target (-n:
+	// "0"); "" passes the flag's argument on.
+	fixed string
+}
+
+// aliasVar defines name as an alias of the flag target of fs, which must
+// be defined already: with fixed "", -name VALUE is --target VALUE; else
+// -name takes no value and is --target fixed.
+func aliasVar(fs *flag.FlagSet, name, target, fixed, usage string) {
+	fs.Var(&alias{fs: fs, target: target, fixed: fixed}, name, usage)
+}
+
+func (a *alias) String() string {
+	if a == nil || a.fixed != "" {
+		return "false" // a flag without a value, unset
+	}
+	return ""
+}
+
+func (a *alias) Set(s string) error {
+	if a.fixed != "" {
+		if s != "true" {
+			return fmt.Errorf("takes no value: it is --%s %s", a.target, a.fixed)
+		}
+		s = a.fixed
+	}
+	return a.fs.Lookup(a.target).Value.Set(s)
+}
+
+// IsBoolFlag makes an alias with a fixed value a flag without a value.
+func (a *alias) IsBoolFlag() bool { return a.fixed != "" }
+
+// aliasOf returns the name of the flag f sets, or "" when f is no alias.
+func aliasOf(f *flag.Flag) string {
+	if a, ok := f.Value.(*alias); ok {
+		return a.target
+	}
+	return ""
+}
+
+// aliasClash says which flags set the same one when more than one of them
+// was given (--wait 5s -n), and returns "" when none did: giving one is
+// clearer than a rule of which counts.
+func aliasClash(fs *flag.FlagSet) string {
+	var targets []string
+	given := map[string][]string{} // by target, the given flags that set it
+	fs.Visit(func(f *flag.Flag) {
+		target := f.Name
+		if t := aliasOf(f); t != "" {
+			target = t
+		}
+		if given[target] == nil {
+			targets = append(targets, target)
+		}
+		given[target] = append(given[target], dashed(f.Name))
+	})
+	for _, target := range targets {
+		if set := given[target]; len(set) > 1 {
+			last := len(set) - 1
+			return fmt.Sprintf("%s and %s set the same flag, --%s: give one of them",
+				strings.Join(set[:last], ", "), set[last], target)
+		}
+	}
+	return ""
+}
+
+// dashed returns a flag's name as the help writes it: -n for one letter,
+// --wait otherwise.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// describedString is a string flag whose default is said in words:
+// --metrics-addr, whose empty default stands for what the environment
+// says, else a fixed address.
+type describedString struct {
+	s           *string
+	defaultWord string
+}
+
+func (d describedString) String() string {
+	if d.s == nil {
+		return ""
+	}
+	return *d.s
+}
+
+func (d describedString) Set(s string) error {
+	*d.s = s
+	return nil
+}
+
+func (d describedString) defaultText() string { return d.defaultWord }
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting and
 // prints nothing itself: the caller prints help and errors.
@@ -55,19 +240,34 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// writeFlags prints every flag of fs, one per entry, each with its default.
+// writeFlags prints every flag of fs, one per entry, each with its default,
+// and after each the aliases that set it.
 func writeFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		head := "  --" + f.Name
-		if arg != "" {
-			head += " " + arg
+		if aliasOf(f) != "" {
+			return
 		}
-		fmt.Fprintf(w, "%s\n", head)
-		for _, line := range wrap(usage+" (default "+defaultText(f)+")", 72) {
-			fmt.Fprintf(w, "        %s\n", line)
-		}
+		writeFlag(w, f, " (default "+defaultText(f)+")")
+		fs.VisitAll(func(a *flag.Flag) {
+			if aliasOf(a) == f.Name {
+				writeFlag(w, a, "")
+			}
+		})
 	})
+}
+
+// writeFlag prints one flag's entry: its name and argument, then its
+// usage and tail, wrapped.
+func writeFlag(w io.Writer, f *flag.Flag, tail string) {
+	arg, usage := flag.UnquoteUsage(f)
+	head := "  " + dashed(f.Name)
+	if arg != "" {
+		head += " " + arg
+	}
+	fmt.Fprintf(w, "%s\n", head)
+	for _, line := range wrap(usage+tail, 72) {
+		fmt.Fprintf(w, "        %s\n", line)
+	}
 }
 
 // defaultText renders a flag's default for the help text.

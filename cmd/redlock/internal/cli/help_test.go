@@ -39,6 +39,10 @@ func wantCommandHelp(t *testing.T, c *command) {
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
 		n++
+		if target := aliasOf(f); target != "" {
+			wantAlias(t, help, f, target)
+			return
+		}
 		wantFlagDefault(t, help, f)
 	})
 	if c.name != "demo" && !strings.Contains(help, "--nodes") {
@@ -76,6 +80,24 @@ func wantFlagDefault(t *testing.T, help string, f *flag.Flag) {
 	entry = strings.Join(strings.Fields(entry), " ")
 	if want := "(default " + defaultText(f) + ")"; !strings.Contains(entry, want) {
 		t.Errorf("help of --%s does not state %q: %s", f.Name, want, entry)
+	}
+}
+
+// wantAlias fails the test unless help lists f, an alias of the flag
+// target, right after target's entry, saying which flag it sets.
+func wantAlias(t *testing.T, help string, f *flag.Flag, target string) {
+	t.Helper()
+	i := strings.Index(help, "\n  --"+target)
+	j := strings.Index(help, "\n  "+dashed(f.Name)+"\n")
+	if j < 0 {
+		j = strings.Index(help, "\n  "+dashed(f.Name)+" ")
+	}
+	if i < 0 || j < i || strings.Contains(help[i+1:j], "\n  --") {
+		t.Errorf("alias %s is not listed right after --%s", dashed(f.Name), target)
+		return
+	}
+	if !strings.Contains(f.Usage, "--"+target) {
+		t.Errorf("the help of %s does not name --%s: %s", dashed(f.Name), target, f.Usage)
 	}
 }
 
@@ -186,6 +208,23 @@ func TestHelp_everyListedCommand(t *testing.T) {
 		r := cli(t, "help", m[1])
 		if r.code != exitOK || !strings.Contains(r.stdout, "redlock "+m[1]) {
 			t.Errorf("redlock help %s: exit %d\n%s%s", m[1], r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// The help of --metrics-addr states the address it listens on without the
+// flag, not "none" beside it.
+func TestHelp_metricsAddrStatesItsDefault(t *testing.T) {
+	for _, c := range commands() {
+		help := strings.Join(strings.Fields(cli(t, "help", c.name).stdout), " ")
+		i := strings.Index(help, "--metrics-addr host:port ")
+		if i < 0 {
+			continue
+		}
+		entry := help[i:]
+		entry = entry[:strings.Index(entry, "--node-timeout")]
+		if strings.Contains(entry, "(default none)") || !strings.Contains(entry, "else localhost:9464)") {
+			t.Errorf("redlock help %s: %s", c.name, entry)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/redlock-go/redlock"
@@ -59,8 +60,8 @@ func setupInit(fs *flag.FlagSet) runner {
 		defer nodes.close(client)
 		if err := client.MarkReady(ctx, *force); err != nil {
 			if errors.Is(err, redlock.ErrNotBrandNew) {
-				fmt.Fprintf(s.stderr, "redlock init: refused: %s.\n"+
-					"Wait for the recovering nodes to sit out --recovery-delay, or use --force if no lock can be outstanding.\n", errText(err))
+				sayf(s.stderr, slog.LevelError, "init", "refused: %s; wait for the recovering nodes to sit out "+
+					"--recovery-delay, or use --force if no lock can be outstanding", errText(err))
 				return exitFailure
 			}
 			printFailure(s.stderr, "init", err)

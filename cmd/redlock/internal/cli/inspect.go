@@ -14,8 +14,8 @@ import (
 func inspectCommand() *command {
 	return &command{
 		name:     "inspect",
-		synopsis: "[flags] KEY",
-		summary:  "show each node's holder or readers, TTL, fence counter and state for KEY (or its permits)",
+		synopsis: "[flags] KEY [KEY...]",
+		summary:  "show each node's holder or readers, TTL, fence counter and state for KEY, or several (or its permits)",
 		about: `
 Reads, from every node at once and without changing anything, who holds the
 lock KEY there (a writer's token, or the readers that hold it shared), its
@@ -35,6 +35,12 @@ node those on the node, [] when none. "ttl_ms" is the TTL of the node's
 lock key, for readers that of the last to expire, -1 for a key without
 expiry, which no lock client writes.
 
+Several keys: 'inspect K1 K2 K3' shows each lock as above, one after the
+other in the order given, separated by an empty line; with --json one
+object, {"keys": [KEY...], "locks": [one object per key, as for one key]}.
+The exit status is 69 when fewer than a majority answered for some key.
+--limit takes one key only.
+
 With --limit N it reads the N permits of the semaphore KEY, the locks
 KEY:permit:1 to KEY:permit:N, and prints a row per permit (its key, the
 holder, the holder's TTL, the highest fence counter, and whether a majority
@@ -45,7 +51,7 @@ a majority answered for some permit.`,
 		exits: []exitDoc{
 			{"0", "a majority of the nodes answered"},
 			docUsage,
-			{code(exitUnavailable), "fewer than a majority of the nodes answered"},
+			{code(exitUnavailable), "fewer than a majority of the nodes answered (for some key, or some permit)"},
 			docConfig,
 		},
 		setup: setupInspect,
@@ -82,58 +88,94 @@ func setupInspect(fs *flag.FlagSet) runner {
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "inspect", json: *asJSON}
-		if msg := positional(args, "KEY"); msg != "" {
+		if msg := keyArgs(args); msg != "" {
 			return r.usage(msg)
 		}
-		key := args[0]
-		r.key = key
+		keys := args
+		r.setKeys(keys)
+		if msg := lf.conflict(len(keys)); msg != "" {
+			return r.usage(msg)
+		}
 		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
 		if lf.limited() {
-			return inspectSemaphore(ctx, r, client, key, int(lf.limit))
+			return inspectSemaphore(ctx, r, client, keys[0], int(lf.limit))
 		}
-		return inspectLock(ctx, r, client, key)
+		return inspectLocks(ctx, r, client, keys)
 	}
 }
 
-// inspectLock shows what every node holds for the lock key, and returns
-// the exit code.
-func inspectLock(ctx context.Context, r report, client *redlock.Client, key string) int {
-	states, err := client.Inspect(ctx, key)
-	if err != nil {
-		return r.failed(err)
+// inspectSetJSON is inspect's JSON output for several keys: each lock as
+// inspect shows one, in the order of the keys.
+type inspectSetJSON struct {
+	Keys  []string      `json:"keys"`
+	Locks []inspectJSON `json:"locks"`
+}
+
+// inspectLocks shows what every node holds for each lock of keys, one
+// after the other, and returns the exit code: exitUnavailable when too few
+// nodes answered for some key.
+func inspectLocks(ctx context.Context, r report, client *redlock.Client, keys []string) int {
+	all := make([][]redlock.NodeState, len(keys))
+	for i, key := range keys {
+		states, err := client.Inspect(ctx, key)
+		if err != nil {
+			r.key = key
+			return r.failed(err)
+		}
+		all[i] = states
 	}
-	quorum := len(states)/2 + 1
-	holder, holding, answered := verdict(states, quorum)
-	if r.json {
-		writeJSON(r.s.stdout, lockStateJSON(key, quorum, holder, states))
-	} else {
-		writeStates(r.s.stdout, key, states)
-		writeReaders(r.s.stdout, states)
-		readers := sharedBy(states, quorum)
-		switch {
-		case answered < quorum:
-			fmt.Fprintf(r.s.stdout, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
-				answered, len(states), quorum, key)
-		case holder != "":
-			fmt.Fprintf(r.s.stdout, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), quorum)
-		case len(readers) > 0:
-			fmt.Fprintf(r.s.stdout, "held shared by %s, each on at least %d of %d nodes\n",
-				countReaders(len(readers)), quorum, len(states))
-		case holding > 0:
-			fmt.Fprintf(r.s.stdout, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
-				"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), quorum)
-		default:
-			fmt.Fprintf(r.s.stdout, "not held\n")
+	code := exitOK
+	set := inspectSetJSON{Keys: keys}
+	for i, key := range keys {
+		quorum := len(all[i])/2 + 1
+		holder, _, answered := verdict(all[i], quorum)
+		if answered < quorum {
+			code = exitUnavailable
+		}
+		set.Locks = append(set.Locks, lockStateJSON(key, quorum, holder, all[i]))
+		if !r.json {
+			if i > 0 {
+				fmt.Fprintln(r.s.stdout)
+			}
+			writeLock(r.s.stdout, key, all[i])
 		}
 	}
-	if answered < quorum {
-		return exitUnavailable
+	switch {
+	case r.json && len(keys) == 1:
+		writeJSON(r.s.stdout, set.Locks[0])
+	case r.json:
+		writeJSON(r.s.stdout, set)
 	}
-	return exitOK
+	return code
+}
+
+// writeLock prints what every node holds for the lock key, the readers
+// that hold it, and who holds it.
+func writeLock(w io.Writer, key string, states []redlock.NodeState) {
+	quorum := len(states)/2 + 1
+	holder, holding, answered := verdict(states, quorum)
+	writeStates(w, key, states)
+	writeReaders(w, states)
+	readers := sharedBy(states, quorum)
+	switch {
+	case answered < quorum:
+		fmt.Fprintf(w, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
+			answered, len(states), quorum, key)
+	case holder != "":
+		fmt.Fprintf(w, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), quorum)
+	case len(readers) > 0:
+		fmt.Fprintf(w, "held shared by %s, each on at least %d of %d nodes\n",
+			countReaders(len(readers)), quorum, len(states))
+	case holding > 0:
+		fmt.Fprintf(w, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
+			"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), quorum)
+	default:
+		fmt.Fprintf(w, "not held\n")
+	}
 }
 
 // lockStateJSON describes what every node holds for the lock key.

@@ -58,6 +58,7 @@ type nodeFlags struct {
 	waitReplicas  int
 	withTTL       bool // --ttl is a flag of the command
 	logLevel      string
+	logFormat     logFormat
 	telemetry     observe.Config
 	started       *observe.Telemetry // the exporters dial started
 }
@@ -71,15 +72,18 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 			"$"+envNodes+" when the flag is absent; passwords are never printed")
 	n.ttl = defaultTTL
 	if withTTL {
-		fs.DurationVar(&n.ttl, "ttl", defaultTTL,
-			"lock time-to-live: a holder that vanishes blocks others this long; at most --recovery-delay")
+		secondsVar(fs, &n.ttl, "ttl", defaultTTL,
+			"lock time-to-live, a `duration` (a bare number is seconds): a holder that vanishes "+
+				"blocks others this long; at most --recovery-delay")
 	}
-	fs.DurationVar(&n.nodeTimeout, "node-timeout", defaultNodeTimeout,
-		"bound on each request to one node: small against the TTL, large enough for a healthy round trip")
+	unitVar(fs, &n.nodeTimeout, "node-timeout", defaultNodeTimeout,
+		"bound on each request to one node, a `duration` with its unit: small against the TTL, "+
+			"large enough for a healthy round trip")
 	n.retryDelay = defaultRetryDelay
 	if withRetry {
-		fs.DurationVar(&n.retryDelay, "retry-delay", defaultRetryDelay,
-			"longest random pause between attempts to acquire; pauses start at 10ms and double up to it")
+		unitVar(fs, &n.retryDelay, "retry-delay", defaultRetryDelay,
+			"longest random pause between attempts to acquire, a `duration` with its unit (200ms); "+
+				"pauses start at 10ms and double up to it")
 	}
 	fs.IntVar(&n.waitReplicas, "wait-replicas", 0,
 		"count a node's grant or extension only once this many of its replicas confirmed it (WAIT), "+
@@ -87,16 +91,21 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	fs.StringVar(&n.logLevel, "log-level", "warn",
 		"the library's log records on stderr at this level and above: "+strings.Join(observe.LogLevels, ", ")+
 			"; warn shows lost locks, failing nodes and releases short of a majority")
+	n.logFormat = logText
+	fs.Var(&n.logFormat, "log-format", logFormatUsage)
 	fs.StringVar(&n.telemetry.Metrics, "metrics", "",
 		"export the library's metrics: prometheus (text on --metrics-addr, /metrics), otlp (over HTTP, to "+
 			"where the OTEL_EXPORTER_OTLP_* variables say) or none; $OTEL_METRICS_EXPORTER when absent; "+
 			"a failed export is said on stderr, at most once a minute")
-	fs.StringVar(&n.telemetry.PrometheusAddr, "metrics-addr", "",
-		"`host:port` of the Prometheus endpoint; $OTEL_EXPORTER_PROMETHEUS_HOST and _PORT when absent, else localhost:9464")
+	fs.Var(describedString{&n.telemetry.PrometheusAddr, "$OTEL_EXPORTER_PROMETHEUS_HOST:$OTEL_EXPORTER_PROMETHEUS_PORT, " +
+		"each when set, else localhost:9464"},
+		"metrics-addr", "`host:port` of the Prometheus endpoint of --metrics prometheus; a port in use there "+
+			"is an error (exit 78) and nothing runs")
 	fs.StringVar(&n.telemetry.Traces, "traces", "",
 		"export a span per acquire, extend and release: otlp or none; $OTEL_TRACES_EXPORTER when absent")
-	fs.DurationVar(&n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
-		"how long a node that restarted without its data sits out of every quorum; "+
+	secondsVar(fs, &n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
+		"how long a node that restarted without its data sits out of every quorum, "+
+			"a `duration` (a bare number is seconds); "+
 			"must be at least the largest TTL any client of the nodes uses, and the same for all of them")
 }
 
@@ -154,11 +163,18 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 		return nil, failConfig, err
 	}
 	opts := n.options()
-	if opts.Logger, err = observe.NewLogger(stderr, n.logLevel); err != nil {
+	logs, asJSON := libraryLog(stderr)
+	if opts.Logger, err = observe.NewLogger(logs, n.logLevel, asJSON); err != nil {
 		return nil, failInvalid, err
+	}
+	if asJSON {
+		opts.Logger = opts.Logger.With("cmd", n.fs.Name())
 	}
 	n.telemetry.Errors, n.telemetry.Prefix = stderr, "redlock "+n.fs.Name()
 	if n.started, err = observe.Start(ctx, n.telemetry); err != nil {
+		if errors.Is(err, observe.ErrEndpoint) {
+			return nil, failConfig, err
+		}
 		return nil, failInvalid, err
 	}
 	opts.MeterProvider, opts.TracerProvider = n.started.MeterProvider, n.started.TracerProvider

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -19,14 +20,25 @@ import (
 type report struct {
 	s    streams
 	cmd  string
-	key  string // "" for commands without a key
+	key  string   // "" for commands without a key, or of several
+	keys []string // the keys of a command of several, else nil
 	json bool
+}
+
+// setKeys records the keys the command acts on: key for one, keys for
+// several.
+func (r *report) setKeys(keys []string) {
+	if len(keys) == 1 {
+		r.key = keys[0]
+		return
+	}
+	r.keys = keys
 }
 
 // usage reports bad flags or arguments and returns exitUsage.
 func (r report) usage(msg string) int {
 	if r.json {
-		writeJSON(r.s.stdout, failureJSON{Key: r.key, Error: msg, Reason: failInvalid, ExitCode: exitUsage})
+		writeJSON(r.s.stdout, failureJSON{Key: r.key, Keys: r.keys, Error: msg, Reason: failInvalid, ExitCode: exitUsage})
 	}
 	return usageError(r.s.stderr, r.cmd, msg)
 }
@@ -47,6 +59,10 @@ func (r report) failedAs(f failure, err error) int {
 	if r.json {
 		out := newFailureJSON(r.key, err)
 		out.Reason, out.ExitCode = f, code
+		var qe *redlock.QuorumError
+		if out.Keys = r.keys; r.keys != nil && errors.As(err, &qe) {
+			out.Key = qe.Key // the key the nodes' outcomes are about
+		}
 		writeJSON(r.s.stdout, out)
 	}
 	printFailure(r.s.stderr, r.cmd, err)
@@ -74,8 +90,13 @@ func writeJSON(w io.Writer, v any) {
 	enc.Encode(v)
 }
 
-// usageError prints msg with a pointer to the help and returns exitUsage.
+// usageError prints msg with a pointer to the help and returns exitUsage;
+// a JSON log gets a record with the help command as "usage".
 func usageError(stderr io.Writer, cmd, msg string) int {
+	if l, ok := stderr.(*jsonLog); ok {
+		l.record(slog.LevelError, msg, slog.String("usage", "redlock help "+cmd))
+		return exitUsage
+	}
 	fmt.Fprintf(stderr, "redlock %s: %s\nRun 'redlock help %s' for usage.\n", cmd, msg, cmd)
 	return exitUsage
 }
@@ -165,8 +186,17 @@ const recoveringHint = "nodes that lost their data, or were never used, sit out 
 
 // printFailure explains a failed lock operation on stderr: what
 // failureLines says, with each node's outcome between its summary and its
-// hints.
+// hints; a JSON log gets one record, failureText with the nodes'
+// outcomes as "nodes".
 func printFailure(stderr io.Writer, cmd string, err error) {
+	if l, ok := stderr.(*jsonLog); ok {
+		var attrs []slog.Attr
+		if nodes := newFailureJSON("", err).Nodes; nodes != nil {
+			attrs = append(attrs, slog.Any("nodes", nodes))
+		}
+		l.record(slog.LevelError, failureText(err), attrs...)
+		return
+	}
 	summary, hints := failureLines(err)
 	for _, l := range summary {
 		fmt.Fprintf(stderr, "redlock %s: %s\n", cmd, l)
@@ -337,6 +367,7 @@ type nodeJSON struct {
 // failureJSON is a failed operation in JSON output.
 type failureJSON struct {
 	Key      string     `json:"key,omitempty"`
+	Keys     []string   `json:"keys,omitempty"` // of several
 	Error    string     `json:"error"`
 	Reason   failure    `json:"reason"`
 	ExitCode int        `json:"exit_code"`

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -100,7 +101,12 @@ Waiting: with --wait 0 one attempt is made, as flock -n does; otherwise
 redlock retries with random pauses until the lock is acquired or --wait
 passes, and then exits with the code of the last reason: --conflict-exit-code
 when the lock is held by another holder, 69 when too few nodes answer or
-vote. While it waits it says why on stderr, every few seconds when the
+vote. flock's spellings work too: -n is --wait 0, -w SECONDS is --wait,
+-E CODE is --conflict-exit-code; --wait and the other durations counted in
+seconds (--ttl, --kill-grace, --recovery-delay) take a bare number as
+seconds, --wait 1.5 as --wait 1.5s.
+
+While it waits it says why on stderr, every few seconds when the
 reason changes and every 30s otherwise: who holds the lock (a token, or how
 many readers; of several keys, which key), which nodes are recovering or
 do not answer.
@@ -141,8 +147,15 @@ A nested 'redlock run' sets its own values, and drops those of the outer
 one that it does not set. Locks are not re-entrant: a nested run of a KEY
 the outer one holds waits for the outer one, which waits for it.
 
+Logs: redlock's own messages and the library's log records (--log-level)
+go to stderr as lines of text, or with --log-format json as one JSON object
+a line; the command's standard error is its own either way. A metrics
+endpoint (--metrics prometheus) that cannot listen, its port in use, is an
+error (78) and the command does not run.
+
 Examples:
   redlock run --wait 0 backup -- /usr/local/bin/backup.sh
+  redlock run -n -E 0 backup -- /usr/local/bin/backup.sh   # exit 0 when it runs elsewhere
   redlock run --ttl 30s --shell report -- 'make report > out.txt'
   # at most 5 workers call this API at once, on whatever hosts they run:
   redlock run --limit 5 partner-api -- ./sync-orders.sh`,
@@ -177,9 +190,10 @@ func setupRun(fs *flag.FlagSet) runner {
 	c.lock.registerLimit(fs, "hold one of `N` permits of the semaphore KEY instead of the lock KEY, "+
 		"so that at most N commands run at once, from 1 to "+strconv.Itoa(redlock.MaxLimit)+"; one KEY only")
 	c.lock.registerShared(fs, sharedUsage+"; with several keys, every one is taken shared")
-	fs.Var(&c.wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
+	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
-	fs.DurationVar(&c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost")
+	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
+	secondsVar(fs, &c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost: a `duration`, or a bare number of seconds")
 	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
 	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, renewals, forwarded signals and the release on stderr")
 	return c.run
@@ -188,7 +202,7 @@ func setupRun(fs *flag.FlagSet) runner {
 // logf prints a progress line on stderr when --verbose is on.
 func (c *runConfig) logf(s streams, format string, args ...any) {
 	if c.verbose {
-		fmt.Fprintf(s.stderr, "redlock run: "+format+"\n", args...)
+		sayf(s.stderr, slog.LevelInfo, "run", format, args...)
 	}
 }
 
@@ -221,7 +235,7 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 
 	ch, err := startChild(argv, c.environment(keys, held), s)
 	if err != nil {
-		fmt.Fprintf(s.stderr, "redlock run: %v\n", err)
+		sayf(s.stderr, slog.LevelError, "run", "%v", err)
 		c.release(s, held, name)
 		return startErrorCode(err)
 	}
@@ -235,7 +249,7 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	}
 	c.release(s, held, name)
 	if lost != nil {
-		fmt.Fprintf(s.stderr, "redlock run: the command exited with status %d after the lock was lost\n", status)
+		sayf(s.stderr, slog.LevelError, "run", "the command exited with status %d after the lock was lost", status)
 		return exitLockLost
 	}
 	return status
@@ -348,12 +362,12 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 				if r.held != nil {
 					r.held.Release(context.Background())
 				}
-				fmt.Fprintf(s.stderr, "redlock run: %v while waiting for %s\n", interrupted, quoteKeys(keys))
+				sayf(s.stderr, slog.LevelWarn, "run", "%v while waiting for %s", interrupted, quoteKeys(keys))
 				return nil, exitSignalBase + signalNumber(interrupted)
 			case r.err == nil:
 				return r.held, exitOK
 			case ctx.Err() != nil:
-				fmt.Fprintf(s.stderr, "redlock run: stopped waiting for %s: %v\n", quoteKeys(keys), context.Cause(ctx))
+				sayf(s.stderr, slog.LevelWarn, "run", "stopped waiting for %s: %v", quoteKeys(keys), context.Cause(ctx))
 				return nil, exitInterrupted
 			}
 			printFailure(s.stderr, "run", r.err)
@@ -430,7 +444,7 @@ type supervision struct {
 // SIGTERM now and SIGKILL after --kill-grace.
 func (sv *supervision) stop(reason error) {
 	sv.lost = reason
-	fmt.Fprintf(sv.s.stderr, "redlock run: %v: stopping the command: SIGTERM to process group %d, SIGKILL in %s\n",
+	sayf(sv.s.stderr, slog.LevelError, "run", "%v: stopping the command: SIGTERM to process group %d, SIGKILL in %s",
 		reason, sv.ch.pgid, sv.c.killGrace)
 	sv.ch.signal(syscall.SIGTERM)
 	sv.terminated = true
@@ -443,7 +457,7 @@ func (sv *supervision) stop(reason error) {
 func (sv *supervision) commandExited(err error) error {
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
-		fmt.Fprintf(sv.s.stderr, "redlock run: waiting for the command: %v\n", err)
+		sayf(sv.s.stderr, slog.LevelError, "run", "waiting for the command: %v", err)
 	}
 	if sv.lost != nil {
 		sv.c.killStragglers(sv.s, sv.ch, sv.kill)
@@ -498,7 +512,7 @@ func (sv *supervision) stopDue() {
 
 // killGroup sends SIGKILL to the command's process group.
 func (sv *supervision) killGroup() {
-	fmt.Fprintf(sv.s.stderr, "redlock run: sending SIGKILL to process group %d\n", sv.ch.pgid)
+	sayf(sv.s.stderr, slog.LevelWarn, "run", "sending SIGKILL to process group %d", sv.ch.pgid)
 	sv.ch.signal(syscall.SIGKILL)
 }
 
@@ -513,7 +527,7 @@ func (c *runConfig) killStragglers(s streams, ch *child, kill <-chan time.Time) 
 	for ch.groupAlive() {
 		select {
 		case <-kill:
-			fmt.Fprintf(s.stderr, "redlock run: sending SIGKILL to what is left of process group %d\n", ch.pgid)
+			sayf(s.stderr, slog.LevelWarn, "run", "sending SIGKILL to what is left of process group %d", ch.pgid)
 			ch.signal(syscall.SIGKILL)
 			return
 		case <-poll.C:
@@ -529,7 +543,7 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case err == nil:
 		c.logf(s, "released %s", name)
 	case errors.Is(err, redlock.ErrNotHeld):
-		fmt.Fprintf(s.stderr, "redlock run: %s had already expired on the nodes when released\n", name)
+		sayf(s.stderr, slog.LevelWarn, "run", "%s had already expired on the nodes when released", name)
 	default:
 		printFailure(s.stderr, "run", err)
 	}

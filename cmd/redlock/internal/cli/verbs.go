@@ -13,6 +13,15 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
+// keyArgs checks the KEY [KEY...] arguments of acquire and inspect as run
+// checks its keys. It returns the usage error, or "".
+func keyArgs(args []string) string {
+	if len(args) == 0 {
+		return "want KEY [KEY...], got no argument"
+	}
+	return checkKeys(args)
+}
+
 // positional checks that args holds exactly the named positional
 // arguments, none of them empty. It returns the usage error, or "".
 func positional(args []string, names ...string) string {
@@ -38,13 +47,19 @@ func positional(args []string, names ...string) string {
 func acquireCommand() *command {
 	return &command{
 		name:     "acquire",
-		synopsis: "[flags] KEY",
-		summary:  "take the lock KEY (shared: --shared; a permit: --limit N), print its token",
+		synopsis: "[flags] KEY [KEY...]",
+		summary:  "take the lock KEY, or several together (shared: --shared; a permit: --limit N), print the tokens",
 		about: `
 Acquires the lock KEY and prints its token, fencing token and validity
 deadline. The lock is not renewed: it expires after --ttl unless
 'redlock extend KEY TOKEN' extends it, and 'redlock release KEY TOKEN'
 releases it. Prefer 'redlock run', which renews and releases by itself.
+
+Several keys: 'acquire K1 K2 K3' takes all the keys together, or none, as
+'redlock run K1 K2 K3 -- COMMAND' does: it never holds some while it waits
+for the others. Each key is a lock of its own, with its own token, which
+extend and release take one key at a time. With --shared it reads every
+key; --limit takes one key only.
 
 With --limit N it takes one of the N permits of the semaphore KEY instead:
 at most N holders at once, across hosts. Permit i is the lock KEY:permit:i,
@@ -63,6 +78,9 @@ Output, one field per line (or one JSON object with --json):
   token     the token; extend and release need it
   fence     the fencing token, to pass to the protected resource
   deadline  the validity deadline, RFC 3339 UTC, and the validity left
+For several keys, these fields for each key in the order given, separated
+by an empty line; with --json one object, {"keys": [KEY...], "locks":
+[one object per key, as for one key]}.
 
 --print-token prints the token alone, for a script that needs no pipe:
 
@@ -80,10 +98,19 @@ A reader of the table "orders", among others, while no writer has it:
   token=$(redlock acquire --shared --print-token --wait 10s orders) || exit
   trap 'redlock release orders "$token"' EXIT
 
+For several keys, --print-token prints the tokens on one line, separated
+by spaces, in the order of the keys. Both accounts, or neither:
+
+  tokens=$(redlock acquire --print-token --wait 10s acct-17 acct-42) || exit
+  read -r t17 t42 <<< "$tokens"
+  trap 'redlock release acct-17 "$t17"; redlock release acct-42 "$t42"' EXIT
+
 Waiting (any --wait but 0), it says on stderr why, every few seconds when
 the reason changes and every 30s otherwise: who holds the lock (or that all
 the permits are held), which nodes are recovering or do not answer. When
---wait passes, the exit status is that of the last reason.`,
+--wait passes, the exit status is that of the last reason. As with flock,
+-n is --wait 0 and -w SECONDS is --wait; --wait, --ttl and
+--recovery-delay take a bare number as seconds.`,
 		exits: []exitDoc{
 			{"0", "acquired"},
 			docUsage,
@@ -99,15 +126,16 @@ the permits are held), which nodes are recovering or do not answer. When
 // acquiredJSON is acquire's JSON output. Key is the key the token holds:
 // with --limit, the permit's.
 type acquiredJSON struct {
-	Key        string `json:"key"`
-	Permit     int    `json:"permit,omitempty"` // with --limit: the permit's number
-	Limit      int    `json:"limit,omitempty"`  // with --limit: the number of permits
-	Shared     bool   `json:"shared,omitempty"` // with --shared: a reader
-	Token      string `json:"token"`
-	Fence      uint64 `json:"fence"`
-	TTLMs      int64  `json:"ttl_ms"`
-	Deadline   string `json:"deadline"`
-	ValidityMs int64  `json:"validity_ms"`
+	Key        string    `json:"key"`
+	Permit     int       `json:"permit,omitempty"` // with --limit: the permit's number
+	Limit      int       `json:"limit,omitempty"`  // with --limit: the number of permits
+	Shared     bool      `json:"shared,omitempty"` // with --shared: a reader
+	Token      string    `json:"token"`
+	Fence      uint64    `json:"fence"`
+	TTLMs      int64     `json:"ttl_ms"`
+	Deadline   string    `json:"deadline"`
+	ValidityMs int64     `json:"validity_ms"`
+	until      time.Time // the validity deadline, which the output renders
 }
 
 func setupAcquire(fs *flag.FlagSet) runner {
@@ -118,17 +146,17 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		strconv.Itoa(redlock.MaxLimit)+"; the key printed is the permit's")
 	lf.registerShared(fs, sharedUsage)
 	wait := waitForever
-	fs.Var(&wait, "wait", "how long to wait for the lock, a `duration`: 0 makes one attempt, \"forever\" never gives up")
+	registerWait(fs, &wait)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
-	tokenOnly := fs.Bool("print-token", false, "print the token alone, on one line")
+	tokenOnly := fs.Bool("print-token", false, "print the token alone, on one line; for several keys, the tokens, separated by spaces")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "acquire", json: *asJSON}
-		if msg := positional(args, "KEY"); msg != "" {
+		if msg := keyArgs(args); msg != "" {
 			return r.usage(msg)
 		}
-		key := args[0]
-		r.key = key
-		if msg := lf.conflict(1); msg != "" {
+		keys := args
+		r.setKeys(keys)
+		if msg := lf.conflict(len(keys)); msg != "" {
 			return r.usage(msg)
 		}
 		client, f, err := nodes.dial(ctx, s.stderr)
@@ -136,7 +164,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
-		w := waiting{client: client, keys: []string{key}, limit: int(lf.limit), shared: lf.shared, wait: wait,
+		w := waiting{client: client, keys: keys, limit: int(lf.limit), shared: lf.shared, wait: wait,
 			stderr: s.stderr, cmd: "acquire", opts: lf.options()}
 		held, err := w.acquire(ctx)
 		if err != nil {
@@ -146,28 +174,61 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			}
 			return r.failedAs(f, err)
 		}
-		lock := held.(*redlock.Lock) // of the one key
-		out := acquiredJSON{Key: lock.Key(), Shared: lf.shared, Token: lock.Token(), Fence: lock.Fence(),
-			TTLMs: nodes.ttl.Milliseconds()}
-		if lf.limited() {
-			out.Permit, out.Limit = permitNumber(key, lock.Key()), int(lf.limit)
+		var outs []acquiredJSON
+		for _, lock := range locksOf(keys, held) {
+			out := acquiredJSON{Key: lock.Key(), Shared: lf.shared, Token: lock.Token(), Fence: lock.Fence(),
+				TTLMs: nodes.ttl.Milliseconds(), until: lock.Until()}
+			if lf.limited() {
+				out.Permit, out.Limit = permitNumber(keys[0], lock.Key()), int(lf.limit)
+			}
+			outs = append(outs, out)
 		}
-		switch {
-		case *tokenOnly:
-			fmt.Fprintln(s.stdout, lock.Token())
-		case *asJSON:
-			until := lock.Until()
-			out.Deadline, out.ValidityMs = formatTime(until), time.Until(until).Milliseconds()
-			writeJSON(s.stdout, out)
-		default:
-			writeAcquired(s.stdout, out, lock.Until())
-		}
+		writeAcquiredAll(s.stdout, keys, outs, *tokenOnly, *asJSON)
 		return exitOK
 	}
 }
 
+// acquiredSetJSON is acquire's JSON output for several keys: each lock as
+// acquire prints one, in the order of the keys.
+type acquiredSetJSON struct {
+	Keys  []string       `json:"keys"`
+	Locks []acquiredJSON `json:"locks"`
+}
+
+// writeAcquiredAll prints the locks acquire took, outs[i] of keys[i]: their
+// tokens alone, on one line separated by spaces, with tokenOnly; else one
+// JSON object with asJSON, a lock's of one key or an acquiredSetJSON of
+// several; else each lock's fields, the locks separated by an empty line.
+func writeAcquiredAll(w io.Writer, keys []string, outs []acquiredJSON, tokenOnly, asJSON bool) {
+	switch {
+	case tokenOnly:
+		tokens := make([]string, len(outs))
+		for i, out := range outs {
+			tokens[i] = out.Token
+		}
+		fmt.Fprintln(w, strings.Join(tokens, " "))
+		return
+	case asJSON:
+		for i := range outs {
+			outs[i].Deadline, outs[i].ValidityMs = formatTime(outs[i].until), time.Until(outs[i].until).Milliseconds()
+		}
+		if len(outs) == 1 {
+			writeJSON(w, outs[0])
+			return
+		}
+		writeJSON(w, acquiredSetJSON{Keys: keys, Locks: outs})
+		return
+	}
+	for i, out := range outs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		writeAcquired(w, out)
+	}
+}
+
 // writeAcquired prints what acquire took, one field per line.
-func writeAcquired(w io.Writer, out acquiredJSON, until time.Time) {
+func writeAcquired(w io.Writer, out acquiredJSON) {
 	fmt.Fprintf(w, "key       %s\n", out.Key)
 	if out.Limit > 0 {
 		fmt.Fprintf(w, "permit    %d of %d\n", out.Permit, out.Limit)
@@ -176,7 +237,7 @@ func writeAcquired(w io.Writer, out acquiredJSON, until time.Time) {
 		fmt.Fprintf(w, "shared    yes, a reader\n")
 	}
 	fmt.Fprintf(w, "token     %s\nfence     %d\ndeadline  %s (valid for %s)\n",
-		out.Token, out.Fence, formatTime(until), time.Until(until).Round(time.Millisecond))
+		out.Token, out.Fence, formatTime(out.until), time.Until(out.until).Round(time.Millisecond))
 }
 
 // limitByTokenUsage describes --limit for the verbs that act on a token.

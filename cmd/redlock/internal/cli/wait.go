@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -163,8 +164,8 @@ func (w *waiting) tell(ctx context.Context, err error) {
 		return
 	}
 	w.said, w.saidAt = reason, time.Now()
-	fmt.Fprintf(w.stderr, "redlock %s: waiting for %s (%s so far): %s\n",
-		w.cmd, quoteKeys(w.keys), time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
+	sayf(w.stderr, slog.LevelInfo, w.cmd, "waiting for %s (%s so far): %s",
+		quoteKeys(w.keys), time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
 }
 
 // waitReason names what kept the last attempt from a quorum as describe
@@ -206,8 +207,9 @@ func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string 
 		for _, r := range qe.Nodes {
 			left = max(left, r.RecoveringLeft)
 		}
-		parts = append(parts, fmt.Sprintf("%d of %d nodes recovering, for up to %s more "+
-			"(on a brand-new deployment, 'redlock init' ends this at once)", len(rec), len(qe.Nodes), left.Round(time.Second)))
+		parts = append(parts, fmt.Sprintf("%s recovering, for up to %s more "+
+			"(on a brand-new deployment, 'redlock init' ends this at once)",
+			strings.TrimPrefix(refusedOn(qe, len(rec)), "on "), left.Round(time.Second)))
 	}
 	for _, r := range qe.Nodes {
 		if r.Outcome == redlock.OutcomeTimeout || r.Outcome == redlock.OutcomeError {
@@ -240,7 +242,7 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 		which = strconv.Quote(key) + " "
 	}
 	what := which + "held"
-	on := fmt.Sprintf("on %d of %d nodes", held, len(qe.Nodes))
+	on := refusedOn(qe, held)
 	// What to say when Inspect does not find who holds the key: a writer
 	// waits for it, when every node that refused said so.
 	unknown := what + " by another holder " + on
@@ -252,21 +254,47 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 		return unknown
 	}
 	quorum := len(states)/2 + 1
-	if token, _, _ := verdict(states, quorum); token != "" {
-		return fmt.Sprintf("%s by another holder %s (token %s, expires in %s unless extended)",
-			what, on, token, longestTTL(states, token).Round(100*time.Millisecond))
+	// The counts below are Inspect's, which asks every node, as
+	// 'redlock inspect' does.
+	if token, holding, _ := verdict(states, quorum); token != "" {
+		return fmt.Sprintf("%s by another holder on %d of %d nodes (token %s, expires in %s unless extended)",
+			what, holding, len(states), token, longestTTL(states, token).Round(100*time.Millisecond))
 	}
 	readers := sharedBy(states, quorum)
 	if len(readers) == 0 {
 		return unknown
 	}
-	s := fmt.Sprintf("%s shared by %s %s (the last expires in %s unless extended)",
-		what, countReaders(len(readers)), on, longestTTL(states, "").Round(100*time.Millisecond))
+	s := fmt.Sprintf("%s shared by %s on %d of %d nodes (the last expires in %s unless extended)",
+		what, countReaders(len(readers)), nodesWithReaders(states), len(states),
+		longestTTL(states, "").Round(100*time.Millisecond))
 	if w.shared {
 		// Readers refuse a reader only while a writer waits.
 		s += "; a writer waits for it, and new readers wait until it has had its turn"
 	}
 	return s
+}
+
+// refusedOn says on how many of the nodes of qe the attempt was refused,
+// held of them: "on 2 of 3 nodes" when every node answered, "on at least 2
+// of 3 nodes" when the attempt ended, its outcome decided, before some
+// nodes answered or were asked.
+func refusedOn(qe *redlock.QuorumError, held int) string {
+	if len(nodesWith(qe, redlock.OutcomeNoAnswer))+len(nodesWith(qe, redlock.OutcomeNotAsked)) > 0 {
+		return fmt.Sprintf("on at least %d of %d nodes", held, len(qe.Nodes))
+	}
+	return fmt.Sprintf("on %d of %d nodes", held, len(qe.Nodes))
+}
+
+// nodesWithReaders counts the nodes that answered with readers holding
+// the key.
+func nodesWithReaders(states []redlock.NodeState) int {
+	n := 0
+	for _, st := range states {
+		if st.Err == nil && len(st.Readers) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // writersWait counts the nodes of qe that refused a reader because a writer

@@ -274,6 +274,9 @@ func (r *Report) quorumFindings(fs *findingList) {
 		fs.add("", Warning, "quorum", "on a brand-new deployment with no lock outstanding, run 'redlock init'; otherwise wait",
 			"%d of %d nodes vote now, %d needed: no lock can be acquired until the others sit out their recovery delay",
 			r.voting(), total, r.Quorum)
+	case total > 1 && r.Reachable == r.Quorum && r.Reachable == total:
+		fs.add("", Warning, "quorum", "use 3 or 5 independent masters, so that locking survives a node failure",
+			"%d of %d nodes reachable, %d needed: every node is needed, one failure stops locking", r.Reachable, total, r.Quorum)
 	case total > 1 && r.Reachable == r.Quorum:
 		fs.add("", Warning, "quorum", "bring the unreachable nodes back",
 			"%d of %d nodes reachable, %d needed: one more failure stops locking", r.Reachable, total, r.Quorum)

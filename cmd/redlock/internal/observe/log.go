@@ -11,9 +11,9 @@ import (
 var LogLevels = []string{"debug", "info", "warn", "error", "off"}
 
 // NewLogger returns a logger that writes the library's records at level or
-// above to w, one line each, as slog's text handler formats them; "off"
-// returns a logger that writes nothing.
-func NewLogger(w io.Writer, level string) (*slog.Logger, error) {
+// above to w, one line each, as slog's text handler formats them, or with
+// asJSON its JSON handler; "off" returns a logger that writes nothing.
+func NewLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 	var l slog.Level
 	switch strings.ToLower(level) {
 	case "debug":
@@ -28,6 +28,9 @@ func NewLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return slog.New(slog.DiscardHandler), nil
 	default:
 		return nil, fmt.Errorf("--log-level %q is not one of %s", level, strings.Join(LogLevels, ", "))
+	}
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }

@@ -52,6 +52,12 @@ const (
 	defaultPrometheusPort = "9464"
 )
 
+// ErrEndpoint is the error Start returns, wrapped with the address and the
+// cause, when the Prometheus endpoint cannot listen: the port is in use, or
+// the host is not this machine's. It is a configuration error, as a bad
+// node list is: no retry fixes it.
+var ErrEndpoint = errors.New("cannot serve the Prometheus endpoint")
+
 // shutdownTimeout bounds the final export of metrics and spans when the
 // command exits: an unreachable collector must not hold the exit up.
 const shutdownTimeout = 3 * time.Second
@@ -86,7 +92,8 @@ type Telemetry struct {
 }
 
 // Start sets up the exporters cfg chooses. ctx bounds their set-up only.
-// It fails on an unknown exporter name or an endpoint that cannot listen.
+// It fails on an unknown exporter name, and with ErrEndpoint on a
+// Prometheus endpoint that cannot listen.
 func Start(ctx context.Context, cfg Config) (*Telemetry, error) {
 	t := &Telemetry{}
 	metrics, traces := choice(cfg.Metrics, envMetricsExporter), choice(cfg.Traces, envTracesExporter)
@@ -168,8 +175,13 @@ func (t *Telemetry) startMetrics(ctx context.Context, exporter, addr string, res
 // servePrometheus starts the Prometheus text endpoint, /metrics on addr,
 // over a registry of its own, and returns its reader.
 func (t *Telemetry) servePrometheus(addr string) (sdkmetric.Reader, error) {
+	from := "--metrics-addr"
 	if addr == "" {
 		addr = net.JoinHostPort(envOr(envPrometheusHost, defaultPrometheusHost), envOr(envPrometheusPort, defaultPrometheusPort))
+		from = "the default address"
+		if os.Getenv(envPrometheusHost) != "" || os.Getenv(envPrometheusPort) != "" {
+			from = "$" + envPrometheusHost + " and _PORT"
+		}
 	}
 	reg := promclient.NewRegistry()
 	exp, err := prometheus.New(prometheus.WithRegisterer(reg))
@@ -178,7 +190,12 @@ func (t *Telemetry) servePrometheus(addr string) (sdkmetric.Reader, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("prometheus endpoint: %w", err)
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err // without the address, said before it
+		}
+		return nil, fmt.Errorf("%w on %s (%s): %w; give --metrics-addr a free host:port, or --metrics none",
+			ErrEndpoint, addr, from, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -56,7 +56,7 @@ func TestStart_environmentChoosesAndBadNamesFail(t *testing.T) {
 
 func TestNewLogger_levels(t *testing.T) {
 	var buf bytes.Buffer
-	log, err := NewLogger(&buf, "warn")
+	log, err := NewLogger(&buf, "warn", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestNewLogger_levels(t *testing.T) {
 	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, "level=WARN msg=shown node=127.0.0.1:6379") {
 		t.Errorf("warn level wrote:\n%s", out)
 	}
-	if _, err := NewLogger(&buf, "loud"); err == nil {
+	if _, err := NewLogger(&buf, "loud", false); err == nil {
 		t.Error("NewLogger accepted level loud")
 	}
 }

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// What flock users type works: -n (one attempt), -w SECONDS (a bounded
+// wait), -E CODE (the exit status of a conflict), and bare numbers of
+// seconds for --wait and the other durations people think of in seconds.
+func TestRun_flockHabits(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", "busy").expect(t, exitOK, "acquire busy")
+
+	t.Run("-n", func(t *testing.T) {
+		marker := filepath.Join(t.TempDir(), "ran")
+		start := time.Now()
+		cli(t, "run", "--nodes", nodes, "-n", "busy", "--", "touch", marker).expect(t, exitConflict, "run -n busy")
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("-n took %s", took)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the command ran without the lock")
+		}
+		cli(t, "acquire", "--nodes", nodes, "-n", "busy").expect(t, exitConflict, "acquire -n busy")
+	})
+	t.Run("-E", func(t *testing.T) {
+		cli(t, "run", "--nodes", nodes, "-n", "-E", "9", "busy", "--", "true").expect(t, 9, "run -n -E 9 busy")
+	})
+	t.Run("-w", func(t *testing.T) {
+		start := time.Now()
+		cli(t, "run", "--nodes", nodes, "-w", "1", "busy", "--", "true").expect(t, exitConflict, "run -w 1 busy")
+		if took := time.Since(start); took < time.Second {
+			t.Errorf("-w 1 gave up after %s", took)
+		}
+		start = time.Now()
+		cli(t, "acquire", "--nodes", nodes, "-w", "0.3", "busy").expect(t, exitConflict, "acquire -w 0.3 busy")
+		if took := time.Since(start); took < 300*time.Millisecond {
+			t.Errorf("-w 0.3 gave up after %s", took)
+		}
+	})
+	t.Run("bare seconds", func(t *testing.T) {
+		cli(t, "run", "--nodes", nodes, "--wait", "1", "-E", "3", "--ttl", "2", "--kill-grace", "1",
+			"free", "--", "true").expect(t, exitOK, "run --wait 1 --ttl 2 --kill-grace 1")
+		var lock acquiredJSON
+		cli(t, "acquire", "--nodes", nodes, "--json", "--wait", ".5", "--ttl", "1.5", "--recovery-delay", "30",
+			"other").expect(t, exitOK, "acquire --ttl 1.5").decode(t, &lock)
+		if lock.TTLMs != 1500 {
+			t.Errorf("--ttl 1.5: ttl_ms %d, want 1500", lock.TTLMs)
+		}
+	})
+	t.Run("usage", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"run", "-n", "--wait", "5s", "busy", "--", "true"}, "-n and --wait set the same flag, --wait: give one of them"},
+			{[]string{"run", "-w", "1", "-n", "busy", "--", "true"}, "-n and -w set the same flag"},
+			{[]string{"run", "-E", "3", "--conflict-exit-code", "4", "busy", "--", "true"}, "give one of them"},
+			{[]string{"run", "-n=false", "busy", "--", "true"}, "takes no value: it is --wait 0"},
+			{[]string{"run", "-E", "300", "busy", "--", "true"}, "0..255"},
+			{[]string{"acquire", "-w", "soon", "busy"}, "not a duration"},
+			{[]string{"acquire", "--ttl", "1x", "busy"}, "not a duration"},
+			{[]string{"acquire", "--node-timeout", "50", "busy"}, `"50" has no unit: write 50ms or 50s`},
+			{[]string{"acquire", "--retry-delay", "1", "busy"}, "has no unit"},
+		} {
+			r := cli(t, append(tc.args[:1:1], append([]string{"--nodes", nodes}, tc.args[1:]...)...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("redlock %s: exit %d, want %d and %q:\n%s", strings.Join(tc.args, " "), r.code, exitUsage, tc.want, r.stderr)
+			}
+		}
+	})
+}
