@@ -482,6 +482,10 @@ func TestShared_readerRefusedForWaitingWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r1.Release(bg)
+	// r1's TryAcquire returned at a quorum: on a node it had not reached
+	// yet, the writer would be granted for a moment and refuse the reader
+	// as held.
+	eventually(t, "the reader on every node", func() bool { return readersOnAll(t, readers, "doc", r1) })
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{})
 	go func() {
@@ -492,14 +496,18 @@ func TestShared_readerRefusedForWaitingWriter(t *testing.T) {
 	}()
 	defer func() { <-done }()
 	defer cancel()
+	// Each attempt of the writer returns at a quorum: a node it did not
+	// wait for may not queue it yet, and grants a reader there. A quorum
+	// that queues it is what refuses readers.
 	queue, _ := redlock.QueueKeys("doc")
-	eventually(t, "the writer queued on every node", func() bool {
+	eventually(t, "the writer queued on a quorum of nodes", func() bool {
+		queued := 0
 		for _, n := range cluster.Nodes() {
-			if do(t, n, "ZRANGE", queue, "0", "-1") != writer.ID() {
-				return false
+			if do(t, n, "ZRANGE", queue, "0", "-1") == writer.ID() {
+				queued++
 			}
 		}
-		return true
+		return queued >= writer.Quorum()
 	})
 
 	_, err = readers.TryAcquire(bg, "doc", redlock.WithShared())
