@@ -147,7 +147,11 @@ func TestSentinel_waitReplicas(t *testing.T) {
 		if err := holder.MarkReady(bg, false); err != nil {
 			t.Fatal(err)
 		}
-		lock, err := holder.TryAcquire(bg, "replicated")
+		// Acquire, not TryAcquire: a first attempt that a loaded machine
+		// makes miss the node timeout is tried again.
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		lock, err := holder.Acquire(ctx, "replicated")
+		cancel()
 		if err != nil {
 			t.Fatalf("acquire with WaitReplicas through Sentinel: %v", err)
 		}
