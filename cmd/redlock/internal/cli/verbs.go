@@ -45,6 +45,9 @@ Acquires the lock KEY and prints its token, fencing token and validity
 deadline. The lock is not renewed: it expires after --ttl unless
 'redlock extend KEY TOKEN' extends it, and 'redlock release KEY TOKEN'
 releases it. Prefer 'redlock run', which renews and releases by itself.
+--ttl is at most --recovery-delay (30s by default): hold a lock for longer
+by renewing it, or raise --recovery-delay on every client of the nodes
+together.
 
 With --limit N it takes one of the N permits of the semaphore KEY instead:
 at most N holders at once, across hosts. Permit i is the lock KEY:permit:i,
