@@ -156,7 +156,6 @@ func TestAudit_healthy(t *testing.T) {
 // without the restart quarantine, any.
 func TestAudit_ttlCeiling(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	conns := goredisConns(t, cluster.Addrs())
 	for _, tc := range []struct {
 		name string
 		opts *redlock.Options
@@ -168,7 +167,11 @@ func TestAudit_ttlCeiling(t *testing.T) {
 		{"no quarantine", &redlock.Options{DisableQuarantine: true}, []string{"quarantine is off"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := wantFinding(t, audit(t, conns, tc.opts), "", "ttl", doctor.Info)
+			r := audit(t, goredisConns(t, cluster.Addrs()), tc.opts) // Client.Close closes the conns
+			if !r.Nodes[0].Reachable {
+				t.Fatalf("node unreachable: %v", r.Nodes[0].Err)
+			}
+			f := wantFinding(t, r, "", "ttl", doctor.Info)
 			for _, want := range tc.want {
 				if !strings.Contains(f.String(), want) {
 					t.Errorf("the ttl finding lacks %q: %s", want, f)
