@@ -174,10 +174,11 @@
 //     itself: the protected resource must check the fencing token
 //     (Lock.Fence), as the fence package does.
 //
-// Done, Err and Do's context signal the end of a lock, lost or expired, by a
-// local timer a margin before the validity deadline (Options.LossMargin: by default a
-// tenth of the TTL, at least 100 ms), so that a holder that reacts to them
-// still has validity to stop in, not when a server notices. While
+// Done, Err and Do's context signal the end of a lock, lost or expired, by
+// a local timer a margin before the validity deadline (Options.LossMargin:
+// by default a tenth of the TTL, at least 100 ms), so that a holder that
+// reacts to them still has validity to stop in, not when a server notices.
+// While
 // a majority of nodes is up, locks can be acquired and released; a lock whose
 // holder crashed becomes free when its TTL passes, so a partition costs up to
 // one TTL of availability.

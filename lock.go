@@ -51,7 +51,7 @@ type Lock struct {
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
 	until      time.Time     // validity deadline, with a monotonic clock reading
-	margin     time.Duration // the lock counts as lost this long before until
+	margin     time.Duration // the lock ends this long before until
 	extensions int
 	// keep is set once the holder asked to keep the lock: WithAutoRenew, or
 	// a call of Extend before its end. A lock that ends at its deadline is
@@ -116,10 +116,11 @@ func (l *Lock) Until() time.Time {
 
 // Err returns nil while the lock is held, ErrReleased after Release, an
 // error wrapping ErrLockLost once the lock was lost (even if released
-// later): it was renewed or extended, and its validity came within the loss
-// margin, or an extension found a majority no longer holding it; and an
-// error wrapping ErrLockExpired once a lock that was neither renewed nor
-// extended came within the loss margin of its deadline. It does no I/O.
+// later): its holder asked to keep it (WithAutoRenew, Do, a call of
+// Extend), and its validity came within the loss margin, or an extension
+// found a majority no longer holding it; and an error wrapping
+// ErrLockExpired once a lock nobody asked to keep came within the loss
+// margin of its deadline. It does no I/O.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -138,8 +139,8 @@ func (l *Lock) Done() <-chan struct{} {
 }
 
 // context returns a copy of parent that is cancelled, with Err as its cause
-// (see context.Cause), when the lock is released, lost or expired. The caller must
-// call the returned cancel function when done with it.
+// (see context.Cause), when the lock is released, lost or expired. The
+// caller must call the returned cancel function when done with it.
 func (l *Lock) context(parent context.Context) (context.Context, context.CancelFunc) {
 	l.mu.Lock()
 	l.watchLocked()

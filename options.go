@@ -93,10 +93,10 @@ type Options struct {
 	// lock that was not extended counts as ended: Done closes, Err returns
 	// ErrLockLost (or ErrLockExpired for a lock nobody tried to keep: no
 	// WithAutoRenew, no Extend) and Do's context is cancelled, so that a
-	// holder reacting to them still has this much validity to stop in. Default (0): a tenth
-	// of the lock's TTL, at least 100 ms and at most a fifth of the TTL;
-	// negative: none, the signals fire at the deadline itself. It is capped
-	// at half the TTL.
+	// holder reacting to them still has this much validity to stop in.
+	// Default (0): a tenth of the lock's TTL, at least 100 ms and at most a
+	// fifth of the TTL; negative: none, the signals fire at the deadline
+	// itself. It is capped at half the TTL.
 	LossMargin time.Duration
 	// DisableQuarantine turns the restart quarantine off: a node that
 	// restarted or failed over votes at once, and the acquire script neither
@@ -117,10 +117,10 @@ type Options struct {
 	// Default 0 (no wait).
 	WaitReplicas int
 	// Logger receives what an operator needs to know and no call returns:
-	// a lock lost (Warn), a lock nobody tried to keep expired (Debug), a node failing (Warn) and answering again
-	// (Info), a node recovering under the restart quarantine (Info), a
-	// release that did not reach a quorum (Warn), a release finished or
-	// given up in the background.
+	// a lock lost (Warn), a lock nobody tried to keep expired (Debug), a
+	// node failing (Warn) and answering again (Info), a node recovering
+	// under the restart quarantine (Info), a release that did not reach a
+	// quorum (Warn), a release finished or given up in the background.
 	// Records mark transitions, not requests: a node that is down logs a
 	// few lines per outage (see the package documentation, section
 	// Observability). Default nil: nothing is logged.
@@ -128,8 +128,8 @@ type Options struct {
 	// MeterProvider, when set, receives the client's metrics under the
 	// instrumentation scope "github.com/redlock-go/redlock": acquisitions,
 	// extensions and releases by outcome, wait and hold times, locks lost,
-	// expired and held, handoffs, and each node's requests and latency (see the
-	// package documentation, section Observability). The global provider
+	// expired and held, handoffs, and each node's requests and latency (see
+	// the package documentation, section Observability). The global provider
 	// is never used. Default nil: no metrics.
 	MeterProvider metric.MeterProvider
 	// TracerProvider, when set, receives a span for each Acquire,
