@@ -20,6 +20,18 @@
 // sentinel errors (ErrNotAcquired, ErrLockLost, ErrNotHeld, ...) in a
 // *QuorumError that says what each node answered.
 //
+// A lock that reaches its deadline unreleased is lost (ErrLockLost) when
+// its holder tried to keep it, by WithAutoRenew, Do or a call of Extend,
+// and could not; it has expired (ErrLockExpired) when nobody tried, as
+// with a lock taken by TryAcquire once per period and left to end by
+// itself. Either way Done closes and the holder must stop; only a loss is
+// an incident, counted in redlock.locks.lost and logged as a warning.
+//
+// A lock's TTL is at most Options.RecoveryDelay (30 s by default; see
+// Restart quarantine). Work that may outlast it keeps a shorter TTL and
+// renews it (Do, WithAutoRenew, or Extend in time); a longer TTL needs
+// every client of the nodes to raise RecoveryDelay together.
+//
 // Dial (goredis.Dial, rueidis.Dial) fails when a node answers but refuses
 // its URL (credentials, database), however few such nodes there are, and
 // tolerates nodes that cannot be reached, which Client.UnreachableAtDial
@@ -162,10 +174,11 @@
 //     itself: the protected resource must check the fencing token
 //     (Lock.Fence), as the fence package does.
 //
-// Done, Err and Do's context signal the loss of a lock by a local timer a
-// margin before the validity deadline (Options.LossMargin: by default a
-// tenth of the TTL, at least 100 ms), so that a holder that reacts to them
-// still has validity to stop in, not when a server notices. While
+// Done, Err and Do's context signal the end of a lock, lost or expired, by
+// a local timer a margin before the validity deadline (Options.LossMargin:
+// by default a tenth of the TTL, at least 100 ms), so that a holder that
+// reacts to them still has validity to stop in, not when a server notices.
+// While
 // a majority of nodes is up, locks can be acquired and released; a lock whose
 // holder crashed becomes free when its TTL passes, so a partition costs up to
 // one TTL of availability.
@@ -243,7 +256,8 @@
 //	redlock.extensions             counter {extension}    redlock.call, redlock.outcome
 //	    Extensions by Extend (extend), auto-renewal (renew) and ExtendToken
 //	    (extend_token): extended, not_extended (too few nodes in time; still
-//	    valid), lost, released (before the call), limit (MaxExtensions).
+//	    valid), lost, released (before the call), limit (MaxExtensions),
+//	    expired (the lock, never extended, had expired before the call).
 //	redlock.releases               counter {release}      redlock.call, redlock.outcome
 //	    Release (release) and ReleaseToken (release_token): released,
 //	    not_held (it had expired: the holder overran its TTL), not_released
@@ -253,11 +267,18 @@
 //	    Releases that carried the attempt of a goroutine of the same Client
 //	    waiting in Acquire, by whether it acquired (acquired, not_acquired).
 //	redlock.lock.hold.duration     histogram s            redlock.outcome
-//	    Time from a grant to the lock's release (released) or loss (lost).
+//	    Time from a grant to the lock's release (released), loss (lost) or
+//	    expiry (expired).
 //	redlock.locks.lost             counter {lock}         redlock.reason
-//	    Locks lost before their release: renewal_failed (auto-renewal failed
+//	    Locks their holder tried to keep (WithAutoRenew, Do, Extend) and
+//	    lost before their release: renewal_failed (auto-renewal failed
 //	    until the loss margin), taken_over (an extension found a majority no
-//	    longer holding it), deadline_passed (not extended in time).
+//	    longer holding it), deadline_passed (extended before, but not again
+//	    in time, or renewal reached MaxExtensions).
+//	redlock.locks.expired          counter {lock}
+//	    Locks neither renewed nor extended that reached their deadline
+//	    (less the loss margin) before their release: the end their TTL
+//	    set, not an incident.
 //	redlock.locks.held             updowncounter {lock}
 //	    Locks the client holds now.
 //	redlock.node.requests          counter {request}      redlock.node, redlock.op, redlock.outcome
@@ -287,7 +308,9 @@
 // Log records mark transitions, never requests, so that a node that is
 // down logs a few lines per outage:
 //
-//   - "redlock: lock lost" (Warn; key, reason, held_for, error);
+//   - "redlock: lock lost" (Warn; key, reason, held_for, error), and
+//     "redlock: lock expired" (Debug; key, held_for, error) for a lock
+//     nobody tried to keep, which is no more an incident than a release;
 //   - "redlock: node failing" (Warn; node, op, outcome, error), once a node
 //     failed three requests in a row, and "redlock: node answering again"
 //     (Info; node, failing_for) once it answered three in a row;

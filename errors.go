@@ -26,10 +26,19 @@ var (
 	// more: it had expired or was taken over. Releasing such a lock deletes
 	// nothing and is harmless.
 	ErrNotHeld = errors.New("redlock: lock not held")
-	// ErrLockLost means the lock's validity ended before it was released: an
-	// extension failed, or was not attempted, before the deadline. The holder
-	// must stop acting on the protected resource.
+	// ErrLockLost means the holder tried to keep the lock (WithAutoRenew, Do,
+	// or a call of Extend) and could not: an extension found a majority of
+	// nodes no longer holding it, or no extension succeeded before its
+	// validity came within the loss margin. The holder must stop acting on
+	// the protected resource.
 	ErrLockLost = errors.New("redlock: lock lost")
+	// ErrLockExpired means a lock that nobody tried to keep (taken without
+	// WithAutoRenew and never extended) reached its validity deadline, or
+	// came within its loss margin of it, before it was released: it ended as
+	// its TTL said it would. As with ErrLockLost, Done is closed and the
+	// holder must stop acting on the protected resource; but nothing failed,
+	// and errors.Is(err, ErrLockLost) is false.
+	ErrLockExpired = errors.New("redlock: lock expired")
 	// ErrReleased is returned by calls on a lock that was already released,
 	// and is the cause Lock.Err reports after a release.
 	ErrReleased = errors.New("redlock: lock already released")
@@ -44,7 +53,8 @@ var (
 	// allowance, or is below Redis's 1 ms resolution, or is above
 	// Options.RecoveryDelay while the restart quarantine is on: a node that
 	// restarted without its data could then vote again while such a lock is
-	// still valid.
+	// still valid. Long work keeps a TTL within the delay and renews the
+	// lock (WithAutoRenew, Do); or every client raises the delay together.
 	// It also means that the TTL's sum with Options.RecoveryDelay, for
 	// which the lock's fencing counter outlives it, is beyond a
 	// time.Duration.

@@ -155,13 +155,14 @@ func ExampleLock_Done() {
 	}
 	defer client.Close()
 
-	// Without renewal, the lock ends at its validity deadline.
+	// Without renewal, the lock expires at its validity deadline (less the
+	// loss margin): nobody tried to keep it, so it is not lost.
 	lock, err := client.Acquire(ctx, "batch", redlock.WithTTL(200*time.Millisecond))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	<-lock.Done()
-	fmt.Println(errors.Is(lock.Err(), redlock.ErrLockLost))
-	// Output: true
+	fmt.Println(errors.Is(lock.Err(), redlock.ErrLockExpired), errors.Is(lock.Err(), redlock.ErrLockLost))
+	// Output: true false
 }

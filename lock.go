@@ -17,10 +17,12 @@ import (
 //
 // A Lock is held until Release, or until its validity deadline (Until)
 // comes within its loss margin (Options.LossMargin) without a successful
-// extension: it then counts as lost, while some validity is left for the
-// holder to stop in. Done, Err and Do's context signal the end of ownership,
-// whatever its reason, by a local timer: they do not wait for a server to
-// notice.
+// extension, while some validity is left for the holder to stop in. It then
+// counts as lost (ErrLockLost) when its holder tried to keep it, with
+// WithAutoRenew or a call of Extend, and as expired (ErrLockExpired) when
+// nobody did: a lock taken for one TTL and left to end by itself. Done, Err
+// and Do's context signal the end of ownership, whatever its reason, by a
+// local timer: they do not wait for a server to notice.
 type Lock struct {
 	client *Client
 	key    string
@@ -49,10 +51,14 @@ type Lock struct {
 	releasing  sync.Mutex // serialises Release calls
 	mu         sync.Mutex
 	until      time.Time     // validity deadline, with a monotonic clock reading
-	margin     time.Duration // the lock counts as lost this long before until
+	margin     time.Duration // the lock ends this long before until
 	extensions int
-	err        error // why the lock is no longer held; nil while held
-	released   bool
+	// keep is set once the holder asked to keep the lock: WithAutoRenew, or
+	// a call of Extend before its end. A lock that ends at its deadline is
+	// lost with it, expired without it.
+	keep     bool
+	err      error // why the lock is no longer held; nil while held
+	released bool
 	// Set up on first use of Done or Context, or at once with auto-renewal.
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -61,7 +67,7 @@ type Lock struct {
 }
 
 func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, autoRenew bool) *Lock {
-	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until, margin: c.opts.lossMargin(ttl)}
+	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until, margin: c.opts.lossMargin(ttl), keep: autoRenew}
 	if autoRenew {
 		l.startRenewal()
 	}
@@ -108,10 +114,13 @@ func (l *Lock) Until() time.Time {
 	return l.until
 }
 
-// Err returns nil while the lock is held, ErrReleased after Release, and an
+// Err returns nil while the lock is held, ErrReleased after Release, an
 // error wrapping ErrLockLost once the lock was lost (even if released
-// later): its validity came within the loss margin, or an extension found a
-// majority no longer holding it. It does no I/O.
+// later): its holder asked to keep it (WithAutoRenew, Do, a call of
+// Extend), and its validity came within the loss margin, or an extension
+// found a majority no longer holding it; and an error wrapping
+// ErrLockExpired once a lock nobody asked to keep came within the loss
+// margin of its deadline. It does no I/O.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -120,8 +129,8 @@ func (l *Lock) Err() error {
 }
 
 // Done returns a channel that is closed when the lock stops being held:
-// released, or lost at the latest when its validity comes within the loss
-// margin (Options.LossMargin) of its deadline. Err then says why.
+// released, lost, or expired, at the latest when its validity comes within
+// the loss margin (Options.LossMargin) of its deadline. Err then says why.
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -130,8 +139,8 @@ func (l *Lock) Done() <-chan struct{} {
 }
 
 // context returns a copy of parent that is cancelled, with Err as its cause
-// (see context.Cause), when the lock is released or lost. The caller must
-// call the returned cancel function when done with it.
+// (see context.Cause), when the lock is released, lost or expired. The
+// caller must call the returned cancel function when done with it.
 func (l *Lock) context(parent context.Context) (context.Context, context.CancelFunc) {
 	l.mu.Lock()
 	l.watchLocked()
@@ -150,16 +159,21 @@ func (l *Lock) context(parent context.Context) (context.Context, context.CancelF
 // start + ttl - drift if a quorum did so in time. It blocks for at most the
 // per-node timeout.
 //
+// A call marks the lock as one its holder keeps: from then on, reaching
+// the deadline loses it (ErrLockLost) instead of expiring it.
+//
 // Errors: ErrNotExtended (the lock stays valid until Until) with each node's
-// outcome; ErrLockLost when the deadline had passed or too many nodes no
-// longer hold the lock, after which the lock is lost for good; ErrReleased;
-// ErrExtendLimit.
+// outcome; ErrLockLost when the deadline passed or too many nodes no longer
+// hold the lock, after which the lock is lost for good; ErrLockExpired when
+// the lock, never extended before, had expired before this call;
+// ErrReleased; ErrExtendLimit.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	return l.extend(ctx, ttl, false)
 }
 
 // extend is Extend; renewing marks the extensions of auto-renewal.
 func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) error {
+	l.markKept()
 	if err := checkContext(ctx); err != nil {
 		return err
 	}
@@ -178,6 +192,16 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 	err := l.extendBy(ctx, ttl, call)
 	call.EndExtend(extendResult(err), err)
 	return err
+}
+
+// markKept records that the holder wants to keep the lock, unless it has
+// ended already: a lock that expired before the first call of Extend stays
+// expired.
+func (l *Lock) markKept() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkDeadlineLocked()
+	l.keep = true
 }
 
 // extendBy extends the lock by ttl, a valid TTL; call, when not nil,
@@ -329,25 +353,32 @@ func (l *Lock) onDeadline() {
 	l.checkDeadlineLocked()
 }
 
-// checkDeadlineLocked marks the lock lost once less than its loss margin
-// of validity is left (see Options.LossMargin).
+// checkDeadlineLocked ends the lock once less than its loss margin of
+// validity is left (see Options.LossMargin): lost when its holder tried to
+// keep it, expired when nobody did.
 func (l *Lock) checkDeadlineLocked() {
 	if l.err != nil {
 		return
 	}
 	left := time.Until(l.until)
-	switch {
-	case left <= 0:
-		l.endLocked(fmt.Errorf("%w: %s: validity ended %s ago without an extension",
-			ErrLockLost, quoteKey(l.key), (-left).Round(time.Microsecond)))
-	case left <= l.margin:
-		l.endLocked(fmt.Errorf("%w: %s: %s of validity left, within the %s loss margin, without an extension",
-			ErrLockLost, quoteKey(l.key), left.Round(time.Microsecond), l.margin))
+	if left > l.margin {
+		return
 	}
+	verdict, why := ErrLockExpired, "neither renewed nor extended"
+	if l.keep {
+		verdict, why = ErrLockLost, "without an extension"
+	}
+	if left <= 0 {
+		l.endLocked(fmt.Errorf("%w: %s: validity ended %s ago, %s",
+			verdict, quoteKey(l.key), (-left).Round(time.Microsecond), why))
+		return
+	}
+	l.endLocked(fmt.Errorf("%w: %s: %s of validity left, within the %s loss margin, %s",
+		verdict, quoteKey(l.key), left.Round(time.Microsecond), l.margin, why))
 }
 
 // endLocked records why the lock ended and fires the signals, once: a lock
-// lost before its release keeps reporting the loss.
+// lost or expired before its release keeps reporting it.
 func (l *Lock) endLocked(err error) {
 	if l.err != nil {
 		return

@@ -61,16 +61,18 @@ func TestExtend_afterExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)
-	if err := lock.Extend(bg, time.Second); !errors.Is(err, redlock.ErrLockLost) {
-		t.Fatalf("extend after expiry: %v, want ErrLockLost", err)
+	// Nobody had tried to keep it before it expired: an Extend that comes
+	// too late finds it expired, not lost.
+	if err := lock.Extend(bg, time.Second); !errors.Is(err, redlock.ErrLockExpired) || errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("extend after expiry: %v, want ErrLockExpired alone", err)
 	}
-	if !errors.Is(lock.Err(), redlock.ErrLockLost) {
+	if !errors.Is(lock.Err(), redlock.ErrLockExpired) {
 		t.Errorf("Err() = %v", lock.Err())
 	}
 	select {
 	case <-lock.Done():
 	default:
-		t.Error("Done() not closed after loss")
+		t.Error("Done() not closed after expiry")
 	}
 	for _, n := range cluster.Nodes() {
 		if v := keyOn(t, n, "short"); v != "" {
@@ -230,7 +232,8 @@ func TestRelease_scriptCacheFlushed(t *testing.T) {
 
 // Without renewal, Done closes a margin before the validity deadline, so that
 // the holder still has validity to stop in; with a negative margin, at the
-// deadline itself.
+// deadline itself. A lock nobody tried to keep has then expired: it is not
+// lost.
 func TestDone_firesAMarginBeforeTheDeadline(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	for _, tc := range []struct {
@@ -271,8 +274,58 @@ func TestDone_firesAMarginBeforeTheDeadline(t *testing.T) {
 				t.Errorf("Done closed with %s of validity left, want at most %s", left, tc.want)
 			}
 			<-ctx.Done()
-			if !errors.Is(context.Cause(ctx), redlock.ErrLockLost) || !errors.Is(lock.Err(), redlock.ErrLockLost) {
-				t.Errorf("context cause %v, Err %v; want ErrLockLost", context.Cause(ctx), lock.Err())
+			if !errors.Is(context.Cause(ctx), redlock.ErrLockExpired) || !errors.Is(lock.Err(), redlock.ErrLockExpired) ||
+				errors.Is(lock.Err(), redlock.ErrLockLost) {
+				t.Errorf("context cause %v, Err %v; want ErrLockExpired, not ErrLockLost", context.Cause(ctx), lock.Err())
+			}
+		})
+	}
+}
+
+// A lock that reaches its deadline has expired when nobody tried to keep
+// it, and is lost when its holder did: it called Extend, or asked for
+// renewal that then stopped (here at Options.MaxExtensions). Either way
+// Done closes and the lock's context is cancelled with Err as its cause.
+func TestLock_expiredUnlessKept(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	const ttl = time.Second
+	for _, tc := range []struct {
+		name      string
+		opts      *redlock.Options
+		lockOpts  []redlock.LockOption
+		extend    bool // call Extend once after the acquisition
+		want, not error
+	}{
+		{"left to expire", fast(), nil, false, redlock.ErrLockExpired, redlock.ErrLockLost},
+		{"extended once", fast(), nil, true, redlock.ErrLockLost, redlock.ErrLockExpired},
+		{"renewal stopped", &redlock.Options{NodeTimeout: 300 * time.Millisecond, MaxExtensions: 1},
+			[]redlock.LockOption{redlock.WithAutoRenew()}, false, redlock.ErrLockLost, redlock.ErrLockExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newClient(t, cluster, adapters[0], tc.opts)
+			lock, err := client.TryAcquire(bg, "kept-"+tc.name, append(tc.lockOpts, redlock.WithTTL(ttl))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Release(bg)
+			ctx, cancel := lock.Context(bg)
+			defer cancel()
+			if tc.extend {
+				// Whether it reaches a quorum or not, the call says that
+				// the holder wants to keep the lock.
+				if err := lock.Extend(bg, 0); err != nil && !errors.Is(err, redlock.ErrNotExtended) {
+					t.Fatalf("Extend: %v", err)
+				}
+			}
+			select {
+			case <-lock.Done():
+			case <-time.After(10 * ttl):
+				t.Fatal("Done not closed")
+			}
+			<-ctx.Done()
+			err = lock.Err()
+			if !errors.Is(err, tc.want) || errors.Is(err, tc.not) || !errors.Is(context.Cause(ctx), tc.want) {
+				t.Errorf("Err %v, context cause %v; want %v, not %v", err, context.Cause(ctx), tc.want, tc.not)
 			}
 		})
 	}

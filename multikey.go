@@ -285,8 +285,9 @@ func (s *Locks) Until() time.Time {
 // ttl, or by the acquisition TTL when ttl is 0). It blocks for at most the
 // per-node timeout. When some lock was not extended, the error says how
 // many and wraps the failure of one: of a lock lost, when one was, so that
-// errors.Is(err, ErrLockLost) tells that the set is lost; otherwise the
-// first in name order (ErrNotExtended, ErrReleased, ErrExtendLimit, ...).
+// errors.Is(err, ErrLockLost) tells that the set is lost; else of a lock
+// expired (ErrLockExpired); otherwise the first in name order
+// (ErrNotExtended, ErrReleased, ErrExtendLimit, ...).
 // The locks that were extended stay extended: Until is the earliest
 // deadline still.
 func (s *Locks) Extend(ctx context.Context, ttl time.Duration) error {
@@ -333,10 +334,10 @@ func (s *Locks) Release(ctx context.Context) error {
 }
 
 // Done returns a channel that is closed as soon as one lock of the set
-// stops being held: released (Release closes it), or lost (see Lock.Done).
-// Err then says why. As with Lock.Done, the channel a call returns after
-// a lock ended is closed already. It starts no goroutine: the first call
-// registers a callback on each lock's lost-lock signal.
+// stops being held: released (Release closes it), lost or expired (see
+// Lock.Done). Err then says why. As with Lock.Done, the channel a call
+// returns after a lock ended is closed already. It starts no goroutine:
+// the first call registers a callback on each lock's lost-lock signal.
 func (s *Locks) Done() <-chan struct{} {
 	s.watch.Do(func() {
 		s.done = make(chan struct{})
@@ -357,7 +358,8 @@ func (s *Locks) Done() <-chan struct{} {
 
 // Err returns nil while every lock of the set is held; otherwise the error
 // of a lock that ended (see Lock.Err): one wrapping ErrLockLost if a lock
-// was lost, else ErrReleased after Release. It does no I/O.
+// was lost, else one wrapping ErrLockExpired if a lock expired, else
+// ErrReleased after Release. It does no I/O.
 func (s *Locks) Err() error {
 	errs := make([]error, len(s.locks))
 	for i, l := range s.locks {
@@ -366,11 +368,14 @@ func (s *Locks) Err() error {
 	return firstEnded(errs)
 }
 
-// firstEnded returns the first error of errs that wraps ErrLockLost, or
-// else the first error; nil when there is none.
+// firstEnded returns the first error of errs that wraps ErrLockLost, else
+// the first that wraps ErrLockExpired, or else the first error; nil when
+// there is none.
 func firstEnded(errs []error) error {
-	if i := slices.IndexFunc(errs, func(err error) bool { return errors.Is(err, ErrLockLost) }); i >= 0 {
-		return errs[i]
+	for _, verdict := range []error{ErrLockLost, ErrLockExpired} {
+		if i := slices.IndexFunc(errs, func(err error) bool { return errors.Is(err, verdict) }); i >= 0 {
+			return errs[i]
+		}
 	}
 	for _, err := range errs {
 		if err != nil {

@@ -310,7 +310,7 @@ func TestLocks_doneOnReleaseAndExpiry(t *testing.T) {
 }
 
 // checkExpiryAndRenewal checks that a set of names taken with a short TTL
-// and not renewed is lost after its TTL, and that a renewed one is not.
+// and not renewed expires after its TTL, and that a renewed one does not.
 func checkExpiryAndRenewal(t *testing.T, client *redlock.Client, names []string) {
 	t.Helper()
 	const ttl = 500 * time.Millisecond
@@ -319,8 +319,8 @@ func checkExpiryAndRenewal(t *testing.T, client *redlock.Client, names []string)
 		t.Fatal(err)
 	}
 	waitClosed(t, short.Done(), "Done after the TTL of a set not renewed")
-	if err := short.Err(); !errors.Is(err, redlock.ErrLockLost) {
-		t.Errorf("Err after the TTL: %v, want ErrLockLost", err)
+	if err := short.Err(); !errors.Is(err, redlock.ErrLockExpired) {
+		t.Errorf("Err after the TTL: %v, want ErrLockExpired", err)
 	}
 
 	renewed, err := client.AcquireAll(bg, names, redlock.WithTTL(ttl), redlock.WithAutoRenew())

@@ -83,16 +83,21 @@ type Options struct {
 	// from the first acquisition that reaches it. Default 30 s. It
 	// must be at least the largest TTL any client of the nodes uses, which
 	// the Client enforces for its own locks: New, Acquire and Extend reject
-	// a longer TTL with ErrInvalidTTL. All clients of the same nodes should
-	// use the same value.
+	// a longer TTL with ErrInvalidTTL. Work that may outlast it keeps a TTL
+	// within it and renews the lock (WithAutoRenew, Do, or Extend in time)
+	// rather than taking one long TTL. A longer delay allows longer TTLs, but
+	// every client of the same nodes must raise it together, since each one
+	// checks only its own TTLs, and a node that lost its data then sits out
+	// for longer. All clients of the same nodes should use the same value.
 	RecoveryDelay time.Duration
 	// LossMargin is how long before its validity deadline (Lock.Until) a
-	// lock that was not extended counts as lost: Done closes, Err returns
-	// ErrLockLost and Do's context is cancelled, so that a holder reacting
-	// to them still has this much validity to stop in. Default (0): a tenth
-	// of the lock's TTL, at least 100 ms and at most a fifth of the TTL;
-	// negative: none, the signals fire at the deadline itself. It is capped
-	// at half the TTL.
+	// lock that was not extended counts as ended: Done closes, Err returns
+	// ErrLockLost (or ErrLockExpired for a lock nobody tried to keep: no
+	// WithAutoRenew, no Extend) and Do's context is cancelled, so that a
+	// holder reacting to them still has this much validity to stop in.
+	// Default (0): a tenth of the lock's TTL, at least 100 ms and at most a
+	// fifth of the TTL; negative: none, the signals fire at the deadline
+	// itself. It is capped at half the TTL.
 	LossMargin time.Duration
 	// DisableQuarantine turns the restart quarantine off: a node that
 	// restarted or failed over votes at once, and the acquire script neither
@@ -113,19 +118,19 @@ type Options struct {
 	// Default 0 (no wait).
 	WaitReplicas int
 	// Logger receives what an operator needs to know and no call returns:
-	// a lock lost (Warn), a node failing (Warn) and answering again
-	// (Info), a node recovering under the restart quarantine (Info), a
-	// release that did not reach a quorum (Warn), a release finished or
-	// given up in the background.
+	// a lock lost (Warn), a lock nobody tried to keep expired (Debug), a
+	// node failing (Warn) and answering again (Info), a node recovering
+	// under the restart quarantine (Info), a release that did not reach a
+	// quorum (Warn), a release finished or given up in the background.
 	// Records mark transitions, not requests: a node that is down logs a
 	// few lines per outage (see the package documentation, section
 	// Observability). Default nil: nothing is logged.
 	Logger *slog.Logger
 	// MeterProvider, when set, receives the client's metrics under the
 	// instrumentation scope "github.com/redlock-go/redlock": acquisitions,
-	// extensions and releases by outcome, wait and hold times, locks lost
-	// and held, handoffs, and each node's requests and latency (see the
-	// package documentation, section Observability). The global provider
+	// extensions and releases by outcome, wait and hold times, locks lost,
+	// expired and held, handoffs, and each node's requests and latency (see
+	// the package documentation, section Observability). The global provider
 	// is never used. Default nil: no metrics.
 	MeterProvider metric.MeterProvider
 	// TracerProvider, when set, receives a span for each Acquire,
@@ -219,7 +224,10 @@ func checkQuarantineTTL(given time.Duration, o Options) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s is above the %s recovery delay, so a node that restarted without its data "+
-		"could vote again while the lock is still valid: raise Options.RecoveryDelay", ErrInvalidTTL, ttlText(given), o.RecoveryDelay)
+		"could vote again while the lock is still valid: for work that may outlast %s, keep the TTL within it and "+
+		"renew the lock (WithAutoRenew, Do, or Extend before its deadline); or raise Options.RecoveryDelay to at "+
+		"least %s on every client of these nodes together", ErrInvalidTTL, ttlText(given), o.RecoveryDelay,
+		o.RecoveryDelay, given.Truncate(time.Millisecond))
 }
 
 // checkCounterTTL rejects a TTL whose sum with RecoveryDelay, how long the

@@ -318,11 +318,13 @@ func TestQuarantine_ttlAboveRecoveryDelay(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	conns := func() []redlock.Conn { return goredisConns(t, cluster.Addrs()) }
 
-	// The defaults: 30 s covers TTLs up to 30 s.
-	if _, err := redlock.New(conns(), &redlock.Options{TTL: 31 * time.Second}); !errors.Is(err, redlock.ErrInvalidTTL) ||
-		!strings.Contains(err.Error(), "recovery delay") {
+	// The defaults: 30 s covers TTLs up to 30 s. The error names both ways
+	// out: renew a shorter TTL, or raise the delay on every client at once.
+	_, err := redlock.New(conns(), &redlock.Options{TTL: 31 * time.Second})
+	if !errors.Is(err, redlock.ErrInvalidTTL) {
 		t.Errorf("TTL 31 s with the default recovery delay: %v", err)
 	}
+	wantTTLWayOut(t, err, "31s")
 	if _, err := redlock.New(conns(), &redlock.Options{TTL: 31 * time.Second, DisableQuarantine: true}); err != nil {
 		t.Errorf("TTL 31 s without the quarantine: %v", err)
 	}
@@ -348,14 +350,32 @@ func TestQuarantine_ttlAboveRecoveryDelay(t *testing.T) {
 		t.Fatalf("TTL equal to the recovery delay: %v", err)
 	}
 	defer lock.Release(bg)
-	if err := lock.Extend(bg, 3*time.Second); !errors.Is(err, redlock.ErrInvalidTTL) {
+	err = lock.Extend(bg, 3*time.Second)
+	if !errors.Is(err, redlock.ErrInvalidTTL) {
 		t.Errorf("extend above the recovery delay: %v", err)
 	}
+	wantTTLWayOut(t, err, "3s")
 	if _, err := client.ExtendToken(bg, "long", lock.Token(), 3*time.Second); !errors.Is(err, redlock.ErrInvalidTTL) {
 		t.Errorf("ExtendToken above the recovery delay: %v", err)
 	}
 	if err := lock.Extend(bg, 2*time.Second); err != nil {
 		t.Errorf("extend to the recovery delay: %v", err)
+	}
+}
+
+// wantTTLWayOut fails the test unless err, the refusal of a TTL above the
+// recovery delay, says how to do long work all the same: renew a TTL
+// within the delay, or raise the delay to at least ttl on every client.
+func wantTTLWayOut(t *testing.T, err error, ttl string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, want := range []string{"recovery delay", "WithAutoRenew", "Do", "raise Options.RecoveryDelay to at least " + ttl,
+		"on every client of these nodes together"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal of a TTL above the recovery delay lacks %q: %v", want, err)
+		}
 	}
 }
 

@@ -157,6 +157,8 @@ func extendResult(err error) telemetry.ExtendResult {
 		return telemetry.Extended
 	case errors.Is(err, ErrLockLost):
 		return telemetry.Lost
+	case errors.Is(err, ErrLockExpired):
+		return telemetry.Expired
 	case errors.Is(err, ErrReleased):
 		return telemetry.WasReleased
 	case errors.Is(err, ErrExtendLimit):
@@ -205,12 +207,16 @@ func (l *Lock) observeGrant(ctx context.Context) {
 	l.client.tel.LockGranted(ctx)
 }
 
-// observeEnd records the end of an observed lock, released or lost with
-// err. It runs under l.mu.
+// observeEnd records the end of an observed lock, released, lost or
+// expired with err. It runs under l.mu.
 func (l *Lock) observeEnd(err error) {
 	heldFor := time.Since(*l.granted)
-	if errors.Is(err, ErrReleased) {
-		l.client.tel.LockEnded(l.key, heldFor, false, 0, nil)
+	switch {
+	case errors.Is(err, ErrReleased):
+		l.client.tel.LockEnded(l.key, heldFor, telemetry.EndReleased, 0, nil)
+		return
+	case errors.Is(err, ErrLockExpired):
+		l.client.tel.LockEnded(l.key, heldFor, telemetry.EndExpired, 0, err)
 		return
 	}
 	reason := telemetry.DeadlinePassed
@@ -220,7 +226,7 @@ func (l *Lock) observeEnd(err error) {
 	} else if l.renewal != nil && (limit == 0 || l.extensions < limit) {
 		reason = telemetry.RenewalFailed
 	}
-	l.client.tel.LockEnded(l.key, heldFor, true, reason, err)
+	l.client.tel.LockEnded(l.key, heldFor, telemetry.EndLost, reason, err)
 }
 
 // observeBackgroundRelease reports the end of a release sent again in the

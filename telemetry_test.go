@@ -76,6 +76,23 @@ func (o *observed) metric(t testing.TB, name string) metricdata.Metrics {
 	return metricdata.Metrics{}
 }
 
+// recorded reports whether the metric named name has any data point.
+func (o *observed) recorded(t testing.TB, name string) bool {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := o.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // sum adds up the data points of the counter or up-down counter name that
 // have want's attributes.
 func (o *observed) sum(t testing.TB, name string, want attrs) int64 {
@@ -446,20 +463,59 @@ func TestTelemetry_lostLockCountedAndLoggedOnce(t *testing.T) {
 	}
 }
 
-// A lock that nobody extends, watches or releases is reported lost when
-// its deadline comes within the loss margin, without a call asking it.
-func TestTelemetry_unwatchedLockLostAtItsDeadline(t *testing.T) {
+// A lock that nobody extends, watches or releases is reported when its
+// deadline comes within the loss margin, without a call asking it: as
+// expired, since nobody tried to keep it (the "one runner per period"
+// pattern), in its own counter and at Debug, never as a loss.
+func TestTelemetry_unwatchedLockExpiresAtItsDeadline(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	o, opts := observe(t)
 	c := newClient(t, cluster, adapters[0], opts)
 	if _, err := c.Acquire(bg, "forgotten", redlock.WithTTL(500*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the forgotten lock is reported lost", func() bool {
-		return o.logs.count(slog.LevelWarn, "redlock: lock lost", attrs{"key": "forgotten", "reason": "deadline_passed"}) == 1
+	eventually(t, "the forgotten lock is reported expired", func() bool {
+		return o.logs.count(slog.LevelDebug, "redlock: lock expired", attrs{"key": "forgotten"}) == 1
+	})
+	if n := o.sum(t, "redlock.locks.expired", nil); n != 1 {
+		t.Errorf("%d locks expired, want 1", n)
+	}
+	if n := o.count(t, "redlock.lock.hold.duration", attrs{"redlock.outcome": "expired"}); n != 1 {
+		t.Errorf("%d hold times ended by expiry, want 1", n)
+	}
+	if o.recorded(t, "redlock.locks.lost") {
+		t.Errorf("an expired lock counted as lost: %d", o.sum(t, "redlock.locks.lost", nil))
+	}
+	if n := o.logs.count(slog.LevelWarn, "redlock: lock lost", nil); n != 0 {
+		t.Errorf("%d lock-lost records for an expired lock", n)
+		o.logs.dump(t)
+	}
+	if n := o.sum(t, "redlock.locks.held", nil); n != 0 {
+		t.Errorf("locks held: %d", n)
+	}
+}
+
+// A lock its holder extended once, then left to reach its deadline, is
+// lost, not expired: its holder wanted it and did not keep it.
+func TestTelemetry_extendedLockLostAtItsDeadline(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	o, opts := observe(t)
+	c := newClient(t, cluster, adapters[0], opts)
+	lock, err := c.Acquire(bg, "abandoned", redlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Extend(bg, 0); err != nil && !errors.Is(err, redlock.ErrNotExtended) {
+		t.Fatal(err)
+	}
+	eventually(t, "the abandoned lock is reported lost", func() bool {
+		return o.logs.count(slog.LevelWarn, "redlock: lock lost", attrs{"key": "abandoned", "reason": "deadline_passed"}) == 1
 	})
 	if n := o.sum(t, "redlock.locks.lost", attrs{"redlock.reason": "deadline_passed"}); n != 1 {
 		t.Errorf("%d locks lost at their deadline, want 1", n)
+	}
+	if o.recorded(t, "redlock.locks.expired") {
+		t.Errorf("a lost lock counted as expired: %d", o.sum(t, "redlock.locks.expired", nil))
 	}
 }
 

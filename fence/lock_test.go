@@ -63,8 +63,8 @@ func TestStore_pausedHolderIsRefused(t *testing.T) {
 	if value != "client 2: shipped" || last != lock2.Fence() {
 		t.Errorf("stored %q with fence %d, want client 2's write with %d", value, last, lock2.Fence())
 	}
-	if !errors.Is(lock1.Err(), redlock.ErrLockLost) {
-		t.Errorf("client 1's lock reports %v, want ErrLockLost", lock1.Err())
+	if !errors.Is(lock1.Err(), redlock.ErrLockExpired) {
+		t.Errorf("client 1's lock reports %v, want ErrLockExpired", lock1.Err())
 	}
 }
 

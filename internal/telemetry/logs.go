@@ -37,15 +37,24 @@ func (l *limiter) allow() (ok bool, skipped int) {
 	return true, skipped
 }
 
-// LockEnded records the end of a lock of key held for heldFor: released,
-// or lost for reason with err, which is logged.
-func (t *Telemetry) LockEnded(key string, heldFor time.Duration, lost bool, reason Reason, err error) {
+// LockEnded records the end of a lock of key held for heldFor: released;
+// lost for reason with err, which is logged as a warning, since its holder
+// had to stop; or expired with err, the end its TTL set, logged at Debug
+// only, as a release is not logged at all.
+func (t *Telemetry) LockEnded(key string, heldFor time.Duration, end End, reason Reason, err error) {
 	if t.metrics != nil {
-		t.metrics.lockEnded(heldFor, lost, reason)
+		t.metrics.lockEnded(heldFor, end, reason)
 	}
-	if lost && t.log != nil {
+	if t.log == nil {
+		return
+	}
+	switch end {
+	case EndLost:
 		t.log.LogAttrs(context.Background(), slog.LevelWarn, "redlock: lock lost", slog.String("key", key),
 			slog.String("reason", reason.String()), slog.Duration("held_for", heldFor), slog.String("error", err.Error()))
+	case EndExpired:
+		t.log.LogAttrs(context.Background(), slog.LevelDebug, "redlock: lock expired", slog.String("key", key),
+			slog.Duration("held_for", heldFor), slog.String("error", err.Error()))
 	}
 }
 

@@ -42,6 +42,7 @@ type metrics struct {
 	handoffs     metric.Int64Counter
 	holdTime     metric.Float64Histogram
 	lost         metric.Int64Counter
+	expired      metric.Int64Counter
 	held         metric.Int64UpDownCounter
 	nodeRequests metric.Int64Counter
 	nodeLatency  metric.Float64Histogram
@@ -50,7 +51,7 @@ type metrics struct {
 	extendAttrs  [kindCount][extendResults]measured
 	releaseAttrs [kindCount][releaseResults]measured
 	handoffAttrs [2]measured // not acquired, acquired
-	holdAttrs    [2]measured // released, lost
+	holdAttrs    [endCount]measured
 	lostAttrs    [reasonCount]measured
 	nodeAttrs    [][opCount][outcomeCount]measured // per node
 	nodeOpAttrs  [][opCount]measured               // per node
@@ -72,9 +73,11 @@ func newMetrics(meter metric.Meter, nodes []string) (*metrics, error) {
 		handoffs: b.counter("redlock.handoffs", "{handoff}",
 			"Releases that carried the attempt of a goroutine of the same client waiting in Acquire, by whether it acquired"),
 		holdTime: b.histogram("redlock.lock.hold.duration", holdBuckets,
-			"Time from a lock's grant to its release or loss"),
+			"Time from a lock's grant to its release, loss or expiry"),
 		lost: b.counter("redlock.locks.lost", "{lock}",
-			"Locks lost before their release, by reason"),
+			"Locks their holder tried to keep (renewal, Extend) and lost before their release, by reason"),
+		expired: b.counter("redlock.locks.expired", "{lock}",
+			"Locks neither renewed nor extended that reached their deadline before their release"),
 		held: b.upDownCounter("redlock.locks.held", "{lock}",
 			"Locks this client holds"),
 		nodeRequests: b.counter("redlock.node.requests", "{request}",
@@ -105,7 +108,9 @@ func (m *metrics) makeAttrs(nodes []string) {
 		}
 	}
 	m.handoffAttrs = [2]measured{set(AttrOutcome.String("not_acquired")), set(AttrOutcome.String("acquired"))}
-	m.holdAttrs = [2]measured{set(AttrOutcome.String("released")), set(AttrOutcome.String("lost"))}
+	for e := range endCount {
+		m.holdAttrs[e] = set(AttrOutcome.String(e.String()))
+	}
 	for r := range reasonCount {
 		m.lostAttrs[r] = set(AttrReason.String(r.String()))
 	}
@@ -211,14 +216,16 @@ func (t *Telemetry) Handoff(ctx context.Context, acquired bool) {
 	}
 }
 
-// lockEnded records the end of a lock held for heldFor.
-func (m *metrics) lockEnded(heldFor time.Duration, lost bool, reason Reason) {
+// lockEnded records the end of a lock held for heldFor; reason is why a
+// lost one was lost.
+func (m *metrics) lockEnded(heldFor time.Duration, end End, reason Reason) {
 	ctx := context.Background()
-	i := 0
-	if lost {
-		i = 1
+	switch end {
+	case EndLost:
 		m.lost.Add(ctx, 1, m.lostAttrs[reason].add...)
+	case EndExpired:
+		m.expired.Add(ctx, 1)
 	}
-	m.holdTime.Record(ctx, heldFor.Seconds(), m.holdAttrs[i].record...)
+	m.holdTime.Record(ctx, heldFor.Seconds(), m.holdAttrs[end].record...)
 	m.held.Add(ctx, -1)
 }

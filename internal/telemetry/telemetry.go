@@ -179,10 +179,13 @@ const (
 	WasReleased
 	// LimitReached: Options.MaxExtensions.
 	LimitReached
+	// Expired: the lock, never extended before, had expired before the
+	// call.
+	Expired
 	extendResults
 )
 
-var extendNames = [extendResults]string{"extended", "not_extended", "lost", "released", "limit"}
+var extendNames = [extendResults]string{"extended", "not_extended", "lost", "released", "limit", "expired"}
 
 // String returns the result's attribute value.
 func (r ExtendResult) String() string { return extendNames[r] }
@@ -207,6 +210,27 @@ var releaseNames = [releaseResults]string{"released", "not_held", "not_released"
 // String returns the result's attribute value.
 func (r ReleaseResult) String() string { return releaseNames[r] }
 
+// End is how a lock stopped being held.
+type End uint8
+
+// How a lock ends.
+const (
+	// EndReleased: Release.
+	EndReleased End = iota
+	// EndLost: its holder tried to keep it (renewal, Extend) and could
+	// not; a Reason says why.
+	EndLost
+	// EndExpired: nobody tried to keep it, and it reached its deadline
+	// (less the loss margin), as its TTL meant it to.
+	EndExpired
+	endCount
+)
+
+var endNames = [endCount]string{"released", "lost", "expired"}
+
+// String returns the end's attribute value.
+func (e End) String() string { return endNames[e] }
+
 // Reason is why a lock was lost.
 type Reason uint8
 
@@ -218,8 +242,10 @@ const (
 	// TakenOver: an extension found a majority of nodes no longer holding
 	// the lock (it expired there, was deleted, or another holder has it).
 	TakenOver
-	// DeadlinePassed: the lock was not extended before its deadline came
-	// within the loss margin.
+	// DeadlinePassed: the lock, which its holder had extended or asked to
+	// renew, was not extended again before its deadline came within the
+	// loss margin (the holder stopped extending, or renewal reached
+	// MaxExtensions).
 	DeadlinePassed
 	reasonCount
 )

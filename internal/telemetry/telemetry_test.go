@@ -117,7 +117,8 @@ func TestMetric_instrumentsAndUnits(t *testing.T) {
 	tel.Node(ctx, 0, OpAcquire, Answer{Node: "a", Outcome: OK, Latency: 300 * time.Microsecond})
 	tel.Node(ctx, 0, OpAcquire, Answer{Node: "a", Outcome: Timeout, Latency: 50 * time.Millisecond})
 	tel.LockGranted(ctx)
-	tel.LockEnded("k", 2*time.Second, true, RenewalFailed, errors.New("lost"))
+	tel.LockEnded("k", 2*time.Second, EndLost, RenewalFailed, errors.New("lost"))
+	tel.LockEnded("k", time.Second, EndExpired, 0, errors.New("expired"))
 	_, call := tel.StartAcquire(ctx, "k", time.Second, false)
 	call.EndAcquire(Conflict, 0, nil, errors.New("held"))
 
@@ -139,7 +140,7 @@ func TestMetric_instrumentsAndUnits(t *testing.T) {
 	}
 	want := map[string]string{
 		"redlock.node.requests": "{request}", "redlock.node.request.duration": "s",
-		"redlock.locks.held": "{lock}", "redlock.locks.lost": "{lock}", "redlock.lock.hold.duration": "s",
+		"redlock.locks.held": "{lock}", "redlock.locks.lost": "{lock}", "redlock.locks.expired": "{lock}", "redlock.lock.hold.duration": "s",
 		"redlock.acquisitions": "{acquisition}", "redlock.acquire.duration": "s",
 	}
 	for name, unit := range want {

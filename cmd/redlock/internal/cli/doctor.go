@@ -29,7 +29,10 @@ reachability, credentials and the majority, the Redis version, that each node is
 independent master, persistence (appendonly, appendfsync), a maxmemory-policy
 that can evict lock keys, the node's clock against this host's (beyond the
 drift allowance of --ttl, expiry is no longer trustworthy), the restart
-quarantine, and nodes listed twice or reaching the same server twice.
+quarantine, and nodes listed twice or reaching the same server twice. An
+info finding says the largest TTL the clients of the nodes can use: the
+--recovery-delay given (raise it on every client together for a longer one,
+or renew a shorter TTL, as 'redlock run' does).
 
 A Redis Cluster node (?cluster) is audited master by master, each named by
 its address and slots: the checks above on each master, its cluster_state,

@@ -66,6 +66,17 @@ func TestDoctor_brandNewNodesAreUnavailableUntilInit(t *testing.T) {
 	}
 }
 
+// doctor says the largest TTL the clients can use: the recovery delay it
+// was given, with the ways to hold a lock for longer.
+func TestDoctor_saysTheLargestTTL(t *testing.T) {
+	cluster, _ := newCluster(t, 1)
+	r := cli(t, "doctor", "--nodes", cluster.URLs()[0]).expect(t, exitOK, "doctor")
+	wantDoctorSays(t, r.stdout, "info", "ttl", "clients of these nodes can use a TTL of at most 30s",
+		"remedy: for work longer than that, keep the TTL within it and renew the lock ('redlock run'", "raise --recovery-delay")
+	r = cli(t, "doctor", "--nodes", cluster.URLs()[0], "--recovery-delay", "2m").expect(t, exitOK, "doctor --recovery-delay 2m")
+	wantDoctorSays(t, r.stdout, "a TTL of at most 2m0s")
+}
+
 // A node that refuses the credentials in its URL is a finding of the audit,
 // not a reason to stop it: doctor still prints every node's row, names the
 // refused one and its remedy, and judges the majority with it counted out.

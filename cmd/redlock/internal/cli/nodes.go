@@ -217,10 +217,29 @@ func (n *nodeFlags) check() error {
 		return errors.New("--wait-replicas must not be negative")
 	case n.ttl > n.recoveryDelay:
 		return fmt.Errorf("--ttl %s is above --recovery-delay %s: a node that restarted "+
-			"without its data could vote again while such a lock is still valid; raise --recovery-delay, "+
-			"the same on every client of these nodes", n.ttl, n.recoveryDelay)
+			"without its data could vote again while such a lock is still valid; %s; or raise "+
+			"--recovery-delay to at least %s on every client of these nodes together "+
+			"(Options.RecoveryDelay in programs)", n.ttl, n.recoveryDelay, n.longWork(), n.ttl)
 	}
 	return nil
+}
+
+// longWork says how the command holds a lock for longer than
+// --recovery-delay without a TTL above it: by renewing one within it.
+func (n *nodeFlags) longWork() string {
+	switch n.fs.Name() {
+	case "acquire":
+		return "for work longer than --recovery-delay, use 'redlock run', which renews the lock as long as its " +
+			"command runs, or 'redlock extend' the lock again before each --ttl passes"
+	case "extend":
+		return "to hold the lock for longer, extend it again before each --ttl passes, " +
+			"or hold it with 'redlock run', which renews it as long as its command runs"
+	case "run":
+		return "'redlock run' renews the lock as long as its command runs, so a --ttl within " +
+			"--recovery-delay holds it however long the command takes"
+	default:
+		return "for long work, renew a --ttl within --recovery-delay ('redlock run' does)"
+	}
 }
 
 // nodeNames returns the names the nodes at urls go by in outcomes and

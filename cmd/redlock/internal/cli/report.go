@@ -133,7 +133,7 @@ func classify(err error) failure {
 		return failInvalid
 	case errors.Is(err, redlock.ErrInvalidOptions), errors.Is(err, redlock.ErrDuplicateNode):
 		return failConfig
-	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrNotHeld):
+	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrLockExpired), errors.Is(err, redlock.ErrNotHeld):
 		return failLost
 	case !errors.As(err, &qe):
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -54,6 +54,9 @@ Acquires the lock KEY and prints its token, fencing token and validity
 deadline. The lock is not renewed: it expires after --ttl unless
 'redlock extend KEY TOKEN' extends it, and 'redlock release KEY TOKEN'
 releases it. Prefer 'redlock run', which renews and releases by itself.
+--ttl is at most --recovery-delay (30s by default): hold a lock for longer
+by renewing it, or raise --recovery-delay on every client of the nodes
+together.
 
 Several keys: 'acquire K1 K2 K3' takes all the keys together, or none, as
 'redlock run K1 K2 K3 -- COMMAND' does: it never holds some while it waits

@@ -1,10 +1,11 @@
 // Package doctor audits the nodes of a lock deployment for the settings and
 // states that make locks unsafe or unavailable: reachability and the
 // majority, the Redis version, replicas, eviction, persistence, clocks, the
-// restart quarantine and servers listed twice. A node that is a Redis
-// Cluster is audited master by master, with its cluster state, its slot
-// coverage and the restart marker of every slot. It is what `redlock
-// doctor` prints. It is read-only: it writes nothing to the nodes.
+// restart quarantine and servers listed twice; and it says the largest TTL
+// the clients can use. A node that is a Redis Cluster is audited master by
+// master, with its cluster state, its slot coverage and the restart marker
+// of every slot. It is what `redlock doctor` prints. It is read-only: it
+// writes nothing to the nodes.
 package doctor
 
 import (
@@ -92,7 +93,8 @@ type Finding struct {
 	Severity Severity
 	// Check names the check that produced the finding: "unreachable",
 	// "credentials", "version", "replica", "eviction", "persistence", "config", "clock",
-	// "recovering", "cluster", "duplicate" or "quorum".
+	// "recovering", "cluster", "duplicate", "quorum" or "ttl" (the largest
+	// TTL the clients can use).
 	Check string
 	// Message says what was found, in one line.
 	Message string

@@ -151,6 +151,36 @@ func TestAudit_healthy(t *testing.T) {
 	})
 }
 
+// The audit says which TTL the clients of the nodes can use: at most the
+// recovery delay they were given, with the two ways to hold a lock longer;
+// without the restart quarantine, any.
+func TestAudit_ttlCeiling(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	for _, tc := range []struct {
+		name string
+		opts *redlock.Options
+		want []string
+	}{
+		{"default", nil, []string{"a TTL of at most 30s", "redlock run", "WithAutoRenew",
+			"raise --recovery-delay (Options.RecoveryDelay) on every client of these nodes together"}},
+		{"raised", &redlock.Options{RecoveryDelay: 45 * time.Second}, []string{"a TTL of at most 45s"}},
+		{"no quarantine", &redlock.Options{DisableQuarantine: true}, []string{"quarantine is off"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := audit(t, goredisConns(t, cluster.Addrs()), tc.opts) // Client.Close closes the conns
+			if !r.Nodes[0].Reachable {
+				t.Fatalf("node unreachable: %v", r.Nodes[0].Err)
+			}
+			f := wantFinding(t, r, "", "ttl", doctor.Info)
+			for _, want := range tc.want {
+				if !strings.Contains(f.String(), want) {
+					t.Errorf("the ttl finding lacks %q: %s", want, f)
+				}
+			}
+		})
+	}
+}
+
 // wantReachableMaster fails the test unless n is the audit of node, which
 // answered: a Redis 7 master.
 func wantReachableMaster(t *testing.T, node *redlocktest.Node, n doctor.Node) {

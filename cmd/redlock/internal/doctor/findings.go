@@ -40,6 +40,7 @@ func (r *Report) findings(l Limits) []Finding {
 	}
 	r.duplicateFindings(&fs)
 	r.quorumFindings(&fs)
+	ttlFindings(&fs, l)
 	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(b.Severity, a.Severity) })
 	return fs
 }
@@ -289,6 +290,22 @@ func (r *Report) quorumFindings(fs *findingList) {
 		fs.add("", Info, "quorum", fmt.Sprintf("use %d or %d nodes", total-1, total+1),
 			"%d nodes tolerate no more failures than %d", total, total-1)
 	}
+}
+
+// ttlFindings says which TTL the clients of the nodes can use: at most the
+// recovery delay, while the restart quarantine is on.
+func ttlFindings(fs *findingList, l Limits) {
+	if !l.Quarantine {
+		fs.add("", Info, "ttl", "nothing to do",
+			"the restart quarantine is off: no recovery delay bounds the clients' TTLs")
+		return
+	}
+	fs.add("", Info, "ttl",
+		"for work longer than that, keep the TTL within it and renew the lock ('redlock run', WithAutoRenew, Do); "+
+			"for a longer TTL, raise "+
+			"--recovery-delay (Options.RecoveryDelay) on every client of these nodes together",
+		"clients of these nodes can use a TTL of at most %s, the recovery delay (--recovery-delay) "+
+			"for which a node that lost its data sits out", l.RecoveryDelay)
 }
 
 // isTimeout reports an error that means the node did not answer in time.
