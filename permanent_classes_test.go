@@ -127,13 +127,31 @@ func TestAcquire_busyNodeIsRetried(t *testing.T) {
 		c := newClient(t, node, a, fast())
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		wg.Go(func() {
-			// About a second of busy loop, then the script ends by itself.
-			node.Node(0).Do(bg, "EVAL", "local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1] - t[1]) * 1000000 + n[2] - t[2] > 1000000 then return 1 end end", "0")
-		})
-		for busy := false; !busy; time.Sleep(10 * time.Millisecond) {
+		busyScript := func() <-chan struct{} {
+			ended := make(chan struct{})
+			wg.Go(func() {
+				defer close(ended)
+				// About a second of busy loop, then the script ends by itself.
+				node.Node(0).Do(bg, "EVAL", "local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1] - t[1]) * 1000000 + n[2] - t[2] > 1000000 then return 1 end end", "0")
+			})
+			return ended
+		}
+		ended := busyScript()
+		isBusy := func() bool {
 			_, err := node.Node(0).Do(bg, "PING")
-			busy = err != nil && strings.Contains(err.Error(), "BUSY")
+			return err != nil && strings.Contains(err.Error(), "BUSY")
+		}
+		for deadline := time.Now().Add(10 * time.Second); !isBusy(); time.Sleep(10 * time.Millisecond) {
+			select {
+			case <-ended:
+				// It ended before a PING saw the node busy (this goroutine
+				// was not scheduled meanwhile): once more.
+				ended = busyScript()
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the node never answered BUSY while the script ran")
+			}
 		}
 		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()
