@@ -54,8 +54,9 @@ import (
 // after a pause and subscribes the channels still awaited, and meanwhile
 // its waiters try at their retry delays. A lost subscription costs latency,
 // never safety. A cluster without SPUBLISH (Redis before 7.0) announces by
-// PUBLISH on the same channels; there Listen should subscribe by SUBSCRIBE
-// once SSUBSCRIBE proved unknown, as both adapters do.
+// PUBLISH on the same channels; there Listen should subscribe by SUBSCRIBE,
+// as both adapters do: from the first channel on when a node's COMMAND
+// INFO lacks SSUBSCRIBE, or else once SSUBSCRIBE proved unknown.
 type Conn interface {
 	// Name identifies the node in errors and duplicate checks, typically its
 	// address. It must not contain credentials.

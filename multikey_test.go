@@ -370,33 +370,40 @@ func TestAcquireAll_redisCluster(t *testing.T) {
 			}
 			checkHolder(t, c, "other", "")
 
-			got := make(chan *redlock.Locks, 1)
+			// The waiter is refused job, and tries again within its deadline
+			// only if the release of job wakes it.
+			type outcome struct {
+				set *redlock.Locks
+				err error
+			}
+			got := make(chan outcome, 1)
 			go func() {
 				ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 				defer cancel()
 				set, err := waiter.AcquireAll(ctx, []string{"other", "job"})
-				if err != nil {
-					t.Errorf("waiter: %v", err)
-				}
-				got <- set
+				got <- outcome{set, err}
 			}()
-			time.Sleep(300 * time.Millisecond) // the waiter tried, and waits
+			defer func() {
+				if r := <-got; r.err == nil {
+					r.set.Release(bg)
+				}
+			}()
+			// It listens for job's release once refused; a release before
+			// that would leave it to its retry delay.
+			awaitReleaseChannels(t, cluster, map[*redlocktest.Node][]string{cluster.NodeForKey("job"): {redlock.ReleaseChannel("job", true)}})
 			if err := set.Release(bg); err != nil {
 				t.Fatal(err)
 			}
 			for _, name := range []string{"user:{42}:cart", "x", "y", "z"} {
 				checkHolder(t, c, name, "")
 			}
-			select {
-			case s := <-got:
-				if s == nil {
-					t.FailNow()
-				}
-				if err := s.Release(bg); err != nil {
-					t.Error(err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the waiter was not woken by the release of job")
+			r := <-got
+			got <- r // for the deferred release
+			if r.err != nil {
+				t.Fatalf("the waiter was not woken by the release of job: %v", r.err)
+			}
+			for _, l := range r.set.Locks() {
+				checkHolder(t, c, l.Key(), l.Token())
 			}
 		})
 	}

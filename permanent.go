@@ -58,8 +58,9 @@ var codelessErrors = []struct{ prefix, code string }{
 // scriptErrorPrefix begins the error of a script that failed before Redis
 // 7.0, which wraps what the script ran into: "ERR Error running script
 // (call to f_<sha1>): @user_script:3: WRONGTYPE Operation against a key
-// holding the wrong kind of value".
-const scriptErrorPrefix = "ERR Error running script (call to "
+// holding the wrong kind of value", after its code ERR, which rueidis
+// drops from the errors it returns.
+const scriptErrorPrefix = "Error running script (call to "
 
 // isPermanent reports whether a node's error, or an error it wraps, is one
 // that no retry fixes.
@@ -95,7 +96,7 @@ func isPermanent(err error) bool {
 // its own (see codelessErrors) has the code it has elsewhere.
 func errorCode(msg string) string {
 	msg = strings.TrimSpace(msg)
-	if rest, ok := strings.CutPrefix(msg, scriptErrorPrefix); ok {
+	if rest, ok := strings.CutPrefix(strings.TrimPrefix(msg, "ERR "), scriptErrorPrefix); ok {
 		if _, after, found := strings.Cut(rest, "): "); found {
 			msg = after
 		}

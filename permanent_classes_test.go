@@ -49,8 +49,12 @@ func TestAcquire_redis62ReplicaFailsFast(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		_, replica := masterWithReplica(t)
 		conns := a.conns(t, replica.Addrs())
+		code := "ERR "
+		if a.name == "rueidis" {
+			code = "" // rueidis drops ERR from the errors it returns
+		}
 		for i, conn := range conns {
-			conns[i] = redis62Errors{conn}
+			conns[i] = redis62Errors{conn, code}
 		}
 		failsFast(t, conns, "job", "READONLY")
 	})
@@ -63,8 +67,12 @@ func TestAcquire_redis62ReplicaFailsFast(t *testing.T) {
 // read only replica."), where Redis 7.x gives the command's error with
 // the place after it ("READONLY ... script: <sha1>, on @user_script:7.");
 // and an error that the batch script caught is the command's after the
-// place ("@user_script: 7: -READONLY ...").
-type redis62Errors struct{ redlock.Conn }
+// place ("@user_script: 7: -READONLY ..."). The script's error starts
+// with code, the ERR of the reply as the adapter returns it.
+type redis62Errors struct {
+	redlock.Conn
+	code string
+}
 
 // EvalSHA runs the script, and words the errors of its commands as Redis
 // 6.2 does.
@@ -72,7 +80,7 @@ func (c redis62Errors) EvalSHA(ctx context.Context, sha1, source string, keys []
 	v, err := c.Conn.EvalSHA(ctx, sha1, source, keys, args...)
 	if err != nil {
 		if msg, _, ok := strings.Cut(err.Error(), " script: "); ok {
-			err = errors.New("ERR Error running script (call to f_" + sha1 + "): @user_script:7: @user_script: 7: -" + msg)
+			err = errors.New(c.code + "Error running script (call to f_" + sha1 + "): @user_script:7: @user_script: 7: -" + msg)
 		}
 		return v, err
 	}
@@ -113,17 +121,37 @@ func TestAcquire_crossSlotFailsFast(t *testing.T) {
 // replies ("protocol bug, message handled out of order").
 func TestAcquire_busyNodeIsRetried(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		node := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{"busy-reply-threshold 50"}})
+		// lua-time-limit: Redis 7.0 renamed it busy-reply-threshold, which
+		// 6.2 does not know, and kept the old name.
+		node := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{"lua-time-limit 50"}})
 		c := newClient(t, node, a, fast())
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		wg.Go(func() {
-			// About a second of busy loop, then the script ends by itself.
-			node.Node(0).Do(bg, "EVAL", "local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1] - t[1]) * 1000000 + n[2] - t[2] > 1000000 then return 1 end end", "0")
-		})
-		for busy := false; !busy; time.Sleep(10 * time.Millisecond) {
+		busyScript := func() <-chan struct{} {
+			ended := make(chan struct{})
+			wg.Go(func() {
+				defer close(ended)
+				// About a second of busy loop, then the script ends by itself.
+				node.Node(0).Do(bg, "EVAL", "local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1] - t[1]) * 1000000 + n[2] - t[2] > 1000000 then return 1 end end", "0")
+			})
+			return ended
+		}
+		ended := busyScript()
+		isBusy := func() bool {
 			_, err := node.Node(0).Do(bg, "PING")
-			busy = err != nil && strings.Contains(err.Error(), "BUSY")
+			return err != nil && strings.Contains(err.Error(), "BUSY")
+		}
+		for deadline := time.Now().Add(10 * time.Second); !isBusy(); time.Sleep(10 * time.Millisecond) {
+			select {
+			case <-ended:
+				// It ended before a PING saw the node busy (this goroutine
+				// was not scheduled meanwhile): once more.
+				ended = busyScript()
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the node never answered BUSY while the script ran")
+			}
 		}
 		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()

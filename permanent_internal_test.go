@@ -40,7 +40,8 @@ const scriptSHA = "7c1ab5f5e4a0ad6c7d85dd2e8d4ae6fd91e8a1ef"
 // twice with a '-' before the code (a command the script's call refused to
 // run: a write on a replica, an out-of-memory node), or gives none (an ACL
 // refusal); the batch script's pcall returns it without the outer
-// wrapping. Its code decides, as on Redis 7.x, whose replies say it first.
+// wrapping, and rueidis without the outer ERR. Its code decides, as on
+// Redis 7.x, whose replies say it first.
 func TestIsPermanent_scriptErrors(t *testing.T) {
 	wrapped := "ERR Error running script (call to f_" + scriptSHA + "): "
 	for _, tc := range []struct {
@@ -58,6 +59,12 @@ func TestIsPermanent_scriptErrors(t *testing.T) {
 		{wrapped + "@user_script:30: @user_script: 30: -OOM command not allowed when used memory > 'maxmemory'.", "OOM", false},
 		{wrapped + "@user_script:30: @user_script: 30: -MISCONF Errors writing to the AOF file: No space left on device", "MISCONF", false},
 		{wrapped + "@user_script:5: user_script:5: attempt to compare nil with number", "", false},
+		// Redis 6.2, from the script's EVALSHA, as rueidis returns it:
+		// without the code ERR.
+		{wrapped[len("ERR "):] + "@user_script:185: @user_script: 185: -READONLY You can't write against a read only replica.", "READONLY", true},
+		{wrapped[len("ERR "):] + "@user_script:128: WRONGTYPE Operation against a key holding the wrong kind of value", "WRONGTYPE", true},
+		{wrapped[len("ERR "):] + "@user_script:9: @user_script: 9: The user executing the script can't run this command or subcommand", "NOPERM", true},
+		{wrapped[len("ERR "):] + "@user_script:30: @user_script: 30: -OOM command not allowed when used memory > 'maxmemory'.", "OOM", false},
 		// Redis 6.2, a request of the batch script.
 		{"@user_script: 14: -READONLY You can't write against a read only replica.  ", "READONLY", true},
 		{"@user_script: 9: The user executing the script can't access at least one of the keys mentioned in the command arguments", "NOPERM", true},

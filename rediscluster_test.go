@@ -74,14 +74,16 @@ func TestRedisCluster_locksWithEveryFeature(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			go func() { time.Sleep(500 * time.Millisecond); lock.Release(bg) }()
-			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-			defer cancel()
-			got, err := waiter.Acquire(ctx, "wake")
-			if err != nil {
-				t.Fatalf("a waiter in another client was not woken by the release: %v", err)
+			got := acquireInBackground(waiter, "wake")
+			awaitReleaseChannels(t, cluster, map[*redlocktest.Node][]string{cluster.NodeForKey("wake"): {redlock.ReleaseChannel("wake", true)}})
+			if err := lock.Release(bg); err != nil {
+				t.Fatal(err)
 			}
-			got.Release(bg)
+			if r := <-got; r.err != nil {
+				t.Fatalf("a waiter in another client was not woken by the release: %v", r.err)
+			} else {
+				r.lock.Release(bg)
+			}
 		})
 	}
 }

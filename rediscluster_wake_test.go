@@ -27,9 +27,11 @@ const (
 // A waiter blocked in Acquire on a Redis Cluster node subscribes to its
 // key's release channel by SSUBSCRIBE on the master of the key's slot, a
 // shard channel of that slot, and nothing by SUBSCRIBE; the release,
-// announced by SPUBLISH, wakes it. Over both adapters.
+// announced by SPUBLISH, wakes it. Over both adapters. Redis 7.0 and later
+// (TestRedisCluster_wakeUpsWithoutShardedPubSub covers the others).
 func TestRedisCluster_waiterWokenByShardedPubSub(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	needShardedPubSub(t, cluster)
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {
 			holder := clusterClient(t, cluster, a.conn, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
@@ -80,7 +82,8 @@ func publishesSent(t *testing.T, n *redlocktest.Node) int {
 }
 
 // Waiters on keys of three slots, one on each master, subscribe at once,
-// each channel on its own master, and each release wakes its waiter.
+// each channel on its own master (any node, by SUBSCRIBE, before Redis
+// 7.0), and each release wakes its waiter.
 func TestRedisCluster_waitersOnEveryMasterWoken(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	for _, a := range clusterAdapters {
@@ -100,7 +103,7 @@ func TestRedisCluster_waitersOnEveryMasterWoken(t *testing.T) {
 				results = append(results, acquireInBackground(waiter, key))
 				want[cluster.NodeForKey(key)] = []string{redlock.ReleaseChannel(key, true)}
 			}
-			awaitShardChannels(t, cluster, want)
+			awaitReleaseChannels(t, cluster, want)
 			for _, lock := range locks {
 				if err := lock.Release(bg); err != nil {
 					t.Fatal(err)
@@ -120,14 +123,20 @@ func TestRedisCluster_waitersOnEveryMasterWoken(t *testing.T) {
 // A subscription lost while a waiter waits is taken up again, and the
 // release still wakes the waiter: after its connection was killed, and after
 // its slot moved to another master (which ends it with sunsubscribe), where
-// the waiter subscribes again. Over both adapters.
+// the waiter subscribes again. Over both adapters. Before Redis 7.0 the
+// subscription is by SUBSCRIBE, which a moved slot does not end: only the
+// killed connection is tried there.
 func TestRedisCluster_waiterResubscribesAfterALostSubscription(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	losses := []string{"connection killed", "slot moved"}
+	if !cluster.Version().Has(redlocktest.ShardedPubSub) {
+		losses = losses[:1]
+	}
 	// The slot that moves would sit out the recovery delay on its new
 	// master (and refuse MarkReady); this test is about wake-ups.
 	opts := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, DisableQuarantine: true}
 	for _, a := range clusterAdapters {
-		for _, loss := range []string{"connection killed", "slot moved"} {
+		for _, loss := range losses {
 			t.Run(a.name+"/"+loss, func(t *testing.T) {
 				holder, err := redlock.New([]redlock.Conn{a.conn(t, cluster.Addrs())}, opts)
 				if err != nil {
@@ -143,7 +152,7 @@ func TestRedisCluster_waiterResubscribesAfterALostSubscription(t *testing.T) {
 				}
 				got := acquireInBackground(waiter, key)
 				from := cluster.NodeForKey(key)
-				awaitShardChannels(t, cluster, map[*redlocktest.Node][]string{from: {channel}})
+				awaitReleaseChannels(t, cluster, map[*redlocktest.Node][]string{from: {channel}})
 				to := from
 				if loss == "slot moved" {
 					to = cluster.Nodes()[(from.Index()+1)%len(cluster.Nodes())]
@@ -152,16 +161,13 @@ func TestRedisCluster_waiterResubscribesAfterALostSubscription(t *testing.T) {
 						t.Fatalf("%s still lists %q after its slot moved", from.Addr(), channel)
 					}
 				} else {
-					killed := shardSubscribers(t, from)
+					killed := killSubscribers(t, cluster)
 					if len(killed) == 0 {
-						t.Fatalf("no connection of %s holds a shard channel subscription", from.Addr())
+						t.Fatalf("no connection of the cluster holds a subscription")
 					}
-					for _, id := range killed {
-						do(t, from, "CLIENT", "KILL", "ID", id)
-					}
-					awaitNewShardSubscriber(t, from, killed)
+					awaitNewSubscriber(t, cluster, killed)
 				}
-				awaitShardChannels(t, cluster, map[*redlocktest.Node][]string{to: {channel}})
+				awaitReleaseChannels(t, cluster, map[*redlocktest.Node][]string{to: {channel}})
 				if err := lock.Release(bg); err != nil {
 					t.Fatal(err)
 				}
@@ -177,9 +183,10 @@ func TestRedisCluster_waiterResubscribesAfterALostSubscription(t *testing.T) {
 
 // A Client over a Redis Cluster and an independent server names a key's
 // release channel alike on both, with the cluster's slot tag: the cluster
-// announces by SPUBLISH, heard by SSUBSCRIBE on the key's master, the
-// server by PUBLISH, heard by SUBSCRIBE; a waiter needs both (the quorum
-// of two nodes) to wake.
+// announces by SPUBLISH, heard by SSUBSCRIBE on the key's master (before
+// Redis 7.0, by PUBLISH, heard by SUBSCRIBE on any node), the server by
+// PUBLISH, heard by SUBSCRIBE; a waiter needs both (the quorum of two
+// nodes) to wake.
 func TestRedisCluster_mixedWithAServerWakesByBoth(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	server := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
@@ -210,7 +217,7 @@ func TestRedisCluster_mixedWithAServerWakesByBoth(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := acquireInBackground(waiter, key)
-			awaitShardChannels(t, cluster, map[*redlocktest.Node][]string{cluster.NodeForKey(key): {channel}})
+			awaitReleaseChannels(t, cluster, map[*redlocktest.Node][]string{cluster.NodeForKey(key): {channel}})
 			awaitClassicChannel(t, server, channel)
 			if err := lock.Release(bg); err != nil {
 				t.Fatal(err)
@@ -224,12 +231,11 @@ func TestRedisCluster_mixedWithAServerWakesByBoth(t *testing.T) {
 	}
 }
 
-// A Redis Cluster without sharded pub/sub (SSUBSCRIBE and SPUBLISH
-// unknown, as before Redis 7.0) still wakes waiters: releases fall back to
-// PUBLISH, and subscriptions to SUBSCRIBE once SSUBSCRIBE was refused.
+// A Redis Cluster without sharded pub/sub (before Redis 7.0, or with
+// SSUBSCRIBE and SPUBLISH renamed away) still wakes waiters: releases fall
+// back to PUBLISH, and subscriptions to SUBSCRIBE.
 func TestRedisCluster_wakeUpsWithoutShardedPubSub(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true,
-		Config: []string{`rename-command SSUBSCRIBE ""`, `rename-command SPUBLISH ""`}})
+	cluster := startWithoutShardedPubSub(t)
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {
 			holder := clusterClient(t, cluster, a.conn, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
@@ -253,17 +259,132 @@ func TestRedisCluster_wakeUpsWithoutShardedPubSub(t *testing.T) {
 	}
 }
 
+// Over a Redis Cluster without sharded pub/sub, an adapter's Listen
+// subscribes by SUBSCRIBE from its first channel on, and keeps its
+// connection: a Listen that failed on SSUBSCRIBE would be called again
+// only after a pause, and a release meanwhile would wake no waiter. Over
+// both adapters.
+func TestRedisCluster_listenWithoutShardedPubSubSubscribesAtOnce(t *testing.T) {
+	cluster := startWithoutShardedPubSub(t)
+	for _, a := range clusterAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			conn := a.conn(t, cluster.Addrs())
+			defer conn.Close()
+			l, ok := conn.(listener)
+			if !ok {
+				t.Fatalf("%T has no Listen method", conn)
+			}
+			ctx, cancel := context.WithCancel(bg)
+			subscribe, unsubscribe := make(chan string), make(chan string)
+			heard := make(chan string, 8)
+			ended := make(chan error, 1)
+			go func() {
+				ended <- l.Listen(ctx, subscribe, unsubscribe, func(channel, payload string) {
+					select {
+					case heard <- channel + " " + payload:
+					default:
+					}
+				})
+			}()
+			defer func() { cancel(); <-ended }()
+			channel := redlock.ReleaseChannel("listen-"+a.name, true)
+			select {
+			case subscribe <- channel:
+			case err := <-ended:
+				t.Fatalf("Listen returned before its first subscription: %v", err)
+			}
+			for deadline := time.Now().Add(shardSubscribed); !classicChannelListed(t, cluster, channel); time.Sleep(20 * time.Millisecond) {
+				select {
+				case err := <-ended:
+					ended <- err
+					t.Fatalf("Listen returned after its first subscription: %v", err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after %s, no node lists %q among the channels subscribed by SUBSCRIBE", shardSubscribed, channel)
+				}
+			}
+			do(t, cluster.Node(0), "PUBLISH", channel, "token")
+			select {
+			case m := <-heard:
+				if m != channel+" token" {
+					t.Errorf("heard %q, want %q", m, channel+" token")
+				}
+			case err := <-ended:
+				ended <- err
+				t.Fatalf("Listen returned before the message came: %v", err)
+			case <-time.After(shardSubscribed):
+				t.Fatalf("after %s, Listen passed on no message", shardSubscribed)
+			}
+		})
+	}
+}
+
+// listener is a Conn that can hold a pub/sub connection (see redlock.Conn).
+type listener interface {
+	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error
+}
+
+// startWithoutShardedPubSub starts a Redis Cluster without sharded pub/sub:
+// of a release before 7.0, or else with SSUBSCRIBE and SPUBLISH renamed
+// away.
+func startWithoutShardedPubSub(t *testing.T) *redlocktest.Cluster {
+	t.Helper()
+	v, err := redlocktest.ServerVersion("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var config []string
+	if v.Has(redlocktest.ShardedPubSub) {
+		config = []string{`rename-command SSUBSCRIBE ""`, `rename-command SPUBLISH ""`}
+	}
+	return redlocktest.Start(t, redlocktest.Options{RedisCluster: true, Config: config})
+}
+
+// needShardedPubSub skips the test where cluster's redis-server has no
+// sharded pub/sub.
+func needShardedPubSub(t *testing.T, cluster *redlocktest.Cluster) {
+	t.Helper()
+	if v := cluster.Version(); !v.Has(redlocktest.ShardedPubSub) {
+		t.Skipf("redis-server %s lacks %s", v, redlocktest.ShardedPubSub)
+	}
+}
+
+// awaitReleaseChannels waits until the waiters' release channels are
+// subscribed: by SSUBSCRIBE, each on its master as want says (see
+// awaitShardChannels), or, where the cluster's redis-server has no sharded
+// pub/sub, by SUBSCRIBE on any node.
+func awaitReleaseChannels(t *testing.T, cluster *redlocktest.Cluster, want map[*redlocktest.Node][]string) {
+	t.Helper()
+	if cluster.Version().Has(redlocktest.ShardedPubSub) {
+		awaitShardChannels(t, cluster, want)
+		return
+	}
+	for _, channels := range want {
+		for _, ch := range channels {
+			awaitClassicChannel(t, cluster, ch)
+		}
+	}
+}
+
+// classicChannelListed reports whether a node of cluster lists channel in
+// PUBSUB CHANNELS.
+func classicChannelListed(t *testing.T, cluster *redlocktest.Cluster, channel string) bool {
+	t.Helper()
+	for _, n := range cluster.Nodes() {
+		if slices.Contains(pubsubList(t, n, "CHANNELS"), channel) {
+			return true
+		}
+	}
+	return false
+}
+
 // awaitClassicChannel waits until a node of cluster (independent servers,
 // or a Redis Cluster) lists channel in PUBSUB CHANNELS: subscribed by
 // SUBSCRIBE.
 func awaitClassicChannel(t *testing.T, cluster *redlocktest.Cluster, channel string) {
 	t.Helper()
-	for deadline := time.Now().Add(shardSubscribed); ; time.Sleep(20 * time.Millisecond) {
-		for _, n := range cluster.Nodes() {
-			if slices.Contains(pubsubList(t, n, "CHANNELS"), channel) {
-				return
-			}
-		}
+	for deadline := time.Now().Add(shardSubscribed); !classicChannelListed(t, cluster, channel); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %s, no node lists %q among the channels subscribed by SUBSCRIBE", shardSubscribed, channel)
 		}
@@ -374,36 +495,60 @@ func pubsubList(t *testing.T, n *redlocktest.Node, kind string) []string {
 	return strings.Split(v, "\n")
 }
 
-// shardSubscribers returns the ids of n's client connections that hold
-// shard channel subscriptions (CLIENT LIST's ssub field).
-func shardSubscribers(t *testing.T, n *redlocktest.Node) []string {
-	t.Helper()
-	var ids []string
-	for _, line := range strings.Split(do(t, n, "CLIENT", "LIST"), "\n") {
-		fields := map[string]string{}
-		for _, f := range strings.Fields(line) {
-			if k, v, ok := strings.Cut(f, "="); ok {
-				fields[k] = v
-			}
-		}
-		if subs, _ := strconv.Atoi(fields["ssub"]); subs > 0 {
-			ids = append(ids, fields["id"])
-		}
-	}
-	return ids
+// subscriber is a client connection of a node of the cluster.
+type subscriber struct {
+	node *redlocktest.Node
+	id   string
 }
 
-// awaitNewShardSubscriber waits until a connection of n that is not one of
-// those killed holds a shard channel subscription.
-func awaitNewShardSubscriber(t *testing.T, n *redlocktest.Node, killed []string) {
+// killSubscribers kills the connections of cluster's nodes that hold
+// subscriptions: shard channel ones (CLIENT LIST's ssub field), or
+// classic ones (sub) where redis-server has no sharded pub/sub, and
+// returns them.
+func killSubscribers(t *testing.T, cluster *redlocktest.Cluster) []subscriber {
+	t.Helper()
+	killed := subscribers(t, cluster)
+	for _, s := range killed {
+		do(t, s.node, "CLIENT", "KILL", "ID", s.id)
+	}
+	return killed
+}
+
+// subscribers returns the connections of cluster's nodes that hold
+// subscriptions (see killSubscribers).
+func subscribers(t *testing.T, cluster *redlocktest.Cluster) []subscriber {
+	t.Helper()
+	field := "sub"
+	if cluster.Version().Has(redlocktest.ShardedPubSub) {
+		field = "ssub"
+	}
+	var subs []subscriber
+	for _, n := range cluster.Nodes() {
+		for _, line := range strings.Split(do(t, n, "CLIENT", "LIST"), "\n") {
+			fields := map[string]string{}
+			for _, f := range strings.Fields(line) {
+				if k, v, ok := strings.Cut(f, "="); ok {
+					fields[k] = v
+				}
+			}
+			if count, _ := strconv.Atoi(fields[field]); count > 0 {
+				subs = append(subs, subscriber{n, fields["id"]})
+			}
+		}
+	}
+	return subs
+}
+
+// awaitNewSubscriber waits until a connection of cluster's nodes that is
+// not one of those killed holds a subscription (see killSubscribers).
+func awaitNewSubscriber(t *testing.T, cluster *redlocktest.Cluster, killed []subscriber) {
 	t.Helper()
 	for deadline := time.Now().Add(shardSubscribed); ; time.Sleep(20 * time.Millisecond) {
-		ids := shardSubscribers(t, n)
-		if slices.ContainsFunc(ids, func(id string) bool { return !slices.Contains(killed, id) }) {
+		if slices.ContainsFunc(subscribers(t, cluster), func(s subscriber) bool { return !slices.Contains(killed, s) }) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s, only the killed connections %v of %s held shard subscriptions", shardSubscribed, killed, n.Addr())
+			t.Fatalf("after %s, only the killed connections %v held subscriptions", shardSubscribed, killed)
 		}
 	}
 }

@@ -211,9 +211,10 @@ func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {
 // the channel's slot moved (a resharding, or a failover); it then has the
 // client reload the slot map, so that the next subscriptions reach the new
 // masters. A cluster without sharded pub/sub (Redis before 7.0) gets
-// SUBSCRIBE from then on.
+// SUBSCRIBE, from the first channel on when a node says so at the start
+// (see knowsShardedPubSub), or else once its SSUBSCRIBE was refused.
 func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
-	if cluster, ok := c.client.(*redis.ClusterClient); ok && !c.classicPubSub.Load() {
+	if cluster, ok := c.client.(*redis.ClusterClient); ok && !c.classicPubSub.Load() && c.knowsShardedPubSub(ctx, cluster) {
 		return c.listenSharded(ctx, cluster, subscribe, unsubscribe, onMessage)
 	}
 	ps := c.client.Subscribe(ctx)

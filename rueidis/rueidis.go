@@ -160,13 +160,15 @@ func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Durat
 // subscribes again after a pause, when such a connection fails or when the
 // cluster ends a subscription because the channel's slot moved (a
 // resharding, or a failover). A cluster without sharded pub/sub (Redis
-// before 7.0) gets SUBSCRIBE from then on.
+// before 7.0) gets SUBSCRIBE, from the first channel on when a node says so
+// at the start (see knowsShardedPubSub), or else once its SSUBSCRIBE was
+// refused.
 func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
 	client, err := c.get(ctx)
 	if err != nil {
 		return err
 	}
-	if c.IsCluster() && !c.classicPubSub.Load() {
+	if c.IsCluster() && !c.classicPubSub.Load() && c.knowsShardedPubSub(ctx, client) {
 		return c.listenSharded(ctx, client, subscribe, unsubscribe, onMessage)
 	}
 	// Closed, not given back to rueidis's pool: giving it back unsubscribes

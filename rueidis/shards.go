@@ -216,6 +216,22 @@ func (b *inbox) take() []rueidis.PubSubMessage {
 	return m
 }
 
+// knowsShardedPubSub asks a node of the cluster whether it has SSUBSCRIBE
+// (COMMAND INFO), and reports false only when the node says it does not
+// (Redis before 7.0), which it remembers: Listen then subscribes by
+// SUBSCRIBE from its first channel on, where a refused SSUBSCRIBE would
+// fail it, and leave its first waiters to their retry delays until the
+// Client listens again. A node that does not answer (or refuses COMMAND)
+// gets SSUBSCRIBE, whose refusal has the same effect, later.
+func (c *Conn) knowsShardedPubSub(ctx context.Context, client rueidis.Client) bool {
+	info, err := client.Do(ctx, client.B().CommandInfo().CommandName("ssubscribe").Build()).ToArray()
+	if err != nil || len(info) != 1 || !info[0].IsNil() {
+		return true
+	}
+	c.classicPubSub.Store(true)
+	return false
+}
+
 // isUnknownCommand reports whether err is a server's refusal of a command
 // it does not have: SSUBSCRIBE before Redis 7.0.
 func isUnknownCommand(err error) bool {
