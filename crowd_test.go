@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,15 +101,16 @@ func TestQueue_aClientKeepsItsPlaceUntilItsRelease(t *testing.T) {
 	// Only a wake-up makes the waiter try again.
 	waiter := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond,
 		Retry: redlock.Jittered(time.Minute, time.Minute)})
-	got := make(chan *redlock.Lock, 1)
+	type result struct {
+		lock *redlock.Lock
+		err  error
+	}
+	got := make(chan result, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()
 		l, err := waiter.Acquire(ctx, "place")
-		if err != nil {
-			t.Errorf("waiter: %v", err)
-		}
-		got <- l
+		got <- result{l, err}
 	}()
 	queue, _ := redlock.QueueKeys("place")
 	queued := func(n *redlocktest.Node) bool { return do(t, n, "ZRANGE", queue, "0", "-1") == waiter.ID() }
@@ -119,6 +121,13 @@ func TestQueue_aClientKeepsItsPlaceUntilItsRelease(t *testing.T) {
 	// The holder's lock is gone from node 0 (a restart, say), and node 0
 	// names the waiter: it wins there only, and fails.
 	wakeOn := func(n *redlocktest.Node) {
+		// The waiter queued before it subscribed: a release announced
+		// before that would wake nobody.
+		eventually(t, fmt.Sprint("the waiter subscribed on node ", n.Index()), func() bool {
+			return slices.ContainsFunc(pubsubList(t, n, "CHANNELS"), func(ch string) bool {
+				return strings.HasPrefix(ch, "redlock:released:place")
+			})
+		})
 		do(t, n, "DEL", "place")
 		token := fmt.Sprint("gone-", n.Index()) // a release of its own
 		do(t, n, "PUBLISH", "redlock:released:place "+waiter.ID(), token+" "+waiter.ID())
@@ -138,12 +147,13 @@ func TestQueue_aClientKeepsItsPlaceUntilItsRelease(t *testing.T) {
 	wakeOn(cluster.Node(1))
 	var won *redlock.Lock
 	select {
-	case won = <-got:
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("waiter: %v", r.err)
+		}
+		won = r.lock
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiter did not win on two nodes of three")
-	}
-	if won == nil {
-		t.FailNow()
 	}
 	if err := won.Release(bg); err != nil {
 		t.Fatal(err)
