@@ -160,28 +160,34 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	return o, o.check()
+}
+
+// check returns an ErrInvalidOptions or ErrInvalidTTL error for the first
+// option, defaults filled in, that no lock could use.
+func (o Options) check() error {
 	switch {
 	case o.NodeTimeout < minNodeTimeout:
-		return o, fmt.Errorf("%w: NodeTimeout %s is below %s: no node answers in time", ErrInvalidOptions, o.NodeTimeout, minNodeTimeout)
+		return fmt.Errorf("%w: NodeTimeout %s is below %s: no node answers in time", ErrInvalidOptions, o.NodeTimeout, minNodeTimeout)
 	case !(o.DriftFactor >= 0 && o.DriftFactor < 0.5): // NaN too
-		return o, fmt.Errorf("%w: DriftFactor %g is outside [0, 0.5)", ErrInvalidOptions, o.DriftFactor)
+		return fmt.Errorf("%w: DriftFactor %g is outside [0, 0.5)", ErrInvalidOptions, o.DriftFactor)
 	case o.MaxExtensions < 0:
-		return o, fmt.Errorf("%w: MaxExtensions %d is negative", ErrInvalidOptions, o.MaxExtensions)
+		return fmt.Errorf("%w: MaxExtensions %d is negative", ErrInvalidOptions, o.MaxExtensions)
 	case o.WaitReplicas < 0:
-		return o, fmt.Errorf("%w: WaitReplicas %d is negative", ErrInvalidOptions, o.WaitReplicas)
+		return fmt.Errorf("%w: WaitReplicas %d is negative", ErrInvalidOptions, o.WaitReplicas)
 	case o.RecoveryDelay < 0:
-		return o, fmt.Errorf("%w: RecoveryDelay %s is negative", ErrInvalidOptions, o.RecoveryDelay)
+		return fmt.Errorf("%w: RecoveryDelay %s is negative", ErrInvalidOptions, o.RecoveryDelay)
 	}
 	if err := checkTTL(o.TTL, o.DriftFactor); err != nil {
-		return o, err
+		return err
 	}
 	if err := checkQuarantineTTL(o.TTL, o); err != nil {
-		return o, err
+		return err
 	}
 	if err := checkCounterTTL(o.TTL, o); err != nil {
-		return o, err
+		return err
 	}
-	return o, nil
+	return nil
 }
 
 // lossMargin returns the loss margin of a lock with ttl (see
