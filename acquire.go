@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Acquire takes the lock named key, retrying with random delays until it is
@@ -139,7 +140,7 @@ type acquisition struct {
 	lastErr       error // the last attempt's failure
 	woken         bool  // the last wait ended with a release naming this client
 	// place is this client's place in the key's queue: a refused attempt
-	// puts it there, and later ones keep it there (see queueKeys).
+	// puts it there, and later ones keep it there (see wire.QueueKeys).
 	place queuePlace
 	// call observes the call's attempts; nil without telemetry.
 	call *telemetry.Call
@@ -261,9 +262,9 @@ const splitRetryMax = 10 * time.Millisecond
 // behind clients that the next release names (queuePlace.behind): it is
 // woken when its turn comes, and tries meanwhile at about this pace only,
 // in case the lock expires unreleased or a wake-up is lost, which this
-// much slower polling costs in latency. Well within queueLasts, so that
+// much slower polling costs in latency. Well within wire.QueueLasts, so that
 // its attempts keep its place in the queue.
-const behindWait = queueLasts / 2
+const behindWait = wire.QueueLasts / 2
 
 // waitForRelease waits up to delay for key to be released, or for ctx to
 // end, and reports whether ctx is still live, and whether a release

@@ -2,69 +2,13 @@ package redlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
-
-// tokenBytes is the size of the random part of a lock token: 160 bits from the
-// CSPRNG, as the Redlock description recommends, so that two acquisitions never
-// share a token.
-const tokenBytes = 20
-
-// tokenTTLSeparator ends a token's random part; the TTL the lock was
-// acquired with follows, in milliseconds, so that ExtendToken can renew a
-// lock for as long as it was taken without being told (see tokenTTL). It
-// is outside URL-safe base64, and no space, which separates the token from
-// the names in a release announcement.
-const tokenTTLSeparator = '.'
-
-// tokenTTL returns the TTL that token, written by this library, says its
-// lock was acquired with, and false for a token without one (another
-// library's, or one from before tokens carried it).
-func tokenTTL(token string) (time.Duration, bool) {
-	i := strings.LastIndexByte(token, tokenTTLSeparator)
-	if i < 0 {
-		return 0, false
-	}
-	ms, err := strconv.ParseInt(token[i+1:], 10, 64)
-	if err != nil || ms <= 0 {
-		return 0, false
-	}
-	return time.Duration(ms) * time.Millisecond, true
-}
-
-// attemptStrings returns what an acquisition attempt on key sends that
-// changes with every attempt: a fresh random token, URL-safe base64 without
-// padding followed by "." and ttl in milliseconds (see tokenTTL), the key's fencing counter key (fenceKey) and now in
-// microseconds, in decimal. tag is the key's slot tag (see layout). With
-// queued, it also returns the names of the key's queue keys (see
-// queueKeys). They share one allocation.
-func attemptStrings(key string, now time.Time, ttl time.Duration, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
-	var b [tokenBytes]byte
-	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
-	var stack [192]byte
-	buf := base64.RawURLEncoding.AppendEncode(stack[:0], b[:])
-	buf = strconv.AppendInt(append(buf, tokenTTLSeparator), ttl.Milliseconds(), 10)
-	end := [5]int{len(buf)}
-	buf = append(append(append(buf, fencePrefix...), tag...), key...)
-	end[1] = len(buf)
-	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
-	end[2], end[3], end[4] = len(buf), len(buf), len(buf)
-	if queued {
-		buf = append(append(append(buf, queuePrefix...), tag...), key...)
-		end[3] = len(buf)
-		buf = append(append(append(buf, queueDeadlinePrefix...), tag...), key...)
-		end[4] = len(buf)
-	}
-	s := string(buf)
-	return s[:end[0]], s[end[0]:end[1]], s[end[1]:end[2]], s[end[2]:end[3]], s[end[3]:end[4]]
-}
 
 // attempt is one acquisition attempt: its token, its request and the
 // nodes' replies.
@@ -84,7 +28,7 @@ type attempt struct {
 }
 
 // queuePlace is a waiting caller's place in a key's queue of waiting
-// clients on the nodes (see queueKeys, lua/queued_acquire.lua).
+// clients on the nodes (see wire.QueueKeys, lua/queued_acquire.lua).
 type queuePlace struct {
 	// since is when the caller began waiting for the key, in microseconds
 	// on its clock, or "" before its first attempt.
@@ -102,7 +46,7 @@ const namedWaiters = 2
 // newAttempt prepares an attempt on key, its clock started.
 //
 // place, when not nil, makes the attempt go through the key's queue of
-// waiting clients (see queueKeys, lua/queued_acquire.lua): place.since is
+// waiting clients (see wire.QueueKeys, lua/queued_acquire.lua): place.since is
 // when the caller began waiting for key, or "" on its first attempt, which
 // is then a newcomer's and sets it to its own clock; its conclusion sets
 // place.behind.
@@ -116,7 +60,7 @@ func (c *Client) newAttempt(key string, ttl time.Duration, place *queuePlace, sh
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock, queue, deadlines := attemptStrings(key, time.Now(), ttl, c.keys.tag(key), place != nil || shared)
+	token, fenceKey, clock, queue, deadlines := wire.AttemptStrings(key, time.Now(), ttl, c.keys.Tag(key), place != nil || shared)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
 	if shared {
@@ -278,11 +222,11 @@ type acquireReply struct {
 // decodes each node's reply into replies[i], i being the node's index: the
 // caller may read replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
-	marker, process := c.keys.markerKeys(key)
+	marker, process := c.keys.MarkerKeys(key)
 	r.keys = [6]string{key, fenceKey, marker, process}
 	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterMillis(ttl), clock}
 	r.replies = replies
-	r.request = request{script: acquireScript, keys: r.keys[:4], args: r.args[:5], decode: r}
+	r.request = request{script: wire.AcquireScript, keys: r.keys[:4], args: r.args[:5], decode: r}
 	return &r.request
 }
 
@@ -295,14 +239,14 @@ func (r *acquireRequest) queue(queue, deadlines, id, since, lasts string, first 
 	if first {
 		r.args[8] = "1"
 	}
-	r.request.script, r.request.keys, r.request.args = queuedAcquireScript, r.keys[:], r.args[:]
+	r.request.script, r.request.keys, r.request.args = wire.QueuedAcquireScript, r.keys[:], r.args[:]
 }
 
 // share turns r into the request of a shared (read) acquisition, which
 // reads the key's queue of waiting clients (see lua/acquire_shared.lua).
 func (r *acquireRequest) share(queue, deadlines string) {
 	r.keys[4], r.keys[5] = queue, deadlines
-	r.request.script, r.request.keys = acquireSharedScript, r.keys[:6]
+	r.request.script, r.request.keys = wire.AcquireSharedScript, r.keys[:6]
 }
 
 // acquireRequest is an acquisition's request with its keys, arguments and

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/hashslot"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Requests of concurrent calls to one node share script calls: while
@@ -38,7 +41,7 @@ var errPipeClosed = errors.New("not sent: the client is closed")
 
 // request is one script call that a fan-out makes of every node.
 type request struct {
-	script *script
+	script *wire.Script
 	keys   []string
 	args   []string
 	// decode, when set, turns node's reply into the value the fan-out
@@ -126,7 +129,7 @@ type pipe struct {
 	// touch one hash slot only: a batch holds the calls of one slot.
 	cluster bool
 	// replicas is Options.WaitReplicas: how many replicas must confirm a
-	// replicated script's writes (see script.replicated).
+	// replicated script's writes (see script.Replicated).
 	replicas int
 	// inline: the node may be asked from the caller's goroutine, as its
 	// Conn returns at the request's deadline (see honoursContext).
@@ -277,12 +280,12 @@ func (p *pipe) next() []*call {
 // (calls joined to one taken go with it); the others stay queued in order.
 // The caller holds p.mu, and the queue is not empty.
 func (p *pipe) takeSlot() []*call {
-	slot := keySlot(p.queue[0].req.keys[0])
+	slot := hashslot.Of(p.queue[0].req.keys[0])
 	var batch []*call
 	rest := p.queue[:0]
 	taken := false // whether the call before was taken
 	for _, cl := range p.queue {
-		take := keySlot(cl.req.keys[0]) == slot && (len(batch) < maxBatch || cl.joined && taken)
+		take := hashslot.Of(cl.req.keys[0]) == slot && (len(batch) < maxBatch || cl.joined && taken)
 		if cl.joined && !taken {
 			take = false // it leaves with the call it is joined to
 		}
@@ -346,11 +349,11 @@ func (p *pipe) sendBatch(batch []*call) {
 	args := make([]string, 0, nArgs)
 	for _, cl := range batch {
 		keys = append(keys, cl.req.keys...)
-		args = append(args, cl.req.script.forNode(p.cluster).batchID, strconv.Itoa(len(cl.req.keys)), strconv.Itoa(len(cl.req.args)))
+		args = append(args, cl.req.script.ForNode(p.cluster).BatchID, strconv.Itoa(len(cl.req.keys)), strconv.Itoa(len(cl.req.args)))
 		args = append(args, cl.req.args...)
 	}
 	ctx := p.batchDeadlines.until(deadline)
-	v, acked, err := p.eval(ctx, deadline, batchScript, keys, args)
+	v, acked, err := p.eval(ctx, deadline, wire.BatchScript, keys, args)
 	replies, ok := v.([]any)
 	if err == nil && (!ok || len(replies) != len(batch)) {
 		err = fmt.Errorf("redlock: unexpected reply to the batch script: %d replies for %d requests", len(replies), len(batch))
@@ -395,24 +398,24 @@ func decodeReply(req *request, node int, v any, err error) (any, error) {
 // eval runs s on the node (its Redis Cluster variant on a cluster, see
 // script.forNode); for a replicated script with Options.WaitReplicas set,
 // then WAIT on the same connection, up to deadline (acked is -1 otherwise).
-func (p *pipe) eval(ctx context.Context, deadline time.Time, s *script, keys, args []string) (v any, acked int64, err error) {
-	s = s.forNode(p.cluster)
-	if p.replicas == 0 || !s.replicated && s != batchScript {
-		v, err = p.conn.EvalSHA(ctx, s.sha1, s.source, keys, args...)
+func (p *pipe) eval(ctx context.Context, deadline time.Time, s *wire.Script, keys, args []string) (v any, acked int64, err error) {
+	s = s.ForNode(p.cluster)
+	if p.replicas == 0 || !s.Replicated && s != wire.BatchScript {
+		v, err = p.conn.EvalSHA(ctx, s.SHA1, s.Source, keys, args...)
 		return v, -1, asNoAuth(err)
 	}
 	// WAIT gets three quarters of the time left, so that its reply (the
 	// replicas that did confirm) arrives before the deadline; WAIT 0 would
 	// wait for ever: wait at least a millisecond.
 	timeout := max((time.Until(deadline) * 3 / 4).Truncate(time.Millisecond), time.Millisecond)
-	v, acked, err = p.conn.(replicator).EvalSHAWait(ctx, p.replicas, timeout, s.sha1, s.source, keys, args...)
+	v, acked, err = p.conn.(replicator).EvalSHAWait(ctx, p.replicas, timeout, s.SHA1, s.Source, keys, args...)
 	return v, acked, asNoAuth(err)
 }
 
 // checkReplicated returns err, or an errReplicasBehind when s is replicated
 // and fewer replicas than asked confirmed its writes.
-func (p *pipe) checkReplicated(s *script, err error, acked int64) error {
-	if err != nil || acked < 0 || !s.replicated || acked >= int64(p.replicas) {
+func (p *pipe) checkReplicated(s *wire.Script, err error, acked int64) error {
+	if err != nil || acked < 0 || !s.Replicated || acked >= int64(p.replicas) {
 		return err
 	}
 	return &errReplicasBehind{acked: acked, want: p.replicas}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/wire"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -103,7 +104,7 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 				testAcquirer(c, "free", "tok-free", 10*time.Second, replies[0]),
 				testAcquirer(c, "held", "tok-held", 10*time.Second, replies[1]),
 				releaser("mine", "tok-mine"),
-				{script: extendScript, keys: []string{"ext"}, args: []string{"tok-ext", "60000"}},
+				{script: wire.ExtendScript, keys: []string{"ext"}, args: []string{"tok-ext", "60000"}},
 				testAcquirer(c, "broken", "tok-broken", 10*time.Second, replies[2]),
 				releaser("held", "wrong-token"),
 			}
@@ -184,7 +185,7 @@ func wantGet(t *testing.T, n *redlocktest.Node, key, want, when string) {
 // wantBatchScriptRan fails the test unless n has run the batch script.
 func wantBatchScriptRan(t *testing.T, n *redlocktest.Node) {
 	t.Helper()
-	if v := must(t, n, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
+	if v := must(t, n, "SCRIPT", "EXISTS", wire.BatchScript.SHA1); v != "1" {
 		t.Errorf("SCRIPT EXISTS batch script = %q: the requests did not go as one batch", v)
 	}
 }
@@ -244,7 +245,7 @@ func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
 			t.Errorf("queued call %d: got (%v, %v), want granted", i, a.val, a.err)
 		}
 	}
-	if v := must(t, node, "SCRIPT", "EXISTS", batchScript.sha1); v != "1" {
+	if v := must(t, node, "SCRIPT", "EXISTS", wire.BatchScript.SHA1); v != "1" {
 		t.Errorf("SCRIPT EXISTS batch script = %q: the queued calls did not leave as one batch", v)
 	}
 	p.done()
@@ -302,7 +303,7 @@ func TestPipe_contendedKeysStayExclusive(t *testing.T) {
 			}
 			batched := 0
 			for _, n := range cluster.Nodes() {
-				if must(t, n, "SCRIPT", "EXISTS", batchScript.sha1) == "1" {
+				if must(t, n, "SCRIPT", "EXISTS", wire.BatchScript.SHA1) == "1" {
 					batched++
 				}
 				for k := range keys {
@@ -500,7 +501,7 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	delay := c.opts.RecoveryDelay
 	inspector := func() *request {
-		return &request{script: inspectScript, keys: []string{"mixed", FenceKey("mixed"), MarkerKey, ProcessKey}, args: []string{c.wire.recovery},
+		return &request{script: wire.InspectScript, keys: []string{"mixed", FenceKey("mixed"), MarkerKey, ProcessKey}, args: []string{c.wire.recovery},
 			decode: decodeFunc(func(_ int, v any) (any, error) {
 				s, err := c.decodeInspect(v)
 				return s, err
@@ -508,7 +509,7 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 	}
 	markReady := func() *request {
 		// Forced: the node is new, and no check read it before.
-		return &request{script: markReadyScript, keys: []string{MarkerKey, ProcessKey}, args: []string{c.wire.recovery, "1"}}
+		return &request{script: wire.MarkReadyScript, keys: []string{MarkerKey, ProcessKey}, args: []string{c.wire.recovery, "1"}}
 	}
 	replies := [][]acquireReply{make([]acquireReply, 1), make([]acquireReply, 1)}
 	reqs := []*request{

@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // ExtendToken extends the lock named key that was acquired with token,
@@ -24,7 +26,7 @@ import (
 func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
 	if ttl == 0 {
 		ttl = c.opts.TTL
-		if acquired, ok := tokenTTL(token); ok {
+		if acquired, ok := wire.TokenTTL(token); ok {
 			ttl = acquired
 		}
 	}

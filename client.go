@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Client acquires locks over N independent Redis masters with the Redlock
@@ -27,9 +28,9 @@ type Client struct {
 	waiters *waiters
 	permits localPermits // the permits of semaphores held here
 	finish  finishers    // releases finished in the background
-	keys    layout       // the names of the keys kept beside each lock key
+	keys    wire.Layout  // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key
-	// (see queueKeys): random, URL-safe base64.
+	// (see wire.QueueKeys): random, URL-safe base64.
 	id string
 	// tel records metrics, spans and log records (telemetry.go); nil when
 	// Options has no logger and no provider.
@@ -79,7 +80,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		}
 	}
 	c.nodes.init(conns, o.WaitReplicas)
-	c.keys.cluster = slices.ContainsFunc(conns, isRedisCluster)
+	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
 	c.waker = newWaker(c.conns, c.quorum, c.id, c.keys)
 	c.tel = newTelemetry(given, conns)
 	return c, nil
@@ -153,8 +154,8 @@ func (c *Client) lockKey(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if strings.HasPrefix(key, markerKey) || strings.HasPrefix(key, processKey) || strings.HasPrefix(key, fencePrefix) ||
-		strings.HasPrefix(key, queuePrefix) || strings.HasPrefix(key, queueDeadlinePrefix) {
+	if strings.HasPrefix(key, wire.MarkerKey) || strings.HasPrefix(key, wire.ProcessKey) || strings.HasPrefix(key, wire.FencePrefix) ||
+		strings.HasPrefix(key, wire.QueuePrefix) || strings.HasPrefix(key, wire.QueueDeadlinePrefix) {
 		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
 	}
 	return key, nil
@@ -186,7 +187,7 @@ type wireArgs struct {
 	counterTTL    string // counter TTL for Options.TTL, in milliseconds
 	recoveryDelay time.Duration
 	recovery      string // Options.RecoveryDelay in microseconds; "0" when off
-	queueLasts    string // queueLasts, in microseconds
+	queueLasts    string // wire.QueueLasts, in microseconds
 }
 
 func newWireArgs(o Options) wireArgs {
@@ -196,7 +197,7 @@ func newWireArgs(o Options) wireArgs {
 		counterTTL:    strconv.FormatInt((o.TTL + o.RecoveryDelay).Milliseconds(), 10),
 		recoveryDelay: o.RecoveryDelay,
 		recovery:      "0",
-		queueLasts:    strconv.FormatInt(queueLasts.Microseconds(), 10),
+		queueLasts:    strconv.FormatInt(wire.QueueLasts.Microseconds(), 10),
 	}
 	if !o.DisableQuarantine {
 		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)

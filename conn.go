@@ -88,7 +88,7 @@ type replicator interface {
 //	IsCluster() bool
 //
 // which returns true. The Client then keeps every key it needs for a lock
-// in the lock key's hash slot (see layout), and sends each request by
+// in the lock key's hash slot (see wire.Layout), and sends each request by
 // itself, since one script call cannot touch two slots. Both adapters have
 // it. Such a Conn follows MOVED and ASK redirections itself, and finds the
 // master that serves a slot after a failover (the goredis adapter reloads

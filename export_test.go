@@ -4,40 +4,42 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // What the tests read of the package's insides.
 
 // ScriptSources are the library's scripts as sent, for tests that preload
 // them on their nodes.
-var ScriptSources = []string{acquireScript.source, queuedAcquireScript.source, releaseScript.source, extendScript.source, raiseScript.source,
-	inspectScript.source, markReadyScript.source, shardedReleaseScript.source, markerStateScript.source, batchScript.source}
+var ScriptSources = []string{wire.AcquireScript.Source, wire.QueuedAcquireScript.Source, wire.ReleaseScript.Source, wire.ExtendScript.Source, wire.RaiseScript.Source,
+	wire.InspectScript.Source, wire.MarkReadyScript.Source, wire.ShardedReleaseScript.Source, wire.MarkerStateScript.Source, wire.BatchScript.Source}
 
 // QueueKeys are the names of the keys that queue the clients waiting for
 // a lock key.
-func QueueKeys(key string) (queue, deadlines string) { return queueKeys(key) }
+func QueueKeys(key string) (queue, deadlines string) { return wire.QueueKeys(key) }
 
 // ID is the client's id in the queues of waiting clients.
 func (c *Client) ID() string { return c.id }
 
 // AcquireScriptSource is the acquire script as sent, for tests that run it
 // directly.
-var AcquireScriptSource = acquireScript.source
+var AcquireScriptSource = wire.AcquireScript.Source
 
 // The keys the library keeps beside the locks.
 const (
-	MarkerKey  = markerKey
-	ProcessKey = processKey
+	MarkerKey  = wire.MarkerKey
+	ProcessKey = wire.ProcessKey
 )
 
 // ReleaseChannel returns the channel on which releases of a lock key are
 // announced, by a client with a Redis Cluster node or without one.
 func ReleaseChannel(key string, cluster bool) string {
-	return layout{cluster: cluster}.releaseChannel(key)
+	return wire.Layout{Cluster: cluster}.ReleaseChannel(key)
 }
 
 // FenceKey returns the fencing counter's key for a lock key.
-func FenceKey(key string) string { return fenceKey(key) }
+func FenceKey(key string) string { return wire.FenceKey(key) }
 
 // ErrNotMarkedReady is the verdict of a failed MarkReady.
 var ErrNotMarkedReady = errNotMarkedReady

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Fence returns the lock's fencing token: a number strictly greater than the
@@ -47,10 +49,10 @@ func fenceOf(results []NodeResult, replies []acquireReply) (fence uint64, behind
 // package documentation).
 func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint64, ttl time.Duration,
 	granted []NodeResult, replies []acquireReply) ([]NodeResult, int) {
-	keys := []string{key, c.keys.fenceKey(key)}
+	keys := []string{key, c.keys.FenceKey(key)}
 	value := strconv.FormatUint(fence, 10)
 	counterTTL := c.wire.counterMillis(ttl)
-	raise := &request{script: raiseScript, keys: keys, args: []string{token, value, counterTTL},
+	raise := &request{script: wire.RaiseScript, keys: keys, args: []string{token, value, counterTTL},
 		local: func(node int) (any, bool) {
 			// Granted, and already there.
 			return int64(1), granted[node].Outcome == OutcomeOK && replies[node].fence == fence

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // NodeState is what one node holds for one lock, as Client.Inspect read it in
@@ -58,17 +59,17 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err := checkContext(ctx); err != nil {
 		return nil, err
 	}
-	wire, err := c.lockKey(key)
+	onWire, err := c.lockKey(key)
 	if err != nil {
 		return nil, err
 	}
-	marker, process := c.keys.markerKeys(wire)
-	keys := []string{wire, c.keys.fenceKey(wire), marker, process}
+	marker, process := c.keys.MarkerKeys(onWire)
+	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process}
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
-	read := &request{script: inspectScript, keys: keys, args: args, decode: decodeFunc(func(node int, v any) (any, error) {
+	read := &request{script: wire.InspectScript, keys: keys, args: args, decode: decodeFunc(func(node int, v any) (any, error) {
 		s, err := c.decodeInspect(v)
 		if err != nil {
 			return nil, err
@@ -150,7 +151,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 		return NodeState{}, err
 	}
 	if r.left < 0 {
-		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", markerKey, r.marker)
+		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", wire.MarkerKey, r.marker)
 	}
 	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1}
 	switch {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Lock is an acquired lock. It is safe for concurrent use; it must not be
@@ -211,7 +211,7 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return err
 	}
 	c := l.client
-	extend := &request{script: extendScript, keys: []string{l.key}, args: []string{l.token, c.wire.millis(ttl)}}
+	extend := &request{script: wire.ExtendScript, keys: []string{l.key}, args: []string{l.token, c.wire.millis(ttl)}}
 	start := time.Now()
 	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, isOne, c.decided)
 	c.observeNodes(ctx, call, telemetry.OpExtend, results)
@@ -276,46 +276,20 @@ func (l *Lock) extendFailedLocked(qe *QuorumError) {
 // release of a failed attempt, or one that carries the next attempt.
 func releaser(key, token string) *request {
 	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
-	r.request = request{script: releaseScript, keys: r.keys[:1], args: r.args[:2]}
+	r.request = request{script: wire.ReleaseScript, keys: r.keys[:1], args: r.args[:2]}
 	return &r.request
 }
 
 // announcedReleaser returns the request of a release published on the
 // key's release channel (layout.releaseChannel), naming the first clients in
-// the key's queue (see queueKeys), which it takes client id out of.
-func announcedReleaser(key, token, id string, keys layout) *request {
+// the key's queue (see wire.QueueKeys), which it takes client id out of.
+func announcedReleaser(key, token, id string, keys wire.Layout) *request {
 	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
-	channel, clock, queue, deadlines := releaseStrings(key, time.Now(), keys.tag(key))
+	channel, clock, queue, deadlines := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
 	r.keys[1], r.keys[2] = queue, deadlines
 	r.args[1], r.args[2], r.args[3] = channel, clock, id
-	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
+	r.request = request{script: wire.ReleaseScript, keys: r.keys[:], args: r.args[:]}
 	return &r.request
-}
-
-// releaseStrings returns what an announced release of key sends that
-// changes with every call: the prefix of the key's release channel (the
-// script appends the key), now in microseconds, in decimal, and the names of
-// the key's queue keys (see queueKeys; tag is the key's slot tag, and goes
-// in the channel's name too). They share one allocation, as in
-// attemptStrings; without a tag, the prefix is releaseChannelPrefix.
-func releaseStrings(key string, now time.Time, tag string) (channel, clock, queue, deadlines string) {
-	var stack [160]byte
-	buf := stack[:0]
-	if tag != "" {
-		buf = append(append(buf, releaseChannelPrefix...), tag...)
-	}
-	endChannel := len(buf)
-	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
-	endClock := len(buf)
-	buf = append(append(append(buf, queuePrefix...), tag...), key...)
-	endQueue := len(buf)
-	buf = append(append(append(buf, queueDeadlinePrefix...), tag...), key...)
-	s := string(buf)
-	channel = releaseChannelPrefix
-	if tag != "" {
-		channel = s[:endChannel]
-	}
-	return channel, s[endChannel:endClock], s[endClock:endQueue], s[endQueue:]
 }
 
 // releaseRequest is a release's request with its keys and arguments in one

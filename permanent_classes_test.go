@@ -9,6 +9,7 @@ import (
 	"time"
 
 	goredisv9 "github.com/redis/go-redis/v9"
+
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // MarkReady declares every node ready to vote at once: it sets the restart
@@ -83,14 +84,14 @@ const markParallel = 32
 
 // markerSets returns the keys of each restart marker that MarkReady marks,
 // the marker's and its process key's: one marker on independent servers,
-// and one per hash slot when a node is a Redis Cluster (see layout).
+// and one per hash slot when a node is a Redis Cluster (see wire.Layout).
 func (c *Client) markerSets() [][]string {
-	if !c.keys.cluster {
-		return [][]string{{markerKey, processKey}}
+	if !c.keys.Cluster {
+		return [][]string{{wire.MarkerKey, wire.ProcessKey}}
 	}
-	sets := make([][]string, slotCount)
+	sets := make([][]string, wire.SlotCount)
 	for slot := range sets {
-		marker, process := slotMarkerKeys(slot)
+		marker, process := wire.SlotMarkerKeys(slot)
 		sets[slot] = []string{marker, process}
 	}
 	return sets
@@ -244,7 +245,7 @@ func (c *Client) readMarkersOnce(ctx context.Context, keys []string) ([]markerSt
 	// A node that answers too late may still write its entry after the
 	// fan-out returned; only the entries of the nodes that answered are read.
 	states := make([]markerState, len(c.conns))
-	read := &request{script: markerStateScript, keys: keys, args: []string{strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)},
+	read := &request{script: wire.MarkerStateScript, keys: keys, args: []string{strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)},
 		decode: decodeFunc(func(node int, v any) (any, error) {
 			s, err := parseMarkerState(v, keys[0])
 			if err != nil {
@@ -281,7 +282,7 @@ func parseMarkerState(v any, key string) (markerState, error) {
 // markRequest returns the mark-ready request for the restart marker of
 // keys, the marker's and its process key's, with the script's args.
 func (c *Client) markRequest(keys, args []string) *request {
-	return &request{script: markReadyScript, keys: keys, args: args, decode: decodeFunc(func(_ int, v any) (any, error) {
+	return &request{script: wire.MarkReadyScript, keys: keys, args: args, decode: decodeFunc(func(_ int, v any) (any, error) {
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("redlock: unexpected reply to the mark-ready script: %v", v)
 		}

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 )
@@ -106,56 +105,5 @@ func TestRetryStrategies(t *testing.T) {
 	}
 	if _, ok := l.NextDelay(4); ok {
 		t.Error("LimitAttempts(3) allowed attempt 4")
-	}
-}
-
-func TestTokenTTL_foreignTokens(t *testing.T) {
-	for _, tok := range []string{"", "e1f2a3", "uuid-like-4f1c", "x.", "x.0", "x.-5", "x.1s", "a.b"} {
-		if ttl, ok := tokenTTL(tok); ok {
-			t.Errorf("tokenTTL(%q) = %s, true; want none", tok, ttl)
-		}
-	}
-}
-
-func TestAttemptStrings(t *testing.T) {
-	seen := map[string]bool{}
-	now := time.UnixMicro(1_700_000_000_123_456)
-	for i := range 1000 {
-		key := strings.Repeat("k", i%200) // past the stack buffer, too
-		tok, fenceKey, clock, queue, deadlines := attemptStrings(key, now, time.Second, "", i%2 == 0)
-		if len(tok) != 27+len(".1000") || !strings.HasSuffix(tok, ".1000") || seen[tok] {
-			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
-		}
-		if ttl, ok := tokenTTL(tok); !ok || ttl != time.Second {
-			t.Fatalf("tokenTTL(%q) = %s, %v; want 1s", tok, ttl, ok)
-		}
-		seen[tok] = true
-		if fenceKey != FenceKey(key) || clock != "1700000000123456" {
-			t.Fatalf("attemptStrings(%q) = %q, %q; want %q, %q", key, fenceKey, clock, FenceKey(key), "1700000000123456")
-		}
-		wantQueue, wantDeadlines := "", ""
-		if i%2 == 0 {
-			wantQueue, wantDeadlines = QueueKeys(key)
-		}
-		if queue != wantQueue || deadlines != wantDeadlines {
-			t.Fatalf("attemptStrings(%q) queue keys %q, %q; want %q, %q", key, queue, deadlines, wantQueue, wantDeadlines)
-		}
-	}
-}
-
-func TestReleaseStrings(t *testing.T) {
-	now := time.UnixMicro(1_700_000_000_123_456)
-	for _, key := range []string{"k", strings.Repeat("k", 300)} {
-		for _, l := range []layout{{}, {cluster: true}} {
-			channel, clock, queue, deadlines := releaseStrings(key, now, l.tag(key))
-			wantQueue, wantDeadlines := QueueKeys(key)
-			if l.cluster {
-				tag := l.tag(key)
-				wantQueue, wantDeadlines = queuePrefix+tag+key, queueDeadlinePrefix+tag+key
-			}
-			if channel+key != l.releaseChannel(key) || clock != "1700000000123456" || queue != wantQueue || deadlines != wantDeadlines {
-				t.Fatalf("releaseStrings(%q, cluster %v) = %q, %q, %q, %q", key, l.cluster, channel, clock, queue, deadlines)
-			}
-		}
 	}
 }

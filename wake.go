@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Wake-up timing.
@@ -35,7 +37,7 @@ const (
 // votes between them, nor race ahead of the nodes still holding the lock.
 //
 // Across clients, each announcement names the first two clients in the key's
-// queue on its node (see queueKeys), and only they wake: a crowd of processes
+// queue on its node (see wire.QueueKeys), and only they wake: a crowd of processes
 // waiting for one key would otherwise all try at once at every release and
 // split the nodes' votes so that none wins. Two, so that a client that left
 // without taking the key costs no wake-up; on five nodes, two contenders
@@ -48,9 +50,9 @@ const (
 // as clients that never were refused are not in the queue.
 type waker struct {
 	notifiers []notifier
-	keys      layout // names the release channels, as the release script does
-	quorum    int    // announcements of one release that wake a waiter
-	id        string // this client's id in the queues
+	keys      wire.Layout // names the release channels, as the release script does
+	quorum    int         // announcements of one release that wake a waiter
+	id        string      // this client's id in the queues
 
 	mu      sync.Mutex
 	queues  map[string][]*wakeup    // key's channel → waiters, oldest first
@@ -93,7 +95,7 @@ type subscription struct {
 
 // newWaker returns the waker of a client over conns, whose keys are laid
 // out as keys says, or nil when no Conn can notify.
-func newWaker(conns []Conn, quorum int, id string, keys layout) *waker {
+func newWaker(conns []Conn, quorum int, id string, keys wire.Layout) *waker {
 	var ns []notifier
 	for _, c := range conns {
 		if n, ok := c.(notifier); ok {
@@ -318,7 +320,7 @@ func (w *waker) listenFor(key string) (wake *wakeup, stop func()) {
 	if w == nil {
 		return &noWakeup, func() {}
 	}
-	channel := w.keys.releaseChannel(key)
+	channel := w.keys.ReleaseChannel(key)
 	wake = w.register(channel)
 	return wake, func() { w.unregister(channel, wake) }
 }
@@ -334,7 +336,7 @@ func (w *waker) listenForAll(keys []string, everyone bool) (wake *wakeup, stop f
 	wake.everyone = everyone
 	channels := make([]string, len(keys))
 	for i, key := range keys {
-		channels[i] = w.keys.releaseChannel(key)
+		channels[i] = w.keys.ReleaseChannel(key)
 		w.registerAs(channels[i], wake)
 	}
 	return wake, func() {

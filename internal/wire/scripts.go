@@ -1,4 +1,4 @@
-package redlock
+package wire
 
 import (
 	"crypto/sha1"
@@ -113,25 +113,25 @@ var (
 	batchFunc = &luaFunction{name: "batch", source: batchSource}
 )
 
-// script is a Lua script with its SHA1, sent by EVALSHA.
-type script struct {
-	source string
-	sha1   string
+// Script is a Lua script with its SHA1, sent by EVALSHA.
+type Script struct {
+	Source string
+	SHA1   string
 	// fn is the function of lua/ that the script runs.
 	fn *luaFunction
-	// batchID is fn's number in the batch script's table of functions.
-	batchID string
-	// replicated: its writes that grant or extend a lock must reach the
+	// BatchID is fn's number in the batch script's table of functions.
+	BatchID string
+	// Replicated: its writes that grant or extend a lock must reach the
 	// replicas that Options.WaitReplicas asks for.
-	replicated bool
+	Replicated bool
 	// onCluster, when set, is the script to run instead on a Redis Cluster
-	// node, with the same keys and arguments (see forNode).
-	onCluster *script
+	// node, with the same keys and arguments (see ForNode).
+	onCluster *Script
 }
 
-// forNode returns the script to run on a node: s, or its variant for a
+// ForNode returns the script to run on a node: s, or its variant for a
 // Redis Cluster node when cluster is true and s has one.
-func (s *script) forNode(cluster bool) *script {
+func (s *Script) ForNode(cluster bool) *Script {
 	if cluster && s.onCluster != nil {
 		return s.onCluster
 	}
@@ -139,28 +139,28 @@ func (s *script) forNode(cluster bool) *script {
 }
 
 var (
-	acquireScript       = replicatedScript(acquireFunc)
-	queuedAcquireScript = replicatedScript(queuedAcquireFunc)
-	acquireSharedScript = replicatedScript(acquireSharedFunc)
-	releaseScript       = newScript(releaseFunc).withClusterVariant(shardedReleaseScript)
-	extendScript        = replicatedScript(extendFunc)
-	raiseScript         = replicatedScript(raiseFunc)
-	inspectScript       = newScript(inspectFunc)
-	markReadyScript     = newScript(markReadyFunc)
-	markerStateScript   = newScript(markerStateFunc)
-	// shardedReleaseScript is releaseScript on a Redis Cluster node: it
+	AcquireScript       = replicatedScript(acquireFunc)
+	QueuedAcquireScript = replicatedScript(queuedAcquireFunc)
+	AcquireSharedScript = replicatedScript(acquireSharedFunc)
+	ReleaseScript       = newScript(releaseFunc).withClusterVariant(ShardedReleaseScript)
+	ExtendScript        = replicatedScript(extendFunc)
+	RaiseScript         = replicatedScript(raiseFunc)
+	InspectScript       = newScript(inspectFunc)
+	MarkReadyScript     = newScript(markReadyFunc)
+	MarkerStateScript   = newScript(markerStateFunc)
+	// ShardedReleaseScript is ReleaseScript on a Redis Cluster node: it
 	// announces by SPUBLISH (see layout.releaseChannel).
-	shardedReleaseScript = newScript(shardedReleaseFunc)
+	ShardedReleaseScript = newScript(shardedReleaseFunc)
 
-	// batchScript runs the requests of several calls to one node in one
+	// BatchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
-	batchScript = newBatchScript(acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript,
-		shardedReleaseScript, acquireSharedScript, markerStateScript)
+	BatchScript = newBatchScript(AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript,
+		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript)
 )
 
 // withClusterVariant sets the script to run instead of s on a Redis Cluster
 // node, and returns s.
-func (s *script) withClusterVariant(onCluster *script) *script {
+func (s *Script) withClusterVariant(onCluster *Script) *Script {
 	s.onCluster = onCluster
 	return s
 }
@@ -168,27 +168,27 @@ func (s *script) withClusterVariant(onCluster *script) *script {
 // newScript returns the script that runs fn for one request: fn's
 // definition, then a call of fn on the whole KEYS and ARGV with a table of
 // its own to share.
-func newScript(fn *luaFunction) *script {
+func newScript(fn *luaFunction) *Script {
 	s := withSHA1(definitions(fn) + "return " + fn.name + "(KEYS, ARGV, 0, 0, {})\n")
 	s.fn = fn
 	return s
 }
 
 // replicatedScript is newScript for a script whose writes grant or extend a
-// lock (see script.replicated).
-func replicatedScript(fn *luaFunction) *script {
+// lock (see script.Replicated).
+func replicatedScript(fn *luaFunction) *Script {
 	s := newScript(fn)
-	s.replicated = true
+	s.Replicated = true
 	return s
 }
 
 // newBatchScript returns the script that runs a batch of requests for
 // scripts (lua/batch.lua), and numbers the scripts in order in it.
-func newBatchScript(scripts ...*script) *script {
+func newBatchScript(scripts ...*Script) *Script {
 	fns := make([]*luaFunction, 0, len(scripts)+1)
 	names := make([]string, 0, len(scripts))
 	for i, s := range scripts {
-		s.batchID = strconv.Itoa(i + 1)
+		s.BatchID = strconv.Itoa(i + 1)
 		fns = append(fns, s.fn)
 		names = append(names, s.fn.name)
 	}
@@ -198,9 +198,9 @@ func newBatchScript(scripts ...*script) *script {
 }
 
 // withSHA1 returns source as a script, with its SHA1.
-func withSHA1(source string) *script {
+func withSHA1(source string) *Script {
 	sum := sha1.Sum([]byte(source))
-	return &script{source: source, sha1: hex.EncodeToString(sum[:])}
+	return &Script{Source: source, SHA1: hex.EncodeToString(sum[:])}
 }
 
 // definitions returns the sources of fns and of the functions they call,

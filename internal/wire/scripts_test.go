@@ -1,4 +1,4 @@
-package redlock
+package wire
 
 import (
 	"strconv"
@@ -11,12 +11,12 @@ import (
 func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 	all := []*luaFunction{acquireFunc, releaseFunc, extendFunc, raiseFunc, inspectFunc, markReadyFunc, shardedReleaseFunc, markerStateFunc, batchFunc}
 	scripts := []struct {
-		s    *script
+		s    *Script
 		runs []*luaFunction
 	}{
-		{acquireScript, all[:1]}, {releaseScript, all[1:2]}, {extendScript, all[2:3]}, {raiseScript, all[3:4]},
-		{inspectScript, all[4:5]}, {markReadyScript, all[5:6]}, {shardedReleaseScript, all[6:7]}, {markerStateScript, all[7:8]},
-		{batchScript, all},
+		{AcquireScript, all[:1]}, {ReleaseScript, all[1:2]}, {ExtendScript, all[2:3]}, {RaiseScript, all[3:4]},
+		{InspectScript, all[4:5]}, {MarkReadyScript, all[5:6]}, {ShardedReleaseScript, all[6:7]}, {MarkerStateScript, all[7:8]},
+		{BatchScript, all},
 	}
 	for _, sc := range scripts {
 		var check func(f *luaFunction) int
@@ -25,10 +25,10 @@ func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 			if !strings.Contains("\n"+f.source, "\n"+decl) {
 				t.Errorf("%s's source does not declare %s", f.name, decl)
 			}
-			if n := strings.Count(sc.s.source, decl); n != 1 {
+			if n := strings.Count(sc.s.Source, decl); n != 1 {
 				t.Errorf("%s script: %s defined %d times", sc.runs[0].name, f.name, n)
 			}
-			at := strings.Index(sc.s.source, f.source)
+			at := strings.Index(sc.s.Source, f.source)
 			for _, c := range f.calls {
 				if check(c) > at {
 					t.Errorf("%s script: %s, which %s calls, is defined after it", sc.runs[0].name, c.name, f.name)
@@ -40,7 +40,7 @@ func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 			check(f)
 		}
 	}
-	if want := "\nreturn acquire(KEYS, ARGV, 0, 0, {})\n"; !strings.HasSuffix(acquireScript.source, want) {
+	if want := "\nreturn acquire(KEYS, ARGV, 0, 0, {})\n"; !strings.HasSuffix(AcquireScript.Source, want) {
 		t.Errorf("the acquire script does not end with %q", want)
 	}
 }
@@ -48,13 +48,13 @@ func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 // The batch script's table lists the scripts' functions by their batchID.
 func TestScripts_batchIDsNumberTheBatchTable(t *testing.T) {
 	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady, shardedRelease, acquireShared, markerState})\n"
-	if !strings.HasSuffix(batchScript.source, want) {
+	if !strings.HasSuffix(BatchScript.Source, want) {
 		t.Fatalf("the batch script does not end with %q", want)
 	}
-	for i, s := range []*script{acquireScript, queuedAcquireScript, releaseScript, extendScript, raiseScript, inspectScript, markReadyScript, shardedReleaseScript,
-		acquireSharedScript, markerStateScript} {
-		if s.batchID != strconv.Itoa(i+1) {
-			t.Errorf("%s: batchID %q, want %d", s.fn.name, s.batchID, i+1)
+	for i, s := range []*Script{AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript, ShardedReleaseScript,
+		AcquireSharedScript, MarkerStateScript} {
+		if s.BatchID != strconv.Itoa(i+1) {
+			t.Errorf("%s: batchID %q, want %d", s.fn.name, s.BatchID, i+1)
 		}
 	}
 }
@@ -62,15 +62,15 @@ func TestScripts_batchIDsNumberTheBatchTable(t *testing.T) {
 // On a Redis Cluster node the release runs as its sharded variant, which
 // announces by SPUBLISH; elsewhere, and for every other script, as itself.
 func TestScripts_releaseHasAClusterVariant(t *testing.T) {
-	if releaseScript.forNode(true) != shardedReleaseScript || releaseScript.forNode(false) != releaseScript {
+	if ReleaseScript.ForNode(true) != ShardedReleaseScript || ReleaseScript.ForNode(false) != ReleaseScript {
 		t.Error("the release script does not run as shardedRelease on a cluster node, and only there")
 	}
-	if !strings.Contains(shardedReleaseScript.source, `"SPUBLISH"`) || strings.Contains(releaseSource, "SPUBLISH") {
+	if !strings.Contains(ShardedReleaseScript.Source, `"SPUBLISH"`) || strings.Contains(releaseSource, "SPUBLISH") {
 		t.Error("SPUBLISH belongs to shardedRelease only")
 	}
-	for _, s := range []*script{acquireScript, queuedAcquireScript, extendScript, raiseScript, inspectScript, markReadyScript, markerStateScript, batchScript} {
-		if s.forNode(true) != s {
-			t.Errorf("%s runs as another script on a cluster node", s.sha1)
+	for _, s := range []*Script{AcquireScript, QueuedAcquireScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, BatchScript} {
+		if s.ForNode(true) != s {
+			t.Errorf("%s runs as another script on a cluster node", s.SHA1)
 		}
 	}
 }

@@ -1,0 +1,221 @@
+// Package wire defines what the library puts on the nodes: the names of the
+// keys and channels it keeps beside each lock key, where they go on a Redis
+// Cluster, the lock tokens, and the Lua scripts that act on them. Every name
+// is built here and nowhere else.
+package wire
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/hashslot"
+)
+
+// The names the library uses on every node beside the lock keys, which are
+// the names given (plus Options.KeyPrefix), as redsync and node-redlock
+// write them.
+
+// MarkerKey is the restart marker every node keeps, without a TTL, while the
+// restart quarantine is on. It holds the node's TIME in microseconds when the
+// first acquisition found it missing, or "0" once MarkReady declared the node
+// ready. A node is recovering, and withholds its vote, while its clock is less
+// than Options.RecoveryDelay past the marker's time; a node without the marker
+// lost its data (or never served a lock) and starts recovering at the next
+// acquisition. The key is the same for every Options.KeyPrefix.
+const MarkerKey = "redlock:marker"
+
+// ProcessKey holds, beside MarkerKey, the run_id of the Redis process that
+// wrote the marker. A node whose process is another one (it restarted and
+// reloaded a snapshot or an AOF, or a replica took over) has not kept every
+// lock it granted, whatever its data set says, and starts a new quarantine.
+// The key is the same for every Options.KeyPrefix.
+const ProcessKey = "redlock:process"
+
+// FencePrefix starts every fencing counter key; lock keys must not.
+const FencePrefix = "redlock:fence:"
+
+// FenceKey returns the name of the fencing counter kept on every node beside
+// the lock key key (the key on the wire, Options.KeyPrefix included):
+// "redlock:fence:" + key. It holds the last fencing token the node handed out
+// for key, as a decimal integer, and expires the lock's TTL plus
+// Options.RecoveryDelay after the last acquisition (see
+// wireArgs.counterMillis). Lock keys must not begin with "redlock:fence:".
+func FenceKey(key string) string { return FencePrefix + key }
+
+// ReleaseChannelPrefix followed by a lock key names the pub/sub channel on
+// which releases of the key are announced; on a Redis Cluster, the slot tag
+// of the key comes between them (see layout.releaseChannel). The release
+// script appends the key, so that a release does not build the name.
+const ReleaseChannelPrefix = "redlock:released:"
+
+// QueuePrefix and QueueDeadlinePrefix start the names of the two keys that
+// queue the clients waiting for a lock key (see QueueKeys).
+const (
+	QueuePrefix         = "redlock:queue:"
+	QueueDeadlinePrefix = "redlock:queue-until:"
+)
+
+// QueueKeys returns the names of the keys that queue the clients waiting for
+// the lock key key: "redlock:queue:" + key, a sorted set of client ids by the
+// time each began waiting, and "redlock:queue-until:" + key, a hash of each
+// client id to the time (on that client's clock, in microseconds) past which
+// its entry is stale. A client enters the queue when its attempt is refused,
+// and leaves it on every node with its release of the lock it won, which
+// wakes the first two clients in line (see waker). Both keys expire
+// QueueLasts after the last refusal, so nothing stays behind a key nobody
+// waits for. The two names
+// share one allocation.
+func QueueKeys(key string) (queue, deadlines string) {
+	s := QueuePrefix + key + QueueDeadlinePrefix + key
+	return s[:len(QueuePrefix)+len(key)], s[len(QueuePrefix)+len(key):]
+}
+
+// QueueLasts is how long a client's place in a key's queue lasts without
+// being renewed by another refused attempt: well above the retry delays of
+// a client that waits, so that it keeps its place, and short enough that a
+// client that stopped waiting without taking the key is not woken in vain
+// for long.
+const QueueLasts = 2 * time.Second
+
+// Layout names the keys the library keeps beside a lock key on the nodes
+// (see keys.go). Over independent servers they are fixed names, and the
+// key's name with a prefix. When a node is a Redis Cluster, a script may
+// only touch keys of one hash slot, so every key kept for a lock key goes
+// in the lock key's slot: its name carries, in braces, a tag of that slot
+// (slotTag), and the restart marker and its process key exist once per
+// slot ("redlock:marker:{tag}"), since a slot is what moves between a
+// cluster's masters, by resharding or by a replica's promotion. The slot's
+// new master is another process than the one that wrote the marker, so
+// the quarantine holds the slot out for the recovery delay there, whether
+// or not the master's last writes reached it (see quarantine.lua).
+type Layout struct {
+	Cluster bool
+}
+
+// Tag returns "{t}" for a tag t of key's slot, or "" over independent
+// servers.
+func (l Layout) Tag(key string) string {
+	if !l.Cluster {
+		return ""
+	}
+	return "{" + hashslot.Tag(hashslot.Of(key)) + "}"
+}
+
+// FenceKey returns the name of key's fencing counter.
+func (l Layout) FenceKey(key string) string {
+	return FencePrefix + l.Tag(key) + key
+}
+
+// MarkerKeys returns the names of the restart marker and its process key
+// that guard key.
+func (l Layout) MarkerKeys(key string) (marker, process string) {
+	if !l.Cluster {
+		return MarkerKey, ProcessKey
+	}
+	return SlotMarkerKeys(hashslot.Of(key))
+}
+
+// SlotMarkerKeys returns the names of the restart marker and its process
+// key of a Redis Cluster's slot.
+func SlotMarkerKeys(slot int) (marker, process string) {
+	tag := "{" + hashslot.Tag(slot) + "}"
+	return MarkerKey + ":" + tag, ProcessKey + ":" + tag
+}
+
+// ReleaseChannel returns the name of the pub/sub channel on which releases
+// of key are announced: "redlock:released:" + key over independent servers,
+// and "redlock:released:{tag}" + key when a node is a Redis Cluster, so that
+// the channel is a shard channel of the key's slot. A cluster node
+// announces with SPUBLISH on it, which reaches the subscribers of the
+// slot's shard only, where PUBLISH would reach every node of the cluster
+// (see lua/sharded_release.lua); a Redis Cluster also refuses a script's
+// SPUBLISH on a channel that another master serves.
+func (l Layout) ReleaseChannel(key string) string {
+	return ReleaseChannelPrefix + l.Tag(key) + key
+}
+
+// TokenBytes is the size of the random part of a lock token: 160 bits from the
+// CSPRNG, as the Redlock description recommends, so that two acquisitions never
+// share a token.
+const TokenBytes = 20
+
+// TokenTTLSeparator ends a token's random part; the TTL the lock was
+// acquired with follows, in milliseconds, so that ExtendToken can renew a
+// lock for as long as it was taken without being told (see TokenTTL). It
+// is outside URL-safe base64, and no space, which separates the token from
+// the names in a release announcement.
+const TokenTTLSeparator = '.'
+
+// TokenTTL returns the TTL that token, written by this library, says its
+// lock was acquired with, and false for a token without one (another
+// library's, or one from before tokens carried it).
+func TokenTTL(token string) (time.Duration, bool) {
+	i := strings.LastIndexByte(token, TokenTTLSeparator)
+	if i < 0 {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(token[i+1:], 10, 64)
+	if err != nil || ms <= 0 {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
+// AttemptStrings returns what an acquisition attempt on key sends that
+// changes with every attempt: a fresh random token, URL-safe base64 without
+// padding followed by "." and ttl in milliseconds (see TokenTTL), the key's fencing counter key (fenceKey) and now in
+// microseconds, in decimal. tag is the key's slot tag (see Layout). With
+// queued, it also returns the names of the key's queue keys (see
+// QueueKeys). They share one allocation.
+func AttemptStrings(key string, now time.Time, ttl time.Duration, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
+	var b [TokenBytes]byte
+	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
+	var stack [192]byte
+	buf := base64.RawURLEncoding.AppendEncode(stack[:0], b[:])
+	buf = strconv.AppendInt(append(buf, TokenTTLSeparator), ttl.Milliseconds(), 10)
+	end := [5]int{len(buf)}
+	buf = append(append(append(buf, FencePrefix...), tag...), key...)
+	end[1] = len(buf)
+	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
+	end[2], end[3], end[4] = len(buf), len(buf), len(buf)
+	if queued {
+		buf = append(append(append(buf, QueuePrefix...), tag...), key...)
+		end[3] = len(buf)
+		buf = append(append(append(buf, QueueDeadlinePrefix...), tag...), key...)
+		end[4] = len(buf)
+	}
+	s := string(buf)
+	return s[:end[0]], s[end[0]:end[1]], s[end[1]:end[2]], s[end[2]:end[3]], s[end[3]:end[4]]
+}
+
+// ReleaseStrings returns what an announced release of key sends that
+// changes with every call: the prefix of the key's release channel (the
+// script appends the key), now in microseconds, in decimal, and the names of
+// the key's queue keys (see QueueKeys; tag is the key's slot tag, and goes
+// in the channel's name too). They share one allocation, as in
+// AttemptStrings; without a tag, the prefix is ReleaseChannelPrefix.
+func ReleaseStrings(key string, now time.Time, tag string) (channel, clock, queue, deadlines string) {
+	var stack [160]byte
+	buf := stack[:0]
+	if tag != "" {
+		buf = append(append(buf, ReleaseChannelPrefix...), tag...)
+	}
+	endChannel := len(buf)
+	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
+	endClock := len(buf)
+	buf = append(append(append(buf, QueuePrefix...), tag...), key...)
+	endQueue := len(buf)
+	buf = append(append(append(buf, QueueDeadlinePrefix...), tag...), key...)
+	s := string(buf)
+	channel = ReleaseChannelPrefix
+	if tag != "" {
+		channel = s[:endChannel]
+	}
+	return channel, s[endChannel:endClock], s[endClock:endQueue], s[endQueue:]
+}
+
+// SlotCount is the number of hash slots of a Redis Cluster.
+const SlotCount = hashslot.Count
