@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -274,8 +275,8 @@ const behindWait = wire.QueueLasts / 2
 // release of this client, and sent when such a release took the waiter's
 // attempt with it (handoff.go).
 func waitForRelease(ctx context.Context, wake *wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
-	t := getTimer(delay)
-	defer putTimer(t)
+	t := nodes.GetTimer(delay)
+	defer nodes.PutTimer(t)
 	select {
 	case <-wake.now: // nil without a waker: never ready
 		return true, true

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -17,14 +18,14 @@ type attempt struct {
 	token   string
 	ttl     time.Duration
 	start   time.Time // carries the monotonic clock reading
-	req     *request
+	req     *nodes.Request
 	replies []acquireReply
 	// place, when not nil, is the caller's place in the key's queue of
 	// waiting clients, which the attempt goes through (see newAttempt).
 	place *queuePlace
 
 	acquire  acquireRequest
-	replyBuf [inlineNodes]acquireReply // replies' backing array while it fits
+	replyBuf [nodes.InlineNodes]acquireReply // replies' backing array while it fits
 }
 
 // queuePlace is a waiting caller's place in a key's queue of waiting
@@ -55,7 +56,7 @@ const namedWaiters = 2
 // lua/acquire_shared.lua); place is then nil.
 func (c *Client) newAttempt(key string, ttl time.Duration, place *queuePlace, shared bool) *attempt {
 	a := &attempt{key: key, ttl: ttl}
-	if n := len(c.conns); n <= inlineNodes {
+	if n := len(c.conns); n <= nodes.InlineNodes {
 		a.replies = a.replyBuf[:n]
 	} else {
 		a.replies = make([]acquireReply, n)
@@ -105,16 +106,16 @@ func (c *Client) run(ctx context.Context, a *attempt, autoRenew bool) (*Lock, er
 	// them. Likewise, this attempt waits on the nodes that this client's
 	// last release of the key has not heard back from.
 	timeout := c.nodeTimeout(ttl)
-	trailing := c.waiters.trailing(key).within(timeout)
+	trailing := c.waiters.trailing(key).Within(timeout)
 	results, ok, unfinished := c.trackedFanout(ctx, timeout, a.req, trailing, isGranted, c.decided)
 	return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
 }
 
 // conclude turns the nodes' answers to an attempt into a Lock, or cleans up
 // after a failed one.
-func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult, ok int, unfinished *flight, autoRenew bool) (*Lock, error) {
+func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult, ok int, unfinished *nodes.Flight, autoRenew bool) (*Lock, error) {
 	key, token, ttl := a.key, a.token, a.ttl
-	lag := laggingNodes(results, unfinished, c.nodeTimeout(ttl))
+	lag := unfinished.Lagging()
 	noteRecovering(results, a.replies)
 	if a.place != nil {
 		a.place.behind = ok < c.quorum && queuedBehind(results, a.replies, c.quorum)
@@ -131,7 +132,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		if ok >= c.quorum && validity > 0 {
 			lock := newLock(c, key, token, ttl, until, autoRenew)
 			lock.fence = fence
-			if len(results) <= inlineNodes {
+			if len(results) <= nodes.InlineNodes {
 				// results may live in the fan-out's own memory.
 				lock.nodes = append(lock.nodesBuf[:0], results...)
 			} else {
@@ -174,7 +175,7 @@ func queuedBehind(results []NodeResult, replies []acquireReply, quorum int) bool
 // refusedEverywhere reports that every node answered an attempt, and
 // refused it: its token is nowhere, and there is nothing to release. A
 // node that granted, failed or did not answer may hold it.
-func refusedEverywhere(results []NodeResult, lag *lagging) bool {
+func refusedEverywhere(results []NodeResult, lag *nodes.Lagging) bool {
 	if lag != nil {
 		return false
 	}
@@ -221,13 +222,13 @@ type acquireReply struct {
 // counters start again from one value and agree, with no second step. It
 // decodes each node's reply into replies[i], i being the node's index: the
 // caller may read replies[i] once the fan-out recorded node i's answer.
-func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *request {
+func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *nodes.Request {
 	marker, process := c.keys.MarkerKeys(key)
 	r.keys = [6]string{key, fenceKey, marker, process}
 	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterMillis(ttl), clock}
 	r.replies = replies
-	r.request = request{script: wire.AcquireScript, keys: r.keys[:4], args: r.args[:5], decode: r}
-	return &r.request
+	r.Request = nodes.Request{Script: wire.AcquireScript, Keys: r.keys[:4], Args: r.args[:5], Decode: r}
+	return &r.Request
 }
 
 // queue turns r into the request of a client that waits for the key: the
@@ -239,28 +240,28 @@ func (r *acquireRequest) queue(queue, deadlines, id, since, lasts string, first 
 	if first {
 		r.args[8] = "1"
 	}
-	r.request.script, r.request.keys, r.request.args = wire.QueuedAcquireScript, r.keys[:], r.args[:]
+	r.Request.Script, r.Request.Keys, r.Request.Args = wire.QueuedAcquireScript, r.keys[:], r.args[:]
 }
 
 // share turns r into the request of a shared (read) acquisition, which
 // reads the key's queue of waiting clients (see lua/acquire_shared.lua).
 func (r *acquireRequest) share(queue, deadlines string) {
 	r.keys[4], r.keys[5] = queue, deadlines
-	r.request.script, r.request.keys = wire.AcquireSharedScript, r.keys[:6]
+	r.Request.Script, r.Request.Keys = wire.AcquireSharedScript, r.keys[:6]
 }
 
 // acquireRequest is an acquisition's request with its keys, arguments and
 // decoder in one allocation.
 type acquireRequest struct {
-	request
+	nodes.Request
 	keys    [6]string
 	args    [9]string
 	replies []acquireReply
 }
 
-// decode implements decoder: it records node's reply in replies[node] and
+// Decode implements nodes.Decoder: it records node's reply in replies[node] and
 // classifies it by its status.
-func (r *acquireRequest) decode(node int, v any) (any, error) {
+func (r *acquireRequest) Decode(node int, v any) (any, error) {
 	reply, err := decodeAcquire(v)
 	if err != nil {
 		return nil, err
@@ -330,17 +331,17 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 // Nodes that it missed in time are asked again in the background (see
 // finishMissed): a failed attempt's grants on a minority, left until their
 // TTL, would keep the key from everyone on a crowded key.
-func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *lagging, acquired []NodeResult) {
-	ctx = uncancelled(ctx)
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging, acquired []NodeResult) {
+	ctx = nodes.Uncancelled(ctx)
 	wait := len(c.conns)
 	if lag != nil {
-		wait -= len(lag.nodes)
+		wait -= lag.Nodes()
 	}
 	req := releaser(key, token)
-	req.local = func(node int) (any, bool) { return int64(0), refused(acquired[node]) } // nothing there
-	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), req, lag.releasing(), isOne,
+	req.Local = func(node int) (any, bool) { return int64(0), refused(acquired[node]) } // nothing there
+	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), req, lag.Releasing(), nodes.IsOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
-	c.waiters.addTrailing(key, laggingNodes(results, unfinished, c.nodeTimeout(ttl)))
+	c.waiters.addTrailing(key, unfinished.Lagging())
 	c.finishMissed(key, token, ttl, results, unfinished, false) // nobody waits for its reports
 }

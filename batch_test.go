@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wire"
 	"github.com/redlock-go/redlock/redlocktest"
 )
@@ -45,34 +46,6 @@ func pipeClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testing.T
 	return c
 }
 
-// collect returns a call of req to node 0 and the channel its answer goes to.
-func collect(req *request, deadline time.Time) (*call, chan answer) {
-	ch := make(chan answer, 1)
-	cl := &call{req: req, ctx: context.Background(), deadline: deadline, start: time.Now(), to: chanReceiver(ch)}
-	return cl, ch
-}
-
-// chanReceiver delivers answers to a channel.
-type chanReceiver chan answer
-
-func (ch chanReceiver) deliver(a answer) { ch <- a }
-
-func (ch chanReceiver) nodeContext(cl *call) (context.Context, context.CancelFunc) {
-	return withDeadline(cl.ctx, cl.deadline)
-}
-
-// await returns the answer on ch, failing the test after five seconds.
-func await(t *testing.T, ch <-chan answer) answer {
-	t.Helper()
-	select {
-	case a := <-ch:
-		return a
-	case <-time.After(5 * time.Second):
-		t.Fatal("no answer within 5 s")
-		return answer{}
-	}
-}
-
 func must(t *testing.T, n *redlocktest.Node, args ...string) string {
 	t.Helper()
 	v, err := n.Do(context.Background(), args...)
@@ -100,11 +73,11 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 			for i := range replies {
 				replies[i] = make([]acquireReply, 1)
 			}
-			reqs := []*request{
+			reqs := []*nodes.Request{
 				testAcquirer(c, "free", "tok-free", 10*time.Second, replies[0]),
 				testAcquirer(c, "held", "tok-held", 10*time.Second, replies[1]),
 				releaser("mine", "tok-mine"),
-				{script: wire.ExtendScript, keys: []string{"ext"}, args: []string{"tok-ext", "60000"}},
+				{Script: wire.ExtendScript, Keys: []string{"ext"}, Args: []string{"tok-ext", "60000"}},
 				testAcquirer(c, "broken", "tok-broken", 10*time.Second, replies[2]),
 				releaser("held", "wrong-token"),
 			}
@@ -124,19 +97,19 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 // wantAloneReplies checks the replies of TestPipe_batchAnswersEachRequestAsAlone's
 // batch: each as if its request ran alone. free is the first acquisition's
 // decoded reply.
-func wantAloneReplies(t *testing.T, got []answer, free acquireReply) {
+func wantAloneReplies(t *testing.T, got []nodes.Reply, free acquireReply) {
 	t.Helper()
 	want := []any{int64(acquireGranted), int64(acquireHeld), int64(1), int64(1), nil, int64(0)}
 	for i, w := range want {
 		if i == 4 {
 			continue
 		}
-		if got[i].err != nil || got[i].val != w {
-			t.Errorf("request %d: got (%v, %v), want %v", i, got[i].val, got[i].err, w)
+		if got[i].Err != nil || got[i].Val != w {
+			t.Errorf("request %d: got (%v, %v), want %v", i, got[i].Val, got[i].Err, w)
 		}
 	}
-	if got[4].err == nil || !strings.Contains(got[4].err.Error(), "WRONGTYPE") {
-		t.Errorf("acquire over a broken counter: got (%v, %v), want a WRONGTYPE error", got[4].val, got[4].err)
+	if got[4].Err == nil || !strings.Contains(got[4].Err.Error(), "WRONGTYPE") {
+		t.Errorf("acquire over a broken counter: got (%v, %v), want a WRONGTYPE error", got[4].Val, got[4].Err)
 	}
 	if free.fence == 0 {
 		t.Error("granted acquisition without a fencing token")
@@ -144,32 +117,21 @@ func wantAloneReplies(t *testing.T, got []answer, free acquireReply) {
 }
 
 // sendTogether sends reqs to c's first node in one batch, and returns their
-// answers in order.
-func sendTogether(t *testing.T, c *Client, reqs []*request) []answer {
+// replies in order.
+func sendTogether(t *testing.T, c *Client, reqs []*nodes.Request) []nodes.Reply {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	batch := make([]*call, len(reqs))
-	answers := make([]chan answer, len(reqs))
-	for i, r := range reqs {
-		batch[i], answers[i] = collect(r, deadline)
-	}
-	c.pipes[0].send(batch)
-	got := make([]answer, len(answers))
-	for i, ch := range answers {
-		got[i] = await(t, ch)
-	}
-	return got
+	return c.nodes.SendTogether(0, time.Now().Add(5*time.Second), reqs)
 }
 
 // values returns the answers' values, and fails the test on an error.
-func values(t *testing.T, answers []answer) []any {
+func values(t *testing.T, answers []nodes.Reply) []any {
 	t.Helper()
 	vals := make([]any, len(answers))
 	for i, a := range answers {
-		if a.err != nil {
-			t.Fatalf("request %d: %v", i, a.err)
+		if a.Err != nil {
+			t.Fatalf("request %d: %v", i, a.Err)
 		}
-		vals[i] = a.val
+		vals[i] = a.Val
 	}
 	return vals
 }
@@ -187,87 +149,6 @@ func wantBatchScriptRan(t *testing.T, n *redlocktest.Node) {
 	t.Helper()
 	if v := must(t, n, "SCRIPT", "EXISTS", wire.BatchScript.SHA1); v != "1" {
 		t.Errorf("SCRIPT EXISTS batch script = %q: the requests did not go as one batch", v)
-	}
-}
-
-// A call whose fan-out stopped waiting before its turn came is not sent.
-func TestPipe_skipsCallsPastTheirDeadline(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	c := pipeClient(t, cluster, pipeAdapters[0].conn)
-	late, lateAnswer := collect(testAcquirer(c, "late", "tok-late", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(-time.Millisecond))
-	live, liveAnswer := collect(testAcquirer(c, "live", "tok-live", 10*time.Second, make([]acquireReply, 1)), time.Now().Add(5*time.Second))
-	c.pipes[0].send([]*call{late, live})
-	if a := await(t, lateAnswer); !errors.Is(a.err, context.DeadlineExceeded) {
-		t.Errorf("late call: got (%v, %v), want context.DeadlineExceeded", a.val, a.err)
-	}
-	if a := await(t, liveAnswer); a.err != nil || a.val != int64(acquireGranted) {
-		t.Errorf("live call: got (%v, %v), want granted", a.val, a.err)
-	}
-	node := cluster.Node(0)
-	if v := must(t, node, "GET", "late"); v != "" {
-		t.Errorf("late = %q: a call past its deadline was sent", v)
-	}
-	if v := must(t, node, "GET", "live"); v != "tok-live" {
-		t.Errorf("live = %q", v)
-	}
-}
-
-// While the node has no room, calls queue; the next batch carries them all.
-func TestPipe_queuedCallsLeaveTogether(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	node := cluster.Node(0)
-	c := pipeClient(t, cluster, pipeAdapters[0].conn)
-	must(t, node, "SCRIPT", "FLUSH")
-	p := c.pipes[0]
-	p.inline = true // the room, whichever adapter: this one is not asked inline by itself
-	// MarkReady's sender gives its room back after its answers: wait for it.
-	waitPipeIdle(t, p)
-	for range maxInFlight {
-		if !p.tryInline() {
-			t.Fatal("an idle pipe has no room")
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	var answers []chan answer
-	for i := range 3 {
-		cl, ch := collect(testAcquirer(c, fmt.Sprint("queued-", i), "tok", 10*time.Second, make([]acquireReply, 1)), deadline)
-		p.submit(cl)
-		answers = append(answers, ch)
-	}
-	select {
-	case a := <-answers[0]:
-		t.Fatalf("a call was sent while the node had no room: %+v", a)
-	case <-time.After(50 * time.Millisecond):
-	}
-	p.done() // one batch ends: the queue leaves in the next
-	for i, ch := range answers {
-		if a := await(t, ch); a.err != nil || a.val != int64(acquireGranted) {
-			t.Errorf("queued call %d: got (%v, %v), want granted", i, a.val, a.err)
-		}
-	}
-	if v := must(t, node, "SCRIPT", "EXISTS", wire.BatchScript.SHA1); v != "1" {
-		t.Errorf("SCRIPT EXISTS batch script = %q: the queued calls did not leave as one batch", v)
-	}
-	p.done()
-	// The goroutine that sent the batch gives its room back after the
-	// answers.
-	waitPipeIdle(t, p)
-}
-
-// waitPipeIdle waits until p has nothing in flight or queued, and fails the
-// test after a second.
-func waitPipeIdle(t *testing.T, p *pipe) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
-		p.mu.Lock()
-		inFlight, queued := p.inFlight, len(p.queue)
-		p.mu.Unlock()
-		if inFlight == 0 && queued == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pipe not idle: %d in flight, %d queued", inFlight, queued)
-		}
 	}
 }
 
@@ -453,7 +334,7 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	sendBatch := func() []acquireReply {
 		replies := make([][]acquireReply, 3)
-		reqs := make([]*request, 3)
+		reqs := make([]*nodes.Request, 3)
 		for i := range replies {
 			replies[i] = make([]acquireReply, 1)
 			reqs[i] = testAcquirer(c, fmt.Sprint("fresh-", i), fmt.Sprint("tok-", i), 10*time.Second, replies[i])
@@ -500,19 +381,19 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	delay := c.opts.RecoveryDelay
-	inspector := func() *request {
-		return &request{script: wire.InspectScript, keys: []string{"mixed", FenceKey("mixed"), MarkerKey, ProcessKey}, args: []string{c.wire.recovery},
-			decode: decodeFunc(func(_ int, v any) (any, error) {
+	inspector := func() *nodes.Request {
+		return &nodes.Request{Script: wire.InspectScript, Keys: []string{"mixed", FenceKey("mixed"), MarkerKey, ProcessKey}, Args: []string{c.wire.recovery},
+			Decode: nodes.DecodeFunc(func(_ int, v any) (any, error) {
 				s, err := c.decodeInspect(v)
 				return s, err
 			})}
 	}
-	markReady := func() *request {
+	markReady := func() *nodes.Request {
 		// Forced: the node is new, and no check read it before.
-		return &request{script: wire.MarkReadyScript, keys: []string{MarkerKey, ProcessKey}, args: []string{c.wire.recovery, "1"}}
+		return &nodes.Request{Script: wire.MarkReadyScript, Keys: []string{MarkerKey, ProcessKey}, Args: []string{c.wire.recovery, "1"}}
 	}
 	replies := [][]acquireReply{make([]acquireReply, 1), make([]acquireReply, 1)}
-	reqs := []*request{
+	reqs := []*nodes.Request{
 		inspector(),
 		testAcquirer(c, "mixed", "tok-1", 10*time.Second, replies[0]),
 		inspector(),
@@ -571,51 +452,7 @@ func wantMarkedReady(t *testing.T, got []any, granted acquireReply) {
 
 // testAcquirer returns an acquisition request for key with token, as an
 // attempt would send it now.
-func testAcquirer(c *Client, key, token string, ttl time.Duration, replies []acquireReply) *request {
+func testAcquirer(c *Client, key, token string, ttl time.Duration, replies []acquireReply) *nodes.Request {
 	clock := strconv.FormatInt(time.Now().UnixMicro(), 10)
 	return c.acquirer(&acquireRequest{}, key, FenceKey(key), token, clock, ttl, replies)
-}
-
-func TestSharedDeadline_sharesOneContextPerSlack(t *testing.T) {
-	var d sharedDeadline
-	start := time.Now()
-	first := d.until(start.Add(time.Minute))
-	end, ok := first.Deadline()
-	if !ok || end.Before(start.Add(time.Minute)) || end.After(start.Add(time.Minute+batchDeadlineSlack)) {
-		t.Fatalf("deadline %v, want within %v after %v", end, batchDeadlineSlack, start.Add(time.Minute))
-	}
-	if again := d.until(start.Add(time.Minute + batchDeadlineSlack/2)); again != first {
-		t.Error("a deadline within the slack got a context of its own")
-	}
-	later := d.until(start.Add(time.Minute + 2*batchDeadlineSlack))
-	if later == first {
-		t.Error("a deadline past the shared context's end got that context")
-	}
-	if earlier := d.until(start.Add(time.Minute - 2*batchDeadlineSlack)); earlier == later {
-		t.Error("a deadline more than the slack before the shared context's end got that context")
-	}
-	last := d.until(start.Add(time.Minute))
-	d.stop()
-	if last.Err() == nil {
-		t.Error("stop left the latest context running")
-	}
-	if first.Err() != nil {
-		t.Error("stop ended a context it no longer hands out: it ends at its own deadline")
-	}
-}
-
-func TestSharedDeadline_endsAtTheDeadline(t *testing.T) {
-	var d sharedDeadline
-	ctx := d.until(time.Now().Add(10 * time.Millisecond))
-	select {
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the context did not end")
-	}
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Errorf("err = %v, want DeadlineExceeded", ctx.Err())
-	}
-	if next := d.until(time.Now().Add(time.Minute)); next.Err() != nil {
-		t.Errorf("after the shared context ended, until returned an ended context: %v", next.Err())
-	}
 }

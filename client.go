@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -21,7 +22,9 @@ import (
 // script call, and a release hands the lock to the next goroutine of the
 // same Client waiting in Acquire within one round trip.
 type Client struct {
-	nodes   // the nodes, and the fan-out of requests to them
+	nodes   *nodes.Set // the nodes, and the fan-out of requests to them
+	conns   []Conn     // the nodes, in order
+	quorum  int        // N/2+1
 	opts    Options
 	wire    wireArgs
 	waker   *waker // nil when no node can notify
@@ -79,7 +82,8 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 			}
 		}
 	}
-	c.nodes.init(conns, o.WaitReplicas)
+	c.conns, c.quorum = slices.Clone(conns), quorumOf(len(conns))
+	c.nodes = nodes.New(nodeConns(conns), o.WaitReplicas)
 	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
 	c.waker = newWaker(c.conns, c.quorum, c.id, c.keys)
 	c.tel = newTelemetry(given, conns)
@@ -98,9 +102,9 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // Close.
 func (c *Client) Close() error {
 	c.finish.stop()
-	c.nodes.drain(c.opts.NodeTimeout)
+	c.nodes.Drain(c.opts.NodeTimeout)
 	c.waker.close()
-	return c.nodes.close(c.opts.NodeTimeout)
+	return c.nodes.Close(c.opts.NodeTimeout)
 }
 
 // newClientID returns a random id for a Client, 72 bits in URL-safe base64.
@@ -225,3 +229,6 @@ func (w *wireArgs) millis(ttl time.Duration) string {
 	}
 	return strconv.FormatInt(ttl.Milliseconds(), 10)
 }
+
+// quorumOf returns the quorum of n nodes: a majority, n/2+1.
+func quorumOf(n int) int { return n/2 + 1 }

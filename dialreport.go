@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/redlock-go/redlock/internal/dialreport"
+	"github.com/redlock-go/redlock/internal/nodes"
 )
 
 func init() { dialreport.Attach = attachUnreachable }
@@ -15,7 +16,7 @@ func attachUnreachable(client any, down []dialreport.Down) {
 	c.unreachable = make([]NodeResult, len(down))
 	for i, d := range down {
 		outcome := OutcomeError
-		if isTimeout(d.Err) {
+		if nodes.IsTimeout(d.Err) {
 			outcome = OutcomeTimeout
 		}
 		c.unreachable[i] = NodeResult{Node: c.conns[d.Node].Name(), Outcome: outcome, Err: d.Err, Latency: d.Latency}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -52,12 +53,12 @@ func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint6
 	keys := []string{key, c.keys.FenceKey(key)}
 	value := strconv.FormatUint(fence, 10)
 	counterTTL := c.wire.counterMillis(ttl)
-	raise := &request{script: wire.RaiseScript, keys: keys, args: []string{token, value, counterTTL},
-		local: func(node int) (any, bool) {
+	raise := &nodes.Request{Script: wire.RaiseScript, Keys: keys, Args: []string{token, value, counterTTL},
+		Local: func(node int) (any, bool) {
 			// Granted, and already there.
 			return int64(1), granted[node].Outcome == OutcomeOK && replies[node].fence == fence
 		}}
-	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), raise, isOne, c.decided)
+	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), raise, nodes.IsOne, c.decided)
 	for i := range results {
 		if granted[i].Outcome != OutcomeOK && results[i].Outcome != OutcomeOK {
 			results[i] = granted[i] // what the node said to the acquisition

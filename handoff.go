@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/nodes"
 )
 
 // handoff is the acquisition attempt of a goroutine whose turn started with
@@ -24,7 +26,7 @@ type handoff struct {
 	autoRenew bool
 	// Set by launch, before sent is closed.
 	attempt *attempt
-	flight  *flight
+	flight  *nodes.Flight
 }
 
 const (
@@ -46,21 +48,19 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, autoRenew: autoRenew}
 }
 
-// launch starts the offered attempt's fan-out, for a release that took the
-// offer, and returns its calls, one per node (nil for a node answered
-// without asking).
-func (h *handoff) launch() []*call {
+// launch sets up the offered attempt and the fan-out that will carry it,
+// for a release that took the offer.
+func (h *handoff) launch() {
 	c := h.client
 	h.attempt = c.newAttempt(h.key, h.ttl, nil, false)
-	h.flight = c.newFlight(h.ctx, c.nodeTimeout(h.ttl))
-	return h.flight.calls(h.attempt.req)
+	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }
 
 // collect completes the attempt once the release that took the offer sent
 // it (see sent).
 func (h *handoff) collect() (*Lock, error) {
-	results, ok, unfinished := h.flight.collect(isGranted, h.client.decided)
-	lock, err := h.client.conclude(h.ctx, h.attempt, results, ok, unfinished, h.autoRenew)
+	results, ok, unfinished := h.flight.Collect(isGranted, h.client.decided)
+	lock, err := h.client.conclude(h.ctx, h.attempt, nodeResults(results), ok, unfinished, h.autoRenew)
 	if tel := h.client.tel; tel != nil {
 		tel.Handoff(h.ctx, err == nil)
 	}
@@ -78,23 +78,11 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 // releaseCarrying releases the lock with h's attempt in tow: on each node
 // the attempt follows the release in the same script call. The release is
 // not announced: the key is taken again at once.
-func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *flight) {
+func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *nodes.Flight) {
 	c := l.client
-	f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
-	releases := f.calls(releaser(l.key, l.token))
-	attempts := h.launch()
-	lag := l.lagging.releasing()
-	for i, rel := range releases {
-		group := append(make([]*call, 0, 2), rel)
-		if attempts[i] != nil {
-			group = append(group, attempts[i])
-		}
-		if lag.holds(i) {
-			lag.submitAfter(c.pipes[i], group...)
-		} else {
-			c.pipes[i].submit(group...)
-		}
-	}
+	h.launch()
+	f := c.nodes.Towing(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token), l.lagging.Releasing(), h.flight, h.attempt.req)
 	close(h.sent)
-	return f.collect(isOne, enough)
+	results, ok, unfinished := f.Collect(nodes.IsOne, enough)
+	return nodeResults(results), ok, unfinished
 }

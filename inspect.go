@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -69,7 +70,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
-	read := &request{script: wire.InspectScript, keys: keys, args: args, decode: decodeFunc(func(node int, v any) (any, error) {
+	read := &nodes.Request{Script: wire.InspectScript, Keys: keys, Args: args, Decode: nodes.DecodeFunc(func(node int, v any) (any, error) {
 		s, err := c.decodeInspect(v)
 		if err != nil {
 			return nil, err

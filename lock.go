@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -31,10 +32,10 @@ type Lock struct {
 	fence  uint64       // fencing token, set once before the lock is handed out
 	nodes  []NodeResult // the answers that granted it; set with fence
 	// nodesBuf backs nodes while they fit.
-	nodesBuf [inlineNodes]NodeResult
+	nodesBuf [nodes.InlineNodes]NodeResult
 	// Nodes whose acquire request was still under way when the lock was
 	// handed out; set once before that, nil when none lagged.
-	lagging *lagging
+	lagging *nodes.Lagging
 	// holding numbers the lock among those of its key acquired here, for
 	// the goroutine of this client whose turn to try for the key started
 	// while the lock was held (waiters.go); set once before the lock is
@@ -211,9 +212,9 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return err
 	}
 	c := l.client
-	extend := &request{script: wire.ExtendScript, keys: []string{l.key}, args: []string{l.token, c.wire.millis(ttl)}}
+	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key}, Args: []string{l.token, c.wire.millis(ttl)}}
 	start := time.Now()
-	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, isOne, c.decided)
+	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
 	c.observeNodes(ctx, call, telemetry.OpExtend, results)
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
@@ -274,28 +275,28 @@ func (l *Lock) extendFailedLocked(qe *QuorumError) {
 
 // releaser returns the request of a release that is not announced: the
 // release of a failed attempt, or one that carries the next attempt.
-func releaser(key, token string) *request {
+func releaser(key, token string) *nodes.Request {
 	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
-	r.request = request{script: wire.ReleaseScript, keys: r.keys[:1], args: r.args[:2]}
-	return &r.request
+	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:1], Args: r.args[:2]}
+	return &r.Request
 }
 
 // announcedReleaser returns the request of a release published on the
 // key's release channel (layout.releaseChannel), naming the first clients in
 // the key's queue (see wire.QueueKeys), which it takes client id out of.
-func announcedReleaser(key, token, id string, keys wire.Layout) *request {
+func announcedReleaser(key, token, id string, keys wire.Layout) *nodes.Request {
 	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
 	channel, clock, queue, deadlines := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
 	r.keys[1], r.keys[2] = queue, deadlines
 	r.args[1], r.args[2], r.args[3] = channel, clock, id
-	r.request = request{script: wire.ReleaseScript, keys: r.keys[:], args: r.args[:]}
-	return &r.request
+	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:], Args: r.args[:]}
+	return &r.Request
 }
 
 // releaseRequest is a release's request with its keys and arguments in one
 // allocation.
 type releaseRequest struct {
-	request
+	nodes.Request
 	keys [3]string
 	args [4]string
 }

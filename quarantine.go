@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -245,8 +246,8 @@ func (c *Client) readMarkersOnce(ctx context.Context, keys []string) ([]markerSt
 	// A node that answers too late may still write its entry after the
 	// fan-out returned; only the entries of the nodes that answered are read.
 	states := make([]markerState, len(c.conns))
-	read := &request{script: wire.MarkerStateScript, keys: keys, args: []string{strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)},
-		decode: decodeFunc(func(node int, v any) (any, error) {
+	read := &nodes.Request{Script: wire.MarkerStateScript, Keys: keys, Args: []string{strconv.FormatInt(c.opts.RecoveryDelay.Microseconds(), 10)},
+		Decode: nodes.DecodeFunc(func(node int, v any) (any, error) {
 			s, err := parseMarkerState(v, keys[0])
 			if err != nil {
 				return nil, err
@@ -281,8 +282,8 @@ func parseMarkerState(v any, key string) (markerState, error) {
 
 // markRequest returns the mark-ready request for the restart marker of
 // keys, the marker's and its process key's, with the script's args.
-func (c *Client) markRequest(keys, args []string) *request {
-	return &request{script: wire.MarkReadyScript, keys: keys, args: args, decode: decodeFunc(func(_ int, v any) (any, error) {
+func (c *Client) markRequest(keys, args []string) *nodes.Request {
+	return &nodes.Request{Script: wire.MarkReadyScript, Keys: keys, Args: args, Decode: nodes.DecodeFunc(func(_ int, v any) (any, error) {
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("redlock: unexpected reply to the mark-ready script: %v", v)
 		}
@@ -294,7 +295,7 @@ func (c *Client) markRequest(keys, args []string) *request {
 // did not answer in time is asked once more: its first request may have
 // landed (a cold connection, a loaded node), and marking a ready node again
 // changes nothing, so the second answer tells what the first could not.
-func (c *Client) markReady(ctx context.Context, mark *request) error {
+func (c *Client) markReady(ctx context.Context, mark *nodes.Request) error {
 	answered := func(any) bool { return true }
 	results, ok := c.fanout(ctx, c.operatorTimeout(), mark, answered, func(int, int) bool { return false })
 	if ok < len(c.conns) && ctx.Err() == nil && slices.ContainsFunc(results, func(r NodeResult) bool { return r.Outcome == OutcomeTimeout }) {
@@ -304,6 +305,6 @@ func (c *Client) markReady(ctx context.Context, mark *request) error {
 	if ok == len(c.conns) {
 		return nil
 	}
-	return &QuorumError{Op: "mark ready", Key: mark.keys[0], OK: ok, Quorum: len(c.conns), Nodes: results,
+	return &QuorumError{Op: "mark ready", Key: mark.Keys[0], OK: ok, Quorum: len(c.conns), Nodes: results,
 		Err: errNotMarkedReady, Cause: ctx.Err()}
 }

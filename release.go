@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 )
 
@@ -49,7 +50,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
 	}
 
-	results, ok, finishing := l.release(uncancelled(ctx))
+	results, ok, finishing := l.release(nodes.Uncancelled(ctx))
 	c.observeNodes(ctx, call, telemetry.OpRelease, results)
 	answered := 0
 	for _, r := range results {
@@ -88,14 +89,14 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 	valid := time.Now().Before(l.until)
 	var results []NodeResult
 	var ok int
-	var unfinished *flight
+	var unfinished *nodes.Flight
 	if h := c.waiters.takeHandoff(l.key); h != nil {
 		results, ok, unfinished = l.releaseCarrying(ctx, h, enough)
 	} else {
 		release := announcedReleaser(l.key, l.token, c.id, c.keys)
-		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.releasing(), isOne, enough)
+		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
-	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
+	c.waiters.addTrailing(l.key, unfinished.Lagging())
 	return results, ok, c.finishMissed(l.key, l.token, l.ttl, results, unfinished, valid)
 }
 
@@ -157,7 +158,7 @@ const (
 // the release deleted the key. Only that release, reaching it after all,
 // can have removed a key within its TTL; left out, such a node would turn
 // a release that a slow node missed in time into "not held".
-func (c *Client) finishMissed(key, token string, ttl time.Duration, results []NodeResult, unfinished *flight, valid bool) <-chan finishReport {
+func (c *Client) finishMissed(key, token string, ttl time.Duration, results []NodeResult, unfinished *nodes.Flight, valid bool) <-chan finishReport {
 	if unfinished == nil {
 		if !missedAny(results) {
 			return nil
@@ -168,10 +169,9 @@ func (c *Client) finishMissed(key, token string, ttl time.Duration, results []No
 	}
 	finishing := make(chan finishReport, finishTries+1)
 	final := slices.Clone(results) // results may live in the flight's memory
-	unfinished.afterLanding(func() {
+	unfinished.AfterLanding(func() {
 		before := slices.Clone(final)
-		t := tally{results: final, isOK: isOne}
-		unfinished.drain(&t)
+		unfinished.Landed(nodes.IsOne, func(node int, r nodes.Result) { final[node] = nodeResult(r) })
 		finishing <- newlyAnswered(before, final)
 		if missedAny(final) {
 			c.finish.start(c, key, token, ttl, final, finishing, valid)
@@ -267,8 +267,8 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 // where the token is gone counts as deleted.
 func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []bool, valid bool) (again bool, heard finishReport) {
 	req := releaser(key, token)
-	req.local = func(node int) (any, bool) { return int64(0), !missed[node] } // done already
-	results, _ := c.fanout(context.Background(), c.nodeTimeout(ttl), req, isOne, func(int, int) bool { return false })
+	req.Local = func(node int) (any, bool) { return int64(0), !missed[node] } // done already
+	results, _ := c.fanout(context.Background(), c.nodeTimeout(ttl), req, nodes.IsOne, func(int, int) bool { return false })
 	for i, r := range results {
 		if missed[i] && answeredRelease(r) {
 			heard.answered++

@@ -64,8 +64,7 @@ func TestQuorumAndDecision(t *testing.T) {
 		{5, 3, [][2]int{{3, 0}, {0, 3}, {2, 3}, {3, 2}}, [][2]int{{2, 2}, {0, 2}, {2, 0}}},
 	}
 	for _, tt := range tests {
-		c := &Client{}
-		c.nodes.init(make([]Conn, tt.nodes), 0)
+		c := &Client{conns: make([]Conn, tt.nodes), quorum: quorumOf(tt.nodes)}
 		if c.quorum != tt.quorum {
 			t.Errorf("%d nodes: quorum %d, want %d", tt.nodes, c.quorum, tt.quorum)
 		}

@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/redlock-go/redlock/internal/nodes"
 )
 
 // keyShards spreads the per-key state over independent mutexes so that
@@ -65,7 +67,7 @@ type keyState struct {
 	handoff *handoff
 	// trailing is the last release of the key whose requests to some nodes
 	// may still be under way; nil when none may be.
-	trailing *lagging
+	trailing *nodes.Lagging
 }
 
 // idle reports that the key's state holds nothing worth keeping.
@@ -283,7 +285,7 @@ func (w *waiters) takeHandoff(key string) *handoff {
 // addTrailing records the release of key whose requests to lag.nodes may
 // still be under way; nil is a release that every node answered. The record
 // goes once they have all answered.
-func (w *waiters) addTrailing(key string, lag *lagging) {
+func (w *waiters) addTrailing(key string, lag *nodes.Lagging) {
 	if lag == nil {
 		return
 	}
@@ -291,7 +293,7 @@ func (w *waiters) addTrailing(key string, lag *lagging) {
 	s.mu.Lock()
 	s.stateLocked(key).trailing = lag
 	s.mu.Unlock()
-	lag.earlier.afterLanding(func() {
+	lag.AfterLanding(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if k := s.keys[key]; k != nil && k.trailing == lag {
@@ -303,7 +305,7 @@ func (w *waiters) addTrailing(key string, lag *lagging) {
 
 // trailing returns the nodes where the last release of key may still be
 // under way, or nil when none may be.
-func (w *waiters) trailing(key string) *lagging {
+func (w *waiters) trailing(key string) *nodes.Lagging {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()

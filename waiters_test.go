@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/nodes"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestWaiters_firstComeFirstServed(t *testing.T) {
@@ -196,9 +199,20 @@ func TestWaiters_newcomerSeesLockHeldHere(t *testing.T) {
 }
 
 func TestWaiters_trailingReleaseOutlivesTheTurn(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := pipeClient(t, cluster, pipeAdapters[0].conn)
+	// A release's fan-out, one of its nodes unanswered: that node is
+	// paused.
+	if err := cluster.Node(2).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Node(2).Resume() })
+	_, _, unfinished := c.trackedFanout(context.Background(), 5*time.Second, releaser("k", "tok"), nil, nodes.IsOne, c.decided)
+	lag := unfinished.Lagging()
+	if lag == nil {
+		t.Fatal("the paused node's release did not trail")
+	}
 	w := newWaiters()
-	earlier := &flight{} // a release's fan-out, some of its nodes unanswered
-	lag := &lagging{earlier: earlier}
 	if !w.take(context.Background(), "k", nil).taken {
 		t.Fatal("free turn not taken")
 	}
@@ -216,15 +230,13 @@ func TestWaiters_trailingReleaseOutlivesTheTurn(t *testing.T) {
 	}
 	// Every node answered the release: the record goes, and once the turn
 	// is given back, the key's state too.
-	earlier.mu.Lock()
-	earlier.landed = true
-	then := earlier.onLand
-	earlier.mu.Unlock()
-	for _, fn := range then {
-		fn()
+	if err := cluster.Node(2).Resume(); err != nil {
+		t.Fatal(err)
 	}
-	if w.trailing("k") != nil {
-		t.Error("trailing release kept after every node answered")
+	for deadline := time.Now().Add(10 * time.Second); w.trailing("k") != nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("trailing release kept after every node answered")
+		}
 	}
 	w.giveBack("k", false)
 	if n := len(w.shard("k").keys); n != 0 {

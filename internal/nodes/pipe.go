@@ -1,4 +1,4 @@
-package redlock
+package nodes
 
 import (
 	"context"
@@ -39,31 +39,32 @@ var errBacklog = errors.New("not sent: the node has not answered its earlier req
 // errPipeClosed is the error of a call made after Close gave up waiting.
 var errPipeClosed = errors.New("not sent: the client is closed")
 
-// request is one script call that a fan-out makes of every node.
-type request struct {
-	script *wire.Script
-	keys   []string
-	args   []string
+// Request is one script call that a fan-out makes of every node.
+type Request struct {
+	Script *wire.Script
+	Keys   []string
+	Args   []string
 	// decode, when set, turns node's reply into the value the fan-out
 	// classifies; it runs before the answer reaches the fan-out.
-	decode decoder
+	Decode Decoder
 	// local, when set, answers for node without asking it when ok.
-	local func(node int) (v any, ok bool)
+	Local func(node int) (v any, ok bool)
 	// alone holds the result of a fan-out to the client's only node made
 	// inline, so that it costs no allocation of its own.
-	alone [1]NodeResult
+	alone [1]Result
 }
 
-// decoder turns a node's reply to a request into the value its fan-out
+// Decoder turns a node's reply to a request into the value its fan-out
 // classifies.
-type decoder interface {
-	decode(node int, v any) (any, error)
+type Decoder interface {
+	Decode(node int, v any) (any, error)
 }
 
-// decodeFunc is a function as a decoder.
-type decodeFunc func(node int, v any) (any, error)
+// DecodeFunc is a function as a Decoder.
+type DecodeFunc func(node int, v any) (any, error)
 
-func (f decodeFunc) decode(node int, v any) (any, error) { return f(node, v) }
+// Decode calls f.
+func (f DecodeFunc) Decode(node int, v any) (any, error) { return f(node, v) }
 
 // answer is one node's reply to a fan-out.
 type answer struct {
@@ -91,7 +92,7 @@ const (
 
 // call is a request on its way to one node.
 type call struct {
-	req      *request
+	req      *Request
 	node     int
 	ctx      context.Context // a lone call is sent with it, bounded by deadline
 	deadline time.Time       // the fan-out stops waiting then
@@ -280,12 +281,12 @@ func (p *pipe) next() []*call {
 // (calls joined to one taken go with it); the others stay queued in order.
 // The caller holds p.mu, and the queue is not empty.
 func (p *pipe) takeSlot() []*call {
-	slot := hashslot.Of(p.queue[0].req.keys[0])
+	slot := hashslot.Of(p.queue[0].req.Keys[0])
 	var batch []*call
 	rest := p.queue[:0]
 	taken := false // whether the call before was taken
 	for _, cl := range p.queue {
-		take := hashslot.Of(cl.req.keys[0]) == slot && (len(batch) < maxBatch || cl.joined && taken)
+		take := hashslot.Of(cl.req.Keys[0]) == slot && (len(batch) < maxBatch || cl.joined && taken)
 		if cl.joined && !taken {
 			take = false // it leaves with the call it is joined to
 		}
@@ -327,8 +328,8 @@ func (p *pipe) send(batch []*call) {
 		cl := live[0]
 		ctx, sent := cl.to.nodeContext(cl)
 		defer sent()
-		v, acked, err := p.eval(ctx, cl.deadline, cl.req.script, cl.req.keys, cl.req.args)
-		p.deliver(cl, v, p.checkReplicated(cl.req.script, err, acked))
+		v, acked, err := p.eval(ctx, cl.deadline, cl.req.Script, cl.req.Keys, cl.req.Args)
+		p.deliver(cl, v, p.checkReplicated(cl.req.Script, err, acked))
 	default:
 		p.sendBatch(live)
 	}
@@ -342,15 +343,15 @@ func (p *pipe) sendBatch(batch []*call) {
 		if cl.deadline.After(deadline) {
 			deadline = cl.deadline
 		}
-		nKeys += len(cl.req.keys)
-		nArgs += 3 + len(cl.req.args)
+		nKeys += len(cl.req.Keys)
+		nArgs += 3 + len(cl.req.Args)
 	}
 	keys := make([]string, 0, nKeys)
 	args := make([]string, 0, nArgs)
 	for _, cl := range batch {
-		keys = append(keys, cl.req.keys...)
-		args = append(args, cl.req.script.ForNode(p.cluster).BatchID, strconv.Itoa(len(cl.req.keys)), strconv.Itoa(len(cl.req.args)))
-		args = append(args, cl.req.args...)
+		keys = append(keys, cl.req.Keys...)
+		args = append(args, cl.req.Script.ForNode(p.cluster).BatchID, strconv.Itoa(len(cl.req.Keys)), strconv.Itoa(len(cl.req.Args)))
+		args = append(args, cl.req.Args...)
 	}
 	ctx := p.batchDeadlines.until(deadline)
 	v, acked, err := p.eval(ctx, deadline, wire.BatchScript, keys, args)
@@ -367,7 +368,7 @@ func (p *pipe) sendBatch(batch []*call) {
 			p.deliver(cl, nil, e)
 			continue
 		}
-		p.deliver(cl, replies[i], p.checkReplicated(cl.req.script, nil, acked))
+		p.deliver(cl, replies[i], p.checkReplicated(cl.req.Script, nil, acked))
 	}
 }
 
@@ -381,15 +382,15 @@ func (p *pipe) deliver(cl *call, v any, err error) {
 
 // decodeReply decodes node's reply to req. err may be an errReplicasBehind
 // that applies only if the reply wrote a lock: a grant or an extension.
-func decodeReply(req *request, node int, v any, err error) (any, error) {
+func decodeReply(req *Request, node int, v any, err error) (any, error) {
 	var behind *errReplicasBehind
 	if errors.As(err, &behind) {
 		err = nil
 	}
-	if err == nil && req.decode != nil {
-		v, err = req.decode.decode(node, v)
+	if err == nil && req.Decode != nil {
+		v, err = req.Decode.Decode(node, v)
 	}
-	if err == nil && behind != nil && isOne(v) {
+	if err == nil && behind != nil && IsOne(v) {
 		return nil, behind
 	}
 	return v, err
@@ -408,7 +409,7 @@ func (p *pipe) eval(ctx context.Context, deadline time.Time, s *wire.Script, key
 	// replicas that did confirm) arrives before the deadline; WAIT 0 would
 	// wait for ever: wait at least a millisecond.
 	timeout := max((time.Until(deadline) * 3 / 4).Truncate(time.Millisecond), time.Millisecond)
-	v, acked, err = p.conn.(replicator).EvalSHAWait(ctx, p.replicas, timeout, s.SHA1, s.Source, keys, args...)
+	v, acked, err = p.conn.(replicaWaiter).EvalSHAWait(ctx, p.replicas, timeout, s.SHA1, s.Source, keys, args...)
 	return v, acked, asNoAuth(err)
 }
 
@@ -470,4 +471,44 @@ func (d *sharedDeadline) stop() {
 		d.cancel()
 		d.ctx, d.cancel = nil, nil
 	}
+}
+
+// Reply is a node's reply to one request of SendTogether.
+type Reply struct {
+	Val any
+	Err error
+}
+
+// SendTogether sends reqs to node in one script call, in order, and
+// returns each one's reply, decoded; it blocks until the node answered or
+// deadline passed. It is how a caller checks that a batch answers each
+// request as the request alone would be answered.
+func (n *Set) SendTogether(node int, deadline time.Time, reqs []*Request) []Reply {
+	batch := make([]*call, len(reqs))
+	replies := make([]Reply, len(reqs))
+	done := make(chan struct{}, len(reqs))
+	for i, r := range reqs {
+		to := replyReceiver{reply: &replies[i], done: done}
+		batch[i] = &call{req: r, node: node, ctx: context.Background(), deadline: deadline, start: time.Now(), to: to}
+	}
+	n.pipes[node].send(batch)
+	for range reqs {
+		<-done
+	}
+	return replies
+}
+
+// replyReceiver writes a call's answer to reply.
+type replyReceiver struct {
+	reply *Reply
+	done  chan<- struct{}
+}
+
+func (r replyReceiver) deliver(a answer) {
+	*r.reply = Reply{Val: a.val, Err: a.err}
+	r.done <- struct{}{}
+}
+
+func (r replyReceiver) nodeContext(cl *call) (context.Context, context.CancelFunc) {
+	return withDeadline(cl.ctx, cl.deadline)
 }

@@ -1,0 +1,631 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Set is the Redis nodes of a client, each with the queue of requests to
+// it (see pipe), and the fan-out of one request to all of them at once.
+type Set struct {
+	conns     []Conn
+	pipes     []*pipe       // one per conn
+	closed    chan struct{} // closed by close: the pipes' idle senders end
+	closeOnce sync.Once
+	// inflight counts requests to single nodes not yet answered, some
+	// possibly after their fan-out returned; drain waits for them.
+	inflight sync.WaitGroup
+}
+
+// New returns the Set of conns. replicas is how many replicas must confirm
+// the writes of a script that grants or extends a lock (wire.Script's
+// Replicated), by WAIT; 0 for none.
+func New(conns []Conn, replicas int) *Set {
+	n := &Set{conns: append([]Conn(nil), conns...)}
+	n.closed = make(chan struct{})
+	n.pipes = make([]*pipe, len(conns))
+	for i, conn := range n.conns {
+		n.pipes[i] = &pipe{conn: conn, node: i, cluster: IsCluster(conn), replicas: replicas,
+			inline: honoursContext(conn), work: make(chan []*call), stop: n.closed}
+	}
+	return n
+}
+
+// Drain waits for the requests still in flight, at most bound, and ends
+// the pipes: their idle senders end, and calls still queued or made later
+// fail unsent. A silent node's requests still under way end when their
+// connections close, or at the connection's own read timeout.
+func (n *Set) Drain(bound time.Duration) {
+	landed := make(chan struct{})
+	go func() {
+		n.inflight.Wait()
+		close(landed)
+	}()
+	t := time.NewTimer(bound)
+	select {
+	case <-landed:
+	case <-t.C:
+	}
+	t.Stop()
+	n.closeOnce.Do(func() { close(n.closed) })
+	for _, p := range n.pipes {
+		p.batchDeadlines.stop()
+	}
+}
+
+// Close closes every node connection at once, and waits for them at most
+// bound: a client library may take seconds to give up a connection to a
+// node that stopped answering (rueidis waits for its pending replies), and
+// finishes closing it in the background then.
+func (n *Set) Close(bound time.Duration) error {
+	errs := make(chan error, len(n.conns))
+	for _, conn := range n.conns {
+		go func() {
+			var err error
+			if cerr := conn.Close(); cerr != nil {
+				err = fmt.Errorf("%s: %w", conn.Name(), cerr)
+			}
+			errs <- err
+		}()
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	var all []error
+	for range n.conns {
+		select {
+		case err := <-errs:
+			all = append(all, err)
+		case <-t.C:
+			return errors.Join(all...)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// Fanout sends req to every node at once and collects the answers until
+// enough(ok, others) is true, every node answered, or timeout passed. Nodes
+// that answer later are not waited for: their requests end by themselves
+// within the timeout. A reply classifies as OK when isOK says so.
+func (n *Set) Fanout(ctx context.Context, timeout time.Duration, req *Request, isOK func(any) bool, enough func(ok, others int) bool) (results []Result, ok int) {
+	results, ok, _ = n.TrackedFanout(ctx, timeout, req, nil, isOK, enough)
+	return results, ok
+}
+
+// TrackedFanout is Fanout that also returns, when some nodes were not heard
+// out, the fan-out whose requests to them are still to end; nil when every
+// node answered. On the nodes of lag, req waits for their earlier request
+// to end (see lagging).
+func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Request, lag *Lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []Result, ok int, unfinished *Flight) {
+	if len(n.conns) == 1 && !lag.holds(0) && n.pipes[0].tryInline() {
+		// One node with room: ask it from this goroutine.
+		start := time.Now()
+		nodeCtx, cancel := context.WithTimeout(ctx, timeout)
+		val, err := n.ask(nodeCtx, req, 0)
+		n.pipes[0].done()
+		cancel()
+		req.alone[0] = classify(n.conns[0].Name(), val, err, time.Since(start), isOK)
+		results = req.alone[:]
+		if results[0].Outcome == OK {
+			ok = 1
+		}
+		return results, ok, nil
+	}
+	f := n.NewFlight(ctx, timeout)
+	f.submit(f.calls(req), lag)
+	return f.Collect(isOK, enough)
+}
+
+// Flight is one fan-out under way: a request to every node, sharing one
+// start and one per-node deadline, and the answers coming back.
+type Flight struct {
+	nodes    *Set
+	parent   context.Context // the caller's
+	timeout  time.Duration
+	start    time.Time
+	deadline time.Time // per node: the earlier of start+timeout and parent's
+	answers  chan answer
+	pending  atomic.Int32 // nodes still to answer
+	// sent holds the call to each node, nil for a node answered without
+	// asking it; set by calls.
+	sent []*call
+	done atomic.Bool // every node answered
+	// tallied is what Collect returned, when some nodes had not answered.
+	tallied []Result
+
+	mu     sync.Mutex
+	landed bool     // every node answered; under mu, for onLand
+	onLand []func() // run once every node answered
+	// nodeCtx bounds the requests sent by themselves, made on the first:
+	// requests that go in batches need none. Ended once every node
+	// answered.
+	nodeCtx context.Context
+	cancel  context.CancelFunc
+
+	// The calls of a fan-out to at most InlineNodes nodes live here, in
+	// the flight's own allocation.
+	callBuf [InlineNodes]call
+	ptrBuf  [InlineNodes]*call
+	bufUsed bool
+	// The results that collect returns live here too, when they fit.
+	resultBuf [InlineNodes]Result
+}
+
+// InlineNodes is the most nodes whose calls a Flight holds without
+// allocating them apart; callers size their own buffers by it.
+const InlineNodes = 5
+
+// NewFlight starts the clock of a fan-out; each of its calls must be
+// answered, or submitted to be.
+func (n *Set) NewFlight(ctx context.Context, timeout time.Duration) *Flight {
+	f := &Flight{nodes: n, parent: ctx, timeout: timeout, start: time.Now(), answers: make(chan answer, len(n.conns))}
+	f.deadline = f.start.Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(f.deadline) {
+		f.deadline = d
+	}
+	f.pending.Store(int32(len(n.conns)))
+	n.inflight.Add(len(n.conns))
+	return f
+}
+
+// deliver records one node's answer. The last one ends the flight: the
+// caller may have returned before.
+func (f *Flight) deliver(a answer) {
+	f.answers <- a
+	f.nodes.inflight.Done()
+	if f.pending.Add(-1) == 0 {
+		f.done.Store(true)
+		f.mu.Lock()
+		f.landed = true
+		then, cancel := f.onLand, f.cancel
+		f.onLand = nil
+		f.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		for _, fn := range then {
+			fn()
+		}
+	}
+}
+
+// nodeContext returns the context to send cl with by itself, bounded by
+// cl's deadline, and the function to call once it was sent. Calls that
+// kept the flight's context and deadline share one context, made on first
+// need.
+func (f *Flight) nodeContext(cl *call) (context.Context, context.CancelFunc) {
+	if cl.ctx != f.parent || !cl.deadline.Equal(f.deadline) {
+		return withDeadline(cl.ctx, cl.deadline)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodeCtx == nil {
+		// cl is not answered yet, so the flight has not landed: its last
+		// answer will end the context.
+		f.nodeCtx, f.cancel = context.WithDeadline(f.parent, f.deadline)
+	}
+	return f.nodeCtx, func() {}
+}
+
+// withDeadline returns ctx bounded by deadline, and ctx itself when it ends
+// no later.
+func withDeadline(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && !d.After(deadline) {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, deadline)
+}
+
+// Uncancelled returns ctx without its cancellation and deadline, and ctx
+// itself when it has neither.
+func Uncancelled(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// AfterLanding runs fn once every node answered: at once if they have.
+func (f *Flight) AfterLanding(fn func()) {
+	f.mu.Lock()
+	if !f.landed {
+		f.onLand = append(f.onLand, fn)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	fn()
+}
+
+// calls returns req's call to each node, nil for the nodes req answers
+// itself (see request.local), whose answers are delivered at once.
+func (f *Flight) calls(req *Request) []*call {
+	var calls []*call
+	var slab []call
+	if n := len(f.nodes.conns); n <= InlineNodes && !f.bufUsed {
+		f.bufUsed = true
+		calls, slab = f.ptrBuf[:n], f.callBuf[:n]
+	} else {
+		calls, slab = make([]*call, n), make([]call, n)
+	}
+	for i := range calls {
+		if req.Local != nil {
+			if v, ok := req.Local(i); ok {
+				f.deliver(answer{node: i, val: v})
+				continue
+			}
+		}
+		slab[i] = call{req: req, node: i, ctx: f.parent, deadline: f.deadline, start: f.start, to: f}
+		calls[i] = &slab[i]
+	}
+	f.sent = calls
+	return calls
+}
+
+// callTo returns the flight's call to node, or nil.
+func (f *Flight) callTo(node int) *call {
+	if f.sent == nil {
+		return nil
+	}
+	return f.sent[node]
+}
+
+// submit hands each call to its node's pipe; on the nodes of lag, once
+// their earlier request has ended.
+func (f *Flight) submit(calls []*call, lag *Lagging) {
+	for i, cl := range calls {
+		switch {
+		case cl == nil:
+		case lag.holds(i):
+			lag.submitAfter(f.nodes.pipes[i], cl)
+		default:
+			f.nodes.pipes[i].submit(cl.asBatch()...)
+		}
+	}
+}
+
+// Collect gathers the answers until enough(ok, others) is true, every node
+// answered, or the per-node deadline passed. A reply classifies as
+// OK when isOK says so. unfinished is nil when every node answered,
+// and otherwise f.
+func (f *Flight) Collect(isOK func(any) bool, enough func(ok, others int) bool) (results []Result, ok int, unfinished *Flight) {
+	t := tally{results: f.results(), isOK: isOK}
+	var timer *time.Timer // made on first need
+	defer func() {
+		if timer != nil {
+			PutTimer(timer)
+		}
+	}()
+	for waiting := true; waiting && !t.complete() && !enough(t.ok, t.others); {
+		if timer == nil {
+			timer = GetTimer(time.Until(f.deadline))
+		}
+		select {
+		case a := <-f.answers:
+			t.record(a)
+		case <-timer.C:
+			f.stopWaiting(&t, true)
+			waiting = false
+		case <-f.parent.Done():
+			f.stopWaiting(&t, errors.Is(f.parent.Err(), context.DeadlineExceeded))
+			waiting = false
+		}
+	}
+	if !t.complete() {
+		f.tallied = t.results
+		return t.results, t.ok, f
+	}
+	return t.results, t.ok, nil
+}
+
+// Lagging returns the nodes whose request had not ended when Collect
+// returned, to hold the key's later requests to them behind it (see
+// Lagging); nil for a nil Flight, one whose nodes all answered.
+func (f *Flight) Lagging() *Lagging {
+	if f == nil {
+		return nil
+	}
+	return LaggingNodes(f.tallied, f, f.timeout)
+}
+
+// Landed hands record each answer that arrived since Collect returned,
+// classified by isOK; called from AfterLanding, it hands them all.
+func (f *Flight) Landed(isOK func(any) bool, record func(node int, r Result)) {
+	for {
+		select {
+		case a := <-f.answers:
+			record(a.node, classify(f.nodes.conns[a.node].Name(), a.val, a.err, a.took, isOK))
+		default:
+			return
+		}
+	}
+}
+
+// Towing sends first to every node, each followed, in the same script
+// call, by the call of then's request thenReq to that node (then is a
+// Flight from NewFlight): on each node the two run one after the other,
+// in one round trip. lag holds first back on its nodes as in
+// TrackedFanout. It returns first's Flight, to Collect.
+func (n *Set) Towing(ctx context.Context, timeout time.Duration, first *Request, lag *Lagging, then *Flight, thenReq *Request) *Flight {
+	f := n.NewFlight(ctx, timeout)
+	firsts, thens := f.calls(first), then.calls(thenReq)
+	for i, cl := range firsts {
+		group := append(make([]*call, 0, 2), cl)
+		if thens[i] != nil {
+			group = append(group, thens[i])
+		}
+		if lag.holds(i) {
+			lag.submitAfter(n.pipes[i], group...)
+		} else {
+			n.pipes[i].submit(group...)
+		}
+	}
+	return f
+}
+
+// Len returns the number of nodes.
+func (n *Set) Len() int { return len(n.conns) }
+
+// Nodes returns how many nodes lag holds a request back on; 0 for nil.
+func (lag *Lagging) Nodes() int {
+	if lag == nil {
+		return 0
+	}
+	return len(lag.nodes)
+}
+
+// results returns a result per node, named, for collect to fill in: in the
+// flight's own memory when they fit.
+func (f *Flight) results() []Result {
+	var results []Result
+	if n := len(f.nodes.conns); n <= InlineNodes {
+		results = f.resultBuf[:n]
+	} else {
+		results = make([]Result, n)
+	}
+	for i, conn := range f.nodes.conns {
+		results[i].Node = conn.Name()
+	}
+	return results
+}
+
+// stopWaiting records the answers that already arrived and, when the
+// per-node deadline passed, marks the nodes still silent as timed out.
+func (f *Flight) stopWaiting(t *tally, timedOut bool) {
+	f.drain(t)
+	if timedOut {
+		t.markSilent(f.timeout)
+	}
+}
+
+// drain records the answers that already arrived.
+func (f *Flight) drain(t *tally) {
+	for {
+		select {
+		case a := <-f.answers:
+			t.record(a)
+		default:
+			return
+		}
+	}
+}
+
+// tally is the answers of a fan-out so far.
+type tally struct {
+	results    []Result
+	isOK       func(any) bool
+	ok, others int
+}
+
+// record classifies one node's answer.
+func (t *tally) record(a answer) {
+	r := classify(t.results[a.node].Node, a.val, a.err, a.took, t.isOK)
+	t.results[a.node] = r
+	if r.Outcome == OK {
+		t.ok++
+	} else {
+		t.others++
+	}
+}
+
+// complete reports that every node answered.
+func (t *tally) complete() bool { return t.ok+t.others == len(t.results) }
+
+// markSilent marks the nodes that have not answered as timed out after
+// timeout.
+func (t *tally) markSilent(timeout time.Duration) {
+	for i := range t.results {
+		if t.results[i].Outcome == NoAnswer {
+			t.results[i].Outcome, t.results[i].Err, t.results[i].Latency = Timeout, context.DeadlineExceeded, timeout
+		}
+	}
+}
+
+// ask sends req to node i from the calling goroutine, by itself.
+func (n *Set) ask(ctx context.Context, req *Request, i int) (any, error) {
+	if req.Local != nil {
+		if v, ok := req.Local(i); ok {
+			return v, nil
+		}
+	}
+	p := n.pipes[i]
+	deadline, _ := ctx.Deadline()
+	v, acked, err := p.eval(ctx, deadline, req.Script, req.Keys, req.Args)
+	return decodeReply(req, i, v, p.checkReplicated(req.Script, err, acked))
+}
+
+// classify turns one node's reply into a Result.
+func classify(node string, val any, err error, took time.Duration, isOK func(any) bool) Result {
+	r := Result{Node: node, Latency: took}
+	switch {
+	case err == nil && isOK(val):
+		r.Outcome = OK
+	case err == nil:
+		r.Outcome = Held
+	case IsTimeout(err):
+		r.Outcome, r.Err = Timeout, err
+	default:
+		r.Outcome, r.Err = Error, err
+	}
+	return r
+}
+
+// IsTimeout reports an error of a request that timed out.
+func IsTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// IsOne reports a script's integer 1 reply.
+func IsOne(v any) bool { n, ok := v.(int64); return ok && n == 1 }
+
+// Lagging lists the nodes whose request of a fan-out was still under way
+// when the fan-out returned (unanswered, or past the node timeout but
+// possibly still on its way), and that fan-out.
+type Lagging struct {
+	nodes   []int
+	buf     [InlineNodes]int // nodes' backing array while it fits
+	earlier *Flight
+	timeout time.Duration // for a request sent after the wait
+	// release: the requests sent after the wait release the lock that the
+	// earlier fan-out acquired (see submitAfter).
+	release bool
+}
+
+// LaggingNodes returns the nodes of results whose request may not have
+// ended, or nil when the fan-out finished.
+func LaggingNodes(results []Result, unfinished *Flight, timeout time.Duration) *Lagging {
+	if unfinished == nil {
+		return nil
+	}
+	lag := &Lagging{earlier: unfinished, timeout: timeout}
+	lag.nodes = lag.buf[:0]
+	for i, r := range results {
+		if r.Outcome == NoAnswer || r.Outcome == Timeout {
+			lag.nodes = append(lag.nodes, i)
+		}
+	}
+	return lag
+}
+
+// Within returns lag with timeout for the request sent after the wait; nil
+// stays nil.
+func (lag *Lagging) Within(timeout time.Duration) *Lagging {
+	if lag == nil || lag.timeout == timeout {
+		return lag
+	}
+	return &Lagging{nodes: lag.nodes, earlier: lag.earlier, timeout: timeout}
+}
+
+// Releasing returns lag for the release of the lock its fan-out acquired;
+// nil stays nil.
+func (lag *Lagging) Releasing() *Lagging {
+	if lag == nil {
+		return nil
+	}
+	r := *lag
+	r.release = true
+	return &r
+}
+
+// holds reports whether a request to node must wait for the node's earlier
+// request, which lags and has not ended yet; a nil lagging holds none.
+func (lag *Lagging) holds(node int) bool {
+	if lag == nil || !slices.Contains(lag.nodes, node) {
+		return false
+	}
+	return !lag.earlier.done.Load()
+}
+
+// submitAfter submits calls to their lagging node once the earlier
+// fan-out's requests have all ended: over a connection pool a release or an
+// extension could otherwise reach such a node first; the late acquisition
+// would then hold the key there until it expires, or miss the extension.
+// The first call then gets a node timeout of its own, since the fan-out it
+// belongs to has usually been decided by then; the others keep theirs.
+//
+// A key's calls wait so behind at most maxLagChain earlier ones on a node:
+// a node that stopped answering would otherwise hold a chain of the key's
+// requests, each waiting for the one before it, that grows with every
+// request. A release cancels its acquisition's call that has not left yet,
+// and is answered for the node without asking it (the key is not there);
+// past the bound, any other call fails unsent (errStillLagging), a vote not
+// given.
+func (lag *Lagging) submitAfter(p *pipe, calls ...*call) {
+	depth := int32(1)
+	if prior := lag.earlier.callTo(calls[0].node); prior != nil && prior.state.Load() == callDeferred {
+		switch {
+		case lag.release && prior.state.CompareAndSwap(callDeferred, callCancelled):
+			p.deliver(calls[0], int64(0), nil) // "not held"
+			p.refuseWith(calls[1:], errStillLagging)
+			return
+		case prior.depth >= maxLagChain:
+			p.refuseWith(calls, errStillLagging)
+			return
+		}
+		depth = prior.depth + 1
+	}
+	for _, cl := range calls {
+		cl.depth = depth
+		cl.state.Store(callDeferred)
+	}
+	lag.earlier.AfterLanding(func() { lag.submitDeferred(p, calls) })
+}
+
+// maxLagChain bounds how many of a key's calls to a node wait, one behind
+// the other, for the earlier ones to end (see lagging.submitAfter).
+const maxLagChain = 4
+
+// submitDeferred submits the calls that submitAfter deferred, except those
+// cancelled meanwhile, which fail unsent.
+func (lag *Lagging) submitDeferred(p *pipe, calls []*call) {
+	live := calls[:0:0]
+	for _, cl := range calls {
+		if cl.state.CompareAndSwap(callDeferred, callSubmitted) {
+			live = append(live, cl)
+		} else {
+			p.deliver(cl, nil, errStillLagging)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	first := live[0]
+	first.ctx = Uncancelled(first.ctx)
+	first.deadline = time.Now().Add(lag.timeout)
+	p.submit(live...)
+}
+
+// errStillLagging is the error of a call not sent because the key's earlier
+// requests to its node have not been sent yet (see lagging.submitAfter).
+var errStillLagging = errors.New("not sent: the node has yet to answer the key's earlier requests")
+
+// timers keeps stopped timers for reuse: a waiting goroutine, or a
+// fan-out, would otherwise allocate one, and its channel, every time.
+var timers sync.Pool
+
+// GetTimer returns a timer that fires after d, reused when one is free.
+func GetTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// PutTimer stops t and keeps it for reuse. Since Go 1.23 a stopped timer's
+// channel holds no stale value, so a reused timer fires only for its new
+// duration.
+func PutTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
+// AfterLanding runs fn once every node answered the fan-out whose lagging
+// requests lag holds others behind: at once if they have.
+func (lag *Lagging) AfterLanding(fn func()) { lag.earlier.AfterLanding(fn) }
