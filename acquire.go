@@ -6,6 +6,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -126,7 +127,7 @@ type acquisition struct {
 	key string
 	cfg lockConfig
 	// turn is how the turn came: the lock may be held by this client.
-	turn turn
+	turn wait.Turn
 	// offer is this call's attempt, offered to go out with this client's
 	// release of the lock (handoff.go); nil once settled.
 	offer *handoff
@@ -135,7 +136,7 @@ type acquisition struct {
 	carried *handoff
 	// wake signals release announcements (wake.go); nil while not
 	// listening.
-	wake          *wakeup
+	wake          *wait.Wakeup
 	stopListening func()
 	waitFirst     bool  // wait for a release or a retry delay before trying
 	lastErr       error // the last attempt's failure
@@ -155,11 +156,11 @@ func (a *acquisition) takeTurn() error {
 	// An attempt is offered to this client's release only where a goroutine
 	// of this client has the key's turn or holds its lock: a key nobody
 	// here holds is tried at once.
-	if c.waiters.busy(key) {
+	if c.waiters.Busy(key) {
 		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.autoRenew)
 	}
-	a.turn = c.waiters.take(ctx, key, a.offer)
-	if !a.turn.taken {
+	a.turn = c.waiters.Take(ctx, key, a.offer.asOffer())
+	if !a.turn.Taken {
 		return c.notAsked(key, ctx)
 	}
 	// A waiter listens for release announcements from before its attempt,
@@ -167,15 +168,15 @@ func (a *acquisition) takeTurn() error {
 	// missed. An uncontended call does not listen until its first attempt
 	// failed, nor does one whose turn starts while this client holds the
 	// lock: that lock's release reaches it in-process.
-	if a.turn.queued && !a.turn.heldHere {
+	if a.turn.Queued && !a.turn.HeldHere {
 		a.listen()
 	}
 	// When the turn comes from a goroutine of this client that has just
 	// acquired the lock, it is held: wait for its release before trying,
 	// with the attempt offered to go out with that release.
-	a.waitFirst = a.turn.heldHere
-	if !a.turn.heldHere {
-		if a.offer.withdraw() {
+	a.waitFirst = a.turn.HeldHere
+	if !a.turn.HeldHere {
+		if a.offer.Withdraw() {
 			a.offer = nil // not taken, and now never will be
 		} else {
 			// The lock was released while the turn came, and the release
@@ -229,22 +230,22 @@ func (a *acquisition) wait(attempt int) error {
 		a.woken = false
 		delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
 	}
-	if a.place.behind && a.wake != nil && a.wake != &noWakeup {
+	if a.place.behind && a.wake != nil && a.wake != wait.NoWakeup {
 		// Others are first in line on the nodes: the releases will name
 		// them, and this client once its turn comes. Try now and then
 		// only, in case a wake-up is lost or the lock expires unreleased.
 		delay = max(delay, randomBetween(behindWait/2, behindWait))
 	}
-	freed := a.turn.freed
-	a.turn.freed = nil // a closed channel: use it once
+	freed := a.turn.Freed
+	a.turn.Freed = nil // a closed channel: use it once
 	offer := a.offer
 	a.offer = nil // offered for the first wait only
 	wake := a.wake
 	if wake == nil {
-		wake = &noWakeup
+		wake = wait.NoWakeup
 	}
 	live, named := waitForRelease(a.ctx, wake, freed, offer.sentOrNil(), delay)
-	if offer != nil && !offer.withdraw() {
+	if offer != nil && !offer.Withdraw() {
 		a.carried = offer // the release took the attempt with it
 		return nil
 	}
@@ -274,11 +275,11 @@ const behindWait = wire.QueueLasts / 2
 // that names it or nobody (see waker); freed, when not nil, is closed by a
 // release of this client, and sent when such a release took the waiter's
 // attempt with it (handoff.go).
-func waitForRelease(ctx context.Context, wake *wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
+func waitForRelease(ctx context.Context, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
 	t := nodes.GetTimer(delay)
 	defer nodes.PutTimer(t)
 	select {
-	case <-wake.now: // nil without a waker: never ready
+	case <-wake.Now(): // nil without a waker: never ready
 		return true, true
 	case <-freed:
 		return true, false
@@ -318,7 +319,7 @@ func (a *acquisition) giveUp(ctxEnded bool) error {
 // listen starts listening for release announcements of the key, once.
 func (a *acquisition) listen() {
 	if a.wake == nil {
-		a.wake, a.stopListening = a.c.waker.listenFor(a.key)
+		a.wake, a.stopListening = a.c.waker.ListenFor(a.key)
 	}
 }
 
@@ -327,13 +328,13 @@ func (a *acquisition) listen() {
 // as the call gave up is seen through, and its lock, if it won, released.
 func (a *acquisition) end(acquired *Lock) {
 	a.stopListening()
-	if a.offer != nil && acquired == nil && !a.offer.withdraw() {
+	if a.offer != nil && acquired == nil && !a.offer.Withdraw() {
 		<-a.offer.sent
 		if lock, err := a.offer.collect(); err == nil {
 			lock.Release(context.WithoutCancel(a.ctx))
 		}
 	}
-	holding := a.c.waiters.giveBack(a.key, acquired != nil)
+	holding := a.c.waiters.GiveBack(a.key, acquired != nil)
 	if acquired != nil {
 		acquired.holding = holding
 	}

@@ -106,7 +106,7 @@ func (c *Client) run(ctx context.Context, a *attempt, autoRenew bool) (*Lock, er
 	// them. Likewise, this attempt waits on the nodes that this client's
 	// last release of the key has not heard back from.
 	timeout := c.nodeTimeout(ttl)
-	trailing := c.waiters.trailing(key).Within(timeout)
+	trailing := c.waiters.Trailing(key).Within(timeout)
 	results, ok, unfinished := c.trackedFanout(ctx, timeout, a.req, trailing, isGranted, c.decided)
 	return c.conclude(ctx, a, results, ok, unfinished, autoRenew)
 }
@@ -342,6 +342,6 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), req, lag.Releasing(), nodes.IsOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
-	c.waiters.addTrailing(key, unfinished.Lagging())
+	c.waiters.AddTrailing(key, unfinished.Lagging())
 	c.finishMissed(key, token, ttl, results, unfinished, false) // nobody waits for its reports
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -27,8 +28,8 @@ type Client struct {
 	quorum  int        // N/2+1
 	opts    Options
 	wire    wireArgs
-	waker   *waker // nil when no node can notify
-	waiters *waiters
+	waker   *wait.Waker // nil when no node can notify
+	waiters *wait.Turns
 	permits localPermits // the permits of semaphores held here
 	finish  finishers    // releases finished in the background
 	keys    wire.Layout  // the names of the keys kept beside each lock key
@@ -44,7 +45,7 @@ type Client struct {
 	// permit (waiters.go), by semaphore key: apart from waiters, those of
 	// the locks, so that no lock key, whatever its name, shares a
 	// semaphore's turn.
-	permitTurns *waiters
+	permitTurns *wait.Turns
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -74,7 +75,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: newWaiters(), permitTurns: newWaiters(), id: newClientID()}
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), permitTurns: wait.NewTurns(), id: newClientID()}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
 			if _, ok := conn.(replicator); !ok {
@@ -85,7 +86,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	c.conns, c.quorum = slices.Clone(conns), quorumOf(len(conns))
 	c.nodes = nodes.New(nodeConns(conns), o.WaitReplicas)
 	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
-	c.waker = newWaker(c.conns, c.quorum, c.id, c.keys)
+	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys)
 	c.tel = newTelemetry(given, conns)
 	return c, nil
 }
@@ -103,7 +104,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 func (c *Client) Close() error {
 	c.finish.stop()
 	c.nodes.Drain(c.opts.NodeTimeout)
-	c.waker.close()
+	c.waker.Close()
 	return c.nodes.Close(c.opts.NodeTimeout)
 }
 
@@ -232,3 +233,14 @@ func (w *wireArgs) millis(ttl time.Duration) string {
 
 // quorumOf returns the quorum of n nodes: a majority, n/2+1.
 func quorumOf(n int) int { return n/2 + 1 }
+
+// listeners returns the conns that can hold a pub/sub connection.
+func listeners(conns []Conn) []wait.Listener {
+	var ls []wait.Listener
+	for _, conn := range conns {
+		if l, ok := conn.(wait.Listener); ok {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}

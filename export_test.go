@@ -135,11 +135,8 @@ func (c *Client) HasTelemetry() bool { return c.tel != nil }
 // HandoffParked reports whether a goroutine of the client waiting for key
 // offers its attempt to the release of the lock held here.
 func (c *Client) HandoffParked(key string) bool {
-	s := c.waiters.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, ok := s.keys[key]
-	return ok && k.handoff != nil && k.handoff.state.Load() == handoffOffered
+	h, _ := c.waiters.Parked(key).(*handoff)
+	return h != nil && h.state.Load() == handoffOffered
 }
 
 // ReleaseFailedAttempt releases token's grants of key as the clean-up after

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
+	"github.com/redlock-go/redlock/internal/wait"
 )
 
 // handoff is the acquisition attempt of a goroutine whose turn started with
@@ -35,15 +36,27 @@ const (
 	handoffWithdrawn
 )
 
-// withdraw takes back an offer that no release has taken yet, and reports
+// Withdraw takes back an offer that no release has taken yet, and reports
 // whether it did; when it did not, the attempt is under way (see sent). A
 // nil offer is withdrawn.
-func (h *handoff) withdraw() bool {
+func (h *handoff) Withdraw() bool {
 	return h == nil || h.state.CompareAndSwap(handoffOffered, handoffWithdrawn)
 }
 
+// Take claims the offer for a release, and reports whether it was still
+// offered.
+func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, handoffTaken) }
+
+// asOffer returns h as a wait.Offer: nil for none.
+func (h *handoff) asOffer() wait.Offer {
+	if h == nil {
+		return nil
+	}
+	return h
+}
+
 // newHandoff returns an attempt on key to offer to this client's release
-// of it, parked by waiters.take.
+// of it, parked by wait.Turns.Take.
 func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) *handoff {
 	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, autoRenew: autoRenew}
 }

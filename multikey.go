@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wait"
 )
 
 // Several keys are taken all or nothing: one attempt asks every node for
@@ -104,7 +106,7 @@ type multiAcquisition struct {
 	// listening is the keys whose release announcements wake the call (the
 	// keys the last attempt was refused), wake their signals.
 	listening     []string
-	wake          *wakeup
+	wake          *wait.Wakeup
 	stopListening func()
 	woken         bool // the last wait ended with a release naming this client
 }
@@ -138,7 +140,7 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 		return nil, err
 	}
 	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
-	return &multiAcquisition{c: c, ctx: ctx, keys: keys, cfg: cfg, wake: &noWakeup, stopListening: func() {}}, nil
+	return &multiAcquisition{c: c, ctx: ctx, keys: keys, cfg: cfg, wake: wait.NoWakeup, stopListening: func() {}}, nil
 }
 
 // run is the retry loop of AcquireAll: try every key, done if every one
@@ -233,7 +235,7 @@ func (m *multiAcquisition) listen(refused []string) {
 		return
 	}
 	m.stopListening()
-	m.wake, m.stopListening = m.c.waker.listenForAll(refused, false)
+	m.wake, m.stopListening = m.c.waker.ListenForAll(refused, false)
 	m.listening = refused
 }
 

@@ -70,7 +70,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	l.released = true
 	l.endLocked(ErrReleased)
 	l.mu.Unlock()
-	c.waiters.released(l.key, l.holding)
+	c.waiters.Released(l.key, l.holding)
 	if ok == 0 {
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
 	}
@@ -90,13 +90,13 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 	var results []NodeResult
 	var ok int
 	var unfinished *nodes.Flight
-	if h := c.waiters.takeHandoff(l.key); h != nil {
-		results, ok, unfinished = l.releaseCarrying(ctx, h, enough)
+	if h := c.waiters.TakeOffer(l.key); h != nil {
+		results, ok, unfinished = l.releaseCarrying(ctx, h.(*handoff), enough)
 	} else {
 		release := announcedReleaser(l.key, l.token, c.id, c.keys)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
-	c.waiters.addTrailing(l.key, unfinished.Lagging())
+	c.waiters.AddTrailing(l.key, unfinished.Lagging())
 	return results, ok, c.finishMissed(l.key, l.token, l.ttl, results, unfinished, valid)
 }
 

@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wait"
 )
 
 // repeated is the retry loop of an acquisition that is not a mutex's: a
@@ -22,7 +24,7 @@ type repeated struct {
 	// turns are those that this client's goroutines take for key
 	// (waiters.go), nil for no turn, in which case every release wakes the
 	// call.
-	turns *waiters
+	turns *wait.Turns
 	// keys returns the keys whose releases may let the next try succeed.
 	keys func() []string
 	// try makes one attempt.
@@ -42,12 +44,12 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 	if r.turns == nil {
 		return r.run(false)
 	}
-	turn := r.turns.take(r.ctx, r.key, nil)
-	if !turn.taken {
+	turn := r.turns.Take(r.ctx, r.key, nil)
+	if !turn.Taken {
 		return nil, r.c.notAsked(r.key, r.ctx)
 	}
-	defer r.turns.giveBack(r.key, false)
-	return r.run(turn.queued)
+	defer r.turns.GiveBack(r.key, false)
+	return r.run(turn.Queued)
 }
 
 // run tries, then waits for a release or a retry delay, until a try
@@ -56,9 +58,9 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 // before its first try, since that goroutine may have just taken what it
 // wants; an uncontended call listens only once a try failed.
 func (r *repeated) run(queued bool) (*Lock, error) {
-	wake, stop := &noWakeup, func() {}
+	wake, stop := wait.NoWakeup, func() {}
 	if queued {
-		wake, stop = r.c.waker.listenForAll(r.keys(), r.turns == nil)
+		wake, stop = r.c.waker.ListenForAll(r.keys(), r.turns == nil)
 	}
 	defer func() { stop() }()
 	for attempt := 1; ; attempt++ {
@@ -69,11 +71,11 @@ func (r *repeated) run(queued bool) (*Lock, error) {
 		if r.ctx.Err() != nil {
 			return nil, withCause(err, r.ctx)
 		}
-		if wake == &noWakeup {
+		if wake == wait.NoWakeup {
 			// Listen from before the wait that follows the first failed
 			// try: a release during the try may be missed, and the retry
 			// delay covers it.
-			wake, stop = r.c.waker.listenForAll(r.keys(), r.turns == nil)
+			wake, stop = r.c.waker.ListenForAll(r.keys(), r.turns == nil)
 		}
 		delay, again := r.cfg.retry.NextDelay(attempt)
 		if !again {
@@ -87,7 +89,7 @@ func (r *repeated) run(queued bool) (*Lock, error) {
 
 // wait waits for a release announced to wake, one in this client, or the
 // retry delay, and reports whether the context is still live.
-func (r *repeated) wait(wake *wakeup, delay time.Duration) bool {
+func (r *repeated) wait(wake *wait.Wakeup, delay time.Duration) bool {
 	var freed <-chan struct{}
 	stop := func() {}
 	if r.freed != nil {

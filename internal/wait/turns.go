@@ -1,4 +1,4 @@
-package redlock
+package wait
 
 import (
 	"context"
@@ -9,11 +9,24 @@ import (
 	"github.com/redlock-go/redlock/internal/nodes"
 )
 
+// Offer is the attempt of a goroutine waiting for its turn on a key,
+// offered to go out with this client's release of the key's lock, so that
+// the lock changes hands within one round trip. A release takes it (Take)
+// or the goroutine withdraws it (Withdraw), whichever comes first.
+type Offer interface {
+	// Take claims the offer for a release, and reports whether it was
+	// still offered.
+	Take() bool
+	// Withdraw takes the offer back, and reports whether no release had
+	// taken it.
+	Withdraw() bool
+}
+
 // keyShards spreads the per-key state over independent mutexes so that
 // goroutines locking different keys rarely wait on each other's bookkeeping.
 const keyShards = 64
 
-// waiters is what a Client's goroutines know about each key they lock:
+// Turns is what a Client's goroutines know about each key they lock:
 //
 //   - the turn: one goroutine at a time tries for a key, and the others
 //     queue behind it, first come first served. Without it, goroutines of
@@ -22,17 +35,17 @@ const keyShards = 64
 //     could take it straight back ahead of those that waited;
 //   - whether this client holds the key's lock, so that the next goroutine
 //     waits for its release and offers its attempt to go out with it
-//     (handoff.go);
+//     (see Offer);
 //   - the last release of the key that returned before every node had
 //     answered (a release returns at a quorum), until those nodes have
 //     answered. The next acquisition of the key waits for them on those
 //     nodes, as a lock's release waits for its own acquisition's lagging
-//     requests (see lagging): over a connection pool the acquisition could
+//     requests (see nodes.Lagging): over a connection pool the acquisition could
 //     otherwise reach such a node before the release, find the old lock
 //     there, and fail, though this client released it.
 //
 // A key's state exists while any of these holds.
-type waiters struct {
+type Turns struct {
 	seed   maphash.Seed
 	shards [keyShards]keyShard
 	// holdings numbers the locks acquired here (see keyState.holding).
@@ -52,10 +65,10 @@ const maxSpare = 8
 
 // keyState is the state of one key.
 type keyState struct {
-	busy    bool // a goroutine has the turn
+	busy    bool // a goroutine has the Turn
 	waiting []*waiter
 	// heldHere: this client holds the lock, acquired in an earlier turn;
-	// holding numbers that lock (from waiters.holdings), so that the
+	// holding numbers that lock (from turns.holdings), so that the
 	// release of an older lock of the key leaves it alone. freed is closed
 	// when it is released; made when a goroutine's turn starts while it is
 	// held, nil until then.
@@ -64,7 +77,7 @@ type keyState struct {
 	freed    chan struct{}
 	// handoff is the attempt of the goroutine whose turn it is, offered to
 	// go out with this client's release of the lock; nil when none is.
-	handoff *handoff
+	handoff Offer
 	// trailing is the last release of the key whose requests to some nodes
 	// may still be under way; nil when none may be.
 	trailing *nodes.Lagging
@@ -116,10 +129,10 @@ func (s *keyShard) dropIfIdleLocked(key string, k *keyState) {
 
 // waiter is a goroutine queued for a turn.
 type waiter struct {
-	handed chan struct{} // closed when the turn is the waiter's
+	handed chan struct{} // closed when the Turn is the waiter's
 	// offer is the waiter's attempt, to go out with this client's release
 	// of the lock if its turn starts with the lock held here; may be nil.
-	offer *handoff
+	offer Offer
 	// The state of the lock when the turn was handed over, set before
 	// handed is closed: a release may follow at once, and take then still
 	// reports that the offer was parked.
@@ -127,33 +140,34 @@ type waiter struct {
 	freed    chan struct{}
 }
 
-// turn is the outcome of take.
-type turn struct {
-	taken    bool // the caller has the turn and must give it back
-	queued   bool // the caller waited behind another goroutine
-	heldHere bool // this client holds the lock, acquired in an earlier turn
-	// freed is closed when the lock held here is released; nil unless
-	// heldHere.
-	freed <-chan struct{}
+// Turn is the outcome of take.
+type Turn struct {
+	Taken    bool // the caller has the turn and must give it back
+	Queued   bool // the caller waited behind another goroutine
+	HeldHere bool // this client holds the lock, acquired in an earlier turn
+	// Freed is closed when the lock held here is released; nil unless
+	// HeldHere.
+	Freed <-chan struct{}
 }
 
-func newWaiters() *waiters {
-	w := &waiters{seed: maphash.MakeSeed()}
+// NewTurns returns the turns of a client with no key.
+func NewTurns() *Turns {
+	w := &Turns{seed: maphash.MakeSeed()}
 	for i := range w.shards {
 		w.shards[i].keys = map[string]*keyState{}
 	}
 	return w
 }
 
-func (w *waiters) shard(key string) *keyShard {
+func (w *Turns) shard(key string) *keyShard {
 	return &w.shards[maphash.String(w.seed, key)%keyShards]
 }
 
-// take waits for the turn on key, or for ctx to end. The caller must call
-// giveBack when the result says the turn was taken. offer, when not nil, is
+// Take waits for the turn on key, or for ctx to end. The caller must call
+// GiveBack when the result says the turn was taken. offer, when not nil, is
 // the caller's attempt, which a release of this client may take with it
-// once the caller's turn started with the lock held here; see handoff.
-func (w *waiters) take(ctx context.Context, key string, offer *handoff) turn {
+// once the caller's turn started with the lock held here; see Offer.
+func (w *Turns) Take(ctx context.Context, key string, offer Offer) Turn {
 	s := w.shard(key)
 	s.mu.Lock()
 	k := s.stateLocked(key)
@@ -163,7 +177,7 @@ func (w *waiters) take(ctx context.Context, key string, offer *handoff) turn {
 		if offer != nil && k.heldHere {
 			k.handoff = offer
 		}
-		tn := turn{taken: true, heldHere: k.heldHere, freed: k.freedLocked()}
+		tn := Turn{Taken: true, HeldHere: k.heldHere, Freed: k.freedLocked()}
 		s.mu.Unlock()
 		return tn
 	}
@@ -173,7 +187,7 @@ func (w *waiters) take(ctx context.Context, key string, offer *handoff) turn {
 
 	select {
 	case <-wt.handed:
-		return turn{taken: true, queued: true, heldHere: wt.heldHere, freed: wt.freed}
+		return Turn{Taken: true, Queued: true, HeldHere: wt.heldHere, Freed: wt.freed}
 	case <-ctx.Done():
 	}
 	return w.leave(s, key, k, wt)
@@ -183,28 +197,28 @@ func (w *waiters) take(ctx context.Context, key string, offer *handoff) turn {
 // handed over meanwhile is passed on as it came, unless a release took the
 // waiter's attempt with it: the waiter then has the turn and must see the
 // attempt through.
-func (w *waiters) leave(s *keyShard, key string, k *keyState, wt *waiter) turn {
+func (w *Turns) leave(s *keyShard, key string, k *keyState, wt *waiter) Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, other := range k.waiting {
 		if other == wt {
 			k.waiting = append(k.waiting[:i:i], k.waiting[i+1:]...)
-			return turn{queued: true}
+			return Turn{Queued: true}
 		}
 	}
-	if wt.offer != nil && !wt.offer.withdraw() {
-		return turn{taken: true, queued: true, heldHere: true, freed: wt.freed}
+	if wt.offer != nil && !wt.offer.Withdraw() {
+		return Turn{Taken: true, Queued: true, HeldHere: true, Freed: wt.freed}
 	}
 	w.giveLocked(s, key, k, false)
-	return turn{queued: true}
+	return Turn{Queued: true}
 }
 
-// giveBack ends the caller's turn on key and hands it to the next in line,
+// GiveBack ends the caller's turn on key and hands it to the next in line,
 // telling it whether the lock is held here: acquired in the caller's turn,
 // or earlier and not released yet. When the caller acquired the lock, it
-// returns the number of its holding, to pass to released when the lock is
+// returns the number of its holding, to pass to Released when the lock is
 // released; 0 otherwise.
-func (w *waiters) giveBack(key string, acquired bool) (holding uint64) {
+func (w *Turns) GiveBack(key string, acquired bool) (holding uint64) {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,11 +230,11 @@ func (w *waiters) giveBack(key string, acquired bool) (holding uint64) {
 	return 0
 }
 
-// released tells the goroutine whose turn started while this client held
-// the lock on key, acquired as holding (from giveBack), that the lock was
+// Released tells the goroutine whose turn started while this client held
+// the lock on key, acquired as holding (from GiveBack), that the lock was
 // released. A release of an earlier lock of the key, which handed it over
-// to a newer one (see handoff), leaves the newer one's state alone.
-func (w *waiters) released(key string, holding uint64) {
+// to a newer one (see Offer), leaves the newer one's state alone.
+func (w *Turns) Released(key string, holding uint64) {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -235,7 +249,7 @@ func (w *waiters) released(key string, holding uint64) {
 	s.dropIfIdleLocked(key, k)
 }
 
-func (w *waiters) giveLocked(s *keyShard, key string, k *keyState, acquired bool) {
+func (w *Turns) giveLocked(s *keyShard, key string, k *keyState, acquired bool) {
 	if acquired {
 		k.heldHere, k.holding, k.freed = true, w.holdings.Add(1), nil
 	}
@@ -254,9 +268,9 @@ func (w *waiters) giveLocked(s *keyShard, key string, k *keyState, acquired bool
 	close(next.handed)
 }
 
-// busy reports whether a goroutine of this client has the turn on key or
+// Busy reports whether a goroutine of this client has the turn on key or
 // holds its lock. The answer may be stale at once.
-func (w *waiters) busy(key string) bool {
+func (w *Turns) Busy(key string) bool {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -264,9 +278,9 @@ func (w *waiters) busy(key string) bool {
 	return ok && (k.busy || len(k.waiting) > 0 || k.heldHere)
 }
 
-// takeHandoff returns the attempt offered to go out with this client's
+// TakeOffer returns the attempt offered to go out with this client's
 // release of key, now the caller's to launch and submit; nil when none is.
-func (w *waiters) takeHandoff(key string) *handoff {
+func (w *Turns) TakeOffer(key string) Offer {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -276,16 +290,16 @@ func (w *waiters) takeHandoff(key string) *handoff {
 	}
 	h := k.handoff
 	k.handoff = nil
-	if !h.state.CompareAndSwap(handoffOffered, handoffTaken) {
+	if !h.Take() {
 		return nil
 	}
 	return h
 }
 
-// addTrailing records the release of key whose requests to lag.nodes may
+// AddTrailing records the release of key whose requests to lag.nodes may
 // still be under way; nil is a release that every node answered. The record
 // goes once they have all answered.
-func (w *waiters) addTrailing(key string, lag *nodes.Lagging) {
+func (w *Turns) AddTrailing(key string, lag *nodes.Lagging) {
 	if lag == nil {
 		return
 	}
@@ -303,9 +317,9 @@ func (w *waiters) addTrailing(key string, lag *nodes.Lagging) {
 	})
 }
 
-// trailing returns the nodes where the last release of key may still be
+// Trailing returns the nodes where the last release of key may still be
 // under way, or nil when none may be.
-func (w *waiters) trailing(key string) *nodes.Lagging {
+func (w *Turns) Trailing(key string) *nodes.Lagging {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -313,4 +327,29 @@ func (w *waiters) trailing(key string) *nodes.Lagging {
 		return k.trailing
 	}
 	return nil
+}
+
+// Parked returns the offer parked for this client's release of key's lock,
+// without taking it; nil when none is.
+func (w *Turns) Parked(key string) Offer {
+	s := w.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.keys[key]; k != nil {
+		return k.handoff
+	}
+	return nil
+}
+
+// Len returns the number of keys whose state the turns keep: those with a
+// turn taken, a waiter, a lock held here or a trailing release.
+func (w *Turns) Len() int {
+	n := 0
+	for i := range w.shards {
+		s := &w.shards[i]
+		s.mu.Lock()
+		n += len(s.keys)
+		s.mu.Unlock()
+	}
+	return n
 }

@@ -1,4 +1,9 @@
-package redlock
+// Package wait holds this process's side of waiting for a lock: the turns
+// of a client's goroutines on each key (Turns), the attempt a waiting
+// goroutine offers to go out with the client's own release (Offer), and the
+// release announcements that wake waiters (Waker). It decides who of this
+// process tries next, and when; the nodes' queues decide among processes.
+package wait
 
 import (
 	"context"
@@ -12,28 +17,34 @@ import (
 // Wake-up timing.
 const (
 	// listenRetryDelay paces reconnection of a node's subscription after it
-	// failed: waiters fall back to their retry delays meanwhile, so a slow
+	// failed: Turns fall back to their retry delays meanwhile, so a slow
 	// reconnect costs latency, never correctness.
 	listenRetryDelay = 500 * time.Millisecond
 	// subscribeQueue bounds pending subscription changes per node; a full
-	// queue drops the change and the affected waiters poll instead.
+	// queue drops the change and the affected Turns poll instead.
 	subscribeQueue = 256
 	// subscriptionLinger keeps a key's channel subscribed this long after its
-	// last waiter left: a contended key sees waiters come and go at every
+	// last waiter left: a contended key sees Turns come and go at every
 	// handoff, and a fresh subscription can miss the very release it waits
 	// for. It costs the nodes one idle subscription per recently awaited key.
 	subscriptionLinger = 5 * time.Second
 )
 
-// waker wakes waiting Acquire calls when a lock they wait for is released.
-// Each node that implements notifier gets one Listen call, started on first
+// Listener is a node's connection that can hold a pub/sub connection: the
+// root package's Conn, when it has the method, as both adapters do.
+type Listener interface {
+	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error
+}
+
+// Waker wakes waiting Acquire calls when a lock they wait for is released.
+// Each node that implements Listener gets one Listen call, started on first
 // need (one subscription connection, or one per master of a Redis Cluster);
 // a channel is subscribed while a waiter waits on it. Channels are named
 // as the release script names them (layout.releaseChannel): on a Redis
 // Cluster node they are shard channels, which the node's Listen subscribes
 // to by SSUBSCRIBE.
 // A release wakes one waiter of this Client, the longest waiting, once a
-// quorum of nodes announced it, so that local waiters do not split the nodes'
+// quorum of nodes announced it, so that local Turns do not split the nodes'
 // votes between them, nor race ahead of the nodes still holding the lock.
 //
 // Across clients, each announcement names the first two clients in the key's
@@ -48,14 +59,14 @@ const (
 // at their retry delays. A release that names nobody (no client is queued)
 // is announced on the key's channel and wakes every client's first waiter,
 // as clients that never were refused are not in the queue.
-type waker struct {
-	notifiers []notifier
+type Waker struct {
+	notifiers []Listener
 	keys      wire.Layout // names the release channels, as the release script does
 	quorum    int         // announcements of one release that wake a waiter
 	id        string      // this client's id in the queues
 
 	mu      sync.Mutex
-	queues  map[string][]*wakeup    // key's channel → waiters, oldest first
+	queues  map[string][]*Wakeup    // key's channel → Turns, oldest first
 	idle    map[string]*time.Timer  // subscribed channels with no waiter
 	heard   map[string]announcement // channel → the latest release heard on it
 	ops     []chan subscription     // per node
@@ -64,8 +75,12 @@ type waker struct {
 	stop    context.CancelFunc
 }
 
-// wakeup is a waiter's signal to try for the key now; it holds one signal.
-type wakeup struct {
+// Now returns the channel on which the waiter is told to try now; nil for
+// NoWakeup, which never tells.
+func (wake *Wakeup) Now() <-chan struct{} { return wake.now }
+
+// Wakeup is a waiter's signal to try for the key now; it holds one signal.
+type Wakeup struct {
 	now chan struct{}
 	// everyone: the waiter is signalled by every release it hears, not
 	// only when it is the oldest: a reader of a read-write lock, which
@@ -74,12 +89,12 @@ type wakeup struct {
 }
 
 // newWakeup returns the signals of a new waiter.
-func newWakeup() *wakeup {
-	return &wakeup{now: make(chan struct{}, 1)}
+func newWakeup() *Wakeup {
+	return &Wakeup{now: make(chan struct{}, 1)}
 }
 
-// noWakeup is the signals of a waiter that does not listen: they never come.
-var noWakeup wakeup
+// NoWakeup is the signals of a waiter that does not listen: they never come.
+var NoWakeup = &Wakeup{}
 
 // announcement counts the nodes that announced one release (by its token).
 type announcement struct {
@@ -93,25 +108,21 @@ type subscription struct {
 	add     bool
 }
 
-// newWaker returns the waker of a client over conns, whose keys are laid
-// out as keys says, or nil when no Conn can notify.
-func newWaker(conns []Conn, quorum int, id string, keys wire.Layout) *waker {
-	var ns []notifier
-	for _, c := range conns {
-		if n, ok := c.(notifier); ok {
-			ns = append(ns, n)
-		}
-	}
+// NewWaker returns the Waker of a client whose nodes that can notify are
+// ns, whose keys are laid out as keys says, and whose id in the nodes'
+// queues is id; nil when ns is empty. quorum announcements of a release
+// that name nobody wake a waiter.
+func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout) *Waker {
 	if len(ns) == 0 {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &waker{notifiers: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*wakeup{},
+	return &Waker{notifiers: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*Wakeup{},
 		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, ctx: ctx, stop: stop}
 }
 
 // register queues a waiter on channel and returns its wake-up signals.
-func (w *waker) register(channel string) *wakeup {
+func (w *Waker) register(channel string) *Wakeup {
 	wake := newWakeup()
 	w.registerAs(channel, wake)
 	return wake
@@ -119,7 +130,7 @@ func (w *waker) register(channel string) *wakeup {
 
 // registerAs queues wake, a waiter's signals, on channel: one waiter may
 // listen on several channels.
-func (w *waker) registerAs(channel string, wake *wakeup) {
+func (w *Waker) registerAs(channel string, wake *Wakeup) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.started {
@@ -139,7 +150,7 @@ func (w *waker) registerAs(channel string, wake *wakeup) {
 }
 
 // unregister removes a waiter that stopped waiting, woken or not.
-func (w *waker) unregister(channel string, wake *wakeup) {
+func (w *Waker) unregister(channel string, wake *Wakeup) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.queues[channel]
@@ -179,7 +190,7 @@ func (w *waker) unregister(channel string, wake *wakeup) {
 // space and the client's id. A key whose name ends in a space and another
 // client's id shares a name with that client's channel for a shorter key,
 // which costs either at most a wake-up for nothing.
-func (w *waker) namedChannel(channel string) string {
+func (w *Waker) namedChannel(channel string) string {
 	return channel + " " + w.id
 }
 
@@ -195,7 +206,7 @@ func (w *waker) namedChannel(channel string) string {
 // would leave the key idle; trying on the first one rarely meets a node
 // still holding the key, as the releases left before the announcement,
 // and a failed try is retried within splitRetryMax.
-func (w *waker) deliver(channel, message string) {
+func (w *Waker) deliver(channel, message string) {
 	token, _, _ := strings.Cut(message, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -222,7 +233,7 @@ func (w *waker) deliver(channel, message string) {
 
 // signalFirstLocked tells the oldest waiter on channel, and every waiter
 // that hears every release, to try now.
-func (w *waker) signalFirstLocked(channel string) {
+func (w *Waker) signalFirstLocked(channel string) {
 	for i, wake := range w.queues[channel] {
 		if i == 0 || wake.everyone {
 			wake.signal()
@@ -231,14 +242,14 @@ func (w *waker) signalFirstLocked(channel string) {
 }
 
 // signal tells the waiter to try now.
-func (wake *wakeup) signal() {
+func (wake *Wakeup) signal() {
 	select {
 	case wake.now <- struct{}{}:
 	default:
 	}
 }
 
-func (w *waker) startLocked() {
+func (w *Waker) startLocked() {
 	w.started = true
 	w.ops = make([]chan subscription, len(w.notifiers))
 	for i, n := range w.notifiers {
@@ -247,11 +258,11 @@ func (w *waker) startLocked() {
 	}
 }
 
-func (w *waker) sendLocked(s subscription) {
+func (w *Waker) sendLocked(s subscription) {
 	for _, ops := range w.ops {
 		select {
 		case ops <- s:
-		default: // queue full: waiters on this channel poll
+		default: // queue full: Turns on this channel poll
 		}
 	}
 }
@@ -260,8 +271,8 @@ func (w *waker) sendLocked(s subscription) {
 // open: after Listen returned (a failed connection, or a subscription that
 // a Redis Cluster ended as its slot moved), it calls it again after
 // listenRetryDelay and subscribes again the channels that are still
-// subscribed here, those with waiters and those lingering.
-func (w *waker) listen(n notifier, ops chan subscription) {
+// subscribed here, those with Turns and those lingering.
+func (w *Waker) listen(n Listener, ops chan subscription) {
 	channels := map[string]bool{}
 	for w.ctx.Err() == nil {
 		sub, unsub := make(chan string), make(chan string)
@@ -304,33 +315,34 @@ func (w *waker) listen(n notifier, ops chan subscription) {
 		}
 		cancel()
 		<-done
-		sleep(w.ctx, listenRetryDelay)
+		Sleep(w.ctx, listenRetryDelay)
 	}
 }
 
-func (w *waker) close() {
+// Close stops listening; nil is closed.
+func (w *Waker) Close() {
 	if w != nil {
 		w.stop()
 	}
 }
 
-// listenFor registers a waiter for the release of key; stop ends it. On a
-// nil waker, a client whose nodes cannot notify, the signals never come.
-func (w *waker) listenFor(key string) (wake *wakeup, stop func()) {
+// ListenFor registers a waiter for the release of key; stop ends it. On a
+// nil Waker, a client whose nodes cannot notify, the signals never come.
+func (w *Waker) ListenFor(key string) (wake *Wakeup, stop func()) {
 	if w == nil {
-		return &noWakeup, func() {}
+		return NoWakeup, func() {}
 	}
 	channel := w.keys.ReleaseChannel(key)
 	wake = w.register(channel)
 	return wake, func() { w.unregister(channel, wake) }
 }
 
-// listenForAll starts listening for release announcements of any of keys,
+// ListenForAll starts listening for release announcements of any of keys,
 // with one set of signals; everyone makes it hear every release (see
-// wakeup).
-func (w *waker) listenForAll(keys []string, everyone bool) (wake *wakeup, stop func()) {
+// Wakeup).
+func (w *Waker) ListenForAll(keys []string, everyone bool) (wake *Wakeup, stop func()) {
 	if w == nil {
-		return &noWakeup, func() {}
+		return NoWakeup, func() {}
 	}
 	wake = newWakeup()
 	wake.everyone = everyone
@@ -346,8 +358,8 @@ func (w *waker) listenForAll(keys []string, everyone bool) (wake *wakeup, stop f
 	}
 }
 
-// sleep waits d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends, and reports whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
