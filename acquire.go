@@ -4,10 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wait"
-	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Acquire takes the lock named key, retrying with random delays until it is
@@ -77,7 +75,7 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 	if err := a.takeTurn(); err != nil {
 		return nil, err
 	}
-	lock, err := a.run()
+	lock, err := retryLoop(ctx, cfg.retry, shape[*Lock](&a), a.waitFirst)
 	a.end(lock)
 	return lock, err
 }
@@ -111,7 +109,7 @@ func (c *Client) lockOptions(opts []LockOption) lockConfig {
 		// allocates none.
 		withOpts := cfg
 		for _, o := range opts {
-			o(&withOpts)
+			o.apply(&withOpts)
 		}
 		cfg = withOpts
 	}
@@ -138,9 +136,7 @@ type acquisition struct {
 	// listening.
 	wake          *wait.Wakeup
 	stopListening func()
-	waitFirst     bool  // wait for a release or a retry delay before trying
-	lastErr       error // the last attempt's failure
-	woken         bool  // the last wait ended with a release naming this client
+	waitFirst     bool // wait for a release or a retry delay before trying
 	// place is this client's place in the key's queue: a refused attempt
 	// puts it there, and later ones keep it there (see wire.QueueKeys).
 	place queuePlace
@@ -187,134 +183,53 @@ func (a *acquisition) takeTurn() error {
 	return nil
 }
 
-// run is the Redlock retry loop: wait for a release or a retry delay, try,
-// done if won, back off.
-func (a *acquisition) run() (*Lock, error) {
-	wait := a.waitFirst
-	for attempt := 1; ; attempt++ {
-		if wait {
-			if err := a.wait(attempt); err != nil {
-				return nil, err
-			}
-		}
-		lock, err := a.try()
-		if err == nil {
-			noteAttempt(a.call, lock, nil)
-			return lock, nil
-		}
-		fatal := failFast(err)
-		noteAttempt(a.call, nil, err)
-		if fatal {
-			return nil, err
-		}
-		if a.ctx.Err() != nil {
-			return nil, withCause(err, a.ctx)
-		}
-		a.lastErr, wait = err, true
-		a.listen()
-	}
-}
-
-// wait waits for a release of the key or the retry delay before attempt
-// number attempt. It fails when the retry strategy or the context gives up.
-func (a *acquisition) wait(attempt int) error {
-	delay, again := a.cfg.retry.NextDelay(attempt)
-	if !again {
-		return a.giveUp(false)
-	}
-	if a.woken {
-		// The last attempt followed a release that named this client, and
-		// failed: most likely it split the votes with the other client
-		// named, or met a node whose release was still on its way. Try
-		// again soon, at a random moment so as not to meet it again.
-		a.woken = false
-		delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
-	}
-	if a.place.behind && a.wake != nil && a.wake != wait.NoWakeup {
-		// Others are first in line on the nodes: the releases will name
-		// them, and this client once its turn comes. Try now and then
-		// only, in case a wake-up is lost or the lock expires unreleased.
-		delay = max(delay, randomBetween(behindWait/2, behindWait))
-	}
+// wait waits up to delay for a release of the key, by this client or
+// announced by the nodes, or for the release that takes this call's offer
+// with it (offered for the first wait only).
+func (a *acquisition) wait(delay time.Duration) (live, named bool) {
 	freed := a.turn.Freed
 	a.turn.Freed = nil // a closed channel: use it once
 	offer := a.offer
-	a.offer = nil // offered for the first wait only
+	a.offer = nil
 	wake := a.wake
 	if wake == nil {
 		wake = wait.NoWakeup
 	}
-	live, named := waitForRelease(a.ctx, wake, freed, offer.sentOrNil(), delay)
+	live, named = waitForRelease(a.ctx, wake, freed, offer.sentOrNil(), delay)
 	if offer != nil && !offer.Withdraw() {
 		a.carried = offer // the release took the attempt with it
-		return nil
+		return true, false
 	}
-	if !live {
-		return a.giveUp(true)
-	}
-	a.woken = named
-	return nil
+	return live, named
 }
 
-// splitRetryMax bounds the pause before a waiter tries again after an
-// attempt that a release woke it for failed (see acquisition.wait).
-const splitRetryMax = 10 * time.Millisecond
-
-// behindWait bounds the pause of a listening waiter that the nodes queued
-// behind clients that the next release names (queuePlace.behind): it is
-// woken when its turn comes, and tries meanwhile at about this pace only,
-// in case the lock expires unreleased or a wake-up is lost, which this
-// much slower polling costs in latency. Well within wire.QueueLasts, so that
-// its attempts keep its place in the queue.
-const behindWait = wire.QueueLasts / 2
-
-// waitForRelease waits up to delay for key to be released, or for ctx to
-// end, and reports whether ctx is still live, and whether a release
-// announcement named this client (wake.now). A waiter that registered with
-// the waker before its last attempt wakes on any release announced since
-// that names it or nobody (see waker); freed, when not nil, is closed by a
-// release of this client, and sent when such a release took the waiter's
-// attempt with it (handoff.go).
-func waitForRelease(ctx context.Context, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
-	t := nodes.GetTimer(delay)
-	defer nodes.PutTimer(t)
-	select {
-	case <-wake.Now(): // nil without a waker: never ready
-		return true, true
-	case <-freed:
-		return true, false
-	case <-sent:
-		return true, false
-	case <-t.C:
-		return true, false
-	case <-ctx.Done():
-		return false, false
-	}
+// behind reports that the nodes queued this client behind others that the
+// next releases name, while it listens for them.
+func (a *acquisition) behind() bool {
+	return a.place.behind && a.wake != nil && a.wake != wait.NoWakeup
 }
 
 // try makes one attempt, or collects the one a release carried.
 func (a *acquisition) try() (*Lock, error) {
+	var lock *Lock
+	var err error
 	if h := a.carried; h != nil {
 		a.carried = nil
 		<-h.sent
-		return h.collect()
+		lock, err = h.collect()
+	} else {
+		lock, err = a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, &a.place)
 	}
-	return a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, &a.place)
+	failFast(err)
+	noteAttempt(a.call, lock, err)
+	return lock, err
 }
 
-// giveUp returns the error of a call that stops waiting: the last
-// attempt's, with the context's error when it ended, or notAsked when no
-// attempt was made.
-func (a *acquisition) giveUp(ctxEnded bool) error {
-	switch {
-	case a.lastErr == nil:
-		return a.c.notAsked(a.key, a.ctx)
-	case ctxEnded:
-		return withCause(a.lastErr, a.ctx)
-	default:
-		return a.lastErr
-	}
-}
+// failed starts listening for the key's releases after a failed attempt.
+func (a *acquisition) failed() { a.listen() }
+
+// notAsked is the error of a call that gave up before its first attempt.
+func (a *acquisition) notAsked() error { return a.c.notAsked(a.key, a.ctx) }
 
 // listen starts listening for release announcements of the key, once.
 func (a *acquisition) listen() {

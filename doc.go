@@ -125,36 +125,30 @@
 //
 // # Architecture
 //
-// One Acquire, from the call to the wire, passes through these files of the
-// package, each named for the one concept it holds:
+// The package is cut in layers, each a package that imports only the ones
+// below it:
 //
-//	acquire.go    Acquire: take the turn, then the retry loop
-//	              (wait for a release or a delay, try, done if won, back off)
-//	waiters.go    the turn: this client's goroutines queue per key
-//	attempt.go    one attempt: token, request, fan-out, conclusion
-//	              (quorum and validity), clean-up after a failure
-//	fanout.go     the request to every node at once, answers collected
-//	              until they settle it, per-node deadlines and ordering
-//	batch.go      each node's queue: concurrent requests share script calls
-//	scripts.go    the Lua scripts, composed from lua/*.lua
-//	conn.go       Conn, the one interface to a Redis node (goredis, rueidis)
+//	redlock           the API and the Redlock policy: quorum, validity,
+//	                  fencing, the restart quarantine, the retry loop
+//	internal/wait     this process's waiting: the turns of a Client's
+//	                  goroutines on each key, the attempt offered to the
+//	                  Client's own release, the wake-ups on releases
+//	internal/nodes    the nodes: one request to every node at once, the
+//	                  answers collected until they settle it, a deadline
+//	                  per node, each node's queue where concurrent
+//	                  requests share script calls, and the order that keeps
+//	                  a request behind the key's earlier one on a node
+//	internal/wire     what goes on the wire: every key and channel name,
+//	                  where it goes on a Redis Cluster, the lock tokens,
+//	                  the Lua scripts
 //
-// Around them: lock.go holds the Lock and its lost-lock signal (Extend),
-// release.go its Release, handoff.go the release that carries the next
-// waiting goroutine's attempt, wake.go the release announcements that wake
-// waiters, fence.go the fencing tokens, renew.go auto-renewal and Do,
-// permits.go a semaphore's permits (WithLimit), shared.go the readers of
-// a read-write lock (WithShared), repeat.go the retry loop those two share,
-// multikey.go AcquireAll and Locks, several locks taken all or nothing
-// from one attempt per key at once, bytoken.go ExtendToken and ReleaseToken, quarantine.go and inspect.go the
-// operator's calls, keys.go the names kept on the nodes, layout.go and
-// slot.go where they go on a Redis Cluster (a lock's keys in its hash
-// slot), permanent.go the node errors no retry fixes, client.go,
-// options.go, retry.go and errors.go the rest of the API. Imports point down that list:
-// nothing in fanout.go, batch.go or below knows of the Client.
-// telemetry.go hands what the calls saw to package internal/telemetry,
-// which records the metrics, spans and log records (see Observability)
-// and knows nothing of this package.
+// One uncontended Acquire goes down them once: it takes the key's turn
+// among the Client's goroutines (wait), makes an attempt: a fresh token and
+// a request (wire) sent to every node at once (nodes), whose answers it
+// weighs (quorum and validity, then the fencing token); and it returns the
+// Lock. A failed attempt goes on in the retry loop that every shape of
+// acquisition shares: a lock, a permit, a reader, the locks of several
+// keys; each supplies its attempt and what its waits end on.
 //
 // # Safety model
 //

@@ -85,7 +85,7 @@ func (c *Client) Options() Options { return c.opts }
 
 // WithRetry sets the retry strategy for one Acquire.
 func WithRetry(s RetryStrategy) LockOption {
-	return func(c *lockConfig) { c.retry = s }
+	return lockOption(func(c *lockConfig) { c.retry = s })
 }
 
 // Jittered waits a uniformly random time in [min, max] before every retry.

@@ -89,8 +89,7 @@ func (c *Client) acquireAll(ctx context.Context, names []string, once bool, opts
 	}
 	m.once = once
 	if once {
-		locks, _, err := m.try()
-		return locks, err
+		return m.try()
 	}
 	return m.run()
 }
@@ -108,7 +107,6 @@ type multiAcquisition struct {
 	listening     []string
 	wake          *wait.Wakeup
 	stopListening func()
-	woken         bool // the last wait ended with a release naming this client
 }
 
 // multiRequest checks the names and the options of one call, and returns
@@ -143,43 +141,37 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 	return &multiAcquisition{c: c, ctx: ctx, keys: keys, cfg: cfg, wake: wait.NoWakeup, stopListening: func() {}}, nil
 }
 
-// run is the retry loop of AcquireAll: try every key, done if every one
-// was granted, otherwise wait for the release of a refused key or a retry
-// delay.
+// run is the retry loop of AcquireAll (retryLoop): try every key, done if
+// every one was granted, otherwise wait for the release of a refused key
+// or a retry delay.
 func (m *multiAcquisition) run() (*Locks, error) {
 	defer func() { m.stopListening() }()
-	for attempt := 1; ; attempt++ {
-		locks, fatal, err := m.try()
-		if locks != nil || fatal {
-			return locks, err
-		}
-		if m.ctx.Err() != nil {
-			return nil, withCause(err, m.ctx)
-		}
-		delay, again := m.cfg.retry.NextDelay(attempt)
-		if !again {
-			return nil, err
-		}
-		if m.woken {
-			// As in acquisition.wait: the attempt a release woke this
-			// call for failed, most likely meeting another client woken
-			// too; try again soon, at a random moment.
-			m.woken = false
-			delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
-		}
-		live, named := waitForRelease(m.ctx, m.wake, nil, nil, delay)
-		if !live {
-			return nil, withCause(err, m.ctx)
-		}
-		m.woken = named
-	}
+	return retryLoop(m.ctx, m.cfg.retry, shape[*Locks](m), false)
+}
+
+// wait waits for the release of a key the last attempt was refused, or the
+// retry delay.
+func (m *multiAcquisition) wait(delay time.Duration) (live, named bool) {
+	return waitForRelease(m.ctx, m.wake, nil, nil, delay)
+}
+
+// failed does nothing: try listens for the refused keys before it releases
+// the granted ones.
+func (m *multiAcquisition) failed() {}
+
+// behind is false: a set of keys keeps no place in the nodes' queues.
+func (m *multiAcquisition) behind() bool { return false }
+
+// notAsked is the error of a call that gave up before its first attempt.
+func (m *multiAcquisition) notAsked() error {
+	return &QuorumError{Op: "acquire", Key: m.keys[0], Quorum: m.c.quorum, Nodes: m.c.unasked(), Err: ErrNotAcquired, Cause: m.ctx.Err()}
 }
 
 // try makes one attempt on every key at once, and returns the set when
 // every key was granted. Otherwise it releases the keys that were granted,
-// and returns the error of a refused key, one that failed for a reason no
-// retry fixes (fatal) if there is one (see failFast).
-func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
+// and returns the error of a refused key: one that failed for a reason no
+// retry fixes if there is one (see failFast), so that the call fails fast.
+func (m *multiAcquisition) try() (*Locks, error) {
 	n := len(m.keys)
 	locks := make([]*Lock, n)
 	errs := make([]error, n)
@@ -193,6 +185,8 @@ func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
 		}
 	})
 	var refused []string
+	var err error
+	fatal := false
 	for i, tryErr := range errs {
 		if tryErr == nil {
 			continue
@@ -205,7 +199,7 @@ func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
 		}
 	}
 	if len(refused) == 0 {
-		return m.held(locks), false, nil
+		return m.held(locks), nil
 	}
 	if !m.once {
 		// Before the release below, whose announcements would otherwise
@@ -213,7 +207,7 @@ func (m *multiAcquisition) try() (set *Locks, fatal bool, err error) {
 		m.listen(refused)
 	}
 	releaseGranted(m.ctx, locks)
-	return nil, fatal, &detailed{fmt.Sprintf("redlock: %d of %d keys not acquired", len(refused), n), err}
+	return nil, &detailed{fmt.Sprintf("redlock: %d of %d keys not acquired", len(refused), n), err}
 }
 
 // held returns the set of locks, every one granted, renewing them if the

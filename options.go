@@ -257,8 +257,16 @@ func ttlText(given time.Duration) string {
 	return given.String()
 }
 
-// LockOption changes one Acquire, TryAcquire or Do call.
-type LockOption func(*lockConfig)
+// LockOption changes one Acquire, TryAcquire, AcquireAll or Do call. The
+// With functions make them.
+type LockOption interface {
+	apply(c *lockConfig)
+}
+
+// lockOption is a function as a LockOption.
+type lockOption func(*lockConfig)
+
+func (o lockOption) apply(c *lockConfig) { o(c) }
 
 type lockConfig struct {
 	ttl       time.Duration
@@ -273,7 +281,7 @@ type lockConfig struct {
 
 // WithTTL sets the lock's time-to-live for this call instead of Options.TTL.
 func WithTTL(ttl time.Duration) LockOption {
-	return func(c *lockConfig) { c.ttl = ttl }
+	return lockOption(func(c *lockConfig) { c.ttl = ttl })
 }
 
 // WithAutoRenew keeps the lock alive in the background: it is extended by its
@@ -282,7 +290,7 @@ func WithTTL(ttl time.Duration) LockOption {
 // deadline (Options.LossMargin): Done closes and Err returns ErrLockLost.
 // Do always renews.
 func WithAutoRenew() LockOption {
-	return func(c *lockConfig) { c.autoRenew = true }
+	return lockOption(func(c *lockConfig) { c.autoRenew = true })
 }
 
 // WithLimit makes the call take one of limit permits of the named resource
@@ -297,5 +305,5 @@ func WithAutoRenew() LockOption {
 // of any of them; this client's goroutines waiting for one semaphore are
 // served in the order they called. limit must be in 1..MaxLimit.
 func WithLimit(limit int) LockOption {
-	return func(c *lockConfig) { c.limit, c.limited = limit, true }
+	return lockOption(func(c *lockConfig) { c.limit, c.limited = limit, true })
 }

@@ -150,7 +150,14 @@ func failFast(err error) bool {
 		return false // a granted lock: no error to look into, nothing allocated
 	}
 	qe := quorumError(err)
-	return qe != nil && qe.Cause == nil && qe.failFast()
+	switch {
+	case qe == nil:
+		return false
+	case qe.Cause == nil:
+		return qe.failFast()
+	default: // told before, or the context ended
+		return errors.Is(qe.Cause, ErrInvalidOptions)
+	}
 }
 
 // quorumError returns the *QuorumError in err's chain, or nil. The target

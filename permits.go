@@ -63,7 +63,7 @@ type permits struct {
 // turns, first come first served, as for a mutex.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turns: c.permitTurns, keys: p.keys, try: p.tryAll, freed: p.freed}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turns: c.permitTurns, keys: p.keys, attempt: p.tryAll, freed: p.freed}
 	return r.acquire(once)
 }
 

@@ -27,19 +27,26 @@ type repeated struct {
 	turns *wait.Turns
 	// keys returns the keys whose releases may let the next try succeed.
 	keys func() []string
-	// try makes one attempt.
-	try func() (*Lock, error)
+	// attempt makes one attempt.
+	attempt func() (*Lock, error)
 	// freed, when set, returns a channel closed by a release in this
 	// client that may let the next try succeed, and the function that
 	// stops watching for it.
 	freed func() (<-chan struct{}, func())
+	// wake signals the release announcements of keys once listening;
+	// stop ends listening.
+	wake *wait.Wakeup
+	stop func()
 }
+
+// try makes one attempt.
+func (r *repeated) try() (*Lock, error) { return r.attempt() }
 
 // acquire tries once, or until it succeeds, the context ends or the retry
 // strategy gives up.
 func (r *repeated) acquire(once bool) (*Lock, error) {
 	if once {
-		return r.try()
+		return r.attempt()
 	}
 	if r.turns == nil {
 		return r.run(false)
@@ -53,49 +60,47 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 }
 
 // run tries, then waits for a release or a retry delay, until a try
-// succeeds, the context ends or the retry strategy gives up. A call that
-// queued behind another goroutine of this client listens for releases from
-// before its first try, since that goroutine may have just taken what it
-// wants; an uncontended call listens only once a try failed.
+// succeeds, the context ends or the retry strategy gives up (retryLoop). A
+// call that queued behind another goroutine of this client listens for
+// releases from before its first try, since that goroutine may have just
+// taken what it wants; an uncontended call listens only once a try failed.
 func (r *repeated) run(queued bool) (*Lock, error) {
-	wake, stop := wait.NoWakeup, func() {}
+	r.wake, r.stop = wait.NoWakeup, func() {}
 	if queued {
-		wake, stop = r.c.waker.ListenForAll(r.keys(), r.turns == nil)
+		r.listen()
 	}
-	defer func() { stop() }()
-	for attempt := 1; ; attempt++ {
-		lock, err := r.try()
-		if lock != nil || failFast(err) {
-			return lock, err
-		}
-		if r.ctx.Err() != nil {
-			return nil, withCause(err, r.ctx)
-		}
-		if wake == wait.NoWakeup {
-			// Listen from before the wait that follows the first failed
-			// try: a release during the try may be missed, and the retry
-			// delay covers it.
-			wake, stop = r.c.waker.ListenForAll(r.keys(), r.turns == nil)
-		}
-		delay, again := r.cfg.retry.NextDelay(attempt)
-		if !again {
-			return nil, err
-		}
-		if !r.wait(wake, delay) {
-			return nil, withCause(err, r.ctx)
-		}
+	defer func() { r.stop() }()
+	return retryLoop(r.ctx, r.cfg.retry, shape[*Lock](r), false)
+}
+
+// listen starts listening for the releases of r's keys.
+func (r *repeated) listen() {
+	r.wake, r.stop = r.c.waker.ListenForAll(r.keys(), r.turns == nil)
+}
+
+// failed listens from before the wait that follows the first failed try:
+// a release during the try may be missed, and the retry delay covers it.
+func (r *repeated) failed() {
+	if r.wake == wait.NoWakeup {
+		r.listen()
 	}
 }
 
-// wait waits for a release announced to wake, one in this client, or the
-// retry delay, and reports whether the context is still live.
-func (r *repeated) wait(wake *wait.Wakeup, delay time.Duration) bool {
+// wait waits for a release announced to r, one in this client, or the
+// retry delay.
+func (r *repeated) wait(delay time.Duration) (live, named bool) {
 	var freed <-chan struct{}
 	stop := func() {}
 	if r.freed != nil {
 		freed, stop = r.freed()
 	}
 	defer stop()
-	live, _ := waitForRelease(r.ctx, wake, freed, nil, delay)
-	return live
+	return waitForRelease(r.ctx, r.wake, freed, nil, delay)
 }
+
+// behind is false: the nodes keep no queue of the clients waiting for a
+// permit or to read.
+func (r *repeated) behind() bool { return false }
+
+// notAsked is the error of a call that gave up before its first try.
+func (r *repeated) notAsked() error { return r.c.notAsked(r.key, r.ctx) }

@@ -28,7 +28,7 @@ import (
 // the same counter as the writers' (see Lock.Fence for how a resource
 // compares them).
 func WithShared() LockOption {
-	return func(c *lockConfig) { c.shared = true }
+	return lockOption(func(c *lockConfig) { c.shared = true })
 }
 
 // acquireShared takes the lock key shared: once, or until ctx ends. This
@@ -40,6 +40,6 @@ func (c *Client) acquireShared(ctx context.Context, key string, cfg lockConfig, 
 		noteAttempt(call, lock, err)
 		return lock, err
 	}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, keys: func() []string { return []string{key} }, try: try}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, keys: func() []string { return []string{key} }, attempt: try}
 	return r.acquire(once)
 }
