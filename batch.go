@@ -129,7 +129,7 @@ type pipe struct {
 	// replicated script's writes (see script.replicated).
 	replicas int
 	// inline: the node may be asked from the caller's goroutine, as its
-	// Conn returns at the request's deadline (see honoursContext).
+	// Conn returns at the request's deadline (see ContextHonourer).
 	inline bool
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.
@@ -405,7 +405,7 @@ func (p *pipe) eval(ctx context.Context, deadline time.Time, s *script, keys, ar
 	// replicas that did confirm) arrives before the deadline; WAIT 0 would
 	// wait for ever: wait at least a millisecond.
 	timeout := max((time.Until(deadline) * 3 / 4).Truncate(time.Millisecond), time.Millisecond)
-	v, acked, err = p.conn.(replicator).EvalSHAWait(ctx, p.replicas, timeout, s.sha1, s.source, keys, args...)
+	v, acked, err = p.conn.(ReplicaWaiter).EvalSHAWait(ctx, p.replicas, timeout, s.sha1, s.source, keys, args...)
 	return v, acked, asNoAuth(err)
 }
 

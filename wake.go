@@ -24,7 +24,7 @@ const (
 )
 
 // waker wakes waiting Acquire calls when a lock they wait for is released.
-// Each node that implements notifier gets one Listen call, started on first
+// Each node whose Conn is a Listener gets one Listen call, started on first
 // need (one subscription connection, or one per master of a Redis Cluster);
 // a channel is subscribed while a waiter waits on it. Channels are named
 // as the release script names them (layout.releaseChannel): on a Redis
@@ -47,7 +47,7 @@ const (
 // is announced on the key's channel and wakes every client's first waiter,
 // as clients that never were refused are not in the queue.
 type waker struct {
-	notifiers []notifier
+	listeners []Listener
 	keys      layout // names the release channels, as the release script does
 	quorum    int    // announcements of one release that wake a waiter
 	id        string // this client's id in the queues
@@ -92,19 +92,19 @@ type subscription struct {
 }
 
 // newWaker returns the waker of a client over conns, whose keys are laid
-// out as keys says, or nil when no Conn can notify.
+// out as keys says, or nil when no Conn is a Listener.
 func newWaker(conns []Conn, quorum int, id string, keys layout) *waker {
-	var ns []notifier
+	var ls []Listener
 	for _, c := range conns {
-		if n, ok := c.(notifier); ok {
-			ns = append(ns, n)
+		if l, ok := c.(Listener); ok {
+			ls = append(ls, l)
 		}
 	}
-	if len(ns) == 0 {
+	if len(ls) == 0 {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &waker{notifiers: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*wakeup{},
+	return &waker{listeners: ls, keys: keys, quorum: min(quorum, len(ls)), id: id, queues: map[string][]*wakeup{},
 		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, ctx: ctx, stop: stop}
 }
 
@@ -238,10 +238,10 @@ func (wake *wakeup) signal() {
 
 func (w *waker) startLocked() {
 	w.started = true
-	w.ops = make([]chan subscription, len(w.notifiers))
-	for i, n := range w.notifiers {
+	w.ops = make([]chan subscription, len(w.listeners))
+	for i, l := range w.listeners {
 		w.ops[i] = make(chan subscription, subscribeQueue)
-		go w.listen(n, w.ops[i])
+		go w.listen(l, w.ops[i])
 	}
 }
 
@@ -259,7 +259,7 @@ func (w *waker) sendLocked(s subscription) {
 // a Redis Cluster ended as its slot moved), it calls it again after
 // listenRetryDelay and subscribes again the channels that are still
 // subscribed here, those with waiters and those lingering.
-func (w *waker) listen(n notifier, ops chan subscription) {
+func (w *waker) listen(l Listener, ops chan subscription) {
 	channels := map[string]bool{}
 	for w.ctx.Err() == nil {
 		sub, unsub := make(chan string), make(chan string)
@@ -267,7 +267,7 @@ func (w *waker) listen(n notifier, ops chan subscription) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			n.Listen(ctx, sub, unsub, w.deliver)
+			l.Listen(ctx, sub, unsub, w.deliver)
 		}()
 		forward := func(s subscription) bool {
 			to := unsub
