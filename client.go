@@ -78,7 +78,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), permitTurns: wait.NewTurns(), id: newClientID()}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
-			if _, ok := conn.(replicator); !ok {
+			if _, ok := conn.(ReplicaWaiter); !ok {
 				return nil, fmt.Errorf("%w: WaitReplicas needs Conns that can send WAIT after a script on the same connection; %s cannot", ErrInvalidOptions, conn.Name())
 			}
 		}

@@ -37,6 +37,13 @@
 // tolerates nodes that cannot be reached, which Client.UnreachableAtDial
 // lists.
 //
+// Over another client library, New takes Conns of your own: an adapter
+// implements Conn's four methods (Name, Do, EvalSHA, Close), and may add
+// its optional capabilities, each an interface of one method: Listener
+// (waiters wake at a release instead of polling), ReplicaWaiter
+// (Options.WaitReplicas), ClusterConn (a Redis Cluster as one node) and
+// ContextHonourer (a Conn that may not return at its deadline).
+//
 // # Semaphores and read-write locks
 //
 //	permit, err := client.Acquire(ctx, "partner-api", redlock.WithLimit(5)) // one of 5 permits
@@ -105,7 +112,7 @@
 // waits for, the release carries that goroutine's attempt: on each node the
 // release and the attempt run in one script call, in that order, so the
 // lock changes hands within one round trip. Other releases announce
-// themselves on a per-key pub/sub channel (see Conn; on a Redis Cluster, a
+// themselves on a per-key pub/sub channel (see Listener; on a Redis Cluster, a
 // shard channel of the key's slot): a waiting Acquire wakes once a quorum
 // of nodes announced one. Across clients, a client
 // refused in Acquire enters the key's queue on each node, and keeps its

@@ -270,7 +270,7 @@ func TestRedisCluster_listenWithoutShardedPubSubSubscribesAtOnce(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			conn := a.conn(t, cluster.Addrs())
 			defer conn.Close()
-			l, ok := conn.(listener)
+			l, ok := conn.(redlock.Listener)
 			if !ok {
 				t.Fatalf("%T has no Listen method", conn)
 			}
@@ -318,11 +318,6 @@ func TestRedisCluster_listenWithoutShardedPubSubSubscribesAtOnce(t *testing.T) {
 			}
 		})
 	}
-}
-
-// listener is a Conn that can hold a pub/sub connection (see redlock.Conn).
-type listener interface {
-	Listen(ctx context.Context, subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error
 }
 
 // startWithoutShardedPubSub starts a Redis Cluster without sharded pub/sub:

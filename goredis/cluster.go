@@ -21,7 +21,7 @@ import (
 // MOVED and ASK redirections while slots move; a request that fails
 // without a reply (its master died) makes the client reload its slot map,
 // so that it finds the replica promoted in its place. The redlock.Client
-// keeps the keys of each lock in its key's slot (see redlock.Conn).
+// keeps the keys of each lock in its key's slot (see redlock.ClusterConn).
 // Redlock over several clusters takes one such URL per cluster.
 
 // isClusterURL reports whether u names a Redis Cluster.

@@ -62,6 +62,18 @@ import (
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Checked at compile time: Conn is a redlock.Conn with each of its optional
+// capabilities.
+var (
+	_ redlock.Conn            = (*Conn)(nil)
+	_ redlock.Listener        = (*Conn)(nil)
+	_ redlock.ReplicaWaiter   = (*Conn)(nil)
+	_ redlock.ClusterConn     = (*Conn)(nil)
+	_ redlock.ContextHonourer = (*Conn)(nil)
 )
 
 // Conn is one Redis master reached through a go-redis client. It is safe for
@@ -95,7 +107,7 @@ func (c *Conn) Client() redis.UniversalClient { return c.client }
 
 // IsCluster reports whether the client is a Redis Cluster client: the
 // redlock.Client then keeps every key of a lock in the lock key's hash
-// slot, and sends each request by itself (see redlock.Conn).
+// slot, and sends each request by itself (see redlock.ClusterConn).
 func (c *Conn) IsCluster() bool {
 	_, ok := c.client.(*redis.ClusterClient)
 	return ok
@@ -108,7 +120,7 @@ func (c *Conn) Name() string { return c.name }
 // its context's deadline (ContextTimeoutEnabled). When it does not, the
 // redlock.Client asks the node from a goroutine of its own even when it is
 // the only node, so that its per-node timeout still holds (see
-// redlock.Conn).
+// redlock.ContextHonourer).
 func (c *Conn) HonoursContext() bool {
 	switch client := c.client.(type) {
 	case *redis.Client:
@@ -201,7 +213,7 @@ func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {
 
 // Listen holds one pub/sub connection until ctx ends or the connection
 // fails, and returns why: the Client wakes its waiting Acquire calls with the
-// release announcements it receives (see redlock.Conn).
+// release announcements it receives (see redlock.Listener).
 //
 // Over a Redis Cluster client it subscribes by SSUBSCRIBE, to shard
 // channels, on one connection per master: each channel's subscription goes

@@ -39,6 +39,18 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Checked at compile time: Conn is a redlock.Conn with each of its optional
+// capabilities.
+var (
+	_ redlock.Conn            = (*Conn)(nil)
+	_ redlock.Listener        = (*Conn)(nil)
+	_ redlock.ReplicaWaiter   = (*Conn)(nil)
+	_ redlock.ClusterConn     = (*Conn)(nil)
+	_ redlock.ContextHonourer = (*Conn)(nil)
 )
 
 // Conn is one Redis master reached through a rueidis client. It is safe for
@@ -81,7 +93,7 @@ func (c *Conn) Client() rueidis.Client {
 // IsCluster reports whether the client runs in Redis Cluster mode (for a
 // Conn from NewURL, whether the URL names a cluster): the redlock.Client
 // then keeps every key of a lock in the lock key's hash slot, and sends
-// each request by itself (see redlock.Conn).
+// each request by itself (see redlock.ClusterConn).
 func (c *Conn) IsCluster() bool { return c.cluster }
 
 // get returns the client, making it first for a Conn from NewURL that has
@@ -95,6 +107,11 @@ func (c *Conn) get(ctx context.Context) (rueidis.Client, error) {
 
 // Name returns the node's address.
 func (c *Conn) Name() string { return c.name }
+
+// HonoursContext reports true: rueidis gives up a request at its context's
+// deadline, so the redlock.Client may ask a lone node from the caller's
+// goroutine (see redlock.ContextHonourer).
+func (c *Conn) HonoursContext() bool { return true }
 
 // Do sends one command; a nil reply is (nil, nil).
 func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
@@ -152,7 +169,7 @@ func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Durat
 
 // Listen holds one pub/sub connection until ctx ends or the connection
 // fails, and returns why: the Client wakes its waiting Acquire calls with the
-// release announcements it receives (see redlock.Conn).
+// release announcements it receives (see redlock.Listener).
 //
 // In cluster mode it subscribes by SSUBSCRIBE, to shard channels: the
 // client sends each channel's subscription to the master that serves its

@@ -133,7 +133,7 @@ type pipe struct {
 	// replicated script's writes (see script.Replicated).
 	replicas int
 	// inline: the node may be asked from the caller's goroutine, as its
-	// Conn returns at the request's deadline (see honoursContext).
+	// Conn returns at the request's deadline (see ContextHonourer).
 	inline bool
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.

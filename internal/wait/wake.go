@@ -1,5 +1,5 @@
 // Package wait holds this process's side of waiting for a lock: the turns
-// of a client's goroutines on each key (Turns), the attempt a waiting
+// of a client's goroutines on each key (waiters), the attempt a waiting
 // goroutine offers to go out with the client's own release (Offer), and the
 // release announcements that wake waiters (Waker). It decides who of this
 // process tries next, and when; the nodes' queues decide among processes.
@@ -17,14 +17,14 @@ import (
 // Wake-up timing.
 const (
 	// listenRetryDelay paces reconnection of a node's subscription after it
-	// failed: Turns fall back to their retry delays meanwhile, so a slow
+	// failed: waiters fall back to their retry delays meanwhile, so a slow
 	// reconnect costs latency, never correctness.
 	listenRetryDelay = 500 * time.Millisecond
 	// subscribeQueue bounds pending subscription changes per node; a full
-	// queue drops the change and the affected Turns poll instead.
+	// queue drops the change and the affected waiters poll instead.
 	subscribeQueue = 256
 	// subscriptionLinger keeps a key's channel subscribed this long after its
-	// last waiter left: a contended key sees Turns come and go at every
+	// last waiter left: a contended key sees waiters come and go at every
 	// handoff, and a fresh subscription can miss the very release it waits
 	// for. It costs the nodes one idle subscription per recently awaited key.
 	subscriptionLinger = 5 * time.Second
@@ -44,7 +44,7 @@ type Listener interface {
 // Cluster node they are shard channels, which the node's Listen subscribes
 // to by SSUBSCRIBE.
 // A release wakes one waiter of this Client, the longest waiting, once a
-// quorum of nodes announced it, so that local Turns do not split the nodes'
+// quorum of nodes announced it, so that local waiters do not split the nodes'
 // votes between them, nor race ahead of the nodes still holding the lock.
 //
 // Across clients, each announcement names the first two clients in the key's
@@ -60,13 +60,13 @@ type Listener interface {
 // is announced on the key's channel and wakes every client's first waiter,
 // as clients that never were refused are not in the queue.
 type Waker struct {
-	notifiers []Listener
+	listeners []Listener
 	keys      wire.Layout // names the release channels, as the release script does
 	quorum    int         // announcements of one release that wake a waiter
 	id        string      // this client's id in the queues
 
 	mu      sync.Mutex
-	queues  map[string][]*Wakeup    // key's channel → Turns, oldest first
+	queues  map[string][]*Wakeup    // key's channel → waiters, oldest first
 	idle    map[string]*time.Timer  // subscribed channels with no waiter
 	heard   map[string]announcement // channel → the latest release heard on it
 	ops     []chan subscription     // per node
@@ -117,7 +117,7 @@ func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout) *Waker {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Waker{notifiers: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*Wakeup{},
+	return &Waker{listeners: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*Wakeup{},
 		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, ctx: ctx, stop: stop}
 }
 
@@ -251,10 +251,10 @@ func (wake *Wakeup) signal() {
 
 func (w *Waker) startLocked() {
 	w.started = true
-	w.ops = make([]chan subscription, len(w.notifiers))
-	for i, n := range w.notifiers {
+	w.ops = make([]chan subscription, len(w.listeners))
+	for i, l := range w.listeners {
 		w.ops[i] = make(chan subscription, subscribeQueue)
-		go w.listen(n, w.ops[i])
+		go w.listen(l, w.ops[i])
 	}
 }
 
@@ -262,7 +262,7 @@ func (w *Waker) sendLocked(s subscription) {
 	for _, ops := range w.ops {
 		select {
 		case ops <- s:
-		default: // queue full: Turns on this channel poll
+		default: // queue full: waiters on this channel poll
 		}
 	}
 }
@@ -271,8 +271,8 @@ func (w *Waker) sendLocked(s subscription) {
 // open: after Listen returned (a failed connection, or a subscription that
 // a Redis Cluster ended as its slot moved), it calls it again after
 // listenRetryDelay and subscribes again the channels that are still
-// subscribed here, those with Turns and those lingering.
-func (w *Waker) listen(n Listener, ops chan subscription) {
+// subscribed here, those with waiters and those lingering.
+func (w *Waker) listen(l Listener, ops chan subscription) {
 	channels := map[string]bool{}
 	for w.ctx.Err() == nil {
 		sub, unsub := make(chan string), make(chan string)
@@ -280,7 +280,7 @@ func (w *Waker) listen(n Listener, ops chan subscription) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			n.Listen(ctx, sub, unsub, w.deliver)
+			l.Listen(ctx, sub, unsub, w.deliver)
 		}()
 		forward := func(s subscription) bool {
 			to := unsub
