@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
@@ -159,8 +158,7 @@ func (c *Client) lockKey(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if strings.HasPrefix(key, wire.MarkerKey) || strings.HasPrefix(key, wire.ProcessKey) || strings.HasPrefix(key, wire.FencePrefix) ||
-		strings.HasPrefix(key, wire.QueuePrefix) || strings.HasPrefix(key, wire.QueueDeadlinePrefix) {
+	if wire.Reserved(key) {
 		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
 	}
 	return key, nil

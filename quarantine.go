@@ -83,20 +83,9 @@ func (c *Client) MarkReady(ctx context.Context, force bool) error {
 // request waits in a node's queue for long.
 const markParallel = 32
 
-// markerSets returns the keys of each restart marker that MarkReady marks,
-// the marker's and its process key's: one marker on independent servers,
-// and one per hash slot when a node is a Redis Cluster (see wire.Layout).
-func (c *Client) markerSets() [][]string {
-	if !c.keys.Cluster {
-		return [][]string{{wire.MarkerKey, wire.ProcessKey}}
-	}
-	sets := make([][]string, wire.SlotCount)
-	for slot := range sets {
-		marker, process := wire.SlotMarkerKeys(slot)
-		sets[slot] = []string{marker, process}
-	}
-	return sets
-}
+// markerSets returns the keys of each restart marker that MarkReady marks
+// (see wire.Layout.MarkerSets).
+func (c *Client) markerSets() [][]string { return c.keys.MarkerSets() }
 
 // eachSet runs f(i) for every i below n, markParallel at a time, until ctx
 // ends, and returns their errors in order: for the i not run, an error

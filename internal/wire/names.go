@@ -219,3 +219,29 @@ func ReleaseStrings(key string, now time.Time, tag string) (channel, clock, queu
 
 // SlotCount is the number of hash slots of a Redis Cluster.
 const SlotCount = hashslot.Count
+
+// Reserved reports whether key is, or begins like, one of the keys the
+// library keeps beside the locks, which no lock key may be.
+func Reserved(key string) bool {
+	for _, prefix := range []string{MarkerKey, ProcessKey, FencePrefix, QueuePrefix, QueueDeadlinePrefix} {
+		if strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkerSets returns the keys of every restart marker, the marker's and
+// its process key's: one marker on independent servers, and one per hash
+// slot on a Redis Cluster.
+func (l Layout) MarkerSets() [][]string {
+	if !l.Cluster {
+		return [][]string{{MarkerKey, ProcessKey}}
+	}
+	sets := make([][]string, SlotCount)
+	for slot := range sets {
+		marker, process := SlotMarkerKeys(slot)
+		sets[slot] = []string{marker, process}
+	}
+	return sets
+}
