@@ -152,7 +152,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	fs.StringVar(&cfg.memProfile, "memprofile", "", "write an allocation profile (one sample per 4 KiB) to `file`")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "split each measurement into this many `rounds` that take the libraries in turn")
-	fs.IntVar(&cfg.sizes.crowd, "crowd", defaultCrowd, "separate `clients` on one shared key in the crowd cases")
+	fs.IntVar(&cfg.sizes.crowd, "crowd", defaultCrowd, "separate `clients` on one shared key in the crowd and try-loop cases")
 	fs.DurationVar(&cfg.sizes.lanDelay, "lan-delay", defaultLanDelay, "`delay` added each way in front of every node in the network cases")
 	fs.BoolVar(&cfg.growth, "growth", false, "run the growth curves (by nodes, goroutines, waiters) instead of the cases: about 8 to 9 minutes")
 	fs.BoolVar(&cfg.memory, "memory", false, "measure what distinct lock names leave on the nodes instead of the cases: about a minute and a half")

@@ -180,13 +180,17 @@ func checkReadme(t *testing.T, readme string) {
 }
 
 // checkNetworkAndCrowd checks the network cases' floors and the crowd
-// cases' clients in the report, and that latest.md has their sections.
+// cases' clients (the try-loop case's among them) in the report, and that
+// latest.md has their sections.
 func checkNetworkAndCrowd(t *testing.T, rep *report.Report, md string) {
 	t.Helper()
-	lan, crowd := 0, 0
+	lan, crowd, try := 0, 0, 0
 	for _, c := range rep.Cases {
 		if c.DelayUs > 0 {
 			lan++
+		}
+		if c.Try {
+			try++
 		}
 		if c.Clients > 0 {
 			crowd++
@@ -196,10 +200,10 @@ func checkNetworkAndCrowd(t *testing.T, rep *report.Report, md string) {
 		}
 		checkFloors(t, rep, c)
 	}
-	if lan != 2 || crowd != 2 {
-		t.Errorf("%d network and %d crowd cases, want 2 and 2", lan, crowd)
+	if lan != 2 || crowd != 3 || try != 1 {
+		t.Errorf("%d network, %d crowd and %d try-loop cases, want 2, 3 and 1", lan, crowd, try)
 	}
-	for _, section := range []string{"### Over a network", "### Separate clients on one shared key"} {
+	for _, section := range []string{"### Over a network", "### Separate clients on one shared key", "In `tryloop-*` each client"} {
 		if !strings.Contains(md, section) {
 			t.Errorf("latest.md has no %q section", section)
 		}

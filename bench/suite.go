@@ -64,8 +64,8 @@ type sizes struct {
 // cases lists every case, grouped by workload so that the chart reads left
 // to right: one goroutine (on loopback, then over a network), many
 // goroutines, one shared key (one client's goroutines, then separate
-// clients), then one client's goroutines on a semaphore and on a
-// read-write lock.
+// clients waiting, then separate clients looping one attempt), then one
+// client's goroutines on a semaphore and on a read-write lock.
 func cases(sz sizes) []benchCase {
 	type topology struct {
 		suffix, title, short string
@@ -93,6 +93,7 @@ func cases(sz sizes) []benchCase {
 		{"parallel", "64 goroutines, distinct keys", "64 goroutines", runner.Case{Workers: parallelWorkers, Keys: runner.KeyPerWorker}, 0, loopback},
 		{"shared", "8 goroutines, one shared key", "8 on one key", runner.Case{Workers: sharedWorkers, Keys: runner.SharedKey}, 0, loopback},
 		{"crowd", crowd + ", one shared key", crowd + "\non one key", crowdCase(sz.crowd), sz.crowd, loopback[:2]},
+		{"tryloop", crowd + " looping one attempt, one shared key", crowd + "\ntrying one key", tryLoopCase(sz.crowd), sz.crowd, loopback[1:2]},
 		{"semaphore", lk + " goroutines, a semaphore of " + permits + " permits", lk + " on " + permits + " permits", lockKindCase(semaphoreLimit, 0), 0, loopback[:2]},
 		{"rwlock", lk + " goroutines, a read-write lock, 1 cycle in " + strconv.Itoa(writeEvery) + " writes", lk + " on RW lock", lockKindCase(0, writeEvery), 0, loopback[:2]},
 	}
@@ -104,7 +105,7 @@ func cases(sz sizes) []benchCase {
 					ID: w.id + t.suffix, Title: w.title + ", " + t.title, Short: w.short + "\n" + t.short,
 					Workers: w.work.Workers, Nodes: t.nodes, SlowNodes: t.slow, Handoffs: w.work.Keys == runner.SharedKey,
 					Clients: w.clients, AcquireTimeoutS: w.work.AcquireTimeout.Seconds(),
-					Limit: w.work.Limit, WriteEvery: w.work.WriteEvery,
+					Limit: w.work.Limit, WriteEvery: w.work.WriteEvery, Try: w.work.Try,
 				},
 				work: w.work,
 			}
@@ -121,6 +122,15 @@ func cases(sz sizes) []benchCase {
 // each waiting for it as callers do: with a deadline.
 func crowdCase(clients int) runner.Case {
 	return runner.Case{Workers: clients, Keys: runner.SharedKey, AcquireTimeout: crowdAcquireTimeout, Hold: crowdHold}
+}
+
+// tryLoopCase is the crowd's workload with every client taking the key by
+// one attempt at a time (drivers.TryLoop) rather than by its library's
+// blocking acquire, under the same deadline.
+func tryLoopCase(clients int) runner.Case {
+	c := crowdCase(clients)
+	c.Try = true
+	return c
 }
 
 // lockKindCase is the workload of one client's goroutines on one name

@@ -16,8 +16,8 @@ const (
 // all as ratios within one run, with the default guarantees (fencing and
 // the restart quarantine on): ahead of every peer in every case of a plain
 // lock, serial-1 at
-// 1.1x bsm/redislock, parallel-5 at 5x redsync, the fewest allocations, no
-// failed release or extend, and close to the baseline's least Redis work
+// 1.1x bsm/redislock, parallel-5 at 5x redsync, tryloop-5 at 1x redsync,
+// the fewest allocations, no failed release or extend, and close to the baseline's least Redis work
 // (below). It adds how much one slow node costs as information.
 func targets(rep *report.Report) []report.Target {
 	var ours, peers, trades []string
@@ -53,6 +53,11 @@ func targets(rep *report.Report) []report.Target {
 				rep.Versus("separate clients, one key: allocations per grant", c.id, o, c.peer, report.AllocsMetric),
 			)
 		}
+	}
+	// Separate clients looping one attempt on one key: at least as many
+	// grants as redsync.
+	for _, o := range ours {
+		ts = append(ts, rep.AtLeast("separate clients looping one attempt, one key: grants/s", "tryloop-5", o, redsync, report.RateMetric, 1))
 	}
 	ts = append(ts, substituteTargets(rep, ours)...)
 	for _, name := range append(append([]string(nil), ours...), redsync) {

@@ -23,7 +23,7 @@ func redsyncLibrary() Library {
 			"WithTries(MaxInt32), WithRetryDelayFunc(the same exponential jitter, 10 ms to 200 ms); " +
 			"otherwise defaults: drift 1%, per-node timeout 5% of expiry, no fail-fast " +
 			"(waits for every node). A new Mutex per cycle, LockContext + UnlockContext; " +
-			"TryLockContext for one attempt in the semaphore cases.",
+			"TryLockContext for one attempt in the semaphore and try-loop cases.",
 		Semaphore: HandMadeSemaphore,
 		ReadWrite: MutexReadWrite,
 		Open: func(ctx context.Context, addrs []string, _ bool) (Driver, error) {
@@ -102,7 +102,7 @@ func rueidislockLibrary() Library {
 		Settings: "rueidislock (rueidis v1.0.79) on one node: KeyValidity 10s, otherwise defaults: " +
 			"KeyMajority 2 (3 keys per lock on the one node), extension every KeyValidity/2, " +
 			"waiters woken by client-side caching invalidations. WithContext + its cancel func; " +
-			"TryWithContext for one attempt in the semaphore cases.",
+			"TryWithContext for one attempt in the semaphore and try-loop cases.",
 		Semaphore: HandMadeSemaphore,
 		ReadWrite: MutexReadWrite,
 		Open: func(ctx context.Context, addrs []string, _ bool) (Driver, error) {
@@ -154,7 +154,7 @@ func bsmLibrary() Library {
 		Settings: "bsm/redislock v0.9.4 on one node, go-redis v9 client (defaults). Obtain with TTL 10s; " +
 			"where keys are contended, a RetryStrategy with the same exponential jitter (10 ms to " +
 			"200 ms): its strategies keep per-call state, so Options and strategy are allocated per " +
-			"call; otherwise nil Options (no retry), as for one attempt in the semaphore cases. " +
+			"call; otherwise nil Options (no retry), as for one attempt in the semaphore and try-loop cases. " +
 			"Obtain + Lock.Release.",
 		Semaphore: HandMadeSemaphore,
 		ReadWrite: MutexReadWrite,

@@ -2,6 +2,7 @@ package drivers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redlock-go/redlock"
@@ -11,7 +12,7 @@ import (
 
 const redlockSettings = "redlock.Options{TTL: 10s}, otherwise defaults: NodeTimeout 50 ms, " +
 	"drift 1% + 2 ms, the default Retry (exponential jitter 10 ms to 200 ms, until ctx ends). " +
-	"Acquire + Lock.Release."
+	"Acquire + Lock.Release; TryAcquire for one attempt in the try-loop cases."
 
 func redlockGoredis() Library {
 	return Library{
@@ -122,6 +123,19 @@ type redlockDriver struct{ c *redlock.Client }
 
 func (d redlockDriver) Acquire(ctx context.Context, key string) (any, error) {
 	return d.c.Acquire(ctx, key)
+}
+
+// TryAcquire makes one attempt on key; a refusal (ErrNotAcquired, other
+// than for a reason no retry fixes) wraps errTaken.
+func (d redlockDriver) TryAcquire(ctx context.Context, key string) (any, error) {
+	l, err := d.c.TryAcquire(ctx, key)
+	if errors.Is(err, redlock.ErrNotAcquired) && !errors.Is(err, redlock.ErrInvalidOptions) {
+		return nil, fmt.Errorf("%w: %w", errTaken, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // AcquirePermit takes one of limit permits of the semaphore key.

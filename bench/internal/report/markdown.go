@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/redlock-go/redlock/bench/internal/drivers"
 )
 
 // WriteMarkdown writes the summary: run facts, a rate overview, the targets,
@@ -142,7 +144,7 @@ func (r *Report) writeCrowd(b *strings.Builder) {
 				"a %gs deadline of its own, and the library's own way of waiting), a tiny hold, release. Timed out: "+
 				"acquisitions begun in the measured window that reached their deadline. Same client again: the "+
 				"part of the grants that went to the client that held the key just before, ahead of the others "+
-				"waiting (1 in %d when each client's turn comes in order).\n\n", c.AcquireTimeoutS, c.Clients)
+				"waiting (1 in %d when each client's turn comes in order).%s\n\n", c.AcquireTimeoutS, c.Clients, r.tryLoopNote())
 			b.WriteString("| case | library | grants/s | same client again | p50 wait | p99 wait | max wait | timed out | errors |\n" +
 				"|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 			header = true
@@ -156,6 +158,20 @@ func (r *Report) writeCrowd(b *strings.Builder) {
 				100*row.AgainShare, Dur(row.P50Us), Dur(row.P99Us), Dur(row.MaxUs), row.Timeouts, row.Errors)
 		}
 	}
+}
+
+// tryLoopNote says how the clients of the try-loop cases acquire, if the
+// report has one, as a sentence that starts with a space; "" otherwise.
+func (r *Report) tryLoopNote() string {
+	for _, c := range r.Cases {
+		if c.Try {
+			return fmt.Sprintf(" In `tryloop-*` each client acquires instead by one attempt at a time (this "+
+				"library's TryAcquire, redsync's TryLockContext, rueidislock's TryWithContext, bsm/redislock's "+
+				"Obtain without retries), pausing %s to %s at random after each refusal, under the same deadline.",
+				drivers.TryPauseMin, drivers.TryPauseMax)
+		}
+	}
+	return ""
 }
 
 // writeDetails writes one table per case with every number of every row.

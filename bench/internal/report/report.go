@@ -94,6 +94,10 @@ type Case struct {
 	// the read-write lock as a writer, the others as readers; 0 outside the
 	// read-write cases.
 	WriteEvery int `json:"write_every,omitempty"`
+	// Try says that every cycle takes the lock by one attempt at a time,
+	// with a short pause after each refusal, instead of the library's
+	// blocking acquire.
+	Try bool `json:"try,omitempty"`
 	// RoundTripUs is the median PING round trip to one node, sampled before
 	// each round of this case: the floor of a request under the load the
 	// machine had then.

@@ -67,6 +67,11 @@ type Case struct {
 	// WriteEvery of every goroutine takes it as a writer (Acquire), the
 	// others as readers (drivers.AcquireShared).
 	WriteEvery int
+	// Try, if set, makes every cycle take its lock by one attempt at a
+	// time with a short pause after each refusal (drivers.TryLoop), as a
+	// caller looping on its library's single try does, instead of the
+	// library's blocking acquire.
+	Try bool
 }
 
 // Options tunes a run.
@@ -424,9 +429,12 @@ func cycle(ctx context.Context, d drivers.Driver, c Case, key string, write bool
 }
 
 // take acquires what a cycle of c takes on key: a permit of the semaphore
-// key, the read-write lock key as a reader unless write, or the lock key.
+// key, the read-write lock key as a reader unless write, or the lock key,
+// blocking or by one attempt at a time.
 func take(ctx context.Context, d drivers.Driver, c Case, key string, write bool) (any, error) {
 	switch {
+	case c.Try:
+		return drivers.TryLoop(ctx, d, key)
 	case c.Limit > 0:
 		return drivers.AcquirePermit(ctx, d, key, c.Limit)
 	case c.WriteEvery > 0 && !write:
