@@ -152,3 +152,14 @@ func (c *Client) ReleaseFailedAttempt(ctx context.Context, key, token string, tt
 	}
 	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired)
 }
+
+// Listening returns how many of the client's waiters listen for the
+// release announcements of the lock key key.
+func (c *Client) Listening(key string) int {
+	if c.waker == nil {
+		return 0
+	}
+	c.waker.mu.Lock()
+	defer c.waker.mu.Unlock()
+	return len(c.waker.queues[c.keys.releaseChannel(key)])
+}

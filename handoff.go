@@ -48,10 +48,13 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 
 // launch starts the offered attempt's fan-out, for a release that took the
 // offer, and returns its calls, one per node (nil for a node answered
-// without asking).
-func (h *handoff) launch() []*call {
+// without asking). queuedSince is the releasing lock's: the release is not
+// announced and leaves this client's entry in the key's queue, which the
+// lock won here then owns (see Lock.queuedSince).
+func (h *handoff) launch(queuedSince string) []*call {
 	c := h.client
 	h.attempt = c.newAttempt(h.key, h.ttl, nil, false)
+	h.attempt.queuedSince = queuedSince
 	h.flight = c.newFlight(h.ctx, c.nodeTimeout(h.ttl))
 	return h.flight.calls(h.attempt.req)
 }
@@ -82,7 +85,7 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 	c := l.client
 	f := c.newFlight(ctx, c.nodeTimeout(l.ttl))
 	releases := f.calls(releaser(l.key, l.token))
-	attempts := h.launch()
+	attempts := h.launch(l.queuedSince)
 	lag := l.lagging.releasing()
 	for i, rel := range releases {
 		group := append(make([]*call, 0, 2), rel)

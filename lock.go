@@ -40,6 +40,13 @@ type Lock struct {
 	// while the lock was held (waiters.go); set once before the lock is
 	// handed out, 0 for TryAcquire.
 	holding uint64
+	// queuedSince is when the acquisition that won the lock began waiting
+	// in the key's queue of waiting clients on the nodes, as it sent it
+	// (see queuePlace.since), or "" when it never queued: the release
+	// takes this client's entry out of the queue only while the entry is
+	// still that acquisition's (lua/leave_queue.lua). Set once before the
+	// lock is handed out.
+	queuedSince string
 	// granted is when the acquisition granted the lock, for its telemetry
 	// (telemetry.go); set once before the lock is handed out. Nil without
 	// telemetry, and for a lock rebuilt from a token (tokenLock). Set
@@ -275,19 +282,21 @@ func (l *Lock) extendFailedLocked(qe *QuorumError) {
 // releaser returns the request of a release that is not announced: the
 // release of a failed attempt, or one that carries the next attempt.
 func releaser(key, token string) *request {
-	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
+	r := &releaseRequest{keys: [3]string{key}, args: [5]string{token}}
 	r.request = request{script: releaseScript, keys: r.keys[:1], args: r.args[:2]}
 	return &r.request
 }
 
 // announcedReleaser returns the request of a release published on the
 // key's release channel (layout.releaseChannel), naming the first clients in
-// the key's queue (see queueKeys), which it takes client id out of.
-func announcedReleaser(key, token, id string, keys layout) *request {
-	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
+// the key's queue (see queueKeys). It takes client id out of the queue
+// while the entry is the one made by the acquisition that began waiting at
+// since (see Lock.queuedSince); with since "", it leaves the queue alone.
+func announcedReleaser(key, token, id, since string, keys layout) *request {
+	r := &releaseRequest{keys: [3]string{key}, args: [5]string{token}}
 	channel, clock, queue, deadlines := releaseStrings(key, time.Now(), keys.tag(key))
 	r.keys[1], r.keys[2] = queue, deadlines
-	r.args[1], r.args[2], r.args[3] = channel, clock, id
+	r.args[1], r.args[2], r.args[3], r.args[4] = channel, clock, id, since
 	r.request = request{script: releaseScript, keys: r.keys[:], args: r.args[:]}
 	return &r.request
 }
@@ -323,7 +332,7 @@ func releaseStrings(key string, now time.Time, tag string) (channel, clock, queu
 type releaseRequest struct {
 	request
 	keys [3]string
-	args [4]string
+	args [5]string
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

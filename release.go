@@ -92,7 +92,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 	if h := c.waiters.takeHandoff(l.key); h != nil {
 		results, ok, unfinished = l.releaseCarrying(ctx, h, enough)
 	} else {
-		release := announcedReleaser(l.key, l.token, c.id, c.keys)
+		release := announcedReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.releasing(), isOne, enough)
 	}
 	c.waiters.addTrailing(l.key, laggingNodes(results, unfinished, c.nodeTimeout(l.ttl)))
