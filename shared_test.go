@@ -304,6 +304,32 @@ func TestShared_readersReleaseKeepsTheWritersPlace(t *testing.T) {
 	wantWoken(t, writer, "the writer, by the last reader's release")
 }
 
+// A release that names a Client wakes its writer waiting for the key, also
+// when the Client's readers began waiting before it: they do not take the
+// wake-up meant for the writer, which keeps them out meanwhile.
+func TestShared_releaseWakesTheWriterBehindItsClientsReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	// Only a wake-up makes its waiters try again: their first attempts
+	// must reach every node.
+	slow := patientNodes(fast())
+	slow.Retry = redlock.Jittered(time.Minute, time.Minute)
+	client := newClient(t, cluster, adapters[1], slow)
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, "doc", held.Token())
+	reader := acquireLater(client, "doc", redlock.WithShared())
+	eventually(t, "the reader refused and listening", func() bool { return client.Listening("doc") == 1 })
+	writer := acquireLater(client, "doc")
+	eventually(t, "the writer queued on every node", queuedOnEveryNode(t, cluster, "doc", client))
+	listeningOnEveryNode(t, cluster, client, "doc", 2)
+	held.Release(bg)
+	wantWoken(t, writer, "the writer, by the release naming its client")
+	wantWoken(t, reader, "the reader, by the writer's release")
+}
+
 // patientNodes returns opts with a per-node timeout that a node of a loaded
 // machine running the race detector does not miss: for a waiter that
 // tries only once before a wake-up, and must be queued on every node.

@@ -32,7 +32,9 @@ const (
 // to by SSUBSCRIBE.
 // A release wakes one waiter of this Client, the longest waiting, once a
 // quorum of nodes announced it, so that local waiters do not split the nodes'
-// votes between them, nor race ahead of the nodes still holding the lock.
+// votes between them, nor race ahead of the nodes still holding the lock;
+// readers, who do not split votes among themselves, all wake, and do not
+// count as that one (see signalFirstLocked).
 //
 // Across clients, each announcement names the first two clients in the key's
 // queue on its node (see queueKeys), and only they wake: a crowd of processes
@@ -218,11 +220,14 @@ func (w *waker) deliver(channel, message string) {
 	w.heard[channel] = a
 }
 
-// signalFirstLocked tells the oldest waiter on channel, and every waiter
-// that hears every release, to try now.
+// signalFirstLocked tells the oldest waiter on channel that does not hear
+// every release, and every waiter that does, to try now: a writer waiting
+// behind this client's readers is woken too.
 func (w *waker) signalFirstLocked(channel string) {
-	for i, wake := range w.queues[channel] {
-		if i == 0 || wake.everyone {
+	first := true
+	for _, wake := range w.queues[channel] {
+		if wake.everyone || first {
+			first = first && wake.everyone
 			wake.signal()
 		}
 	}
