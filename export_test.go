@@ -163,3 +163,24 @@ func (c *Client) Listening(key string) int {
 	defer c.waker.mu.Unlock()
 	return len(c.waker.queues[c.keys.releaseChannel(key)])
 }
+
+// ScriptNames names each of the library's scripts, by its source as sent:
+// the function of lua/ it runs, or "batch".
+var ScriptNames = func() map[string]string {
+	names := map[string]string{batchScript.source: "batch"}
+	for _, s := range []*script{acquireScript, queuedAcquireScript, acquireSharedScript, releaseScript, shardedReleaseScript,
+		extendScript, raiseScript, inspectScript, markReadyScript, markerStateScript} {
+		names[s.source] = s.fn.name
+	}
+	return names
+}()
+
+// FenceKeyIn returns the fencing counter's key for a lock key, by a client
+// with a Redis Cluster node or without one.
+func FenceKeyIn(key string, cluster bool) string { return layout{cluster: cluster}.fenceKey(key) }
+
+// QueueKeyIn returns the name of the queue of clients waiting for a lock
+// key, by a client with a Redis Cluster node or without one.
+func QueueKeyIn(key string, cluster bool) string {
+	return queuePrefix + layout{cluster: cluster}.tag(key) + key
+}
