@@ -23,6 +23,8 @@ type attempt struct {
 	// place, when not nil, is the caller's place in the key's queue of
 	// waiting clients, which the attempt goes through (see newAttempt).
 	place *queuePlace
+	// queuedSince is the lock's, if the attempt wins (see Lock.queuedSince).
+	queuedSince string
 
 	acquire  acquireRequest
 	replyBuf [nodes.InlineNodes]acquireReply // replies' backing array while it fits
@@ -73,7 +75,7 @@ func (c *Client) newAttempt(key string, ttl time.Duration, place *queuePlace, sh
 			place.since = clock
 		}
 		a.acquire.queue(queue, deadlines, c.id, place.since, c.wire.queueLasts, first)
-		a.place = place
+		a.place, a.queuedSince = place, place.since
 	}
 	a.start = time.Now()
 	return a
@@ -132,6 +134,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		if ok >= c.quorum && validity > 0 {
 			lock := newLock(c, key, token, ttl, until, autoRenew)
 			lock.fence = fence
+			lock.queuedSince = a.queuedSince
 			if len(results) <= nodes.InlineNodes {
 				// results may live in the fan-out's own memory.
 				lock.nodes = append(lock.nodesBuf[:0], results...)

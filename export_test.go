@@ -12,8 +12,13 @@ import (
 
 // ScriptSources are the library's scripts as sent, for tests that preload
 // them on their nodes.
-var ScriptSources = []string{wire.AcquireScript.Source, wire.QueuedAcquireScript.Source, wire.ReleaseScript.Source, wire.ExtendScript.Source, wire.RaiseScript.Source,
-	wire.InspectScript.Source, wire.MarkReadyScript.Source, wire.ShardedReleaseScript.Source, wire.MarkerStateScript.Source, wire.BatchScript.Source}
+var ScriptSources = func() []string {
+	var sources []string
+	for _, s := range wire.Scripts {
+		sources = append(sources, s.Source)
+	}
+	return sources
+}()
 
 // QueueKeys are the names of the keys that queue the clients waiting for
 // a lock key.
@@ -150,4 +155,33 @@ func (c *Client) ReleaseFailedAttempt(ctx context.Context, key, token string, tt
 		}
 	}
 	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired)
+}
+
+// Listening returns how many of the client's waiters listen for the
+// release announcements of the lock key key.
+func (c *Client) Listening(key string) int {
+	if c.waker == nil {
+		return 0
+	}
+	return c.waker.Waiting(c.keys.ReleaseChannel(key))
+}
+
+// ScriptNames names each of the library's scripts, by its source as sent:
+// the function of lua/ it runs, or "batch".
+var ScriptNames = func() map[string]string {
+	names := map[string]string{}
+	for _, s := range wire.Scripts {
+		names[s.Source] = s.Name()
+	}
+	return names
+}()
+
+// FenceKeyIn returns the fencing counter's key for a lock key, by a client
+// with a Redis Cluster node or without one.
+func FenceKeyIn(key string, cluster bool) string { return wire.Layout{Cluster: cluster}.FenceKey(key) }
+
+// QueueKeyIn returns the name of the queue of clients waiting for a lock
+// key, by a client with a Redis Cluster node or without one.
+func QueueKeyIn(key string, cluster bool) string {
+	return wire.QueuePrefix + wire.Layout{Cluster: cluster}.Tag(key) + key
 }

@@ -62,10 +62,13 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 }
 
 // launch sets up the offered attempt and the fan-out that will carry it,
-// for a release that took the offer.
-func (h *handoff) launch() {
+// for a release that took the offer. queuedSince is the releasing lock's:
+// the release is not announced and leaves this client's entry in the
+// key's queue, which the lock won here then owns (see Lock.queuedSince).
+func (h *handoff) launch(queuedSince string) {
 	c := h.client
 	h.attempt = c.newAttempt(h.key, h.ttl, nil, false)
+	h.attempt.queuedSince = queuedSince
 	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }
 
@@ -93,7 +96,7 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 // not announced: the key is taken again at once.
 func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *nodes.Flight) {
 	c := l.client
-	h.launch()
+	h.launch(l.queuedSince)
 	f := c.nodes.Towing(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token), l.lagging.Releasing(), h.flight, h.attempt.req)
 	close(h.sent)
 	results, ok, unfinished := f.Collect(nodes.IsOne, enough)

@@ -41,6 +41,13 @@ type Lock struct {
 	// while the lock was held (waiters.go); set once before the lock is
 	// handed out, 0 for TryAcquire.
 	holding uint64
+	// queuedSince is when the acquisition that won the lock began waiting
+	// in the key's queue of waiting clients on the nodes, as it sent it
+	// (see queuePlace.since), or "" when it never queued: the release
+	// takes this client's entry out of the queue only while the entry is
+	// still that acquisition's (lua/leave_queue.lua). Set once before the
+	// lock is handed out.
+	queuedSince string
 	// granted is when the acquisition granted the lock, for its telemetry
 	// (telemetry.go); set once before the lock is handed out. Nil without
 	// telemetry, and for a lock rebuilt from a token (tokenLock). Set
@@ -276,19 +283,22 @@ func (l *Lock) extendFailedLocked(qe *QuorumError) {
 // releaser returns the request of a release that is not announced: the
 // release of a failed attempt, or one that carries the next attempt.
 func releaser(key, token string) *nodes.Request {
-	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
+	r := &releaseRequest{keys: [3]string{key}, args: [5]string{token}}
 	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:1], Args: r.args[:2]}
 	return &r.Request
 }
 
 // announcedReleaser returns the request of a release published on the
 // key's release channel (layout.releaseChannel), naming the first clients in
-// the key's queue (see wire.QueueKeys), which it takes client id out of.
-func announcedReleaser(key, token, id string, keys wire.Layout) *nodes.Request {
-	r := &releaseRequest{keys: [3]string{key}, args: [4]string{token}}
+// the key's queue (see wire.QueueKeys). It takes client id out of the
+// queue while the entry is the one made by the acquisition that began
+// waiting at since (see Lock.queuedSince); with since "", it leaves the
+// queue alone.
+func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Request {
+	r := &releaseRequest{keys: [3]string{key}, args: [5]string{token}}
 	channel, clock, queue, deadlines := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
 	r.keys[1], r.keys[2] = queue, deadlines
-	r.args[1], r.args[2], r.args[3] = channel, clock, id
+	r.args[1], r.args[2], r.args[3], r.args[4] = channel, clock, id, since
 	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:], Args: r.args[:]}
 	return &r.Request
 }
@@ -298,7 +308,7 @@ func announcedReleaser(key, token, id string, keys wire.Layout) *nodes.Request {
 type releaseRequest struct {
 	nodes.Request
 	keys [3]string
-	args [4]string
+	args [5]string
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

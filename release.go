@@ -93,7 +93,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 	if h := c.waiters.TakeOffer(l.key); h != nil {
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*handoff), enough)
 	} else {
-		release := announcedReleaser(l.key, l.token, c.id, c.keys)
+		release := announcedReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
 	c.waiters.AddTrailing(l.key, unfinished.Lagging())

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,6 +213,158 @@ func TestShared_writerNotStarved(t *testing.T) {
 		w.Release(bg)
 		cancel()
 	})
+}
+
+// A writer waiting in Acquire gets the key while readers of its own
+// Client keep taking it, each overlapping the next: a reader's release
+// leaves the writer's place in the nodes' queues alone, so that the readers
+// are refused until the writer got in. Each writer is given writerBound,
+// far more than it needs; a starved one waits out all of it.
+func TestShared_writerNotStarvedByReadersOfItsClient(t *testing.T) {
+	const writerBound = 2 * time.Second
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	ctx, cancel := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	var reads atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lock, err := client.Acquire(ctx, "hot", redlock.WithShared())
+				if err != nil {
+					return
+				}
+				reads.Add(1)
+				time.Sleep(50 * time.Millisecond) // the reader's work
+				lock.Release(bg)
+			}
+		})
+	}
+	eventually(t, "the readers taking the key in turns", func() bool { return reads.Load() >= 8 })
+	for i := range 4 {
+		before := reads.Load()
+		eventually(t, "the readers back in", func() bool { return reads.Load() >= before+8 })
+		wctx, wcancel := context.WithTimeout(bg, writerBound)
+		began := time.Now()
+		w, err := client.Acquire(wctx, "hot")
+		wcancel()
+		t.Logf("writer %d waited %s, %d reads", i, time.Since(began), reads.Load())
+		if err != nil {
+			t.Errorf("writer %d starved by %d reads of its own client: %v", i, reads.Load(), err)
+		}
+		if err != nil {
+			continue
+		}
+		readersLeave(t, client, w)
+		if err := w.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A reader's release leaves the place of a writer of the same Client in
+// the nodes' queues: the writer keeps new readers out, of its own Client
+// and of others, until it got the key, which the last reader's release
+// wakes it for.
+func TestShared_readersReleaseKeepsTheWritersPlace(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	// Only a wake-up makes the writer try again: its first attempt must
+	// reach every node.
+	client := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	other := newClient(t, cluster, adapters[1], fast())
+	var readers []*redlock.Lock
+	for range 2 {
+		r, err := client.TryAcquire(bg, "doc", redlock.WithShared(), redlock.WithTTL(20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+	}
+	eventually(t, "both readers on every node", func() bool { return readersOnAll(t, client, "doc", readers...) })
+	writer := acquireLater(client, "doc", redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute)))
+	queued := queuedOnEveryNode(t, cluster, "doc", client)
+	eventually(t, "the writer queued on every node", queued)
+
+	if err := readers[1].Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reader's release on every node", func() bool { return readersOnAll(t, client, "doc", readers[0]) })
+	if !queued() {
+		t.Fatal("a reader's release took the waiting writer of its client out of the nodes' queues")
+	}
+	for _, c := range []*redlock.Client{client, other} {
+		if _, err := c.TryAcquire(bg, "doc", redlock.WithShared()); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("a new reader while the writer waits: %v, want ErrNotAcquired", err)
+		}
+	}
+	listeningOnEveryNode(t, cluster, client, "doc", 1)
+	readers[0].Release(bg)
+	wantWoken(t, writer, "the writer, by the last reader's release")
+}
+
+// A release that names a Client wakes its writer waiting for the key, also
+// when the Client's readers began waiting before it: they do not take the
+// wake-up meant for the writer, which keeps them out meanwhile.
+func TestShared_releaseWakesTheWriterBehindItsClientsReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	// Only a wake-up makes its waiters try again: their first attempts
+	// must reach every node.
+	slow := patientNodes(fast())
+	slow.Retry = redlock.Jittered(time.Minute, time.Minute)
+	client := newClient(t, cluster, adapters[1], slow)
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, "doc", held.Token())
+	reader := acquireLater(client, "doc", redlock.WithShared())
+	eventually(t, "the reader refused and listening", func() bool { return client.Listening("doc") == 1 })
+	writer := acquireLater(client, "doc")
+	eventually(t, "the writer queued on every node", queuedOnEveryNode(t, cluster, "doc", client))
+	listeningOnEveryNode(t, cluster, client, "doc", 2)
+	held.Release(bg)
+	wantWoken(t, writer, "the writer, by the release naming its client")
+	wantWoken(t, reader, "the reader, by the writer's release")
+}
+
+// patientNodes returns opts with a per-node timeout that a node of a loaded
+// machine running the race detector does not miss: for a waiter that
+// tries only once before a wake-up, and must be queued on every node.
+func patientNodes(opts *redlock.Options) *redlock.Options {
+	opts.TTL, opts.NodeTimeout = 10*time.Second, 2*time.Second
+	return opts
+}
+
+// queuedOnEveryNode returns a check that c's client id is the only one in
+// the queue of key on every node of cluster.
+func queuedOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, key string, c *redlock.Client) func() bool {
+	queue, _ := redlock.QueueKeys(key)
+	return func() bool {
+		for _, n := range cluster.Nodes() {
+			if do(t, n, "ZRANGE", queue, "0", "-1") != c.ID() {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// listeningOnEveryNode waits until n waiters of c listen for the releases
+// of key, and every node of cluster has c's subscription to the channel on
+// which a release names c (see lua/release.lua): a release announced
+// before that wakes nobody.
+func listeningOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, c *redlock.Client, key string, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d waiters listening", n), func() bool { return c.Listening(key) == n })
+	named := redlock.ReleaseChannel(key, false) + " " + c.ID()
+	for _, node := range cluster.Nodes() {
+		eventually(t, fmt.Sprint("the subscription on node ", node.Index()), func() bool {
+			return slices.Contains(pubsubList(t, node, "CHANNELS"), named)
+		})
+	}
 }
 
 // readersLeave fails the test unless readers hold w's key on a

@@ -45,7 +45,9 @@ type Listener interface {
 // to by SSUBSCRIBE.
 // A release wakes one waiter of this Client, the longest waiting, once a
 // quorum of nodes announced it, so that local waiters do not split the nodes'
-// votes between them, nor race ahead of the nodes still holding the lock.
+// votes between them, nor race ahead of the nodes still holding the lock;
+// readers, who do not split votes among themselves, all wake, and do not
+// count as that one (see signalFirstLocked).
 //
 // Across clients, each announcement names the first two clients in the key's
 // queue on its node (see wire.QueueKeys), and only they wake: a crowd of processes
@@ -231,11 +233,14 @@ func (w *Waker) deliver(channel, message string) {
 	w.heard[channel] = a
 }
 
-// signalFirstLocked tells the oldest waiter on channel, and every waiter
-// that hears every release, to try now.
+// signalFirstLocked tells the oldest waiter on channel that does not hear
+// every release, and every waiter that does, to try now: a writer waiting
+// behind this client's readers is woken too.
 func (w *Waker) signalFirstLocked(channel string) {
-	for i, wake := range w.queues[channel] {
-		if i == 0 || wake.everyone {
+	first := true
+	for _, wake := range w.queues[channel] {
+		if wake.everyone || first {
+			first = first && wake.everyone
 			wake.signal()
 		}
 	}
@@ -371,4 +376,11 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// Waiting returns how many waiters listen on channel.
+func (w *Waker) Waiting(channel string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queues[channel])
 }

@@ -59,6 +59,8 @@ var (
 	nextWaitersSource string
 	//go:embed lua/publish.lua
 	publishSource string
+	//go:embed lua/leave_queue.lua
+	leaveQueueSource string
 	//go:embed lua/release.lua
 	releaseSource string
 	//go:embed lua/sharded_release.lua
@@ -98,10 +100,12 @@ var (
 	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nodeClockFunc, nextFenceFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
 		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc}}
-	queuedAcquireFunc  = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
-	nextWaitersFunc    = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
-	publishFunc        = &luaFunction{name: "publish", source: publishSource}
-	releaseFunc        = &luaFunction{name: "release", source: releaseSource, calls: []*luaFunction{nextWaitersFunc, leaveSharedFunc, publishFunc}}
+	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
+	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
+	publishFunc       = &luaFunction{name: "publish", source: publishSource}
+	leaveQueueFunc    = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
+	releaseFunc       = &luaFunction{name: "release", source: releaseSource,
+		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}
@@ -227,4 +231,17 @@ func definitions(fns ...*luaFunction) string {
 		define(f)
 	}
 	return b.String()
+}
+
+// Scripts are all the library's scripts, the batch script last.
+var Scripts = []*Script{AcquireScript, QueuedAcquireScript, AcquireSharedScript, ReleaseScript, ShardedReleaseScript,
+	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, BatchScript}
+
+// Name returns the name of the function of lua/ that the script runs, or
+// "batch" for the batch script.
+func (s *Script) Name() string {
+	if s.fn == nil {
+		return "batch"
+	}
+	return s.fn.name
 }

@@ -6,12 +6,15 @@
 -- every node (see release): a node that left it out on granting an attempt
 -- that failed on the others would name other clients at the next release
 -- than the nodes that still queue it, and more clients would split the
--- votes. A newcomer, on its first attempt, does
--- not take a free key while other live clients queue for it: it is refused
--- as if the key were held, and queues behind them, instead of racing the
--- clients the release woke. Only the first attempt defers, so that nodes
--- whose queues differ (an entry lost with a request) cannot keep a key
--- from everyone.
+-- votes. A client has one entry per key, its id, which its goroutines
+-- take in turns: the one waiting now sets the entry's score to when it
+-- began waiting, so that the release of a lock an earlier one won, whose
+-- entry it was, leaves the entry in place (see release). A newcomer, on
+-- its first attempt, does not take a free key while other live clients
+-- queue for it: it is refused as if the key were held, and queues behind
+-- them, instead of racing the clients the release woke. Only the first
+-- attempt defers, so that nodes whose queues differ (an entry lost with a
+-- request) cannot keep a key from everyone.
 -- KEYS[k+1..k+4] and ARGV[a+1..a+5] as for acquire; KEYS[k+5] the key's
 -- queue (a sorted set of client ids by the time they began waiting);
 -- KEYS[k+6] the queue's deadlines (a hash of client id to the caller's
@@ -37,7 +40,7 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	reply = reply or acquire(KEYS, ARGV, k, a, shared)
 	if reply[1] == 0 then
 		local lasts = tonumber(ARGV[a + 8])
-		redis.call("ZADD", queue, "NX", ARGV[a + 7], id)
+		redis.call("ZADD", queue, ARGV[a + 7], id)
 		redis.call("HSET", deadlines, id, string.format("%.0f", tonumber(ARGV[a + 5]) + lasts))
 		local ms = math.ceil(lasts / 1000)
 		redis.call("PEXPIRE", queue, ms)

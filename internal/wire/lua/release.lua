@@ -4,24 +4,32 @@
 -- hold the key: by PUBLISH, or by announce(channel, message) when given
 -- (see shardedRelease). An announced release also takes the caller's
 -- client out of the key's queue of waiting clients, whether or not the key
--- held its token on this node: a winning attempt refused by this node left
--- the client queued here (see queuedAcquire). Its message is the
--- token, then the first waiting clients (see nextWaiters), each after a
--- space, so that only they try for the key at once; it goes to each of
--- those clients' own channel for the key (the key's channel, ARGV[a+2]
--- followed by the key, then a space and the client's id), so that the
--- other waiting clients are not woken for nothing, or to the key's channel
--- when nobody is queued. It reads its request's keys and
--- arguments at offsets k and a in KEYS and ARGV.
+-- held its token on this node (a winning attempt refused by this node left
+-- the client queued here: see queuedAcquire), but only while the entry is
+-- still the one the released lock's acquisition made: its score is
+-- ARGV[a+5], when that acquisition began waiting. Another goroutine of the
+-- client that waits for the key since then has moved the entry to its own
+-- time, and keeps it; a lock that never queued (a reader, TryAcquire)
+-- sends "" and leaves the queue alone. So a waiter leaves the queue by its
+-- own release, or when it stops renewing its entry (see nextWaiters), never
+-- by someone else's release. Its message is the token, then the first
+-- waiting clients (see nextWaiters), each after a space, so that only they
+-- try for the key at once; it goes to each of those clients' own channel
+-- for the key (the key's channel, ARGV[a+2] followed by the key, then a
+-- space and the client's id), so that the other waiting clients are not
+-- woken for nothing, or to the key's channel when nobody is queued. It
+-- reads its request's keys and arguments at offsets k and a in KEYS and
+-- ARGV.
 -- KEYS[k+1] lock key; ARGV[a+1] token; ARGV[a+2] release channel prefix or
 -- "". When announcing: KEYS[k+2] and KEYS[k+3] the key's queue and its
 -- deadlines; ARGV[a+3] the caller's clock in microseconds; ARGV[a+4] the
--- caller's client id.
+-- caller's client id; ARGV[a+5] when the released lock's acquisition began
+-- waiting, in microseconds on the caller's clock, or "".
 -- Returns 1 when deleted, 0 otherwise.
 local function release(KEYS, ARGV, k, a, shared, announce)
 	local key = KEYS[k + 1]
-	if ARGV[a + 2] ~= "" and redis.call("ZREM", KEYS[k + 2], ARGV[a + 4]) == 1 then
-		redis.call("HDEL", KEYS[k + 3], ARGV[a + 4])
+	if ARGV[a + 2] ~= "" and ARGV[a + 5] ~= "" then
+		leaveQueue(KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 5])
 	end
 	-- pcall: GET fails on the readers' sorted set.
 	local holder = redis.pcall("GET", key)
