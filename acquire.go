@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
@@ -65,10 +66,7 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 		return c.acquireShared(ctx, key, cfg, once, call)
 	}
 	if once {
-		lock, err := c.attempt(ctx, key, cfg.ttl, cfg.autoRenew, nil)
-		failFast(err)
-		noteAttempt(call, lock, err)
-		return lock, err
+		return c.tryAcquire(ctx, key, cfg, call)
 	}
 	a := acquisition{c: c, ctx: ctx, key: key, cfg: cfg, call: call, stopListening: func() {}}
 	if err := a.takeTurn(); err != nil {
@@ -77,6 +75,84 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 	lock, err := a.run()
 	a.end(lock)
 	return lock, err
+}
+
+// tryAcquire is TryAcquire of a lock: one attempt, which the goroutines of
+// this client that call TryAcquire on the key while it is under way share.
+// Each making an attempt of its own, they would split the nodes' votes
+// among themselves, so that none wins: only the first tries; the others
+// wait for its attempt to end, clean-up included, and fail whether it won
+// or not. They try, one of them first, only after an attempt that its
+// caller's context cut short, which says nothing of the key.
+func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, call *telemetry.Call) (*Lock, error) {
+	for {
+		other := c.waiters.startTry(key)
+		if other == nil {
+			break
+		}
+		select {
+		case <-other.done:
+		case <-ctx.Done():
+			return nil, c.notAsked(key, ctx)
+		}
+		if !other.cut {
+			return nil, other.shared()
+		}
+	}
+	lock, err := c.tryAttempt(ctx, key, cfg.ttl, cfg.autoRenew)
+	failFast(err)
+	c.waiters.endTry(key, lock, err, lock == nil && ctx.Err() != nil, c.quorum)
+	noteAttempt(call, lock, err)
+	return lock, err
+}
+
+// sharedTry is how the attempt of a goroutine in TryAcquire ended, for the
+// goroutines of the same client that called TryAcquire on the key while it
+// was under way.
+type sharedTry struct {
+	done chan struct{} // closed once the fields below are set
+	// cut: the attempt's caller's context ended, and cut it short.
+	cut    bool
+	won    bool
+	failed QuorumError // what each node answered, a grant shown as held
+}
+
+// settle records how the attempt on key ended: it granted lock, or failed
+// with err; cut is as in sharedTry.
+func (t *sharedTry) settle(key string, lock *Lock, err error, cut bool, quorum int) {
+	if cut {
+		t.cut = true
+		return
+	}
+	if lock != nil {
+		t.won = true
+		t.failed = QuorumError{Op: "acquire", Key: key, Quorum: quorum, Nodes: slices.Clone(lock.nodes), Err: ErrNotAcquired}
+		for i := range t.failed.Nodes {
+			if t.failed.Nodes[i].Outcome == OutcomeOK {
+				t.failed.Nodes[i].Outcome = OutcomeHeld // by the winner
+			}
+		}
+		return
+	}
+	qe := quorumError(err)
+	if qe == nil {
+		t.cut = true // not a verdict of the nodes
+		return
+	}
+	t.failed = *qe
+	t.failed.Nodes = slices.Clone(qe.Nodes)
+}
+
+// shared returns the error of a TryAcquire that shared the attempt, its
+// own copy: its caller may change it.
+func (t *sharedTry) shared() error {
+	qe := t.failed
+	qe.Nodes = slices.Clone(t.failed.Nodes)
+	verdict := "it failed"
+	if t.won {
+		verdict = "it won"
+	}
+	return &detailed{"redlock: another goroutine of this client was trying " + quoteKey(qe.Key) + " at the same time, and " + verdict, &qe}
 }
 
 // lockRequest checks a lock name and the options of one call, and returns

@@ -150,5 +150,5 @@ func (c *Client) ReleaseFailedAttempt(ctx context.Context, key, token string, tt
 			acquired[i].Outcome = OutcomeOK
 		}
 	}
-	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired)
+	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired, false)
 }

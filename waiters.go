@@ -18,6 +18,9 @@ const keyShards = 64
 //     one process that wait for the same lock would wake together and split
 //     the nodes' votes so that none wins, and a goroutine releasing a lock
 //     could take it straight back ahead of those that waited;
+//   - the goroutine in TryAcquire that tries the key, whose attempt the
+//     others calling TryAcquire meanwhile share (Client.tryAcquire), so
+//     that they never split the votes among themselves;
 //   - whether this client holds the key's lock, so that the next goroutine
 //     waits for its release and offers its attempt to go out with it
 //     (handoff.go);
@@ -66,11 +69,16 @@ type keyState struct {
 	// trailing is the last release of the key whose requests to some nodes
 	// may still be under way; nil when none may be.
 	trailing *lagging
+	// trying: a goroutine is in TryAcquire on the key, making the attempt
+	// that the others calling TryAcquire meanwhile share; tried is where
+	// it tells them how the attempt ended, made by the first of them.
+	trying bool
+	tried  *sharedTry
 }
 
 // idle reports that the key's state holds nothing worth keeping.
 func (k *keyState) idle() bool {
-	return !k.busy && len(k.waiting) == 0 && !k.heldHere && k.trailing == nil
+	return !k.busy && len(k.waiting) == 0 && !k.heldHere && k.trailing == nil && !k.trying
 }
 
 // freedLocked returns the channel closed when the lock held here is
@@ -311,4 +319,39 @@ func (w *waiters) trailing(key string) *lagging {
 		return k.trailing
 	}
 	return nil
+}
+
+// startTry makes the caller the goroutine that tries key in TryAcquire,
+// and returns nil; or, when another goroutine does already, the outcome of
+// its attempt to wait for. The caller that tries must call endTry.
+func (w *waiters) startTry(key string) *sharedTry {
+	s := w.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.stateLocked(key)
+	if !k.trying {
+		k.trying = true
+		return nil
+	}
+	if k.tried == nil {
+		k.tried = &sharedTry{done: make(chan struct{})}
+	}
+	return k.tried
+}
+
+// endTry ends the caller's try of key, begun by startTry, and tells the
+// goroutines that waited for it how its attempt ended (see
+// sharedTry.settle).
+func (w *waiters) endTry(key string, lock *Lock, err error, cut bool, quorum int) {
+	s := w.shard(key)
+	s.mu.Lock()
+	k := s.keys[key]
+	t := k.tried
+	k.trying, k.tried = false, nil
+	s.dropIfIdleLocked(key, k)
+	s.mu.Unlock()
+	if t != nil {
+		t.settle(key, lock, err, cut, quorum)
+		close(t.done)
+	}
 }
