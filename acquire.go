@@ -30,23 +30,24 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*
 	return c.acquire(ctx, key, false, opts)
 }
 
-// TryAcquire makes one attempt to take the lock named key and does not wait
-// for a release: it returns within the per-node timeout, twice when a
+// TryAcquire makes at most one attempt to take the lock named key (see
+// below) and does not wait for a release: it returns within the per-node
+// timeout, twice when a
 // failed attempt must be cleaned up on a silent node. Its errors are those
 // of Acquire. Unlike Acquire, it does not queue behind the client's other
 // goroutines waiting for the same key.
 //
 // So that clients calling it in a loop do not keep splitting the nodes'
-// votes, a failed attempt returns once every node has answered it and its
-// clean-up, or the per-node timeout passed; when the key was held on a
-// node, after a random pause besides, of up to twice what the attempt
-// took, within the per-node timeout from the call. And while a goroutine of the Client
-// is in TryAcquire on a key, the others calling TryAcquire on it make no
-// attempt of their own: they wait for that one's end and fail with
-// ErrNotAcquired, whether it won or not, the *QuorumError saying what the
-// nodes answered it (its grants as held). This paragraph is about locks:
-// with WithLimit or WithShared, each attempt returns as soon as the
-// answers settle it, and is the caller's own.
+// votes, a failed attempt returns only once every node has answered it and
+// its clean-up, or the per-node timeout passed, and, when the key was held
+// on a node, after a random pause of up to twice what the attempt took,
+// within the per-node timeout from the call. While a goroutine of the
+// Client is in TryAcquire on a key, the others calling TryAcquire on it
+// make no attempt of their own: they wait for that one to end and fail
+// with ErrNotAcquired, whether it won or not, with a *QuorumError of what
+// the nodes answered it (when it won, its grants shown as held). With
+// WithLimit or WithShared, an attempt is neither shared nor followed by a
+// pause, and returns as soon as the answers settle it.
 func (c *Client) TryAcquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, key, true, opts)
 }
