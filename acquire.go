@@ -32,10 +32,9 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*
 
 // TryAcquire makes at most one attempt to take the lock named key (see
 // below) and does not wait for a release: it returns within the per-node
-// timeout, twice when a
-// failed attempt must be cleaned up on a silent node. Its errors are those
-// of Acquire. Unlike Acquire, it does not queue behind the client's other
-// goroutines waiting for the same key.
+// timeout, twice when a failed attempt must be cleaned up on a silent
+// node. Its errors are those of Acquire. Unlike Acquire, it does not queue
+// behind the client's other goroutines waiting for the same key.
 //
 // So that clients calling it in a loop do not keep splitting the nodes'
 // votes, a failed attempt returns only once every node has answered it and
@@ -151,9 +150,9 @@ func (c *Client) pauseAfterTry(ctx context.Context, took, ttl time.Duration) {
 // tryPauses bounds the pause after a TryAcquire that the key's holders
 // refused, in multiples of the time its attempt took: the longer, the
 // fewer split votes in a crowd of clients looping on TryAcquire (64 of
-// them on 5 nodes win about 1.5 times as often with 2 as with 1, twice as
-// often with 4), and the longer a lone caller waits to hear that the key
-// is held (on average as long as its attempt took, with 2).
+// them on 5 nodes won about twice as often with 2 as with 1, and a third
+// more again with 4), and the longer a lone caller waits to hear that the
+// key is held (with 2, on average as long again as its attempt took).
 const tryPauses = 2
 
 // heldOnANode reports that a node refused a failed acquisition because the
