@@ -25,6 +25,9 @@ type attempt struct {
 	place *queuePlace
 	// queuedSince is the lock's, if the attempt wins (see Lock.queuedSince).
 	queuedSince string
+	// settle: when it fails, it returns once its clean-up is done (see
+	// Client.tryAttempt).
+	settle bool
 
 	acquire  acquireRequest
 	replyBuf [nodes.InlineNodes]acquireReply // replies' backing array while it fits
@@ -89,6 +92,23 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, aut
 	return c.run(ctx, c.newAttempt(key, ttl, place, false), autoRenew)
 }
 
+// tryAttempt is attempt for TryAcquire, whose caller may try again at
+// once: when it fails, it returns only once its clean-up is done, every
+// node having answered the attempt and the release of its grants, or the
+// node timeout passed. A crowd of clients looping on TryAcquire otherwise
+// livelocks: each next attempt went out while the last one's requests, and
+// the releases that follow them, still queued on the slower nodes; the
+// nodes' queues grew, an attempt reached the nodes at moments far apart,
+// and each node granted a different client's. A client that waits keeps at
+// most one request of the key under way per node, an attempt reaches every
+// node at about the same moment, and the first after a release wins a
+// majority.
+func (c *Client) tryAttempt(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
+	a := c.newAttempt(key, ttl, nil, false)
+	a.settle = true
+	return c.run(ctx, a, autoRenew)
+}
+
 // attemptShared is attempt for a shared (read) lock: the node grants it
 // while no writer holds the key or waits for it.
 func (c *Client) attemptShared(ctx context.Context, key string, ttl time.Duration, autoRenew bool) (*Lock, error) {
@@ -149,7 +169,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		}
 	}
 	if !refusedEverywhere(results, lag) {
-		c.releaseEverywhere(ctx, key, token, ttl, lag, results)
+		c.releaseEverywhere(ctx, key, token, ttl, lag, results, a.settle)
 	}
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
@@ -326,18 +346,19 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 // every node but those whose answer to the acquisition, in acquired, was a
 // refusal, including nodes that did not answer it. It waits, up to the
 // node timeout, for the nodes that answered; on the others the release
-// follows their acquire request in the background, so that a slow node
-// does not hold up a failed attempt twice. It runs even when ctx has ended.
+// follows their acquire request, in the background unless settle says to
+// wait for it too (see tryAttempt), so that a slow node does not hold up a
+// failed Acquire twice. It runs even when ctx has ended.
 //
 // It does not announce the release: a failed attempt freed at most a
 // minority of nodes, and waking waiters for that only splits their votes.
 // Nodes that it missed in time are asked again in the background (see
 // finishMissed): a failed attempt's grants on a minority, left until their
 // TTL, would keep the key from everyone on a crowded key.
-func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging, acquired []NodeResult) {
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging, acquired []NodeResult, settle bool) {
 	ctx = nodes.Uncancelled(ctx)
 	wait := len(c.conns)
-	if lag != nil {
+	if lag != nil && !settle {
 		wait -= lag.Nodes()
 	}
 	req := releaser(key, token)

@@ -98,8 +98,9 @@
 // libraries on the same nodes and names exclude ours, and ours theirs.
 //
 // A call returns as soon as the answers settle it, so a slow or dead
-// minority of nodes does not slow it; anything sent later to a node that had
-// not answered waits for its earlier request, so a release never overtakes
+// minority of nodes does not slow it (a failed TryAcquire waits for its
+// clean-up: see below); anything sent later to a node that had not
+// answered waits for its earlier request, so a release never overtakes
 // its acquisition, nor a client's next acquisition of a key its release of
 // that key. Concurrent calls share script calls: while a node has two
 // under way, the requests of other calls to it queue and leave together in
@@ -108,10 +109,18 @@
 //
 // The goroutines of one Client waiting for the same key queue in order
 // behind one that tries the nodes, so that they never split the votes among
-// themselves. When the Client releases a lock that one of its goroutines
-// waits for, the release carries that goroutine's attempt: on each node the
-// release and the attempt run in one script call, in that order, so the
-// lock changes hands within one round trip. Other releases announce
+// themselves; likewise, while one of them is in TryAcquire on a key, the
+// others calling TryAcquire on it wait for its attempt and fail, whether
+// that attempt won or not, instead of making their own. A failed TryAcquire, whose
+// caller may try again at once, returns only once every node has answered
+// it and its clean-up (within the node timeout) and, when the key was
+// held, after a random pause of up to twice what the attempt took, so that
+// clients calling TryAcquire in a loop do not send an attempt while their
+// last one still queues on the slower nodes: each node would grant a
+// different client, and none win. When the Client releases a lock that one
+// of its goroutines waits for, the release carries that goroutine's
+// attempt: on each node the release and the attempt run in one script
+// call, in that order, so the lock changes hands within one round trip. Other releases announce
 // themselves on a per-key pub/sub channel (see Listener; on a Redis Cluster, a
 // shard channel of the key's slot): a waiting Acquire wakes once a quorum
 // of nodes announced one. Across clients, a client

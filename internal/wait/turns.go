@@ -33,6 +33,9 @@ const keyShards = 64
 //     one process that wait for the same lock would wake together and split
 //     the nodes' votes so that none wins, and a goroutine releasing a lock
 //     could take it straight back ahead of those that waited;
+//   - the goroutine in TryAcquire that tries the key, whose attempt the
+//     others calling TryAcquire meanwhile share (Client.tryAcquire), so
+//     that they never split the votes among themselves;
 //   - whether this client holds the key's lock, so that the next goroutine
 //     waits for its release and offers its attempt to go out with it
 //     (see Offer);
@@ -81,11 +84,16 @@ type keyState struct {
 	// trailing is the last release of the key whose requests to some nodes
 	// may still be under way; nil when none may be.
 	trailing *nodes.Lagging
+	// trying: a goroutine is in TryAcquire on the key, making the attempt
+	// that the others calling TryAcquire meanwhile share; tried is where
+	// it tells them how the attempt ended, made by the first of them.
+	trying bool
+	tried  *Try
 }
 
 // idle reports that the key's state holds nothing worth keeping.
 func (k *keyState) idle() bool {
-	return !k.busy && len(k.waiting) == 0 && !k.heldHere && k.trailing == nil
+	return !k.busy && len(k.waiting) == 0 && !k.heldHere && k.trailing == nil && !k.trying
 }
 
 // freedLocked returns the channel closed when the lock held here is
@@ -352,4 +360,53 @@ func (w *Turns) Len() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// Try is how the attempt of the goroutine of a client in TryAcquire on a
+// key ended, for the goroutines of the same client that called TryAcquire
+// on the key while it was under way (see StartTry).
+type Try struct {
+	done chan struct{}
+	// Outcome is what EndTry's settle returned: set before Done closes.
+	Outcome any
+}
+
+// Done is closed once the attempt ended and Outcome is set.
+func (t *Try) Done() <-chan struct{} { return t.done }
+
+// StartTry makes the caller the goroutine that tries key in TryAcquire,
+// and returns nil; or, when another goroutine does already, the Try of its
+// attempt to wait for. Only one of a client's goroutines tries a key at a
+// time: each making an attempt of its own, they would split the nodes'
+// votes among themselves. The caller that tries must call EndTry.
+func (w *Turns) StartTry(key string) *Try {
+	s := w.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.stateLocked(key)
+	if !k.trying {
+		k.trying = true
+		return nil
+	}
+	if k.tried == nil {
+		k.tried = &Try{done: make(chan struct{})}
+	}
+	return k.tried
+}
+
+// EndTry ends the caller's try of key, begun by StartTry, and tells the
+// goroutines that waited for it how its attempt ended: what settle
+// returns, called only when one waited.
+func (w *Turns) EndTry(key string, settle func() any) {
+	s := w.shard(key)
+	s.mu.Lock()
+	k := s.keys[key]
+	t := k.tried
+	k.trying, k.tried = false, nil
+	s.dropIfIdleLocked(key, k)
+	s.mu.Unlock()
+	if t != nil {
+		t.Outcome = settle()
+		close(t.done)
+	}
 }
