@@ -2,12 +2,14 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wait"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Acquire takes the lock named key, retrying with random delays until it is
@@ -288,10 +290,12 @@ func (a *acquisition) takeTurn() error {
 	// An attempt is offered to this client's release only where a goroutine
 	// of this client has the key's turn or holds its lock: a key nobody
 	// here holds is tried at once.
+	var offer wait.Offer // a nil *handoff would not be a nil Offer
 	if c.waiters.Busy(key) {
 		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.autoRenew)
+		offer = a.offer
 	}
-	a.turn = c.waiters.Take(ctx, key, a.offer.asOffer())
+	a.turn = c.waiters.Take(ctx, key, offer)
 	if !a.turn.Taken {
 		return c.notAsked(key, ctx)
 	}
@@ -307,7 +311,7 @@ func (a *acquisition) takeTurn() error {
 	// acquired the lock, it is held: wait for its release before trying,
 	// with the attempt offered to go out with that release.
 	a.waitFirst = a.turn.HeldHere
-	if !a.turn.HeldHere {
+	if !a.turn.HeldHere && a.offer != nil {
 		if a.offer.Withdraw() {
 			a.offer = nil // not taken, and now never will be
 		} else {
@@ -356,8 +360,12 @@ func (a *acquisition) try() (*Lock, error) {
 	} else {
 		lock, err = a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.autoRenew, &a.place)
 	}
-	failFast(err)
-	noteAttempt(a.call, lock, err)
+	if err != nil {
+		failFast(err) // adds the cause that telemetry counts
+	}
+	if a.call != nil {
+		noteAttempt(a.call, lock, err)
+	}
 	return lock, err
 }
 
@@ -421,3 +429,179 @@ func (e *detailed) Error() string { return e.detail + ": " + e.err.Error() }
 
 // Unwrap returns the wrapped error.
 func (e *detailed) Unwrap() error { return e.err }
+
+// shape is what the retry loop needs of one kind of acquisition: a lock
+// (acquisition), a permit or a reader (repeated), or the locks of several
+// keys (multiAcquisition). Each supplies only what differs: its attempt,
+// and what its waits end on.
+type shape[T any] interface {
+	// try makes one attempt.
+	try() (T, error)
+	// failed is told of a failed attempt, before the wait that follows:
+	// a shape starts listening then for the releases it waits for.
+	failed()
+	// wait waits up to delay for a release that may let the next attempt
+	// succeed (see waitForRelease), and reports whether the context is
+	// still live and whether a release announcement named this client.
+	wait(delay time.Duration) (live, named bool)
+	// behind reports that the nodes queued this client behind others that
+	// the next releases name: it is woken when its turn comes.
+	behind() bool
+	// notAsked is the error of a call that gave up before its first
+	// attempt.
+	notAsked() error
+}
+
+// retryLoop is the Redlock retry loop of every shape: wait for a release
+// or a delay, try, done if won, back off. It returns the first attempt
+// that succeeds, or the last one's error once an attempt fails for a
+// reason no retry fixes, ctx ends, or retry gives up. waitFirst makes it
+// wait before the first attempt too.
+func retryLoop[T any](ctx context.Context, retry RetryStrategy, s shape[T], waitFirst bool) (T, error) {
+	var zero T
+	var lastErr error
+	named := false
+	for attempt := 1; ; attempt++ {
+		if waitFirst || attempt > 1 {
+			delay, again := retry.NextDelay(attempt)
+			if !again {
+				return zero, gaveUp(lastErr, s)
+			}
+			var live bool
+			if live, named = s.wait(paced(delay, named, s.behind())); !live {
+				return zero, withCause(gaveUp(lastErr, s), ctx)
+			}
+		}
+		v, err := s.try()
+		switch {
+		case err == nil:
+			return v, nil
+		case failFast(err):
+			return zero, err
+		case ctx.Err() != nil:
+			return zero, withCause(err, ctx)
+		}
+		lastErr = err
+		s.failed()
+	}
+}
+
+// gaveUp returns the error of a call that stops waiting: the last
+// attempt's, or the shape's notAsked when it made none.
+func gaveUp[T any](lastErr error, s shape[T]) error {
+	if lastErr == nil {
+		return s.notAsked()
+	}
+	return lastErr
+}
+
+// paced returns the pause before the next attempt: the retry strategy's
+// delay, shortened after an attempt that a release named this client for
+// failed (named), and lengthened while the nodes queue this client behind
+// others (behind).
+func paced(delay time.Duration, named, behind bool) time.Duration {
+	if named {
+		// The last attempt followed a release that named this client, and
+		// failed: most likely it split the votes with the other client
+		// named, or met a node whose release was still on its way. Try
+		// again soon, at a random moment so as not to meet it again.
+		delay = min(delay, randomBetween(time.Millisecond, splitRetryMax))
+	}
+	if behind {
+		// Others are first in line on the nodes: the releases will name
+		// them, and this client once its turn comes. Try now and then
+		// only, in case a wake-up is lost or the lock expires unreleased.
+		delay = max(delay, randomBetween(behindWait/2, behindWait))
+	}
+	return delay
+}
+
+// splitRetryMax bounds the pause before a waiter tries again after an
+// attempt that a release woke it for failed (see paced).
+const splitRetryMax = 10 * time.Millisecond
+
+// behindWait bounds the pause of a listening waiter that the nodes queued
+// behind clients that the next release names (queuePlace.behind): it is
+// woken when its turn comes, and tries meanwhile at about this pace only,
+// in case the lock expires unreleased or a wake-up is lost, which this
+// much slower polling costs in latency. Well within wire.QueueLasts, so
+// that its attempts keep its place in the queue.
+const behindWait = wire.QueueLasts / 2
+
+// waitForRelease waits up to delay for a release, or for ctx to end, and
+// reports whether ctx is still live, and whether a release announcement
+// named this client (wake.Now). A waiter that registered with the waker
+// before its last attempt wakes on any release announced since that names
+// it or nobody (see wait.Waker); freed, when not nil, is closed by a
+// release of this client, and sent when such a release took the waiter's
+// attempt with it (handoff.go).
+func waitForRelease(ctx context.Context, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
+	t := nodes.GetTimer(delay)
+	defer nodes.PutTimer(t)
+	select {
+	case <-wake.Now(): // nil without a waker: never ready
+		return true, true
+	case <-freed:
+		return true, false
+	case <-sent:
+		return true, false
+	case <-t.C:
+		return true, false
+	case <-ctx.Done():
+		return false, false
+	}
+}
+
+// checkContext refuses a nil context, which would otherwise panic deep in a
+// call with the lock half taken.
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
+	return nil
+}
+
+// lockKey returns the key on the wire for a lock name, refusing the keys the
+// library keeps beside the locks.
+func (c *Client) lockKey(name string) (string, error) {
+	key, err := c.key(name)
+	if err != nil {
+		return "", err
+	}
+	if wire.Reserved(key) {
+		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
+	}
+	return key, nil
+}
+
+// key returns the lock key on the wire.
+func (c *Client) key(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: the key is empty", ErrInvalidKey)
+	}
+	key := c.opts.KeyPrefix + name
+	if len(key) > maxKeyBytes {
+		return "", fmt.Errorf("%w: %s is %d bytes, above the %d-byte limit", ErrInvalidKey, quoteKey(key), len(key), maxKeyBytes)
+	}
+	return key, nil
+}
+
+// maxKeyBytes bounds a lock key on the wire, KeyPrefix included. Redis takes
+// far longer keys, but a lock name this long is a mistake (a value passed
+// as a name), and every request and error would carry it.
+const maxKeyBytes = 4096
+
+// checkLockTTL applies every rule on the TTL of one lock operation, as the
+// caller gave it (before its truncation to milliseconds).
+func (c *Client) checkLockTTL(given time.Duration) error {
+	if given == c.opts.TTL {
+		return nil // New checked it
+	}
+	if err := checkTTL(given, c.opts.DriftFactor); err != nil {
+		return err
+	}
+	if err := checkQuarantineTTL(given, c.opts); err != nil {
+		return err
+	}
+	return checkCounterTTL(given, c.opts)
+}

@@ -142,7 +142,9 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	if a.place != nil {
 		a.place.behind = ok < c.quorum && queuedBehind(results, a.replies, c.quorum)
 	}
-	c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
+	if c.tel != nil {
+		c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
+	}
 	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 	if ok >= c.quorum && validity > 0 {
@@ -368,4 +370,153 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
 	c.waiters.AddTrailing(key, unfinished.Lagging())
 	c.finishMissed(key, token, ttl, results, unfinished, false) // nobody waits for its reports
+}
+
+// nodeTimeout returns the per-node timeout for a TTL: no answer arriving after
+// the validity a TTL can give is of any use.
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	return min(c.opts.NodeTimeout, ttl-drift(ttl, c.opts.DriftFactor))
+}
+
+// wireArgs are script arguments that depend only on the options, formatted
+// once instead of on every call.
+type wireArgs struct {
+	ttl           time.Duration
+	ttlMillis     string // Options.TTL
+	counterTTL    string // counter TTL for Options.TTL, in milliseconds
+	recoveryDelay time.Duration
+	recovery      string // Options.RecoveryDelay in microseconds; "0" when off
+	queueLasts    string // wire.QueueLasts, in microseconds
+}
+
+func newWireArgs(o Options) wireArgs {
+	w := wireArgs{
+		ttl:           o.TTL,
+		ttlMillis:     strconv.FormatInt(o.TTL.Milliseconds(), 10),
+		counterTTL:    strconv.FormatInt((o.TTL + o.RecoveryDelay).Milliseconds(), 10),
+		recoveryDelay: o.RecoveryDelay,
+		recovery:      "0",
+		queueLasts:    strconv.FormatInt(wire.QueueLasts.Microseconds(), 10),
+	}
+	if !o.DisableQuarantine {
+		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)
+	}
+	return w
+}
+
+// counterMillis returns, in milliseconds for a script, how long a fencing
+// counter outlives the last acquisition of a lock with ttl: ttl plus
+// Options.RecoveryDelay. A counter that expired starts again from the
+// clocks, above every token handed out before as long as no clock runs
+// ahead of another by more than that (assumption A5 of SAFETY.md, which
+// the quarantine needs too): so nothing stays behind a lock name for longer.
+func (w *wireArgs) counterMillis(ttl time.Duration) string {
+	if ttl == w.ttl {
+		return w.counterTTL
+	}
+	return strconv.FormatInt((ttl + w.recoveryDelay).Milliseconds(), 10)
+}
+
+// millis formats a TTL in milliseconds for a script.
+func (w *wireArgs) millis(ttl time.Duration) string {
+	if ttl == w.ttl {
+		return w.ttlMillis
+	}
+	return strconv.FormatInt(ttl.Milliseconds(), 10)
+}
+
+// drift is the clock-drift allowance for ttl: ttl*factor + 2 ms.
+func drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + driftConstant
+}
+
+// fanout asks every node by req at once (nodes.Set.Fanout): a reply is
+// OutcomeOK when isOK says so, and the answers are collected until
+// enough(ok, others) is true, every node answered, or timeout passed.
+func (c *Client) fanout(ctx context.Context, timeout time.Duration, req *nodes.Request, isOK func(any) bool, enough func(ok, others int) bool) ([]NodeResult, int) {
+	rs, ok := c.nodes.Fanout(ctx, timeout, req, isOK, enough)
+	return nodeResults(rs), ok
+}
+
+// trackedFanout is fanout that also returns, when some nodes were not
+// heard out, the fan-out whose requests to them are still to end; lag
+// holds req back on the nodes whose earlier request has not ended.
+func (c *Client) trackedFanout(ctx context.Context, timeout time.Duration, req *nodes.Request, lag *nodes.Lagging, isOK func(any) bool, enough func(ok, others int) bool) ([]NodeResult, int, *nodes.Flight) {
+	rs, ok, unfinished := c.nodes.TrackedFanout(ctx, timeout, req, lag, isOK, enough)
+	return nodeResults(rs), ok, unfinished
+}
+
+// nodeResults returns rs as NodeResults.
+func nodeResults(rs []nodes.Result) []NodeResult {
+	results := make([]NodeResult, len(rs))
+	for i, r := range rs {
+		results[i] = nodeResult(r)
+	}
+	return results
+}
+
+// nodeResult returns r as a NodeResult: the outcomes share their values.
+func nodeResult(r nodes.Result) NodeResult {
+	return NodeResult{Node: r.Node, Outcome: Outcome(r.Outcome), Err: r.Err, Latency: r.Latency}
+}
+
+// nodeConns returns conns as the nodes package takes them.
+func nodeConns(conns []Conn) []nodes.Conn {
+	nc := make([]nodes.Conn, len(conns))
+	for i, conn := range conns {
+		nc[i] = conn
+	}
+	return nc
+}
+
+// unasked returns a result per node for a request that was never sent.
+func (c *Client) unasked() []NodeResult {
+	results := make([]NodeResult, len(c.conns))
+	for i, conn := range c.conns {
+		results[i].Node, results[i].Outcome = conn.Name(), OutcomeNotAsked
+	}
+	return results
+}
+
+// fenceOf returns the fencing token of a granted acquisition, the largest
+// counter among the nodes that granted it, and how many of them are behind.
+func fenceOf(results []NodeResult, replies []acquireReply) (fence uint64, behind int) {
+	for i, r := range results {
+		if r.Outcome == OutcomeOK {
+			fence = max(fence, replies[i].fence)
+		}
+	}
+	for i, r := range results {
+		if r.Outcome == OutcomeOK && replies[i].fence < fence {
+			behind++
+		}
+	}
+	return fence, behind
+}
+
+// raiseFences is the second step of an acquisition whose granting nodes
+// disagree on the fencing counter. It raises the counter to fence on every
+// node that is not known to be there already: the granting nodes behind, and
+// the nodes that refused or did not answer, so that the nodes agree again
+// sooner. A node counts as OK when it still holds the lock, which orders the
+// raise before any later grant of the key there; the token is safe to hand
+// out once a quorum is OK, since every later quorum meets this one (see the
+// package documentation).
+func (c *Client) raiseFences(ctx context.Context, key, token string, fence uint64, ttl time.Duration,
+	granted []NodeResult, replies []acquireReply) ([]NodeResult, int) {
+	keys := []string{key, c.keys.FenceKey(key)}
+	value := strconv.FormatUint(fence, 10)
+	counterTTL := c.wire.counterMillis(ttl)
+	raise := &nodes.Request{Script: wire.RaiseScript, Keys: keys, Args: []string{token, value, counterTTL},
+		Local: func(node int) (any, bool) {
+			// Granted, and already there.
+			return int64(1), granted[node].Outcome == OutcomeOK && replies[node].fence == fence
+		}}
+	results, ok := c.fanout(ctx, c.nodeTimeout(ttl), raise, nodes.IsOne, c.decided)
+	for i := range results {
+		if granted[i].Outcome != OutcomeOK && results[i].Outcome != OutcomeOK {
+			results[i] = granted[i] // what the node said to the acquisition
+		}
+	}
+	return results, ok
 }

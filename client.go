@@ -1,14 +1,13 @@
 package redlock
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/dialreport"
 	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wait"
@@ -114,23 +113,6 @@ func newClientID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// maxKeyBytes bounds a lock key on the wire, KeyPrefix included. Redis takes
-// far longer keys, but a lock name this long is a mistake (a value passed
-// as a name), and every request and error would carry it.
-const maxKeyBytes = 4096
-
-// key returns the lock key on the wire.
-func (c *Client) key(name string) (string, error) {
-	if name == "" {
-		return "", fmt.Errorf("%w: the key is empty", ErrInvalidKey)
-	}
-	key := c.opts.KeyPrefix + name
-	if len(key) > maxKeyBytes {
-		return "", fmt.Errorf("%w: %s is %d bytes, above the %d-byte limit", ErrInvalidKey, quoteKey(key), len(key), maxKeyBytes)
-	}
-	return key, nil
-}
-
 // minOperatorTimeout is the least time each node gets to answer the
 // operator's calls, MarkReady and Inspect: they are not lock operations, so
 // they wait for a distant or loaded node far longer than NodeTimeout, whose
@@ -140,93 +122,6 @@ const minOperatorTimeout = 3 * time.Second
 // operatorTimeout bounds each node's answer to MarkReady and Inspect.
 func (c *Client) operatorTimeout() time.Duration {
 	return max(c.opts.NodeTimeout, minOperatorTimeout)
-}
-
-// checkContext refuses a nil context, which would otherwise panic deep in a
-// call with the lock half taken.
-func checkContext(ctx context.Context) error {
-	if ctx == nil {
-		return errNilContext
-	}
-	return nil
-}
-
-// lockKey returns the key on the wire for a lock name, refusing the keys the
-// library keeps beside the locks.
-func (c *Client) lockKey(name string) (string, error) {
-	key, err := c.key(name)
-	if err != nil {
-		return "", err
-	}
-	if wire.Reserved(key) {
-		return "", fmt.Errorf("%w: %s is reserved for the library's own keys", ErrInvalidKey, quoteKey(key))
-	}
-	return key, nil
-}
-
-// nodeTimeout returns the per-node timeout for a TTL: no answer arriving after
-// the validity a TTL can give is of any use.
-func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
-	return min(c.opts.NodeTimeout, ttl-drift(ttl, c.opts.DriftFactor))
-}
-
-// checkLockTTL applies every rule on the TTL of one lock operation, as the
-// caller gave it (before its truncation to milliseconds).
-func (c *Client) checkLockTTL(given time.Duration) error {
-	if err := checkTTL(given, c.opts.DriftFactor); err != nil {
-		return err
-	}
-	if err := checkQuarantineTTL(given, c.opts); err != nil {
-		return err
-	}
-	return checkCounterTTL(given, c.opts)
-}
-
-// wireArgs are script arguments that depend only on the options, formatted
-// once instead of on every call.
-type wireArgs struct {
-	ttl           time.Duration
-	ttlMillis     string // Options.TTL
-	counterTTL    string // counter TTL for Options.TTL, in milliseconds
-	recoveryDelay time.Duration
-	recovery      string // Options.RecoveryDelay in microseconds; "0" when off
-	queueLasts    string // wire.QueueLasts, in microseconds
-}
-
-func newWireArgs(o Options) wireArgs {
-	w := wireArgs{
-		ttl:           o.TTL,
-		ttlMillis:     strconv.FormatInt(o.TTL.Milliseconds(), 10),
-		counterTTL:    strconv.FormatInt((o.TTL + o.RecoveryDelay).Milliseconds(), 10),
-		recoveryDelay: o.RecoveryDelay,
-		recovery:      "0",
-		queueLasts:    strconv.FormatInt(wire.QueueLasts.Microseconds(), 10),
-	}
-	if !o.DisableQuarantine {
-		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)
-	}
-	return w
-}
-
-// counterMillis returns, in milliseconds for a script, how long a fencing
-// counter outlives the last acquisition of a lock with ttl: ttl plus
-// Options.RecoveryDelay. A counter that expired starts again from the
-// clocks, above every token handed out before as long as no clock runs
-// ahead of another by more than that (assumption A5 of SAFETY.md, which
-// the quarantine needs too): so nothing stays behind a lock name for longer.
-func (w *wireArgs) counterMillis(ttl time.Duration) string {
-	if ttl == w.ttl {
-		return w.counterTTL
-	}
-	return strconv.FormatInt((ttl + w.recoveryDelay).Milliseconds(), 10)
-}
-
-// millis formats a TTL in milliseconds for a script.
-func (w *wireArgs) millis(ttl time.Duration) string {
-	if ttl == w.ttl {
-		return w.ttlMillis
-	}
-	return strconv.FormatInt(ttl.Milliseconds(), 10)
 }
 
 // quorumOf returns the quorum of n nodes: a majority, n/2+1.
@@ -242,3 +137,28 @@ func listeners(conns []Conn) []wait.Listener {
 	}
 	return ls
 }
+
+func init() { dialreport.Attach = attachUnreachable }
+
+// attachUnreachable records on client, a *Client, the nodes its Dial could
+// not reach (see UnreachableAtDial).
+func attachUnreachable(client any, down []dialreport.Down) {
+	c := client.(*Client)
+	c.unreachable = make([]NodeResult, len(down))
+	for i, d := range down {
+		outcome := OutcomeError
+		if nodes.IsTimeout(d.Err) {
+			outcome = OutcomeTimeout
+		}
+		c.unreachable[i] = NodeResult{Node: c.conns[d.Node].Name(), Outcome: outcome, Err: d.Err, Latency: d.Latency}
+	}
+}
+
+// UnreachableAtDial returns the nodes that goredis.Dial or rueidis.Dial
+// could not reach when it made the Client, each with the error of its
+// PING, in client order; nil when every node answered, and for a Client
+// from New, which does no I/O. Dial tolerates such nodes, as Redlock works
+// while a majority answers, and each call tries them again. The list does
+// not change afterwards: how a node fares since shows in each call's
+// outcomes (Lock.Nodes, QuorumError) and in Inspect.
+func (c *Client) UnreachableAtDial() []NodeResult { return slices.Clone(c.unreachable) }

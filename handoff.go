@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
-	"github.com/redlock-go/redlock/internal/wait"
 )
 
 // handoff is the acquisition attempt of a goroutine whose turn started with
@@ -46,14 +45,6 @@ func (h *handoff) Withdraw() bool {
 // Take claims the offer for a release, and reports whether it was still
 // offered.
 func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, handoffTaken) }
-
-// asOffer returns h as a wait.Offer: nil for none.
-func (h *handoff) asOffer() wait.Offer {
-	if h == nil {
-		return nil
-	}
-	return h
-}
 
 // newHandoff returns an attempt on key to offer to this client's release
 // of it, parked by wait.Turns.Take.

@@ -382,3 +382,31 @@ func (l *Lock) endLocked(err error) {
 		close(l.renewal)
 	}
 }
+
+// Fence returns the lock's fencing token: a number strictly greater than the
+// token of every lock of the same key that any client of this library was
+// handed before this acquisition started. A protected resource that keeps
+// the highest token it has seen and refuses requests carrying a lower one is
+// safe from a holder that paused, or whose request was delayed, past the end
+// of its validity; the holder itself sends its token as often as it needs
+// (see package fence, and the package documentation for the argument and its
+// assumptions). Tokens of different
+// keys are unrelated; they are not timestamps. A permit of a semaphore
+// (WithLimit) counts on its own key (Lock.Key). The readers (WithShared) and
+// writers of one key share its counter: a resource refuses a reader whose
+// token is below a write's, and a writer whose token is below any write's
+// or reader's it served (fence.Store.ReadShared).
+func (l *Lock) Fence() uint64 { return l.fence }
+
+// lossMargin returns the loss margin of a lock with ttl (see
+// Options.LossMargin).
+func (o Options) lossMargin(ttl time.Duration) time.Duration {
+	switch {
+	case o.LossMargin < 0:
+		return 0
+	case o.LossMargin > 0:
+		return min(o.LossMargin, ttl/2)
+	default:
+		return min(max(ttl/lossMarginDivisor, minLossMargin), ttl/maxLossMarginDivisor)
+	}
+}

@@ -190,24 +190,6 @@ func (o Options) check() error {
 	return nil
 }
 
-// lossMargin returns the loss margin of a lock with ttl (see
-// Options.LossMargin).
-func (o Options) lossMargin(ttl time.Duration) time.Duration {
-	switch {
-	case o.LossMargin < 0:
-		return 0
-	case o.LossMargin > 0:
-		return min(o.LossMargin, ttl/2)
-	default:
-		return min(max(ttl/lossMarginDivisor, minLossMargin), ttl/maxLossMarginDivisor)
-	}
-}
-
-// drift is the clock-drift allowance for ttl: ttl*factor + 2 ms.
-func drift(ttl time.Duration, factor float64) time.Duration {
-	return time.Duration(float64(ttl)*factor) + driftConstant
-}
-
 // checkTTL rejects a TTL that Redis cannot keep, or that leaves no validity
 // after the drift allowance, once truncated to Redis's millisecond
 // resolution. Messages print the TTL as the caller gave it.
