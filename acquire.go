@@ -256,7 +256,7 @@ func (c *Client) lockOptions(opts []LockOption) lockConfig {
 
 // acquisition is one Acquire call that has the turn on its key: the only
 // goroutine of this client that tries for the key until it gives the turn
-// back (waiters.go).
+// back (wait.Turns).
 type acquisition struct {
 	c   *Client
 	ctx context.Context
@@ -270,7 +270,7 @@ type acquisition struct {
 	// carried is the offer once a release took it with it: the attempt is
 	// under way, and run collects it instead of trying.
 	carried *handoff
-	// wake signals release announcements (wake.go); nil while not
+	// wake signals release announcements (wait.Waker); nil while not
 	// listening.
 	wake          *wait.Wakeup
 	stopListening func()

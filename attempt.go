@@ -41,7 +41,7 @@ type queuePlace struct {
 	since string
 	// behind: its last attempt was refused by a quorum of nodes because
 	// the key is held, and every node that did queued it behind at least
-	// namedWaiters clients: the next release will name others (see waker).
+	// namedWaiters clients: the next release will name others (see wait.Waker).
 	behind bool
 }
 

@@ -40,7 +40,7 @@ type Client struct {
 	// unreachable are the nodes Dial could not reach (UnreachableAtDial).
 	unreachable []NodeResult
 	// permitTurns are the turns of this client's goroutines waiting for a
-	// permit (waiters.go), by semaphore key: apart from waiters, those of
+	// permit (wait.Turns), by semaphore key: apart from waiters, those of
 	// the locks, so that no lock key, whatever its name, shares a
 	// semaphore's turn.
 	permitTurns *wait.Turns

@@ -38,7 +38,7 @@ type Lock struct {
 	lagging *nodes.Lagging
 	// holding numbers the lock among those of its key acquired here, for
 	// the goroutine of this client whose turn to try for the key started
-	// while the lock was held (waiters.go); set once before the lock is
+	// while the lock was held (wait.Turns); set once before the lock is
 	// handed out, 0 for TryAcquire.
 	holding uint64
 	// queuedSince is when the acquisition that won the lock began waiting

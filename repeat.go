@@ -22,7 +22,7 @@ type repeated struct {
 	// key names what is acquired, in errors and in turns.
 	key string
 	// turns are those that this client's goroutines take for key
-	// (waiters.go), nil for no turn, in which case every release wakes the
+	// (wait.Turns), nil for no turn, in which case every release wakes the
 	// call.
 	turns *wait.Turns
 	// keys returns the keys whose releases may let the next try succeed.

@@ -100,7 +100,7 @@ func (n *Set) Fanout(ctx context.Context, timeout time.Duration, req *Request, i
 // TrackedFanout is Fanout that also returns, when some nodes were not heard
 // out, the fan-out whose requests to them are still to end; nil when every
 // node answered. On the nodes of lag, req waits for their earlier request
-// to end (see lagging).
+// to end (see Lagging).
 func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Request, lag *Lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []Result, ok int, unfinished *Flight) {
 	if len(n.conns) == 1 && !lag.holds(0) && n.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.

@@ -47,7 +47,7 @@ func FenceKey(key string) string { return FencePrefix + key }
 
 // ReleaseChannelPrefix followed by a lock key names the pub/sub channel on
 // which releases of the key are announced; on a Redis Cluster, the slot tag
-// of the key comes between them (see layout.releaseChannel). The release
+// of the key comes between them (see Layout.ReleaseChannel). The release
 // script appends the key, so that a release does not build the name.
 const ReleaseChannelPrefix = "redlock:released:"
 
@@ -64,7 +64,7 @@ const (
 // client id to the time (on that client's clock, in microseconds) past which
 // its entry is stale. A client enters the queue when its attempt is refused,
 // and leaves it on every node with its release of the lock it won, which
-// wakes the first two clients in line (see waker). Both keys expire
+// wakes the first two clients in line (see the wait package). Both keys expire
 // QueueLasts after the last refusal, so nothing stays behind a key nobody
 // waits for. The two names
 // share one allocation.
@@ -81,7 +81,7 @@ func QueueKeys(key string) (queue, deadlines string) {
 const QueueLasts = 2 * time.Second
 
 // Layout names the keys the library keeps beside a lock key on the nodes
-// (see keys.go). Over independent servers they are fixed names, and the
+// (see above). Over independent servers they are fixed names, and the
 // key's name with a prefix. When a node is a Redis Cluster, a script may
 // only touch keys of one hash slot, so every key kept for a lock key goes
 // in the lock key's slot: its name carries, in braces, a tag of that slot

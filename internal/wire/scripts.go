@@ -15,7 +15,7 @@ import (
 // script call share (see lua/acquire.lua). A script for one request defines
 // its function and the functions that one calls, then calls it on the whole
 // KEYS and ARGV; the batch script defines them all and runs each request of a
-// batch on its own slice (batch.go).
+// batch on its own slice (package nodes).
 
 // luaFunction is a function of lua/.
 type luaFunction struct {
@@ -153,7 +153,7 @@ var (
 	MarkReadyScript     = newScript(markReadyFunc)
 	MarkerStateScript   = newScript(markerStateFunc)
 	// ShardedReleaseScript is ReleaseScript on a Redis Cluster node: it
-	// announces by SPUBLISH (see layout.releaseChannel).
+	// announces by SPUBLISH (see Layout.ReleaseChannel).
 	ShardedReleaseScript = newScript(shardedReleaseFunc)
 
 	// BatchScript runs the requests of several calls to one node in one
