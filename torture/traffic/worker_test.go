@@ -42,7 +42,7 @@ func TestRun_semaphoreWorkerHoldsPermitsAndTheirRegisters(t *testing.T) {
 	}
 	events = append(events, rec.Events()...)
 	history.Sort(events)
-	r := check.Check(events, 0)
+	r := check.Check(events, 0, check.Bound{})
 	if r.Total(check.Kinds) != 0 || !r.Applicable[check.OverLimit] || r.Writes == 0 {
 		t.Fatalf("violations %v, over-limit applicable %v, %d writes; want none, true, some", r.Counts, r.Applicable[check.OverLimit], r.Writes)
 	}
@@ -116,7 +116,7 @@ func TestRun_readersAndWritersOfOneKey(t *testing.T) {
 	writer, reader := base, base
 	writer.Name, reader.Name, reader.Shared = "worker-0", "worker-1", true
 	events := runWorkers(t, 500*time.Millisecond, writer, reader)
-	if r := check.Check(events, 0); r.Total(check.Kinds) != 0 || r.Writes == 0 {
+	if r := check.Check(events, 0, check.Bound{}); r.Total(check.Kinds) != 0 || r.Writes == 0 {
 		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
 	}
 	kinds := map[string]bool{}
@@ -230,7 +230,7 @@ func TestRun_workersTakeSetsOfNames(t *testing.T) {
 	ab.Name, ab.Names = "worker-0", []string{"b", "a"}
 	cb.Name, cb.Names, cb.Wait = "worker-1", []string{"c", "b"}, true
 	events := runWorkers(t, 500*time.Millisecond, ab, cb)
-	r := check.Check(events, 0)
+	r := check.Check(events, 0, check.Bound{})
 	if r.Total(check.Kinds) != 0 || r.Writes == 0 {
 		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
 	}
@@ -260,7 +260,7 @@ func TestRun_workerPicksNamesAtRandom(t *testing.T) {
 		ThinkMin: time.Millisecond, ThinkMax: 2 * time.Millisecond, RetryMax: 2 * time.Millisecond,
 	}
 	events := runWorkers(t, 500*time.Millisecond, cfg)
-	if r := check.Check(events, 0); r.Total(check.Kinds) != 0 || r.Grants == 0 {
+	if r := check.Check(events, 0, check.Bound{}); r.Total(check.Kinds) != 0 || r.Grants == 0 {
 		t.Fatalf("violations %v, %d grants; want none, some", r.Counts, r.Grants)
 	}
 	sets := map[string]bool{}
@@ -288,7 +288,7 @@ func TestRun_readerAndWriterGoroutinesShareAClient(t *testing.T) {
 		ThinkMin: time.Millisecond, ThinkMax: 2 * time.Millisecond, RetryMax: 2 * time.Millisecond,
 	}
 	events := runWorkers(t, 500*time.Millisecond, cfg)
-	if r := check.Check(events, 0); r.Total(check.Kinds) != 0 || r.Writes == 0 {
+	if r := check.Check(events, 0, check.Bound{}); r.Total(check.Kinds) != 0 || r.Writes == 0 {
 		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
 	}
 	kinds := map[string]bool{}
