@@ -130,8 +130,9 @@ func (s Scenario) waitBound() check.Bound {
 
 // ahead returns how many turns may be ahead of a waiter, and says why:
 // every other waiter's; a semaphore's waiters take their turns limit at a
-// time; a read-write lock's readers take theirs together, and every writer
-// its own.
+// time; a read-write lock's writers take a turn each, and its readers one
+// together: a reader may wait for those holding when a writer came, then
+// for every writer.
 func (s Scenario) ahead() (int, string) {
 	waiters := s.Workers * max(s.Goroutines, 1)
 	switch {
@@ -139,7 +140,7 @@ func (s Scenario) ahead() (int, string) {
 		return (waiters - 1 + s.Limit - 1) / s.Limit, fmt.Sprintf("%d other waiters, %d permits", waiters-1, s.Limit)
 	case s.readers():
 		w := s.writers()
-		return w, fmt.Sprintf("%d writers, each alone, and readers together", w)
+		return w + 1, fmt.Sprintf("%d writers, each alone, and readers together", w)
 	}
 	return waiters - 1, fmt.Sprintf("%d other waiters", waiters-1)
 }
