@@ -115,8 +115,8 @@ func TestCheckLiveness_faultFreeBoundLeavesOutWhatFaultsTouch(t *testing.T) {
 				history.Event{Time: tc.to, Process: history.ProcNemesis, Type: history.End, Op: "kill", ID: 1, Target: "n1"})
 			r := liveness(t, b, bound)
 			wantStarved(t, r, tc.starved)
-			if r.Waits.Outside != tc.out {
-				t.Fatalf("%d acquisitions left out, want %d", r.Waits.Outside, tc.out)
+			if r.Waits.Outside != tc.out || r.Waits.Measured != 31-tc.out {
+				t.Fatalf("%d acquisitions left out, %d measured; want %d, %d", r.Waits.Outside, r.Waits.Measured, tc.out, 31-tc.out)
 			}
 		})
 	}

@@ -136,7 +136,10 @@ func LivenessCells(o *torture.Outcome) []string {
 	}
 	wait, served := duration(r.Waits.Longest), percent(r.Waits.Share())
 	if r.Waits.Measured == 0 {
-		wait, served = "-", "-"
+		wait = "-"
+	}
+	if r.Waits.Acquisitions == 0 {
+		served = "-"
 	}
 	return []string{Cell(o, check.Liveness), wait, bound, served, least}
 }
