@@ -46,6 +46,9 @@ type Bound struct {
 	// Ignore lists kinds of faults (history.Fault.Kind) that do not count
 	// as faults for FaultFree: waiting stays bounded under them.
 	Ignore []string
+	// Settle is how long the history's start counts as a fault, as the
+	// nodes settle; 0 for none.
+	Settle time.Duration
 	// ReadersExempt, when not empty, says why the waits of readers of a
 	// read-write lock are measured but not held to Wait or MinServed.
 	ReadersExempt string
@@ -95,7 +98,7 @@ func (w Waits) Share() float64 {
 // ops (see Grants), faults the history's faults; start is the run's start,
 // for the times in the details.
 func CheckLiveness(ops []history.Op, grants []Grant, faults []history.Fault, b Bound, start int64) ([]Violation, Waits) {
-	l := liveness{bound: b, clock: relClock(start), windows: faultWindows(faults, b), held: newHoldings(grants)}
+	l := liveness{bound: b, clock: relClock(start), windows: faultWindows(faults, b, start), held: newHoldings(grants)}
 	for _, a := range acquisitions(ops, b.Loops) {
 		l.measure(a)
 	}
@@ -203,16 +206,16 @@ func acquisitions(ops []history.Op, loops bool) []acquisition {
 	return out
 }
 
-// faultWindows returns the windows in which faults count under b: each
-// fault from its start to Recovery after its end, merged; none unless b
-// is FaultFree.
-func faultWindows(faults []history.Fault, b Bound) []span {
-	if !b.FaultFree {
-		return nil
-	}
+// faultWindows returns the windows in which faults count under b, merged:
+// the first Settle from start, and, when b is FaultFree, each fault from
+// its start to Recovery after its end.
+func faultWindows(faults []history.Fault, b Bound, start int64) []span {
 	var spans []span
+	if b.Settle > 0 {
+		spans = append(spans, span{math.MinInt64, start + int64(b.Settle)})
+	}
 	for _, f := range faults {
-		if !slices.Contains(b.Ignore, f.Kind) {
+		if b.FaultFree && !slices.Contains(b.Ignore, f.Kind) {
 			spans = append(spans, span{f.Start, f.End + int64(b.Recovery) + 1})
 		}
 	}

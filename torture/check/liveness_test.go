@@ -120,6 +120,15 @@ func TestCheckLiveness_faultFreeBoundLeavesOutWhatFaultsTouch(t *testing.T) {
 			}
 		})
 	}
+	// The first 45 ms of the history settle: the writer, and the readers
+	// at 0, 20 and 40 ms, are left out.
+	settling := waiting
+	settling.Settle = 45 * time.Millisecond
+	r := liveness(t, readersAndWriter(600*ms, 0), settling)
+	wantStarved(t, r, 0)
+	if r.Waits.Outside != 4 {
+		t.Fatalf("%d acquisitions left out as the nodes settle, want 4", r.Waits.Outside)
+	}
 }
 
 // Readers exempt from the bound are measured apart and not judged.

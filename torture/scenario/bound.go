@@ -41,6 +41,11 @@ const (
 	// a key that it stranded on a node expires within one, and a
 	// restarted node withholds its vote for another (RecoveryDelay).
 	recoveryTTLs = 2
+	// replicaSettle is how long the start of a run whose grants wait for
+	// replicas (WaitReplicas) counts as a fault: no grant counts until the
+	// replicas, started with their nodes, caught up with them, which took
+	// a second on a busy machine.
+	replicaSettle = 2 * time.Second
 )
 
 // Liveness returns the row's bound on waiting, derived from its holds, its
@@ -57,6 +62,11 @@ func (s Scenario) Liveness() check.Bound {
 		b = s.waitBound()
 	} else {
 		b = s.loopBound()
+	}
+	if s.WaitReplicas > 0 {
+		b.Settle = replicaSettle
+		b.Derivation += fmt.Sprintf("; the first %v count as a fault: grants wait for the replicas to catch up "+
+			"with their nodes after the start", replicaSettle)
 	}
 	if fs := s.Faults(); len(fs) > 0 {
 		b.FaultFree, b.Recovery = true, recoveryTTLs*s.TTL
