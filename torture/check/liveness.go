@@ -98,8 +98,15 @@ func (w Waits) Share() float64 {
 // ops (see Grants), faults the history's faults; start is the run's start,
 // for the times in the details.
 func CheckLiveness(ops []history.Op, grants []Grant, faults []history.Fault, b Bound, start int64) ([]Violation, Waits) {
-	l := liveness{bound: b, clock: relClock(start), windows: faultWindows(faults, b, start), held: newHoldings(grants)}
-	for _, a := range acquisitions(ops, b.Loops) {
+	l := liveness{bound: b, clock: relClock(start), windows: faultWindows(faults, b, start), held: newHoldings(grants),
+		readNames: map[string]bool{}}
+	all := acquisitions(ops, b.Loops)
+	for _, a := range all {
+		if a.shared() {
+			l.readNames[a.attempts[0].Invoked.Key] = true
+		}
+	}
+	for _, a := range all {
 		l.measure(a)
 	}
 	if b.MinServed > 0 && l.waits.Share() < b.MinServed {
@@ -115,6 +122,7 @@ type liveness struct {
 	clock      relClock
 	windows    []span // the faults, each to Recovery after its end, merged
 	held       *holdings
+	readNames  map[string]bool // the names that readers took
 	waits      Waits
 	violations []Violation
 	unserved   []acquisition // the acquisitions held to the bound and not served
@@ -299,9 +307,9 @@ func (l *liveness) tooLong(a acquisition, wait time.Duration, stretch span) Viol
 	var what string
 	if l.bound.Loops {
 		what = fmt.Sprintf("%s%s tried for %s from %s in %d attempts, and %s was free for it for %s, from %s %s",
-			a.worker, role(a), req, l.clock.at(a.start), len(a.attempts), lockWord(req), ms(wait), l.clock.at(stretch.from), l.freeUntil(a, stretch))
+			a.worker, l.role(a), req, l.clock.at(a.start), len(a.attempts), lockWord(req), ms(wait), l.clock.at(stretch.from), l.freeUntil(a, stretch))
 	} else {
-		what = fmt.Sprintf("%s%s waited %s for %s from %s %s", a.worker, role(a), ms(wait), req, l.clock.at(a.start), l.ending(a))
+		what = fmt.Sprintf("%s%s waited %s for %s from %s %s", a.worker, l.role(a), ms(wait), req, l.clock.at(a.start), l.ending(a))
 	}
 	return Violation{
 		Checker: Liveness, Start: stretch.from, End: stretch.to, Workers: []string{a.worker},
@@ -341,7 +349,7 @@ func (l *liveness) underServed() Violation {
 	for _, a := range l.unserved {
 		workers[a.worker] = true
 		if len(who) < named {
-			who = append(who, fmt.Sprintf("%s%s from %s for %s", a.worker, role(a), l.clock.at(a.start), ms(time.Duration(a.end-a.start))))
+			who = append(who, fmt.Sprintf("%s%s from %s for %s", a.worker, l.role(a), l.clock.at(a.start), ms(time.Duration(a.end-a.start))))
 		}
 	}
 	if more := len(l.unserved) - len(who); more > 0 {
@@ -360,10 +368,13 @@ func (l *liveness) underServed() Violation {
 
 // role returns " (reader)" or " (writer)" for the acquisitions of a
 // read-write lock's name, and "" for others: only readers are marked in
-// the history, so a writer is named as such only beside readers.
-func role(a acquisition) string {
-	if a.shared() {
+// the history, so a writer is told apart by the readers of its name.
+func (l *liveness) role(a acquisition) string {
+	switch {
+	case a.shared():
 		return " (reader)"
+	case l.readNames[a.attempts[0].Invoked.Key]:
+		return " (writer)"
 	}
 	return ""
 }

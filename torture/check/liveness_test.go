@@ -62,7 +62,7 @@ func wantStarved(t *testing.T, r check.Result, want int, details ...string) {
 // check: it waited past the bound, and was not served.
 func TestCheckLiveness_starvedWaiterFails(t *testing.T) {
 	r := liveness(t, readersAndWriter(600*ms, 0), waiting)
-	wantStarved(t, r, 2, "worker-0 waited 495 ms", "until it gave up at +0.500s", "past the bound of 100 ms")
+	wantStarved(t, r, 2, "worker-0 (writer) waited 495 ms", "until it gave up at +0.500s", "past the bound of 100 ms")
 	if !r.Applicable[check.Liveness] || r.Waits.Longest != 495*time.Millisecond || r.Waits.Waiter != "worker-0" {
 		t.Fatalf("applicable %v, longest wait %v by %q; want true, 495ms by worker-0",
 			r.Applicable[check.Liveness], r.Waits.Longest, r.Waits.Waiter)

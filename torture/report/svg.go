@@ -305,7 +305,8 @@ func (v *view) violations() {
 			}
 		case check.Liveness:
 			for _, w := range vi.Workers {
-				if top, ok := v.rows[w]; ok {
+				process, _, _ := strings.Cut(w, ".") // a goroutine's wait, on its worker's row
+				if top, ok := v.rows[process]; ok {
 					fmt.Fprintf(&v.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="%s" stroke-width="1.5"><title>%s</title></rect>`,
 						x1, top+1, math.Max(x2-x1, 2.5), workerRow-2, violationColor, tip)
 				}
