@@ -112,6 +112,9 @@ func Run(ctx context.Context, sc scenario.Scenario, opts Options) *Outcome {
 	switch {
 	case out.Result.Unknown > 0:
 		out.Verdict, out.Err = Error, fmt.Errorf("%d history segments could not be checked for linearizability in time", out.Result.Unknown)
+	case out.Starved > 0:
+		// No grant at all is then the liveness failure itself.
+		out.Verdict = Fail
 	case out.Result.Grants == 0:
 		out.Verdict, out.Err = Error, errors.New("no lock was granted: the scenario tested nothing")
 	case (sc.Expect == scenario.Hold) == (out.Judged == 0) && out.Starved == 0:

@@ -50,9 +50,9 @@ func TestScenario_Liveness_derivation(t *testing.T) {
 		// One writer's turn and the readers' ahead at most: then the 200
 		// ms retry pause.
 		"liveness/rwlock-one-client": 2*75*time.Millisecond + 500*time.Millisecond,
-		// Seven other waiters of 8 clients, each holding three names
+		// Fifteen other waiters of 8 clients, each holding three names
 		// (5 ms + 3 × 20 ms): the pause behind two clients, 1 s.
-		"liveness/multikey-random-3-of-10": 7*115*time.Millisecond + 1300*time.Millisecond,
+		"liveness/multikey-random-3-of-10": 15*115*time.Millisecond + 1300*time.Millisecond,
 		// Seven other waiters, three permits: three turns.
 		"liveness/semaphore-one-client": 3*75*time.Millisecond + 500*time.Millisecond,
 		// Loops: ten rounds of a 50 ms attempt and a 10 ms pause, and a
@@ -101,8 +101,8 @@ func TestTable_livenessRows(t *testing.T) {
 	if sem.Workers != 1 || !sem.Wait || sem.Limit < 1 || sem.Goroutines <= sem.Limit {
 		t.Errorf("%s: want more waiters than permits in one client", sem.Name)
 	}
-	if multi.Workers != 8 || !multi.Wait || multi.Pick != 3 || len(multi.Names(0, "k")) != 10 {
-		t.Errorf("%s: want 8 clients waiting for 3 of 10 names", multi.Name)
+	if multi.Workers != 8 || multi.Goroutines != 2 || !multi.Wait || multi.Pick != 3 || len(multi.Names(0, "k")) != 10 {
+		t.Errorf("%s: want 8 clients of two goroutines waiting for 3 of 10 names", multi.Name)
 	}
 }
 

@@ -41,9 +41,9 @@ func livenessRows() []Scenario {
 		},
 		{
 			Name: "liveness/multikey-random-3-of-10",
-			About: "eight worker processes, each its own client, wait in AcquireAll for three of ten names " +
-				"chosen at random for each acquisition",
-			Workers: 8, Wait: true, NameSets: [][]string{livenessNames}, Pick: 3, Duration: multikeyLivenessDuration,
+			About: "eight worker processes, each its own client of two goroutines, wait in AcquireAll for three of " +
+				"ten names chosen at random for each acquisition",
+			Workers: 8, Goroutines: 2, Wait: true, NameSets: [][]string{livenessNames}, Pick: 3, Duration: multikeyLivenessDuration,
 		},
 	}
 }
