@@ -4,9 +4,10 @@
 // The packages beneath it follow the flow of the data: traffic (worker
 // processes and the register they update) → faults (what goes wrong, and
 // when) → history (every operation and fault, as JSON lines on one
-// monotonic clock) → check (five checkers) → report (a terminal table and
-// an HTML report with a timeline per scenario). Package scenario holds the
-// table of scenarios with their expected verdicts, and cluster the
+// monotonic clock) → check (five checkers of safety and one of waiting)
+// → report (a terminal table and an HTML report with a timeline per
+// scenario). Package scenario holds the table of scenarios with their
+// expected verdicts and bounds on waiting, and cluster the
 // redis-server nodes with a proxy per worker and node, or, for the
 // "rediscluster/" scenarios, one Redis Cluster that is the only lock node,
 // reached directly: a cluster client follows the masters' own addresses,

@@ -37,8 +37,9 @@ type Verdict string
 const (
 	// Pass: the checkers found what the scenario expects.
 	Pass Verdict = "PASS"
-	// Fail: they did not (violations where none were expected, or none
-	// where some were).
+	// Fail: they did not (violations of safety where none were expected,
+	// or none where some were), or a waiter waited past the scenario's
+	// bound on waiting.
 	Fail Verdict = "FAIL"
 	// Error: the scenario could not run, or its result cannot be trusted.
 	Error Verdict = "ERROR"
@@ -67,9 +68,13 @@ type Outcome struct {
 	Seed     uint64
 	// Result is what the checkers found.
 	Result check.Result
-	// Judged is the number of violations in the checkers that decide the
-	// verdict.
-	Judged  int
+	// Judged is the number of violations in the checkers of safety that
+	// decide the verdict.
+	Judged int
+	// Starved is the number of liveness violations: waits past the
+	// scenario's bound, and a share served below its least. Any fails the
+	// scenario, whatever it expects of the checkers of safety.
+	Starved int
 	Verdict Verdict
 	// Err says why the verdict is Error.
 	Err error
@@ -103,12 +108,16 @@ func Run(ctx context.Context, sc scenario.Scenario, opts Options) *Outcome {
 		return out
 	}
 	out.Judged = out.Result.Total(sc.Judged())
+	out.Starved = out.Result.Count(check.Liveness)
 	switch {
 	case out.Result.Unknown > 0:
 		out.Verdict, out.Err = Error, fmt.Errorf("%d history segments could not be checked for linearizability in time", out.Result.Unknown)
+	case out.Starved > 0:
+		// No grant at all is then the liveness failure itself.
+		out.Verdict = Fail
 	case out.Result.Grants == 0:
 		out.Verdict, out.Err = Error, errors.New("no lock was granted: the scenario tested nothing")
-	case (sc.Expect == scenario.Hold) == (out.Judged == 0):
+	case (sc.Expect == scenario.Hold) == (out.Judged == 0) && out.Starved == 0:
 		out.Verdict = Pass
 	default:
 		out.Verdict = Fail
@@ -162,7 +171,7 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 	out.End = history.Now()
 	out.Events = rec.Events()
 	history.Sort(out.Events)
-	out.Result = check.Check(out.Events, out.Start)
+	out.Result = check.Check(out.Events, out.Start, sc.Liveness())
 	return err
 }
 
@@ -305,6 +314,8 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			Limit:             sc.Limit,
 			Shared:            sc.Shared(i),
 			Names:             sc.Names(i, lockKey),
+			Pick:              sc.Pick,
+			SharedGoroutines:  sc.ReaderGoroutines,
 			TTL:               sc.TTL,
 			RecoveryDelay:     sc.TTL,
 			DisableQuarantine: sc.DisableQuarantine,
@@ -317,6 +328,7 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			Seed:              derive(seed, sc.Name, i),
 			Goroutines:        sc.Goroutines,
 			Wait:              sc.Wait,
+			WaitFor:           sc.WaitFor(),
 			Renew:             sc.Renew,
 		}
 		w, err := traffic.Spawn(exe, cfg, env.Rec)

@@ -33,15 +33,18 @@ func TestShortTable(t *testing.T) {
 		t.Run(torture.FileName(sc.Name), func(t *testing.T) {
 			out := torture.Run(t.Context(), sc, torture.Options{Seed: 1, Dir: historyDir(t)})
 			r := out.Result
-			t.Logf("%s: %d ops, %d attempts, %d grants, %d writes; violations %v; expect %s, judged %d: %s (%v)",
-				sc.Name, r.Ops, r.Attempts, r.Grants, r.Writes, r.Counts, sc.Expect, out.Judged, out.Verdict, out.Elapsed)
+			t.Logf("%s: %d ops, %d attempts, %d grants, %d writes; violations %v; expect %s, judged %d; "+
+				"longest wait %v (bound %v), %d of %d acquisitions served: %s (%v)",
+				sc.Name, r.Ops, r.Attempts, r.Grants, r.Writes, r.Counts, sc.Expect, out.Judged,
+				r.Waits.Longest, r.Bound.Wait, r.Waits.Served, r.Waits.Acquisitions, out.Verdict, out.Elapsed)
 			for i, v := range r.Violations {
 				if i < 5 {
 					t.Logf("  %s: %s", v.Checker, v.Detail)
 				}
 			}
 			if out.Verdict != torture.Pass {
-				t.Errorf("%s: verdict %s (expected %s, %d judged violations): %v", sc.Name, out.Verdict, sc.Expect, out.Judged, out.Err)
+				t.Errorf("%s: verdict %s (expected %s, %d judged violations, %d liveness violations): %v",
+					sc.Name, out.Verdict, sc.Expect, out.Judged, out.Starved, out.Err)
 			}
 		})
 	}

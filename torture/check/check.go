@@ -19,10 +19,14 @@ const (
 	OverLimit
 	LostUpdate
 	FenceOrder
+	// Liveness is the checker of waiting (CheckLiveness), not of safety:
+	// it is not in Kinds, and its violations fail a scenario whatever the
+	// scenario expects of the others.
+	Liveness
 	numKinds
 )
 
-// Kinds lists every checker, in report order.
+// Kinds lists every checker of safety, in report order.
 var Kinds = []Kind{Linearizable, Overlap, OverLimit, LostUpdate, FenceOrder}
 
 // String returns the checker's short name.
@@ -38,6 +42,8 @@ func (k Kind) String() string {
 		return "lost-update"
 	case FenceOrder:
 		return "fence-order"
+	case Liveness:
+		return "liveness"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -64,8 +70,13 @@ type Result struct {
 	// For LostUpdate it counts updates lost, not the writes that lost them.
 	Counts [numKinds]int
 	// Applicable says which checkers had something to check: OverLimit
-	// needs a semaphore, FenceOrder fencing tokens.
+	// needs a semaphore, FenceOrder fencing tokens, Liveness a bound
+	// stated.
 	Applicable [numKinds]bool
+	// Bound is the bound on waiting the history was held to, and Waits
+	// what the liveness checker measured.
+	Bound Bound
+	Waits Waits
 	// Unknown counts history segments the linearizability checker could not
 	// decide in time; the run cannot be trusted when it is not zero.
 	Unknown int
@@ -91,11 +102,12 @@ func (r *Result) Total(kinds []Kind) int {
 const linearizeTimeout = 10 * time.Second
 
 // Check runs every checker on events, which must be sorted by time (see
-// history.Read and history.Sort). start is the run's start on the monotonic
-// clock, used to print times. The checkers of one lock run on the grants
-// of each key held apart: each permit of a semaphore is a lock of its own,
-// and so is each lock of a set taken together.
-func Check(events []history.Event, start int64) Result {
+// history.Read and history.Sort), the liveness checker with bound b.
+// start is the run's start on the monotonic clock, used to print times.
+// The checkers of one lock run on the grants of each key held apart: each
+// permit of a semaphore is a lock of its own, and so is each lock of a set
+// taken together.
+func Check(events []history.Event, start int64, b Bound) Result {
 	ops := history.Ops(events)
 	grants := Grants(ops)
 	var r Result
@@ -130,6 +142,11 @@ func Check(events []history.Event, start int64) Result {
 		return vs
 	})
 	r.add(FenceOrder, fo, len(fo))
+
+	live, waits := CheckLiveness(ops, grants, history.Faults(events), b, start)
+	r.Bound, r.Waits = b, waits
+	r.add(Liveness, live, len(live))
+	r.Applicable[Liveness] = b.Stated()
 	return r
 }
 

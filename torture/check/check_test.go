@@ -133,7 +133,7 @@ func (b *builder) writeTo(reg, worker string, t int64, basedOn int64, fence uint
 
 func (b *builder) check(t *testing.T) check.Result {
 	t.Helper()
-	return check.Check(b.sorted(), 0)
+	return check.Check(b.sorted(), 0, check.Bound{})
 }
 
 // sorted returns the history, sorted by time.

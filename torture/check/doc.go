@@ -1,5 +1,5 @@
 // Package check decides whether the history of a torture run is correct.
-// Five checkers look at it from different sides:
+// Five checkers of safety look at it from different sides:
 //
 //   - Linearizable: the lock's acquisitions and releases, with the end of
 //     each lock's validity taken as its release if that came first, are
@@ -21,6 +21,15 @@
 // tokens and its own register, and so are the locks of several names taken
 // together (Client.AcquireAll): the checkers of one lock run on each key
 // held apart, and the lost-update checker on each register apart.
+//
+// A sixth checker, Liveness, looks at waiting rather than safety: no
+// waiter that could have been served waits past the bound the scenario
+// states, and no fewer acquisitions are served than the share it states
+// (see Bound). A waiter in Acquire or AcquireAll could be served all
+// along, in its turn: its wait runs from its call to its grant or give-up.
+// A worker that loops TryAcquire is promised no turn, only that the lock
+// does not stay free for long while it tries: its wait is the longest
+// stretch in which it tried and the lock was free for it.
 //
 // Each returns violations with the time and workers involved, for the
 // report.

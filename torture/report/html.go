@@ -43,7 +43,7 @@ func WriteHTML(dir string, run Run, outs []*torture.Outcome) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("report: %w", err)
 	}
-	page := pageData{Run: run, Kinds: check.Kinds}
+	page := pageData{Run: run, Kinds: check.Kinds, LivenessHeader: livenessHeader}
 	for _, o := range outs {
 		page.Rows = append(page.Rows, section(dir, o))
 		if o.Verdict != torture.Pass {
@@ -66,16 +66,18 @@ func WriteHTML(dir string, run Run, outs []*torture.Outcome) (string, error) {
 }
 
 type pageData struct {
-	Run    Run
-	Kinds  []check.Kind
-	Rows   []sectionData
-	Failed int
+	Run            Run
+	Kinds          []check.Kind
+	LivenessHeader []string
+	Rows           []sectionData
+	Failed         int
 }
 
 type sectionData struct {
 	O          *torture.Outcome
 	ID         string
 	Cells      []string
+	Liveness   string
 	Faults     []string
 	Timeline   template.HTML
 	Zoom       template.HTML
@@ -90,6 +92,8 @@ func section(dir string, o *torture.Outcome) sectionData {
 	for _, k := range check.Kinds {
 		s.Cells = append(s.Cells, Cell(o, k))
 	}
+	s.Cells = append(s.Cells, LivenessCells(o)...)
+	s.Liveness = LivenessSummary(o)
 	if o.HistoryFile != "" {
 		if rel, err := filepath.Rel(dir, o.HistoryFile); err == nil {
 			s.History = filepath.ToSlash(rel)
@@ -147,8 +151,12 @@ Seed {{.Run.Seed}}, started {{.Run.Started.Format "2006-01-02 15:04:05 MST"}}, t
 Reproduce with <code>{{.Run.Command}}</code>.</p>
 <p class="small">Counts are violations per checker; counts in parentheses are reported but do not decide the verdict
 (on the fenced register only the register and the fencing order do); "-" means nothing to check.
-A scenario expected to <em>hold</em> passes with no violation, one expected to be <em>caught</em> with at least one.</p>
-<table class="sum"><tr><th>scenario</th><th>register</th><th>ops</th><th>grants</th>{{range .Kinds}}<th>{{.}}</th>{{end}}<th>expected</th><th>verdict</th></tr>
+A scenario expected to <em>hold</em> passes with no violation, one expected to be <em>caught</em> with at least one.
+Liveness is checked apart, in every scenario that states a bound on waiting: a wait past the bound, or a share of
+acquisitions served below the least, fails the scenario whatever it expects. <em>wait</em> is the longest wait held
+to the bound: for workers that loop TryAcquire ("free"), the longest the lock stayed free while one tried;
+a bound marked * holds outside faults only.</p>
+<table class="sum"><tr><th>scenario</th><th>register</th><th>ops</th><th>grants</th>{{range .Kinds}}<th>{{.}}</th>{{end}}{{range .LivenessHeader}}<th>{{.}}</th>{{end}}<th>expected</th><th>verdict</th></tr>
 {{range .Rows}}<tr><td><a href="#{{.ID}}">{{.O.Scenario.Name}}</a></td><td>{{.O.Scenario.Register}}</td><td>{{.O.Result.Ops}}</td><td>{{.O.Result.Grants}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{.O.Scenario.Expect}}</td><td class="{{.O.Verdict}}">{{.O.Verdict}}</td></tr>
 {{end}}</table>
 <p class="legend small">
@@ -157,7 +165,7 @@ A scenario expected to <em>hold</em> passes with no violation, one expected to b
 <span><span class="sw" style="background:#222;width:2px"></span>accepted write</span>
 <span><span class="sw" style="background:#ff7f0e;width:2px"></span>refused write</span>
 <span><span class="sw" style="background:#7f7f7f;opacity:.6"></span>fault (shaded; hover for details)</span>
-<span><span class="sw" style="background:#d62728"></span>violation: two holders, or more than a semaphore's limit (red bars), lost update (×), fence out of order (◆), not linearizable (top bar)</span>
+<span><span class="sw" style="background:#d62728"></span>violation: two holders, or more than a semaphore's limit (red bars), lost update (×), fence out of order (◆), not linearizable (top bar), a wait past the bound (red outline)</span>
 </p>
 {{range .Rows}}<section id="{{.ID}}">
 <h2>{{.O.Scenario.Name}} <span class="{{.O.Verdict}}">{{.O.Verdict}}</span></h2>
@@ -166,6 +174,7 @@ A scenario expected to <em>hold</em> passes with no violation, one expected to b
 {{.O.Result.Ops}} operations, {{.O.Result.Attempts}} acquisition attempts, {{.O.Result.Grants}} grants, {{.O.Result.Writes}} accepted writes;
 TTL {{.O.Scenario.TTL}}, {{.O.Scenario.Workers}} workers, register {{.O.Scenario.Register}}{{if .Faults}}; faults: {{range $i, $f := .Faults}}{{if $i}}, {{end}}{{$f}}{{end}}{{end}}.
 Took {{seconds .O.Elapsed}}.{{if .History}} History: <a href="{{.History}}">{{.History}}</a>.{{end}}</p>
+<p class="small">{{.Liveness}}</p>
 {{if .O.Err}}<p class="FAIL">{{.O.Err}}</p>{{end}}
 {{.Timeline}}
 {{if .Zoom}}<p class="small">Close-up of the first violation, at {{.ZoomAt}}:</p>

@@ -303,6 +303,14 @@ func (v *view) violations() {
 					cross(&v.b, x1, top+workerRow/2, 6, tip)
 				}
 			}
+		case check.Liveness:
+			for _, w := range vi.Workers {
+				process, _, _ := strings.Cut(w, ".") // a goroutine's wait, on its worker's row
+				if top, ok := v.rows[process]; ok {
+					fmt.Fprintf(&v.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="%s" stroke-width="1.5"><title>%s</title></rect>`,
+						x1, top+1, math.Max(x2-x1, 2.5), workerRow-2, violationColor, tip)
+				}
+			}
 		case check.FenceOrder:
 			if top, ok := v.rows[vi.Workers[len(vi.Workers)-1]]; ok {
 				fmt.Fprintf(&v.b, `<path d="M%.1f %.1f l5 5 l-5 5 l-5 -5 z" fill="%s" stroke="#fff"><title>%s</title></path>`,

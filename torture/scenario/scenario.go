@@ -74,6 +74,11 @@ type Scenario struct {
 	// counting semaphore, see traffic.Config.Limit) instead of the lock;
 	// 0 takes the lock.
 	Limit int
+	// ReaderGoroutines makes the last ReaderGoroutines goroutines of every
+	// worker take the lock's name shared, as readers, through the worker's
+	// one client, and the others take it as writers (see
+	// traffic.Config.SharedGoroutines); 0 leaves that to Readers.
+	ReaderGoroutines int
 	// Readers makes the last Readers workers take the lock's name shared,
 	// as readers of a read-write lock that only read the register (see
 	// traffic.Config.Shared), and the others take it as writers; 0 takes
@@ -84,6 +89,10 @@ type Scenario struct {
 	// each guarding a register of its own, instead of the lock; the names
 	// are suffixes of the lock's name. Nil takes the lock.
 	NameSets [][]string
+	// Pick makes every worker take Pick names chosen at random, afresh for
+	// each acquisition, from its set of NameSets instead of the whole set
+	// (see traffic.Config.Pick); 0 takes the whole set.
+	Pick int
 	// Duration is how long the load and faults run (DefaultDuration).
 	Duration time.Duration
 	// TTL is the lock TTL (DefaultTTL).

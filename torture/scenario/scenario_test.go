@@ -18,7 +18,7 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 			t.Fatalf("duplicate scenario %q", s.Name)
 		}
 		seen[s.Name] = s
-		if s.About == "" || s.Faults == nil && !slices.Contains(strings.Split(s.Name, "/"), "no-faults") {
+		if s.About == "" || s.Faults == nil && !slices.Contains(strings.Split(s.Name, "/"), "no-faults") && !isLiveness(s) {
 			t.Errorf("%s: missing description or faults", s.Name)
 		}
 		if s.Register == traffic.Unfenced && len(s.Judged()) != len(check.Kinds) {
@@ -84,6 +84,11 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 // lock's.
 var workloads = []string{"semaphore/", "rwlock/", "multikey/"}
 
+// isLiveness reports whether s is one of the "liveness/" rows, which no
+// family mirrors: each is a workload of its own, built to find waiters
+// that wait for ever.
+func isLiveness(s scenario.Scenario) bool { return strings.HasPrefix(s.Name, "liveness/") }
+
 // Each family of another workload has a row for every row of the lock, and
 // only those, with the lock row's expected verdict and register: holding
 // where the lock holds, caught where it is caught, on the same faults.
@@ -93,8 +98,12 @@ func TestTable_familiesMirrorEveryRowOfTheLock(t *testing.T) {
 	for _, s := range table {
 		seen[s.Name] = s
 	}
-	lockRows := 0
+	lockRows, livenessRows := 0, 0
 	for _, s := range table {
+		if isLiveness(s) {
+			livenessRows++
+			continue
+		}
 		if slices.ContainsFunc(workloads, func(p string) bool { return strings.HasPrefix(s.Name, p) }) {
 			continue
 		}
@@ -110,14 +119,18 @@ func TestTable_familiesMirrorEveryRowOfTheLock(t *testing.T) {
 			}
 		}
 	}
-	if want := lockRows * (1 + len(workloads)); len(table) != want {
-		t.Errorf("the table has %d rows, want %d: the lock's %d and each family's mirror of them", len(table), want, lockRows)
+	if want := lockRows*(1+len(workloads)) + livenessRows; len(table) != want {
+		t.Errorf("the table has %d rows, want %d: the lock's %d, each family's mirror of them, and %d liveness rows",
+			len(table), want, lockRows, livenessRows)
 	}
 }
 
 // The rows of a family, named by a prefix, are what the prefix says.
 func TestTable_familiesAreWhatTheirNamesSay(t *testing.T) {
 	for _, s := range scenario.Table() {
+		if isLiveness(s) {
+			continue
+		}
 		name := s.Name
 		parts := strings.Split(name, "/")
 		if slices.Contains(parts, "renew") && (!s.Renew || s.ThinkMax <= scenario.DefaultTTL) {

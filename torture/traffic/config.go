@@ -38,6 +38,15 @@ type Config struct {
 	// instead of Key's, in the order given, and update the register of
 	// each: it reads every one, thinks, and writes every one.
 	Names []string `json:"names"`
+	// Pick, when positive, makes the worker take Pick of Names at each
+	// acquisition instead of all of them, chosen at random afresh every
+	// time, in random order.
+	Pick int `json:"pick"`
+	// SharedGoroutines makes the last SharedGoroutines goroutines of the
+	// worker take Key shared, as readers, and the others take it as
+	// writers, all through the worker's one lock client; 0 leaves every
+	// goroutine as Shared says.
+	SharedGoroutines int `json:"shared_goroutines"`
 
 	// TTL, NodeTimeout and DriftFactor are the lock client's options; zero
 	// means the library's default.
@@ -73,10 +82,13 @@ type Config struct {
 	// client, each with its own cycle loop and its own name in the history
 	// ("<Name>.<i>"); 0 means one, named Name.
 	Goroutines int `json:"goroutines"`
-	// Wait makes the goroutines wait in Client.Acquire (up to four TTLs)
+	// Wait makes the goroutines wait in Client.Acquire (up to WaitFor)
 	// instead of making one attempt with TryAcquire: goroutines of one
 	// client then queue for the lock, and a release hands it to the next.
 	Wait bool `json:"wait"`
+	// WaitFor is how long a waiting acquisition (Wait) waits before it
+	// gives up; zero means four TTLs.
+	WaitFor time.Duration `json:"wait_for"`
 	// Renew makes the worker acquire with redlock.WithAutoRenew, so that
 	// the lock is extended in the background while the worker thinks, for
 	// as long as ThinkMax allows, longer than the TTL if need be. The
@@ -102,6 +114,14 @@ func (c Config) validate() error {
 		return fmt.Errorf("traffic: %s: negative limit %d", c.Name, c.Limit)
 	case c.Limit > 0 && (c.Shared || len(c.Names) > 0):
 		return fmt.Errorf("traffic: %s: a permit of a semaphore is taken alone and exclusive", c.Name)
+	case c.Pick < 0 || c.Pick > len(c.Names):
+		return fmt.Errorf("traffic: %s: cannot pick %d of %d names", c.Name, c.Pick, len(c.Names))
+	case c.SharedGoroutines < 0 || c.SharedGoroutines > max(c.Goroutines, 1):
+		return fmt.Errorf("traffic: %s: %d shared goroutines of %d", c.Name, c.SharedGoroutines, max(c.Goroutines, 1))
+	case c.SharedGoroutines > 0 && (c.Limit > 0 || len(c.Names) > 0):
+		return fmt.Errorf("traffic: %s: only one name is taken shared", c.Name)
+	case c.WaitFor < 0:
+		return fmt.Errorf("traffic: %s: negative wait %v", c.Name, c.WaitFor)
 	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
 		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
 	}

@@ -30,30 +30,32 @@ type held struct {
 }
 
 // attempt returns the invocation of an acquisition attempt: of Key, with
-// the semaphore's limit and the reader's mark, or of Names together.
+// the semaphore's limit and the reader's mark, or of the names picked for
+// it together.
 func (w *worker) attempt() history.Event {
 	ev := history.Event{Op: history.OpAcquire, Key: w.cfg.Key, Limit: w.cfg.Limit, Shared: w.cfg.Shared}
-	if len(w.cfg.Names) > 0 {
-		ev.Key, ev.Names = "", w.cfg.Names
+	if len(w.names) > 0 {
+		ev.Key, ev.Names = "", w.names
 	}
 	return ev
 }
 
 // acquire takes the lock of Key (as a writer, or shared as a reader), one
-// of its permits with Limit, or the locks of Names together: one attempt,
-// or a wait of up to four TTLs with Wait.
+// of its permits with Limit, or the locks of the names picked from Names
+// together (see pick): one attempt,
+// or a wait of up to WaitFor with Wait.
 func (w *worker) acquire(ctx context.Context) (*held, error) {
 	if w.cfg.Wait {
-		waitCtx, cancel := context.WithTimeout(ctx, 4*w.ttl())
+		waitCtx, cancel := context.WithTimeout(ctx, w.cfg.waitFor())
 		defer cancel()
 		ctx = waitCtx
 	}
-	if len(w.cfg.Names) > 0 {
+	if len(w.names) > 0 {
 		acquireAll := w.client.TryAcquireAll
 		if w.cfg.Wait {
 			acquireAll = w.client.AcquireAll
 		}
-		set, err := acquireAll(ctx, w.cfg.Names, w.lockOptions()...)
+		set, err := acquireAll(ctx, w.names, w.lockOptions()...)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +94,7 @@ func (w *worker) lockOptions() []redlock.LockOption {
 func (w *worker) granted(id, now int64, h *held) history.Event {
 	ev := history.Event{Time: now, Type: history.OK, Op: history.OpAcquire, ID: id}
 	if !w.cfg.Renew {
-		ev.TTL = int64(w.ttl())
+		ev.TTL = int64(w.cfg.ttl())
 	}
 	if h.set {
 		ev.Locks = heldLocks(h.locks, now, true)

@@ -21,7 +21,8 @@ const (
 	// stopGrace is how long Stop lets a worker finish its cycle before
 	// killing it. A cycle is a few TTLs at most, even one held to its
 	// deadline. Workers that think for seconds get twice a TTL and a
-	// think, and a reader's rest as long, on top (see Worker.grace).
+	// think, and a reader's rest as long, on top, and workers that wait
+	// longer than four TTLs to acquire the excess (see Worker.grace).
 	stopGrace = 5 * time.Second
 	// stoppedWait bounds how long Pause waits for the kernel to report the
 	// process stopped; stoppedPoll is how often it looks.
@@ -62,7 +63,7 @@ func Spawn(exe string, cfg Config, rec *history.Recorder) (*Worker, error) {
 	cmd.Env = append(os.Environ(), EnvWorker+"="+raw)
 	cmd.SysProcAttr = sysProcAttr()
 	w := &Worker{name: cfg.Name, cmd: cmd, done: make(chan struct{}), stderr: &tailBuffer{},
-		grace: stopGrace + 2*(cfg.TTL+cfg.ThinkMax)}
+		grace: stopGrace + 2*(cfg.TTL+cfg.ThinkMax) + max(0, cfg.waitFor()-4*cfg.ttl())}
 	cmd.Stderr = w.stderr
 	if w.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, fmt.Errorf("traffic: %s: %w", cfg.Name, err)

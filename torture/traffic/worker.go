@@ -91,6 +91,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		if cfg.Goroutines > 1 {
 			gcfg.Name = fmt.Sprintf("%s.%d", cfg.Name, g)
 		}
+		if cfg.SharedGoroutines > 0 {
+			gcfg.Shared = g >= loops-cfg.SharedGoroutines
+		}
 		w := &worker{
 			cfg:    gcfg,
 			client: client,
@@ -132,6 +135,9 @@ type worker struct {
 	rng    *rand.Rand
 	enc    *json.Encoder
 	lastID int64
+	// names are the names of the acquisition under way: Names, or the
+	// ones picked from them (Config.Pick).
+	names []string
 }
 
 // emit writes ev to the history, stamped with the worker's name and, unless
@@ -160,6 +166,7 @@ func (w *worker) invoke(ev history.Event) (int64, error) {
 // write the history ends the loop.
 func (w *worker) cycle() error {
 	ctx := context.Background()
+	w.names = w.pick()
 	id, err := w.invoke(w.attempt())
 	if err != nil {
 		return err
@@ -306,11 +313,33 @@ func (w *worker) think(h *held) bool {
 const libraryTTL = 10 * time.Second
 
 // ttl returns the lock TTL in force.
-func (w *worker) ttl() time.Duration {
-	if w.cfg.TTL > 0 {
-		return w.cfg.TTL
+func (c Config) ttl() time.Duration {
+	if c.TTL > 0 {
+		return c.TTL
 	}
 	return libraryTTL
+}
+
+// pick returns the names of the next acquisition: Names, or Pick of them
+// at random, in random order.
+func (w *worker) pick() []string {
+	if w.cfg.Pick == 0 {
+		return w.cfg.Names
+	}
+	names := make([]string, w.cfg.Pick)
+	for i, j := range w.rng.Perm(len(w.cfg.Names))[:w.cfg.Pick] {
+		names[i] = w.cfg.Names[j]
+	}
+	return names
+}
+
+// waitFor returns how long a waiting acquisition waits: WaitFor, or four
+// TTLs.
+func (c Config) waitFor() time.Duration {
+	if c.WaitFor > 0 {
+		return c.WaitFor
+	}
+	return 4 * c.ttl()
 }
 
 // between returns a uniformly random duration in [lo, hi].

@@ -42,7 +42,7 @@ func TestRun_semaphoreWorkerHoldsPermitsAndTheirRegisters(t *testing.T) {
 	}
 	events = append(events, rec.Events()...)
 	history.Sort(events)
-	r := check.Check(events, 0)
+	r := check.Check(events, 0, check.Bound{})
 	if r.Total(check.Kinds) != 0 || !r.Applicable[check.OverLimit] || r.Writes == 0 {
 		t.Fatalf("violations %v, over-limit applicable %v, %d writes; want none, true, some", r.Counts, r.Applicable[check.OverLimit], r.Writes)
 	}
@@ -116,7 +116,7 @@ func TestRun_readersAndWritersOfOneKey(t *testing.T) {
 	writer, reader := base, base
 	writer.Name, reader.Name, reader.Shared = "worker-0", "worker-1", true
 	events := runWorkers(t, 500*time.Millisecond, writer, reader)
-	if r := check.Check(events, 0); r.Total(check.Kinds) != 0 || r.Writes == 0 {
+	if r := check.Check(events, 0, check.Bound{}); r.Total(check.Kinds) != 0 || r.Writes == 0 {
 		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
 	}
 	kinds := map[string]bool{}
@@ -230,7 +230,7 @@ func TestRun_workersTakeSetsOfNames(t *testing.T) {
 	ab.Name, ab.Names = "worker-0", []string{"b", "a"}
 	cb.Name, cb.Names, cb.Wait = "worker-1", []string{"c", "b"}, true
 	events := runWorkers(t, 500*time.Millisecond, ab, cb)
-	r := check.Check(events, 0)
+	r := check.Check(events, 0, check.Bound{})
 	if r.Total(check.Kinds) != 0 || r.Writes == 0 {
 		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
 	}
@@ -247,5 +247,63 @@ func TestRun_workersTakeSetsOfNames(t *testing.T) {
 	want := map[string]bool{"worker-0:a": true, "worker-0:b": true, "worker-1:b": true, "worker-1:c": true}
 	if !maps.Equal(held, want) || !maps.Equal(written, want) {
 		t.Fatalf("held and released %v, wrote %v; want %v", held, written, want)
+	}
+}
+
+// A worker with Pick takes that many of its Names together, picked afresh
+// for each acquisition, and records the names it asked for.
+func TestRun_workerPicksNamesAtRandom(t *testing.T) {
+	nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	cfg := Config{
+		Name: "worker-0", Nodes: nodes.URLs(), Key: "unused", Names: []string{"a", "b", "c", "d", "e"}, Pick: 2,
+		TTL: 500 * time.Millisecond, DisableQuarantine: true, Wait: true,
+		ThinkMin: time.Millisecond, ThinkMax: 2 * time.Millisecond, RetryMax: 2 * time.Millisecond,
+	}
+	events := runWorkers(t, 500*time.Millisecond, cfg)
+	if r := check.Check(events, 0, check.Bound{}); r.Total(check.Kinds) != 0 || r.Grants == 0 {
+		t.Fatalf("violations %v, %d grants; want none, some", r.Counts, r.Grants)
+	}
+	sets := map[string]bool{}
+	for _, ev := range events {
+		if ev.Op != history.OpAcquire || ev.Type != history.Invoke {
+			continue
+		}
+		if len(ev.Names) != 2 || ev.Names[0] == ev.Names[1] || !strings.Contains("abcde", ev.Names[0]) || !strings.Contains("abcde", ev.Names[1]) {
+			t.Fatalf("acquisition of %v, want two of a to e", ev.Names)
+		}
+		sets[strings.Join(ev.Names, "")] = true
+	}
+	if len(sets) < 3 {
+		t.Fatalf("sets taken %v, want names picked afresh", sets)
+	}
+}
+
+// A worker with SharedGoroutines has readers and writers of one name in
+// its one client: the last goroutines read, the others write.
+func TestRun_readerAndWriterGoroutinesShareAClient(t *testing.T) {
+	nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	cfg := Config{
+		Name: "worker-0", Nodes: nodes.URLs(), Key: "rw", TTL: 500 * time.Millisecond, DisableQuarantine: true,
+		Goroutines: 3, SharedGoroutines: 2,
+		ThinkMin: time.Millisecond, ThinkMax: 2 * time.Millisecond, RetryMax: 2 * time.Millisecond,
+	}
+	events := runWorkers(t, 500*time.Millisecond, cfg)
+	if r := check.Check(events, 0, check.Bound{}); r.Total(check.Kinds) != 0 || r.Writes == 0 {
+		t.Fatalf("violations %v, %d writes; want none, some", r.Counts, r.Writes)
+	}
+	kinds := map[string]bool{}
+	for _, g := range check.Grants(history.Ops(events)) {
+		if g.Shared == (g.Worker == "worker-0.0") {
+			t.Fatalf("grant %+v: want worker-0.0 alone, and worker-0.1 and worker-0.2 shared", g)
+		}
+		kinds[g.Worker] = true
+	}
+	for _, ev := range events {
+		if ev.Process == history.ProcRegister && ev.Op == history.OpWrite && ev.Worker != "worker-0.0" {
+			t.Fatalf("%s wrote: want writes from the writer only", ev.Worker)
+		}
+	}
+	if len(kinds) != 3 {
+		t.Fatalf("grants to %v, want to the writer and both readers", kinds)
 	}
 }

@@ -7,9 +7,12 @@
 // counting semaphore; in the rwlock/ scenarios, writers updating it and
 // readers reading it under a read-write lock; in the multikey/ scenarios,
 // one register per name, updated under sets of names locked together),
-// faults from kill -9 to clock jumps, resharding and failovers, and five
-// checkers (linearizability with porcupine, overlapping holders, holders
-// over a semaphore's limit, lost updates, fencing order).
+// faults from kill -9 to clock jumps, resharding and failovers, five
+// checkers of safety (linearizability with porcupine, overlapping holders,
+// holders over a semaphore's limit, lost updates, fencing order) and one of
+// liveness (waits past the bound each scenario states on waiting, and the
+// share of acquisitions served; -list prints each bound and how it is
+// derived).
 //
 // Usage:
 //
@@ -41,6 +44,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/redlock-go/redlock/torture"
+	"github.com/redlock-go/redlock/torture/check"
 	"github.com/redlock-go/redlock/torture/report"
 	"github.com/redlock-go/redlock/torture/scenario"
 	"github.com/redlock-go/redlock/torture/traffic"
@@ -148,22 +152,42 @@ func runAll(ctx context.Context, table []scenario.Scenario, opts torture.Options
 		out := torture.Run(ctx, sc, o)
 		outs = append(outs, out)
 		_ = bar.Clear()
-		fmt.Fprintf(stderr, "%-5s %-34s expected %-6s  %4d grants, %3d judged violations  %5.1fs\n",
-			out.Verdict, sc.Name, sc.Expect, out.Result.Grants, out.Judged, out.Elapsed.Seconds())
+		cells := report.LivenessCells(out)
+		fmt.Fprintf(stderr, "%-5s %-34s expected %-6s  %4d grants, %3d judged violations, wait %s (bound %s), served %s, %s liveness violations  %5.1fs\n",
+			out.Verdict, sc.Name, sc.Expect, out.Result.Grants, out.Judged, cells[1], cells[2], cells[3], cells[0], out.Elapsed.Seconds())
+		for _, d := range report.LivenessDetails(out, 1) {
+			fmt.Fprintf(stderr, "      %s\n", d)
+		}
 		_ = bar.Set((i + 1) * progressSteps)
 	}
 	_ = bar.Finish()
 	return outs
 }
 
-// listTable prints the scenarios with their expectations.
+// listTable prints the scenarios with their expectations and their
+// bounds on waiting, each with its derivation.
 func listTable(w io.Writer, table []scenario.Scenario) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\texpected\tregister\twhat happens")
+	fmt.Fprintln(tw, "scenario\texpected\tregister\twhat happens\tbound on waiting")
 	for _, s := range table {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Expect, s.Register, s.About)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Expect, s.Register, s.About, bound(s.Liveness()))
 	}
 	tw.Flush()
+}
+
+// bound states b in a line: its numbers, then how they are derived.
+func bound(b check.Bound) string {
+	if !b.Stated() {
+		return "none: " + b.Derivation
+	}
+	what := "wait ≤ " + b.Wait.String()
+	if b.Loops {
+		what = "lock free while looping ≤ " + b.Wait.String()
+	}
+	if b.MinServed > 0 {
+		what += fmt.Sprintf(", served ≥ %.1f%%", 100*b.MinServed)
+	}
+	return what + ": " + b.Derivation
 }
 
 // command returns the command line that reproduces a run.

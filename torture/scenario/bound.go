@@ -1,0 +1,206 @@
+package scenario
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redlock-go/redlock/torture/check"
+	"github.com/redlock-go/redlock/torture/faults"
+)
+
+// The terms of a row's bound on waiting (see Scenario.Liveness): each is
+// the most one step takes, on a machine of two cores that the nodes, the
+// proxies, the workers and other tests share.
+const (
+	// holdOverhead is what a hold takes beyond its think time, per name
+	// held: the register's read and write over HTTP, and the release; 20
+	// to 40 ms at the 99th percentile on a busy machine, a few at the
+	// median.
+	holdOverhead = 20 * time.Millisecond
+	// roundTrip is one round to the nodes, an attempt or a release that
+	// carries the next holder's attempt: at most the node timeout, the
+	// library's default 50 ms, past which a node counts as not answering.
+	roundTrip = 50 * time.Millisecond
+	// retryPause is the longest pause between attempts of the library's
+	// default retry strategy (Options.Retry): a waiter that no release
+	// wakes tries again within it.
+	retryPause = 200 * time.Millisecond
+	// behindPause is the longest pause of a waiter that the nodes queued
+	// behind the two clients the next release wakes (Options.Retry): with
+	// more than two clients waiting, a lost wake-up costs that much.
+	behindPause = time.Second
+	// stall is a stall of every process of the run at once: on the busy
+	// two-core machine a hold that thinks for 5 ms was seen to last 300.
+	stall = 300 * time.Millisecond
+	// loopRounds is how many rounds of attempts workers that loop
+	// TryAcquire may take to settle who gets a free lock: attempts that
+	// meet split the votes and all fail, now and then several rounds in a
+	// row.
+	loopRounds = 10
+	// recoveryTTLs is how many TTLs after its end a fault still counts:
+	// a key that it stranded on a node expires within one, and a
+	// restarted node withholds its vote for another (RecoveryDelay).
+	recoveryTTLs = 2
+	// replicaSettle is how long the start of a run whose grants wait for
+	// replicas (WaitReplicas) counts as a fault: no grant counts until the
+	// replicas, started with their nodes, caught up with them, which took
+	// a second on a busy machine.
+	replicaSettle = 2 * time.Second
+)
+
+// Liveness returns the row's bound on waiting, derived from its holds, its
+// waiters and the retry policy (see check.Bound): waiters in Acquire, or
+// AcquireAll, are held to the turns ahead of them; workers that loop
+// TryAcquire to how long the lock stays free while they try. A row with
+// faults is held to it only outside them: a fault may stop every grant
+// for as long as it lasts (a majority cut off, a quorum split, a restarted
+// node in quarantine).
+func (s Scenario) Liveness() check.Bound {
+	s = s.WithDefaults()
+	var b check.Bound
+	if s.Wait {
+		b = s.waitBound()
+	} else {
+		b = s.loopBound()
+	}
+	if s.WaitReplicas > 0 {
+		b.Settle = replicaSettle
+		b.Derivation += fmt.Sprintf("; the first %v count as a fault: grants wait for the replicas to catch up "+
+			"with their nodes after the start", replicaSettle)
+	}
+	if fs := s.Faults(); len(fs) > 0 {
+		b.FaultFree, b.Recovery = true, recoveryTTLs*s.TTL
+		b.Derivation += fmt.Sprintf("; only outside faults, each to %v after its end (%d TTLs: a key a fault strands "+
+			"expires within one, a restarted node's quarantine lasts another)", b.Recovery, recoveryTTLs)
+		for _, f := range fs {
+			if kind, why := harmless(f); kind != "" {
+				b.Ignore = append(b.Ignore, kind)
+				b.Derivation += "; " + why
+			}
+		}
+		if b.Loops {
+			b.MinServed = 0
+			b.Derivation += "; share served not checked: a fault may stop every grant while the loops count their runs"
+		}
+	}
+	return b
+}
+
+// harmless returns the kind under which f is recorded, and says why,
+// when waiting stays bounded all along f, so that it does not count as a
+// fault for the bound: a quorum split, under which each side keeps a
+// quorum through the shared node, and a skew of the nodes' clocks, which
+// ends locks early, if anything. Its kind is "" for other faults.
+func harmless(f faults.Fault) (kind, why string) {
+	switch f.(type) {
+	case *faults.SplitQuorum:
+		return "split", "the quorum split does not count: each side keeps a quorum through the shared node"
+	case faults.ClockSkew:
+		return "clock-skew", "the clock skew does not count: it ends locks early, if anything"
+	}
+	return "", ""
+}
+
+// WaitFor returns how long a waiting worker (Wait) waits before it gives
+// up: four TTLs, or a TTL past the bound on waiting if that is longer, so
+// that a give-up always means a wait past the bound.
+func (s Scenario) WaitFor() time.Duration {
+	s = s.WithDefaults()
+	if !s.Wait {
+		return 0
+	}
+	return max(4*s.TTL, s.Liveness().Wait+s.TTL)
+}
+
+// waitBound returns the bound of waiters in Acquire or AcquireAll: the
+// turns that may be ahead of one, each a hold and a round to the nodes,
+// then a pause of the retry policy in case its wake-up was lost, and a
+// stall. Every acquisition must be served: workers give up only past the
+// bound (WaitFor).
+func (s Scenario) waitBound() check.Bound {
+	ahead, who := s.ahead()
+	turn := s.hold() + roundTrip
+	retry, pause := retryPause, "retry pause"
+	if s.Workers > 2 {
+		retry, pause = behindPause, "pause behind two clients"
+	}
+	b := check.Bound{
+		Wait:      time.Duration(ahead)*turn + retry + stall,
+		MinServed: 1,
+		Derivation: fmt.Sprintf("%d turns ahead (%s) × (hold %v + round %v) + %s %v + stall %v; every acquisition served",
+			ahead, who, s.hold(), roundTrip, pause, retry, stall),
+	}
+	if writers := s.writers(); s.readers() && writers > 1 {
+		b.ReadersExempt = fmt.Sprintf("writers go first, and %d writers that wait again within %v of their release "+
+			"keep one waiting nearly always", writers, DefaultRetryMax)
+		b.Derivation += "; readers not bounded: " + b.ReadersExempt
+	}
+	return b
+}
+
+// ahead returns how many turns may be ahead of a waiter, and says why:
+// every other waiter's; a semaphore's waiters take their turns limit at a
+// time; a read-write lock's writers take a turn each, and its readers one
+// together: a reader may wait for those holding when a writer came, then
+// for every writer.
+func (s Scenario) ahead() (int, string) {
+	waiters := s.Workers * max(s.Goroutines, 1)
+	switch {
+	case s.Limit > 0:
+		return (waiters - 1 + s.Limit - 1) / s.Limit, fmt.Sprintf("%d other waiters, %d permits", waiters-1, s.Limit)
+	case s.readers():
+		w := s.writers()
+		return w + 1, fmt.Sprintf("%d writers, each alone, and readers together", w)
+	}
+	return waiters - 1, fmt.Sprintf("%d other waiters", waiters-1)
+}
+
+// readers reports whether s has readers of a read-write lock.
+func (s Scenario) readers() bool { return s.Readers > 0 || s.ReaderGoroutines > 0 }
+
+// writers returns how many goroutines of s take the lock's name as
+// writers when s has readers.
+func (s Scenario) writers() int {
+	g := max(s.Goroutines, 1)
+	if s.ReaderGoroutines > 0 {
+		return s.Workers * (g - s.ReaderGoroutines)
+	}
+	return (s.Workers - s.Readers) * g
+}
+
+// hold returns the longest a holder of s keeps what it took, as the bound
+// counts it: its think time and the overhead per name, or its TTL when it
+// holds to the end of its validity.
+func (s Scenario) hold() time.Duration {
+	if s.HoldMargin > 0 {
+		return s.TTL
+	}
+	names := 1
+	for _, set := range s.NameSets {
+		names = max(names, len(set))
+	}
+	if s.Pick > 0 {
+		names = s.Pick
+	}
+	return s.ThinkMax + time.Duration(names)*holdOverhead
+}
+
+// loopBound returns the bound of workers that loop TryAcquire: the lock
+// is free while they try for at most some rounds of an attempt and a
+// pause, and a stall. With holds in between as long as hold, that makes
+// at least so many grants in the row's duration, each ending one loop's
+// run of attempts, while at most one run per loop is cut short at the end.
+func (s Scenario) loopBound() check.Bound {
+	round := roundTrip + DefaultRetryMax
+	wait := loopRounds*round + stall
+	loops := s.Workers * max(s.Goroutines, 1)
+	grants := int(s.Duration / (wait + s.hold() + stall))
+	b := check.Bound{Loops: true, Wait: wait}
+	if grants > 0 {
+		b.MinServed = float64(grants) / float64(grants+loops)
+	}
+	b.Derivation = fmt.Sprintf("lock free while loops try: %d rounds × (attempt ≤ round %v + pause ≤ %v) + stall %v; "+
+		"served: at least %v / (that + hold %v + stall) = %d grants, so %d of %d runs (one per loop cut short at the end)",
+		loopRounds, roundTrip, DefaultRetryMax, stall, s.Duration, s.hold(), grants, grants, grants+loops)
+	return b
+}

@@ -1,0 +1,135 @@
+package scenario_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/torture/scenario"
+)
+
+// Every row states a bound on waiting and how it is derived; a row with
+// faults holds to it outside them only; a waiting worker gives up only
+// past the bound, so that a give-up is a wait past it.
+func TestTable_everyRowStatesABoundOnWaiting(t *testing.T) {
+	for _, s := range scenario.Table() {
+		b := s.Liveness()
+		if !b.Stated() || b.Derivation == "" {
+			t.Errorf("%s: bound %+v: want one stated, with its derivation", s.Name, b)
+		}
+		if faulted := len(s.WithDefaults().Faults()) > 0; b.FaultFree != faulted || faulted && b.Recovery <= 0 {
+			t.Errorf("%s: fault-free %v, recovery %v; want fault-free, with a recovery, exactly when the row has faults",
+				s.Name, b.FaultFree, b.Recovery)
+		}
+		if b.Loops == s.Wait {
+			t.Errorf("%s: loops %v for a row that waits %v", s.Name, b.Loops, s.Wait)
+		}
+		if s.Wait && s.WaitFor() <= b.Wait {
+			t.Errorf("%s: workers give up after %v, within the bound of %v", s.Name, s.WaitFor(), b.Wait)
+		}
+	}
+}
+
+// The bounds follow from the rows' holds, waiters and retry policy.
+func TestScenario_Liveness_derivation(t *testing.T) {
+	table := scenario.Table()
+	for name, want := range map[string]time.Duration{
+		// Seven other waiters of two clients, each turn a hold of 5 ms
+		// think and 20 ms and a round of 50 ms: then the 200 ms retry
+		// pause and a 300 ms stall.
+		"no-faults/handoff": 7*75*time.Millisecond + 500*time.Millisecond,
+		// 23 other waiters of six clients, three permits: eight turns, then
+		// the pause behind two clients, 1 s.
+		"semaphore/no-faults/handoff": 8*75*time.Millisecond + 1300*time.Millisecond,
+		// Twelve writers' turns and the readers'; readers are not bounded.
+		"rwlock/no-faults/handoff": 13*75*time.Millisecond + 1300*time.Millisecond,
+		// 23 other waiters, each holding up to three names (5 ms + 3 × 20
+		// ms).
+		"multikey/no-faults/handoff": 23*115*time.Millisecond + 1300*time.Millisecond,
+		// One writer's turn and the readers' ahead at most: then the 200
+		// ms retry pause.
+		"liveness/rwlock-one-client": 2*75*time.Millisecond + 500*time.Millisecond,
+		// Fifteen other waiters of 8 clients, each holding three names
+		// (5 ms + 3 × 20 ms): the pause behind two clients, 1 s.
+		"liveness/multikey-random-3-of-10": 15*115*time.Millisecond + 1300*time.Millisecond,
+		// Seven other waiters, three permits: three turns.
+		"liveness/semaphore-one-client": 3*75*time.Millisecond + 500*time.Millisecond,
+		// Loops: ten rounds of a 50 ms attempt and a 10 ms pause, and a
+		// stall.
+		"liveness/try-crowd-64": 900 * time.Millisecond,
+	} {
+		s, err := scenario.Select(table, "^"+name+"$")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s[0].Liveness().Wait; got != want {
+			t.Errorf("%s: bound %v, want %v (%s)", name, got, want, s[0].Liveness().Derivation)
+		}
+	}
+}
+
+// The rows built to find waiters that wait for ever run the loads they
+// are named for, fault-free, each with a bound and a least share served.
+func TestTable_livenessRows(t *testing.T) {
+	rows, err := scenario.Select(scenario.Table(), "^liveness/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range rows {
+		names = append(names, s.Name)
+		b := s.Liveness()
+		if len(s.WithDefaults().Faults()) > 0 || b.Wait <= 0 || b.MinServed <= 0 || b.ReadersExempt != "" {
+			t.Errorf("%s: bound %+v; want no faults, a bound on waits and a least share served, for every waiter", s.Name, b)
+		}
+		if d := s.WithDefaults().Duration; d < 10*time.Second || d > 20*time.Second {
+			t.Errorf("%s: runs %v, want 10 to 20 s", s.Name, d)
+		}
+	}
+	want := []string{"liveness/try-crowd-64", "liveness/rwlock-one-client", "liveness/semaphore-one-client", "liveness/multikey-random-3-of-10"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("liveness rows %v, want %v", names, want)
+	}
+	crowd, rw, sem, multi := rows[0], rows[1], rows[2], rows[3]
+	if crowd.Workers != 64 || crowd.Wait || crowd.Goroutines > 1 {
+		t.Errorf("%s: %d workers, wait %v: want 64 processes looping TryAcquire", crowd.Name, crowd.Workers, crowd.Wait)
+	}
+	if rw.Workers != 1 || !rw.Wait || rw.ReaderGoroutines < 1 || rw.ReaderGoroutines >= rw.Goroutines {
+		t.Errorf("%s: want readers and a writer waiting in one client", rw.Name)
+	}
+	if sem.Workers != 1 || !sem.Wait || sem.Limit < 1 || sem.Goroutines <= sem.Limit {
+		t.Errorf("%s: want more waiters than permits in one client", sem.Name)
+	}
+	if multi.Workers != 8 || multi.Goroutines != 2 || !multi.Wait || multi.Pick != 3 || len(multi.Names(0, "k")) != 10 {
+		t.Errorf("%s: want 8 clients of two goroutines waiting for 3 of 10 names", multi.Name)
+	}
+}
+
+// Readers are not bounded behind writers that keep one waiting nearly
+// always; behind one writer, they are.
+func TestScenario_Liveness_readersBehindWriters(t *testing.T) {
+	for name, exempt := range map[string]bool{"rwlock/no-faults/handoff": true, "rwlock/no-faults": false, "no-faults/handoff": false} {
+		s, err := scenario.Select(scenario.Table(), "^"+name+"$")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s[0].Liveness().ReadersExempt != ""; got != exempt {
+			t.Errorf("%s: readers exempt %v, want %v", name, got, exempt)
+		}
+	}
+}
+
+// A row's faults that leave waiting bounded do not count as faults.
+func TestScenario_Liveness_harmlessFaults(t *testing.T) {
+	for name, want := range map[string]string{"restart-quarantine": "split", "skew-within-drift": "clock-skew", "minority-kill": ""} {
+		s, err := scenario.Select(scenario.Table(), "^"+name+"$")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := s[0].Liveness()
+		if got := strings.Join(b.Ignore, ","); got != want {
+			t.Errorf("%s: ignores %q, want %q", name, got, want)
+		}
+	}
+}

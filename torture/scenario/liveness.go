@@ -1,0 +1,49 @@
+package scenario
+
+import "time"
+
+// livenessDuration is how long each "liveness/" row runs: long enough for
+// a starved waiter to stand out from a slow one, short enough for the
+// default run.
+const livenessDuration = 12 * time.Second
+
+// multikeyLivenessDuration is longer: a set of names that others keep
+// taking in part waits for long only now and then.
+const multikeyLivenessDuration = 18 * time.Second
+
+// livenessNames are the ten names of the "liveness/multikey-random-3-of-10"
+// row, of which each acquisition takes three at random.
+var livenessNames = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+
+// livenessRows returns the "liveness/" rows: loads built to find waiters
+// that wait for ever, each on five healthy nodes, with the safety checkers
+// as everywhere and a bound on waiting of its own.
+func livenessRows() []Scenario {
+	return []Scenario{
+		{
+			Name: "liveness/try-crowd-64",
+			About: "64 worker processes, each its own client, loop TryAcquire on one lock on five healthy nodes; " +
+				"the lock must not stay free for long while they try",
+			Workers: 64, Duration: livenessDuration,
+		},
+		{
+			Name: "liveness/rwlock-one-client",
+			About: "one worker process, one client: a writer goroutine and sixteen reader goroutines wait in Acquire " +
+				"for one name, the readers nearly always holding it together; a waiting writer keeps new readers " +
+				"of its own client out",
+			Workers: 1, Goroutines: 17, ReaderGoroutines: 16, Wait: true, Duration: livenessDuration,
+		},
+		{
+			Name: "liveness/semaphore-one-client",
+			About: "one worker process, one client: eight goroutines wait in Acquire for one of three permits " +
+				"of one name, holding each for a few milliseconds",
+			Workers: 1, Goroutines: 8, Limit: 3, Wait: true, Duration: livenessDuration,
+		},
+		{
+			Name: "liveness/multikey-random-3-of-10",
+			About: "eight worker processes, each its own client of two goroutines, wait in AcquireAll for three of " +
+				"ten names chosen at random for each acquisition",
+			Workers: 8, Goroutines: 2, Wait: true, NameSets: [][]string{livenessNames}, Pick: 3, Duration: multikeyLivenessDuration,
+		},
+	}
+}
