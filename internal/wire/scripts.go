@@ -142,6 +142,8 @@ func (s *Script) ForNode(cluster bool) *Script {
 	return s
 }
 
+// The library's scripts, each named for the function of lua/ it runs; the
+// ones that grant or extend a lock are Replicated.
 var (
 	AcquireScript       = replicatedScript(acquireFunc)
 	QueuedAcquireScript = replicatedScript(queuedAcquireFunc)
