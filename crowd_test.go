@@ -325,3 +325,36 @@ func heldOnThreeNodes(t *testing.T, key string) (*redlocktest.Cluster, *redlock.
 	waitForKey(t, cluster, key, lock.Token())
 	return cluster, lock
 }
+
+// A client's entry in a key's queue that an earlier acquisition of its left
+// on a node (it was refused there with another time, as when a handed-off
+// attempt failed and its goroutine queued again) becomes the winner's when
+// the node grants the client the key, so that the winner's release takes
+// it out: left behind, it would hold the key's readers out as a waiting
+// writer until it lapsed.
+func TestQueue_aGrantTakesOverTheClientsLeftoverEntry(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], nil)
+	node := cluster.Node(0)
+	queue, deadlines := redlock.QueueKeys("leftover")
+	// An entry of this client, from an acquisition that began an hour ago
+	// on the client's clock, live for a minute more.
+	now := time.Now()
+	do(t, node, "ZADD", queue, fmt.Sprint(now.Add(-time.Hour).UnixMicro()), c.ID())
+	do(t, node, "HSET", deadlines, c.ID(), fmt.Sprint(now.Add(time.Minute).UnixMicro()))
+	lock, err := c.Acquire(bg, "leftover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if n := do(t, node, "ZCARD", queue); n != "0" {
+		t.Fatalf("%s entries left in the queue after the release of the client's lock, want 0", n)
+	}
+	reader, err := c.TryAcquire(bg, "leftover", redlock.WithShared())
+	if err != nil {
+		t.Fatalf("a reader after the writer's release: %v", err)
+	}
+	reader.Release(bg)
+}

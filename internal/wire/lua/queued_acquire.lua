@@ -38,6 +38,12 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 		end
 	end
 	reply = reply or acquire(KEYS, ARGV, k, a, shared)
+	if reply[1] == 1 and queued then
+		-- Granted: the client's entry, if this node has it, is now the
+		-- winner's, whose release takes it out (see release); an entry left
+		-- with an earlier acquisition's time would outlive every release.
+		redis.call("ZADD", queue, "XX", ARGV[a + 7], id)
+	end
 	if reply[1] == 0 then
 		local lasts = tonumber(ARGV[a + 8])
 		redis.call("ZADD", queue, ARGV[a + 7], id)
