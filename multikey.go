@@ -63,11 +63,15 @@ type Locks struct {
 // twice, or a name Acquire refuses (ErrInvalidKey); WithLimit
 // (ErrInvalidOptions); a TTL Acquire refuses (ErrInvalidTTL).
 //
-// Unlike Acquire, AcquireAll does not queue behind this client's other
-// goroutines waiting for one of the keys, nor in the nodes' queues of
-// waiting clients: a release that names the clients queued for its key, as
-// releases do when some are, wakes them and not this call, which then tries
-// at its retry delay. With telemetry, each key's attempt is observed as its
+// While it waits, the call keeps a place in the nodes' queue of waiting
+// clients of every key, all dated when the call began, and the nodes keep
+// a key that is free for the oldest such waiter until it takes them all:
+// waiters whose sets overlap are served in the order they called, none
+// starved by later ones that keep winning part of its set. The goroutines
+// of one Client waiting in AcquireAll take turns, in the order they
+// called. Acquire's waiters and TryAcquireAll do not defer to a set's
+// place: those that keep taking one of its keys can still delay it. With
+// telemetry, each key's attempt is observed as its
 // node requests and its lock's hold; the call itself has no span and no
 // acquisition count.
 func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...LockOption) (*Locks, error) {
