@@ -25,7 +25,7 @@
 -- attempt, "0" after, "2" on every attempt of a waiter for a set of keys
 -- (AcquireAll), which defers on every attempt, not only the first, and
 -- only to the clients queued before it: a free key goes to the first live
--- client in line, so that the key's of a set are kept free for the oldest
+-- client in line, so that the keys of a set are kept free for the oldest
 -- set waiter until it takes them all (see multikey.go).
 -- Returns as acquire does, except that a refusal's third element is the
 -- caller's place in the queue (0 for the first in line): {0, "0", place}.
