@@ -43,6 +43,10 @@ type queuePlace struct {
 	// the key is held, and every node that did queued it behind at least
 	// namedWaiters clients: the next release will name others (see wait.Waker).
 	behind bool
+	// set: the caller waits for a set of keys (AcquireAll), and since is
+	// set before its first attempt: every attempt defers to the clients
+	// queued before it (see lua/queued_acquire.lua).
+	set bool
 }
 
 // namedWaiters is how many clients, first in a key's queue, a release
@@ -77,7 +81,14 @@ func (c *Client) newAttempt(key string, ttl time.Duration, place *queuePlace, sh
 		if first {
 			place.since = clock
 		}
-		a.acquire.queue(queue, deadlines, c.id, place.since, c.wire.queueLasts, first)
+		mode := "0"
+		switch {
+		case place.set:
+			mode = "2"
+		case first:
+			mode = "1"
+		}
+		a.acquire.queue(queue, deadlines, c.id, place.since, c.wire.queueLasts, mode)
 		a.place, a.queuedSince = place, place.since
 	}
 	a.start = time.Now()
@@ -258,13 +269,11 @@ func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string,
 
 // queue turns r into the request of a client that waits for the key: the
 // client id, when it began waiting, and how long its place lasts (see
-// lua/queued_acquire.lua).
-func (r *acquireRequest) queue(queue, deadlines, id, since, lasts string, first bool) {
+// lua/queued_acquire.lua); mode is "1" on a waiter's first attempt, "2"
+// on every attempt of a waiter for a set of keys, and "0" otherwise.
+func (r *acquireRequest) queue(queue, deadlines, id, since, lasts, mode string) {
 	r.keys[4], r.keys[5] = queue, deadlines
-	r.args[5], r.args[6], r.args[7], r.args[8] = id, since, lasts, "0"
-	if first {
-		r.args[8] = "1"
-	}
+	r.args[5], r.args[6], r.args[7], r.args[8] = id, since, lasts, mode
 	r.Request.Script, r.Request.Keys, r.Request.Args = wire.QueuedAcquireScript, r.keys[:], r.args[:]
 }
 

@@ -28,6 +28,10 @@ type Client struct {
 	wire    wireArgs
 	waker   *wait.Waker // nil when no node can notify
 	waiters *wait.Turns
+	// setTurn is held by the one AcquireAll of this client that waits for
+	// its set: the others wait for it in the order they came, so that the
+	// client's one entry in each key's queue is that call's (multikey.go).
+	setTurn chan struct{}
 	permits localPermits // the permits of semaphores held here
 	finish  finishers    // releases finished in the background
 	keys    wire.Layout  // the names of the keys kept beside each lock key
@@ -73,7 +77,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), permitTurns: wait.NewTurns(), id: newClientID()}
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), setTurn: make(chan struct{}, 1), permitTurns: wait.NewTurns(), id: newClientID()}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
 			if _, ok := conn.(ReplicaWaiter); !ok {

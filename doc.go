@@ -73,7 +73,9 @@
 // releases at once the keys that were granted, then waits for the release
 // of a refused key or a retry delay. No client holds some keys of a set
 // while it waits for the others, so clients asking for overlapping sets,
-// in whatever order, do not deadlock. Each key is a lock of its own, with
+// in whatever order, do not deadlock; the nodes keep the keys that are
+// free for the set waiter that came first, so that it is not starved by
+// later overlapping sets. Each key is a lock of its own, with
 // its validity, fencing token and renewal, so the keys may lie in
 // different hash slots of a Redis Cluster. The returned Locks extends,
 // watches and releases them together: Until is the earliest deadline, and

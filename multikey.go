@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wait"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Several keys are taken all or nothing: one attempt asks every node for
@@ -60,11 +63,15 @@ type Locks struct {
 // twice, or a name Acquire refuses (ErrInvalidKey); WithLimit
 // (ErrInvalidOptions); a TTL Acquire refuses (ErrInvalidTTL).
 //
-// Unlike Acquire, AcquireAll does not queue behind this client's other
-// goroutines waiting for one of the keys, nor in the nodes' queues of
-// waiting clients: a release that names the clients queued for its key, as
-// releases do when some are, wakes them and not this call, which then tries
-// at its retry delay. With telemetry, each key's attempt is observed as its
+// While it waits, the call keeps a place in the nodes' queue of waiting
+// clients of every key, all dated when the call began, and the nodes keep
+// a key that is free for the oldest such waiter until it takes them all:
+// waiters whose sets overlap are served in the order they called, none
+// starved by later ones that keep winning part of its set. The goroutines
+// of one Client waiting in AcquireAll take turns, in the order they
+// called. Acquire's waiters and TryAcquireAll do not defer to a set's
+// place: those that keep taking one of its keys can still delay it. With
+// telemetry, each key's attempt is observed as its
 // node requests and its lock's hold; the call itself has no span and no
 // acquisition count.
 func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...LockOption) (*Locks, error) {
@@ -107,6 +114,9 @@ type multiAcquisition struct {
 	listening     []string
 	wake          *wait.Wakeup
 	stopListening func()
+	// places is the call's place in each key's queue, one per key, all
+	// with the same since: when the call began (see run).
+	places []queuePlace
 }
 
 // multiRequest checks the names and the options of one call, and returns
@@ -144,9 +154,51 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 // run is the retry loop of AcquireAll (retryLoop): try every key, done if
 // every one was granted, otherwise wait for the release of a refused key
 // or a retry delay.
+//
+// An exclusive set waits in the nodes' queue of each of its keys, with one
+// place in every queue: when the call began, so that the queues order the
+// set waiters alike on every key and node. Each attempt defers to the set
+// waiters queued before it, so that the nodes keep a free key for the
+// oldest of them, which takes its keys one by one as their holders release
+// them, and then holds them all: it is never refused for long by waiters
+// that came later, and, as it holds none of its keys while it waits, no
+// two waiters wait for each other. The goroutines of this client take
+// turns (Client.setTurn), their places in the queues in the order they
+// came: the client has one entry per key.
 func (m *multiAcquisition) run() (*Locks, error) {
 	defer func() { m.stopListening() }()
-	return retryLoop(m.ctx, m.cfg.retry, shape[*Locks](m), false)
+	if m.cfg.shared {
+		return retryLoop(m.ctx, m.cfg.retry, shape[*Locks](m), false)
+	}
+	since := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	select {
+	case m.c.setTurn <- struct{}{}:
+	case <-m.ctx.Done():
+		return nil, withCause(m.notAsked(), m.ctx)
+	}
+	defer func() { <-m.c.setTurn }()
+	m.places = make([]queuePlace, len(m.keys))
+	for i := range m.places {
+		m.places[i] = queuePlace{since: since, set: true}
+	}
+	locks, err := retryLoop(m.ctx, m.cfg.retry, shape[*Locks](m), false)
+	if err != nil {
+		m.leaveQueues(since)
+	}
+	return locks, err
+}
+
+// leaveQueues takes the client out of its keys' queues after a call that
+// gave up, so that the nodes do not keep those keys free for it: a release
+// of a token nobody holds (see lua/release.lua) leaves the queue, and
+// announces nothing.
+func (m *multiAcquisition) leaveQueues(since string) {
+	ctx := nodes.Uncancelled(m.ctx)
+	forEach(len(m.keys), func(i int) {
+		token, _, _, _, _ := wire.AttemptStrings(m.keys[i], time.Now(), m.cfg.ttl, "", false)
+		req := announcedReleaser(m.keys[i], token, m.c.id, since, m.c.keys)
+		m.c.fanout(ctx, m.c.nodeTimeout(m.cfg.ttl), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(m.c.conns) })
+	})
 }
 
 // wait waits for the release of a key the last attempt was refused, or the
@@ -159,8 +211,20 @@ func (m *multiAcquisition) wait(delay time.Duration) (live, named bool) {
 // the granted ones.
 func (m *multiAcquisition) failed() {}
 
-// behind is false: a set of keys keeps no place in the nodes' queues.
-func (m *multiAcquisition) behind() bool { return false }
+// behind reports that, on a key of the set, the nodes queued the call
+// behind others that the next releases name, while it listens for them:
+// it cannot win before it is named (see queuePlace.behind).
+func (m *multiAcquisition) behind() bool {
+	if m.wake == wait.NoWakeup {
+		return false
+	}
+	for _, p := range m.places {
+		if p.behind {
+			return true
+		}
+	}
+	return false
+}
 
 // notAsked is the error of a call that gave up before its first attempt.
 func (m *multiAcquisition) notAsked() error {
@@ -181,7 +245,7 @@ func (m *multiAcquisition) try() (*Locks, error) {
 		if m.cfg.shared {
 			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, false)
 		} else {
-			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, false, nil)
+			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, false, m.place(i))
 		}
 	})
 	var refused []string
@@ -206,8 +270,23 @@ func (m *multiAcquisition) try() (*Locks, error) {
 		// wake this very call.
 		m.listen(refused)
 	}
+	for _, l := range locks {
+		if l != nil {
+			// Its release keeps the call's place in the key's queue.
+			l.queuedSince = ""
+		}
+	}
 	releaseGranted(m.ctx, locks)
 	return nil, &detailed{fmt.Sprintf("redlock: %d of %d keys not acquired", len(refused), n), err}
+}
+
+// place returns the call's place in the queue of its i-th key, or nil when
+// it keeps none: TryAcquireAll, and a shared set.
+func (m *multiAcquisition) place(i int) *queuePlace {
+	if m.places == nil {
+		return nil
+	}
+	return &m.places[i]
 }
 
 // held returns the set of locks, every one granted, renewing them if the

@@ -539,3 +539,51 @@ func TestLocks_doneFirstCalledAfterRelease(t *testing.T) {
 		}
 	}
 }
+
+// A waiter for a set is served although clients that take its keys one at
+// a time keep some of them held at every moment: the nodes queue it on
+// each key, and keep each key free for it once its holder releases it,
+// until it has them all. Without that, it only wins when its attempt meets
+// every key free at once, which hardly ever happens.
+func TestAcquireAll_notStarvedByOverlappingSets(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	ctx, cancel := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	// Two clients relay each key, each holding it 20 ms at a time and
+	// asking again as soon as it released it.
+	for i, name := range []string{"a", "b", "a", "b", "c", "c"} {
+		client := newClient(t, cluster, adapters[i%2], fast())
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				set, err := client.AcquireAll(ctx, []string{name})
+				if err != nil {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+				set.Release(bg)
+			}
+		})
+	}
+	var waiters sync.WaitGroup
+	for i := range 2 {
+		client := newClient(t, cluster, adapters[i%2], fast())
+		waiters.Go(func() {
+			for range 3 {
+				callCtx, stop := context.WithTimeout(ctx, 2*time.Second)
+				start := time.Now()
+				set, err := client.AcquireAll(callCtx, []string{"a", "b", "c"})
+				stop()
+				if err != nil {
+					t.Errorf("AcquireAll of {a, b, c} gave up after %v: %v", time.Since(start).Round(time.Millisecond), err)
+					return
+				}
+				if err := set.Release(bg); err != nil {
+					t.Errorf("release: %v", err)
+				}
+			}
+		})
+	}
+	waiters.Wait()
+}

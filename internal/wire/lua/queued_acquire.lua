@@ -22,12 +22,53 @@
 -- ARGV[a+6] the caller's client id; ARGV[a+7] when it began waiting, in
 -- microseconds on its clock; ARGV[a+8] how long an entry lasts without
 -- being renewed, in microseconds; ARGV[a+9] "1" on the caller's first
--- attempt, "0" after.
+-- attempt, "0" after, "2" on every attempt of a waiter for a set of keys
+-- (AcquireAll), which defers on every attempt, not only the first, and
+-- only to the clients queued before it: a free key goes to the first live
+-- client in line, so that the keys of a set are kept free for the oldest
+-- set waiter until it takes them all (see multikey.go).
 -- Returns as acquire does, except that a refusal's third element is the
 -- caller's place in the queue (0 for the first in line): {0, "0", place}.
+-- enqueue puts or keeps the caller in the key's queue (see queuedAcquire)
+-- and returns its place there.
+local function enqueue(KEYS, ARGV, k, a)
+	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
+	local lasts = tonumber(ARGV[a + 8])
+	redis.call("ZADD", queue, ARGV[a + 7], id)
+	redis.call("HSET", deadlines, id, string.format("%.0f", tonumber(ARGV[a + 5]) + lasts))
+	local ms = math.ceil(lasts / 1000)
+	redis.call("PEXPIRE", queue, ms)
+	redis.call("PEXPIRE", deadlines, ms)
+	return redis.call("ZRANK", queue, id)
+end
+
+-- setAcquire is queuedAcquire for a waiter for a set of keys: it queues
+-- the caller first, then grants a free key only when the caller is the
+-- first live client in line. Granted, the caller stays queued until its
+-- release, or its next attempt, takes it out or renews it.
+local function setAcquire(KEYS, ARGV, k, a, shared)
+	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
+	local place = enqueue(KEYS, ARGV, k, a)
+	if redis.call("EXISTS", KEYS[k + 1]) == 0 then
+		local names = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
+		local first = string.match(names, "^ (%S+)")
+		if first ~= nil and first ~= id then
+			return {0, "0", redis.call("ZRANK", queue, id) or place}
+		end
+	end
+	local reply = acquire(KEYS, ARGV, k, a, shared)
+	if reply[1] == 0 then
+		reply = {0, reply[2], redis.call("ZRANK", queue, id) or place}
+	end
+	return reply
+end
+
 local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
 	local reply
+	if ARGV[a + 9] == "2" then
+		return setAcquire(KEYS, ARGV, k, a, shared)
+	end
 	-- A newcomer to a key nobody queues for (the common case) costs one
 	-- EXISTS, and nothing more when granted.
 	local queued = ARGV[a + 9] ~= "1" or redis.call("EXISTS", queue) == 1
