@@ -86,13 +86,7 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 		redis.call("ZADD", queue, "XX", ARGV[a + 7], id)
 	end
 	if reply[1] == 0 then
-		local lasts = tonumber(ARGV[a + 8])
-		redis.call("ZADD", queue, ARGV[a + 7], id)
-		redis.call("HSET", deadlines, id, string.format("%.0f", tonumber(ARGV[a + 5]) + lasts))
-		local ms = math.ceil(lasts / 1000)
-		redis.call("PEXPIRE", queue, ms)
-		redis.call("PEXPIRE", deadlines, ms)
-		reply = {0, reply[2], redis.call("ZRANK", queue, id)}
+		reply = {0, reply[2], enqueue(KEYS, ARGV, k, a)}
 	end
 	return reply
 end
