@@ -265,7 +265,7 @@ type acquisition struct {
 	// turn is how the turn came: the lock may be held by this client.
 	turn wait.Turn
 	// offer is this call's attempt, offered to go out with this client's
-	// release of the lock (handoff.go); nil once settled.
+	// release of the lock (see handoff); nil once settled.
 	offer *handoff
 	// carried is the offer once a release took it with it: the attempt is
 	// under way, and run collects it instead of trying.
@@ -534,7 +534,7 @@ const behindWait = wire.QueueLasts / 2
 // before its last attempt wakes on any release announced since that names
 // it or nobody (see wait.Waker); freed, when not nil, is closed by a
 // release of this client, and sent when such a release took the waiter's
-// attempt with it (handoff.go).
+// attempt with it (see handoff).
 func waitForRelease(ctx context.Context, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
 	t := nodes.GetTimer(delay)
 	defer nodes.PutTimer(t)
