@@ -144,8 +144,11 @@ func (w *Waker) registerAs(channel string, wake *Wakeup) {
 			t.Stop()
 			delete(w.idle, channel)
 		} else {
-			w.sendLocked(subscription{channel: channel, add: true})
+			// The named channel first: a node serves one connection's
+			// subscriptions in order, so that once the key's channel is
+			// subscribed, the releases that name this client are heard too.
 			w.sendLocked(subscription{channel: w.namedChannel(channel), add: true})
+			w.sendLocked(subscription{channel: channel, add: true})
 		}
 	}
 	w.queues[channel] = append(q, wake)
