@@ -43,10 +43,16 @@ type queuePlace struct {
 	// the key is held, and every node that did queued it behind at least
 	// namedWaiters clients: the next release will name others (see wait.Waker).
 	behind bool
-	// set: the caller waits for a set of keys (AcquireAll), and since is
-	// set before its first attempt: every attempt defers to the clients
-	// queued before it (see lua/queued_acquire.lua).
+	// set: the caller waits for a set of keys (AcquireAll) or for one of
+	// a semaphore's permits, and since is set before its first attempt:
+	// every attempt defers to the clients queued before it (see
+	// lua/queued_acquire.lua).
 	set bool
+	// newcomer: with set, the attempt is the call's first, which defers
+	// only as a newcomer to a mutex does, and queues only when refused.
+	newcomer bool
+	// asked: the call's last try asked for the key (permits.behind).
+	asked bool
 }
 
 // namedWaiters is how many clients, first in a key's queue, a release
@@ -83,10 +89,10 @@ func (c *Client) newAttempt(key string, ttl time.Duration, place *queuePlace, sh
 		}
 		mode := "0"
 		switch {
+		case first || place.newcomer:
+			mode = "1"
 		case place.set:
 			mode = "2"
-		case first:
-			mode = "1"
 		}
 		a.acquire.queue(queue, deadlines, c.id, place.since, c.wire.queueLasts, mode)
 		a.place, a.queuedSince = place, place.since

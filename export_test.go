@@ -185,3 +185,9 @@ func FenceKeyIn(key string, cluster bool) string { return wire.Layout{Cluster: c
 func QueueKeyIn(key string, cluster bool) string {
 	return wire.QueuePrefix + wire.Layout{Cluster: cluster}.Tag(key) + key
 }
+
+// LeaveQueues takes the client out of the queues of keys where its entry
+// is the one made at since, in microseconds on its clock.
+func (c *Client) LeaveQueues(ctx context.Context, keys []string, since string) {
+	c.leaveQueues(ctx, keys, since, c.opts.TTL)
+}

@@ -9,9 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wait"
-	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Several keys are taken all or nothing: one attempt asks every node for
@@ -183,22 +181,9 @@ func (m *multiAcquisition) run() (*Locks, error) {
 	}
 	locks, err := retryLoop(m.ctx, m.cfg.retry, shape[*Locks](m), false)
 	if err != nil {
-		m.leaveQueues(since)
+		m.c.leaveQueues(m.ctx, m.keys, since, m.cfg.ttl)
 	}
 	return locks, err
-}
-
-// leaveQueues takes the client out of its keys' queues after a call that
-// gave up, so that the nodes do not keep those keys free for it: a release
-// of a token nobody holds (see lua/release.lua) leaves the queue, and
-// announces nothing.
-func (m *multiAcquisition) leaveQueues(since string) {
-	ctx := nodes.Uncancelled(m.ctx)
-	forEach(len(m.keys), func(i int) {
-		token, _, _, _, _ := wire.AttemptStrings(m.keys[i], time.Now(), m.cfg.ttl, "", false)
-		req := announcedReleaser(m.keys[i], token, m.c.id, since, m.c.keys)
-		m.c.fanout(ctx, m.c.nodeTimeout(m.cfg.ttl), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(m.c.conns) })
-	})
 }
 
 // wait waits for the release of a key the last attempt was refused, or the

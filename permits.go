@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
 )
@@ -56,15 +58,75 @@ type permits struct {
 	// last try skipped them: the next wait waits for the end of these very
 	// locks, so that one that ended since the try wakes it at once.
 	heldHere []*Lock
+	// places is the call's place in each permit's queue on the nodes,
+	// permit i+1's at i, all with one since: when the call's first try
+	// began; nil for a call that does not wait (TryAcquire).
+	places []queuePlace
+	// waits: the call waits for a permit (Acquire), and queues for one.
+	waits bool
+	// wokenBy, when set, returns the release channel of the permit whose
+	// release last woke the call, or "".
+	wokenBy func() string
 }
 
 // acquirePermit takes a permit of the semaphore key: once, or until ctx
 // ends. This client's goroutines waiting for a permit of one semaphore take
 // turns, first come first served, as for a mutex.
+//
+// A call that waits queues on the nodes as a set waiter does (see
+// multiAcquisition.run): in the queue of every permit, with one place,
+// when its first try began, so that the queues order the waiters alike on
+// every permit and node, and a node keeps a free permit for the first of
+// them. Its first try defers only to the clients queued before it, as a
+// newcomer to a mutex does, and costs an uncontended call one EXISTS. Once
+// it holds a permit, it leaves the other permits' queues, passing its turn
+// on there; its release leaves the queue of its own.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
-	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call}
+	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call, waits: !once}
 	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turns: c.permitTurns, keys: p.keys, attempt: p.tryAll, freed: p.freed}
-	return r.acquire(once)
+	if !once {
+		r.behindOthers = p.behind
+		p.wokenBy = func() string { return r.wake.From() }
+	}
+	lock, err := r.acquire(once)
+	if err != nil && p.places != nil {
+		c.leaveQueues(ctx, p.keys(), p.places[0].since, cfg.ttl)
+	}
+	return lock, err
+}
+
+// queue gives the call its places in the permits' queues, at its first
+// try: newcomers to each, with one since.
+func (p *permits) queue() {
+	since := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	p.places = make([]queuePlace, p.cfg.limit)
+	for i := range p.places {
+		p.places[i] = queuePlace{since: since, set: true, newcomer: true}
+	}
+}
+
+// granted ends the call's wait for a permit after its try won permit i+1:
+// it leaves the other permits' queues in the background.
+func (p *permits) granted(i int) {
+	keys := p.keys()
+	others := append(keys[:i:i], keys[i+1:]...)
+	since := p.places[i].since
+	go p.c.leaveQueues(p.ctx, others, since, p.cfg.ttl)
+}
+
+// behind reports that the nodes queued the call, on every permit its last
+// try asked for, behind clients that the next releases name.
+func (p *permits) behind() bool {
+	asked := false
+	for _, place := range p.places {
+		if place.asked {
+			if !place.behind {
+				return false
+			}
+			asked = true
+		}
+	}
+	return asked
 }
 
 // keys returns the keys of every permit.
@@ -86,19 +148,25 @@ func (p *permits) tryAll() (*Lock, error) {
 		return nil, p.c.notAsked(p.key, p.ctx)
 	}
 	limit := p.cfg.limit
-	first := rand.IntN(limit)
+	first := p.firstToTry()
 	var err error
 	p.heldHere = p.heldHere[:0]
+	p.startTry()
+	defer p.endTry()
 	for i := range limit {
-		key := permitKey(p.key, (first+i)%limit+1)
+		n := (first + i) % limit
+		key := permitKey(p.key, n+1)
 		if l := p.c.permits.lock(key); l != nil {
 			p.heldHere = append(p.heldHere, l)
 			continue
 		}
-		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.autoRenew, nil)
+		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.autoRenew, p.place(n))
 		noteAttempt(p.call, lock, tryErr)
 		if tryErr == nil {
 			p.c.permits.add(lock)
+			if p.places != nil {
+				p.granted(n)
+			}
 			return lock, nil
 		}
 		err = tryErr
@@ -115,6 +183,51 @@ func (p *permits) tryAll() (*Lock, error) {
 		return nil, &detailed{"redlock: the one permit of " + quoteKey(p.key) + " is held" + by, err}
 	}
 	return nil, &detailed{fmt.Sprintf("redlock: all %d permits of %s are held%s", limit, quoteKey(p.key), by), err}
+}
+
+// firstToTry returns the index of the permit a try asks for first: the
+// one whose release woke the call, for which the nodes named it, or a
+// random one, so that clients spread over the permits.
+func (p *permits) firstToTry() int {
+	if p.wokenBy != nil {
+		channel := p.wokenBy()
+		if i := strings.LastIndex(channel, permitInfix); i >= 0 {
+			n, err := strconv.Atoi(channel[i+len(permitInfix):])
+			if err == nil && n >= 1 && n <= p.cfg.limit {
+				return n - 1
+			}
+		}
+	}
+	return rand.IntN(p.cfg.limit)
+}
+
+// place returns the call's place in permit n+1's queue, marked as asked
+// by the try under way, or nil for a call that does not wait.
+func (p *permits) place(n int) *queuePlace {
+	if p.places == nil {
+		return nil
+	}
+	p.places[n].asked = true
+	return &p.places[n]
+}
+
+// startTry gives a waiting call its places in the permits' queues at its
+// first try, and marks none as asked by this try yet.
+func (p *permits) startTry() {
+	if p.places == nil && p.waits {
+		p.queue()
+	}
+	for i := range p.places {
+		p.places[i].asked = false
+	}
+}
+
+// endTry ends a try: the call is no newcomer to the permits' queues any
+// more.
+func (p *permits) endTry() {
+	for i := range p.places {
+		p.places[i].newcomer = false
+	}
 }
 
 // freed returns a channel closed once one of the permits that the last try

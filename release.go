@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Release deletes the lock on every node where it still holds this lock's
@@ -389,4 +390,19 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 	close(h.sent)
 	results, ok, unfinished := f.Collect(nodes.IsOne, enough)
 	return nodeResults(results), ok, unfinished
+}
+
+// leaveQueues takes this client out of the queues of keys on every node,
+// where its entry is still the one of the call that began waiting at
+// since: after a call that gave up, or that took another of the keys it
+// waited for, so that the nodes do not keep those keys free for it. The
+// release of a token nobody holds leaves the queue, and, where the key is
+// free, names the next clients in line (see lua/release.lua).
+func (c *Client) leaveQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
+	ctx = nodes.Uncancelled(ctx)
+	forEach(len(keys), func(i int) {
+		token, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, "", false)
+		req := announcedReleaser(keys[i], token, c.id, since, c.keys)
+		c.fanout(ctx, c.nodeTimeout(ttl), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(c.conns) })
+	})
 }

@@ -10,7 +10,8 @@ import (
 
 // repeated is the retry loop of an acquisition that is not a mutex's: a
 // permit of a semaphore (permits.go) or a shared lock (WithShared). It has no
-// handoff and no queue of waiting clients on the nodes. This client's
+// handoff; a permit's waiters queue on the nodes (see acquirePermit),
+// readers do not. This client's
 // goroutines waiting for a permit take turns, first come first served, and
 // the one whose turn it is tries, then waits for a release of one of the
 // keys it tried or a retry delay; readers, who do not split votes among
@@ -38,6 +39,9 @@ type repeated struct {
 	// stop ends listening.
 	wake *wait.Wakeup
 	stop func()
+	// behindOthers, when set, reports that the nodes queued the call
+	// behind clients that the next releases name (see queuePlace.behind).
+	behindOthers func() bool
 }
 
 // try makes one attempt.
@@ -99,9 +103,12 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 	return waitForRelease(r.ctx, r.wake, freed, nil, delay)
 }
 
-// behind is false: the nodes keep no queue of the clients waiting for a
-// permit or to read.
-func (r *repeated) behind() bool { return false }
+// behind reports that the nodes queued the call behind clients that the
+// next releases name, while it listens for them: a permit's waiter; the
+// nodes keep no queue of readers.
+func (r *repeated) behind() bool {
+	return r.behindOthers != nil && r.wake != wait.NoWakeup && r.behindOthers()
+}
 
 // notAsked is the error of a call that gave up before its first try.
 func (r *repeated) notAsked() error { return r.c.notAsked(r.key, r.ctx) }

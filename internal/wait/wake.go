@@ -9,6 +9,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/wire"
@@ -88,6 +89,18 @@ type Wakeup struct {
 	// only when it is the oldest: a reader of a read-write lock, which
 	// does not split votes with the other readers.
 	everyone bool
+	// from is the release channel of the latest signal.
+	from atomic.Pointer[string]
+}
+
+// From returns the key's release channel that the latest signal came
+// from, or "" before any: a waiter for one of several keys tries that one
+// first.
+func (wake *Wakeup) From() string {
+	if p := wake.from.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // newWakeup returns the signals of a new waiter.
@@ -244,6 +257,7 @@ func (w *Waker) signalFirstLocked(channel string) {
 	for _, wake := range w.queues[channel] {
 		if wake.everyone || first {
 			first = first && wake.everyone
+			wake.from.Store(&channel)
 			wake.signal()
 		}
 	}

@@ -28,11 +28,13 @@
 -- Returns 1 when deleted, 0 otherwise.
 local function release(KEYS, ARGV, k, a, shared, announce)
 	local key = KEYS[k + 1]
+	local left = false
 	if ARGV[a + 2] ~= "" and ARGV[a + 5] ~= "" then
-		leaveQueue(KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 5])
+		left = leaveQueue(KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 5])
 	end
 	-- pcall: GET fails on the readers' sorted set.
 	local holder = redis.pcall("GET", key)
+	local released = 1
 	if holder == ARGV[a + 1] then
 		redis.call("DEL", key)
 	elseif type(holder) == "table" and holder.err then
@@ -42,6 +44,12 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 		if redis.call("EXISTS", key) == 1 then
 			return 1 -- other readers hold it: nobody can take it yet
 		end
+	elseif left and not holder then
+		-- A waiter that leaves the queue of a free key without taking it
+		-- (it gave up, or took another permit or its set elsewhere) may
+		-- have been first in line, for whom the node kept the key: it
+		-- passes its turn on to the next clients in line.
+		released = 0
 	else
 		return 0
 	end
@@ -50,12 +58,12 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
 		local message = ARGV[a + 1] .. names
 		local send = announce or publish
-		if names == "" then
+		if names == "" and released == 1 then
 			send(channel, message)
 		end
 		for id in string.gmatch(names, "%S+") do
 			send(channel .. " " .. id, message)
 		end
 	end
-	return 1
+	return released
 end
