@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // A semaphore of limit permits on a name is limit mutexes, its permits: the
-// keys name:permit:1 to name:permit:limit (permitKey). Taking a permit is
+// keys name:permit:1 to name:permit:limit (wire.PermitKey). Taking a permit is
 // acquiring one of them by the Redlock algorithm, so each permit has at most
 // one holder for the same reasons a mutex does, and the resource at most
 // limit. A quorum of nodes counting holders instead could not bound them:
@@ -24,16 +24,6 @@ import (
 // permit tries them one after the other while they are held.
 const MaxLimit = 1024
 
-// permitInfix joins a semaphore's name and a permit's number in the
-// permit's key.
-const permitInfix = ":permit:"
-
-// permitKey returns the key on the wire of permit i (from 1) of the
-// semaphore whose key on the wire is key.
-func permitKey(key string, i int) string {
-	return key + permitInfix + strconv.Itoa(i)
-}
-
 // checkLimit refuses a limit out of range, a semaphore taken shared, and a
 // semaphore name whose permit keys would be too long.
 func (c *Client) checkLimit(name string, limit int, shared bool) error {
@@ -43,7 +33,7 @@ func (c *Client) checkLimit(name string, limit int, shared bool) error {
 	if shared {
 		return fmt.Errorf("%w: WithLimit and WithShared together: a permit is a mutex", ErrInvalidOptions)
 	}
-	_, err := c.lockKey(name + permitInfix + strconv.Itoa(limit))
+	_, err := c.lockKey(wire.PermitKey(name, limit))
 	return err
 }
 
@@ -133,7 +123,7 @@ func (p *permits) behind() bool {
 func (p *permits) keys() []string {
 	keys := make([]string, p.cfg.limit)
 	for i := range keys {
-		keys[i] = permitKey(p.key, i+1)
+		keys[i] = wire.PermitKey(p.key, i+1)
 	}
 	return keys
 }
@@ -155,7 +145,7 @@ func (p *permits) tryAll() (*Lock, error) {
 	defer p.endTry()
 	for i := range limit {
 		n := (first + i) % limit
-		key := permitKey(p.key, n+1)
+		key := wire.PermitKey(p.key, n+1)
 		if l := p.c.permits.lock(key); l != nil {
 			p.heldHere = append(p.heldHere, l)
 			continue
@@ -191,11 +181,8 @@ func (p *permits) tryAll() (*Lock, error) {
 func (p *permits) firstToTry() int {
 	if p.wokenBy != nil {
 		channel := p.wokenBy()
-		if i := strings.LastIndex(channel, permitInfix); i >= 0 {
-			n, err := strconv.Atoi(channel[i+len(permitInfix):])
-			if err == nil && n >= 1 && n <= p.cfg.limit {
-				return n - 1
-			}
+		if n, ok := wire.PermitNumber(channel); ok && n <= p.cfg.limit {
+			return n - 1
 		}
 	}
 	return rand.IntN(p.cfg.limit)

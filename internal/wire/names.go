@@ -245,3 +245,24 @@ func (l Layout) MarkerSets() [][]string {
 	}
 	return sets
 }
+
+// PermitInfix joins a semaphore's name and a permit's number in the
+// permit's key.
+const PermitInfix = ":permit:"
+
+// PermitKey returns the key of permit i (from 1) of the semaphore whose key
+// is key: key, PermitInfix and i. A permit is a mutex of its own.
+func PermitKey(key string, i int) string {
+	return key + PermitInfix + strconv.Itoa(i)
+}
+
+// PermitNumber returns the number of the permit that name (a permit's key,
+// or a channel named for one) ends with, and whether it ends with one.
+func PermitNumber(name string) (int, bool) {
+	i := strings.LastIndex(name, PermitInfix)
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(name[i+len(PermitInfix):])
+	return n, err == nil && n >= 1
+}
