@@ -16,8 +16,9 @@ func TestResidue_distinctNamesLeaveNothingBehind(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	// A recovery delay that outlasts the loop below, even under the race
 	// detector on a busy machine, so that the first names' counters are
-	// still there when it ends.
-	opts := &redlock.Options{TTL: 500 * time.Millisecond, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: 4 * time.Second}
+	// still there when it ends; a TTL that outlasts a stall of the
+	// machine between an Acquire and its Release.
+	opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: 4 * time.Second}
 	c := newClient(t, cluster, adapters[0], opts)
 	baseline := dbsize(t, cluster)
 	const names = 2000

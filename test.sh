@@ -24,22 +24,45 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
-# Every module: the library, then the tools that use it from this
-# checkout (replace directives), each with its own dependencies.
-for module in . cmd/redlock torture; do
-	echo "== $module" >&2
-	(cd "$module" && go vet ./... && go test -race -count=1 -timeout 15m ./...)
-done
+# The library first, alone: its tests time real servers most closely.
+echo "== ." >&2
+go vet ./... && go test -race -count=1 -timeout 15m ./...
+
 # The library's go.mod declares the oldest Go it supports: vet and test it
 # with that toolchain as well, which the go command fetches from the module
 # proxy. Vet compiles every package and test. The run leaves out the Redis
-# Cluster, Sentinel and replica tests, over half of the library's time, to
-# keep this script short: they exercise server topologies, not the Go
-# toolchain, and the -race run above has them.
-oldest=$(sed -n 's/^go \([0-9][0-9.]*\)$/go\1/p' go.mod)
-case "$oldest" in go1.*.*) ;; go1.*) oldest="$oldest.0" ;; esac
-echo "== . with $oldest" >&2
-GOTOOLCHAIN=$oldest go vet ./...
-GOTOOLCHAIN=$oldest go test -count=1 -timeout 15m -skip 'RedisCluster|redisCluster|Sentinel|Replica|SilentNode_boundedMemory' ./...
-echo "== bench" >&2
-(cd bench && go vet ./... && go test -count=1 -timeout 10m ./...)
+# Cluster, Sentinel and replica tests, over half of the library's time:
+# they exercise server topologies, not the Go toolchain, and the -race run
+# above has them.
+oldest_toolchain() {
+	oldest=$(sed -n 's/^go \([0-9][0-9.]*\)$/go\1/p' go.mod)
+	case "$oldest" in go1.*.*) ;; go1.*) oldest="$oldest.0" ;; esac
+	echo "== . with $oldest"
+	GOTOOLCHAIN=$oldest go vet ./...
+	GOTOOLCHAIN=$oldest go test -count=1 -timeout 15m -skip 'RedisCluster|redisCluster|Sentinel|Replica|SilentNode_boundedMemory' ./...
+}
+
+# The tools that use the library from this checkout (replace directives),
+# each module with its own dependencies.
+tools() {
+	for module in cmd/redlock torture; do
+		echo "== $module"
+		(cd "$module" && go vet ./... && go test -race -count=1 -timeout 15m ./...)
+	done
+	echo "== bench"
+	(cd bench && go vet ./... && go test -count=1 -timeout 10m ./...)
+}
+
+# The two run side by side, each into a log of its own printed when both
+# are done: most of their time is spent waiting on servers, not computing.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+oldest_toolchain >"$logs/oldest" 2>&1 &
+oldest_pid=$!
+tools >"$logs/tools" 2>&1 &
+tools_pid=$!
+status=0
+wait "$tools_pid" || status=$?
+wait "$oldest_pid" || status=$?
+cat "$logs/tools" "$logs/oldest" >&2
+exit "$status"
