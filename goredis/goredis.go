@@ -25,13 +25,13 @@
 // every request anyway).
 //
 // go-redis writes a line through its own global logger (redis.SetLogger)
-// for each failed dial, which this package does not touch. A URL's pool
-// holds 8 connections, so a node that is down costs at most 15 such lines
-// per outage (8 failures in a row, and up to 7 dials already under way
-// then): go-redis then probes it once a second in silence. Pass
-// redis.SetLogger a logger that drops them to silence them altogether; the
-// library's own records go to redlock.Options.Logger, and the rueidis
-// adapter logs nothing.
+// for each failed dial, which this package leaves alone unless SetLogger is
+// called. A URL's pool holds 8 connections, so a node that is down costs at
+// most 15 such lines per outage (8 failures in a row, and up to 7 dials
+// already under way then): go-redis then probes it once a second in
+// silence. SetLogger sends them to a *slog.Logger, and SetLogger(nil)
+// drops them, as a test that kills nodes wants; the library's own records
+// go to redlock.Options.Logger, and the rueidis adapter logs nothing.
 //
 // A node need not be one server. A URL with a master_name parameter names
 // a Sentinel-managed master, through its Sentinels, and follows its

@@ -57,6 +57,17 @@ type Options struct {
 	// ServerPath is the redis-server binary; "" means "redis-server" looked
 	// up on PATH.
 	ServerPath string
+	// Unmarked leaves the nodes without the restart marker of package
+	// redlock, as a new deployment's are, for tests of its restart
+	// quarantine: the first acquisition then starts each node's recovery
+	// delay (redlock.Options.RecoveryDelay, 30 s by default), during which
+	// the node does not vote, unless redlock.Client.MarkReady marks it. By
+	// default (false) New marks every node ready to vote, as
+	// Client.MarkReady(ctx, true) would, whatever data it loaded from Dir;
+	// on a Redis Cluster, every slot's marker. Only New marks nodes: a node
+	// started again (Start, Restart) is left as it comes back, so that it
+	// sits out its quarantine as a restarted node of a deployment does.
+	Unmarked bool
 }
 
 // Cluster is a set of redis-server processes on 127.0.0.1: independent
@@ -92,7 +103,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // New starts a cluster and waits until every node answers PING, and, with
-// Options.RedisCluster, until the Redis Cluster is formed. The caller must
+// Options.RedisCluster, until the Redis Cluster is formed; it then marks
+// the nodes ready to vote unless Options.Unmarked is set. The caller must
 // call Close. ctx bounds only the start-up.
 func New(ctx context.Context, opts Options) (*Cluster, error) {
 	masters, err := nodeCount(opts)
@@ -133,6 +145,11 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.RedisCluster {
 		c.masters = masters
 		if err := c.formRedisCluster(ctx); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+	}
+	if !opts.Unmarked {
+		if err := c.markAll(ctx); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 	}
