@@ -46,6 +46,25 @@
 //
 //	redis://10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379
 //
+// # TLS
+//
+// A rediss:// URL reaches its node over TLS. The node's certificate is
+// checked against the system's CA certificates (which SSL_CERT_FILE and
+// SSL_CERT_DIR replace for the whole program), or against those of the
+// PEM file that the tls_ca parameter names. A server that asks clients
+// for a certificate (tls-auth-clients yes, redis-server's default) gets
+// the one of the tls_cert file, whose private key is the tls_key file.
+// These are redis-cli's --cacert, --cert and --key:
+//
+//	rediss://:s3cret@10.0.0.1:6380?tls_ca=/etc/redlock/ca.pem&tls_cert=/etc/redlock/client.pem&tls_key=/etc/redlock/client-key.pem
+//
+// The files are read when the URL is: one that is missing or holds no
+// usable certificate or key fails Dial, NewURL and ParseURL at once. Dial
+// also fails, naming the node, when the handshake fails on a certificate:
+// a CA that did not sign the server's, an expired certificate, a client
+// certificate missing or refused. Both errors wrap ErrTLS and
+// ErrInvalidURL; they name the files, never what a key file holds.
+//
 // The rueidis package's Dial and NewURL take the same URLs, so that a
 // program switches adapters without rewriting them. New takes a
 // *redis.Client, a failover client or a *redis.ClusterClient alike.

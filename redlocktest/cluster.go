@@ -68,6 +68,9 @@ type Options struct {
 	// started again (Start, Restart) is left as it comes back, so that it
 	// sits out its quarantine as a restarted node of a deployment does.
 	Unmarked bool
+	// TLS, when set, makes every node listen for TLS too, on a port of its
+	// own (see TLS, Node.TLSURL). Independent nodes only.
+	TLS *TLS
 }
 
 // Cluster is a set of redis-server processes on 127.0.0.1: independent
@@ -111,6 +114,9 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.TLS.check(opts.RedisCluster); err != nil {
+		return nil, err
+	}
 	count := masters * (1 + opts.ClusterReplicas)
 	server, err := findServer(opts.ServerPath)
 	if err != nil {
@@ -130,6 +136,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		aof:      opts.AppendFsyncAlways,
 		password: opts.Password,
 		cluster:  opts.RedisCluster,
+		tls:      clone(opts.TLS),
 		extra:    slices.Clone(opts.Config),
 	}
 	for i := range count {
