@@ -9,18 +9,20 @@ import (
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
-// tlsProbeTimeout bounds the probe of a TLS node that did not answer: a
-// handshake and a PING on loopback or in a region take a few round trips.
+// tlsProbeTimeout bounds the probe of a TLS node that did not answer: its
+// handshake, and then the wait for an alert refusing our certificate, which
+// a server that accepted it never sends (the probe then ends here). A
+// handshake on loopback or in a region takes a few round trips.
 const tlsProbeTimeout = time.Second
 
 // TLSRefused returns an error wrapping nodeurl.ErrInvalidURL and
 // nodeurl.ErrTLS when a handshake with config to the TCP address addr of
-// the node name, and a PING after it, fail on a certificate (see
-// nodeurl.IsTLSRefusal): with TLS 1.3 the server refuses a client
-// certificate (missing, expired, from another CA) only after the client
-// finished its handshake, by an alert that a client library writing its
-// first command may never read, seeing a reset connection instead. It
-// returns nil otherwise. Adapters call it from their Probe.
+// the node name, or the server's first word after it, fails on a
+// certificate (see nodeurl.IsTLSRefusal). With TLS 1.3 the server refuses
+// a client certificate (missing, expired, from another CA) only after the
+// client finished its handshake, by an alert that a client library
+// writing its first command may never read, seeing a reset connection
+// instead. It returns nil otherwise. Adapters call it from their Probe.
 func TLSRefused(name, addr string, config *tls.Config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), tlsProbeTimeout)
 	defer cancel()
@@ -28,10 +30,11 @@ func TLSRefused(name, addr string, config *tls.Config) error {
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err == nil {
 		defer conn.Close()
+		// Wait for the server's verdict on our certificate without writing:
+		// a server that closes with a command of ours unread resets the
+		// connection, and the reset can overtake its alert.
 		conn.SetDeadline(time.Now().Add(tlsProbeTimeout))
-		if _, err = conn.Write([]byte("PING\r\n")); err == nil {
-			_, err = conn.Read(make([]byte, 1))
-		}
+		_, err = conn.Read(make([]byte, 1))
 	}
 	if err == nil || !nodeurl.IsTLSRefusal(err) {
 		return nil
