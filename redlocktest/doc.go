@@ -47,6 +47,21 @@
 // Options.AppendFsyncAlways every write is in the AOF before it is
 // acknowledged, so it survives kill -9.
 //
+// # TLS
+//
+// With Options.TLS each node also listens for TLS, on a port of its own,
+// with the certificate and key files given, and asks clients for a
+// certificate when TLS.AuthClients is set, as redis-server does by
+// default. Node.TLSURL and Cluster.TLSURLs are the rediss:// URLs of
+// those ports; the adapters take the client's files as URL parameters:
+//
+//	c := redlocktest.Start(t, redlocktest.Options{Nodes: 3, TLS: &redlocktest.TLS{
+//		CertFile: "server.pem", KeyFile: "server-key.pem", CAFile: "ca.pem", AuthClients: true}})
+//	client, err := goredis.Dial(t.Context(), []string{
+//		c.Node(0).TLSURL() + "?tls_ca=ca.pem&tls_cert=client.pem&tls_key=client-key.pem", ...}, nil)
+//
+// Node.Do and the start-up checks keep to the plaintext port.
+//
 // # Redis Cluster
 //
 // With Options.RedisCluster the nodes (3 unless Options.Nodes says
