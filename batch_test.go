@@ -324,7 +324,7 @@ func runFor(d time.Duration, n int, cycle func() bool) {
 // recovering, the first one starts the quarantine, and once the node is
 // marked ready they are granted.
 func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
 	node := cluster.Node(0)
 	conn := pipeAdapters[1].conn(t, cluster.Addrs()[0])
 	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
@@ -372,7 +372,7 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 // without a marker: each request sees the node's clock and restart marker as
 // the requests before it in the batch left them, the clock read once.
 func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
 	node := cluster.Node(0)
 	conn := pipeAdapters[0].conn(t, cluster.Addrs()[0])
 	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})

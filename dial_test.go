@@ -429,7 +429,7 @@ func TestDial_downNodeLogsFewLines(t *testing.T) {
 	}
 	log := &dialLog{addr: down.Addr()}
 	goredisv9.SetLogger(log)
-	defer goredisv9.SetLogger(quietLogger{})
+	defer goredis.SetLogger(nil)
 	client, err := goredis.Dial(bg, cluster.URLs(), fast())
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ var (
 
 func TestMain(m *testing.M) {
 	// go-redis logs every refused dial; the tests kill nodes on purpose.
-	goredisv9.SetLogger(quietLogger{})
+	goredis.SetLogger(nil)
 	cluster, err := redlocktest.New(context.Background(), redlocktest.Options{Nodes: 3})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -40,25 +40,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	exampleData = data.Node(0).Addr()
-	// A new, empty deployment: mark its nodes ready, or the restart
-	// quarantine keeps them out of every quorum for the recovery delay.
-	for _, n := range cluster.Nodes() {
-		if _, err := n.Do(context.Background(), "SET", redlock.MarkerKey, "0"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			cluster.Close()
-			data.Close()
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
 	cluster.Close()
 	data.Close()
 	os.Exit(code)
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func Example() {
 	ctx := context.Background()

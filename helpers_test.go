@@ -57,9 +57,9 @@ func rueidisConns(t testing.TB, addrs []string) []redlock.Conn {
 
 // newClient returns a Client over every node of cluster, closed at the end of
 // the test. It marks the nodes ready (Client.MarkReady), as an operator does
-// for a new deployment, so that the restart quarantine does not hold up a
-// fresh cluster; tests of the quarantine build their clients with
-// redlock.New.
+// for a new deployment, which redlocktest has done already unless the
+// cluster is Unmarked; tests of the quarantine start their clusters
+// Unmarked and build their clients with redlock.New.
 func newClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(a.conns(t, cluster.Addrs()), opts)

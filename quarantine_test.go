@@ -40,7 +40,7 @@ func waitForKey(t testing.TB, cluster *redlocktest.Cluster, key, value string) {
 
 func TestQuarantine_freshNodesRecover(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Unmarked: true})
 		opts := &redlock.Options{TTL: time.Second, RecoveryDelay: time.Second, NodeTimeout: 300 * time.Millisecond}
 		client := coldClient(t, cluster, a, opts)
 		_, err := client.TryAcquire(bg, "fresh")
@@ -253,7 +253,7 @@ func tryAcquireEventually(t *testing.T, client *redlock.Client, key string) *red
 // out their recovery delay; it marks no node while one cannot be read, or
 // while one is ready beside recovering ones.
 func TestMarkReady(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 4})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 4, Unmarked: true})
 	opts := fast()
 	client := coldClient(t, cluster, adapters[1], opts)
 	// Node 0 never saw a client; node 1 is recovering; node 3 is down.

@@ -188,8 +188,8 @@ func TestRedisCluster_waiterResubscribesAfterALostSubscription(t *testing.T) {
 // PUBLISH, heard by SUBSCRIBE; a waiter needs both (the quorum of two
 // nodes) to wake.
 func TestRedisCluster_mixedWithAServerWakesByBoth(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
-	server := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, Unmarked: true})
+	server := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
 	for i, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {
 			conns := func() []redlock.Conn {

@@ -123,7 +123,7 @@ func tryAcquireRetrying(c *redlock.Client, key string) (*redlock.Lock, error) {
 // Where an ACL refuses INFO, restarts cannot be seen by the process, but
 // locks still work: the marker's time alone counts, as before.
 func TestQuarantine_infoRefusedStillLocks(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
 	node := cluster.Node(0)
 	if _, err := node.Do(bg, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-info"); err != nil {
 		t.Fatal(err)

@@ -34,9 +34,16 @@ func newClusterConn(raw string, u *url.URL, lone bool) (*Conn, error) {
 	q := v.Query()
 	q.Del("cluster")
 	v.RawQuery = q.Encode()
-	o, err := redis.ParseClusterURL(v.String())
+	stripped, files, err := nodeurl.SplitTLS(v.String(), &v)
+	if err != nil {
+		return nil, err
+	}
+	o, err := redis.ParseClusterURL(stripped)
 	if err != nil {
 		return nil, nodeurl.Invalid(raw, u, err)
+	}
+	if err := files.Apply(raw, o.TLSConfig); err != nil {
+		return nil, err
 	}
 	setUpClusterForLocking(o)
 	o.ContextTimeoutEnabled = lone

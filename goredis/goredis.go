@@ -25,13 +25,13 @@
 // every request anyway).
 //
 // go-redis writes a line through its own global logger (redis.SetLogger)
-// for each failed dial, which this package does not touch. A URL's pool
-// holds 8 connections, so a node that is down costs at most 15 such lines
-// per outage (8 failures in a row, and up to 7 dials already under way
-// then): go-redis then probes it once a second in silence. Pass
-// redis.SetLogger a logger that drops them to silence them altogether; the
-// library's own records go to redlock.Options.Logger, and the rueidis
-// adapter logs nothing.
+// for each failed dial, which this package leaves alone unless SetLogger is
+// called. A URL's pool holds 8 connections, so a node that is down costs at
+// most 15 such lines per outage (8 failures in a row, and up to 7 dials
+// already under way then): go-redis then probes it once a second in
+// silence. SetLogger sends them to a *slog.Logger, and SetLogger(nil)
+// drops them, as a test that kills nodes wants; the library's own records
+// go to redlock.Options.Logger, and the rueidis adapter logs nothing.
 //
 // A node need not be one server. A URL with a master_name parameter names
 // a Sentinel-managed master, through its Sentinels, and follows its
@@ -45,6 +45,25 @@
 // slot:
 //
 //	redis://10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379
+//
+// # TLS
+//
+// A rediss:// URL reaches its node over TLS. The node's certificate is
+// checked against the system's CA certificates (which SSL_CERT_FILE and
+// SSL_CERT_DIR replace for the whole program), or against those of the
+// PEM file that the tls_ca parameter names. A server that asks clients
+// for a certificate (tls-auth-clients yes, redis-server's default) gets
+// the one of the tls_cert file, whose private key is the tls_key file.
+// These are redis-cli's --cacert, --cert and --key:
+//
+//	rediss://:s3cret@10.0.0.1:6380?tls_ca=/etc/redlock/ca.pem&tls_cert=/etc/redlock/client.pem&tls_key=/etc/redlock/client-key.pem
+//
+// The files are read when the URL is: one that is missing or holds no
+// usable certificate or key fails Dial, NewURL and ParseURL at once. Dial
+// also fails, naming the node, when the handshake fails on a certificate:
+// a CA that did not sign the server's, an expired certificate, a client
+// certificate missing or refused. Both errors wrap ErrTLS and
+// ErrInvalidURL; they name the files, never what a key file holds.
 //
 // The rueidis package's Dial and NewURL take the same URLs, so that a
 // program switches adapters without rewriting them. New takes a

@@ -29,9 +29,16 @@ func isSentinelURL(u *url.URL) bool { return u.Query().Has("master_name") }
 // newSentinelConn returns a Conn over a go-redis failover client for a
 // Sentinel URL (see isSentinelURL), set up for locking; lone as for newURL.
 func newSentinelConn(raw string, u *url.URL, lone bool) (*Conn, error) {
-	o, err := redis.ParseFailoverURL(raw)
+	stripped, files, err := nodeurl.SplitTLS(raw, u)
+	if err != nil {
+		return nil, err
+	}
+	o, err := redis.ParseFailoverURL(stripped)
 	if err != nil {
 		return nil, nodeurl.Invalid(raw, u, err)
+	}
+	if err := files.Apply(raw, o.TLSConfig); err != nil {
+		return nil, err
 	}
 	if o.MasterName == "" {
 		return nil, fmt.Errorf("%w: %s: master_name is empty", ErrInvalidURL, RedactURL(raw))

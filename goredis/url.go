@@ -11,6 +11,13 @@ import (
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
+// ErrTLS means a rediss:// node's TLS set-up is wrong: a file that its
+// tls_ca, tls_cert or tls_key parameter names cannot be used (Dial,
+// NewURL and ParseURL fail), or the node and the client do not accept each
+// other's certificates (Dial fails, naming the node). Errors that wrap it
+// wrap ErrInvalidURL too. It is the same value as rueidis.ErrTLS.
+var ErrTLS = nodeurl.ErrTLS
+
 // ErrInvalidURL means a node URL could not be parsed, or names something
 // it cannot reach as written: Dial found the node refusing it (its
 // credentials, its database), say. It is the same value as
@@ -49,7 +56,10 @@ const lockPoolSize = 8
 // password where one is needed, a wrong one, a database that does not
 // exist, a cluster URL to a server outside cluster mode, anything but
 // PONG), be it one node of many, and a rediss:// node whose port answers
-// in plaintext, both wrapping ErrInvalidURL; two entries that reach one
+// in plaintext, both wrapping ErrInvalidURL; a rediss:// node whose TLS
+// handshake fails on a certificate (a CA that did not sign the server's,
+// an expired certificate, a client certificate missing or refused), with
+// ErrTLS and ErrInvalidURL; two entries that reach one
 // server under different names (localhost and 127.0.0.1, say: the same
 // run_id), or one Redis Cluster (a node id in common), with
 // redlock.ErrDuplicateNode. Errors never contain passwords; a malformed URL
@@ -60,7 +70,7 @@ const lockPoolSize = 8
 func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.Client, error) {
 	lone := len(urls) == 1
 	newConn := func(raw string) (redlock.Conn, error) { return newURL(raw, lone) }
-	return nodecheck.Dial(ctx, urls, opts, newConn, plaintextBehindTLS)
+	return nodecheck.Dial(ctx, urls, opts, newConn, probeTLS)
 }
 
 // NewURL returns a Conn over a new go-redis pool for one node URL, set up by
@@ -94,16 +104,26 @@ func newURL(raw string, lone bool) (*Conn, error) {
 // ParseURL parses a node URL into go-redis options, set up for locking: no
 // client-side retries of commands or dials (the algorithm retries itself,
 // with fresh validity), and connections kept across late replies (the
-// Client enforces the per-node timeout itself). Errors wrap ErrInvalidURL
-// and never contain the password.
+// Client enforces the per-node timeout itself). A rediss:// URL takes the
+// tls_ca, tls_cert and tls_key parameters (see the package
+// documentation), which ParseURL reads into the options' TLSConfig.
+// Errors wrap ErrInvalidURL (and ErrTLS for the TLS parameters) and never
+// contain the password.
 func ParseURL(raw string) (*redis.Options, error) {
 	u, err := nodeurl.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
-	o, err := redis.ParseURL(raw)
+	stripped, files, err := nodeurl.SplitTLS(raw, u)
+	if err != nil {
+		return nil, err
+	}
+	o, err := redis.ParseURL(stripped)
 	if err != nil {
 		return nil, nodeurl.Invalid(raw, u, err)
+	}
+	if err := files.Apply(raw, o.TLSConfig); err != nil {
+		return nil, err
 	}
 	setUpForLocking(o)
 	return o, nil
@@ -139,10 +159,11 @@ func setUpForLocking(o *redis.Options) {
 // raw does not parse.
 func RedactURL(raw string) string { return nodeurl.Redact(raw) }
 
-// plaintextBehindTLS is Dial's probe of a node that did not answer PING
+// probeTLS is Dial's probe of a node that did not answer PING
 // (see nodecheck.Probe): for a *redis.Client set up for TLS over TCP (a
-// rediss:// URL), it returns an error when the port answers in plaintext.
-func plaintextBehindTLS(conn redlock.Conn) error {
+// rediss:// URL), it returns an error when the port answers in plaintext,
+// or when the TLS handshake fails on a certificate.
+func probeTLS(conn redlock.Conn) error {
 	c, ok := conn.(*Conn)
 	if !ok {
 		return nil
@@ -151,5 +172,5 @@ func plaintextBehindTLS(conn redlock.Conn) error {
 	if !ok || client.Options().TLSConfig == nil || client.Options().Network == "unix" {
 		return nil
 	}
-	return nodecheck.PlaintextBehindTLS(c.Name(), client.Options().Addr)
+	return nodecheck.ProbeTLS(c.Name(), client.Options().Addr, client.Options().TLSConfig)
 }

@@ -57,6 +57,20 @@ type Options struct {
 	// ServerPath is the redis-server binary; "" means "redis-server" looked
 	// up on PATH.
 	ServerPath string
+	// Unmarked leaves the nodes without the restart marker of package
+	// redlock, as a new deployment's are, for tests of its restart
+	// quarantine: the first acquisition then starts each node's recovery
+	// delay (redlock.Options.RecoveryDelay, 30 s by default), during which
+	// the node does not vote, unless redlock.Client.MarkReady marks it. By
+	// default (false) New marks every node ready to vote, as
+	// Client.MarkReady(ctx, true) would, whatever data it loaded from Dir;
+	// on a Redis Cluster, every slot's marker. Only New marks nodes: a node
+	// started again (Start, Restart) is left as it comes back, so that it
+	// sits out its quarantine as a restarted node of a deployment does.
+	Unmarked bool
+	// TLS, when set, makes every node listen for TLS too, on a port of its
+	// own (see TLS, Node.TLSURL). Independent nodes only.
+	TLS *TLS
 }
 
 // Cluster is a set of redis-server processes on 127.0.0.1: independent
@@ -92,11 +106,15 @@ func Start(t testing.TB, opts Options) *Cluster {
 }
 
 // New starts a cluster and waits until every node answers PING, and, with
-// Options.RedisCluster, until the Redis Cluster is formed. The caller must
+// Options.RedisCluster, until the Redis Cluster is formed; it then marks
+// the nodes ready to vote unless Options.Unmarked is set. The caller must
 // call Close. ctx bounds only the start-up.
 func New(ctx context.Context, opts Options) (*Cluster, error) {
 	masters, err := nodeCount(opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := opts.TLS.check(opts.RedisCluster); err != nil {
 		return nil, err
 	}
 	count := masters * (1 + opts.ClusterReplicas)
@@ -118,6 +136,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		aof:      opts.AppendFsyncAlways,
 		password: opts.Password,
 		cluster:  opts.RedisCluster,
+		tls:      clone(opts.TLS),
 		extra:    slices.Clone(opts.Config),
 	}
 	for i := range count {
@@ -133,6 +152,11 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.RedisCluster {
 		c.masters = masters
 		if err := c.formRedisCluster(ctx); err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+	}
+	if !opts.Unmarked {
+		if err := c.markAll(ctx); err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
 	}

@@ -60,7 +60,8 @@ func rawPing(t *testing.T, addr string, timeout time.Duration) (string, error) {
 
 func TestSetGetOnEveryNode(t *testing.T) {
 	t.Parallel()
-	c := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	// Unmarked: no restart marker beside the test's keys.
+	c := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Unmarked: true})
 	nodes := c.Nodes()
 	if len(nodes) != 3 {
 		t.Fatalf("len(Nodes()) = %d, want 3", len(nodes))

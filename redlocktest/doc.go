@@ -9,11 +9,17 @@
 // on a free port, lives in its own directory (<dir>/node-<i>) with a
 // generated redis.conf, redis.log and redis.out (stdout and stderr), and can
 // be killed (SIGKILL), stopped (SIGTERM), started again on the same port,
-// paused (SIGSTOP) and resumed (SIGCONT). In a test:
+// paused (SIGSTOP) and resumed (SIGCONT). In a test (Example runs the
+// same with New and Close):
 //
 //	func TestJob_runsOnce(t *testing.T) {
 //		nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3}) // closed when the test ends
 //		client, err := goredis.Dial(t.Context(), nodes.URLs(), nil)
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		defer client.Close()
+//		lock, err := client.TryAcquire(t.Context(), "job")
 //		...
 //		if err := nodes.Node(0).Kill(); err != nil { // a minority fails: locks still work
 //			t.Fatal(err)
@@ -23,11 +29,38 @@
 // New and Close do the same outside a test. Node.Do sends one command over
 // a connection of its own, for setting up or checking a node's state.
 //
+// The nodes New starts are ready to vote: it marks each one as
+// redlock.Client.MarkReady does for a brand-new deployment, so the first
+// lock taken over them is granted. Package redlock's restart quarantine
+// otherwise keeps a node it has never seen from voting for its recovery
+// delay (30 s by default). A test of the quarantine sets Options.Unmarked
+// to start them as a new deployment's. A node started again (Node.Start,
+// Node.Restart) is never marked: it sits out its quarantine, as a
+// restarted node of a deployment does.
+//
+// go-redis logs a line for each failed dial to a node, which a test that
+// kills nodes expects: goredis.SetLogger(nil), in TestMain say, drops them.
+//
 // By default nodes have no persistence at all, so a node that is killed or
 // stopped and started again comes back empty, which is the crash-recovery
 // case the Redlock safety argument has to cope with. With
 // Options.AppendFsyncAlways every write is in the AOF before it is
 // acknowledged, so it survives kill -9.
+//
+// # TLS
+//
+// With Options.TLS each node also listens for TLS, on a port of its own,
+// with the certificate and key files given, and asks clients for a
+// certificate when TLS.AuthClients is set, as redis-server does by
+// default. Node.TLSURL and Cluster.TLSURLs are the rediss:// URLs of
+// those ports; the adapters take the client's files as URL parameters:
+//
+//	c := redlocktest.Start(t, redlocktest.Options{Nodes: 3, TLS: &redlocktest.TLS{
+//		CertFile: "server.pem", KeyFile: "server-key.pem", CAFile: "ca.pem", AuthClients: true}})
+//	client, err := goredis.Dial(t.Context(), []string{
+//		c.Node(0).TLSURL() + "?tls_ca=ca.pem&tls_cert=client.pem&tls_key=client-key.pem", ...}, nil)
+//
+// Node.Do and the start-up checks keep to the plaintext port.
 //
 // # Redis Cluster
 //

@@ -57,6 +57,7 @@ type Node struct {
 	// read without the mutex.
 	port    int
 	busPort int
+	tlsPort int         // with Options.TLS, 0 otherwise
 	id      string      // Redis Cluster node ID
 	shard   int         // index of the master the node was formed under (itself for a master)
 	slots   []SlotRange // the slots of a master when the cluster formed; nil for a replica
@@ -288,6 +289,9 @@ func (n *Node) firstStart(ctx context.Context) error {
 		if err = n.pickPorts(); err != nil {
 			return err
 		}
+		if err = n.pickTLSPort(); err != nil {
+			return err
+		}
 		if err = n.writeConfig(); err != nil {
 			return err
 		}
@@ -417,6 +421,9 @@ func (n *Node) exitError(p *process) error {
 // writeConfig writes redis.conf for the node's current port.
 func (n *Node) writeConfig() error {
 	conf := n.conf.render(n.port, n.busPort, n.dir)
+	for _, line := range n.conf.tls.lines(n.tlsPort) {
+		conf += line + "\n"
+	}
 	if err := os.WriteFile(filepath.Join(n.dir, confName), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("redlocktest: write config: %w", err)
 	}
@@ -447,6 +454,7 @@ type nodeConfig struct {
 	aof      bool
 	password string
 	cluster  bool // a Redis Cluster node
+	tls      *TLS // a TLS port beside the plaintext one, when set
 	extra    []string
 }
 

@@ -259,7 +259,8 @@ func TestWaitRedisClusterOnIndependentNodes(t *testing.T) {
 func TestRedisClusterReplicasAndFailover(t *testing.T) {
 	t.Parallel()
 	begin := time.Now()
-	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, ClusterReplicas: 1})
+	// Unmarked: no restart markers beside the test's key.
+	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, ClusterReplicas: 1, Unmarked: true})
 	t.Logf("3 masters with a replica each formed in %v", time.Since(begin).Round(time.Millisecond))
 	nodes := c.Nodes()
 	if len(nodes) != 6 {

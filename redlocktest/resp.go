@@ -42,26 +42,38 @@ func do(ctx context.Context, addr, password string, args []string) (string, erro
 	if len(args) == 0 {
 		return "", errors.New("redlocktest: Do: no command")
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, r, err := dial(ctx, addr, password)
 	if err != nil {
-		return "", fmt.Errorf("redlocktest: %s: %w", addr, err)
+		return "", err
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-
-	r := bufio.NewReader(conn)
-	if password != "" {
-		if _, err := roundTrip(conn, r, "AUTH", password); err != nil {
-			return "", commandError(ctx, addr, "AUTH", err)
-		}
-	}
 	reply, err := roundTrip(conn, r, args...)
 	if err != nil && !errors.Is(err, ErrNil) {
 		return "", commandError(ctx, addr, args[0], err)
 	}
 	return reply, err
+}
+
+// dial connects to addr, and sends AUTH when password is set, within ctx.
+func dial(ctx context.Context, addr, password string) (net.Conn, *bufio.Reader, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redlocktest: %s: %w", addr, err)
+	}
+	r := bufio.NewReader(conn)
+	if password == "" {
+		return conn, r, nil
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := roundTrip(conn, r, "AUTH", password); err != nil {
+		conn.Close()
+		return nil, nil, commandError(ctx, addr, "AUTH", err)
+	}
+	return conn, r, nil
 }
 
 // commandError wraps err from command cmd, and ctx's error if ctx is done

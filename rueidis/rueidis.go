@@ -32,6 +32,7 @@ package rueidis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"sort"
 	"strings"
@@ -62,6 +63,7 @@ type Conn struct {
 	owned   bool
 	cluster bool
 	tlsAddr string // the address a rediss:// URL names, for Dial's probe
+	tlsConf *tls.Config
 	// classicPubSub: the cluster refused SSUBSCRIBE as an unknown command
 	// (Redis before 7.0), so Listen subscribes by SUBSCRIBE there, as its
 	// nodes announce releases by PUBLISH.

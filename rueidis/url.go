@@ -16,6 +16,13 @@ import (
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
+// ErrTLS means a rediss:// node's TLS set-up is wrong: a file that its
+// tls_ca, tls_cert or tls_key parameter names cannot be used (Dial and
+// NewURL fail), or the node and the client do not accept each other's
+// certificates (Dial fails, naming the node). Errors that wrap it wrap
+// ErrInvalidURL too. It is the same value as goredis.ErrTLS.
+var ErrTLS = nodeurl.ErrTLS
+
 // ErrInvalidURL means a node URL could not be parsed, or names something
 // it cannot reach as written: Dial found the node refusing it (its
 // credentials, its database), say. It is the same value as
@@ -53,7 +60,10 @@ const sentinelRefreshInterval = 5 * time.Second
 // password where one is needed, a wrong one, a database that does not
 // exist, a cluster URL to a server outside cluster mode, anything but
 // PONG), be it one node of many, and a rediss:// node whose port answers
-// in plaintext, both wrapping ErrInvalidURL; two entries that reach one
+// in plaintext, both wrapping ErrInvalidURL; a rediss:// node whose TLS
+// handshake fails on a certificate (a CA that did not sign the server's,
+// an expired certificate, a client certificate missing or refused), with
+// ErrTLS and ErrInvalidURL; two entries that reach one
 // server under different names (localhost and 127.0.0.1, say: the same
 // run_id), or one Redis Cluster (a node id in common), with
 // redlock.ErrDuplicateNode. Errors never contain passwords; a malformed URL
@@ -63,7 +73,7 @@ const sentinelRefreshInterval = 5 * time.Second
 // the rueidis clients.
 func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.Client, error) {
 	newConn := func(raw string) (redlock.Conn, error) { return NewURL(raw) }
-	return nodecheck.Dial(ctx, urls, opts, newConn, plaintextBehindTLS)
+	return nodecheck.Dial(ctx, urls, opts, newConn, probeTLS)
 }
 
 // NewURL returns a Conn over a new rueidis client for one node URL, in the
@@ -85,8 +95,9 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.C
 //
 // Otherwise the URL names one server, which is never taken for a cluster.
 // Besides those, NewURL takes rueidis.ParseURL's parameters db,
-// dial_timeout, write_timeout, skip_verify, protocol and client_name, and
-// refuses any other. The client is set up for locking: no client-side
+// dial_timeout, write_timeout, skip_verify, protocol and client_name, the
+// TLS files of a rediss:// URL as goredis takes them (tls_ca, tls_cert,
+// tls_key: see the goredis package documentation), and refuses any other. The client is set up for locking: no client-side
 // retries (the algorithm retries itself, with fresh validity), no
 // client-side caching, and a connection whose replies stop coming is
 // dropped after a second. Errors wrap ErrInvalidURL and never contain a
@@ -96,19 +107,26 @@ func NewURL(raw string) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	stripped, files, err := nodeurl.SplitTLS(raw, u)
+	if err != nil {
+		return nil, err
+	}
 	f, err := formOf(u)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, nodeurl.Redact(raw), err)
 	}
-	opt, err := rueidis.ParseURL(raw)
+	opt, err := rueidis.ParseURL(stripped)
 	if err != nil {
 		return nil, nodeurl.Invalid(raw, u, err)
+	}
+	if err := files.Apply(raw, opt.TLSConfig); err != nil {
+		return nil, err
 	}
 	f.setUp(&opt, u)
 	setUpForLocking(&opt)
 	c := &Conn{name: f.name(opt, u), owned: true, cluster: f == clusterForm}
 	if f == serverForm && opt.TLSConfig != nil {
-		c.tlsAddr = opt.InitAddress[0]
+		c.tlsAddr, c.tlsConf = opt.InitAddress[0], opt.TLSConfig
 	}
 	c.connect = &connector{connect: func() (rueidis.Client, error) { return f.connect(opt) }}
 	return c, nil
@@ -126,7 +144,8 @@ const (
 // commonParams are the query parameters of rueidis.ParseURL that every form
 // takes. Its others are set for locking (max_retries, client_cache), or
 // named as goredis names them (master_set is master_name).
-var commonParams = []string{"db", "dial_timeout", "write_timeout", "skip_verify", "protocol", "client_name"}
+var commonParams = []string{"db", "dial_timeout", "write_timeout", "skip_verify", "protocol", "client_name",
+	nodeurl.ParamCA, nodeurl.ParamCert, nodeurl.ParamKey}
 
 // formParams are the query parameters of each form beyond commonParams.
 var formParams = map[form][]string{
@@ -224,13 +243,14 @@ func setUpForLocking(o *rueidis.ClientOption) {
 	}
 }
 
-// plaintextBehindTLS is Dial's probe of a node that did not answer PING
+// probeTLS is Dial's probe of a node that did not answer PING
 // (see nodecheck.Probe): for a Conn from a rediss:// URL naming one server,
-// it returns an error when the port answers in plaintext.
-func plaintextBehindTLS(conn redlock.Conn) error {
+// it returns an error when the port answers in plaintext, or when the TLS
+// handshake fails on a certificate.
+func probeTLS(conn redlock.Conn) error {
 	c, ok := conn.(*Conn)
 	if !ok || c.tlsAddr == "" {
 		return nil
 	}
-	return nodecheck.PlaintextBehindTLS(c.Name(), c.tlsAddr)
+	return nodecheck.ProbeTLS(c.Name(), c.tlsAddr, c.tlsConf)
 }

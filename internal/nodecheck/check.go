@@ -41,6 +41,9 @@ type verdict struct {
 //     cluster mode, anything but PONG): the error wraps
 //     nodeurl.ErrInvalidURL, with the node's name and its answer, however
 //     few such nodes there are: no retry fixes them;
+//   - a node's TLS handshake fails on a certificate (see
+//     nodeurl.IsTLSRefusal): the error wraps nodeurl.ErrInvalidURL and
+//     nodeurl.ErrTLS;
 //   - two entries reach one server under different names (the same
 //     run_id): the error wraps redlock.ErrDuplicateNode;
 //   - probe found a node's URL wrong.
@@ -88,6 +91,8 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 		return verdict{refused: fmt.Errorf("unexpected PING reply %v", v)}
 	case err != nil && isConfigError(err):
 		return verdict{refused: err}
+	case err != nil && nodeurl.IsTLSRefusal(err):
+		return verdict{refused: fmt.Errorf("%w: %w", nodeurl.ErrTLS, tlsRefusal(err))}
 	case err != nil:
 		down := verdict{down: err, took: time.Since(start)}
 		if probe != nil {

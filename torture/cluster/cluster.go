@@ -81,6 +81,8 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	tcOpts := redlocktest.Options{
+		// A new deployment, which the run marks ready as an operator does.
+		Unmarked:          true,
 		Nodes:             nodes,
 		AppendFsyncAlways: opts.AppendFsyncAlways,
 		Config:            opts.Config,

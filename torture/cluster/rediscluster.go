@@ -37,6 +37,7 @@ func newRedisCluster(ctx context.Context, opts Options) (*Cluster, error) {
 		replicas = 1
 	}
 	tc, err := redlocktest.New(ctx, redlocktest.Options{
+		Unmarked:          true, // the run marks them ready as an operator does
 		Nodes:             redisClusterMasters,
 		RedisCluster:      true,
 		ClusterReplicas:   replicas,

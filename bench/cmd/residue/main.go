@@ -73,7 +73,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.names < 1 || cfg.nodes < 1 || cfg.every <= 0 {
 		return errors.New("-names, -nodes and -every must be positive")
 	}
-	cluster, err := redlocktest.New(ctx, redlocktest.Options{Nodes: cfg.nodes})
+	cluster, err := redlocktest.New(ctx, redlocktest.Options{Nodes: cfg.nodes, Unmarked: true})
 	if err != nil {
 		return err
 	}

@@ -218,7 +218,11 @@ or unix:// URLs of independent masters; default %s. A URL with
 (addr=HOST:PORT for more of them, password= for the master's); one with
 ?cluster=1 names a Redis Cluster through its seed nodes (addr=HOST:PORT for
 more), all of it one node. A lock needs a majority of the nodes. Passwords
-are never printed.
+are never printed. rediss:// nodes take --tls-ca, --tls-cert and
+--tls-key (redis-cli's --cacert, --cert, --key; when absent,
+$%s, $%s and $%s): PEM files of the CA
+that signs the nodes' certificates, of a client certificate and of its
+key, which is never printed.
 
 Exit codes (each command's help lists its own):
   0      success; for run, the command's own exit status
@@ -238,7 +242,7 @@ JSON object on stdout whatever happens; a failure's is {"key", "error",
 one of conflict, lost, unavailable, recovering, interrupted, invalid or
 config. With --log-format json, what a command writes on stderr is JSON
 records, one a line: {"time", "level", "msg", "cmd", ...}.
-`, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
+`, envNodes, defaultNodes, envTLSCA, envTLSCert, envTLSKey, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
 }
 
 // writeHelp prints one command's help: usage, description, flags with their

@@ -11,7 +11,7 @@ import (
 // master: each row and finding names a master by its address and slots,
 // and the slots are unmarked until 'redlock init' marks them ready.
 func TestDoctor_redisClusterNode(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, Unmarked: true})
 	nodes := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
 	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitUnavailable, "doctor on a new Redis Cluster")
 	for _, n := range cluster.Nodes() {

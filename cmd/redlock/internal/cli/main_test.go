@@ -86,7 +86,7 @@ func (r result) decode(t *testing.T, v any) {
 // their restart quarantine is on until 'redlock init'.
 func newFreshCluster(t *testing.T, n int) *redlocktest.Cluster {
 	t.Helper()
-	return redlocktest.Start(t, redlocktest.Options{Nodes: n})
+	return redlocktest.Start(t, redlocktest.Options{Nodes: n, Unmarked: true})
 }
 
 // newCluster starts n redis-server nodes and marks them ready with

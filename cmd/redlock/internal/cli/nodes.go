@@ -61,6 +61,7 @@ type nodeFlags struct {
 	logFormat     logFormat
 	telemetry     observe.Config
 	started       *observe.Telemetry // the exporters dial started
+	tls           tlsFlags
 }
 
 // register adds the node flags to fs. withTTL adds --ttl, and withRetry
@@ -85,6 +86,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 			"longest random pause between attempts to acquire, a `duration` with its unit (200ms); "+
 				"pauses start at 10ms and double up to it")
 	}
+	n.tls.register(fs)
 	fs.IntVar(&n.waitReplicas, "wait-replicas", 0,
 		"count a node's grant or extension only once this many of its replicas confirmed it (WAIT), "+
 			"so that a failover hands the locks over; 0 to not wait")
@@ -110,7 +112,8 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 }
 
 // urls returns the node URLs from --nodes, else REDLOCK_NODES, else the
-// default. An empty list, or an empty entry in it, is an error: a
+// default, with the TLS flags' files added to the rediss:// ones (see
+// tlsFlags.apply). An empty list, or an empty entry in it, is an error: a
 // mistyped variable must not fall back to another node list.
 func (n *nodeFlags) urls() ([]string, error) {
 	list, from := n.nodes, "--nodes"
@@ -134,7 +137,7 @@ func (n *nodeFlags) urls() ([]string, error) {
 		}
 		urls = append(urls, u)
 	}
-	return urls, nil
+	return n.tls.apply(n.fs, urls)
 }
 
 // options returns the client options the flags describe.

@@ -70,7 +70,7 @@ func wantShards(t *testing.T, cluster *redlocktest.Cluster, node doctor.Node) []
 // named by its address and slots, has every slot unmarked until the slots
 // are marked ready, and no finding speaks of the cluster as a whole.
 func TestAudit_redisClusterShards(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, Unmarked: true})
 	conns := []redlock.Conn{clusterConn(t, cluster)}
 	wantUnmarked(t, cluster, audit(t, conns, nil))
 	c, _ := client(t, conns, nil)

@@ -426,7 +426,7 @@ func TestAudit_replica(t *testing.T) {
 }
 
 func TestAudit_recovering(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Unmarked: true})
 	conns := goredisConns(t, cluster.Addrs())
 	serverMicros := func(n *redlocktest.Node) int64 {
 		v, err := n.Do(bg, "TIME")
