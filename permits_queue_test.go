@@ -59,16 +59,7 @@ func TestSemaphore_separateClientsServedInOrder(t *testing.T) {
 func TestSemaphore_aServedWaiterLeavesTheOtherPermitsQueues(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		holder := newClient(t, cluster, a, fast())
-		var held []*redlock.Lock
-		for range 2 {
-			l, err := holder.TryAcquire(bg, "pool", redlock.WithLimit(2))
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitForKey(t, cluster, l.WireKey(), l.Token())
-			held = append(held, l)
-		}
+		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, fast()), "pool", 2)
 		first, second := newClient(t, cluster, a, slowWaiter()), newClient(t, cluster, a, slowWaiter())
 		gotFirst := acquirePermitInBackground(t, first, "pool", 2)
 		awaitPermitQueues(t, cluster, "pool", 2, []string{first.ID()})
@@ -92,6 +83,22 @@ func TestSemaphore_aServedWaiterLeavesTheOtherPermitsQueues(t *testing.T) {
 			}
 		}
 	})
+}
+
+// holdEveryPermit takes every permit of name's limit with c, each once
+// every node holds it.
+func holdEveryPermit(t *testing.T, cluster *redlocktest.Cluster, c *redlock.Client, name string, limit int) []*redlock.Lock {
+	t.Helper()
+	var held []*redlock.Lock
+	for range limit {
+		l, err := c.TryAcquire(bg, name, redlock.WithLimit(limit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, cluster, l.WireKey(), l.Token())
+		held = append(held, l)
+	}
+	return held
 }
 
 // slowWaiter returns options under which only a release's wake-up serves a
@@ -144,16 +151,7 @@ func awaitPermitQueues(t *testing.T, cluster *redlocktest.Cluster, name string, 
 func TestSemaphore_aServedWaiterPassesItsTurnOn(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		holder := newClient(t, cluster, a, fast())
-		var held []*redlock.Lock
-		for range 2 {
-			l, err := holder.TryAcquire(bg, "pair", redlock.WithLimit(2))
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitForKey(t, cluster, l.WireKey(), l.Token())
-			held = append(held, l)
-		}
+		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, fast()), "pair", 2)
 		first, second := newClient(t, cluster, a, slowWaiter()), newClient(t, cluster, a, slowWaiter())
 		got := []chan *redlock.Lock{acquirePermitInBackground(t, first, "pair", 2)}
 		awaitPermitQueues(t, cluster, "pair", 2, []string{first.ID()})
