@@ -320,6 +320,7 @@ type handoff struct {
 	ctx       context.Context
 	key       string
 	ttl       time.Duration
+	owner     string
 	autoRenew bool
 	// Set by launch, before sent is closed.
 	attempt *attempt
@@ -345,8 +346,8 @@ func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, ha
 
 // newHandoff returns an attempt on key to offer to this client's release
 // of it, parked by wait.Turns.Take.
-func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) *handoff {
-	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, autoRenew: autoRenew}
+func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, owner string, autoRenew bool) *handoff {
+	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, owner: owner, autoRenew: autoRenew}
 }
 
 // launch sets up the offered attempt and the fan-out that will carry it,
@@ -355,7 +356,7 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 // key's queue, which the lock won here then owns (see Lock.queuedSince).
 func (h *handoff) launch(queuedSince string) {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl, nil, false)
+	h.attempt = c.newAttempt(h.key, h.ttl, h.owner, nil, false)
 	h.attempt.queuedSince = queuedSince
 	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }
