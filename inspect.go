@@ -54,6 +54,11 @@ type NodeState struct {
 	// RecoveringLeft is how long the node stays recovering, by its clock;
 	// the whole RecoveryDelay when it has no marker yet.
 	RecoveringLeft time.Duration
+	// Waiting is how many clients the node queues as waiting for the
+	// lock (see the package documentation, The algorithm): those whose
+	// attempt it refused in the last two seconds, and who have not taken
+	// the lock since.
+	Waiting int
 	// Err is why the node could not be read; the other fields are then zero.
 	Err error
 }
@@ -74,7 +79,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		return nil, err
 	}
 	marker, process := c.keys.MarkerKeys(onWire)
-	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process}
+	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire}
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
@@ -107,21 +112,21 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 }
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,
-// marker, microseconds left recovering or -1, restarted, readers}.
+// marker, microseconds left recovering or -1, restarted, readers, waiting}.
 type inspectReply struct {
-	holder, counter, marker string
-	pttl, left, restarted   int64
-	readers                 []string
+	holder, counter, marker        string
+	pttl, left, restarted, waiting int64
+	readers                        []string
 }
 
 // parseInspect checks the shape of the inspect script's reply.
 func parseInspect(v any) (inspectReply, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 7 {
-		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 7 elements): %v", v)
+	if !ok || len(a) != 8 {
+		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 8 elements): %v", v)
 	}
 	var r inspectReply
-	var oks [7]bool
+	var oks [8]bool
 	r.holder, oks[0] = a[0].(string)
 	r.pttl, oks[1] = a[1].(int64)
 	r.counter, oks[2] = a[2].(string)
@@ -129,6 +134,7 @@ func parseInspect(v any) (inspectReply, error) {
 	r.left, oks[4] = a[4].(int64)
 	r.restarted, oks[5] = a[5].(int64)
 	r.readers, oks[6] = stringsOf(a[6])
+	r.waiting, oks[7] = a[7].(int64)
 	for i, ok := range oks {
 		if !ok {
 			return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (element %d): %v", i+1, v)
@@ -163,7 +169,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	if r.left < 0 {
 		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", wire.MarkerKey, r.marker)
 	}
-	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1}
+	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1, Waiting: int(r.waiting)}
 	if r.holder != "" {
 		g := TokenGrant(r.holder)
 		s.Owner, s.Since = g.Owner, g.Since

@@ -168,6 +168,11 @@ func checkDeclaredOnly(t *testing.T, cluster bool) {
 			continue
 		case (name == "release" || name == "markReady" || name == "markerState") && cluster:
 			continue
+		case name == "listScan":
+			// Client.List's scan reads the keys SCAN returns, which no call
+			// can declare, a few bytes each, and writes nothing (see
+			// lua/list_scan.lua); TestList_redisCluster runs it on a cluster.
+			continue
 		}
 		if ran.count(name) == 0 {
 			t.Errorf("the %s script never ran: the test does not check it", name)

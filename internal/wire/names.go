@@ -332,3 +332,17 @@ func (l Layout) MarkerSets() [][]string {
 	}
 	return sets
 }
+
+// ScanPattern returns the MATCH pattern of a SCAN for the keys that begin
+// with prefix: prefix with Redis's glob characters escaped, then "*".
+func ScanPattern(prefix string) string {
+	var b strings.Builder
+	for _, r := range prefix {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('*')
+	return b.String()
+}

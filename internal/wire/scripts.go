@@ -79,6 +79,8 @@ var (
 	markReadySource string
 	//go:embed lua/batch.lua
 	batchSource string
+	//go:embed lua/list_scan.lua
+	listScanSource string
 )
 
 // The functions of lua/.
@@ -114,7 +116,8 @@ var (
 	asCheckedFunc      = &luaFunction{name: "asChecked", source: asCheckedSource}
 	markReadyFunc      = &luaFunction{name: "markReady", source: markReadySource,
 		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, asCheckedFunc}}
-	batchFunc = &luaFunction{name: "batch", source: batchSource}
+	batchFunc    = &luaFunction{name: "batch", source: batchSource}
+	listScanFunc = &luaFunction{name: "listScan", source: listScanSource}
 )
 
 // Script is a Lua script with its SHA1, sent by EVALSHA.
@@ -157,6 +160,9 @@ var (
 	// ShardedReleaseScript is ReleaseScript on a Redis Cluster node: it
 	// announces by SPUBLISH (see Layout.ReleaseChannel).
 	ShardedReleaseScript = newScript(shardedReleaseFunc)
+	// ListScanScript takes one step of a listing's SCAN of a node; it is
+	// sent by itself, never in a batch.
+	ListScanScript = newScript(listScanFunc)
 
 	// BatchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
@@ -237,7 +243,7 @@ func definitions(fns ...*luaFunction) string {
 
 // Scripts are all the library's scripts, the batch script last.
 var Scripts = []*Script{AcquireScript, QueuedAcquireScript, AcquireSharedScript, ReleaseScript, ShardedReleaseScript,
-	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, BatchScript}
+	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, BatchScript}
 
 // Name returns the name of the function of lua/ that the script runs, or
 // "batch" for the batch script.
