@@ -54,7 +54,7 @@ type command struct {
 // commands lists the sub-commands in the order the help shows them.
 func commands() []*command {
 	return []*command{runCommand(), acquireCommand(), extendCommand(), releaseCommand(),
-		inspectCommand(), doctorCommand(), initCommand(), demoCommand()}
+		inspectCommand(), listCommand(), doctorCommand(), initCommand(), demoCommand()}
 }
 
 func lookup(name string) *command {
