@@ -174,7 +174,7 @@ type NodeResult struct {
 // node's outcome. It wraps one of the sentinel errors, and the context's error
 // when the caller's context ended, so errors.Is works for both.
 type QuorumError struct {
-	Op       string        // "acquire", "extend", "release" or "mark ready"
+	Op       string        // "acquire", "extend", "release", "force release" or "mark ready"
 	Key      string        // the lock key, with any prefix
 	OK       int           // nodes that answered OutcomeOK
 	Quorum   int           // nodes needed
@@ -234,7 +234,7 @@ func (e *QuorumError) verb() string {
 	switch e.Op {
 	case "extend":
 		return "extended"
-	case "release":
+	case "release", "force release":
 		return "released"
 	case "mark ready":
 		return "marked ready"

@@ -59,6 +59,13 @@ type NodeState struct {
 	// attempt it refused in the last two seconds, and who have not taken
 	// the lock since.
 	Waiting int
+	// ForcedBy is who last forced the lock free on the node
+	// (Client.ForceRelease), at ForcedAt by the forcing client's clock,
+	// taking it from the holders whose tokens are ForcedTokens; "", zero
+	// and nil when nobody did since the holder's lock would have expired.
+	ForcedBy     string
+	ForcedAt     time.Time
+	ForcedTokens []string
 	// Err is why the node could not be read; the other fields are then zero.
 	Err error
 }
@@ -78,8 +85,13 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.inspect(ctx, onWire), nil
+}
+
+// inspect is Inspect of the lock key onWire, a valid key on the wire.
+func (c *Client) inspect(ctx context.Context, onWire string) []NodeState {
 	marker, process := c.keys.MarkerKeys(onWire)
-	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire}
+	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire, c.keys.ForcedKey(onWire)}
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
@@ -108,25 +120,26 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		}
 		states[i].Node = r.Node
 	}
-	return states, nil
+	return states
 }
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,
-// marker, microseconds left recovering or -1, restarted, readers, waiting}.
+// marker, microseconds left recovering or -1, restarted, readers, waiting,
+// forced record}.
 type inspectReply struct {
-	holder, counter, marker        string
-	pttl, left, restarted, waiting int64
-	readers                        []string
+	holder, counter, marker, forced string
+	pttl, left, restarted, waiting  int64
+	readers                         []string
 }
 
 // parseInspect checks the shape of the inspect script's reply.
 func parseInspect(v any) (inspectReply, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 8 {
-		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 8 elements): %v", v)
+	if !ok || len(a) != 9 {
+		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 9 elements): %v", v)
 	}
 	var r inspectReply
-	var oks [8]bool
+	var oks [9]bool
 	r.holder, oks[0] = a[0].(string)
 	r.pttl, oks[1] = a[1].(int64)
 	r.counter, oks[2] = a[2].(string)
@@ -135,6 +148,7 @@ func parseInspect(v any) (inspectReply, error) {
 	r.restarted, oks[5] = a[5].(int64)
 	r.readers, oks[6] = stringsOf(a[6])
 	r.waiting, oks[7] = a[7].(int64)
+	r.forced, oks[8] = a[8].(string)
 	for i, ok := range oks {
 		if !ok {
 			return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (element %d): %v", i+1, v)
@@ -177,6 +191,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	for _, token := range r.readers {
 		s.ReaderGrants = append(s.ReaderGrants, TokenGrant(token))
 	}
+	s.ForcedBy, s.ForcedAt, s.ForcedTokens = parseForced(r.forced)
 	switch {
 	case r.pttl >= 0:
 		s.TTL = time.Duration(r.pttl) * time.Millisecond

@@ -80,6 +80,10 @@ func QueueKeys(key string) (queue, deadlines string) {
 // for long.
 const QueueLasts = 2 * time.Second
 
+// ForcedPrefix starts the name of the record that a lock forced free by an
+// operator leaves (see Layout.ForcedKey); lock keys must not begin with it.
+const ForcedPrefix = "redlock:forced:"
+
 // Layout names the keys the library keeps beside a lock key on the nodes
 // (see above). Over independent servers they are fixed names, and the
 // key's name with a prefix. When a node is a Redis Cluster, a script may
@@ -107,6 +111,17 @@ func (l Layout) Tag(key string) string {
 // FenceKey returns the name of key's fencing counter.
 func (l Layout) FenceKey(key string) string {
 	return FencePrefix + l.Tag(key) + key
+}
+
+// ForcedKey returns the name of the record that Client.ForceRelease leaves
+// on a node where it took key from its holder: "redlock:forced:" + tag +
+// key, holding who forced it, when (the caller's clock in microseconds)
+// and the tokens taken, separated by spaces. It expires when the lock
+// would have, so that a holder that renews learns, at its next
+// extension, that an operator took the lock over, and nothing stays
+// longer than the lock did.
+func (l Layout) ForcedKey(key string) string {
+	return ForcedPrefix + l.Tag(key) + key
 }
 
 // MarkerKeys returns the names of the restart marker and its process key
@@ -310,7 +325,7 @@ const SlotCount = hashslot.Count
 // Reserved reports whether key is, or begins like, one of the keys the
 // library keeps beside the locks, which no lock key may be.
 func Reserved(key string) bool {
-	for _, prefix := range []string{MarkerKey, ProcessKey, FencePrefix, QueuePrefix, QueueDeadlinePrefix} {
+	for _, prefix := range []string{MarkerKey, ProcessKey, FencePrefix, QueuePrefix, QueueDeadlinePrefix, ForcedPrefix} {
 		if strings.HasPrefix(key, prefix) {
 			return true
 		}

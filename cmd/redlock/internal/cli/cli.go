@@ -227,6 +227,7 @@ Exit codes (each command's help lists its own):
   %-5d  too few nodes answered, or nodes are recovering: nothing was decided
   %-5d  the lock is held by another holder (run: see --conflict-exit-code)
   %-5d  the lock was lost, or this token no longer holds it
+  %-5d  an operator forced the lock free (release --force): stop using it
   %-5d  bad node list: an invalid URL, a node given twice, credentials refused;
          or --metrics-addr cannot listen (a port in use): nothing runs
   126    run: the command could not be started; 127: it was not found
@@ -238,7 +239,7 @@ JSON object on stdout whatever happens; a failure's is {"key", "error",
 one of conflict, lost, unavailable, recovering, interrupted, invalid or
 config. With --log-format json, what a command writes on stderr is JSON
 records, one a line: {"time", "level", "msg", "cmd", ...}.
-`, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
+`, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitTakenOver, exitConfig)
 }
 
 // writeHelp prints one command's help: usage, description, flags with their

@@ -165,6 +165,7 @@ Examples:
 			docUnavailable,
 			{code(exitConflict), "not acquired: held by another holder, or readers, or, for --shared, a writer is waiting (--conflict-exit-code)"},
 			{code(exitLockLost), "the lock was lost while the command ran; the command was stopped"},
+			docTakenOver,
 			docConfig,
 			{code(exitCannotExecute), "the command could not be started"},
 			{code(exitNotFound), "the command was not found"},
@@ -251,6 +252,9 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	c.release(s, held, name)
 	if lost != nil {
 		sayf(s.stderr, slog.LevelError, "run", "the command exited with status %d after the lock was lost", status)
+		if errors.Is(lost, redlock.ErrTakenOver) {
+			return exitTakenOver
+		}
 		return exitLockLost
 	}
 	return status
