@@ -85,11 +85,12 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.inspect(ctx, onWire), nil
+	return c.inspect(ctx, onWire, c.operatorTimeout()), nil
 }
 
-// inspect is Inspect of the lock key onWire, a valid key on the wire.
-func (c *Client) inspect(ctx context.Context, onWire string) []NodeState {
+// inspect is Inspect of the lock key onWire, a valid key on the wire, with
+// timeout for each node's answer.
+func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) []NodeState {
 	marker, process := c.keys.MarkerKeys(onWire)
 	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire, c.keys.ForcedKey(onWire)}
 	args := []string{c.wire.recovery}
@@ -104,7 +105,7 @@ func (c *Client) inspect(ctx context.Context, onWire string) []NodeState {
 		decoded[node] = s
 		return nil, nil
 	})}
-	results, _ := c.fanout(ctx, c.operatorTimeout(), read, func(any) bool { return true }, func(int, int) bool { return false })
+	results, _ := c.fanout(ctx, timeout, read, func(any) bool { return true }, func(int, int) bool { return false })
 	c.observeNodes(ctx, nil, telemetry.OpInspect, results)
 	states := make([]NodeState, len(c.conns))
 	for i, r := range results {
@@ -116,7 +117,7 @@ func (c *Client) inspect(ctx context.Context, onWire string) []NodeState {
 		case ctx.Err() != nil:
 			states[i].Err = fmt.Errorf("no answer: %w", ctx.Err())
 		default:
-			states[i].Err = fmt.Errorf("no answer within %s", c.operatorTimeout())
+			states[i].Err = fmt.Errorf("no answer within %s", timeout)
 		}
 		states[i].Node = r.Node
 	}

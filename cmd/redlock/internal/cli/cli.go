@@ -54,7 +54,7 @@ type command struct {
 // commands lists the sub-commands in the order the help shows them.
 func commands() []*command {
 	return []*command{runCommand(), acquireCommand(), extendCommand(), releaseCommand(),
-		inspectCommand(), listCommand(), doctorCommand(), initCommand(), demoCommand()}
+		inspectCommand(), listCommand(), checkCommand(), doctorCommand(), initCommand(), demoCommand()}
 }
 
 func lookup(name string) *command {
@@ -233,11 +233,11 @@ Exit codes (each command's help lists its own):
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
 
-With --json, acquire, extend, release, inspect and doctor print exactly one
-JSON object on stdout whatever happens; a failure's is {"key", "error",
-"reason", "exit_code", "nodes"} ("keys" too, of several keys), its reason
-one of conflict, lost, unavailable, recovering, interrupted, invalid or
-config. With --log-format json, what a command writes on stderr is JSON
+With --json, acquire, extend, release, inspect, list, check and doctor
+print exactly one JSON object on stdout whatever happens; a failure's is
+{"key", "error", "reason", "exit_code", "nodes"} ("keys" too, of several
+keys), its reason one of conflict, lost, taken_over, unavailable,
+recovering, interrupted, invalid or config. With --log-format json, what a command writes on stderr is JSON
 records, one a line: {"time", "level", "msg", "cmd", ...}.
 `, envNodes, defaultNodes, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitTakenOver, exitConfig)
 }

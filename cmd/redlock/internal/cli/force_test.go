@@ -42,6 +42,10 @@ func TestRelease_force(t *testing.T) {
 	if !strings.HasPrefix(text, "forced k free, held by script since ") {
 		t.Errorf("release --force:\n%s", text)
 	}
+	text = cli(t, "inspect", "--nodes", nodes, "k").expect(t, exitOK, "inspect after release --force").stdout
+	if !strings.Contains(text, "\nforced free by ") || !strings.Contains(text, ", from "+lock.Token+"\n") {
+		t.Errorf("inspect after release --force:\n%s", text)
+	}
 	cli(t, "extend", "--nodes", nodes, "k", lock.Token).expect(t, exitTakenOver, "extend of a forced token")
 	r := cli(t, "release", "--nodes", nodes, "k", lock.Token).expect(t, exitTakenOver, "release of a forced token")
 	if !strings.Contains(r.stderr, "taken over by an operator") {

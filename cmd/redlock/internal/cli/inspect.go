@@ -28,10 +28,14 @@ by 3 readers"), each with its owner and since when.
 
 Output: a table with one row per node, its HOLDER a token or "N readers";
 when readers hold KEY, a list of their tokens and how many nodes each is
-on; then the verdict. With --json one object: {"key", "quorum", "holder",
+on; "forced free by WHO at TIME, from TOKEN" when an operator forced it
+free (release --force) and the record stands (until the lock would have
+expired); then the verdict. With --json one object: {"key", "quorum", "holder",
 "owner", "since", "age_ms", "readers", "reader_grants", "nodes": [{"node",
 "holder", "owner", "since", "readers", "reader_grants", "ttl_ms", "fence",
-"recovering", "recovering_left_ms", "no_marker", "error"}]}. "owner" and
+"recovering", "recovering_left_ms", "no_marker", "forced_by",
+"forced_at", "error"}]}; "forced_by" and "forced_at", when an operator
+forced the lock free (release --force) since, say who and when. "owner" and
 "since" (RFC 3339, UTC) are "" for a token that does not carry them
 (another library's); "reader_grants" are [{"token", "owner", "since",
 "age_ms"}], one per token in "readers". "holder" is ""
@@ -77,6 +81,8 @@ type nodeStateJSON struct {
 	Recovering       bool        `json:"recovering"`
 	RecoveringLeftMs int64       `json:"recovering_left_ms"`
 	NoMarker         bool        `json:"no_marker"`
+	ForcedBy         string      `json:"forced_by,omitempty"` // who last forced the lock free there (release --force)
+	ForcedAt         string      `json:"forced_at,omitempty"`
 	Error            string      `json:"error,omitempty"`
 }
 
@@ -173,6 +179,7 @@ func writeLock(w io.Writer, key string, states []redlock.NodeState) {
 	holder, holding, answered := verdict(states, quorum)
 	writeStates(w, key, states)
 	writeReaders(w, states)
+	writeForced(w, states)
 	readers := sharedBy(states, quorum)
 	switch {
 	case answered < quorum:
@@ -202,7 +209,8 @@ func lockStateJSON(key string, quorum int, holder string, states []redlock.NodeS
 	for _, st := range states {
 		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, Owner: st.Owner, Since: sinceText(st.Since),
 			Readers: append([]string{}, st.Readers...), ReaderGrants: grantsJSON(st.Readers), TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
-			Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker}
+			Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker,
+			ForcedBy: st.ForcedBy, ForcedAt: sinceText(st.ForcedAt)}
 		if st.TTL < 0 {
 			n.TTLMs = -1
 		}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -86,4 +88,16 @@ func sinceColumn(token string) string {
 		return sinceText(g.Since)
 	}
 	return "-"
+}
+
+// writeForced says, for inspect, who forced the lock free (release
+// --force) and when, by the first node that keeps the record; nothing
+// when none does.
+func writeForced(w io.Writer, states []redlock.NodeState) {
+	for _, st := range states {
+		if st.Err == nil && st.ForcedBy != "" {
+			fmt.Fprintf(w, "forced free by %s at %s, from %s\n", st.ForcedBy, sinceText(st.ForcedAt), strings.Join(st.ForcedTokens, ", "))
+			return
+		}
+	}
 }
