@@ -81,6 +81,22 @@
 // watches and releases them together: Until is the earliest deadline, and
 // Done closes as soon as one lock is lost or released.
 //
+// # Operating the locks
+//
+// Every grant names its holder: Options.Owner, or WithOwner per call (by
+// default "host:pid"), and the time the grant began travel in the lock's
+// token, the plain string the lock key holds, at no extra key or command.
+// Inspect shows them per node (NodeState.Owner, Since, ReaderGrants);
+// List walks the nodes' keys with SCAN, a few hundred at a time, and
+// returns the locks held under a prefix, merged over the nodes, with
+// their holders, TTL and waiting clients. ForceRelease frees a stuck lock
+// without its token and wakes its waiters; its holder learns it at its
+// next extension (ErrTakenOver). Check and CheckFence are Chubby's
+// sequencer check: whether a token, or a fencing token, is still the
+// holder's on a quorum, for a resource server that can reach the nodes;
+// the answer may be stale by the check's own duration and the resource's
+// delay in acting on it (see Client.Check).
+//
 // # The algorithm
 //
 // An acquisition runs, on every node at once, one script that does SET key

@@ -73,6 +73,10 @@ var (
 	// that lost its data may have forgotten a lock that the others still
 	// hold. The error names the nodes.
 	ErrNotBrandNew = errors.New("redlock: not a brand-new deployment")
+	// ErrInvalidOwner means an owner (Options.Owner, WithOwner) cannot go
+	// in a lock's token: it is empty, longer than MaxOwnerBytes, or holds a
+	// byte outside printable ASCII or a space.
+	ErrInvalidOwner = errors.New("redlock: invalid owner")
 )
 
 // ErrNilContext means a call was given a nil context. Lock.Release and
@@ -170,7 +174,7 @@ type NodeResult struct {
 // node's outcome. It wraps one of the sentinel errors, and the context's error
 // when the caller's context ended, so errors.Is works for both.
 type QuorumError struct {
-	Op       string        // "acquire", "extend", "release" or "mark ready"
+	Op       string        // "acquire", "extend", "release", "force release" or "mark ready"
 	Key      string        // the lock key, with any prefix
 	OK       int           // nodes that answered OutcomeOK
 	Quorum   int           // nodes needed
@@ -230,7 +234,7 @@ func (e *QuorumError) verb() string {
 	switch e.Op {
 	case "extend":
 		return "extended"
-	case "release":
+	case "release", "force release":
 		return "released"
 	case "mark ready":
 		return "marked ready"

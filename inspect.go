@@ -19,9 +19,18 @@ type NodeState struct {
 	// Holder is the token in the lock key, "" when the key is absent. A
 	// token this library did not write (redsync, node-redlock) shows as is.
 	Holder string
+	// Owner and Since are what Holder's token says of its grant (see
+	// TokenGrant): who holds the lock (Options.Owner, WithOwner) and since
+	// when, by the holder's clock; "" and zero when nobody holds it, or
+	// the token does not say (another library's).
+	Owner string
+	Since time.Time
 	// Readers are the tokens of the readers that hold the lock shared
 	// (WithShared), nil when none does; Holder is then "".
 	Readers []string
+	// ReaderGrants are what each of Readers says of its grant, in the same
+	// order: each reader's owner and since when it holds the lock.
+	ReaderGrants []Grant
 	// TTL is the lock key's remaining time to live: 0 when the key is
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
@@ -45,6 +54,18 @@ type NodeState struct {
 	// RecoveringLeft is how long the node stays recovering, by its clock;
 	// the whole RecoveryDelay when it has no marker yet.
 	RecoveringLeft time.Duration
+	// Waiting is how many clients the node queues as waiting for the
+	// lock (see the package documentation, The algorithm): those whose
+	// attempt it refused in the last two seconds, and who have not taken
+	// the lock since.
+	Waiting int
+	// ForcedBy is who last forced the lock free on the node
+	// (Client.ForceRelease), at ForcedAt by the forcing client's clock,
+	// taking it from the holders whose tokens are ForcedTokens; "", zero
+	// and nil when nobody did since the holder's lock would have expired.
+	ForcedBy     string
+	ForcedAt     time.Time
+	ForcedTokens []string
 	// Err is why the node could not be read; the other fields are then zero.
 	Err error
 }
@@ -64,8 +85,14 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.inspect(ctx, onWire, c.operatorTimeout()), nil
+}
+
+// inspect is Inspect of the lock key onWire, a valid key on the wire, with
+// timeout for each node's answer.
+func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) []NodeState {
 	marker, process := c.keys.MarkerKeys(onWire)
-	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process}
+	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire, c.keys.ForcedKey(onWire)}
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
@@ -78,7 +105,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		decoded[node] = s
 		return nil, nil
 	})}
-	results, _ := c.fanout(ctx, c.operatorTimeout(), read, func(any) bool { return true }, func(int, int) bool { return false })
+	results, _ := c.fanout(ctx, timeout, read, func(any) bool { return true }, func(int, int) bool { return false })
 	c.observeNodes(ctx, nil, telemetry.OpInspect, results)
 	states := make([]NodeState, len(c.conns))
 	for i, r := range results {
@@ -90,29 +117,30 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 		case ctx.Err() != nil:
 			states[i].Err = fmt.Errorf("no answer: %w", ctx.Err())
 		default:
-			states[i].Err = fmt.Errorf("no answer within %s", c.operatorTimeout())
+			states[i].Err = fmt.Errorf("no answer within %s", timeout)
 		}
 		states[i].Node = r.Node
 	}
-	return states, nil
+	return states
 }
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,
-// marker, microseconds left recovering or -1, restarted, readers}.
+// marker, microseconds left recovering or -1, restarted, readers, waiting,
+// forced record}.
 type inspectReply struct {
-	holder, counter, marker string
-	pttl, left, restarted   int64
-	readers                 []string
+	holder, counter, marker, forced string
+	pttl, left, restarted, waiting  int64
+	readers                         []string
 }
 
 // parseInspect checks the shape of the inspect script's reply.
 func parseInspect(v any) (inspectReply, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 7 {
-		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 7 elements): %v", v)
+	if !ok || len(a) != 9 {
+		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 9 elements): %v", v)
 	}
 	var r inspectReply
-	var oks [7]bool
+	var oks [9]bool
 	r.holder, oks[0] = a[0].(string)
 	r.pttl, oks[1] = a[1].(int64)
 	r.counter, oks[2] = a[2].(string)
@@ -120,6 +148,8 @@ func parseInspect(v any) (inspectReply, error) {
 	r.left, oks[4] = a[4].(int64)
 	r.restarted, oks[5] = a[5].(int64)
 	r.readers, oks[6] = stringsOf(a[6])
+	r.waiting, oks[7] = a[7].(int64)
+	r.forced, oks[8] = a[8].(string)
 	for i, ok := range oks {
 		if !ok {
 			return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (element %d): %v", i+1, v)
@@ -154,7 +184,15 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	if r.left < 0 {
 		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", wire.MarkerKey, r.marker)
 	}
-	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1}
+	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1, Waiting: int(r.waiting)}
+	if r.holder != "" {
+		g := TokenGrant(r.holder)
+		s.Owner, s.Since = g.Owner, g.Since
+	}
+	for _, token := range r.readers {
+		s.ReaderGrants = append(s.ReaderGrants, TokenGrant(token))
+	}
+	s.ForcedBy, s.ForcedAt, s.ForcedTokens = parseForced(r.forced)
 	switch {
 	case r.pttl >= 0:
 		s.TTL = time.Duration(r.pttl) * time.Millisecond

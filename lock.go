@@ -223,6 +223,10 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	start := time.Now()
 	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
 	c.observeNodes(ctx, call, telemetry.OpExtend, results)
+	var forced error
+	if goneOnMajority(results, c.quorum) {
+		forced = c.forcedFree(ctx, l.key, l.token, ttl)
+	}
 	until := start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 
@@ -243,7 +247,7 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	if ctx.Err() != nil {
 		qe.Cause = ctx.Err()
 	}
-	l.extendFailedLocked(qe)
+	l.extendFailedLocked(qe, forced)
 	return qe
 }
 
@@ -263,17 +267,15 @@ func (l *Lock) extendable() error {
 }
 
 // extendFailedLocked declares the lock lost when a majority of nodes no
-// longer hold its token, after the failed extension qe.
-func (l *Lock) extendFailedLocked(qe *QuorumError) {
-	held := 0
-	for _, r := range qe.Nodes {
-		if r.Outcome == OutcomeHeld {
-			held++
-		}
-	}
-	if held > len(qe.Nodes)-qe.Quorum {
+// longer hold its token, after the failed extension qe: taken over by an
+// operator when forced is not nil (see Client.forcedFree).
+func (l *Lock) extendFailedLocked(qe *QuorumError, forced error) {
+	if goneOnMajority(qe.Nodes, qe.Quorum) {
 		// A majority no longer holds our token: the lock is gone.
 		qe.Err = ErrLockLost
+		if forced != nil {
+			qe.Err = forced
+		}
 		l.endLocked(qe)
 	} else {
 		l.checkDeadlineLocked()

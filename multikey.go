@@ -145,6 +145,9 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 	if err := c.checkLockTTL(cfg.ttl); err != nil {
 		return nil, err
 	}
+	if err := checkCallOwner(cfg.owner); err != nil {
+		return nil, err
+	}
 	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
 	return &multiAcquisition{c: c, ctx: ctx, keys: keys, cfg: cfg, wake: wait.NoWakeup, stopListening: func() {}}, nil
 }
@@ -228,9 +231,9 @@ func (m *multiAcquisition) try() (*Locks, error) {
 	// released.
 	forEach(n, func(i int) {
 		if m.cfg.shared {
-			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, false)
+			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.owner, false)
 		} else {
-			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, false, m.place(i))
+			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.owner, false, m.place(i))
 		}
 	})
 	var refused []string

@@ -321,6 +321,7 @@ type handoff struct {
 	ctx       context.Context
 	key       string
 	ttl       time.Duration
+	owner     string
 	autoRenew bool
 	// Set by launch, before sent is closed.
 	attempt *attempt
@@ -346,8 +347,8 @@ func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, ha
 
 // newHandoff returns an attempt on key to offer to this client's release
 // of it, parked by wait.Turns.Take.
-func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) *handoff {
-	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, autoRenew: autoRenew}
+func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, owner string, autoRenew bool) *handoff {
+	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, owner: owner, autoRenew: autoRenew}
 }
 
 // launch sets up the offered attempt and the fan-out that will carry it,
@@ -356,7 +357,7 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 // key's queue, which the lock won here then owns (see Lock.queuedSince).
 func (h *handoff) launch(queuedSince string) {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl, nil, false)
+	h.attempt = c.newAttempt(h.key, h.ttl, h.owner, nil, false)
 	h.attempt.queuedSince = queuedSince
 	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }
@@ -401,7 +402,7 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 func (c *Client) leaveQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
 	ctx = nodes.Uncancelled(ctx)
 	forEach(len(keys), func(i int) {
-		token, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, "", false)
+		token, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, c.opts.Owner, "", false)
 		req := announcedReleaser(keys[i], token, c.id, since, c.keys)
 		c.fanout(ctx, c.nodeTimeout(ttl), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(c.conns) })
 	})

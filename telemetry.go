@@ -221,7 +221,9 @@ func (l *Lock) observeEnd(err error) {
 	}
 	reason := telemetry.DeadlinePassed
 	limit := l.client.opts.MaxExtensions
-	if qe := (*QuorumError)(nil); errors.As(err, &qe) {
+	if errors.Is(err, ErrTakenOver) {
+		reason = telemetry.ForcedFree
+	} else if qe := (*QuorumError)(nil); errors.As(err, &qe) {
 		reason = telemetry.TakenOver
 	} else if l.renewal != nil && (limit == 0 || l.extensions < limit) {
 		reason = telemetry.RenewalFailed

@@ -247,10 +247,13 @@ const (
 	// loss margin (the holder stopped extending, or renewal reached
 	// MaxExtensions).
 	DeadlinePassed
+	// ForcedFree: an extension found the lock forced free by an operator
+	// (Client.ForceRelease).
+	ForcedFree
 	reasonCount
 )
 
-var reasonNames = [reasonCount]string{"renewal_failed", "taken_over", "deadline_passed"}
+var reasonNames = [reasonCount]string{"renewal_failed", "taken_over", "deadline_passed", "forced_by_operator"}
 
 // String returns the reason's attribute value.
 func (r Reason) String() string { return reasonNames[r] }

@@ -61,6 +61,8 @@ var (
 	publishSource string
 	//go:embed lua/leave_queue.lua
 	leaveQueueSource string
+	//go:embed lua/announce.lua
+	announceSource string
 	//go:embed lua/release.lua
 	releaseSource string
 	//go:embed lua/sharded_release.lua
@@ -79,6 +81,12 @@ var (
 	markReadySource string
 	//go:embed lua/batch.lua
 	batchSource string
+	//go:embed lua/list_scan.lua
+	listScanSource string
+	//go:embed lua/force_release.lua
+	forceReleaseSource string
+	//go:embed lua/sharded_force_release.lua
+	shardedForceReleaseSource string
 )
 
 // The functions of lua/.
@@ -104,8 +112,9 @@ var (
 	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
 	publishFunc       = &luaFunction{name: "publish", source: publishSource}
 	leaveQueueFunc    = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
+	announceFunc      = &luaFunction{name: "sendAnnouncement", source: announceSource}
 	releaseFunc       = &luaFunction{name: "release", source: releaseSource,
-		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc}}
+		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, announceFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}
@@ -114,7 +123,11 @@ var (
 	asCheckedFunc      = &luaFunction{name: "asChecked", source: asCheckedSource}
 	markReadyFunc      = &luaFunction{name: "markReady", source: markReadySource,
 		calls: []*luaFunction{processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, asCheckedFunc}}
-	batchFunc = &luaFunction{name: "batch", source: batchSource}
+	batchFunc        = &luaFunction{name: "batch", source: batchSource}
+	listScanFunc     = &luaFunction{name: "listScan", source: listScanSource}
+	forceReleaseFunc = &luaFunction{name: "forceRelease", source: forceReleaseSource,
+		calls: []*luaFunction{nextWaitersFunc, publishFunc, announceFunc}}
+	shardedForceReleaseFunc = &luaFunction{name: "shardedForceRelease", source: shardedForceReleaseSource, calls: []*luaFunction{forceReleaseFunc}}
 )
 
 // Script is a Lua script with its SHA1, sent by EVALSHA.
@@ -157,11 +170,19 @@ var (
 	// ShardedReleaseScript is ReleaseScript on a Redis Cluster node: it
 	// announces by SPUBLISH (see Layout.ReleaseChannel).
 	ShardedReleaseScript = newScript(shardedReleaseFunc)
+	// ListScanScript takes one step of a listing's SCAN of a node; it is
+	// sent by itself, never in a batch.
+	ListScanScript = newScript(listScanFunc)
+	// ForceReleaseScript frees a lock without its token (Client.ForceRelease).
+	ForceReleaseScript = newScript(forceReleaseFunc).withClusterVariant(ShardedForceReleaseScript)
+	// ShardedForceReleaseScript is ForceReleaseScript on a Redis Cluster
+	// node: it announces by SPUBLISH.
+	ShardedForceReleaseScript = newScript(shardedForceReleaseFunc)
 
 	// BatchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
 	BatchScript = newBatchScript(AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript,
-		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript)
+		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript)
 )
 
 // withClusterVariant sets the script to run instead of s on a Redis Cluster
@@ -237,7 +258,7 @@ func definitions(fns ...*luaFunction) string {
 
 // Scripts are all the library's scripts, the batch script last.
 var Scripts = []*Script{AcquireScript, QueuedAcquireScript, AcquireSharedScript, ReleaseScript, ShardedReleaseScript,
-	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, BatchScript}
+	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, BatchScript}
 
 // Name returns the name of the function of lua/ that the script runs, or
 // "batch" for the batch script.

@@ -4,10 +4,12 @@
 -- the table that the requests of one script call share (see acquire.lua).
 -- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock
 -- key); KEYS[k+3] restart marker ("redlock:marker"); KEYS[k+4] its process
--- key ("redlock:process").
+-- key ("redlock:process"); KEYS[k+5] the key's queue of waiting clients
+-- (see QueueKeys); KEYS[k+6] its forced record (see Layout.ForcedKey).
 -- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off.
 -- Returns {holder, lock PTTL in ms, counter, marker, left, restarted,
--- readers}, where an absent string is "", readers are the tokens of the
+-- readers, waiting, forced}, where waiting is the number of clients in the
+-- key's queue, forced the forced record, and where an absent string is "", readers are the tokens of the
 -- unexpired readers of a shared lock (see readers.lua), holder is "" when
 -- they hold it, left is the microseconds the node stays
 -- recovering (0 when it is not, the whole delay when it has no marker or
@@ -33,5 +35,7 @@ local function inspect(KEYS, ARGV, k, a, shared)
 		left or -1,
 		(restarted or afterRestart) and 1 or 0,
 		readers,
+		redis.call("ZCARD", KEYS[k + 5]),
+		redis.call("GET", KEYS[k + 6]) or "",
 	}
 end

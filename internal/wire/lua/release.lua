@@ -57,12 +57,8 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 		local channel = ARGV[a + 2] .. key
 		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
 		local message = ARGV[a + 1] .. names
-		local send = announce or publish
-		if names == "" and released == 1 then
-			send(channel, message)
-		end
-		for id in string.gmatch(names, "%S+") do
-			send(channel .. " " .. id, message)
+		if released == 1 or names ~= "" then
+			sendAnnouncement(announce or publish, channel, message, names)
 		end
 	end
 	return released

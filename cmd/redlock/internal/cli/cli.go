@@ -54,7 +54,7 @@ type command struct {
 // commands lists the sub-commands in the order the help shows them.
 func commands() []*command {
 	return []*command{runCommand(), acquireCommand(), extendCommand(), releaseCommand(),
-		inspectCommand(), doctorCommand(), initCommand(), demoCommand()}
+		inspectCommand(), listCommand(), checkCommand(), doctorCommand(), initCommand(), demoCommand()}
 }
 
 func lookup(name string) *command {
@@ -231,18 +231,19 @@ Exit codes (each command's help lists its own):
   %-5d  too few nodes answered, or nodes are recovering: nothing was decided
   %-5d  the lock is held by another holder (run: see --conflict-exit-code)
   %-5d  the lock was lost, or this token no longer holds it
+  %-5d  an operator forced the lock free (release --force): stop using it
   %-5d  bad node list: an invalid URL, a node given twice, credentials refused;
          or --metrics-addr cannot listen (a port in use): nothing runs
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
 
-With --json, acquire, extend, release, inspect and doctor print exactly one
-JSON object on stdout whatever happens; a failure's is {"key", "error",
-"reason", "exit_code", "nodes"} ("keys" too, of several keys), its reason
-one of conflict, lost, unavailable, recovering, interrupted, invalid or
-config. With --log-format json, what a command writes on stderr is JSON
+With --json, acquire, extend, release, inspect, list, check and doctor
+print exactly one JSON object on stdout whatever happens; a failure's is
+{"key", "error", "reason", "exit_code", "nodes"} ("keys" too, of several
+keys), its reason one of conflict, lost, taken_over, unavailable,
+recovering, interrupted, invalid or config. With --log-format json, what a command writes on stderr is JSON
 records, one a line: {"time", "level", "msg", "cmd", ...}.
-`, envNodes, defaultNodes, envTLSCA, envTLSCert, envTLSKey, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitConfig)
+`, envNodes, defaultNodes, envTLSCA, envTLSCert, envTLSKey, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitTakenOver, exitConfig)
 }
 
 // writeHelp prints one command's help: usage, description, flags with their

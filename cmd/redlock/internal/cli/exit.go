@@ -22,6 +22,10 @@ const (
 	exitConflict = 75
 	// exitLockLost: the lock was lost, or is no longer held by this token.
 	exitLockLost = 76
+	// exitTakenOver: the lock was forced free by an operator ('redlock
+	// release --force'), while the command ran or before this token was
+	// used: stop using it.
+	exitTakenOver = 77
 	// exitConfig (EX_CONFIG): the node list is wrong: a bad URL, a node
 	// given twice, credentials refused; or the metrics endpoint cannot
 	// listen where it is told to.
@@ -52,4 +56,5 @@ var (
 	docUnavailable = exitDoc{code(exitUnavailable), "too few nodes answered, or nodes are recovering: nothing was decided"}
 	docConfig      = exitDoc{code(exitConfig), "bad node list: an invalid URL, a node given twice, credentials refused, nodes that refuse locks (ACL, replica, wrong key type); or the metrics endpoint cannot listen (a port in use)"}
 	docInterrupted = exitDoc{"128+n", "interrupted by signal n while waiting (130 for Ctrl-C)"}
+	docTakenOver   = exitDoc{code(exitTakenOver), "an operator forced the lock free (release --force): stop using it"}
 )

@@ -118,6 +118,7 @@ type failure string
 const (
 	failConflict    failure = "conflict"    // held by another holder, or a writer waits
 	failLost        failure = "lost"        // this token no longer holds the lock
+	failTakenOver   failure = "taken_over"  // an operator forced the lock free
 	failUnavailable failure = "unavailable" // too few nodes answered
 	failRecovering  failure = "recovering"  // too few nodes vote yet
 	failInterrupted failure = "interrupted" // the wait was cancelled
@@ -125,16 +126,27 @@ const (
 	failConfig      failure = "config"      // nodes refuse for a reason no retry fixes
 )
 
+// sentinelFailures sort the errors that say by themselves what failed, in
+// order: the first that err matches decides.
+var sentinelFailures = []struct {
+	err error
+	f   failure
+}{
+	{redlock.ErrInvalidKey, failInvalid}, {redlock.ErrInvalidTTL, failInvalid}, {redlock.ErrInvalidOwner, failInvalid},
+	{redlock.ErrInvalidOptions, failConfig}, {redlock.ErrDuplicateNode, failConfig},
+	{redlock.ErrTakenOver, failTakenOver},
+	{redlock.ErrLockLost, failLost}, {redlock.ErrLockExpired, failLost}, {redlock.ErrNotHeld, failLost},
+}
+
 // classify sorts err, from an acquire, extend or release, into a failure.
 func classify(err error) failure {
+	for _, s := range sentinelFailures {
+		if errors.Is(err, s.err) {
+			return s.f
+		}
+	}
 	var qe *redlock.QuorumError
 	switch {
-	case errors.Is(err, redlock.ErrInvalidKey), errors.Is(err, redlock.ErrInvalidTTL):
-		return failInvalid
-	case errors.Is(err, redlock.ErrInvalidOptions), errors.Is(err, redlock.ErrDuplicateNode):
-		return failConfig
-	case errors.Is(err, redlock.ErrLockLost), errors.Is(err, redlock.ErrLockExpired), errors.Is(err, redlock.ErrNotHeld):
-		return failLost
 	case !errors.As(err, &qe):
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return failInterrupted
@@ -168,6 +180,8 @@ func exitFor(f failure) int {
 		return exitConflict
 	case failLost:
 		return exitLockLost
+	case failTakenOver:
+		return exitTakenOver
 	case failInterrupted:
 		return exitInterrupted
 	case failInvalid:
@@ -255,9 +269,9 @@ func failureLines(err error) (summary, hints []string) {
 	if classify(err) == failRecovering {
 		hints = append(hints, recoveringHint)
 	}
-	for _, why := range []error{errHeldByAnother, errHeldByReaders, errHeldByNobody} {
+	for _, why := range []error{errHeldByAnother, errHeldByReaders, errHeldByNobody, errForcedFree} {
 		if errors.Is(err, why) {
-			hints = append(hints, why.Error())
+			hints = append(hints, unprefixed(why.Error()))
 		}
 	}
 	return summary, hints

@@ -165,6 +165,7 @@ Examples:
 			docUnavailable,
 			{code(exitConflict), "not acquired: held by another holder, or readers, or, for --shared, a writer is waiting (--conflict-exit-code)"},
 			{code(exitLockLost), "the lock was lost while the command ran; the command was stopped"},
+			docTakenOver,
 			docConfig,
 			{code(exitCannotExecute), "the command could not be started"},
 			{code(exitNotFound), "the command was not found"},
@@ -190,6 +191,7 @@ func setupRun(fs *flag.FlagSet) runner {
 	c.lock.registerLimit(fs, "hold one of `N` permits of the semaphore KEY instead of the lock KEY, "+
 		"so that at most N commands run at once, from 1 to "+strconv.Itoa(redlock.MaxLimit)+"; one KEY only")
 	c.lock.registerShared(fs, sharedUsage+"; with several keys, every one is taken shared")
+	c.lock.registerOwner(fs)
 	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
@@ -250,6 +252,9 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 	c.release(s, held, name)
 	if lost != nil {
 		sayf(s.stderr, slog.LevelError, "run", "the command exited with status %d after the lock was lost", status)
+		if errors.Is(lost, redlock.ErrTakenOver) {
+			return exitTakenOver
+		}
 		return exitLockLost
 	}
 	return status

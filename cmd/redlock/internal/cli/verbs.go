@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,6 +149,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 	lf.registerLimit(fs, "take one of `N` permits of the semaphore KEY instead of the lock KEY, from 1 to "+
 		strconv.Itoa(redlock.MaxLimit)+"; the key printed is the permit's")
 	lf.registerShared(fs, sharedUsage)
+	lf.registerOwner(fs)
 	wait := waitForever
 	registerWait(fs, &wait)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
@@ -271,6 +273,7 @@ Output: "extended KEY until DEADLINE (valid for D)", or with --json
 			docUsage,
 			docUnavailable,
 			{code(exitLockLost), "TOKEN no longer holds the lock: it expired or was taken over; stop using it"},
+			docTakenOver,
 			docConfig,
 		},
 		setup: setupExtend,
@@ -327,8 +330,8 @@ func setupExtend(fs *flag.FlagSet) runner {
 func releaseCommand() *command {
 	return &command{
 		name:     "release",
-		synopsis: "[flags] KEY TOKEN",
-		summary:  "release a lock taken with 'redlock acquire'",
+		synopsis: "[flags] KEY TOKEN | --force KEY",
+		summary:  "release a lock taken with 'redlock acquire'; --force frees any lock, without its token",
 		about: `
 Deletes the lock KEY on every node where TOKEN still holds it, and never
 another holder's lock. A permit of a semaphore is released by its key,
@@ -342,12 +345,27 @@ the permit's for a permit. When TOKEN held the lock on no node that
 answered, the exit status is 76 and the message says whether another holder
 has the lock (a wrong token, or this one expired and was taken over) or
 nobody does (released already, or expired): either way, work done under a
-lock that had expired may have overrun its validity.`,
+lock that had expired may have overrun its validity; 77 when an operator
+forced it free.
+
+With --force, KEY alone: frees the lock KEY in one step whoever holds it
+(a writer, all its readers, or the permit KEY:permit:i), as an operator
+does for a stuck lock. Each node keeps a record of who forced it (--by)
+until the lock would have expired; the holder learns at its next
+extension that an operator took the lock over ('redlock run' stops its
+command and exits 77; extend and release of its token exit 77), and the
+clients waiting for KEY are woken at once. Forcing a lock free is as
+unsafe as a lock that expires under its holder: until its next extension
+it may still act, so protect the resource with the fencing token. Output:
+"forced KEY free, held by OWNER since TIME" (a line per holder), or with
+--json {"key", "released": true, "forced_by", "grants": [{"token",
+"owner", "since", "age_ms"}]}.`,
 		exits: []exitDoc{
-			{"0", "released"},
+			{"0", "released (with --force: freed)"},
 			docUsage,
 			docUnavailable,
-			{code(exitLockLost), "TOKEN held the lock on no node that answered: released already, expired, or another holder's"},
+			{code(exitLockLost), "TOKEN held the lock on no node that answered: released already, expired, or another holder's; with --force, nobody held KEY"},
+			docTakenOver,
 			docConfig,
 		},
 		setup: setupRelease,
@@ -356,8 +374,10 @@ lock that had expired may have overrun its validity.`,
 
 // releasedJSON is release's JSON output.
 type releasedJSON struct {
-	Key      string `json:"key"`
-	Released bool   `json:"released"`
+	Key      string      `json:"key"`
+	Released bool        `json:"released"`
+	ForcedBy string      `json:"forced_by,omitempty"` // --force: who forced it
+	Grants   []grantJSON `json:"grants,omitempty"`    // --force: the holders taken off
 }
 
 func setupRelease(fs *flag.FlagSet) runner {
@@ -366,8 +386,13 @@ func setupRelease(fs *flag.FlagSet) runner {
 	var lf lockFlags
 	lf.registerLimit(fs, limitByTokenUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
+	var force forceFlags
+	force.register(fs)
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "release", json: *asJSON}
+		if force.force {
+			return forceRelease(ctx, r, &nodes, &lf, force.by, args)
+		}
 		if msg := positional(args, "KEY", "TOKEN"); msg != "" {
 			return r.usage(msg)
 		}
@@ -403,6 +428,7 @@ var (
 	errHeldByAnother = errors.New("another holder has the lock: a wrong token, or this one expired and was taken over")
 	errHeldByReaders = errors.New("other readers hold the lock shared: a wrong token, or this one released already or expired")
 	errHeldByNobody  = errors.New("nobody holds the lock: released already, or it expired")
+	errForcedFree    = fmt.Errorf("%w: an operator forced it free with 'redlock release --force' ('redlock inspect KEY' says who)", redlock.ErrTakenOver)
 )
 
 // notHeldBy explains err, a release of key by token that found the token
@@ -415,6 +441,9 @@ func notHeldBy(ctx context.Context, client *redlock.Client, key, token string, e
 	}
 	readers := false
 	for _, st := range states {
+		if st.Err == nil && slices.Contains(st.ForcedTokens, token) {
+			return fmt.Errorf("%w: %w", err, errForcedFree)
+		}
 		if st.Err == nil && st.Holder != "" && st.Holder != token {
 			return fmt.Errorf("%w: %w", err, errHeldByAnother)
 		}

@@ -1,0 +1,140 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ErrNotChecked means fewer than a quorum of nodes answered Client.Check
+// in time: whether the holder is current is unknown, and a resource must
+// treat it as not current.
+var ErrNotChecked = errors.New("redlock: not checked")
+
+// CheckResult is Client.Check's answer: whether a holder is current, and
+// who holds the lock now.
+type CheckResult struct {
+	// Current reports that a quorum of nodes hold the lock with the token
+	// checked (as its writer or as one of its readers), or, checked by
+	// fencing token, with the writer whose fencing token it is.
+	Current bool
+	// Holder is the writer's grant that a quorum of nodes hold now, zero
+	// when none does (the lock is free, held shared, or contested); Fence
+	// is its fencing token, the counter a quorum of them agree on.
+	Holder Grant
+	Fence  uint64
+	// Nodes is how many nodes hold the checked grant; Answered how many
+	// answered, of All.
+	Nodes, Answered, All int
+	// Started is when the check began, and Took how long it took. The
+	// answer describes the nodes at instants within that span: at most
+	// Took plus the clocks' drift old when it returns, and older by the
+	// time the resource takes to act on it (see Client.Check).
+	Started time.Time
+	Took    time.Duration
+}
+
+// Check asks every node whether the grant of token still holds the lock
+// named key, the sequencer check of Chubby (CheckSequencer): a resource
+// server that can reach the nodes calls it with the token its client sent
+// before acting for that client. The answer is Current only when a quorum
+// of the nodes hold the lock with token, as its writer or as one of its
+// readers. It changes nothing, and blocks until every node answered, ctx
+// ended, or Options.NodeTimeout passed.
+//
+// Check narrows the window in which a holder that lost its lock (it
+// paused, its lock expired or was forced free, and another took it) can
+// still act; it does not close it. Its answer describes the nodes at some
+// instant during the check: the lock may end, and another client take it,
+// right after. A resource that acts on a Current answer at time t may do
+// so under a newer holder only if that holder was granted the lock after
+// the check began: the window is t minus Started, the check's own duration
+// (Took, one round trip to the slowest node) plus however long the
+// resource takes to act, plus the drift between the clocks, where the
+// holder's own validity deadline leaves it the whole TTL. The resource
+// must therefore act at once, within a small fraction of the TTL. Where the
+// resource can keep the highest fencing token it has seen (Lock.Fence,
+// package fence), fencing closes the window; Check serves the resources
+// that cannot, or adds to fencing a refusal of stale holders before any
+// work starts. See SAFETY.md, "Checking a holder".
+//
+// Errors: ErrNotChecked, with the result, when fewer than a quorum
+// answered; ErrInvalidKey; a nil ctx.
+func (c *Client) Check(ctx context.Context, key, token string) (CheckResult, error) {
+	return c.check(ctx, key, func(st NodeState, _ string) bool {
+		return st.Holder == token || slices.Contains(st.Readers, token)
+	})
+}
+
+// CheckFence is Check by fencing token (Lock.Fence) instead of token: the
+// answer is Current only when a quorum of the nodes hold the lock with one
+// writer's token and have fence as their fencing counter for key, so that
+// fence is that writer's. A reader's fencing token is not checked this
+// way (readers share the counter): check a reader by its token.
+func (c *Client) CheckFence(ctx context.Context, key string, fence uint64) (CheckResult, error) {
+	return c.check(ctx, key, func(st NodeState, holder string) bool {
+		return holder != "" && st.Holder == holder && st.Fence == fence
+	})
+}
+
+// check is Check with holds, which says whether a node's state holds the
+// checked grant, given the writer's token held on a quorum ("" if none).
+func (c *Client) check(ctx context.Context, key string, holds func(st NodeState, holder string) bool) (CheckResult, error) {
+	if err := checkContext(ctx); err != nil {
+		return CheckResult{}, err
+	}
+	onWire, err := c.lockKey(key)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	r := CheckResult{Started: time.Now()}
+	states := c.inspect(ctx, onWire, c.opts.NodeTimeout)
+	r.Took, r.All = time.Since(r.Started), len(states)
+	holders, fences := map[string]int{}, map[uint64]int{}
+	for _, st := range states {
+		if st.Err == nil {
+			r.Answered++
+			holders[st.Holder]++
+		}
+	}
+	holder := mostHeld(holders)
+	if holder == "" || holders[holder] < c.quorum {
+		holder = ""
+	}
+	for _, st := range states {
+		if st.Err != nil {
+			continue
+		}
+		if holder != "" && st.Holder == holder {
+			fences[st.Fence]++
+		}
+		if holds(st, holder) {
+			r.Nodes++
+		}
+	}
+	if holder != "" {
+		r.Holder = TokenGrant(holder)
+		r.Fence = mostFenced(fences)
+	}
+	r.Current = r.Nodes >= c.quorum
+	if !r.Current && r.Answered < c.quorum {
+		return r, fmt.Errorf("%w: %s: %d of %d nodes answered within %s, %d needed", ErrNotChecked, quoteKey(onWire),
+			r.Answered, r.All, c.opts.NodeTimeout, c.quorum)
+	}
+	return r, nil
+}
+
+// mostFenced returns the fencing counter most nodes have, the highest of
+// those tied.
+func mostFenced(counts map[uint64]int) uint64 {
+	var best uint64
+	most := 0
+	for fence, n := range counts {
+		if n > most || (n == most && fence > best) {
+			best, most = fence, n
+		}
+	}
+	return best
+}

@@ -1,0 +1,92 @@
+package redlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Check answers, by a quorum, whether a token or a fencing token is the
+// current holder's: while held, not after a release or a take-over, and
+// for a reader by its token.
+func TestCheck(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 300 * time.Millisecond, Owner: "checked"})
+		lock, err := c.TryAcquire(bg, "res")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, cluster, "res", lock.Token())
+		r, err := c.Check(bg, "res", lock.Token())
+		if err != nil || !r.Current || r.Nodes != 3 || r.Answered != 3 || r.Holder.Token != lock.Token() || r.Holder.Owner != "checked" ||
+			r.Fence != lock.Fence() || r.Took <= 0 || r.Started.IsZero() {
+			t.Errorf("Check of the holder = %+v, %v", r, err)
+		}
+		if r, err := c.CheckFence(bg, "res", lock.Fence()); err != nil || !r.Current {
+			t.Errorf("CheckFence of the holder's fence = %+v, %v", r, err)
+		}
+		if r, err := c.CheckFence(bg, "res", lock.Fence()-1); err != nil || r.Current {
+			t.Errorf("CheckFence of an older fence = %+v, %v", r, err)
+		}
+		if r, err := c.Check(bg, "res", "someone-else"); err != nil || r.Current || r.Holder.Token != lock.Token() {
+			t.Errorf("Check of another token = %+v, %v", r, err)
+		}
+		if _, err := c.ForceRelease(bg, "res", "ops"); err != nil {
+			t.Fatal(err)
+		}
+		next, err := c.TryAcquire(bg, "res")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForKey(t, cluster, "res", next.Token())
+		if r, err := c.Check(bg, "res", lock.Token()); err != nil || r.Current || r.Holder.Token != next.Token() || r.Fence != next.Fence() {
+			t.Errorf("Check of a holder taken over = %+v, %v; want the next holder, fence %d", r, err, next.Fence())
+		}
+		if r, err := c.CheckFence(bg, "res", lock.Fence()); err != nil || r.Current {
+			t.Errorf("CheckFence of a holder taken over = %+v, %v", r, err)
+		}
+		next.Release(bg)
+		if r, err := c.Check(bg, "res", next.Token()); err != nil || r.Current || r.Holder != (redlock.Grant{}) {
+			t.Errorf("Check after the release = %+v, %v", r, err)
+		}
+
+		reader, err := c.TryAcquire(bg, "doc", redlock.WithShared())
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for r, err = c.Check(bg, "doc", reader.Token()); r.Nodes < 3 && time.Now().Before(deadline); r, err = c.Check(bg, "doc", reader.Token()) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err != nil || !r.Current || r.Nodes != 3 {
+			t.Errorf("Check of a reader = %+v, %v", r, err)
+		}
+		if _, err := c.Check(bg, "", "x"); !errors.Is(err, redlock.ErrInvalidKey) {
+			t.Errorf("Check of an empty key: %v, want ErrInvalidKey", err)
+		}
+	})
+}
+
+// With too few nodes answering, Check knows nothing: ErrNotChecked.
+func TestCheck_tooFewNodes(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 300 * time.Millisecond})
+		lock, err := c.TryAcquire(bg, "res")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{1, 2} {
+			if err := cluster.Node(i).Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r, err := c.Check(bg, "res", lock.Token()); !errors.Is(err, redlock.ErrNotChecked) || r.Current || r.Answered != 1 {
+			t.Errorf("Check with 2 of 3 nodes down = %+v, %v; want ErrNotChecked", r, err)
+		}
+	})
+}

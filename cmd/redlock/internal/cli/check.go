@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+func checkCommand() *command {
+	return &command{
+		name:     "check",
+		synopsis: "[flags] KEY TOKEN|FENCE",
+		summary:  "say whether TOKEN (or the fencing token FENCE) is the current holder of KEY, by a majority",
+		about: `
+Asks every node whether the lock KEY is still held by TOKEN (as its writer
+or one of its readers), or, given a number, by the writer whose fencing
+token is FENCE: Chubby's sequencer check, for a resource server that can
+reach the nodes and wants to refuse a stale holder before it acts. It
+changes nothing.
+
+The answer describes the nodes at some instant during the check: the lock
+may end, and another client take it, right after. It narrows the window in
+which a stale holder can act, it does not close it: what the resource does
+after a "current" answer may happen under a newer holder for as long as
+the check took plus the time the resource takes to act (plus the drift
+between clocks). Act at once; where the resource can keep the highest
+fencing token it saw, compare fencing tokens instead, or as well.
+
+Output: "current: ..." or "not current: ..." with who holds KEY now, its
+fencing token, on how many nodes, and how long the check took. With
+--json one object: {"key", "current", "holder", "owner", "since",
+"fence", "nodes", "answered", "all", "took_ms"}.`,
+		exits: []exitDoc{
+			{"0", "current: a majority of the nodes hold KEY with TOKEN (or FENCE)"},
+			docUsage,
+			docUnavailable,
+			{code(exitLockLost), "not current: TOKEN (or FENCE) does not hold KEY on a majority; refuse it"},
+			docConfig,
+		},
+		setup: setupCheck,
+	}
+}
+
+// checkJSON is check's JSON output.
+type checkJSON struct {
+	Key      string `json:"key"`
+	Current  bool   `json:"current"`
+	Holder   string `json:"holder"` // the writer a majority holds KEY with, "" if none
+	Owner    string `json:"owner"`
+	Since    string `json:"since"`
+	Fence    uint64 `json:"fence"`
+	Nodes    int    `json:"nodes"` // nodes that hold KEY with TOKEN or FENCE
+	Answered int    `json:"answered"`
+	All      int    `json:"all"`
+	TookMs   int64  `json:"took_ms"`
+}
+
+func setupCheck(fs *flag.FlagSet) runner {
+	var nodes nodeFlags
+	nodes.register(fs, false, false)
+	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
+	return func(ctx context.Context, s streams, args []string) int {
+		r := report{s: s, cmd: "check", json: *asJSON}
+		if msg := positional(args, "KEY", "TOKEN|FENCE"); msg != "" {
+			return r.usage(msg)
+		}
+		key, held := args[0], args[1]
+		r.key = key
+		client, f, err := nodes.dial(ctx, s.stderr)
+		if err != nil {
+			return r.failedAs(f, err)
+		}
+		defer nodes.close(client)
+		var res redlock.CheckResult
+		if fence, perr := strconv.ParseUint(held, 10, 64); perr == nil {
+			res, err = client.CheckFence(ctx, key, fence)
+		} else {
+			res, err = client.Check(ctx, key, held)
+		}
+		if err != nil && !errors.Is(err, redlock.ErrNotChecked) {
+			return r.failed(err)
+		}
+		writeCheck(r, key, held, res)
+		switch {
+		case res.Current:
+			return exitOK
+		case err != nil:
+			fmt.Fprintf(s.stderr, "redlock check: %s\n", errText(err))
+			return exitUnavailable
+		}
+		return exitLockLost
+	}
+}
+
+// writeCheck prints check's answer for held, a token or a fencing token.
+func writeCheck(r report, key, held string, res redlock.CheckResult) {
+	if r.json {
+		out := checkJSON{Key: key, Current: res.Current, Holder: res.Holder.Token, Owner: res.Holder.Owner, Since: sinceText(res.Holder.Since),
+			Fence: res.Fence, Nodes: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
+		writeJSON(r.s.stdout, out)
+		return
+	}
+	took := res.Took.Round(time.Microsecond)
+	if res.Current {
+		fmt.Fprintf(r.s.stdout, "current: %s holds %s on %d of %d nodes (fence %d%s); checked in %s\n", held, key,
+			res.Nodes, res.All, res.Fence, withOwner(res.Holder.Token), took)
+		return
+	}
+	now := "nobody holds it on a majority"
+	if res.Holder.Token != "" {
+		now = fmt.Sprintf("held by %s (fence %d%s)", res.Holder.Token, res.Fence, withOwner(res.Holder.Token))
+	}
+	fmt.Fprintf(r.s.stdout, "not current: %s holds %s on %d of %d nodes (%d answered); %s; checked in %s\n", held, key,
+		res.Nodes, res.All, res.Answered, now, took)
+}

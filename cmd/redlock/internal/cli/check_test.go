@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// check exits 0 for the current holder, by token or fencing token, and 76
+// for a stale one; 69 when too few nodes answer.
+func TestCheck(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--owner", "writer-1", "res").expect(t, exitOK, "acquire").decode(t, &lock)
+	assertHeld(t, cluster, "res", lock.Token, "after acquire")
+
+	var out checkJSON
+	cli(t, "check", "--nodes", nodes, "--json", "res", lock.Token).expect(t, exitOK, "check TOKEN").decode(t, &out)
+	if !out.Current || out.Holder != lock.Token || out.Owner != "writer-1" || out.Fence != lock.Fence || out.Nodes != 3 {
+		t.Errorf("check --json: %+v", out)
+	}
+	text := cli(t, "check", "--nodes", nodes, "res", strconv.FormatUint(lock.Fence, 10)).expect(t, exitOK, "check FENCE").stdout
+	if !strings.HasPrefix(text, "current: "+strconv.FormatUint(lock.Fence, 10)+" holds res on 3 of 3 nodes") {
+		t.Errorf("check FENCE:\n%s", text)
+	}
+	cli(t, "check", "--nodes", nodes, "res", strconv.FormatUint(lock.Fence-1, 10)).expect(t, exitLockLost, "check of an older fence")
+	cli(t, "release", "--nodes", nodes, "res", lock.Token).expect(t, exitOK, "release")
+	text = cli(t, "check", "--nodes", nodes, "res", lock.Token).expect(t, exitLockLost, "check after release").stdout
+	if !strings.HasPrefix(text, "not current: ") || !strings.Contains(text, "nobody holds it on a majority") {
+		t.Errorf("check after release:\n%s", text)
+	}
+	for _, i := range []int{1, 2} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli(t, "check", "--nodes", nodes, "res", lock.Token).expect(t, exitUnavailable, "check with 2 of 3 nodes down")
+	cli(t, "check", "--nodes", nodes, "res").expect(t, exitUsage, "check without TOKEN")
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// release --force frees a lock whoever holds it: the command that 'run'
+// runs under it is stopped and run exits 77, as do extend and release of
+// a forced token; a free key exits 76.
+func TestRelease_force(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	cmd, stderr := startRun(t, nodes, "run", "--ttl", "1500ms", "--owner", "job-1", "stuck", "--", "sleep", "30")
+	var state inspectJSON
+	for deadline := time.Now().Add(10 * time.Second); state.Holder == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("run never took the lock")
+		}
+		cli(t, "inspect", "--nodes", nodes, "--json", "stuck").decode(t, &state)
+	}
+
+	var out releasedJSON
+	cli(t, "release", "--nodes", nodes, "--json", "--force", "--by", "ops:bob", "stuck").expect(t, exitOK, "release --force").decode(t, &out)
+	if !out.Released || out.ForcedBy != "ops:bob" || len(out.Grants) != 1 || out.Grants[0].Owner != "job-1" || out.Grants[0].Token != state.Holder {
+		t.Errorf("release --force --json: %+v, want job-1's grant %s", out, state.Holder)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop its command after the lock was forced free")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitTakenOver || !strings.Contains(stderr.String(), "taken over by an operator (ops:bob") {
+		t.Errorf("run: exit %d, want %d\n%s", code, exitTakenOver, stderr.String())
+	}
+
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--owner", "script", "k").expect(t, exitOK, "acquire").decode(t, &lock)
+	text := cli(t, "release", "--nodes", nodes, "--force", "k").expect(t, exitOK, "release --force").stdout
+	if !strings.HasPrefix(text, "forced k free, held by script since ") {
+		t.Errorf("release --force:\n%s", text)
+	}
+	text = cli(t, "inspect", "--nodes", nodes, "k").expect(t, exitOK, "inspect after release --force").stdout
+	if !strings.Contains(text, "\nforced free by ") || !strings.Contains(text, ", from "+lock.Token+"\n") {
+		t.Errorf("inspect after release --force:\n%s", text)
+	}
+	cli(t, "extend", "--nodes", nodes, "k", lock.Token).expect(t, exitTakenOver, "extend of a forced token")
+	r := cli(t, "release", "--nodes", nodes, "k", lock.Token).expect(t, exitTakenOver, "release of a forced token")
+	if !strings.Contains(r.stderr, "taken over by an operator") {
+		t.Errorf("release of a forced token: %s", r.stderr)
+	}
+	cli(t, "release", "--nodes", nodes, "--force", "k").expect(t, exitLockLost, "release --force of a free key")
+	cli(t, "release", "--nodes", nodes, "--force", "k", lock.Token).expect(t, exitUsage, "release --force KEY TOKEN")
+	cli(t, "release", "--nodes", nodes, "--force", "--by", "two words", "k").expect(t, exitUsage, "release --force --by with a space")
+}

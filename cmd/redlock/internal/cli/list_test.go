@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// list shows the held locks, permits and readers under a prefix, with
+// their owners, in text and JSON; with a node down it shows what the
+// others hold and exits 69.
+func TestList(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	cli(t, "acquire", "--nodes", nodes, "--owner", "billing", "orders").expect(t, exitOK, "acquire orders")
+	cli(t, "acquire", "--nodes", nodes, "--limit", "2", "--owner", "api-client", "sem").expect(t, exitOK, "acquire a permit")
+	for _, owner := range []string{"r1", "r2"} {
+		cli(t, "acquire", "--nodes", nodes, "--shared", "--owner", owner, "doc").expect(t, exitOK, "acquire --shared")
+	}
+
+	var out listJSON
+	cli(t, "list", "--nodes", nodes, "--json").expect(t, exitOK, "list --json").decode(t, &out)
+	if !out.Complete || out.Nodes != 3 || out.Quorum != 2 || len(out.Locks) != 3 {
+		t.Fatalf("list --json: %+v", out)
+	}
+	doc, orders, permit := out.Locks[0], out.Locks[1], out.Locks[2]
+	if doc.Key != "doc" || doc.Kind != "shared" || len(doc.Grants) != 2 || doc.Nodes != 3 || !doc.Majority {
+		t.Errorf("doc: %+v", doc)
+	}
+	if orders.Key != "orders" || orders.Kind != "lock" || len(orders.Grants) != 1 || orders.Grants[0].Owner != "billing" ||
+		orders.Grants[0].Since == "" || orders.TTLMs <= 0 || orders.Nodes != 3 {
+		t.Errorf("orders: %+v", orders)
+	}
+	if permit.Kind != "permit" || permit.Semaphore != "sem" || permit.Permit < 1 || permit.Grants[0].Owner != "api-client" {
+		t.Errorf("permit: %+v", permit)
+	}
+
+	text := cli(t, "list", "--nodes", nodes, "ord").expect(t, exitOK, "list ord").stdout
+	if !regexp.MustCompile(`(?m)^KEY +KIND +OWNER +SINCE +TTL +NODES +WAITING\norders +lock +billing +\S+ ago +\S+ +3/3 +0\n1 lock held\n$`).MatchString(text) {
+		t.Errorf("list ord:\n%s", text)
+	}
+	text = cli(t, "list", "--nodes", nodes).expect(t, exitOK, "list").stdout
+	if !strings.Contains(text, "r1,r2") && !strings.Contains(text, "r2,r1") || !strings.HasSuffix(text, "\n3 locks held\n") {
+		t.Errorf("list:\n%s", text)
+	}
+
+	if err := cluster.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "list", "--nodes", nodes, "--json").expect(t, exitUnavailable, "list with a node down")
+	r.decode(t, &out)
+	if out.Complete || len(out.Locks) != 3 || out.Locks[1].Answered != 2 || !strings.Contains(r.stderr, "list incomplete") {
+		t.Errorf("list with a node down: %+v\n%s", out, r.stderr)
+	}
+}
