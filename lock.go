@@ -29,8 +29,12 @@ type Lock struct {
 	key    string
 	token  string
 	ttl    time.Duration
-	fence  uint64       // fencing token, set once before the lock is handed out
-	nodes  []NodeResult // the answers that granted it; set with fence
+	// delay is the lock-delay (WithLockDelay): each extension keeps the
+	// key on the nodes this much longer than its TTL. Set once before the
+	// lock is handed out.
+	delay time.Duration
+	fence uint64       // fencing token, set once before the lock is handed out
+	nodes []NodeResult // the answers that granted it; set with fence
 	// nodesBuf backs nodes while they fit.
 	nodesBuf [nodes.InlineNodes]NodeResult
 	// Nodes whose acquire request was still under way when the lock was
@@ -192,6 +196,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 	if err := c.checkLockTTL(ttl); err != nil {
 		return err
 	}
+	if err := c.checkLockDelay(l.delay, ttl); err != nil {
+		return err
+	}
 	ttl = ttl.Truncate(time.Millisecond)
 	if c.tel == nil {
 		return l.extendBy(ctx, ttl, nil)
@@ -219,7 +226,7 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return err
 	}
 	c := l.client
-	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key}, Args: []string{l.token, c.wire.millis(ttl)}}
+	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key}, Args: []string{l.token, c.wire.millis(ttl + l.delay)}}
 	start := time.Now()
 	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
 	c.observeNodes(ctx, call, telemetry.OpExtend, results)

@@ -259,6 +259,9 @@ type lockConfig struct {
 	limit   int
 	limited bool
 	shared  bool // WithShared
+	// delay is the lock-delay (WithLockDelay): the nodes keep the key this
+	// much longer than ttl, which the validity still counts from.
+	delay time.Duration
 }
 
 // WithTTL sets the lock's time-to-live for this call instead of Options.TTL.

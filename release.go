@@ -98,7 +98,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
 	c.waiters.AddTrailing(l.key, unfinished.Lagging())
-	return results, ok, c.finishMissed(l.key, l.token, l.ttl, results, unfinished, valid)
+	return results, ok, c.finishMissed(l.key, l.token, l.ttl+l.delay, results, unfinished, valid)
 }
 
 // answeredRelease reports that a node answered a release: it deleted the
@@ -320,6 +320,7 @@ type handoff struct {
 	ctx       context.Context
 	key       string
 	ttl       time.Duration
+	delay     time.Duration
 	autoRenew bool
 	// Set by launch, before sent is closed.
 	attempt *attempt
@@ -345,8 +346,8 @@ func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, ha
 
 // newHandoff returns an attempt on key to offer to this client's release
 // of it, parked by wait.Turns.Take.
-func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, autoRenew bool) *handoff {
-	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, autoRenew: autoRenew}
+func (c *Client) newHandoff(ctx context.Context, key string, ttl, delay time.Duration, autoRenew bool) *handoff {
+	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, delay: delay, autoRenew: autoRenew}
 }
 
 // launch sets up the offered attempt and the fan-out that will carry it,
@@ -355,7 +356,7 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 // key's queue, which the lock won here then owns (see Lock.queuedSince).
 func (h *handoff) launch(queuedSince string) {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl, nil, false)
+	h.attempt = c.newAttempt(h.key, h.ttl, h.delay, nil, false)
 	h.attempt.queuedSince = queuedSince
 	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }
