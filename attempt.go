@@ -166,8 +166,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 			validity = time.Until(until)
 		}
 		if ok >= c.quorum && validity > 0 {
-			lock := newLock(c, key, token, ttl, until, autoRenew)
-			lock.delay = a.delay
+			lock := newLock(c, key, token, ttl, a.delay, until, autoRenew)
 			lock.fence = fence
 			lock.queuedSince = a.queuedSince
 			if len(results) <= nodes.InlineNodes {
@@ -179,6 +178,10 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 			lock.lagging = lag
 			if c.tel != nil {
 				lock.observeGrant(ctx)
+			}
+			if autoRenew {
+				// Once every field is set: renewal reads them.
+				lock.startRenewal()
 			}
 			return lock, nil
 		}

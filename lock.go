@@ -78,12 +78,11 @@ type Lock struct {
 	renewal chan struct{} // closed to stop the renewal goroutine
 }
 
-func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, autoRenew bool) *Lock {
-	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until, margin: c.opts.lossMargin(ttl), keep: autoRenew}
-	if autoRenew {
-		l.startRenewal()
-	}
-	return l
+// newLock returns the Lock of a grant. With autoRenew, the caller starts
+// its renewal (startRenewal) once it has set every field, which the
+// renewal reads.
+func newLock(c *Client, key, token string, ttl, delay time.Duration, until time.Time, autoRenew bool) *Lock {
+	return &Lock{client: c, key: key, token: token, ttl: ttl, delay: delay, until: until, margin: c.opts.lossMargin(ttl), keep: autoRenew}
 }
 
 // startRenewal arms the lost-lock signal and starts renewing the lock in
@@ -481,5 +480,5 @@ func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error)
 		return nil, err
 	}
 	ttl = ttl.Truncate(time.Millisecond)
-	return newLock(c, key, token, ttl, time.Now().Add(ttl), false), nil
+	return newLock(c, key, token, ttl, 0, time.Now().Add(ttl), false), nil
 }
