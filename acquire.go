@@ -116,7 +116,7 @@ func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, cal
 		}
 	}
 	start := time.Now()
-	lock, err := c.tryAttempt(ctx, key, cfg.ttl, cfg.delay, cfg.autoRenew)
+	lock, err := c.tryAttempt(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
 	failFast(err)
 	if lock == nil && heldOnANode(err) {
 		c.pauseAfterTry(ctx, time.Since(start), cfg.ttl)
@@ -234,6 +234,9 @@ func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig
 	if err := c.checkLockTTL(cfg.ttl); err != nil {
 		return "", cfg, err
 	}
+	if err := checkCallOwner(cfg.owner); err != nil {
+		return "", cfg, err
+	}
 	if err := c.checkLockDelay(cfg.delay, cfg.ttl); err != nil {
 		return "", cfg, err
 	}
@@ -244,7 +247,7 @@ func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig
 // lockOptions returns the settings of one call: the client's defaults,
 // changed by opts, in order.
 func (c *Client) lockOptions(opts []LockOption) lockConfig {
-	cfg := lockConfig{ttl: c.opts.TTL, retry: c.opts.Retry}
+	cfg := lockConfig{ttl: c.opts.TTL, retry: c.opts.Retry, owner: c.opts.Owner}
 	if len(opts) > 0 {
 		// Options take a pointer, which escapes: a call without options
 		// allocates none.
@@ -295,7 +298,7 @@ func (a *acquisition) takeTurn() error {
 	// here holds is tried at once.
 	var offer wait.Offer // a nil *handoff would not be a nil Offer
 	if c.waiters.Busy(key) {
-		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.delay, cfg.autoRenew)
+		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
 		offer = a.offer
 	}
 	a.turn = c.waiters.Take(ctx, key, offer)
@@ -361,7 +364,7 @@ func (a *acquisition) try() (*Lock, error) {
 		<-h.sent
 		lock, err = h.collect()
 	} else {
-		lock, err = a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.delay, a.cfg.autoRenew, &a.place)
+		lock, err = a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.delay, a.cfg.owner, a.cfg.autoRenew, &a.place)
 	}
 	if err != nil {
 		failFast(err) // adds the cause that telemetry counts

@@ -64,14 +64,14 @@ const namedWaiters = 2
 //
 // shared makes it a shared (read) attempt instead (see
 // lua/acquire_shared.lua); place is then nil.
-func (c *Client) newAttempt(key string, ttl, delay time.Duration, place *queuePlace, shared bool) *attempt {
+func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, place *queuePlace, shared bool) *attempt {
 	a := &attempt{key: key, ttl: ttl, delay: delay}
 	if n := len(c.conns); n <= nodes.InlineNodes {
 		a.replies = a.replyBuf[:n]
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock, queue, deadlines := wire.AttemptStrings(key, time.Now(), ttl, c.keys.Tag(key), place != nil || shared)
+	token, fenceKey, clock, queue, deadlines := wire.AttemptStrings(key, time.Now(), ttl, owner, c.keys.Tag(key), place != nil || shared)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl+delay, a.replies)
 	if shared {
@@ -100,8 +100,8 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, place *queuePl
 // acquire script, which also applies the restart quarantine and bumps the
 // key's fencing counter; when the granting nodes' counters disagree, a second
 // step raises the ones behind before the lock is handed out.
-func (c *Client) attempt(ctx context.Context, key string, ttl, delay time.Duration, autoRenew bool, place *queuePlace) (*Lock, error) {
-	return c.run(ctx, c.newAttempt(key, ttl, delay, place, false), autoRenew)
+func (c *Client) attempt(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool, place *queuePlace) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, place, false), autoRenew)
 }
 
 // tryAttempt is attempt for TryAcquire, whose caller may try again at
@@ -115,16 +115,16 @@ func (c *Client) attempt(ctx context.Context, key string, ttl, delay time.Durati
 // most one request of the key under way per node, an attempt reaches every
 // node at about the same moment, and the first after a release wins a
 // majority.
-func (c *Client) tryAttempt(ctx context.Context, key string, ttl, delay time.Duration, autoRenew bool) (*Lock, error) {
-	a := c.newAttempt(key, ttl, delay, nil, false)
+func (c *Client) tryAttempt(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) (*Lock, error) {
+	a := c.newAttempt(key, ttl, delay, owner, nil, false)
 	a.settle = true
 	return c.run(ctx, a, autoRenew)
 }
 
 // attemptShared is attempt for a shared (read) lock: the node grants it
 // while no writer holds the key or waits for it.
-func (c *Client) attemptShared(ctx context.Context, key string, ttl, delay time.Duration, autoRenew bool) (*Lock, error) {
-	return c.run(ctx, c.newAttempt(key, ttl, delay, nil, true), autoRenew)
+func (c *Client) attemptShared(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, nil, true), autoRenew)
 }
 
 // run sends attempt a to every node and concludes; it asks none when ctx

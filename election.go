@@ -20,14 +20,16 @@ var (
 
 // Leader is an election's leader as the nodes hold it.
 type Leader struct {
-	// Value is what the leader campaigned with (Election.Campaign).
+	// Value is what the leader campaigned with (Election.Campaign): the
+	// owner of its lock (WithOwner).
 	Value string
 	// Term is the leader's fencing token: it strictly increases from one
 	// leader to the next, so a resource can refuse an older leader's
 	// writes (see Lock.Fence).
 	Term uint64
-	// Since is when the leader was elected, by its own clock; zero when
-	// the nodes do not say.
+	// Since is when the leader's winning campaign attempt began, by its
+	// own clock, as its lock's token says (NodeState.Since); zero for a
+	// lock of another library.
 	Since time.Time
 	// Token is the leader's lock token (Lock.Token).
 	Token string
@@ -61,10 +63,8 @@ type Election struct {
 	opts   []LockOption
 	ttl    time.Duration
 
-	mu    sync.Mutex
-	lock  *Lock // the lead, while this candidate leads or since it lost it
-	value string
-	since time.Time
+	mu   sync.Mutex
+	lock *Lock // the lead, while this candidate leads or since it lost it
 }
 
 // NewElection returns the election on name, whose leader holds the lock of
@@ -85,9 +85,12 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 
 // Campaign blocks until this candidate is elected with value, or ctx ends.
 // Elected, it leads until Resign, or until it loses the lead, which Done
-// and Err signal. A candidate that leads already returns nil at once,
-// keeping its value. Its error is Acquire's: ErrNotAcquired joined with
-// ctx's error when ctx ended first.
+// and Err signal. The value is the owner of the leader's lock (WithOwner),
+// which Leader and Observe show to everyone: 1 to MaxOwnerBytes bytes of
+// printable ASCII without spaces, such as "host-a:8080", or the call fails
+// with ErrInvalidOwner. A candidate that leads already returns nil at
+// once, keeping its value. Its error is otherwise Acquire's: ErrNotAcquired
+// joined with ctx's error when ctx ended first.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	e.mu.Lock()
 	leading := e.lock != nil && e.lock.Err() == nil
@@ -95,14 +98,14 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	if leading {
 		return nil
 	}
-	opts := append(slices.Clone(e.opts), WithAutoRenew(), withValue(value))
+	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value))
 	lock, err := e.client.Acquire(ctx, e.name, opts...)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.lock, e.value, e.since = lock, value, time.Now()
+	e.lock = lock
 	return nil
 }
 
@@ -251,17 +254,10 @@ func (e *Election) leaderOf(token string, states []NodeState, start time.Time) r
 		}
 		r.leader.Term = max(r.leader.Term, s.Fence)
 		ttls = append(ttls, s.TTL)
-		if v, since, ok := valueOf(s); ok {
-			r.leader.Value, r.leader.Since = v, since
-		}
+		r.leader.Value, r.leader.Since = s.Owner, s.Since
 	}
 	slices.Sort(ttls)
 	// The key is gone from a quorum once the quorum-th longest TTL passed.
 	r.expires = start.Add(ttls[len(ttls)-e.client.quorum])
-	e.mu.Lock()
-	if e.lock != nil && e.lock.Token() == token {
-		r.leader.Value, r.leader.Since = e.value, e.since
-	}
-	e.mu.Unlock()
 	return r
 }

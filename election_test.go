@@ -30,6 +30,9 @@ func TestNewElection_badInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := e.Campaign(bg, "host a"); !errors.Is(err, redlock.ErrInvalidOwner) {
+		t.Errorf("a value with a space: %v, want ErrInvalidOwner", err)
+	}
 	if _, err := e.Leader(bg); !errors.Is(err, redlock.ErrNoLeader) {
 		t.Errorf("Leader of an empty election: %v, want ErrNoLeader", err)
 	}
@@ -68,7 +71,7 @@ func TestElection_campaignResignObserve(t *testing.T) {
 		if err := first.Campaign(ctx, "a"); err != nil {
 			t.Fatalf("campaign while leading: %v", err)
 		}
-		if l := <-changes; l.Token != first.Lock().Token() || l.Term != first.Term() {
+		if l := <-changes; l.Token != first.Lock().Token() || l.Term != first.Term() || l.Value != "a" {
 			t.Fatalf("observed %+v, want the first leader, term %d", l, first.Term())
 		}
 		if l, err := first.Leader(ctx); err != nil || l.Value != "a" || l.Term != first.Term() || l.Since.IsZero() {
@@ -93,7 +96,7 @@ func TestElection_campaignResignObserve(t *testing.T) {
 			if l.Vacant() {
 				continue // the moment between the two, if read
 			}
-			if l.Token != second.Lock().Token() || l.Term != second.Term() {
+			if l.Token != second.Lock().Token() || l.Term != second.Term() || l.Value != "b" || l.Since.IsZero() {
 				t.Fatalf("observed %+v, want the second leader, term %d", l, second.Term())
 			}
 			break

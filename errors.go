@@ -73,6 +73,10 @@ var (
 	// that lost its data may have forgotten a lock that the others still
 	// hold. The error names the nodes.
 	ErrNotBrandNew = errors.New("redlock: not a brand-new deployment")
+	// ErrInvalidOwner means an owner (Options.Owner, WithOwner) cannot go
+	// in a lock's token: it is empty, longer than MaxOwnerBytes, or holds a
+	// byte outside printable ASCII or a space.
+	ErrInvalidOwner = errors.New("redlock: invalid owner")
 )
 
 // ErrNilContext means a call was given a nil context. Lock.Release and

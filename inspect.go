@@ -19,9 +19,18 @@ type NodeState struct {
 	// Holder is the token in the lock key, "" when the key is absent. A
 	// token this library did not write (redsync, node-redlock) shows as is.
 	Holder string
+	// Owner and Since are what Holder's token says of its grant (see
+	// TokenGrant): who holds the lock (Options.Owner, WithOwner) and since
+	// when, by the holder's clock; "" and zero when nobody holds it, or
+	// the token does not say (another library's).
+	Owner string
+	Since time.Time
 	// Readers are the tokens of the readers that hold the lock shared
 	// (WithShared), nil when none does; Holder is then "".
 	Readers []string
+	// ReaderGrants are what each of Readers says of its grant, in the same
+	// order: each reader's owner and since when it holds the lock.
+	ReaderGrants []Grant
 	// TTL is the lock key's remaining time to live: 0 when the key is
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
@@ -155,6 +164,13 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", wire.MarkerKey, r.marker)
 	}
 	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1}
+	if r.holder != "" {
+		g := TokenGrant(r.holder)
+		s.Owner, s.Since = g.Owner, g.Since
+	}
+	for _, token := range r.readers {
+		s.ReaderGrants = append(s.ReaderGrants, TokenGrant(token))
+	}
 	switch {
 	case r.pttl >= 0:
 		s.TTL = time.Duration(r.pttl) * time.Millisecond

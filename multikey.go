@@ -147,6 +147,9 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 	if err := c.checkLockTTL(cfg.ttl); err != nil {
 		return nil, err
 	}
+	if err := checkCallOwner(cfg.owner); err != nil {
+		return nil, err
+	}
 	if err := c.checkLockDelay(cfg.delay, cfg.ttl); err != nil {
 		return nil, err
 	}
@@ -198,7 +201,7 @@ func (m *multiAcquisition) run() (*Locks, error) {
 func (m *multiAcquisition) leaveQueues(since string) {
 	ctx := nodes.Uncancelled(m.ctx)
 	forEach(len(m.keys), func(i int) {
-		token, _, _, _, _ := wire.AttemptStrings(m.keys[i], time.Now(), m.cfg.ttl, "", false)
+		token, _, _, _, _ := wire.AttemptStrings(m.keys[i], time.Now(), m.cfg.ttl, m.cfg.owner, "", false)
 		req := announcedReleaser(m.keys[i], token, m.c.id, since, m.c.keys)
 		m.c.fanout(ctx, m.c.nodeTimeout(m.cfg.ttl), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(m.c.conns) })
 	})
@@ -246,9 +249,9 @@ func (m *multiAcquisition) try() (*Locks, error) {
 	// released.
 	forEach(n, func(i int) {
 		if m.cfg.shared {
-			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, false)
+			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false)
 		} else {
-			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, false, m.place(i))
+			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false, m.place(i))
 		}
 	})
 	var refused []string

@@ -133,6 +133,15 @@ type Options struct {
 	// the package documentation, section Observability). The global provider
 	// is never used. Default nil: no metrics.
 	MeterProvider metric.MeterProvider
+	// Owner names the holder of every lock this client takes, unless a
+	// call sets another with WithOwner: Inspect, List and `redlock inspect`
+	// show it beside each grant, with the time the grant began. It goes in
+	// the lock's token, so it costs no key and no command. Default: the
+	// host name and the process id, "host:1234" (a host name's bytes that
+	// CheckOwner refuses become '_'). 1 to MaxOwnerBytes bytes of
+	// printable ASCII other than the space; New refuses others with
+	// ErrInvalidOwner.
+	Owner string
 	// TracerProvider, when set, receives a span for each Acquire,
 	// TryAcquire, Extend, Release, ExtendToken and ReleaseToken, a child of
 	// the span in the call's context, with the lock's key, TTL, fencing
@@ -160,6 +169,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Owner == "" {
+		o.Owner = defaultOwner()
+	}
 	return o, o.check()
 }
 
@@ -180,6 +192,9 @@ func (o Options) check() error {
 	}
 	if err := checkTTL(o.TTL, o.DriftFactor); err != nil {
 		return err
+	}
+	if err := checkOwner(o.Owner, "Options.Owner"); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if err := checkQuarantineTTL(o.TTL, o); err != nil {
 		return err
@@ -258,7 +273,8 @@ type lockConfig struct {
 	// limited is set by WithLimit, whatever its argument.
 	limit   int
 	limited bool
-	shared  bool // WithShared
+	shared  bool   // WithShared
+	owner   string // WithOwner, else Options.Owner
 	// delay is the lock-delay (WithLockDelay): the nodes keep the key this
 	// much longer than ttl, which the validity still counts from.
 	delay time.Duration

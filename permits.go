@@ -95,7 +95,7 @@ func (p *permits) tryAll() (*Lock, error) {
 			p.heldHere = append(p.heldHere, l)
 			continue
 		}
-		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.delay, p.cfg.autoRenew, nil)
+		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.delay, p.cfg.owner, p.cfg.autoRenew, nil)
 		noteAttempt(p.call, lock, tryErr)
 		if tryErr == nil {
 			p.c.permits.add(lock)

@@ -321,6 +321,7 @@ type handoff struct {
 	key       string
 	ttl       time.Duration
 	delay     time.Duration
+	owner     string
 	autoRenew bool
 	// Set by launch, before sent is closed.
 	attempt *attempt
@@ -346,8 +347,8 @@ func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, ha
 
 // newHandoff returns an attempt on key to offer to this client's release
 // of it, parked by wait.Turns.Take.
-func (c *Client) newHandoff(ctx context.Context, key string, ttl, delay time.Duration, autoRenew bool) *handoff {
-	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, delay: delay, autoRenew: autoRenew}
+func (c *Client) newHandoff(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) *handoff {
+	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, delay: delay, owner: owner, autoRenew: autoRenew}
 }
 
 // launch sets up the offered attempt and the fan-out that will carry it,
@@ -356,7 +357,7 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl, delay time.Dur
 // key's queue, which the lock won here then owns (see Lock.queuedSince).
 func (h *handoff) launch(queuedSince string) {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl, h.delay, nil, false)
+	h.attempt = c.newAttempt(h.key, h.ttl, h.delay, h.owner, nil, false)
 	h.attempt.queuedSince = queuedSince
 	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }

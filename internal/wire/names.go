@@ -142,44 +142,131 @@ func (l Layout) ReleaseChannel(key string) string {
 // share a token.
 const TokenBytes = 20
 
-// TokenTTLSeparator ends a token's random part; the TTL the lock was
-// acquired with follows, in milliseconds, so that ExtendToken can renew a
-// lock for as long as it was taken without being told (see TokenTTL). It
-// is outside URL-safe base64, and no space, which separates the token from
-// the names in a release announcement.
+// TokenTTLSeparator separates the fields of a token this library writes:
+// "<random>.<granted>.<owner>.<ttl>", where random is TokenBytes from the
+// CSPRNG in URL-safe base64 without padding, granted is the holder's clock
+// when it began the attempt, in microseconds, owner is the holder's identity
+// (see CheckOwner) and ttl is the TTL the lock was acquired with, in
+// milliseconds, so that ExtendToken can renew a lock for as long as it was
+// taken without being told (see ParseToken). The TTL comes last, so that a
+// reader of an older token ("<random>.<ttl>") still finds it; the owner may
+// hold the separator, since the fields around it are read from both ends.
+// The separator is outside URL-safe base64, and no space, which separates
+// the token from the names in a release announcement. The token stays a
+// plain string: other Redlock libraries compare it as one.
 const TokenTTLSeparator = '.'
+
+// MaxOwnerBytes bounds an owner's length, which every node stores in each
+// token: the longest host name (253 bytes) with a process id fits.
+const MaxOwnerBytes = 255
+
+// CheckOwner returns "" when owner can go in a token, else what is wrong
+// with it: it must be 1 to MaxOwnerBytes bytes of printable ASCII other
+// than the space ('!' to '~'), so that the token stays one word of a
+// release announcement and prints as it is.
+func CheckOwner(owner string) string {
+	if owner == "" {
+		return "empty"
+	}
+	if len(owner) > MaxOwnerBytes {
+		return "longer than " + strconv.Itoa(MaxOwnerBytes) + " bytes"
+	}
+	for i := 0; i < len(owner); i++ {
+		if b := owner[i]; b <= ' ' || b > '~' {
+			return "byte " + strconv.Itoa(i) + " is " + strconv.QuoteRune(rune(b)) + ", not printable ASCII other than the space"
+		}
+	}
+	return ""
+}
+
+// SanitizeOwner returns owner made acceptable to CheckOwner: each byte
+// outside '!' to '~' replaced by '_', cut to MaxOwnerBytes, "unknown" when
+// empty. It makes a default owner from a host name.
+func SanitizeOwner(owner string) string {
+	b := []byte(owner)
+	for i, c := range b {
+		if c <= ' ' || c > '~' {
+			b[i] = '_'
+		}
+	}
+	if len(b) > MaxOwnerBytes {
+		b = b[:MaxOwnerBytes]
+	}
+	if len(b) == 0 {
+		return "unknown"
+	}
+	return string(b)
+}
+
+// TokenInfo is what a token of this library says about its grant.
+type TokenInfo struct {
+	// TTL is the TTL the lock was acquired with; 0 when the token does not
+	// say.
+	TTL time.Duration
+	// Owner is the holder's identity, "" when the token does not say.
+	Owner string
+	// Granted is the holder's clock when it began the attempt that won;
+	// zero when the token does not say.
+	Granted time.Time
+}
+
+// randomChars is the length of a token's random part.
+var randomChars = base64.RawURLEncoding.EncodedLen(TokenBytes)
+
+// ParseToken returns what token, written by this library, says of its
+// grant, and false for a token that says nothing (another library's). A
+// token from before owners ("<random>.<ttl>") gives its TTL only.
+func ParseToken(token string) (TokenInfo, bool) {
+	var info TokenInfo
+	i := strings.LastIndexByte(token, TokenTTLSeparator)
+	if i < 0 {
+		return info, false
+	}
+	ms, err := strconv.ParseInt(token[i+1:], 10, 64)
+	if err != nil || ms <= 0 {
+		return info, false
+	}
+	info.TTL = time.Duration(ms) * time.Millisecond
+	rest := token[:i]
+	if len(rest) <= randomChars || rest[randomChars] != TokenTTLSeparator {
+		return info, true
+	}
+	granted, owner, ok := strings.Cut(rest[randomChars+1:], string(TokenTTLSeparator))
+	us, err := strconv.ParseInt(granted, 10, 64)
+	if !ok || err != nil || us <= 0 || CheckOwner(owner) != "" {
+		return info, true
+	}
+	info.Owner, info.Granted = owner, time.UnixMicro(us)
+	return info, true
+}
 
 // TokenTTL returns the TTL that token, written by this library, says its
 // lock was acquired with, and false for a token without one (another
 // library's, or one from before tokens carried it).
 func TokenTTL(token string) (time.Duration, bool) {
-	i := strings.LastIndexByte(token, TokenTTLSeparator)
-	if i < 0 {
-		return 0, false
-	}
-	ms, err := strconv.ParseInt(token[i+1:], 10, 64)
-	if err != nil || ms <= 0 {
-		return 0, false
-	}
-	return time.Duration(ms) * time.Millisecond, true
+	info, ok := ParseToken(token)
+	return info.TTL, ok
 }
 
-// AttemptStrings returns what an acquisition attempt on key sends that
-// changes with every attempt: a fresh random token, URL-safe base64 without
-// padding followed by "." and ttl in milliseconds (see TokenTTL), the key's fencing counter key (fenceKey) and now in
-// microseconds, in decimal. tag is the key's slot tag (see Layout). With
-// queued, it also returns the names of the key's queue keys (see
-// QueueKeys). They share one allocation.
-func AttemptStrings(key string, now time.Time, ttl time.Duration, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
+// AttemptStrings returns what an acquisition attempt on key by owner sends
+// that changes with every attempt: a fresh token (see TokenTTLSeparator),
+// granted now to owner for ttl, the key's fencing counter key (fenceKey)
+// and now in microseconds, in decimal. tag is the key's slot tag (see
+// Layout). With queued, it also returns the names of the key's queue keys
+// (see QueueKeys). They share one allocation. owner must pass CheckOwner.
+func AttemptStrings(key string, now time.Time, ttl time.Duration, owner, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
 	var b [TokenBytes]byte
 	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
-	var stack [192]byte
+	var stack [256]byte
 	buf := base64.RawURLEncoding.AppendEncode(stack[:0], b[:])
-	buf = strconv.AppendInt(append(buf, TokenTTLSeparator), ttl.Milliseconds(), 10)
+	us := now.UnixMicro()
+	buf = strconv.AppendInt(append(buf, TokenTTLSeparator), us, 10)
+	buf = append(append(append(buf, TokenTTLSeparator), owner...), TokenTTLSeparator)
+	buf = strconv.AppendInt(buf, ttl.Milliseconds(), 10)
 	end := [5]int{len(buf)}
 	buf = append(append(append(buf, FencePrefix...), tag...), key...)
 	end[1] = len(buf)
-	buf = strconv.AppendInt(buf, now.UnixMicro(), 10)
+	buf = strconv.AppendInt(buf, us, 10)
 	end[2], end[3], end[4] = len(buf), len(buf), len(buf)
 	if queued {
 		buf = append(append(append(buf, QueuePrefix...), tag...), key...)

@@ -19,12 +19,17 @@ func TestAttemptStrings(t *testing.T) {
 	now := time.UnixMicro(1_700_000_000_123_456)
 	for i := range 1000 {
 		key := strings.Repeat("k", i%200) // past the stack buffer, too
-		tok, fenceKey, clock, queue, deadlines := AttemptStrings(key, now, time.Second, "", i%2 == 0)
-		if len(tok) != 27+len(".1000") || !strings.HasSuffix(tok, ".1000") || seen[tok] {
+		owner := "host.example:42"
+		tok, fenceKey, clock, queue, deadlines := AttemptStrings(key, now, time.Second, owner, "", i%2 == 0)
+		suffix := ".1700000000123456.host.example:42.1000"
+		if len(tok) != 27+len(suffix) || !strings.HasSuffix(tok, suffix) || seen[tok] {
 			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
 		}
 		if ttl, ok := TokenTTL(tok); !ok || ttl != time.Second {
 			t.Fatalf("TokenTTL(%q) = %s, %v; want 1s", tok, ttl, ok)
+		}
+		if info, ok := ParseToken(tok); !ok || info.Owner != owner || !info.Granted.Equal(now) {
+			t.Fatalf("ParseToken(%q) = %+v, %v; want owner %q, granted %s", tok, info, ok, owner, now)
 		}
 		seen[tok] = true
 		if fenceKey != FenceKey(key) || clock != "1700000000123456" {
@@ -53,6 +58,44 @@ func TestReleaseStrings(t *testing.T) {
 			if channel+key != l.ReleaseChannel(key) || clock != "1700000000123456" || queue != wantQueue || deadlines != wantDeadlines {
 				t.Fatalf("ReleaseStrings(%q, cluster %v) = %q, %q, %q, %q", key, l.Cluster, channel, clock, queue, deadlines)
 			}
+		}
+	}
+}
+
+func TestParseToken_shapes(t *testing.T) {
+	random := strings.Repeat("A", 27)
+	for _, c := range []struct {
+		token, owner string
+		us           int64
+		ttl          time.Duration
+		ok           bool
+	}{
+		{random + ".1000", "", 0, time.Second, true},                          // before owners
+		{random + ".17.a.b.c.250", "a.b.c", 17, 250 * time.Millisecond, true}, // dots in the owner
+		{random + ".x.owner.250", "", 0, 250 * time.Millisecond, true},        // no grant time
+		{random + "..250", "", 0, 250 * time.Millisecond, true},               // no owner
+		{"uuid-like-4f1c", "", 0, 0, false},                                   // another library's
+		{"a.b", "", 0, 0, false},
+	} {
+		info, ok := ParseToken(c.token)
+		if ok != c.ok || info.Owner != c.owner || info.TTL != c.ttl || (c.us != 0) != !info.Granted.IsZero() || (c.us != 0 && info.Granted.UnixMicro() != c.us) {
+			t.Errorf("ParseToken(%q) = %+v, %v; want owner %q, granted %d µs, TTL %s, %v", c.token, info, ok, c.owner, c.us, c.ttl, c.ok)
+		}
+	}
+}
+
+func TestCheckOwner(t *testing.T) {
+	for _, bad := range []string{"", "a b", "tab\there", "é", "new\nline", strings.Repeat("o", MaxOwnerBytes+1)} {
+		if CheckOwner(bad) == "" {
+			t.Errorf("CheckOwner(%q) accepted it", bad)
+		}
+		if got := SanitizeOwner(bad); CheckOwner(got) != "" {
+			t.Errorf("SanitizeOwner(%q) = %q, which CheckOwner refuses", bad, got)
+		}
+	}
+	for _, good := range []string{"host:1234", "svc/worker-1@host.example", strings.Repeat("o", MaxOwnerBytes)} {
+		if msg := CheckOwner(good); msg != "" {
+			t.Errorf("CheckOwner(%q) = %q", good, msg)
 		}
 	}
 }

@@ -21,14 +21,20 @@ Reads, from every node at once and without changing anything, who holds the
 lock KEY there (a writer's token, or the readers that hold it shared), its
 remaining TTL, the node's fencing counter for KEY, and whether the node is
 recovering (sitting out every quorum after losing its data). Then says who
-holds the lock: a token held on a majority of nodes, or the readers held
-on a majority ("held shared by 3 readers").
+holds the lock: a token held on a majority of nodes, with its owner (the
+holder's --owner, by default host:pid) and since when it holds the grant
+by the holder's clock, or the readers held on a majority ("held shared
+by 3 readers"), each with its owner and since when.
 
 Output: a table with one row per node, its HOLDER a token or "N readers";
 when readers hold KEY, a list of their tokens and how many nodes each is
 on; then the verdict. With --json one object: {"key", "quorum", "holder",
-"readers", "nodes": [{"node", "holder", "readers", "ttl_ms", "fence",
-"recovering", "recovering_left_ms", "no_marker", "error"}]}. "holder" is ""
+"owner", "since", "age_ms", "readers", "reader_grants", "nodes": [{"node",
+"holder", "owner", "since", "readers", "reader_grants", "ttl_ms", "fence",
+"recovering", "recovering_left_ms", "no_marker", "error"}]}. "owner" and
+"since" (RFC 3339, UTC) are "" for a token that does not carry them
+(another library's); "reader_grants" are [{"token", "owner", "since",
+"age_ms"}], one per token in "readers". "holder" is ""
 when no token holds a majority; "readers" are the tokens of the readers
 (run --shared, acquire --shared): at the top those held on a majority, per
 node those on the node, [] when none. "ttl_ms" is the TTL of the node's
@@ -43,8 +49,8 @@ The exit status is 69 when fewer than a majority answered for some key.
 
 With --limit N it reads the N permits of the semaphore KEY, the locks
 KEY:permit:1 to KEY:permit:N, and prints a row per permit (its key, the
-holder, the holder's TTL, the highest fence counter, and whether a majority
-holds it), a line per node that failed or is recovering, then "k of N
+holder, its owner and since when, the holder's TTL, the highest fence
+counter, and whether a majority holds it), a line per node that failed or is recovering, then "k of N
 permits held". With --json: {"key", "limit", "quorum", "held", "permits":
 [one object per permit, as above]}. The exit status is 69 when fewer than
 a majority answered for some permit.`,
@@ -60,24 +66,31 @@ a majority answered for some permit.`,
 
 // nodeStateJSON is one node in inspect's JSON output.
 type nodeStateJSON struct {
-	Node             string   `json:"node"`
-	Holder           string   `json:"holder"`
-	Readers          []string `json:"readers"` // tokens of the readers holding it there
-	TTLMs            int64    `json:"ttl_ms"`
-	Fence            uint64   `json:"fence"`
-	Recovering       bool     `json:"recovering"`
-	RecoveringLeftMs int64    `json:"recovering_left_ms"`
-	NoMarker         bool     `json:"no_marker"`
-	Error            string   `json:"error,omitempty"`
+	Node             string      `json:"node"`
+	Holder           string      `json:"holder"`
+	Owner            string      `json:"owner"`         // the holder's, "" when its token does not say
+	Since            string      `json:"since"`         // when the holder's grant began, "" when its token does not say
+	Readers          []string    `json:"readers"`       // tokens of the readers holding it there
+	ReaderGrants     []grantJSON `json:"reader_grants"` // each reader's owner and since, as in readers
+	TTLMs            int64       `json:"ttl_ms"`
+	Fence            uint64      `json:"fence"`
+	Recovering       bool        `json:"recovering"`
+	RecoveringLeftMs int64       `json:"recovering_left_ms"`
+	NoMarker         bool        `json:"no_marker"`
+	Error            string      `json:"error,omitempty"`
 }
 
 // inspectJSON is inspect's JSON output.
 type inspectJSON struct {
-	Key     string          `json:"key"`
-	Quorum  int             `json:"quorum"`
-	Holder  string          `json:"holder"`
-	Readers []string        `json:"readers"` // readers holding it on a quorum, sorted
-	Nodes   []nodeStateJSON `json:"nodes"`
+	Key          string          `json:"key"`
+	Quorum       int             `json:"quorum"`
+	Holder       string          `json:"holder"`
+	Owner        string          `json:"owner"`         // the holder's, "" when its token does not say
+	Since        string          `json:"since"`         // when the holder's grant began
+	AgeMs        int64           `json:"age_ms"`        // how long ago, by this host's clock
+	Readers      []string        `json:"readers"`       // readers holding it on a quorum, sorted
+	ReaderGrants []grantJSON     `json:"reader_grants"` // each reader's owner and since, as in readers
+	Nodes        []nodeStateJSON `json:"nodes"`
 }
 
 func setupInspect(fs *flag.FlagSet) runner {
@@ -166,7 +179,7 @@ func writeLock(w io.Writer, key string, states []redlock.NodeState) {
 		fmt.Fprintf(w, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
 			answered, len(states), quorum, key)
 	case holder != "":
-		fmt.Fprintf(w, "held by %s on %d of %d nodes (%d needed)\n", holder, holding, len(states), quorum)
+		fmt.Fprintf(w, "held by %s on %d of %d nodes (%d needed)%s\n", holder, holding, len(states), quorum, withOwner(holder))
 	case len(readers) > 0:
 		fmt.Fprintf(w, "held shared by %s, each on at least %d of %d nodes\n",
 			countReaders(len(readers)), quorum, len(states))
@@ -181,8 +194,14 @@ func writeLock(w io.Writer, key string, states []redlock.NodeState) {
 // lockStateJSON describes what every node holds for the lock key.
 func lockStateJSON(key string, quorum int, holder string, states []redlock.NodeState) inspectJSON {
 	out := inspectJSON{Key: key, Quorum: quorum, Holder: holder, Readers: sharedBy(states, quorum)}
+	out.ReaderGrants = grantsJSON(out.Readers)
+	if holder != "" {
+		g := newGrantJSON(holder)
+		out.Owner, out.Since, out.AgeMs = g.Owner, g.Since, g.AgeMs
+	}
 	for _, st := range states {
-		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, Readers: append([]string{}, st.Readers...), TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
+		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, Owner: st.Owner, Since: sinceText(st.Since),
+			Readers: append([]string{}, st.Readers...), ReaderGrants: grantsJSON(st.Readers), TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
 			Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker}
 		if st.TTL < 0 {
 			n.TTLMs = -1

@@ -76,9 +76,9 @@ func inspectSemaphore(ctx context.Context, r report, client *redlock.Client, key
 func writePermits(w io.Writer, key string, quorum int, verdicts []permitVerdict) {
 	fmt.Fprintf(w, "semaphore %q, %d permits:\n", key, len(verdicts))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PERMIT\tKEY\tHOLDER\tTTL\tFENCE\tSTATE")
+	fmt.Fprintln(tw, "PERMIT\tKEY\tHOLDER\tOWNER\tSINCE\tTTL\tFENCE\tSTATE")
 	for i, v := range verdicts {
-		holder, ttl := "-", "-"
+		holder, owner, since, ttl := "-", "-", "-", "-"
 		var longest time.Duration
 		var fence uint64
 		for _, st := range v.states {
@@ -88,9 +88,9 @@ func writePermits(w io.Writer, key string, quorum int, verdicts []permitVerdict)
 			}
 		}
 		if v.holder != "" {
-			holder, ttl = v.holder, longest.Round(time.Millisecond).String()
+			holder, owner, since, ttl = v.holder, ownerColumn(v.holder), sinceColumn(v.holder), longest.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", i+1, v.key, holder, ttl, fence, v.state(quorum))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i+1, v.key, holder, owner, since, ttl, fence, v.state(quorum))
 	}
 	tw.Flush()
 	writeNodeTroubles(w, verdicts)

@@ -17,6 +17,16 @@ import (
 type lockFlags struct {
 	limit  limitFlag
 	shared bool
+	owner  string // --owner, "" for the library's default
+}
+
+// ownerUsage describes --owner for the verbs that take a lock.
+const ownerUsage = "name the holder `OWNER` in the lock's token, which inspect and list show with the time of the grant; " +
+	"1 to 255 bytes of printable ASCII without spaces"
+
+// registerOwner adds --owner to fs.
+func (l *lockFlags) registerOwner(fs *flag.FlagSet) {
+	fs.Var(describedString{&l.owner, "this host's name and the process id, host:pid"}, "owner", ownerUsage)
 }
 
 // sharedUsage describes --shared for the verbs that take a lock.
@@ -45,6 +55,9 @@ func (l *lockFlags) options() []redlock.LockOption {
 	}
 	if l.shared {
 		opts = append(opts, redlock.WithShared())
+	}
+	if l.owner != "" {
+		opts = append(opts, redlock.WithOwner(l.owner))
 	}
 	return opts
 }

@@ -61,7 +61,7 @@ func writeReaders(w io.Writer, states []redlock.NodeState) {
 	}
 	fmt.Fprintln(w, "readers:")
 	for _, token := range tokens {
-		fmt.Fprintf(w, "  %-*s  on %d of %d nodes\n", width, token, nodes[token], len(states))
+		fmt.Fprintf(w, "  %-*s  on %d of %d nodes%s\n", width, token, nodes[token], len(states), withOwner(token))
 	}
 }
 

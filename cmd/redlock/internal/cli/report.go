@@ -129,7 +129,7 @@ const (
 func classify(err error) failure {
 	var qe *redlock.QuorumError
 	switch {
-	case errors.Is(err, redlock.ErrInvalidKey), errors.Is(err, redlock.ErrInvalidTTL):
+	case errors.Is(err, redlock.ErrInvalidKey), errors.Is(err, redlock.ErrInvalidTTL), errors.Is(err, redlock.ErrInvalidOwner):
 		return failInvalid
 	case errors.Is(err, redlock.ErrInvalidOptions), errors.Is(err, redlock.ErrDuplicateNode):
 		return failConfig

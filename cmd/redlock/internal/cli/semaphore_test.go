@@ -201,7 +201,7 @@ func TestInspect_limit(t *testing.T) {
 	wantOnePermitHeld(t, sem, lock)
 	text := cli(t, "inspect", "--nodes", nodes, "--limit", "3", "sem").expect(t, exitOK, "inspect --limit").stdout
 	row := regexp.MustCompile(`(?m)^` + strconv.Itoa(lock.Permit) + ` +` + regexp.QuoteMeta(lock.Key) + ` +` +
-		regexp.QuoteMeta(lock.Token) + ` +\d[.\d]*m?s +` + strconv.FormatUint(lock.Fence, 10) + ` +held on 3 of 3 nodes$`)
+		regexp.QuoteMeta(lock.Token) + ` +\S+ +\S+ +\d[.\d]*m?s +` + strconv.FormatUint(lock.Fence, 10) + ` +held on 3 of 3 nodes$`)
 	if !strings.HasPrefix(text, `semaphore "sem", 3 permits:`) || !row.MatchString(text) ||
 		strings.Count(text, " free\n") != 2 || !strings.HasSuffix(text, "\n1 of 3 permits held\n") {
 		t.Errorf("inspect --limit 3:\n%s", text)

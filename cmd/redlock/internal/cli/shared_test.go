@@ -25,7 +25,7 @@ func wantReadersShown(t *testing.T, text string, tokens []string) {
 		t.Errorf("inspect of a key held by 3 readers:\n%s", text)
 	}
 	for _, token := range tokens {
-		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(token) + ` +on 3 of 3 nodes$`).MatchString(text) {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(token) + ` +on 3 of 3 nodes, owner \S+ since \S+ \(\S+ ago\)$`).MatchString(text) {
 			t.Errorf("inspect does not list the reader %s:\n%s", token, text)
 		}
 	}

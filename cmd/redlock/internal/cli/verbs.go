@@ -148,6 +148,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 	lf.registerLimit(fs, "take one of `N` permits of the semaphore KEY instead of the lock KEY, from 1 to "+
 		strconv.Itoa(redlock.MaxLimit)+"; the key printed is the permit's")
 	lf.registerShared(fs, sharedUsage)
+	lf.registerOwner(fs)
 	wait := waitForever
 	registerWait(fs, &wait)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
