@@ -23,9 +23,9 @@ type Leader struct {
 	// Value is what the leader campaigned with (Election.Campaign): the
 	// owner of its lock (WithOwner).
 	Value string
-	// Term is the leader's fencing token: it strictly increases from one
-	// leader to the next, so a resource can refuse an older leader's
-	// writes (see Lock.Fence).
+	// Term is the leader's fencing token (its Lock.Fence): it strictly
+	// increases from one leader to the next, so a resource can refuse an
+	// older leader's writes.
 	Term uint64
 	// Since is when the leader's winning campaign attempt began, by its
 	// own clock, as its lock's token says (NodeState.Since); zero for a
@@ -243,21 +243,28 @@ func (e *Election) read(ctx context.Context) (reading, error) {
 	return reading{}, nil
 }
 
-// leaderOf builds the leader holding token from the nodes' states: its term
-// is the largest counter among the nodes that hold it.
+// leaderOf builds the leader holding token from the nodes' states. Its
+// term is its lock's fencing token: the counter that a quorum of the nodes
+// holding it reach, the quorum-th largest of theirs. The lock was handed
+// out with a token that a quorum holds, and only a minority can be above
+// it: nodes whose grants the acquisition did not wait for.
 func (e *Election) leaderOf(token string, states []NodeState, start time.Time) reading {
 	r := reading{leader: Leader{Token: token}}
 	var ttls []time.Duration
+	var fences []uint64
 	for _, s := range states {
 		if s.Err != nil || s.Holder != token {
 			continue
 		}
-		r.leader.Term = max(r.leader.Term, s.Fence)
 		ttls = append(ttls, s.TTL)
+		fences = append(fences, s.Fence)
 		r.leader.Value, r.leader.Since = s.Owner, s.Since
 	}
+	q := e.client.quorum
 	slices.Sort(ttls)
+	slices.Sort(fences)
+	r.leader.Term = fences[len(fences)-q]
 	// The key is gone from a quorum once the quorum-th longest TTL passed.
-	r.expires = start.Add(ttls[len(ttls)-e.client.quorum])
+	r.expires = start.Add(ttls[len(ttls)-q])
 	return r
 }
