@@ -178,7 +178,12 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// Leader reads the current leader from the nodes. It fails with ErrNoLeader
+// Leader reads the current leader from the nodes: the candidate whose lock
+// a quorum of them hold. That may be one whose campaign reached a quorum
+// and then failed (its validity spent), until its clean-up, or one that
+// lost its lead by its own clock, until its lock expires: only a
+// candidate's own Err and Done decide whether it may act as leader. It
+// fails with ErrNoLeader
 // when there is none, ErrLeaderUnknown (in a *QuorumError) when too few
 // nodes answered to tell, within the larger of Options.NodeTimeout and 3 s
 // or until ctx ends.
