@@ -13,25 +13,23 @@ import (
 // BenchmarkElectionFailover measures how long an election of 5 nodes goes
 // without a leader. resign: from a leader's Resign to the election of the
 // candidate waiting (reported as resign-ms). kill: from the moment a
-// leader's Client stops renewing without resigning (Close) to the next
-// election (kill-ms), beside the TTL its lock had left on the nodes at that
-// moment (ttl-left-ms): the next leader should come right after the TTL
-// left, plus at most a retry delay (the dead leader's lock expires
+// leader's Client loses every node without resigning, as a killed process
+// does, to the next election (kill-ms), beside the TTL its lock had left on
+// the nodes at that moment (ttl-left-ms): the next leader comes right after
+// the TTL left, plus at most a retry delay (the dead leader's lock expires
 // unannounced).
 func BenchmarkElectionFailover(b *testing.B) {
 	cluster := redlocktest.Start(b, redlocktest.Options{Nodes: 5})
-	const ttl = time.Second
-	opts := &redlock.Options{TTL: ttl, NodeTimeout: 300 * time.Millisecond}
+	opts := &redlock.Options{TTL: time.Second, NodeTimeout: 300 * time.Millisecond}
 	next := newClient(b, cluster, adapters[0], opts)
 	var resign, kill, left time.Duration
 	for i := 0; b.Loop(); i++ {
 		name := "failover:" + strconv.Itoa(i)
-		resign += electionFailover(b, cluster, newClient(b, cluster, adapters[0], opts), next, name+":resign", true)
-		leader := newClient(b, cluster, adapters[0], opts)
-		leader.Inspect(bg, name) // connect every node first
-		took := electionFailover(b, cluster, leader, next, name+":kill", false)
-		kill += took
-		left += leftAtKill
+		took, _ := electionFailover(b, cluster, newClient(b, cluster, adapters[0], opts), next, name+":resign", nil)
+		resign += took
+		leader, die := severableClient(b, cluster, adapters[0], opts)
+		took, ttlLeft := electionFailover(b, cluster, leader, next, name+":kill", die)
+		kill, left = kill+took, left+ttlLeft
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(resign.Milliseconds())/n, "resign-ms")
@@ -39,25 +37,17 @@ func BenchmarkElectionFailover(b *testing.B) {
 	b.ReportMetric(float64(left.Milliseconds())/n, "ttl-left-ms")
 }
 
-// leftAtKill is the TTL the last killed leader's lock had left on the nodes
-// (the quorum-th longest) when its Client closed.
-var leftAtKill time.Duration
-
-// electionFailover elects a candidate of leader on name, campaigns with next
-// behind it, and returns how long next took to be elected after the
-// leader resigned, or its Client closed.
-func electionFailover(b *testing.B, cluster *redlocktest.Cluster, leader, next *redlock.Client, name string, resign bool) time.Duration {
-	first, err := leader.NewElection(name)
-	if err != nil {
-		b.Fatal(err)
-	}
+// electionFailover elects a candidate of leader on name, campaigns with
+// next behind it, ends the lead, and returns how long next took to be
+// elected after that. The lead ends by Resign when kill is nil, else by
+// kill, which severs leader from the nodes; the TTL the lead's lock then
+// had left on a quorum of them is returned too.
+func electionFailover(b *testing.B, cluster *redlocktest.Cluster, leader, next *redlock.Client, name string, kill func()) (took, left time.Duration) {
+	first := election(b, leader, name)
 	if err := first.Campaign(bg, "a"); err != nil {
 		b.Fatal(err)
 	}
-	second, err := next.NewElection(name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	second := election(b, next, name)
 	elected := make(chan time.Time, 1)
 	go func() {
 		if err := second.Campaign(bg, "b"); err != nil {
@@ -67,17 +57,17 @@ func electionFailover(b *testing.B, cluster *redlocktest.Cluster, leader, next *
 	}()
 	awaitQueued(b, cluster, name)
 	start := time.Now()
-	if resign {
+	if kill == nil {
 		first.Resign(bg)
 	} else {
 		states, _ := next.Inspect(bg, name)
-		leftAtKill = quorumTTL(states, first.Lock().Token(), 3) - time.Since(start)
+		left = quorumTTL(states, first.Lock().Token(), 3) - time.Since(start)
 		start = time.Now()
-		leader.Close()
+		kill()
 	}
-	took := (<-elected).Sub(start)
+	took = (<-elected).Sub(start)
 	second.Resign(bg)
-	return took
+	return took, left
 }
 
 // quorumTTL returns the TTL after which fewer than quorum of states hold

@@ -20,6 +20,12 @@ const (
 	observePollDivisor = 20
 	minObservePoll     = 50 * time.Millisecond
 	maxObservePoll     = 500 * time.Millisecond
+	// observeReadNodeTimeouts bounds each read of an observer to this many
+	// per-node timeouts, or the poll if longer: a node that does not
+	// answer by then (paused, cut off) is left out of that read, which the
+	// others decide when they are a quorum, instead of holding every
+	// observation back for the 3 s an operator's Inspect waits.
+	observeReadNodeTimeouts = 4
 )
 
 // Observe returns a channel on which the election's leader is sent each
@@ -30,8 +36,9 @@ const (
 // one after a later one. It wakes on each announced release of the
 // election's lock (a leader that resigns), when the leader's key expires
 // on the nodes (a leader that died), and reads the nodes every twentieth
-// of the TTL (50 ms to 500 ms) meanwhile. Reads that too few nodes answer
-// are retried; nothing is sent for them. A receiver that does not keep up
+// of the TTL (50 ms to 500 ms) meanwhile, each read waiting for the nodes
+// at most four per-node timeouts or the poll. Reads that too few nodes
+// answer are retried; nothing is sent for them. A receiver that does not keep up
 // holds the observer back: it reads again once its last change was taken.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	out := make(chan Leader)
@@ -48,7 +55,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	var seen observed
 	for ctx.Err() == nil {
 		next := time.Now().Add(poll)
-		rctx, cancel := context.WithTimeout(ctx, e.client.operatorTimeout())
+		rctx, cancel := context.WithTimeout(ctx, max(poll, observeReadNodeTimeouts*e.client.opts.NodeTimeout))
 		r, err := e.read(rctx)
 		cancel()
 		if err == nil && seen.changed(r.leader) {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,14 +115,15 @@ func TestElection_campaignResignObserve(t *testing.T) {
 	})
 }
 
-// A leader whose client stops renewing without resigning learns that it
+// A leader whose client loses every node, as a killed process does,
+// without resigning learns that it
 // lost the lead before the next candidate is elected, once its lock's TTL
 // has passed on the nodes.
 func TestElection_deadLeaderIsFollowedOnceItsLeadEnded(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		const ttl = 600 * time.Millisecond
-		dying := newClient(t, cluster, a, fast())
+		dying, die := severableClient(t, cluster, a, fast())
 		first := election(t, dying, "svc", redlock.WithTTL(ttl))
 		next := election(t, newClient(t, cluster, a, fast()), "svc", redlock.WithTTL(ttl))
 		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
@@ -130,7 +132,7 @@ func TestElection_deadLeaderIsFollowedOnceItsLeadEnded(t *testing.T) {
 		if err := first.Campaign(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
-		dying.Close() // stops renewing; never resigns
+		die() // stops renewing; never resigns
 		if err := next.Campaign(ctx, "b"); err != nil {
 			t.Fatal(err)
 		}
@@ -146,8 +148,53 @@ func TestElection_deadLeaderIsFollowedOnceItsLeadEnded(t *testing.T) {
 	})
 }
 
+// severableConn is a node's Conn whose requests fail at once once its
+// client is severed from the nodes, as those of a dead process never
+// arrive.
+type severableConn struct {
+	redlock.Conn
+	severed *atomic.Bool
+}
+
+// errSevered is the error of a request of a severed client.
+var errSevered = errors.New("severed from the nodes")
+
+func (c severableConn) Do(ctx context.Context, args ...string) (any, error) {
+	if c.severed.Load() {
+		return nil, errSevered
+	}
+	return c.Conn.Do(ctx, args...)
+}
+
+func (c severableConn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
+	if c.severed.Load() {
+		return nil, errSevered
+	}
+	return c.Conn.EvalSHA(ctx, sha1, source, keys, args...)
+}
+
+// severableClient returns a Client over every node of cluster, as
+// newClient does, and the function that severs it from every node.
+func severableClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redlock.Options) (*redlock.Client, func()) {
+	t.Helper()
+	severed := new(atomic.Bool)
+	var conns []redlock.Conn
+	for _, c := range a.conns(t, cluster.Addrs()) {
+		conns = append(conns, severableConn{Conn: c, severed: severed})
+	}
+	c, err := redlock.New(conns, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.MarkReady(bg, false); err != nil {
+		t.Fatal(err)
+	}
+	return c, func() { severed.Store(true) }
+}
+
 // election returns c's election on name or fails the test.
-func election(t *testing.T, c *redlock.Client, name string, opts ...redlock.LockOption) *redlock.Election {
+func election(t testing.TB, c *redlock.Client, name string, opts ...redlock.LockOption) *redlock.Election {
 	t.Helper()
 	e, err := c.NewElection(name, opts...)
 	if err != nil {
