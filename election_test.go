@@ -136,6 +136,7 @@ func TestElection_deadLeaderIsFollowedOnceItsLeadEnded(t *testing.T) {
 		if err := next.Campaign(ctx, "b"); err != nil {
 			t.Fatal(err)
 		}
+		defer next.Resign(bg) // before the client closes: no renewal may run after Close
 		if !errors.Is(first.Err(), redlock.ErrLockLost) {
 			t.Errorf("the dead leader's Err is %v when the next is elected, want ErrLockLost", first.Err())
 		}
