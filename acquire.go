@@ -116,7 +116,7 @@ func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, cal
 		}
 	}
 	start := time.Now()
-	lock, err := c.tryAttempt(ctx, key, cfg.ttl, cfg.owner, cfg.autoRenew)
+	lock, err := c.tryAttempt(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
 	failFast(err)
 	if lock == nil && heldOnANode(err) {
 		c.pauseAfterTry(ctx, time.Since(start), cfg.ttl)
@@ -237,7 +237,10 @@ func (c *Client) lockRequest(name string, opts []LockOption) (string, lockConfig
 	if err := checkCallOwner(cfg.owner); err != nil {
 		return "", cfg, err
 	}
-	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
+	if err := c.checkLockDelay(cfg.delay, cfg.ttl); err != nil {
+		return "", cfg, err
+	}
+	cfg.ttl, cfg.delay = cfg.ttl.Truncate(time.Millisecond), cfg.delay.Truncate(time.Millisecond)
 	return key, cfg, nil
 }
 
@@ -295,7 +298,7 @@ func (a *acquisition) takeTurn() error {
 	// here holds is tried at once.
 	var offer wait.Offer // a nil *handoff would not be a nil Offer
 	if c.waiters.Busy(key) {
-		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.owner, cfg.autoRenew)
+		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
 		offer = a.offer
 	}
 	a.turn = c.waiters.Take(ctx, key, offer)
@@ -361,7 +364,7 @@ func (a *acquisition) try() (*Lock, error) {
 		<-h.sent
 		lock, err = h.collect()
 	} else {
-		lock, err = a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.owner, a.cfg.autoRenew, &a.place)
+		lock, err = a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.delay, a.cfg.owner, a.cfg.autoRenew, &a.place)
 	}
 	if err != nil {
 		failFast(err) // adds the cause that telemetry counts

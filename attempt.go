@@ -17,7 +17,8 @@ type attempt struct {
 	key     string
 	token   string
 	ttl     time.Duration
-	start   time.Time // carries the monotonic clock reading
+	delay   time.Duration // the lock-delay (WithLockDelay)
+	start   time.Time     // carries the monotonic clock reading
 	req     *nodes.Request
 	replies []acquireReply
 	// place, when not nil, is the caller's place in the key's queue of
@@ -69,8 +70,8 @@ const namedWaiters = 2
 //
 // shared makes it a shared (read) attempt instead (see
 // lua/acquire_shared.lua); place is then nil.
-func (c *Client) newAttempt(key string, ttl time.Duration, owner string, place *queuePlace, shared bool) *attempt {
-	a := &attempt{key: key, ttl: ttl}
+func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, place *queuePlace, shared bool) *attempt {
+	a := &attempt{key: key, ttl: ttl, delay: delay}
 	if n := len(c.conns); n <= nodes.InlineNodes {
 		a.replies = a.replyBuf[:n]
 	} else {
@@ -78,7 +79,7 @@ func (c *Client) newAttempt(key string, ttl time.Duration, owner string, place *
 	}
 	token, fenceKey, clock, queue, deadlines := wire.AttemptStrings(key, time.Now(), ttl, owner, c.keys.Tag(key), place != nil || shared)
 	a.token = token
-	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl, a.replies)
+	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl+delay, a.replies)
 	if shared {
 		a.acquire.share(queue, deadlines)
 	}
@@ -105,8 +106,8 @@ func (c *Client) newAttempt(key string, ttl time.Duration, owner string, place *
 // acquire script, which also applies the restart quarantine and bumps the
 // key's fencing counter; when the granting nodes' counters disagree, a second
 // step raises the ones behind before the lock is handed out.
-func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, owner string, autoRenew bool, place *queuePlace) (*Lock, error) {
-	return c.run(ctx, c.newAttempt(key, ttl, owner, place, false), autoRenew)
+func (c *Client) attempt(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool, place *queuePlace) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, place, false), autoRenew)
 }
 
 // tryAttempt is attempt for TryAcquire, whose caller may try again at
@@ -120,16 +121,16 @@ func (c *Client) attempt(ctx context.Context, key string, ttl time.Duration, own
 // most one request of the key under way per node, an attempt reaches every
 // node at about the same moment, and the first after a release wins a
 // majority.
-func (c *Client) tryAttempt(ctx context.Context, key string, ttl time.Duration, owner string, autoRenew bool) (*Lock, error) {
-	a := c.newAttempt(key, ttl, owner, nil, false)
+func (c *Client) tryAttempt(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) (*Lock, error) {
+	a := c.newAttempt(key, ttl, delay, owner, nil, false)
 	a.settle = true
 	return c.run(ctx, a, autoRenew)
 }
 
 // attemptShared is attempt for a shared (read) lock: the node grants it
 // while no writer holds the key or waits for it.
-func (c *Client) attemptShared(ctx context.Context, key string, ttl time.Duration, owner string, autoRenew bool) (*Lock, error) {
-	return c.run(ctx, c.newAttempt(key, ttl, owner, nil, true), autoRenew)
+func (c *Client) attemptShared(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, nil, true), autoRenew)
 }
 
 // run sends attempt a to every node and concludes; it asks none when ctx
@@ -167,11 +168,11 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	if ok >= c.quorum && validity > 0 {
 		fence, behind := fenceOf(results, a.replies)
 		if behind > 0 {
-			results, ok = c.raiseFences(ctx, key, token, fence, ttl, results, a.replies)
+			results, ok = c.raiseFences(ctx, key, token, fence, ttl+a.delay, results, a.replies)
 			validity = time.Until(until)
 		}
 		if ok >= c.quorum && validity > 0 {
-			lock := newLock(c, key, token, ttl, until, autoRenew)
+			lock := newLock(c, key, token, ttl, a.delay, until, autoRenew)
 			lock.fence = fence
 			lock.queuedSince = a.queuedSince
 			if len(results) <= nodes.InlineNodes {
@@ -184,11 +185,15 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 			if c.tel != nil {
 				lock.observeGrant(ctx)
 			}
+			if autoRenew {
+				// Once every field is set: renewal reads them.
+				lock.startRenewal()
+			}
 			return lock, nil
 		}
 	}
 	if !refusedEverywhere(results, lag) {
-		c.releaseEverywhere(ctx, key, token, ttl, lag, results, a.settle)
+		c.releaseEverywhere(ctx, key, token, ttl+a.delay, lag, results, a.settle)
 	}
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {

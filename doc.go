@@ -81,6 +81,28 @@
 // watches and releases them together: Until is the earliest deadline, and
 // Done closes as soon as one lock is lost or released.
 //
+// # Leader election
+//
+//	election, err := client.NewElection("scheduler")
+//	err = election.Campaign(ctx, "host-a:8080") // blocks until elected
+//	...                                          // lead until election.Done()
+//	election.Resign(ctx)                         // the next is elected at once
+//
+// An Election has the semantics of etcd's concurrency.Election over a
+// lock of the name, renewed in the background: Campaign, Resign, Leader
+// (the current leader's value, term and since when), Observe (a channel
+// of changes, vacancies included), Done and Err (the lead lost, a loss
+// margin before another candidate can be elected). The term is the lock's
+// fencing token, which strictly increases from one leader to the next.
+//
+// # Lock-delay
+//
+// WithLockDelay(d) keeps a lock that ends without a release (its holder
+// died, paused or lost the nodes) out of reach for d more, as Chubby's
+// lock-delay does, for resources that can check no fencing token; a
+// release frees it at once. The nodes keep its key d longer than the TTL;
+// it costs no request.
+//
 // # Operating the locks
 //
 // Every grant names its holder: Options.Owner, or WithOwner per call (by

@@ -29,8 +29,12 @@ type Lock struct {
 	key    string
 	token  string
 	ttl    time.Duration
-	fence  uint64       // fencing token, set once before the lock is handed out
-	nodes  []NodeResult // the answers that granted it; set with fence
+	// delay is the lock-delay (WithLockDelay): each extension keeps the
+	// key on the nodes this much longer than its TTL. Set once before the
+	// lock is handed out.
+	delay time.Duration
+	fence uint64       // fencing token, set once before the lock is handed out
+	nodes []NodeResult // the answers that granted it; set with fence
 	// nodesBuf backs nodes while they fit.
 	nodesBuf [nodes.InlineNodes]NodeResult
 	// Nodes whose acquire request was still under way when the lock was
@@ -74,12 +78,11 @@ type Lock struct {
 	renewal chan struct{} // closed to stop the renewal goroutine
 }
 
-func newLock(c *Client, key, token string, ttl time.Duration, until time.Time, autoRenew bool) *Lock {
-	l := &Lock{client: c, key: key, token: token, ttl: ttl, until: until, margin: c.opts.lossMargin(ttl), keep: autoRenew}
-	if autoRenew {
-		l.startRenewal()
-	}
-	return l
+// newLock returns the Lock of a grant. With autoRenew, the caller starts
+// its renewal (startRenewal) once it has set every field, which the
+// renewal reads.
+func newLock(c *Client, key, token string, ttl, delay time.Duration, until time.Time, autoRenew bool) *Lock {
+	return &Lock{client: c, key: key, token: token, ttl: ttl, delay: delay, until: until, margin: c.opts.lossMargin(ttl), keep: autoRenew}
 }
 
 // startRenewal arms the lost-lock signal and starts renewing the lock in
@@ -192,6 +195,9 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 	if err := c.checkLockTTL(ttl); err != nil {
 		return err
 	}
+	if err := c.checkLockDelay(l.delay, ttl); err != nil {
+		return err
+	}
 	ttl = ttl.Truncate(time.Millisecond)
 	if c.tel == nil {
 		return l.extendBy(ctx, ttl, nil)
@@ -219,7 +225,7 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return err
 	}
 	c := l.client
-	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key}, Args: []string{l.token, c.wire.millis(ttl)}}
+	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key}, Args: []string{l.token, c.wire.millis(ttl + l.delay)}}
 	start := time.Now()
 	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
 	c.observeNodes(ctx, call, telemetry.OpExtend, results)
@@ -476,5 +482,5 @@ func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error)
 		return nil, err
 	}
 	ttl = ttl.Truncate(time.Millisecond)
-	return newLock(c, key, token, ttl, time.Now().Add(ttl), false), nil
+	return newLock(c, key, token, ttl, 0, time.Now().Add(ttl), false), nil
 }

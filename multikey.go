@@ -148,7 +148,10 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 	if err := checkCallOwner(cfg.owner); err != nil {
 		return nil, err
 	}
-	cfg.ttl = cfg.ttl.Truncate(time.Millisecond)
+	if err := c.checkLockDelay(cfg.delay, cfg.ttl); err != nil {
+		return nil, err
+	}
+	cfg.ttl, cfg.delay = cfg.ttl.Truncate(time.Millisecond), cfg.delay.Truncate(time.Millisecond)
 	return &multiAcquisition{c: c, ctx: ctx, keys: keys, cfg: cfg, wake: wait.NoWakeup, stopListening: func() {}}, nil
 }
 
@@ -231,9 +234,9 @@ func (m *multiAcquisition) try() (*Locks, error) {
 	// released.
 	forEach(n, func(i int) {
 		if m.cfg.shared {
-			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.owner, false)
+			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false)
 		} else {
-			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.owner, false, m.place(i))
+			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false, m.place(i))
 		}
 	})
 	var refused []string

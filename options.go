@@ -275,6 +275,9 @@ type lockConfig struct {
 	limited bool
 	shared  bool   // WithShared
 	owner   string // WithOwner, else Options.Owner
+	// delay is the lock-delay (WithLockDelay): the nodes keep the key this
+	// much longer than ttl, which the validity still counts from.
+	delay time.Duration
 }
 
 // WithTTL sets the lock's time-to-live for this call instead of Options.TTL.

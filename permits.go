@@ -150,7 +150,7 @@ func (p *permits) tryAll() (*Lock, error) {
 			p.heldHere = append(p.heldHere, l)
 			continue
 		}
-		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.owner, p.cfg.autoRenew, p.place(n))
+		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.delay, p.cfg.owner, p.cfg.autoRenew, p.place(n))
 		noteAttempt(p.call, lock, tryErr)
 		if tryErr == nil {
 			p.c.permits.add(lock)

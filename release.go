@@ -99,7 +99,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
 	c.waiters.AddTrailing(l.key, unfinished.Lagging())
-	return results, ok, c.finishMissed(l.key, l.token, l.ttl, results, unfinished, valid)
+	return results, ok, c.finishMissed(l.key, l.token, l.ttl+l.delay, results, unfinished, valid)
 }
 
 // answeredRelease reports that a node answered a release: it deleted the
@@ -321,6 +321,7 @@ type handoff struct {
 	ctx       context.Context
 	key       string
 	ttl       time.Duration
+	delay     time.Duration
 	owner     string
 	autoRenew bool
 	// Set by launch, before sent is closed.
@@ -347,8 +348,8 @@ func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, ha
 
 // newHandoff returns an attempt on key to offer to this client's release
 // of it, parked by wait.Turns.Take.
-func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, owner string, autoRenew bool) *handoff {
-	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, owner: owner, autoRenew: autoRenew}
+func (c *Client) newHandoff(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) *handoff {
+	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, delay: delay, owner: owner, autoRenew: autoRenew}
 }
 
 // launch sets up the offered attempt and the fan-out that will carry it,
@@ -357,7 +358,7 @@ func (c *Client) newHandoff(ctx context.Context, key string, ttl time.Duration, 
 // key's queue, which the lock won here then owns (see Lock.queuedSince).
 func (h *handoff) launch(queuedSince string) {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl, h.owner, nil, false)
+	h.attempt = c.newAttempt(h.key, h.ttl, h.delay, h.owner, nil, false)
 	h.attempt.queuedSince = queuedSince
 	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }

@@ -143,7 +143,7 @@ func WithShared() LockOption {
 // they do not split votes among themselves.
 func (c *Client) acquireShared(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	try := func() (*Lock, error) {
-		lock, err := c.attemptShared(ctx, key, cfg.ttl, cfg.owner, cfg.autoRenew)
+		lock, err := c.attemptShared(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
 		noteAttempt(call, lock, err)
 		return lock, err
 	}

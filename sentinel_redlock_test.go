@@ -23,15 +23,7 @@ func TestSentinel_redlockOverThreeSentinelMasters(t *testing.T) {
 		replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
 			Config: []string{"replicaof 127.0.0.1 " + strconv.Itoa(masters.Node(0).Port())}})
 		waitSynced(t, replica.Node(0))
-		monitored := map[string]int{}
-		for i, n := range masters.Nodes() {
-			monitored["locks"+strconv.Itoa(i)] = n.Port()
-		}
-		sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: monitored})
-		var urls []string
-		for i := range masters.Nodes() {
-			urls = append(urls, sentinel.URL("locks"+strconv.Itoa(i)))
-		}
+		sentinel, urls := monitorEach(t, masters)
 		opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: 10 * time.Second}
 		client, err := d.dial(bg, urls, opts)
 		if err != nil {
@@ -65,6 +57,22 @@ func TestSentinel_redlockOverThreeSentinelMasters(t *testing.T) {
 		waitPromoted(t, sentinel, "locks0", replica.Node(0))
 		lockWhileFirstNodeRecovers(t, client, first.Fence())
 	})
+}
+
+// monitorEach starts a Sentinel that monitors each node of masters as
+// "locks0", "locks1", ..., and returns it with the nodes' Sentinel URLs.
+func monitorEach(t *testing.T, masters *redlocktest.Cluster) (*redlocktest.Sentinel, []string) {
+	t.Helper()
+	monitored := map[string]int{}
+	for i, n := range masters.Nodes() {
+		monitored["locks"+strconv.Itoa(i)] = n.Port()
+	}
+	sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: monitored})
+	var urls []string
+	for i := range masters.Nodes() {
+		urls = append(urls, sentinel.URL("locks"+strconv.Itoa(i)))
+	}
+	return sentinel, urls
 }
 
 // lockWhileFirstNodeRecovers takes the lock "job" on client until its first

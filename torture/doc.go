@@ -4,7 +4,7 @@
 // The packages beneath it follow the flow of the data: traffic (worker
 // processes and the register they update) → faults (what goes wrong, and
 // when) → history (every operation and fault, as JSON lines on one
-// monotonic clock) → check (five checkers of safety and one of waiting)
+// monotonic clock) → check (six checkers of safety and one of waiting)
 // → report (a terminal table and an HTML report with a timeline per
 // scenario). Package scenario holds the table of scenarios with their
 // expected verdicts and bounds on waiting, and cluster the

@@ -317,7 +317,7 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			Pick:              sc.Pick,
 			SharedGoroutines:  sc.ReaderGoroutines,
 			TTL:               sc.TTL,
-			RecoveryDelay:     sc.TTL,
+			RecoveryDelay:     sc.TTL + sc.LockDelay,
 			DisableQuarantine: sc.DisableQuarantine,
 			WaitReplicas:      sc.WaitReplicas,
 			ThinkMin:          sc.ThinkMin,
@@ -330,6 +330,9 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			Wait:              sc.Wait,
 			WaitFor:           sc.WaitFor(),
 			Renew:             sc.Renew,
+			Elect:             sc.Elect,
+			Observe:           sc.Observe,
+			LockDelay:         sc.LockDelay,
 		}
 		w, err := traffic.Spawn(exe, cfg, env.Rec)
 		if err != nil {

@@ -19,6 +19,8 @@ const (
 	OverLimit
 	LostUpdate
 	FenceOrder
+	// Observed is the checker of an election's observers (CheckObserved).
+	Observed
 	// Liveness is the checker of waiting (CheckLiveness), not of safety:
 	// it is not in Kinds, and its violations fail a scenario whatever the
 	// scenario expects of the others.
@@ -27,7 +29,7 @@ const (
 )
 
 // Kinds lists every checker of safety, in report order.
-var Kinds = []Kind{Linearizable, Overlap, OverLimit, LostUpdate, FenceOrder}
+var Kinds = []Kind{Linearizable, Overlap, OverLimit, LostUpdate, FenceOrder, Observed}
 
 // String returns the checker's short name.
 func (k Kind) String() string {
@@ -42,6 +44,8 @@ func (k Kind) String() string {
 		return "lost-update"
 	case FenceOrder:
 		return "fence-order"
+	case Observed:
+		return "observed"
 	case Liveness:
 		return "liveness"
 	}
@@ -142,6 +146,10 @@ func Check(events []history.Event, start int64, b Bound) Result {
 		return vs
 	})
 	r.add(FenceOrder, fo, len(fo))
+
+	obs, observed := CheckObserved(events, grants, start)
+	r.add(Observed, obs, len(obs))
+	r.Applicable[Observed] = observed
 
 	live, waits := CheckLiveness(ops, grants, history.Faults(events), b, start)
 	r.Bound, r.Waits = b, waits

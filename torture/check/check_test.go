@@ -142,16 +142,19 @@ func (b *builder) sorted() []history.Event {
 	return b.events
 }
 
-// wantCounts compares the violation counts with want, in check.Kinds order.
+// wantCounts compares the violation counts with want, in check.Kinds
+// order; the checkers past want (Observed: no observer here) find none.
 func wantCounts(t *testing.T, r check.Result, want [5]int) {
 	t.Helper()
+	all := make([]int, len(check.Kinds))
+	copy(all, want[:])
 	for i, k := range check.Kinds {
-		if r.Count(k) != want[i] {
+		if r.Count(k) != all[i] {
 			var details []string
 			for _, v := range r.Violations {
 				details = append(details, v.Checker.String()+": "+v.Detail)
 			}
-			t.Fatalf("%s found %d violations, want %d; violations:\n%s", k, r.Count(k), want[i], strings.Join(details, "\n"))
+			t.Fatalf("%s found %d violations, want %d; violations:\n%s", k, r.Count(k), all[i], strings.Join(details, "\n"))
 		}
 	}
 	if r.Unknown != 0 {
@@ -413,4 +416,27 @@ func TestCheckLimit_theLargestLimitGivenANameIsChecked(t *testing.T) {
 	// others are held: four holders, as many as that client allows.
 	b.hold("worker-4", semaphore{name: sem.name, limit: 4}, 4, 9*ms, 10*ms, 500*ms, 15*ms, 16*ms, 1)
 	wantCounts(t, b.check(t), [5]int{})
+}
+
+// An observer that sees an older leader after a newer one, or a leader
+// with another term than its grant's, is caught; one that sees leaders in
+// term order is not, even one whose campaign failed after a quorum
+// granted it (token "c", no grant).
+func TestCheckObserved(t *testing.T) {
+	grants := []check.Grant{{Worker: "worker-0", Token: "a", Fence: 5}, {Worker: "worker-1", Token: "b", Fence: 7}}
+	observe := func(proc, token string, term uint64, at int64) history.Event {
+		return history.Event{Time: at, Process: proc, Type: history.Info, Op: "observe", Token: token, Fence: term}
+	}
+	good := []history.Event{observe("o", "", 0, 1), observe("o", "a", 5, 2), observe("o", "", 0, 3), observe("o", "b", 7, 4),
+		observe("p", "b", 7, 5)}
+	if vs, ok := check.CheckObserved(good, grants, 0); !ok || len(vs) != 0 {
+		t.Errorf("in order: %v, %v", vs, ok)
+	}
+	bad := []history.Event{observe("o", "b", 7, 1), observe("o", "a", 5, 2), observe("o", "b", 8, 3), observe("o", "c", 9, 4)}
+	if vs, _ := check.CheckObserved(bad, grants, 0); len(vs) != 2 {
+		t.Errorf("an older leader, and a leader with another term than its grant's: %d violations %v, want 2", len(vs), vs)
+	}
+	if _, ok := check.CheckObserved(nil, grants, 0); ok {
+		t.Error("applicable without observers")
+	}
 }

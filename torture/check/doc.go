@@ -1,5 +1,5 @@
 // Package check decides whether the history of a torture run is correct.
-// Five checkers of safety look at it from different sides:
+// Six checkers of safety look at it from different sides:
 //
 //   - Linearizable: the lock's acquisitions and releases, with the end of
 //     each lock's validity taken as its release if that came first, are
@@ -16,13 +16,16 @@
 //     that began after another completed has a larger token. Readers and
 //     writers of a name draw from one counter, so the order holds across
 //     both kinds.
+//   - Observed: each observer of a leader election saw leaders in
+//     strictly increasing terms, each one a grant of that term: never an
+//     older leader after a newer one, never a leader nobody elected.
 //
 // A semaphore's permits are locks of their own, each with its own fencing
 // tokens and its own register, and so are the locks of several names taken
 // together (Client.AcquireAll): the checkers of one lock run on each key
 // held apart, and the lost-update checker on each register apart.
 //
-// A sixth checker, Liveness, looks at waiting rather than safety: no
+// A seventh checker, Liveness, looks at waiting rather than safety: no
 // waiter that could have been served waits past the bound the scenario
 // states, and no fewer acquisitions are served than the share it states
 // (see Bound). A waiter in Acquire or AcquireAll could be served all

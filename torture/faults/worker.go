@@ -38,6 +38,69 @@ func (f PauseWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) erro
 	if pause == 0 {
 		pause = 2 * env.TTL
 	}
+	return atRead(ctx, env, f.Worker, f.Cooldown, func() (func() error, error) {
+		if err := w.Pause(); err != nil {
+			return nil, err
+		}
+		id := env.start("pause-worker", w.Name(), fmt.Sprintf("SIGSTOP for %v at its read", pause))
+		return func() error {
+			sleep(ctx, pause)
+			err := w.Resume()
+			env.end(id, "pause-worker", w.Name())
+			return err
+		}, nil
+	})
+}
+
+// IsolateWorkerAtRead blackholes every link of one worker, to every node,
+// the moment the register serves its read, inside its critical section,
+// for Dur, then heals them: its renewals time out, and it must learn from
+// its own clock that it lost the lock before anyone else can take it.
+type IsolateWorkerAtRead struct {
+	// Worker is the index of the worker to isolate.
+	Worker int
+	// Dur is how long it stays cut off; 0 means twice the TTL.
+	Dur time.Duration
+	// Cooldown is the least time from one heal to the next isolation.
+	Cooldown time.Duration
+}
+
+// Name describes the fault.
+func (f IsolateWorkerAtRead) Name() string {
+	return fmt.Sprintf("blackhole every link of worker-%d at its read", f.Worker)
+}
+
+// Run implements Fault.
+func (f IsolateWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
+	dur := f.Dur
+	if dur == 0 {
+		dur = 2 * env.TTL
+	}
+	target := env.Workers[f.Worker].Name()
+	return atRead(ctx, env, f.Worker, f.Cooldown, func() (func() error, error) {
+		var errs []error
+		for n := range env.Cluster.Nodes() {
+			errs = append(errs, env.Cluster.Link(f.Worker, n).Hold())
+		}
+		id := env.start("isolate-worker", target, fmt.Sprintf("every link blackholed for %v at its read", dur))
+		return func() error {
+			sleep(ctx, dur)
+			for n := range env.Cluster.Nodes() {
+				errs = append(errs, env.Cluster.Link(f.Worker, n).Heal())
+			}
+			env.end(id, "isolate-worker", target)
+			return errors.Join(errs...)
+		}, nil
+	})
+}
+
+// atRead runs act the moment the register serves a read of worker i, at
+// most once at a time and no sooner than cooldown after the last undo
+// returned, until ctx ends; act starts the fault and returns its undo,
+// which runs in the background and ends it. It returns once every undo
+// returned, with their errors.
+func atRead(ctx context.Context, env *Env, i int, cooldown time.Duration, act func() (undo func() error, err error)) error {
+	w := env.Workers[i]
 	var (
 		mu      sync.Mutex
 		stopped bool // set once ctx ends, before wg.Wait: no wg.Go after
@@ -49,19 +112,17 @@ func (f PauseWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) erro
 	env.Register.OnRead(func(name string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if name != w.Name() || stopped || busy || time.Since(resumed) < f.Cooldown || ctx.Err() != nil {
+		if name != w.Name() || stopped || busy || time.Since(resumed) < cooldown || ctx.Err() != nil {
 			return
 		}
-		if err := w.Pause(); err != nil {
+		undo, err := act()
+		if err != nil {
 			errs = append(errs, err)
 			return
 		}
 		busy = true
-		id := env.start("pause-worker", w.Name(), fmt.Sprintf("SIGSTOP for %v at its read", pause))
 		wg.Go(func() {
-			sleep(ctx, pause)
-			err := w.Resume()
-			env.end(id, "pause-worker", w.Name())
+			err := undo()
 			mu.Lock()
 			defer mu.Unlock()
 			busy, resumed = false, time.Now()
@@ -71,7 +132,7 @@ func (f PauseWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) erro
 	<-ctx.Done()
 	env.Register.OnRead(nil)
 	// A read served just before OnRead(nil) may still be calling the hook;
-	// once stopped is set under mu, no call of it can start a pause, so
+	// once stopped is set under mu, no call of it can start a fault, so
 	// wg.Wait does not race with wg.Go.
 	mu.Lock()
 	stopped = true

@@ -64,21 +64,21 @@ func TestTable_marksUnjudgedCounts(t *testing.T) {
 	}
 	// Unfenced: the lock checkers count; no fence order violation.
 	// No bound on waiting stated: measured, not judged.
-	if f := strings.Fields(lines[1]); strings.Join(f[4:], " ") != "1 1 - 0 0 - 1ms none 100% - caught PASS" {
+	if f := strings.Fields(lines[1]); strings.Join(f[4:], " ") != "1 1 - 0 0 - - 1ms none 100% - caught PASS" {
 		t.Fatalf("unfenced row %q", lines[1])
 	}
 	// Fenced: the lock checkers are reported in parentheses.
-	if f := strings.Fields(lines[2]); strings.Join(f[4:], " ") != "(1) (1) - 0 0 - 1ms none 100% - hold PASS" {
+	if f := strings.Fields(lines[2]); strings.Join(f[4:], " ") != "(1) (1) - 0 0 - - 1ms none 100% - hold PASS" {
 		t.Fatalf("fenced row %q", lines[2])
 	}
 	b.Reset()
 	if err := report.Markdown(&b, outs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(b.String(), "| scenario | register | ops | grants | linearizable | overlap | over-limit | lost-update | fence-order | "+
+	if !strings.HasPrefix(b.String(), "| scenario | register | ops | grants | linearizable | overlap | over-limit | lost-update | fence-order | observed | "+
 		"liveness | wait | bound | served | least | expected | verdict |\n"+
-		"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n") ||
-		!strings.Contains(b.String(), "| two-holders | fenced | 4 | 2 | (1) | (1) | - | 0 | 0 | - | 1ms | none | 100% | - | hold | PASS |") {
+		"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n") ||
+		!strings.Contains(b.String(), "| two-holders | fenced | 4 | 2 | (1) | (1) | - | 0 | 0 | - | - | 1ms | none | 100% | - | hold | PASS |") {
 		t.Fatalf("markdown:\n%s", b.String())
 	}
 }
@@ -150,7 +150,7 @@ func TestTable_showsLiveness(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if f := strings.Fields(lines[1]); strings.Join(f[9:], " ") != "2 2.00s 500ms 90.9% 100% hold FAIL" {
+	if f := strings.Fields(lines[1]); strings.Join(f[10:], " ") != "2 2.00s 500ms 90.9% 100% hold FAIL" {
 		t.Fatalf("row %q", lines[1])
 	}
 	for _, want := range []string{

@@ -104,6 +104,17 @@ type Scenario struct {
 	// lock is lost (see traffic.Config.Renew); ThinkMax should then exceed
 	// the TTL.
 	Renew bool
+	// Elect makes workers candidates of the leader election on the lock's
+	// name, each lead held as Renew holds a lock (see traffic.Config.Elect);
+	// it needs Renew and Wait.
+	Elect bool
+	// Observe makes every worker also follow that election and record
+	// what it sees, for the Observed checker (see traffic.Config.Observe).
+	Observe bool
+	// LockDelay is every acquisition's lock-delay (redlock.WithLockDelay);
+	// the nodes' recovery delay is then the TTL plus it, as the library
+	// requires.
+	LockDelay time.Duration
 	// HoldMargin makes workers hold the lock until this long before its
 	// validity deadline; 0 releases right after the write.
 	HoldMargin time.Duration

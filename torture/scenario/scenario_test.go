@@ -84,10 +84,13 @@ func TestTable_coversTheRequiredCases(t *testing.T) {
 // lock's.
 var workloads = []string{"semaphore/", "rwlock/", "multikey/"}
 
-// isLiveness reports whether s is one of the "liveness/" rows, which no
-// family mirrors: each is a workload of its own, built to find waiters
-// that wait for ever.
-func isLiveness(s scenario.Scenario) bool { return strings.HasPrefix(s.Name, "liveness/") }
+// isLiveness reports whether s is a row that no family mirrors, each a
+// workload of its own: the "liveness/" rows, built to find waiters that
+// wait for ever, the "election/" rows of a leader election, and the
+// "lockdelay/" rows of a lock-delay.
+func isLiveness(s scenario.Scenario) bool {
+	return slices.ContainsFunc([]string{"liveness/", "election/", "lockdelay/"}, func(p string) bool { return strings.HasPrefix(s.Name, p) })
+}
 
 // Each family of another workload has a row for every row of the lock, and
 // only those, with the lock row's expected verdict and register: holding

@@ -54,7 +54,7 @@ func Table() []Scenario {
 		caught = append(caught, g.caught...)
 		writeFenced = append(writeFenced, g.writeFenced())
 	}
-	return slices.Concat(holds, livenessRows(), fenced, caught, writeFenced)
+	return slices.Concat(holds, livenessRows(), electionRows(), lockDelayRows(), fenced, caught, writeFenced)
 }
 
 // lockRows returns the rows of the lock: one name taken by every worker,

@@ -97,6 +97,20 @@ type Config struct {
 	// Its release records the lock's last validity deadline (see
 	// check.Grant).
 	Renew bool `json:"renew"`
+	// Elect makes the worker's goroutines candidates of the leader election
+	// on Key (redlock.Election): an acquisition is a campaign, with the
+	// goroutine's name as its value, that waits up to WaitFor, with or
+	// without Wait; the lead is held as Renew holds a lock, and the release
+	// is a resignation. It needs Renew, and takes Key alone and exclusive.
+	Elect bool `json:"elect"`
+	// Observe makes the worker follow the election on Key
+	// (Election.Observe) while it runs, recording each change it sees as
+	// an Info event of operation OpObserve: the leader's token, term
+	// (Fence) and value (Detail), or a vacancy (no token).
+	Observe bool `json:"observe"`
+	// LockDelay is the lock-delay of every acquisition
+	// (redlock.WithLockDelay); zero for none.
+	LockDelay time.Duration `json:"lock_delay"`
 }
 
 // validate reports a configuration a worker cannot run.
@@ -124,6 +138,15 @@ func (c Config) validate() error {
 		return fmt.Errorf("traffic: %s: negative wait %v", c.Name, c.WaitFor)
 	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
 		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
+	}
+	return c.validateElect()
+}
+
+// validateElect reports an election's candidate that cannot run: it renews
+// its lead, and takes one name alone and exclusive.
+func (c Config) validateElect() error {
+	if c.Elect && (!c.Renew || c.Limit > 0 || c.Shared || c.SharedGoroutines > 0 || len(c.Names) > 0) {
+		return fmt.Errorf("traffic: %s: a candidate renews its lead, and takes one name alone and exclusive", c.Name)
 	}
 	return nil
 }

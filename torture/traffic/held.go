@@ -61,6 +61,9 @@ func (w *worker) acquire(ctx context.Context) (*held, error) {
 		}
 		return &held{holding: set, locks: set.Locks(), set: true}, nil
 	}
+	if w.cfg.Elect {
+		return w.campaign(ctx)
+	}
 	acquire := w.client.TryAcquire
 	if w.cfg.Wait {
 		acquire = w.client.Acquire
@@ -84,6 +87,9 @@ func (w *worker) lockOptions() []redlock.LockOption {
 	}
 	if w.cfg.Shared {
 		opts = append(opts, redlock.WithShared())
+	}
+	if w.cfg.LockDelay > 0 {
+		opts = append(opts, redlock.WithLockDelay(w.cfg.LockDelay))
 	}
 	return opts
 }

@@ -110,8 +110,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 			}
 		})
 	}
+	observer := &worker{cfg: cfg, enc: json.NewEncoder(shared)}
+	observer.cfg.Name = cfg.Name + ".observer"
+	observed := observing(ctx, client, cfg, observer)
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, observed())...)
 }
 
 // lockedWriter lets the goroutines of a worker write whole history lines to
@@ -138,6 +141,9 @@ type worker struct {
 	// names are the names of the acquisition under way: Names, or the
 	// ones picked from them (Config.Pick).
 	names []string
+	// election is the worker's candidacy with Elect, made at its first
+	// campaign.
+	election *redlock.Election
 }
 
 // emit writes ev to the history, stamped with the worker's name and, unless

@@ -53,7 +53,7 @@ type command struct {
 
 // commands lists the sub-commands in the order the help shows them.
 func commands() []*command {
-	return []*command{runCommand(), acquireCommand(), extendCommand(), releaseCommand(),
+	return []*command{runCommand(), electCommand(), acquireCommand(), extendCommand(), releaseCommand(),
 		inspectCommand(), listCommand(), checkCommand(), doctorCommand(), initCommand(), demoCommand()}
 }
 

@@ -217,7 +217,12 @@ func (c *runConfig) run(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	c.warnIfNested(s.stderr, keys)
+	return c.runHolding(ctx, s, keys, argv)
+}
 
+// runHolding takes the lock of keys, or waits for it, then runs argv under
+// it, as run does once its arguments are checked.
+func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []string) int {
 	// Catch signals from the start: one arriving while waiting ends the wait.
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()

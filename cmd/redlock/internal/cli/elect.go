@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/redlock-go/redlock"
+)
+
+func electCommand() *command {
+	return &command{
+		name:     "elect",
+		synopsis: "[flags] NAME VALUE -- COMMAND [ARGS...]  |  elect --listen [flags] NAME",
+		summary:  "run a command while leading the election NAME with VALUE, or print each leader (--listen)",
+		about: `
+Campaigns in the leader election NAME with VALUE, as etcdctl elect does:
+waits until elected, runs COMMAND while leading, and exits with its exit
+status. The leader holds the lock NAME, renewed while the command runs,
+with VALUE as its owner (VALUE is 1 to 255 bytes of printable ASCII without
+spaces, such as host:port); the lead ends when the command exits, which
+elects the next candidate at once, not after a TTL. Everything else is as
+'redlock run NAME -- COMMAND': --wait, --conflict-exit-code (not elected
+within --wait), signals forwarded, and the command stopped before the lead
+is lost: if renewals keep failing, its process group gets SIGTERM
+max(TTL/10, 100ms) before the lock's validity deadline, before any other
+candidate can be elected, SIGKILL --kill-grace later, and redlock exits
+with 76.
+
+The command's environment is run's: REDLOCK_KEY (NAME), REDLOCK_TOKEN,
+REDLOCK_FENCE (the leader's term: it strictly increases from one leader to
+the next, for the resources the leader writes to), REDLOCK_DEADLINE,
+REDLOCK_HELD=1.
+
+With --listen, it campaigns for nothing: it prints the leader of NAME, then
+each change, until interrupted (exit 0), one line each:
+  leader VALUE term TERM since TIME
+  vacant
+or with --json one object a line: {"name", "vacant", "value", "term",
+"since", "token"}. Leaders come in the order of their terms; a vacancy is
+printed when the lead ends without a new leader yet. A leader that came
+and went between two reads of the nodes (every TTL/20, from 50ms to
+500ms, and at each announced release) may go unprinted.
+
+Examples:
+  redlock elect scheduler "$(hostname):8080" -- ./scheduler
+  redlock elect --listen scheduler
+  redlock elect --listen --json scheduler | jq .value`,
+		exits: []exitDoc{
+			{"n", "the command's exit status; 128+n when it was killed by signal n"},
+			{"0", "with --listen: interrupted"},
+			docUsage,
+			docUnavailable,
+			{code(exitConflict), "not elected within --wait (--conflict-exit-code)"},
+			{code(exitLockLost), "the lead was lost while the command ran; the command was stopped"},
+			docConfig,
+			{code(exitCannotExecute), "the command could not be started"},
+			{code(exitNotFound), "the command was not found"},
+			docInterrupted,
+		},
+		setup: setupElect,
+	}
+}
+
+// electConfig is the flags of elect: run's, and --listen, --json.
+type electConfig struct {
+	runConfig
+	listen bool
+	json   bool
+}
+
+func setupElect(fs *flag.FlagSet) runner {
+	c := &electConfig{runConfig: runConfig{wait: waitForever}}
+	c.nodes.register(fs, true, true)
+	registerWait(fs, &c.wait)
+	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when not elected within --wait")
+	secondsVar(fs, &c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lead is lost: a `duration`, or a bare number of seconds")
+	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
+	fs.BoolVar(&c.verbose, "verbose", false, "report the election, renewals, forwarded signals and the resignation on stderr")
+	fs.BoolVar(&c.listen, "listen", false, "print each leader of NAME as it changes, until interrupted, instead of campaigning")
+	fs.BoolVar(&c.json, "json", false, "with --listen: one JSON object a line")
+	return c.elect
+}
+
+func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
+	if c.listen {
+		return c.listenTo(ctx, s, args)
+	}
+	if c.json {
+		return usageError(s.stderr, "elect", "--json goes with --listen")
+	}
+	if len(args) < 2 || args[0] == "--" || args[1] == "--" {
+		return usageError(s.stderr, "elect", "want NAME VALUE -- COMMAND")
+	}
+	name, value, argv := args[0], args[1], args[2:]
+	if msg := checkKeys([]string{name}); msg != "" {
+		return usageError(s.stderr, "elect", msg)
+	}
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return usageError(s.stderr, "elect", "missing COMMAND after NAME VALUE")
+	}
+	if c.shell {
+		argv = []string{"sh", "-c", strings.Join(argv, " ")}
+	}
+	if code := c.checkFlags(s.stderr, 1); code != exitOK {
+		return code
+	}
+	c.lock.owner = value // the leader's value: the owner of its lock, as Election.Campaign sets it
+	return c.runHolding(ctx, s, []string{name}, argv)
+}
+
+// listenTo prints the leader of the election named in args, then each
+// change, until ctx ends.
+func (c *electConfig) listenTo(ctx context.Context, s streams, args []string) int {
+	if msg := positional(args, "NAME"); msg != "" {
+		return usageError(s.stderr, "elect", msg)
+	}
+	client, f, err := c.nodes.dial(ctx, s.stderr)
+	if err != nil {
+		return report{s: s, cmd: "elect"}.failedAs(f, err)
+	}
+	defer c.nodes.close(client)
+	election, err := client.NewElection(args[0], redlock.WithTTL(c.nodes.ttl))
+	if err != nil {
+		printFailure(s.stderr, "elect", err)
+		return exitFor(classify(err))
+	}
+	for l := range election.Observe(ctx) {
+		if err := c.printLeader(s.stdout, args[0], l); err != nil {
+			sayf(s.stderr, slog.LevelError, "elect", "%v", err)
+			return exitUnavailable
+		}
+	}
+	return exitOK
+}
+
+// leaderJSON is a leader as elect --listen --json prints it.
+type leaderJSON struct {
+	Name   string `json:"name"`
+	Vacant bool   `json:"vacant"`
+	Value  string `json:"value,omitempty"`
+	Term   uint64 `json:"term,omitempty"`
+	Since  string `json:"since,omitempty"`
+	Token  string `json:"token,omitempty"`
+}
+
+// printLeader writes one line for l, the leader of the election name.
+func (c *electConfig) printLeader(w io.Writer, name string, l redlock.Leader) error {
+	if c.json {
+		j := leaderJSON{Name: name, Vacant: l.Vacant(), Value: l.Value, Term: l.Term, Token: l.Token}
+		if !l.Since.IsZero() {
+			j.Since = formatTime(l.Since)
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	if l.Vacant() {
+		_, err := fmt.Fprintln(w, "vacant")
+		return err
+	}
+	since := "unknown"
+	if !l.Since.IsZero() {
+		since = formatTime(l.Since)
+	}
+	_, err := fmt.Fprintf(w, "leader %s term %s since %s\n", l.Value, strconv.FormatUint(l.Term, 10), since)
+	return err
+}

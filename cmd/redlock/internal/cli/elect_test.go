@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// elect runs its command while leading, with the term in REDLOCK_FENCE and
+// the value as the lock's owner, exits with its status and resigns.
+func TestElect_runsCommandWhileLeading(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	env := filepath.Join(t.TempDir(), "env")
+	r := runBinary(t, nodes, "elect", "--shell", "svc", "host-a:8080", "--",
+		`echo $REDLOCK_KEY $REDLOCK_FENCE > `+env+`; exit 3`)
+	if r.code != 3 {
+		t.Fatalf("exit status %d, want 3\n%s", r.code, r.stderr)
+	}
+	fields := strings.Fields(waitForFile(t, env, time.Second))
+	if len(fields) != 2 || fields[0] != "svc" {
+		t.Fatalf("REDLOCK_KEY REDLOCK_FENCE = %q", fields)
+	}
+	if term, err := strconv.ParseUint(fields[1], 10, 64); err != nil || term == 0 {
+		t.Errorf("REDLOCK_FENCE %q is not a term", fields[1])
+	}
+	assertReleased(t, cluster, "svc", "after the leader's command ended")
+}
+
+// A second candidate waits while the first leads, and is elected as soon
+// as the first's command ends.
+func TestElect_nextCandidateLeadsOnceTheFirstEnds(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	led, stop, second := filepath.Join(dir, "led"), filepath.Join(dir, "stop"), filepath.Join(dir, "second")
+	first := binaryCommand(nodes, "elect", "--shell", "svc", "a", "--",
+		`echo $REDLOCK_FENCE > `+led+`; while [ ! -f `+stop+` ]; do sleep 0.02; done`)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	firstTerm := strings.TrimSpace(waitForFile(t, led, 10*time.Second))
+	next := binaryCommand(nodes, "elect", "--shell", "svc", "b", "--", `echo $REDLOCK_FENCE > `+second)
+	var stderr bytes.Buffer
+	next.Stderr = &stderr
+	if err := next.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer next.Process.Kill()
+	awaitCampaigning(t, cluster, "svc")
+	if _, err := os.Stat(second); err == nil {
+		t.Fatal("the second candidate ran while the first led")
+	}
+	if err := os.WriteFile(stop, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first leader: %v", err)
+	}
+	if err := next.Wait(); err != nil {
+		t.Fatalf("second leader: %v\n%s", err, stderr.String())
+	}
+	a, _ := strconv.ParseUint(firstTerm, 10, 64)
+	b, _ := strconv.ParseUint(strings.TrimSpace(waitForFile(t, second, time.Second)), 10, 64)
+	if b <= a {
+		t.Errorf("second term %d not above the first's %d", b, a)
+	}
+}
+
+// awaitCampaigning polls until a candidate waits for the lock name on a
+// node of cluster: the node's queue of waiting clients for it is not empty.
+func awaitCampaigning(t *testing.T, cluster *redlocktest.Cluster, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, n := range cluster.Nodes() {
+			if v, err := n.Do(bg, "ZCARD", "redlock:queue:"+name); err == nil && v != "0" {
+				return
+			}
+		}
+	}
+	t.Fatalf("no candidate campaigns for %q", name)
+}
+
+// elect --listen prints the vacancy, each leader with its value and term,
+// and the vacancy after it, until interrupted; --json as objects.
+func TestElect_listenPrintsEachLeader(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			name := "listened-" + format
+			args := []string{"elect", "--listen", name}
+			if format == "json" {
+				args = []string{"elect", "--listen", "--json", name}
+			}
+			cmd := binaryCommand(nodes, args...)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			lines := bufio.NewScanner(out)
+			next := func() leaderJSON {
+				t.Helper()
+				if !lines.Scan() {
+					t.Fatalf("elect --listen ended: %v\n%s", lines.Err(), stderr.String())
+				}
+				return parseLeaderLine(t, format, lines.Text())
+			}
+			if l := next(); !l.Vacant {
+				t.Fatalf("first line %+v, want vacant", l)
+			}
+			var lock acquiredJSON
+			cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "20s", "--owner", "host-a:8080", name).
+				expect(t, exitOK, "acquire").decode(t, &lock)
+			if l := next(); l.Vacant || l.Value != "host-a:8080" || l.Term != lock.Fence {
+				t.Fatalf("line %+v, want host-a:8080, term %d", l, lock.Fence)
+			}
+			cli(t, "release", "--nodes", nodes, name, lock.Token).expect(t, exitOK, "release")
+			if l := next(); !l.Vacant {
+				t.Fatalf("line %+v after the release, want vacant", l)
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("elect --listen interrupted: %v\n%s", err, stderr.String())
+			}
+		})
+	}
+}
+
+// parseLeaderLine reads one line of elect --listen in format.
+func parseLeaderLine(t *testing.T, format, line string) leaderJSON {
+	t.Helper()
+	var l leaderJSON
+	if format == "json" {
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		return l
+	}
+	f := strings.Fields(line)
+	switch {
+	case len(f) == 1 && f[0] == "vacant":
+		l.Vacant = true
+	case len(f) == 6 && f[0] == "leader" && f[2] == "term" && f[4] == "since":
+		l.Value = f[1]
+		l.Term, _ = strconv.ParseUint(f[3], 10, 64)
+	default:
+		t.Fatalf("line %q is neither a leader nor a vacancy", line)
+	}
+	return l
+}
+
+// Bad arguments are usage errors.
+func TestElect_badArguments(t *testing.T) {
+	_, nodes := newCluster(t, 1)
+	for _, args := range [][]string{
+		{"svc"},
+		{"svc", "a"},
+		{"svc", "a", "--"},
+		{"--json", "svc", "a", "--", "true"},
+		{"--listen", "svc", "a"},
+		{"--listen"},
+		{"svc", "has space", "--", "true"},
+	} {
+		r := cli(t, append([]string{"elect", "--nodes", nodes}, args...)...)
+		if r.code != exitUsage {
+			t.Errorf("elect %q: exit status %d, want %d\n%s", args, r.code, exitUsage, r.stderr)
+		}
+	}
+}

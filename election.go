@@ -1,0 +1,275 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Errors of leader elections.
+var (
+	// ErrNoLeader means the election has no leader: no client holds its
+	// lock on a quorum of nodes.
+	ErrNoLeader = errors.New("redlock: no leader")
+	// ErrLeaderUnknown means too few nodes answered to tell who leads.
+	ErrLeaderUnknown = errors.New("redlock: leader unknown")
+)
+
+// Leader is an election's leader as the nodes hold it.
+type Leader struct {
+	// Value is what the leader campaigned with (Election.Campaign): the
+	// owner of its lock (WithOwner).
+	Value string
+	// Term is the leader's fencing token (its Lock.Fence): it strictly
+	// increases from one leader to the next, so a resource can refuse an
+	// older leader's writes.
+	Term uint64
+	// Since is when the leader's winning campaign attempt began, by its
+	// own clock, as its lock's token says (NodeState.Since); zero for a
+	// lock of another library.
+	Since time.Time
+	// Token is the leader's lock token (Lock.Token).
+	Token string
+}
+
+// Vacant reports that l is the election's absence of a leader, as Observe
+// reports it.
+func (l Leader) Vacant() bool { return l.Token == "" }
+
+// Election is a leader election on one name, with the semantics of etcd's
+// concurrency.Election: candidates Campaign with a value and block until
+// elected; the leader leads until it resigns or loses the lead; anyone may
+// read the current leader (Leader) or follow the changes (Observe).
+//
+// The leader holds the name's lock, renewed in the background
+// (WithAutoRenew), with every guarantee of a lock: at most one leader
+// within its validity, a term (fencing token) that strictly increases from
+// one leader to the next, and the end of its lead signalled by Done a loss
+// margin before its validity ends (Options.LossMargin), so that it can
+// stop acting as leader before another candidate can be elected. Resign
+// releases the lock, and the next candidate is elected at once; a leader
+// that dies or is cut off is followed within the TTL it had left (plus
+// its lock-delay, WithLockDelay, if any).
+//
+// An Election is safe for concurrent use. One Election campaigns for one
+// candidate: a process with two candidates uses two Elections.
+type Election struct {
+	client *Client
+	name   string
+	key    string
+	opts   []LockOption
+	ttl    time.Duration
+
+	mu   sync.Mutex
+	lock *Lock // the lead, while this candidate leads or since it lost it
+}
+
+// NewElection returns the election on name, whose leader holds the lock of
+// that name. opts apply to the leader's lock: WithTTL (how long a dead
+// leader blocks the election; its lead is renewed meanwhile) and
+// WithLockDelay; WithLimit and WithShared make no sense here and fail with
+// ErrInvalidOptions. The name fails as a lock's does (ErrInvalidKey).
+func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error) {
+	key, cfg, err := c.lockRequest(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.limited || cfg.shared {
+		return nil, fmt.Errorf("%w: an election's lock is a plain lock: no WithLimit, no WithShared", ErrInvalidOptions)
+	}
+	return &Election{client: c, name: name, key: key, opts: slices.Clone(opts), ttl: cfg.ttl}, nil
+}
+
+// Campaign blocks until this candidate is elected with value, or ctx ends.
+// Elected, it leads until Resign, or until it loses the lead, which Done
+// and Err signal. The value is the owner of the leader's lock (WithOwner),
+// which Leader and Observe show to everyone: 1 to MaxOwnerBytes bytes of
+// printable ASCII without spaces, such as "host-a:8080", or the call fails
+// with ErrInvalidOwner. A candidate that leads already returns nil at
+// once, keeping its value. Its error is otherwise Acquire's: ErrNotAcquired
+// joined with ctx's error when ctx ended first.
+func (e *Election) Campaign(ctx context.Context, value string) error {
+	e.mu.Lock()
+	leading := e.lock != nil && e.lock.Err() == nil
+	e.mu.Unlock()
+	if leading {
+		return nil
+	}
+	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value))
+	lock, err := e.client.Acquire(ctx, e.name, opts...)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lock = lock
+	return nil
+}
+
+// Resign gives up the lead, so that the next candidate is elected at once,
+// and returns Release's error; it does nothing and returns nil when this
+// candidate does not lead. Like Release it runs even when ctx has ended.
+func (e *Election) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	lock := e.lock
+	e.lock = nil
+	e.mu.Unlock()
+	if lock == nil {
+		return nil
+	}
+	err := lock.Release(ctx)
+	if errors.Is(err, ErrReleased) {
+		return nil
+	}
+	return err
+}
+
+// Done returns a channel that is closed when this candidate's lead ends: it
+// resigned, or lost the lead (Err says which), a loss margin before its
+// validity ends, so that it can stop acting as leader before another
+// candidate can be elected. Before the first election it is closed.
+func (e *Election) Done() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lock == nil {
+		return closedChan
+	}
+	return e.lock.Done()
+}
+
+// Err returns nil while this candidate leads, and otherwise why not:
+// ErrNoLeader before its first election or after Resign, the lead's lock
+// error (ErrLockLost) once it lost it.
+func (e *Election) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lock == nil {
+		return fmt.Errorf("%w: this candidate does not lead %s", ErrNoLeader, quoteKey(e.name))
+	}
+	return e.lock.Err()
+}
+
+// Term returns this candidate's term (its lock's fencing token) while or
+// since it led, 0 before its first election.
+func (e *Election) Term() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lock == nil {
+		return 0
+	}
+	return e.lock.Fence()
+}
+
+// Lock returns the lock that this candidate leads by, nil when it does not
+// lead: its Until, Fence and Done are the lead's.
+func (e *Election) Lock() *Lock {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lock
+}
+
+// closedChan is the Done of an election never won.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Leader reads the current leader from the nodes: the candidate whose lock
+// a quorum of them hold. That may be one whose campaign reached a quorum
+// and then failed (its validity spent), until its clean-up, or one that
+// lost its lead by its own clock, until its lock expires: only a
+// candidate's own Err and Done decide whether it may act as leader. It
+// fails with ErrNoLeader
+// when there is none, ErrLeaderUnknown (in a *QuorumError) when too few
+// nodes answered to tell, within the larger of Options.NodeTimeout and 3 s
+// or until ctx ends.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	r, err := e.read(ctx)
+	if err != nil {
+		return Leader{}, err
+	}
+	if r.leader.Vacant() {
+		return Leader{}, fmt.Errorf("%w: %s", ErrNoLeader, quoteKey(e.name))
+	}
+	return r.leader, nil
+}
+
+// reading is one read of an election's state from the nodes.
+type reading struct {
+	leader Leader
+	// expires is when the leader's key expires on the quorum that holds it
+	// at the latest, by this client's clock: a leader that stopped renewing
+	// is gone by then. Zero when vacant.
+	expires time.Time
+}
+
+// read reads the election's lock from every node and tells who leads: the
+// token that a quorum of nodes hold.
+func (e *Election) read(ctx context.Context) (reading, error) {
+	c := e.client
+	start := time.Now()
+	states, err := c.Inspect(ctx, e.name)
+	if err != nil {
+		return reading{}, err
+	}
+	answered, counts := 0, map[string]int{}
+	for _, s := range states {
+		if s.Err == nil {
+			answered++
+			if s.Holder != "" {
+				counts[s.Holder]++
+			}
+		}
+	}
+	top, most := "", 0
+	for token, n := range counts {
+		if n > most {
+			top, most = token, n
+		}
+	}
+	if most >= c.quorum {
+		return e.leaderOf(top, states, start), nil
+	}
+	if most+len(states)-answered >= c.quorum || answered < c.quorum {
+		qe := &QuorumError{Op: "leader", Key: e.key, OK: answered, Quorum: c.quorum, Err: ErrLeaderUnknown, Cause: ctx.Err()}
+		qe.Nodes = make([]NodeResult, len(states))
+		for i, s := range states {
+			qe.Nodes[i] = NodeResult{Node: s.Node, Outcome: OutcomeOK, Err: s.Err}
+			if s.Err != nil {
+				qe.Nodes[i].Outcome = OutcomeError
+			}
+		}
+		return reading{}, qe
+	}
+	return reading{}, nil
+}
+
+// leaderOf builds the leader holding token from the nodes' states. Its
+// term is its lock's fencing token: the counter that a quorum of the nodes
+// holding it reach, the quorum-th largest of theirs. The lock was handed
+// out with a token that a quorum holds, and only a minority can be above
+// it: nodes whose grants the acquisition did not wait for.
+func (e *Election) leaderOf(token string, states []NodeState, start time.Time) reading {
+	r := reading{leader: Leader{Token: token}}
+	var ttls []time.Duration
+	var fences []uint64
+	for _, s := range states {
+		if s.Err != nil || s.Holder != token {
+			continue
+		}
+		ttls = append(ttls, s.TTL)
+		fences = append(fences, s.Fence)
+		r.leader.Value, r.leader.Since = s.Owner, s.Since
+	}
+	q := e.client.quorum
+	slices.Sort(ttls)
+	slices.Sort(fences)
+	r.leader.Term = fences[len(fences)-q]
+	// The key is gone from a quorum once the quorum-th longest TTL passed.
+	r.expires = start.Add(ttls[len(ttls)-q])
+	return r
+}

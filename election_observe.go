@@ -1,0 +1,113 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/wait"
+)
+
+// Observation timing.
+const (
+	// observePollDivisor, minObservePoll and maxObservePoll pace an
+	// observer's reads of the nodes between the events it is woken by (a
+	// release announced, the leader's key expiring): a new leader is not
+	// announced, so an observer sees it at the next read. A twentieth of
+	// the TTL keeps that lag small against the failover the TTL allows;
+	// 50 ms bounds the reads of a short TTL (each reads every node), and
+	// 500 ms the lag of a long one.
+	observePollDivisor = 20
+	minObservePoll     = 50 * time.Millisecond
+	maxObservePoll     = 500 * time.Millisecond
+	// observeReadNodeTimeouts bounds each read of an observer to this many
+	// per-node timeouts, or the poll if longer: a node that does not
+	// answer by then (paused, cut off) is left out of that read, which the
+	// others decide when they are a quorum, instead of holding every
+	// observation back for the 3 s an operator's Inspect waits.
+	observeReadNodeTimeouts = 4
+)
+
+// Observe returns a channel on which the election's leader is sent each
+// time it changes, the current one first, until ctx ends (then the channel
+// is closed). A vacancy is sent as a Leader whose Vacant is true. The
+// leaders come in the order of their terms, each once: an observer may
+// miss a leader that came and went between two of its reads, never see
+// one after a later one. It wakes on each announced release of the
+// election's lock (a leader that resigns), when the leader's key expires
+// on the nodes (a leader that died), and reads the nodes every twentieth
+// of the TTL (50 ms to 500 ms) meanwhile, each read waiting for the nodes
+// at most four per-node timeouts or the poll. Reads that too few nodes
+// answer are retried; nothing is sent for them. A receiver that does not keep up
+// holds the observer back: it reads again once its last change was taken.
+func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	out := make(chan Leader)
+	go e.observe(ctx, out)
+	return out
+}
+
+// observe is Observe's goroutine.
+func (e *Election) observe(ctx context.Context, out chan<- Leader) {
+	defer close(out)
+	wake, stop := e.client.waker.ListenForAll([]string{e.key}, true)
+	defer stop()
+	poll := min(max(e.ttl/observePollDivisor, minObservePoll), maxObservePoll)
+	var seen observed
+	for ctx.Err() == nil {
+		next := time.Now().Add(poll)
+		rctx, cancel := context.WithTimeout(ctx, max(poll, observeReadNodeTimeouts*e.client.opts.NodeTimeout))
+		r, err := e.read(rctx)
+		cancel()
+		if err == nil && seen.changed(r.leader) {
+			select {
+			case out <- r.leader:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err == nil && !r.expires.IsZero() && r.expires.Before(next) {
+			next = r.expires.Add(time.Millisecond)
+		}
+		if errors.Is(err, ErrInvalidKey) {
+			return
+		}
+		waitObserved(ctx, wake, time.Until(next))
+	}
+}
+
+// observed is what an observer reported last.
+type observed struct {
+	any    bool   // something was reported
+	vacant bool   // the last report was a vacancy
+	term   uint64 // the largest term reported
+}
+
+// changed reports whether now is to be reported after what o saw, and
+// records it if so: another leader than the last, never one of an older
+// term (a read that reached nodes that had not yet heard of a resignation
+// must not bring back a leader reported gone), or a vacancy after a
+// leader.
+func (o *observed) changed(now Leader) bool {
+	switch {
+	case o.any && now.Vacant() && o.vacant:
+		return false
+	case o.any && !now.Vacant() && now.Term <= o.term:
+		return false
+	}
+	o.any, o.vacant, o.term = true, now.Vacant(), max(o.term, now.Term)
+	return true
+}
+
+// waitObserved waits d, or until a release is announced or ctx ends.
+func waitObserved(ctx context.Context, wake *wait.Wakeup, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-wake.Now():
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,226 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Bad names and options fail NewElection as they fail a lock.
+func TestNewElection_badInput(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], fast())
+	if _, err := c.NewElection(""); !errors.Is(err, redlock.ErrInvalidKey) {
+		t.Errorf("empty name: %v, want ErrInvalidKey", err)
+	}
+	if _, err := c.NewElection("svc", redlock.WithLimit(2)); !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("WithLimit: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := c.NewElection("svc", redlock.WithShared()); !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("WithShared: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := c.NewElection("svc", redlock.WithLockDelay(-time.Second)); !errors.Is(err, redlock.ErrInvalidLockDelay) {
+		t.Errorf("negative lock-delay: %v, want ErrInvalidLockDelay", err)
+	}
+	e, err := c.NewElection("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Campaign(bg, "host a"); !errors.Is(err, redlock.ErrInvalidOwner) {
+		t.Errorf("a value with a space: %v, want ErrInvalidOwner", err)
+	}
+	if _, err := e.Leader(bg); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Errorf("Leader of an empty election: %v, want ErrNoLeader", err)
+	}
+	if !errors.Is(e.Err(), redlock.ErrNoLeader) || e.Term() != 0 || e.Lock() != nil {
+		t.Errorf("a candidate never elected: Err %v, Term %d", e.Err(), e.Term())
+	}
+	select {
+	case <-e.Done():
+	default:
+		t.Error("Done of a candidate never elected is open")
+	}
+	if err := e.Resign(bg); err != nil {
+		t.Errorf("Resign without the lead: %v", err)
+	}
+}
+
+// One candidate leads while another campaigns; the second is elected once
+// the first resigns, with a greater term; an observer sees the vacancy,
+// then each leader in order; Leader reads the current one.
+func TestElection_campaignResignObserve(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		first := election(t, newClient(t, cluster, a, fast()), "svc")
+		second := election(t, newClient(t, cluster, a, fast()), "svc")
+		watcher := election(t, newClient(t, cluster, a, fast()), "svc")
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		changes := watcher.Observe(ctx)
+		if l := <-changes; !l.Vacant() {
+			t.Fatalf("first observation %+v, want a vacancy", l)
+		}
+
+		if err := first.Campaign(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Campaign(ctx, "a"); err != nil {
+			t.Fatalf("campaign while leading: %v", err)
+		}
+		if l := <-changes; l.Token != first.Lock().Token() || l.Term != first.Term() || l.Value != "a" {
+			t.Fatalf("observed %+v, want the first leader, term %d", l, first.Term())
+		}
+		if l, err := first.Leader(ctx); err != nil || l.Value != "a" || l.Term != first.Term() || l.Since.IsZero() {
+			t.Errorf("the leader reads %+v, %v; want itself, value \"a\"", l, err)
+		}
+		elected := make(chan error, 1)
+		go func() { elected <- second.Campaign(ctx, "b") }()
+		awaitQueued(t, cluster, "svc")
+		if err := first.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-elected; err != nil {
+			t.Fatal(err)
+		}
+		if first.Err() == nil {
+			t.Error("the first candidate still leads after Resign")
+		}
+		if second.Term() <= first.Term() {
+			t.Errorf("second term %d not above the first's %d", second.Term(), first.Term())
+		}
+		for l := range changes {
+			if l.Vacant() {
+				continue // the moment between the two, if read
+			}
+			if l.Token != second.Lock().Token() || l.Term != second.Term() || l.Value != "b" || l.Since.IsZero() {
+				t.Fatalf("observed %+v, want the second leader, term %d", l, second.Term())
+			}
+			break
+		}
+		l, err := watcher.Leader(ctx)
+		if err != nil || l.Token != second.Lock().Token() || l.Term != second.Term() {
+			t.Errorf("Leader %+v, %v; want the second leader", l, err)
+		}
+		if err := second.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l := <-changes; !l.Vacant() {
+			t.Errorf("observed %+v after the last resignation, want a vacancy", l)
+		}
+	})
+}
+
+// A leader whose client loses every node, as a killed process does,
+// without resigning learns that it
+// lost the lead before the next candidate is elected, once its lock's TTL
+// has passed on the nodes.
+func TestElection_deadLeaderIsFollowedOnceItsLeadEnded(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		const ttl = 600 * time.Millisecond
+		dying, die := severableClient(t, cluster, a, fast())
+		first := election(t, dying, "svc", redlock.WithTTL(ttl))
+		next := election(t, newClient(t, cluster, a, fast()), "svc", redlock.WithTTL(ttl))
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		if err := first.Campaign(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		die() // stops renewing; never resigns
+		if err := next.Campaign(ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		defer next.Resign(bg) // before the client closes: no renewal may run after Close
+		if !errors.Is(first.Err(), redlock.ErrLockLost) {
+			t.Errorf("the dead leader's Err is %v when the next is elected, want ErrLockLost", first.Err())
+		}
+		if took := time.Since(start); took < ttl-2*time.Millisecond {
+			t.Errorf("next elected %s after the first campaigned, within its %s TTL", took, ttl)
+		}
+		if next.Term() <= first.Term() {
+			t.Errorf("next term %d not above %d", next.Term(), first.Term())
+		}
+	})
+}
+
+// severableConn is a node's Conn whose requests fail at once once its
+// client is severed from the nodes, as those of a dead process never
+// arrive.
+type severableConn struct {
+	redlock.Conn
+	severed *atomic.Bool
+}
+
+// errSevered is the error of a request of a severed client.
+var errSevered = errors.New("severed from the nodes")
+
+func (c severableConn) Do(ctx context.Context, args ...string) (any, error) {
+	if c.severed.Load() {
+		return nil, errSevered
+	}
+	return c.Conn.Do(ctx, args...)
+}
+
+func (c severableConn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
+	if c.severed.Load() {
+		return nil, errSevered
+	}
+	return c.Conn.EvalSHA(ctx, sha1, source, keys, args...)
+}
+
+// severableClient returns a Client over every node of cluster, as
+// newClient does, and the function that severs it from every node.
+func severableClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redlock.Options) (*redlock.Client, func()) {
+	t.Helper()
+	severed := new(atomic.Bool)
+	var conns []redlock.Conn
+	for _, c := range a.conns(t, cluster.Addrs()) {
+		conns = append(conns, severableConn{Conn: c, severed: severed})
+	}
+	c, err := redlock.New(conns, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.MarkReady(bg, false); err != nil {
+		t.Fatal(err)
+	}
+	return c, func() { severed.Store(true) }
+}
+
+// election returns c's election on name or fails the test.
+func election(t testing.TB, c *redlock.Client, name string, opts ...redlock.LockOption) *redlock.Election {
+	t.Helper()
+	e, err := c.NewElection(name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// awaitQueued polls until a client waits in the queue of key on a quorum
+// of cluster's nodes.
+func awaitQueued(t testing.TB, cluster *redlocktest.Cluster, key string) {
+	t.Helper()
+	queue, _ := redlock.QueueKeys(key)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, node := range cluster.Nodes() {
+			if v, err := node.Do(bg, "ZCARD", queue); err == nil && v != "0" {
+				n++
+			}
+		}
+		if n >= len(cluster.Nodes())/2+1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client queued for %q on a quorum of nodes", key)
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A lock-delay out of range fails every acquisition call with
+// ErrInvalidLockDelay, before any node is asked.
+func TestWithLockDelay_badInput(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 2 * time.Second, RecoveryDelay: 10 * time.Second})
+	for _, tc := range []struct {
+		name string
+		opts []redlock.LockOption
+	}{
+		{"negative", []redlock.LockOption{redlock.WithLockDelay(-time.Millisecond)}},
+		{"above the maximum", []redlock.LockOption{redlock.WithLockDelay(redlock.MaxLockDelay + time.Millisecond)}},
+		{"TTL plus delay above the recovery delay", []redlock.LockOption{redlock.WithLockDelay(8*time.Second + time.Millisecond)}},
+		{"with a longer TTL", []redlock.LockOption{redlock.WithTTL(5 * time.Second), redlock.WithLockDelay(6 * time.Second)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := c.TryAcquire(bg, "k", tc.opts...); !errors.Is(err, redlock.ErrInvalidLockDelay) {
+				t.Errorf("TryAcquire: %v, want ErrInvalidLockDelay", err)
+			}
+			if _, err := c.Acquire(bg, "k", tc.opts...); !errors.Is(err, redlock.ErrInvalidLockDelay) {
+				t.Errorf("Acquire: %v, want ErrInvalidLockDelay", err)
+			}
+			if _, err := c.AcquireAll(bg, []string{"k", "l"}, tc.opts...); !errors.Is(err, redlock.ErrInvalidLockDelay) {
+				t.Errorf("AcquireAll: %v, want ErrInvalidLockDelay", err)
+			}
+			err := c.Do(bg, "k", func(context.Context) error { return nil }, tc.opts...)
+			if !errors.Is(err, redlock.ErrInvalidLockDelay) {
+				t.Errorf("Do: %v, want ErrInvalidLockDelay", err)
+			}
+		})
+	}
+	lock, err := c.Acquire(bg, "ok", redlock.WithLockDelay(8*time.Second))
+	if err != nil {
+		t.Fatalf("TTL plus delay at the recovery delay: %v", err)
+	}
+	if err := lock.Extend(bg, 3*time.Second); !errors.Is(err, redlock.ErrInvalidLockDelay) {
+		t.Errorf("Extend past the recovery delay: %v, want ErrInvalidLockDelay", err)
+	}
+	lock.Release(bg)
+}
+
+// A lock whose holder stops without releasing it stays out of everyone's
+// reach for its TTL plus the delay, counted from before the acquisition.
+func TestWithLockDelay_holderThatStopsKeepsOthersOut(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, fast())
+		next := newClient(t, cluster, a, fast())
+		const ttl, delay = 300 * time.Millisecond, 1500 * time.Millisecond
+		start := time.Now()
+		lock, err := holder.Acquire(bg, "job", redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := time.Until(lock.Until()); left > ttl {
+			t.Errorf("validity %s left, above the %s TTL: the delay must not lengthen it", left, ttl)
+		}
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		if _, err := next.Acquire(ctx, "job"); err != nil {
+			t.Fatal(err)
+		}
+		// Redis expires a key within its millisecond resolution.
+		if took, least := time.Since(start), ttl+delay-2*time.Millisecond; took < least {
+			t.Errorf("the next holder got the lock %s after the first began acquiring, before %s", took, least)
+		}
+		if !errors.Is(lock.Err(), redlock.ErrLockExpired) {
+			t.Errorf("first holder's Err %v, want ErrLockExpired", lock.Err())
+		}
+	})
+}
+
+// A release frees a lock with a lock-delay at once.
+func TestWithLockDelay_releaseFreesAtOnce(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, fast())
+		next := newClient(t, cluster, a, fast())
+		lock, err := holder.Acquire(bg, "job", redlock.WithLockDelay(20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		again, err := next.TryAcquire(bg, "job")
+		if err != nil {
+			t.Fatalf("after a release: %v", err)
+		}
+		again.Release(bg)
+	})
+}
+
+// Every shape keeps the delay on the nodes at acquisition and through each
+// extension, explicit or automatic, while its validity counts from the TTL:
+// a lock, a permit, and a writer, whose delay keeps readers out too.
+func TestWithLockDelay_everyShapeAndExtension(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, fast())
+		const ttl, delay = time.Second, 20 * time.Second
+		for _, shape := range []struct {
+			name string
+			opts []redlock.LockOption
+		}{
+			{"lock", nil},
+			{"permit", []redlock.LockOption{redlock.WithLimit(2)}},
+			{"writer", nil},
+		} {
+			t.Run(shape.name, func(t *testing.T) {
+				name := "delayed-" + shape.name
+				opts := append([]redlock.LockOption{redlock.WithTTL(ttl), redlock.WithLockDelay(delay), redlock.WithAutoRenew()}, shape.opts...)
+				lock, err := c.Acquire(bg, name, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer lock.Release(bg)
+				awaitDelayedOnNodes(t, c, lock, ttl, 3)
+				if err := lock.Extend(bg, 0); err != nil {
+					t.Fatal(err)
+				}
+				if left := time.Until(lock.Until()); left > ttl {
+					t.Errorf("validity %s left after Extend, above the %s TTL", left, ttl)
+				}
+				awaitDelayedOnNodes(t, c, lock, ttl, 3)
+				// Auto-renewal extends it every third of the TTL.
+				for n := lock.Extensions(); lock.Extensions() < n+2; time.Sleep(10 * time.Millisecond) {
+					if lock.Err() != nil {
+						t.Fatal(lock.Err())
+					}
+				}
+				awaitDelayedOnNodes(t, c, lock, ttl, 3)
+				if shape.name == "writer" {
+					if _, err := c.TryAcquire(bg, name, redlock.WithShared()); !errors.Is(err, redlock.ErrNotAcquired) {
+						t.Errorf("a reader beside the writer: %v, want ErrNotAcquired", err)
+					}
+				}
+			})
+		}
+	})
+}
+
+// awaitDelayedOnNodes polls until want nodes hold lock's key with more
+// than ttl to live: the delay is on them.
+func awaitDelayedOnNodes(t *testing.T, c *redlock.Client, lock *redlock.Lock, ttl time.Duration, want int) {
+	t.Helper()
+	var states []redlock.NodeState
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		states, err = c.Inspect(bg, lock.Key())
+		n := 0
+		for _, s := range states {
+			if s.Holder == lock.Token() && s.TTL > ttl {
+				n++
+			}
+		}
+		if err == nil && n >= want {
+			return
+		}
+	}
+	t.Fatalf("Inspect %+v, %v: want %d nodes holding the key with more than %s to live", states, err, want, ttl)
+}
+
+// On a Redis Cluster as one node, the delay is on the key's shard, and a
+// release still frees the lock at once.
+func TestWithLockDelay_redisCluster(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	for _, a := range clusterAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			c := clusterClient(t, cluster, a.conn, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond})
+			delayedThenReleased(t, c, 1)
+		})
+	}
+}
+
+// Over Sentinel-managed masters, likewise.
+func TestWithLockDelay_sentinel(t *testing.T) {
+	masters := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	_, urls := monitorEach(t, masters)
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, urls, fast())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.MarkReady(bg, false); err != nil && !errors.Is(err, redlock.ErrNotBrandNew) {
+			t.Fatal(err)
+		}
+		delayedThenReleased(t, c, 3)
+	})
+}
+
+// delayedThenReleased takes a lock with a delay on c, checks that nodes
+// of c keep it past its TTL, and that a release frees it at once.
+func delayedThenReleased(t *testing.T, c *redlock.Client, nodes int) {
+	t.Helper()
+	const ttl = time.Second
+	lock, err := c.Acquire(bg, "job", redlock.WithTTL(ttl), redlock.WithLockDelay(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitDelayedOnNodes(t, c, lock, ttl, nodes)
+	if err := lock.Extend(bg, 0); err != nil {
+		t.Fatal(err)
+	}
+	awaitDelayedOnNodes(t, c, lock, ttl, nodes)
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.TryAcquire(bg, "job")
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	again.Release(bg)
+}
