@@ -10,16 +10,11 @@ import (
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
-// markDelay is the recovery delay, in microseconds, that New gives the
-// library's mark-ready script: longer than any restart marker's age (about
-// a century), so that the forced script sets every marker to "0", the
-// ready value, whatever recovery delay the clients use.
-const markDelay = "3155760000000000"
-
 // markAll marks every node of a new cluster ready to vote, as
-// redlock.Client.MarkReady(ctx, true) would: independent nodes one by one;
-// a Redis Cluster's masters for each slot they serve. Replicas receive
-// their master's markers by replication.
+// redlock.Client.MarkReady(ctx, true) would (see wire.MarkerKey and
+// wire.ProcessKey): independent nodes one by one; a Redis Cluster's
+// masters for each slot they serve. Replicas receive their master's
+// markers by replication.
 func (c *Cluster) markAll(ctx context.Context) error {
 	if c.masters == 0 {
 		errs := make([]error, len(c.nodes))
@@ -46,14 +41,21 @@ func (c *Cluster) markAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// markReady runs the library's mark-ready script, forced, on the node for
-// each pair of restart marker and process key in sets, over one
-// connection: the script is loaded once, and its calls are pipelined.
+// markReady marks the node ready to vote for each pair of restart marker
+// and process key in sets, as the library's mark-ready script does: the
+// marker "0", and beside it the run_id of the node's process (INFO server;
+// "" where INFO is refused, as the script records it). One MSET per pair,
+// whose two keys share a hash slot, pipelined over one connection.
 func (n *Node) markReady(ctx context.Context, sets [][]string) error {
-	script := wire.MarkReadyScript
-	cmds := [][]string{{"SCRIPT", "LOAD", script.Source}}
-	for _, keys := range sets {
-		cmds = append(cmds, []string{"EVALSHA", script.SHA1, "2", keys[0], keys[1], markDelay, "1"})
+	info, err := n.Do(ctx, "INFO", "server")
+	var se ServerError
+	if err != nil && !errors.As(err, &se) {
+		return fmt.Errorf("redlocktest: mark node %d ready: %w", n.index, err)
+	}
+	runID := infoField(info, "run_id")
+	cmds := make([][]string, len(sets))
+	for i, keys := range sets {
+		cmds[i] = []string{"MSET", keys[0], "0", keys[1], runID}
 	}
 	if err := pipeline(ctx, n.Addr(), n.conf.password, cmds); err != nil {
 		return fmt.Errorf("redlocktest: mark node %d ready: %w", n.index, err)
