@@ -124,6 +124,22 @@ func (c Config) validate() error {
 		return errors.New("traffic: worker without a register")
 	case c.Key == "":
 		return errors.New("traffic: worker without a lock key")
+	case c.WaitFor < 0:
+		return fmt.Errorf("traffic: %s: negative wait %v", c.Name, c.WaitFor)
+	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
+		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
+	}
+	if err := c.validateShape(); err != nil {
+		return err
+	}
+	return c.validateElect()
+}
+
+// validateShape reports a worker whose shape of lock cannot be: a permit
+// taken shared or with other names, more names picked than listed, more
+// shared goroutines than goroutines, or a shared one of several names.
+func (c Config) validateShape() error {
+	switch {
 	case c.Limit < 0:
 		return fmt.Errorf("traffic: %s: negative limit %d", c.Name, c.Limit)
 	case c.Limit > 0 && (c.Shared || len(c.Names) > 0):
@@ -134,12 +150,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("traffic: %s: %d shared goroutines of %d", c.Name, c.SharedGoroutines, max(c.Goroutines, 1))
 	case c.SharedGoroutines > 0 && (c.Limit > 0 || len(c.Names) > 0):
 		return fmt.Errorf("traffic: %s: only one name is taken shared", c.Name)
-	case c.WaitFor < 0:
-		return fmt.Errorf("traffic: %s: negative wait %v", c.Name, c.WaitFor)
-	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
-		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
 	}
-	return c.validateElect()
+	return nil
 }
 
 // validateElect reports an election's candidate that cannot run: it renews
