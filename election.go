@@ -65,6 +65,8 @@ type Election struct {
 
 	mu   sync.Mutex
 	lock *Lock // the lead, while this candidate leads or since it lost it
+	// resigned is the term of the last lead, once Resign ended it.
+	resigned uint64
 }
 
 // NewElection returns the election on name, whose leader holds the lock of
@@ -116,6 +118,9 @@ func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
 	lock := e.lock
 	e.lock = nil
+	if lock != nil {
+		e.resigned = lock.Fence()
+	}
 	e.mu.Unlock()
 	if lock == nil {
 		return nil
@@ -152,13 +157,13 @@ func (e *Election) Err() error {
 	return e.lock.Err()
 }
 
-// Term returns this candidate's term (its lock's fencing token) while or
-// since it led, 0 before its first election.
+// Term returns this candidate's term (its lock's fencing token) while it
+// leads, and that of its last lead since, 0 before its first election.
 func (e *Election) Term() uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.lock == nil {
-		return 0
+		return e.resigned
 	}
 	return e.lock.Fence()
 }

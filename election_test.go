@@ -72,36 +72,12 @@ func TestElection_campaignResignObserve(t *testing.T) {
 		if err := first.Campaign(ctx, "a"); err != nil {
 			t.Fatalf("campaign while leading: %v", err)
 		}
-		if l := <-changes; l.Token != first.Lock().Token() || l.Term != first.Term() || l.Value != "a" {
-			t.Fatalf("observed %+v, want the first leader, term %d", l, first.Term())
-		}
+		expectObserved(t, changes, first, "a")
 		if l, err := first.Leader(ctx); err != nil || l.Value != "a" || l.Term != first.Term() || l.Since.IsZero() {
 			t.Errorf("the leader reads %+v, %v; want itself, value \"a\"", l, err)
 		}
-		elected := make(chan error, 1)
-		go func() { elected <- second.Campaign(ctx, "b") }()
-		awaitQueued(t, cluster, "svc")
-		if err := first.Resign(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-elected; err != nil {
-			t.Fatal(err)
-		}
-		if first.Err() == nil {
-			t.Error("the first candidate still leads after Resign")
-		}
-		if second.Term() <= first.Term() {
-			t.Errorf("second term %d not above the first's %d", second.Term(), first.Term())
-		}
-		for l := range changes {
-			if l.Vacant() {
-				continue // the moment between the two, if read
-			}
-			if l.Token != second.Lock().Token() || l.Term != second.Term() || l.Value != "b" || l.Since.IsZero() {
-				t.Fatalf("observed %+v, want the second leader, term %d", l, second.Term())
-			}
-			break
-		}
+		handOver(t, ctx, cluster, first, second, "b")
+		expectObserved(t, changes, second, "b")
 		l, err := watcher.Leader(ctx)
 		if err != nil || l.Token != second.Lock().Token() || l.Term != second.Term() {
 			t.Errorf("Leader %+v, %v; want the second leader", l, err)
@@ -115,10 +91,47 @@ func TestElection_campaignResignObserve(t *testing.T) {
 	})
 }
 
+// expectObserved reads changes up to the next leader, past a vacancy if
+// one was read, and fails the test unless it is e's lead with value.
+func expectObserved(t *testing.T, changes <-chan redlock.Leader, e *redlock.Election, value string) {
+	t.Helper()
+	for l := range changes {
+		if l.Vacant() {
+			continue // the moment between two leaders, if read
+		}
+		if l.Token != e.Lock().Token() || l.Term != e.Term() || l.Value != value || l.Since.IsZero() {
+			t.Fatalf("observed %+v, want %q leading with term %d", l, value, e.Term())
+		}
+		return
+	}
+	t.Fatal("Observe ended")
+}
+
+// handOver makes next campaign with value behind the leader first, then
+// first resign, and checks that next was elected with a greater term.
+func handOver(t *testing.T, ctx context.Context, cluster *redlocktest.Cluster, first, next *redlock.Election, value string) {
+	t.Helper()
+	elected := make(chan error, 1)
+	go func() { elected <- next.Campaign(ctx, value) }()
+	awaitQueued(t, cluster, "svc")
+	term := first.Term()
+	if err := first.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-elected; err != nil {
+		t.Fatal(err)
+	}
+	if first.Err() == nil || first.Term() != term {
+		t.Errorf("after Resign the first candidate has Err %v, term %d; want an error, its term %d", first.Err(), first.Term(), term)
+	}
+	if next.Term() <= first.Term() {
+		t.Errorf("next term %d not above the first's %d", next.Term(), first.Term())
+	}
+}
+
 // A leader whose client loses every node, as a killed process does,
-// without resigning learns that it
-// lost the lead before the next candidate is elected, once its lock's TTL
-// has passed on the nodes.
+// without resigning learns that it lost the lead before the next candidate
+// is elected, once its lock's TTL has passed on the nodes.
 func TestElection_deadLeaderIsFollowedOnceItsLeadEnded(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})

@@ -94,6 +94,35 @@ func (f IsolateWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) er
 	})
 }
 
+// KillWorkerAtRead kills one worker with SIGKILL the moment the register
+// serves its read, inside its critical section, once: it holds the lock
+// (or leads) and never releases it, nor renews it, nor writes; the others
+// get it once it expires.
+type KillWorkerAtRead struct {
+	// Worker is the index of the worker to kill.
+	Worker int
+}
+
+// Name describes the fault.
+func (f KillWorkerAtRead) Name() string {
+	return fmt.Sprintf("SIGKILL worker-%d at its read", f.Worker)
+}
+
+// Run implements Fault.
+func (f KillWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
+	w := env.Workers[f.Worker]
+	killed := false
+	return atRead(ctx, env, f.Worker, 0, func() (func() error, error) {
+		if killed {
+			return func() error { return nil }, nil
+		}
+		killed = true
+		err := w.Kill()
+		env.instant("kill-worker", w.Name(), "SIGKILL at its read")
+		return func() error { return nil }, err
+	})
+}
+
 // atRead runs act the moment the register serves a read of worker i, at
 // most once at a time and no sooner than cooldown after the last undo
 // returned, until ctx ends; act starts the fault and returns its undo,

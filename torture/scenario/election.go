@@ -21,7 +21,7 @@ const (
 // the validity windows (Overlap, Linearizable), terms strictly increasing
 // (FenceOrder), no write by a leader that lost the lead (LostUpdate), and
 // each observer's leaders in term order (Observed), under faults of the
-// leader and of the nodes. Candidates are held to the bound of workers
+// leader (killed, paused, cut off) and of the nodes. Candidates are held to the bound of workers
 // that loop TryAcquire, not of waiters in Acquire: an election promises no
 // candidate its turn, only that it does not stay vacant for long while
 // candidates campaign.
@@ -41,6 +41,9 @@ func electionRows() []Scenario {
 			func() []faults.Fault {
 				return []faults.Fault{faults.PauseWorkerAtRead{Worker: 0, Cooldown: 200 * time.Millisecond}}
 			}),
+		elect("leader-kill", "the leader is killed with SIGKILL inside its lead: it never resigns, and the next "+
+			"candidate is elected once its lock expires",
+			func() []faults.Fault { return []faults.Fault{faults.KillWorkerAtRead{Worker: 0}} }),
 		elect("leader-partition", "the leader is cut off from every node inside its lead for twice the TTL: "+
 			"its renewals fail, it learns from its own clock that it lost the lead before anyone else is elected",
 			func() []faults.Fault {

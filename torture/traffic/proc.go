@@ -45,6 +45,7 @@ type Worker struct {
 
 	mu      sync.Mutex
 	paused  bool
+	killed  bool // by Kill: its exit is no failure
 	waitErr error
 }
 
@@ -183,6 +184,18 @@ func (w *Worker) resumeLocked() error {
 	return nil
 }
 
+// Kill kills the worker with SIGKILL, as a fault: it never resumes, and
+// Stop does not count its death as a failure.
+func (w *Worker) Kill() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.killed = true
+	if err := w.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("traffic: kill %s: %w", w.name, err)
+	}
+	return nil
+}
+
 // Stop asks the worker to stop after its current cycle (by closing its
 // standard input), resuming it first if it is paused, and waits for it to
 // exit; after a grace period of a few seconds it kills it. It returns an
@@ -204,7 +217,7 @@ func (w *Worker) Stop() error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.waitErr != nil {
+	if w.waitErr != nil && !w.killed {
 		return errors.Join(err, fmt.Errorf("traffic: %s: %w\n%s", w.name, w.waitErr, w.stderr))
 	}
 	return err

@@ -183,3 +183,35 @@ func TestElect_badArguments(t *testing.T) {
 		}
 	}
 }
+
+// A leader that loses a majority of the nodes has its command stopped, as
+// run's is, and elect exits with 76.
+func TestElect_lostLeadStopsCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a lead to run out")
+	}
+	cluster, nodes := newCluster(t, 5)
+	dir := t.TempDir()
+	started, term := filepath.Join(dir, "started"), filepath.Join(dir, "term")
+	script := `trap 'echo > ` + term + `; exit 0' TERM; echo > ` + started + `; sleep 60 & wait $!`
+	cmd := binaryCommand(nodes, "elect", "--ttl", "1s", "--kill-grace", "2s", "--shell", "svc", "a", "--", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitForFile(t, started, 10*time.Second)
+	for _, i := range []int{0, 1, 2} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
+		t.Fatalf("exit status %d (%v), want %d\n%s", code, err, exitLockLost, stderr.String())
+	}
+	if _, err := os.Stat(term); err != nil {
+		t.Fatalf("the command never got SIGTERM: %v\n%s", err, stderr.String())
+	}
+}
