@@ -54,7 +54,10 @@ type Library struct {
 	Baseline bool `json:"baseline,omitempty"`
 	// Trade names the guarantee a configuration of this project's library
 	// gives up for speed; such a row is neither judged nor a peer.
-	Trade    string `json:"trade,omitempty"`
+	Trade string `json:"trade,omitempty"`
+	// TradeOf names the configuration with every guarantee on that a
+	// Trade row departs from.
+	TradeOf  string `json:"trade_of,omitempty"`
 	Settings string `json:"settings"`
 	// Semaphore and ReadWrite say how the library takes a permit of a
 	// semaphore and a read-write lock: natively, or by the nearest
@@ -129,8 +132,12 @@ type Row struct {
 	// NewConnsPer1kCycles is how many connections the servers accepted per
 	// thousand cycles: a client that drops and redials connections shows here.
 	NewConnsPer1kCycles float64 `json:"new_conns_per_1k_cycles"`
-	Cycles              int64   `json:"cycles"`
-	Errors              int64   `json:"errors"`
+	// CommandsPerCycle is how many times the servers ran each command per
+	// cycle (INFO commandstats), those run inside scripts and functions
+	// included, by lower-case name.
+	CommandsPerCycle map[string]float64 `json:"commands_per_cycle,omitempty"`
+	Cycles           int64              `json:"cycles"`
+	Errors           int64              `json:"errors"`
 	// Timeouts counts the acquisitions begun in the window that reached
 	// their deadline (Case.AcquireTimeoutS).
 	Timeouts int64 `json:"timeouts,omitempty"`
@@ -195,6 +202,12 @@ func NewRow(caseID, library string, r runner.Result) Row {
 		AgainShare:          r.PerCycle(float64(r.Again)),
 		LastError:           r.LastErr,
 		Seconds:             r.Elapsed.Seconds(),
+	}
+	for name, n := range r.Commands {
+		if row.CommandsPerCycle == nil {
+			row.CommandsPerCycle = map[string]float64{}
+		}
+		row.CommandsPerCycle[name] = r.PerCycle(float64(n))
 	}
 	if r.Readers.Cycles+r.Writers.Cycles > 0 {
 		row.Readers, row.Writers = newGrants(r.Readers, r.Elapsed), newGrants(r.Writers, r.Elapsed)
