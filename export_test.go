@@ -185,3 +185,20 @@ func FenceKeyIn(key string, cluster bool) string { return wire.Layout{Cluster: c
 func QueueKeyIn(key string, cluster bool) string {
 	return wire.QueuePrefix + wire.Layout{Cluster: cluster}.Tag(key) + key
 }
+
+// FunctionLibrary is the library's scripts as one function library, as
+// loaded by FUNCTION LOAD, for tests that preload it on their nodes.
+var FunctionLibrary = wire.Library
+
+// FunctionLibraryName is FunctionLibrary's name.
+var FunctionLibraryName = wire.LibraryName
+
+// FunctionNames names each of the library's scripts by the name of its
+// function in FunctionLibrary: the function of lua/ it runs, or "batch".
+var FunctionNames = func() map[string]string {
+	names := map[string]string{}
+	for _, s := range wire.Scripts {
+		names[s.Function] = s.Name()
+	}
+	return names
+}()

@@ -25,14 +25,17 @@ type Set struct {
 
 // New returns the Set of conns. replicas is how many replicas must confirm
 // the writes of a script that grants or extends a lock (wire.Script's
-// Replicated), by WAIT; 0 for none.
-func New(conns []Conn, replicas int) *Set {
+// Replicated), by WAIT; 0 for none. functions lets the nodes run the
+// scripts as functions of wire.Library, by FCALL, where their Conns can
+// (see functions); the scripts of a replicated write go by EVALSHA, with
+// their WAIT.
+func New(conns []Conn, replicas int, functions bool) *Set {
 	n := &Set{conns: append([]Conn(nil), conns...)}
 	n.closed = make(chan struct{})
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
 		n.pipes[i] = &pipe{conn: conn, node: i, cluster: IsCluster(conn), replicas: replicas,
-			inline: honoursContext(conn), work: make(chan []*call), stop: n.closed}
+			inline: honoursContext(conn), work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
 	}
 	return n
 }

@@ -117,12 +117,18 @@ var (
 	batchFunc = &luaFunction{name: "batch", source: batchSource}
 )
 
-// Script is a Lua script with its SHA1, sent by EVALSHA.
+// Script is a Lua script with its SHA1, sent by EVALSHA, and the same
+// code as a function of Library, called by FCALL.
 type Script struct {
 	Source string
 	SHA1   string
+	// Function is the name of the script's function in Library.
+	Function string
 	// fn is the function of lua/ that the script runs.
 	fn *luaFunction
+	// call is the Lua expression that runs fn on KEYS and ARGV: the
+	// script returns it, and so does its function in Library.
+	call string
 	// BatchID is fn's number in the batch script's table of functions.
 	BatchID string
 	// Replicated: its writes that grant or extend a lock must reach the
@@ -175,8 +181,9 @@ func (s *Script) withClusterVariant(onCluster *Script) *Script {
 // definition, then a call of fn on the whole KEYS and ARGV with a table of
 // its own to share.
 func newScript(fn *luaFunction) *Script {
-	s := withSHA1(definitions(fn) + "return " + fn.name + "(KEYS, ARGV, 0, 0, {})\n")
-	s.fn = fn
+	call := fn.name + "(KEYS, ARGV, 0, 0, {})"
+	s := withSHA1(definitions(fn) + "return " + call + "\n")
+	s.fn, s.call = fn, call
 	return s
 }
 
@@ -199,8 +206,10 @@ func newBatchScript(scripts ...*Script) *Script {
 		names = append(names, s.fn.name)
 	}
 	fns = append(fns, batchFunc)
-	call := "return " + batchFunc.name + "(KEYS, ARGV, {" + strings.Join(names, ", ") + "})\n"
-	return withSHA1(definitions(fns...) + call)
+	call := batchFunc.name + "(KEYS, ARGV, {" + strings.Join(names, ", ") + "})"
+	s := withSHA1(definitions(fns...) + "return " + call + "\n")
+	s.call = call
+	return s
 }
 
 // withSHA1 returns source as a script, with its SHA1.
