@@ -59,6 +59,8 @@ var (
 	nextWaitersSource string
 	//go:embed lua/publish.lua
 	publishSource string
+	//go:embed lua/listened.lua
+	listenedSource string
 	//go:embed lua/leave_queue.lua
 	leaveQueueSource string
 	//go:embed lua/release.lua
@@ -103,9 +105,10 @@ var (
 	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
 	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
 	publishFunc       = &luaFunction{name: "publish", source: publishSource}
+	listenedFunc      = &luaFunction{name: "listened", source: listenedSource}
 	leaveQueueFunc    = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
 	releaseFunc       = &luaFunction{name: "release", source: releaseSource,
-		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc}}
+		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, listenedFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}
