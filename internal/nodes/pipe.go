@@ -145,6 +145,7 @@ type pipe struct {
 	queue    []*call
 
 	batchDeadlines sharedDeadline // the batches' contexts
+	callers        callerDeadline // the contexts of the calls sent inline
 
 	// functions runs the scripts by FCALL or EVALSHA.
 	functions *functions
