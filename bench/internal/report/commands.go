@@ -29,14 +29,19 @@ func (r *Report) writeCommands(b *strings.Builder) {
 					"The commands the servers ran per cycle in the `serial` cases, all nodes together, from " +
 					"`INFO commandstats` before and after each round: script and function calls (EVALSHA, " +
 					"EVAL, FCALL) count once each, and so does every command they run inside. One node's share " +
-					"is the count divided by the nodes.\n\n" +
-					"| case | library | commands/cycle | script or function calls | Redis CPU/cycle | by command |\n" +
-					"|---|---|---:|---:|---:|---|\n")
+					"is the count divided by the nodes. Beside the servers' CPU, the time they spent running the " +
+					"scripts and functions (their `usec`, which includes the commands they ran), and the other " +
+					"commands (inside the scripts, or sent by themselves); the rest of the CPU is reading requests, " +
+					"writing replies and the event loop.\n\n" +
+					"| case | library | commands/cycle | script or function calls | Redis CPU/cycle | in scripts or functions | in other commands | by command |\n" +
+					"|---|---|---:|---:|---:|---:|---:|---|\n")
 				header = true
 			}
 			total, scripts := commandTotals(row.CommandsPerCycle)
-			fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s µs | %s |\n", c.ID, l.Name, Num(total), Num(scripts),
-				Num(row.ServerCPUUsPerCycle), commandList(row.CommandsPerCycle))
+			_, inScripts := commandTotals(row.CommandUsPerCycle)
+			usTotal, _ := commandTotals(row.CommandUsPerCycle)
+			fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s µs | %s µs | %s µs | %s |\n", c.ID, l.Name, Num(total), Num(scripts),
+				Num(row.ServerCPUUsPerCycle), Num(inScripts), Num(usTotal-inScripts), commandList(row.CommandsPerCycle))
 		}
 	}
 }
