@@ -16,14 +16,22 @@ import (
 // for short timeouts, at most a 32nd of the timeout.
 const maxInlineSlack = time.Millisecond
 
-// callerDeadline hands out the contexts of the requests a pipe's callers
-// send inline (see pipe.tryInline): a context derived from the caller's
-// that ends at the request's deadline, shared with the caller's next
-// requests while their deadlines fall within the slack after its end. A
-// shared context ends by its own timer, once the last of its requests no
-// longer needs it.
+// callerDeadline hands out the contexts of the requests that callers send
+// by themselves: a context derived from the caller's that ends at the
+// request's deadline, shared with the later requests from the same
+// context while their deadlines fall within the slack after its end. It
+// keeps one such context for each of the two contexts used last, so that a
+// caller's acquisitions and releases (made from a context without
+// cancellation, see Uncancelled) each keep theirs. A shared context ends by
+// its own timer, once the last of its requests no longer needs it.
 type callerDeadline struct {
-	mu     sync.Mutex
+	mu    sync.Mutex
+	slots [2]deadlineSlot
+	last  int // the slot used last
+}
+
+// deadlineSlot is one context that callerDeadline shares.
+type deadlineSlot struct {
 	parent context.Context // the context it was derived from
 	ctx    context.Context
 	end    time.Time
@@ -39,14 +47,20 @@ func (d *callerDeadline) until(parent context.Context, deadline time.Time, timeo
 	slack := min(maxInlineSlack, timeout/32)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ctx != nil && sameContext(d.parent, parent) && !d.end.After(deadline) && deadline.Sub(d.end) <= slack && d.ctx.Err() == nil {
-		return d.ctx
+	for i := range d.slots {
+		sl := &d.slots[i]
+		if sl.ctx != nil && sameContext(sl.parent, parent) && !sl.end.After(deadline) && deadline.Sub(sl.end) <= slack && sl.ctx.Err() == nil {
+			d.last = i
+			return sl.ctx
+		}
 	}
-	// The context replaced, if any, ends at its deadline: requests may
-	// still use it.
-	d.ctx, d.cancel = context.WithDeadline(parent, deadline)
-	d.parent, d.end = parent, deadline
-	return d.ctx
+	// Replace the slot used least recently. The context replaced, if any,
+	// ends at its deadline: requests may still use it.
+	d.last = 1 - d.last
+	sl := &d.slots[d.last]
+	sl.ctx, sl.cancel = context.WithDeadline(parent, deadline)
+	sl.parent, sl.end = parent, deadline
+	return sl.ctx
 }
 
 // sameContext reports whether a and b are the same context. Contexts are
