@@ -35,7 +35,9 @@ func pipeClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testing.T
 	for _, addr := range cluster.Addrs() {
 		conns = append(conns, conn(t, addr))
 	}
-	c, err := New(conns, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	// By EVALSHA: the tests read the script cache to see that requests
+	// went together (see TestPipe_batchRunsAsOneFunctionCall).
+	c, err := New(conns, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, DisableFunctions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,13 +265,13 @@ func testHandoff(t *testing.T, conn func(*testing.T, string) Conn, nodes int) {
 	}
 }
 
-// scriptCalls returns how many EVALSHA and EVAL calls node n served since
-// its statistics were reset.
+// scriptCalls returns how many EVALSHA, EVAL and FCALL calls node n served
+// since its statistics were reset.
 func scriptCalls(t *testing.T, n *redlocktest.Node) int64 {
 	t.Helper()
 	var total int64
 	for _, line := range strings.Split(must(t, n, "INFO", "commandstats"), "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls=", "cmdstat_fcall:calls="} {
 			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
 				v, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
 				total += v
@@ -374,12 +376,69 @@ func TestPipe_batchSharesTheRestartMarker(t *testing.T) {
 func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
 	node := cluster.Node(0)
+	c := mixedBatchClient(t, cluster, true)
+	sendMixedBatch(t, c, node)
+	wantBatchScriptRan(t, node)
+}
+
+// The batch runs as one function of the library where the node has
+// functions: one FCALL for the whole mixed batch, whose requests see the
+// node's clock and restart marker as TestPipe_batchMixesScriptsOverOneClockAndMarker
+// says, and no INFO once the library knows the node's run_id.
+func TestPipe_batchRunsAsOneFunctionCall(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	c := mixedBatchClient(t, cluster, false)
+	must(t, node, "FUNCTION", "LOAD", wire.Library)
+	// Marking the node ready reads its run_id; the batch then finds no
+	// marker again.
+	if err := c.MarkReady(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	must(t, node, "DEL", MarkerKey, ProcessKey)
+	must(t, node, "CONFIG", "RESETSTAT")
+	sendMixedBatch(t, c, node)
+	stats := must(t, node, "INFO", "commandstats")
+	if calls := commandCalls(stats, "fcall"); calls != 1 {
+		t.Errorf("%d FCALL for one batch, want 1:\n%s", calls, stats)
+	}
+	for _, cmd := range []string{"evalsha", "eval", "info"} {
+		if calls := commandCalls(stats, cmd); calls != 0 {
+			t.Errorf("%d %s calls for a batch run as a function, want none:\n%s", calls, cmd, stats)
+		}
+	}
+}
+
+// commandCalls returns the calls of command in the body of INFO
+// commandstats.
+func commandCalls(stats, command string) int64 {
+	for _, line := range strings.Split(stats, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+command+":calls="); ok {
+			v, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+// mixedBatchClient returns a Client over the one node of cluster, which
+// runs its scripts by EVALSHA when scripts is true, and as functions
+// otherwise.
+func mixedBatchClient(t *testing.T, cluster *redlocktest.Cluster, scripts bool) *Client {
+	t.Helper()
 	conn := pipeAdapters[0].conn(t, cluster.Addrs()[0])
-	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	c, err := New([]Conn{conn}, &Options{TTL: 10 * time.Second, NodeTimeout: 500 * time.Millisecond, DisableFunctions: scripts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// sendMixedBatch sends a batch of acquisitions, inspections and mark-ready
+// requests to node, which has no marker, and checks the replies.
+func sendMixedBatch(t *testing.T, c *Client, node *redlocktest.Node) {
+	t.Helper()
 	delay := c.opts.RecoveryDelay
 	inspector := func() *nodes.Request {
 		return &nodes.Request{Script: wire.InspectScript, Keys: []string{"mixed", FenceKey("mixed"), MarkerKey, ProcessKey}, Args: []string{c.wire.recovery},
@@ -407,7 +466,6 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 	wantQuarantineStarted(t, got, replies[0][0], delay)
 	wantMarkedReady(t, got, replies[1][0])
 	wantGet(t, node, MarkerKey, "0", "after the batch")
-	wantBatchScriptRan(t, node)
 }
 
 // wantQuarantineStarted checks the first three replies of

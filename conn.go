@@ -31,8 +31,10 @@ import (
 //     it reaches none.
 //   - ContextHonourer: whether the Conn returns at its context's deadline;
 //     without it, it must.
+//   - FunctionCaller: the scripts run as Redis 7 functions, by FCALL;
+//     without it, by EVALSHA.
 //
-// Both adapters have all four, and assert them at compile time, as an
+// Both adapters have all five, and assert them at compile time, as an
 // adapter should for those it implements:
 //
 //	var _ redlock.Listener = (*Conn)(nil)
@@ -123,6 +125,18 @@ type ContextHonourer interface {
 	// deadline: false for the goredis adapter over a go-redis client with
 	// ContextTimeoutEnabled off.
 	HonoursContext() bool
+}
+
+// FunctionCaller is the optional capability of a Conn that can call a Redis
+// function by FCALL. The Client then runs its scripts as functions of one
+// library, which it loads with Conn.Do (FUNCTION LOAD) where a node lacks
+// it, on every node that is no Redis Cluster, unless
+// Options.DisableFunctions; over a Conn without it, and on a node that
+// refuses FCALL or FUNCTION LOAD, it runs them by EVALSHA.
+type FunctionCaller interface {
+	// FCall calls the function by FCALL function numkeys keys... args...
+	// and returns its decoded reply, as EvalSHA does.
+	FCall(ctx context.Context, function string, keys []string, args ...string) (any, error)
 }
 
 // isRedisCluster reports whether conn reaches a Redis Cluster.

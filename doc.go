@@ -132,7 +132,9 @@
 // first request. Otherwise the key is deleted on every node, answered or
 // not, by a script that deletes it only while it holds this token. The token
 // is 20 random bytes from crypto/rand, fresh for every attempt. Extension and
-// release are compare-and-act scripts sent by EVALSHA. The key on the wire is
+// release are compare-and-act scripts sent by EVALSHA, or on Redis 7 called
+// as the functions of one library by FCALL (see Options.DisableFunctions
+// and FunctionCaller). The key on the wire is
 // the name as given (plus an optional Options.KeyPrefix) holding a random
 // string, as redsync and node-redlock write it, so locks taken by those
 // libraries on the same nodes and names exclude ours, and ours theirs.

@@ -191,3 +191,20 @@ func QueueKeyIn(key string, cluster bool) string {
 func (c *Client) LeaveQueues(ctx context.Context, keys []string, since string) {
 	c.leaveQueues(ctx, keys, since, c.opts.TTL)
 }
+
+// FunctionLibrary is the library's scripts as one function library, as
+// loaded by FUNCTION LOAD, for tests that preload it on their nodes.
+var FunctionLibrary = wire.Library
+
+// FunctionLibraryName is FunctionLibrary's name.
+var FunctionLibraryName = wire.LibraryName
+
+// FunctionNames names each of the library's scripts by the name of its
+// function in FunctionLibrary: the function of lua/ it runs, or "batch".
+var FunctionNames = func() map[string]string {
+	names := map[string]string{}
+	for _, s := range wire.Scripts {
+		names[s.Function] = s.Name()
+	}
+	return names
+}()

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,21 +75,30 @@ func newClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redl
 	return c
 }
 
-// loadScripts puts the library's scripts in every node's script cache, as on
-// a deployment that has served locks before. On a cold node the first call
-// of each script takes two round trips (NOSCRIPT, then EVAL), so that a
-// node's acquisition can still be running when the call returned on a quorum
-// and the test looks at the node.
+// loadScripts puts the library's scripts in every node's script cache, and
+// its function library on every node that has functions (Redis 7), as on a
+// deployment that has served locks before. On a cold node the first call
+// of each script takes two round trips (NOSCRIPT, then EVAL), and the first
+// call of a function three (FCALL, FUNCTION LOAD, FCALL), so that a node's
+// acquisition can still be running when the call returned on a quorum and
+// the test looks at the node.
 func loadScripts(t testing.TB, cluster *redlocktest.Cluster) {
 	t.Helper()
-	for _, src := range redlock.ScriptSources {
-		for _, n := range cluster.Nodes() {
-			if !n.Running() {
-				continue
-			}
+	for _, n := range cluster.Nodes() {
+		if !n.Running() {
+			continue
+		}
+		for _, src := range redlock.ScriptSources {
 			if _, err := n.Do(context.Background(), "SCRIPT", "LOAD", src); err != nil {
 				t.Fatalf("load a script on node %d: %v", n.Index(), err)
 			}
+		}
+		if !cluster.Version().AtLeast(7, 0) {
+			continue
+		}
+		_, err := n.Do(context.Background(), "FUNCTION", "LOAD", redlock.FunctionLibrary)
+		if err != nil && !strings.Contains(err.Error(), "already exists") {
+			t.Fatalf("load the function library on node %d: %v", n.Index(), err)
 		}
 	}
 }

@@ -92,15 +92,15 @@ func TestAcquireAll_crossingOrders(t *testing.T) {
 	checkHoldings(t, holdings)
 }
 
-// scriptCalls returns how many scripts every node has run (EVAL and
-// EVALSHA), by its command statistics.
+// scriptCalls returns how many scripts every node has run (EVAL, EVALSHA
+// and FCALL), by its command statistics.
 func scriptCalls(t *testing.T, cluster *redlocktest.Cluster) int {
 	t.Helper()
 	total := 0
 	for _, n := range cluster.Nodes() {
 		for line := range strings.Lines(do(t, n, "INFO", "commandstats")) {
 			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-			if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha") {
+			if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha" && name != "cmdstat_fcall") {
 				continue
 			}
 			calls, _, _ := strings.Cut(stats, ",")

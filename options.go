@@ -107,6 +107,19 @@ type Options struct {
 	// that is still held (see SAFETY.md).
 	// Default false (quarantine on).
 	DisableQuarantine bool
+	// DisableFunctions makes the Client run its Lua scripts by EVALSHA
+	// only. By default, on a node that is no Redis Cluster and whose Conn
+	// has FunctionCaller, it loads them as one Redis 7 function library
+	// (FUNCTION LOAD, named "redlock_" and a digest of its code) and calls
+	// them by FCALL, which costs the node less per call: the library reads
+	// the node's run_id once per process, and defines its functions once.
+	// A node that refuses it (Redis before 7.0, an ACL without FCALL or
+	// FUNCTION) gets EVALSHA, and is asked again every minute. A loaded
+	// library stays on the node, in its snapshots and on its replicas,
+	// like any function library: turn this on to keep the nodes' function
+	// libraries untouched.
+	// Default false (functions where the node takes them).
+	DisableFunctions bool
 	// WaitReplicas, when above zero, makes a node's grant and extension
 	// count only once that many of its replicas confirmed them (Redis WAIT,
 	// sent after the script on the same connection, within the per-node

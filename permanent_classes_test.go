@@ -95,12 +95,12 @@ func (c redis62Errors) EvalSHA(ctx context.Context, sha1, source string, keys []
 	return v, nil
 }
 
-// A node whose scripting commands are renamed away (EVAL and EVALSHA
-// unknown) fails Acquire at once.
+// A node whose scripting commands are renamed away (EVAL, EVALSHA, FCALL
+// and FUNCTION unknown) fails Acquire at once.
 func TestAcquire_scriptingDisabledFailsFast(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		node := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
-			Config: []string{`rename-command EVALSHA ""`, `rename-command EVAL ""`}})
+			Config: []string{`rename-command EVALSHA ""`, `rename-command EVAL ""`, `rename-command FCALL ""`, `rename-command FUNCTION ""`}})
 		failsFast(t, a.conns(t, node.Addrs()), "job", "unknown command")
 	})
 }

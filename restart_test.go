@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -125,18 +124,7 @@ func tryAcquireRetrying(c *redlock.Client, key string) (*redlock.Lock, error) {
 func TestQuarantine_infoRefusedStillLocks(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
 	node := cluster.Node(0)
-	if _, err := node.Do(bg, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-info"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := goredis.NewURL("redis://locker:pw@" + node.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := redlock.New([]redlock.Conn{conn}, fast())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := clientAs(t, node, "locker", "-info")
 	if err := c.MarkReady(bg, false); err != nil {
 		t.Fatalf("MarkReady with INFO refused: %v", err)
 	}

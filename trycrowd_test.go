@@ -172,7 +172,7 @@ func scriptCallsOn(t *testing.T, n *redlocktest.Node) int {
 	total := 0
 	for line := range strings.Lines(do(t, n, "INFO", "commandstats")) {
 		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha") {
+		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha" && name != "cmdstat_fcall") {
 			continue
 		}
 		calls, _, _ := strings.Cut(stats, ",")

@@ -32,25 +32,26 @@ import (
 // a user allowed exactly the keys the call declares (declaredOnly), while
 // the test makes every kind of call the client makes, and checks that each
 // of the library's scripts ran.
+//
+// Over independent servers the scripts run once by EVALSHA and once as
+// functions of the library, by FCALL, which Redis checks against the ACL
+// in the same way.
 func TestWire_scriptsTouchOnlyDeclaredKeysAndPublishInTheirSlot(t *testing.T) {
-	for _, cluster := range []bool{false, true} {
-		name := "independent servers"
-		if cluster {
-			name = "redis cluster layout"
-		}
-		t.Run(name, func(t *testing.T) { checkDeclaredOnly(t, cluster) })
-	}
+	t.Run("independent servers", func(t *testing.T) { checkDeclaredOnly(t, false, false) })
+	t.Run("independent servers, functions", func(t *testing.T) { checkDeclaredOnly(t, false, true) })
+	t.Run("redis cluster layout", func(t *testing.T) { checkDeclaredOnly(t, true, false) })
 }
 
 // checkDeclaredOnly makes every kind of call of a client over three nodes
-// under declaredOnly, with the keys laid out for a Redis Cluster or not.
-func checkDeclaredOnly(t *testing.T, cluster bool) {
+// under declaredOnly, with the keys laid out for a Redis Cluster or not,
+// and the scripts run as functions or not.
+func checkDeclaredOnly(t *testing.T, cluster, functions bool) {
 	nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	ran := &scriptsRun{counts: map[string]int{}}
 	newClient := func(user string) *redlock.Client {
 		var conns []redlock.Conn
 		for _, n := range nodes.Nodes() {
-			conns = append(conns, newDeclaredOnly(t, n, user, cluster, ran))
+			conns = append(conns, declaredConn(newDeclaredOnly(t, n, user, cluster, ran), functions))
 		}
 		c, err := redlock.New(conns, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 2 * time.Second})
 		if err != nil {
@@ -167,6 +168,7 @@ func checkDeclaredOnly(t *testing.T, cluster bool) {
 	}
 	wg.Wait()
 
+	wantTransport(t, ran, functions)
 	for _, name := range redlock.ScriptNames {
 		switch {
 		case (name == "shardedRelease" || name == "shardedForceRelease") && !cluster:
@@ -182,6 +184,23 @@ func checkDeclaredOnly(t *testing.T, cluster bool) {
 		if ran.count(name) == 0 {
 			t.Errorf("the %s script never ran: the test does not check it", name)
 		}
+	}
+}
+
+// declaredConn returns c, as a declaredOnlyFunctions when functions.
+func declaredConn(c *declaredOnly, functions bool) redlock.Conn {
+	if functions {
+		return declaredOnlyFunctions{c}
+	}
+	return c
+}
+
+// wantTransport fails the test unless the library's scripts ran only as
+// functions, by FCALL, when functions is true.
+func wantTransport(t *testing.T, ran *scriptsRun, functions bool) {
+	t.Helper()
+	if byFCALL, byEVALSHA := ran.count("by FCALL"), ran.count("by EVALSHA"); functions && (byFCALL == 0 || byEVALSHA > 0) {
+		t.Errorf("%d calls by FCALL and %d by EVALSHA, want only FCALL", byFCALL, byEVALSHA)
 	}
 }
 
@@ -245,7 +264,36 @@ func (c *declaredOnly) EvalSHA(ctx context.Context, sha1, source string, keys []
 		c.t.Errorf("a script that is not one of the library's: %.60q", source)
 	}
 	c.ran.add(name)
+	c.ran.add("by EVALSHA")
 	v, err := c.run(ctx, sha1, source, keys, args...)
+	c.checked(name, keys, args, v, err)
+	return v, err
+}
+
+// run sets the user's rules for a call with keys, and runs the script.
+func (c *declaredOnly) run(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
+	return c.under(ctx, keys, func() (any, error) { return c.Conn.EvalSHA(ctx, sha1, source, keys, args...) })
+}
+
+// under sets the user's rules for a call with keys, and makes the call.
+func (c *declaredOnly) under(ctx context.Context, keys []string, call func() (any, error)) (any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rules := []string{"ACL", "SETUSER", c.user, "resetkeys"}
+	for _, k := range keys {
+		rules = append(rules, "~"+globEscape(k))
+	}
+	rules = append(rules, "resetchannels")
+	rules = append(rules, c.channels(keys)...)
+	if _, err := c.Conn.Do(ctx, rules...); err != nil {
+		return nil, fmt.Errorf("set the rules of %s: %w", c.user, err)
+	}
+	return call()
+}
+
+// checked reports every command the node refused the named script or
+// function in its reply v or error err.
+func (c *declaredOnly) checked(name string, keys, args []string, v any, err error) {
 	refusals := []error{err}
 	if replies, ok := v.([]any); ok {
 		for _, r := range replies {
@@ -259,23 +307,26 @@ func (c *declaredOnly) EvalSHA(ctx context.Context, sha1, source string, keys []
 			c.t.Errorf("the %s script touched a key it does not declare, or a channel outside their slot: %v\nKEYS %q\nARGV %q", name, e, keys, args)
 		}
 	}
-	return v, err
 }
 
-// run sets the user's rules for a call with keys, and runs the script.
-func (c *declaredOnly) run(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rules := []string{"ACL", "SETUSER", c.user, "resetkeys"}
-	for _, k := range keys {
-		rules = append(rules, "~"+globEscape(k))
+// declaredOnlyFunctions is a declaredOnly Conn that calls the library's
+// functions by FCALL, under the same rules.
+type declaredOnlyFunctions struct{ *declaredOnly }
+
+// FCall calls the function as a user allowed only its call's keys and
+// channels, and reports every command the node refused it.
+func (c declaredOnlyFunctions) FCall(ctx context.Context, function string, keys []string, args ...string) (any, error) {
+	name, ok := redlock.FunctionNames[function]
+	if !ok {
+		c.t.Errorf("a function that is not one of the library's: %q", function)
 	}
-	rules = append(rules, "resetchannels")
-	rules = append(rules, c.channels(keys)...)
-	if _, err := c.Conn.Do(ctx, rules...); err != nil {
-		return nil, fmt.Errorf("set the rules of %s: %w", c.user, err)
-	}
-	return c.Conn.EvalSHA(ctx, sha1, source, keys, args...)
+	c.ran.add(name)
+	c.ran.add("by FCALL")
+	v, err := c.under(ctx, keys, func() (any, error) {
+		return c.Conn.(redlock.FunctionCaller).FCall(ctx, function, keys, args...)
+	})
+	c.checked(name, keys, args, v, err)
+	return v, err
 }
 
 // channels returns the channel rules for a call that declares keys.

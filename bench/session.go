@@ -60,7 +60,7 @@ func newSession(ctx context.Context, cfg config, logs *clientLog, count int, lib
 	rep.Meta.MarkedReady = quarantine
 	for _, l := range libs {
 		rep.Libraries = append(rep.Libraries, report.Library{
-			Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Trade: l.Trade, Settings: l.Settings, Semaphore: l.Semaphore, ReadWrite: l.ReadWrite,
+			Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Trade: l.Trade, TradeOf: l.TradeOf, Settings: l.Settings, Semaphore: l.Semaphore, ReadWrite: l.ReadWrite,
 		})
 	}
 	s := &session{
@@ -230,6 +230,7 @@ func (s *session) runRound(ctx context.Context, c benchCase, e *entry, round int
 		KeyPrefix:   "bench:" + strconv.Itoa(s.seq) + ":",
 		ServerCPU:   s.servers.CPU,
 		Connections: s.servers.Connections,
+		Commands:    s.servers.Commands,
 	})
 	s.seq++
 	n, samples := s.logs.take()

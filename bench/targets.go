@@ -60,6 +60,7 @@ func targets(rep *report.Report) []report.Target {
 		ts = append(ts, rep.AtLeast("separate clients looping one attempt, one key: grants/s", "tryloop-5", o, redsync, report.RateMetric, 1))
 	}
 	ts = append(ts, substituteTargets(rep, ours)...)
+	ts = append(ts, costTargets(rep, ours, peers)...)
 	for _, name := range append(append([]string(nil), ours...), redsync) {
 		ts = append(ts,
 			rep.Ratio("one slow node: 1-goroutine cycles/s", "serial-5slow", "serial-5", name, report.RateMetric),

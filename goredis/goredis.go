@@ -93,6 +93,7 @@ var (
 	_ redlock.ReplicaWaiter   = (*Conn)(nil)
 	_ redlock.ClusterConn     = (*Conn)(nil)
 	_ redlock.ContextHonourer = (*Conn)(nil)
+	_ redlock.FunctionCaller  = (*Conn)(nil)
 )
 
 // Conn is one Redis master reached through a go-redis client. It is safe for
@@ -162,20 +163,35 @@ func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
 // and arguments go in as pointers into keys and args (see arg), which box
 // into the slice without allocating; the digest is boxed once per script.
 func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
-	cmdArgs := make([]any, 3+len(keys)+len(args))
-	cmdArgs[0], cmdArgs[1], cmdArgs[2] = "evalsha", c.digests.boxed(sha1), len(keys)
-	for i := range keys {
-		cmdArgs[3+i] = (*arg)(&keys[i])
-	}
-	for i := range args {
-		cmdArgs[3+len(keys)+i] = (*arg)(&args[i])
-	}
+	cmdArgs := c.scriptArgs("evalsha", sha1, keys, args)
 	v, err := c.eval(ctx, cmdArgs, len(keys))
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		cmdArgs[0], cmdArgs[1] = "eval", source
 		v, err = c.eval(ctx, cmdArgs, len(keys))
 	}
 	return reply(v, err)
+}
+
+// FCall calls a Redis function by FCALL, its arguments boxed as EvalSHA's
+// are (the function's name once per name).
+func (c *Conn) FCall(ctx context.Context, function string, keys []string, args ...string) (any, error) {
+	return reply(c.eval(ctx, c.scriptArgs("fcall", function, keys, args), len(keys)))
+}
+
+// scriptArgs builds the arguments of command (EVALSHA or FCALL) name
+// numkeys keys... args...: keys and arguments as pointers into keys and
+// args (see arg), which box into the slice without allocating; name boxed
+// once per name.
+func (c *Conn) scriptArgs(command, name string, keys, args []string) []any {
+	cmdArgs := make([]any, 3+len(keys)+len(args))
+	cmdArgs[0], cmdArgs[1], cmdArgs[2] = command, c.digests.boxed(name), len(keys)
+	for i := range keys {
+		cmdArgs[3+i] = (*arg)(&keys[i])
+	}
+	for i := range args {
+		cmdArgs[3+len(keys)+i] = (*arg)(&args[i])
+	}
+	return cmdArgs
 }
 
 // EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout on

@@ -52,6 +52,7 @@ var (
 	_ redlock.ReplicaWaiter   = (*Conn)(nil)
 	_ redlock.ClusterConn     = (*Conn)(nil)
 	_ redlock.ContextHonourer = (*Conn)(nil)
+	_ redlock.FunctionCaller  = (*Conn)(nil)
 )
 
 // Conn is one Redis master reached through a rueidis client. It is safe for
@@ -137,6 +138,16 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 		v, err = client.Do(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
 	}
 	return reply(v, err)
+}
+
+// FCall calls a Redis function by FCALL.
+func (c *Conn) FCall(ctx context.Context, function string, keys []string, args ...string) (any, error) {
+	client, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := client.B()
+	return reply(client.Do(ctx, b.Fcall().Function(function).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny())
 }
 
 // EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout on

@@ -21,18 +21,24 @@ type Set struct {
 	// inflight counts requests to single nodes not yet answered, some
 	// possibly after their fan-out returned; drain waits for them.
 	inflight sync.WaitGroup
+	// callers hands out the contexts of the fan-outs' calls sent by
+	// themselves.
+	callers callerDeadline
 }
 
 // New returns the Set of conns. replicas is how many replicas must confirm
 // the writes of a script that grants or extends a lock (wire.Script's
-// Replicated), by WAIT; 0 for none.
-func New(conns []Conn, replicas int) *Set {
+// Replicated), by WAIT; 0 for none. functions lets the nodes run the
+// scripts as functions of wire.Library, by FCALL, where their Conns can
+// (see functions); the scripts of a replicated write go by EVALSHA, with
+// their WAIT.
+func New(conns []Conn, replicas int, functions bool) *Set {
 	n := &Set{conns: append([]Conn(nil), conns...)}
 	n.closed = make(chan struct{})
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
 		n.pipes[i] = &pipe{conn: conn, node: i, cluster: IsCluster(conn), replicas: replicas,
-			inline: honoursContext(conn), work: make(chan []*call), stop: n.closed}
+			inline: honoursContext(conn), work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
 	}
 	return n
 }
@@ -105,10 +111,8 @@ func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Req
 	if len(n.conns) == 1 && !lag.holds(0) && n.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.
 		start := time.Now()
-		nodeCtx, cancel := context.WithTimeout(ctx, timeout)
-		val, err := n.ask(nodeCtx, req, 0)
+		val, err := n.ask(n.pipes[0].callers.until(ctx, start.Add(timeout), timeout), req, 0)
 		n.pipes[0].done()
-		cancel()
 		req.alone[0] = classify(n.conns[0].Name(), val, err, time.Since(start), isOK)
 		results = req.alone[:]
 		if results[0].Outcome == OK {
@@ -141,11 +145,9 @@ type Flight struct {
 	mu     sync.Mutex
 	landed bool     // every node answered; under mu, for onLand
 	onLand []func() // run once every node answered
-	// nodeCtx bounds the requests sent by themselves, made on the first:
-	// requests that go in batches need none. Ended once every node
-	// answered.
+	// nodeCtx bounds the requests sent by themselves, taken on the first
+	// (see callerDeadline): requests that go in batches need none.
 	nodeCtx context.Context
-	cancel  context.CancelFunc
 
 	// The calls of a fan-out to at most InlineNodes nodes live here, in
 	// the flight's own allocation.
@@ -182,12 +184,9 @@ func (f *Flight) deliver(a answer) {
 		f.done.Store(true)
 		f.mu.Lock()
 		f.landed = true
-		then, cancel := f.onLand, f.cancel
+		then := f.onLand
 		f.onLand = nil
 		f.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
 		for _, fn := range then {
 			fn()
 		}
@@ -205,9 +204,9 @@ func (f *Flight) nodeContext(cl *call) (context.Context, context.CancelFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.nodeCtx == nil {
-		// cl is not answered yet, so the flight has not landed: its last
-		// answer will end the context.
-		f.nodeCtx, f.cancel = context.WithDeadline(f.parent, f.deadline)
+		// Shared with the caller's next fan-outs whose deadlines fall
+		// close: it ends at its deadline.
+		f.nodeCtx = f.nodes.callers.until(f.parent, f.deadline, f.timeout)
 	}
 	return f.nodeCtx, func() {}
 }

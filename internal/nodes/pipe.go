@@ -145,6 +145,10 @@ type pipe struct {
 	queue    []*call
 
 	batchDeadlines sharedDeadline // the batches' contexts
+	callers        callerDeadline // the contexts of the calls sent inline
+
+	// functions runs the scripts by FCALL or EVALSHA.
+	functions *functions
 }
 
 // submit sends calls at once when the node has room, and queues them
@@ -402,7 +406,7 @@ func decodeReply(req *Request, node int, v any, err error) (any, error) {
 func (p *pipe) eval(ctx context.Context, deadline time.Time, s *wire.Script, keys, args []string) (v any, acked int64, err error) {
 	s = s.ForNode(p.cluster)
 	if p.replicas == 0 || !s.Replicated && s != wire.BatchScript {
-		v, err = p.conn.EvalSHA(ctx, s.SHA1, s.Source, keys, args...)
+		v, err = p.functions.call(ctx, p.conn, s, keys, args)
 		return v, -1, asNoAuth(err)
 	}
 	// WAIT gets three quarters of the time left, so that its reply (the

@@ -47,7 +47,7 @@ func testSet(t *testing.T, cluster *redlocktest.Cluster) *Set {
 	for _, addr := range cluster.Addrs() {
 		conns = append(conns, testConn{name: addr, client: redis.NewClient(&redis.Options{Addr: addr})})
 	}
-	set := New(conns, 0)
+	set := New(conns, 0, true)
 	t.Cleanup(func() {
 		set.Drain(time.Second)
 		set.Close(time.Second)

@@ -59,6 +59,8 @@ var (
 	nextWaitersSource string
 	//go:embed lua/publish.lua
 	publishSource string
+	//go:embed lua/listened.lua
+	listenedSource string
 	//go:embed lua/leave_queue.lua
 	leaveQueueSource string
 	//go:embed lua/announce.lua
@@ -111,10 +113,11 @@ var (
 	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
 	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
 	publishFunc       = &luaFunction{name: "publish", source: publishSource}
+	listenedFunc      = &luaFunction{name: "listened", source: listenedSource}
 	leaveQueueFunc    = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
 	announceFunc      = &luaFunction{name: "sendAnnouncement", source: announceSource}
 	releaseFunc       = &luaFunction{name: "release", source: releaseSource,
-		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, announceFunc}}
+		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, announceFunc, listenedFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}
@@ -130,12 +133,18 @@ var (
 	shardedForceReleaseFunc = &luaFunction{name: "shardedForceRelease", source: shardedForceReleaseSource, calls: []*luaFunction{forceReleaseFunc}}
 )
 
-// Script is a Lua script with its SHA1, sent by EVALSHA.
+// Script is a Lua script with its SHA1, sent by EVALSHA, and the same
+// code as a function of Library, called by FCALL.
 type Script struct {
 	Source string
 	SHA1   string
+	// Function is the name of the script's function in Library.
+	Function string
 	// fn is the function of lua/ that the script runs.
 	fn *luaFunction
+	// call is the Lua expression that runs fn on KEYS and ARGV: the
+	// script returns it, and so does its function in Library.
+	call string
 	// BatchID is fn's number in the batch script's table of functions.
 	BatchID string
 	// Replicated: its writes that grant or extend a lock must reach the
@@ -196,8 +205,9 @@ func (s *Script) withClusterVariant(onCluster *Script) *Script {
 // definition, then a call of fn on the whole KEYS and ARGV with a table of
 // its own to share.
 func newScript(fn *luaFunction) *Script {
-	s := withSHA1(definitions(fn) + "return " + fn.name + "(KEYS, ARGV, 0, 0, {})\n")
-	s.fn = fn
+	call := fn.name + "(KEYS, ARGV, 0, 0, {})"
+	s := withSHA1(definitions(fn) + "return " + call + "\n")
+	s.fn, s.call = fn, call
 	return s
 }
 
@@ -220,8 +230,10 @@ func newBatchScript(scripts ...*Script) *Script {
 		names = append(names, s.fn.name)
 	}
 	fns = append(fns, batchFunc)
-	call := "return " + batchFunc.name + "(KEYS, ARGV, {" + strings.Join(names, ", ") + "})\n"
-	return withSHA1(definitions(fns...) + call)
+	call := batchFunc.name + "(KEYS, ARGV, {" + strings.Join(names, ", ") + "})"
+	s := withSHA1(definitions(fns...) + "return " + call + "\n")
+	s.call = call
+	return s
 }
 
 // withSHA1 returns source as a script, with its SHA1.

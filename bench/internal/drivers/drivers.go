@@ -45,6 +45,9 @@ type Library struct {
 	// default): it is reported beside the others, to show what the
 	// guarantee costs, and neither judged by the targets nor a peer.
 	Trade string
+	// TradeOf names the configuration with every guarantee on that a Trade
+	// configuration departs from, to set them side by side.
+	TradeOf string
 	// MaxNodes is the largest node count the library can lock over; 0 means
 	// any. Cases with more nodes are reported as not applicable.
 	MaxNodes int

@@ -55,7 +55,8 @@ const NoQuarantineName = "redlock/rueidis, no quarantine"
 
 func redlockRueidisNoQuarantine() Library {
 	return Library{
-		Name: NoQuarantineName,
+		Name:    NoQuarantineName,
+		TradeOf: "redlock/rueidis",
 		Trade: "the restart quarantine (Options.DisableQuarantine: a node that restarted or failed over " +
 			"votes at once; safe only with appendfsync always and no replica that can take over)",
 		Settings: "As redlock/rueidis, with redlock.Options{DisableQuarantine: true}: " +

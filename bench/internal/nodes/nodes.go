@@ -33,7 +33,10 @@ const (
 // Set is a group of running redis-server processes. Close stops them.
 type Set struct {
 	nodes  []*node
-	probes atomic.Int64 // connections opened by Connections
+	probes atomic.Int64 // connections opened by Connections and Commands
+	// infos counts the INFO requests that Connections and Commands sent,
+	// which INFO commandstats counts as the servers' work.
+	infos atomic.Int64
 }
 
 type node struct {

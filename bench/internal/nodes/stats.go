@@ -26,6 +26,7 @@ func (s *Set) Connections(ctx context.Context) int64 {
 			total += v
 		}
 	}
+	s.infos.Add(int64(len(s.nodes)))
 	return total - s.probes.Add(int64(len(s.nodes)))
 }
 

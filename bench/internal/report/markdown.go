@@ -26,6 +26,7 @@ func (r *Report) WriteMarkdown(w io.Writer, targets []Target, chart string) erro
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t.Goal, t.Case, t.Library, t.Value, t.Need, t.Status)
 		}
 	}
+	r.writeCommands(&b)
 	r.writeNetwork(&b)
 	r.writeCrowd(&b)
 	r.writeLockKinds(&b)

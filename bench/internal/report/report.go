@@ -6,8 +6,10 @@ package report
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/redlock-go/redlock/bench/internal/nodes"
 	"github.com/redlock-go/redlock/bench/internal/runner"
 )
 
@@ -54,7 +56,10 @@ type Library struct {
 	Baseline bool `json:"baseline,omitempty"`
 	// Trade names the guarantee a configuration of this project's library
 	// gives up for speed; such a row is neither judged nor a peer.
-	Trade    string `json:"trade,omitempty"`
+	Trade string `json:"trade,omitempty"`
+	// TradeOf names the configuration with every guarantee on that a
+	// Trade row departs from.
+	TradeOf  string `json:"trade_of,omitempty"`
 	Settings string `json:"settings"`
 	// Semaphore and ReadWrite say how the library takes a permit of a
 	// semaphore and a read-write lock: natively, or by the nearest
@@ -129,8 +134,16 @@ type Row struct {
 	// NewConnsPer1kCycles is how many connections the servers accepted per
 	// thousand cycles: a client that drops and redials connections shows here.
 	NewConnsPer1kCycles float64 `json:"new_conns_per_1k_cycles"`
-	Cycles              int64   `json:"cycles"`
-	Errors              int64   `json:"errors"`
+	// CommandsPerCycle is how many times the servers ran each command per
+	// cycle (INFO commandstats), those run inside scripts and functions
+	// included, by lower-case name.
+	CommandsPerCycle map[string]float64 `json:"commands_per_cycle,omitempty"`
+	// CommandUsPerCycle is the microseconds the servers spent per cycle
+	// running each command (INFO commandstats usec): a script's or
+	// function's own time includes the commands it ran.
+	CommandUsPerCycle map[string]float64 `json:"command_us_per_cycle,omitempty"`
+	Cycles            int64              `json:"cycles"`
+	Errors            int64              `json:"errors"`
 	// Timeouts counts the acquisitions begun in the window that reached
 	// their deadline (Case.AcquireTimeoutS).
 	Timeouts int64 `json:"timeouts,omitempty"`
@@ -196,6 +209,7 @@ func NewRow(caseID, library string, r runner.Result) Row {
 		LastError:           r.LastErr,
 		Seconds:             r.Elapsed.Seconds(),
 	}
+	row.CommandsPerCycle, row.CommandUsPerCycle = commandsPerCycle(r)
 	if r.Readers.Cycles+r.Writers.Cycles > 0 {
 		row.Readers, row.Writers = newGrants(r.Readers, r.Elapsed), newGrants(r.Writers, r.Elapsed)
 	}
@@ -247,4 +261,20 @@ func (r *Report) WriteJSON(w io.Writer, targets []Target) error {
 		*Report
 		Targets []Target `json:"targets"`
 	}{r, targets})
+}
+
+// commandsPerCycle splits r's command counts into calls and microseconds
+// per cycle (see nodes.UsecPrefix); nil when they were not counted.
+func commandsPerCycle(r runner.Result) (calls, usec map[string]float64) {
+	for name, n := range r.Commands {
+		if calls == nil {
+			calls, usec = map[string]float64{}, map[string]float64{}
+		}
+		if cmd, ok := strings.CutPrefix(name, nodes.UsecPrefix); ok {
+			usec[cmd] = r.PerCycle(float64(n))
+		} else {
+			calls[name] = r.PerCycle(float64(n))
+		}
+	}
+	return calls, usec
 }

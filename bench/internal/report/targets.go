@@ -242,3 +242,34 @@ func (r *Report) NoErrors(goal, ours string) Target {
 	t.Status = verdict(total == 0)
 	return t
 }
+
+// Metrics of the cost per lock.
+var (
+	ClientCPUMetric = Metric{"client CPU/cycle", "µs", func(r Row) float64 { return r.CPUUsPerCycle }}
+	ServerCPUMetric = Metric{"Redis CPU/cycle", "µs", func(r Row) float64 { return r.ServerCPUUsPerCycle }}
+	MaxMetric       = Metric{"max", "µs", func(r Row) float64 { return r.MaxUs }}
+)
+
+// Best returns, of libraries, the one with the highest rate in case
+// (completed cycles), "" when none ran.
+func (r *Report) Best(caseID string, libraries []string) string {
+	best, rate := "", 0.0
+	for _, l := range libraries {
+		if row, ok := r.Row(caseID, l); ok && row.Rate > rate {
+			best, rate = l, row.Rate
+		}
+	}
+	return best
+}
+
+// Shortest returns, of libraries, the one with the lowest value of m in
+// case among those that completed cycles, "" when none did.
+func (r *Report) Shortest(caseID string, libraries []string, m Metric) string {
+	best, value := "", 0.0
+	for _, l := range libraries {
+		if row, ok := r.Row(caseID, l); ok && row.Cycles > 0 && (best == "" || m.Get(row) < value) {
+			best, value = l, m.Get(row)
+		}
+	}
+	return best
+}

@@ -90,6 +90,9 @@ type Options struct {
 	// Connections, if set, returns how many connections the servers have
 	// accepted so far, to show connection churn.
 	Connections func(ctx context.Context) int64
+	// Commands, if set, returns how many times the servers have run each
+	// command so far, to count the commands of a cycle.
+	Commands func(ctx context.Context) map[string]int64
 }
 
 // Result is what one run measured in its window.
@@ -117,6 +120,9 @@ type Result struct {
 	// NewConns counts the connections the servers accepted in the window
 	// (a few of them the benchmark's own probes).
 	NewConns int64
+	// Commands counts the commands the servers ran in the window, by
+	// name, those run inside scripts and functions included.
+	Commands map[string]int64
 
 	// Readers and Writers split the cycles and latencies of a read-write
 	// case (Case.WriteEvery) by kind; they are empty in other cases.
@@ -174,6 +180,12 @@ func (r *Result) Merge(o Result) {
 	r.CPU += o.CPU
 	r.ServerCPU += o.ServerCPU
 	r.NewConns += o.NewConns
+	for name, n := range o.Commands {
+		if r.Commands == nil {
+			r.Commands = map[string]int64{}
+		}
+		r.Commands[name] += n
+	}
 	if r.hist == nil {
 		r.hist = newHistogram()
 	}
@@ -306,6 +318,7 @@ func collect(workers []worker, before, after point) Result {
 		CPU:        after.cpu - before.cpu,
 		ServerCPU:  after.serverCPU - before.serverCPU,
 		NewConns:   after.conns - before.conns,
+		Commands:   commandsBetween(before.commands, after.commands),
 	}
 	r.hist = newHistogram()
 	for i := range workers {
@@ -458,6 +471,22 @@ type point struct {
 	mallocs, bytes uint64
 	cpu, serverCPU time.Duration
 	conns          int64
+	commands       map[string]int64
+}
+
+// commandsBetween returns the commands run between two counts, nil when
+// they were not counted.
+func commandsBetween(before, after map[string]int64) map[string]int64 {
+	if after == nil {
+		return nil
+	}
+	ran := map[string]int64{}
+	for name, n := range after {
+		if d := n - before[name]; d > 0 {
+			ran[name] = d
+		}
+	}
+	return ran
 }
 
 // snapshot reads the counters. Reading the servers' costs this process a few
@@ -471,6 +500,9 @@ func snapshot(ctx context.Context, o Options, end bool) point {
 		}
 		if o.Connections != nil {
 			p.conns = o.Connections(ctx)
+		}
+		if o.Commands != nil {
+			p.commands = o.Commands(ctx)
 		}
 	}
 	if !end {

@@ -5,8 +5,9 @@
 -- with the marker's key (see set_marker.lua).
 local function restartMarker(shared, key, processKey)
 	if shared.markerKey ~= key then
-		shared.marker, shared.markerKey = redis.call("GET", key), key
-		shared.writer = redis.call("GET", processKey)
+		-- One MGET: the two keys lie in one slot (see Layout.MarkerKeys).
+		local both = redis.call("MGET", key, processKey)
+		shared.marker, shared.markerKey, shared.writer = both[1], key, both[2]
 	end
 	return shared.marker, shared.writer
 end

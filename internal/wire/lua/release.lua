@@ -25,11 +25,15 @@
 -- deadlines; ARGV[a+3] the caller's clock in microseconds; ARGV[a+4] the
 -- caller's client id; ARGV[a+5] when the released lock's acquisition began
 -- waiting, in microseconds on the caller's clock, or "".
+-- A release that names nobody is not announced where nobody listens on the
+-- key's channel (see listened): no client waits for it unqueued.
 -- Returns 1 when deleted, 0 otherwise.
 local function release(KEYS, ARGV, k, a, shared, announce)
 	local key = KEYS[k + 1]
 	local left = false
-	if ARGV[a + 2] ~= "" and ARGV[a + 5] ~= "" then
+	-- Nobody queued (the common case): one EXISTS, and no queue to read.
+	local queued = ARGV[a + 2] ~= "" and redis.call("EXISTS", KEYS[k + 2]) == 1
+	if queued and ARGV[a + 5] ~= "" then
 		left = leaveQueue(KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 5])
 	end
 	-- pcall: GET fails on the readers' sorted set.
@@ -55,9 +59,9 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 	end
 	if ARGV[a + 2] ~= "" then
 		local channel = ARGV[a + 2] .. key
-		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
+		local names = queued and nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3])) or ""
 		local message = ARGV[a + 1] .. names
-		if released == 1 or names ~= "" then
+		if names ~= "" or (released == 1 and (announce or listened(channel))) then
 			sendAnnouncement(announce or publish, channel, message, names)
 		end
 	end

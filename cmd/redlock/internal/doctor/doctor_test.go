@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -607,4 +608,33 @@ func TestAudit_infoRefused(t *testing.T) {
 	}
 	r = audit(t, conns, &redlock.Options{DisableQuarantine: true})
 	wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Info)
+}
+
+// A node that refuses the library's functions, by its ACL or as Redis
+// 6.2, gets an Info finding that says the scripts run by EVALSHA and what
+// that costs; a Redis 7 node that takes them gets none.
+func TestAudit_functions(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+		if _, err := cluster.Node(1).Do(bg, "ACL", "SETUSER", "default", "-fcall", "-function"); err != nil {
+			t.Fatal(err)
+		}
+		conns := a.conns(t, cluster.Addrs())
+		r := audit(t, conns, &redlock.Options{DisableQuarantine: true})
+		wantNoFinding(t, r, r.Nodes[0].Node, "functions")
+		f := wantFinding(t, r, r.Nodes[1].Node, "functions", doctor.Info)
+		if !strings.Contains(f.Message, "EVALSHA") || !strings.Contains(f.Remedy, "+fcall") {
+			t.Errorf("finding %+v: want EVALSHA named, and +fcall in the remedy", f)
+		}
+	})
+	const redis62 = "/work/redis62/src/redis-server"
+	if _, err := os.Stat(redis62); err != nil {
+		t.Skipf("no Redis 6.2 build at %s", redis62)
+	}
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, ServerPath: redis62})
+	r := audit(t, adapters[0].conns(t, cluster.Addrs()), &redlock.Options{DisableQuarantine: true})
+	f := wantFinding(t, r, r.Nodes[0].Node, "functions", doctor.Info)
+	if !strings.Contains(f.Message, "6.2") || !strings.Contains(f.Remedy, "Redis 7") {
+		t.Errorf("finding %+v on Redis 6.2: want its version named, and an upgrade to Redis 7 as the remedy", f)
+	}
 }

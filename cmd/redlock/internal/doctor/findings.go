@@ -66,7 +66,7 @@ func unreachableFindings(fs *findingList, n Node) {
 // master of a Redis Cluster node.
 func serverFindings(fs *findingList, n Node, l Limits) {
 	for _, check := range []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings,
-		persistenceFindings, configFindings, clockFindings} {
+		persistenceFindings, configFindings, clockFindings, functionsFindings} {
 		check(fs, n, l)
 	}
 }
@@ -312,4 +312,23 @@ func ttlFindings(fs *findingList, l Limits) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// functionsFindings reports a node that refuses the library's functions:
+// the client runs its scripts there by EVALSHA, with every guarantee, at a
+// higher cost to the node.
+func functionsFindings(fs *findingList, n Node, _ Limits) {
+	if n.functionsErr == nil {
+		return
+	}
+	const cost = "the scripts run by EVALSHA instead, with every guarantee, but each acquisition costs the node more " +
+		"(an INFO to read its run_id, and the scripts' functions defined again on every call)"
+	if n.Version != "" && versionBelow(n.Version, 7, 0) {
+		fs.add(n.Node, Info, "functions", "upgrade to Redis 7.0 or later to save the node that work",
+			"Redis %s has no functions (FUNCTION LOAD, FCALL): %s", n.Version, cost)
+		return
+	}
+	fs.add(n.Node, Info, "functions",
+		"allow this user FUNCTION LOAD and FCALL (+function|load +fcall), or set Options.DisableFunctions to keep the node's function libraries untouched",
+		"the library's functions are refused (%s): %s", errText(n.functionsErr), cost)
 }

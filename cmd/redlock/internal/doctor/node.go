@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Node is what an audit learned about one node. String fields are "" when
@@ -81,6 +82,10 @@ type Node struct {
 	RecoveringLeft time.Duration
 
 	infoErr, timeErr, configErr, markerErr error
+	// functionsErr is why the node refused the library's functions (see
+	// checkFunctions); nil where it took them, or where the client runs
+	// its scripts by EVALSHA anyway.
+	functionsErr error
 	// shardsErr is why the masters of a Redis Cluster node could not be
 	// listed.
 	shardsErr error
@@ -116,6 +121,9 @@ func probe(ctx context.Context, conn redlock.Conn) Node {
 
 	if n.configErr = n.readConfig(ctx, conn); n.configErr == nil {
 		n.Reachable = true
+	}
+	if n.Reachable {
+		n.functionsErr = checkFunctions(ctx, conn, n.Cluster)
 	}
 	if !n.Reachable {
 		n.Err, n.RTT = n.infoErr, 0
@@ -244,4 +252,26 @@ func (n Node) CredentialsRefused() bool {
 	}
 	msg := n.Err.Error()
 	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH")
+}
+
+// checkFunctions loads the library's scripts as a function library on the
+// node (FUNCTION LOAD), as a client's first call does, and returns the
+// node's refusal: Redis before 7.0 has no functions, and an ACL may refuse
+// FUNCTION or FCALL. The client then runs its scripts by EVALSHA, which
+// costs the node more per call. It returns nil where the client would not
+// call functions anyway: over a Conn without FCall, or on a Redis Cluster.
+func checkFunctions(ctx context.Context, conn redlock.Conn, cluster bool) error {
+	if _, ok := conn.(redlock.FunctionCaller); !ok || cluster {
+		return nil
+	}
+	if _, err := conn.Do(ctx, "FUNCTION", "LOAD", wire.Library); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	// FCALL of a function no library has: refused by an ACL without FCALL,
+	// "not found" otherwise.
+	_, err := conn.Do(ctx, "FCALL", wire.LibraryPrefix+"doctor_probe", "0")
+	if err != nil && !strings.Contains(err.Error(), "Function not found") {
+		return err
+	}
+	return nil
 }
