@@ -441,7 +441,7 @@ func sendMixedBatch(t *testing.T, c *Client, node *redlocktest.Node) {
 	t.Helper()
 	delay := c.opts.RecoveryDelay
 	inspector := func() *nodes.Request {
-		return &nodes.Request{Script: wire.InspectScript, Keys: []string{"mixed", FenceKey("mixed"), MarkerKey, ProcessKey}, Args: []string{c.wire.recovery},
+		return &nodes.Request{Script: wire.InspectScript, Keys: c.inspectKeys("mixed"), Args: []string{c.wire.recovery},
 			Decode: nodes.DecodeFunc(func(_ int, v any) (any, error) {
 				s, err := c.decodeInspect(v)
 				return s, err

@@ -91,8 +91,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 // inspect is Inspect of the lock key onWire, a valid key on the wire, with
 // timeout for each node's answer.
 func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) []NodeState {
-	marker, process := c.keys.MarkerKeys(onWire)
-	keys := []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire, c.keys.ForcedKey(onWire)}
+	keys := c.inspectKeys(onWire)
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
@@ -122,6 +121,13 @@ func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Durati
 		states[i].Node = r.Node
 	}
 	return states
+}
+
+// inspectKeys returns the keys the inspect script reads for the lock key
+// onWire (see lua/inspect.lua).
+func (c *Client) inspectKeys(onWire string) []string {
+	marker, process := c.keys.MarkerKeys(onWire)
+	return []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire, c.keys.ForcedKey(onWire)}
 }
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,

@@ -150,8 +150,8 @@ type Options struct {
 	// call sets another with WithOwner: Inspect, List and `redlock inspect`
 	// show it beside each grant, with the time the grant began. It goes in
 	// the lock's token, so it costs no key and no command. Default: the
-	// host name and the process id, "host:1234" (a host name's bytes that
-	// CheckOwner refuses become '_'). 1 to MaxOwnerBytes bytes of
+	// host name and the process id, "host:1234" (a host name's bytes outside
+	// printable ASCII, and spaces, become '_'). 1 to MaxOwnerBytes bytes of
 	// printable ASCII other than the space; New refuses others with
 	// ErrInvalidOwner.
 	Owner string
