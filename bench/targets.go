@@ -12,16 +12,10 @@ const (
 	bsmRedislock = "bsm/redislock"
 )
 
-// targets checks the project's performance goals for each of its adapters,
-// all as ratios within one run, with the default guarantees (fencing and
-// the restart quarantine on): ahead of every peer in every case of a plain
-// lock, serial-1 at
-// 1.1x bsm/redislock, parallel-5 at 5x redsync, tryloop-5 at 1x redsync,
-// the fewest allocations, no failed release or extend, and close to the baseline's least Redis work
-// (below). It adds how much one slow node costs as information.
-func targets(rep *report.Report) []report.Target {
-	var ours, peers, trades []string
-	baseline := false
+// libraryKinds sorts the report's libraries: this library's adapters, the
+// peers, the peers that trade a guarantee away, and whether the baseline
+// ran.
+func libraryKinds(rep *report.Report) (ours, peers, trades []string, baseline bool) {
 	for _, l := range rep.Libraries {
 		switch {
 		case l.Trade != "":
@@ -34,6 +28,18 @@ func targets(rep *report.Report) []report.Target {
 			peers = append(peers, l.Name)
 		}
 	}
+	return ours, peers, trades, baseline
+}
+
+// targets checks the project's performance goals for each of its adapters,
+// all as ratios within one run, with the default guarantees (fencing and
+// the restart quarantine on): ahead of every peer in every case of a plain
+// lock, serial-1 at
+// 1.1x bsm/redislock, parallel-5 at 5x redsync, tryloop-5 at 1x redsync,
+// the fewest allocations, no failed release or extend, and close to the baseline's least Redis work
+// (below). It adds how much one slow node costs as information.
+func targets(rep *report.Report) []report.Target {
+	ours, peers, trades, baseline := libraryKinds(rep)
 	var ts []report.Target
 	for _, o := range ours {
 		ts = append(ts,
