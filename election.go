@@ -92,7 +92,9 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 // printable ASCII without spaces, such as "host-a:8080", or the call fails
 // with ErrInvalidOwner. A candidate that leads already returns nil at
 // once, keeping its value. Its error is otherwise Acquire's: ErrNotAcquired
-// joined with ctx's error when ctx ended first.
+// joined with ctx's error when ctx ended first. A waiting candidate is
+// elected at once after the leader's Resign, and as the lead's TTL runs
+// out after a leader that stopped without one.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	e.mu.Lock()
 	leading := e.lock != nil && e.lock.Err() == nil
@@ -101,14 +103,53 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		return nil
 	}
 	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value))
-	lock, err := e.client.Acquire(ctx, e.name, opts...)
-	if err != nil {
-		return err
+	for {
+		// A resign wakes the waiting candidates at once; a lead that ends
+		// without one is announced by nobody, so each wait also ends when
+		// the lead's key expires on a quorum, and the next attempt goes
+		// out then rather than a retry pause later.
+		wait, stop := context.WithDeadline(ctx, e.leadExpiry(ctx))
+		lock, err := e.client.Acquire(wait, e.name, opts...)
+		stop()
+		if err == nil {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.lock = lock
+			return nil
+		}
+		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.lock = lock
-	return nil
+}
+
+// leadExpiry returns when the current lead's key expires on a quorum of
+// nodes, as far as they tell, a millisecond past; a long way off when
+// nobody leads or too few nodes answer within two node timeouts, for the Acquire that waits for the
+// lead to end by a release or its retry delays.
+func (e *Election) leadExpiry(ctx context.Context) time.Time {
+	now := time.Now()
+	far := now.Add(time.Hour)
+	// Within a round to the nodes: a node that does not answer makes
+	// Inspect wait for it far longer.
+	ictx, cancel := context.WithTimeout(ctx, 2*e.client.opts.NodeTimeout)
+	defer cancel()
+	states, err := e.client.Inspect(ictx, e.name)
+	if err != nil {
+		return far
+	}
+	ttls := make([]time.Duration, 0, len(states))
+	for _, st := range states {
+		if st.Err == nil && st.TTL > 0 {
+			ttls = append(ttls, st.TTL)
+		}
+	}
+	quorum := e.client.quorum
+	if len(ttls) < quorum {
+		return far
+	}
+	slices.Sort(ttls)
+	return now.Add(ttls[quorum-1] + time.Millisecond)
 }
 
 // Resign gives up the lead, so that the next candidate is elected at once,

@@ -16,7 +16,8 @@ import (
 // leader's Client loses every node without resigning, as a killed process
 // does, to the next election (kill-ms), beside the TTL its lock had left on
 // the nodes at that moment (ttl-left-ms): the next leader comes right after
-// the TTL left, plus at most a retry delay (the dead leader's lock expires
+// the TTL left, plus a round trip: a waiting candidate tries again when the
+// lead's key expires on a quorum (the dead leader's lock expires
 // unannounced).
 func BenchmarkElectionFailover(b *testing.B) {
 	cluster := redlocktest.Start(b, redlocktest.Options{Nodes: 5})
