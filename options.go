@@ -317,7 +317,9 @@ func WithAutoRenew() LockOption {
 // different limits on one name admit as many holders as the largest limit.
 // Acquire tries the permits from a random one on, and waits for the release
 // of any of them; this client's goroutines waiting for one semaphore are
-// served in the order they called. limit must be in 1..MaxLimit.
+// served in the order they called, and across clients the nodes queue the
+// waiters of a semaphore in the order they began waiting, keeping a free
+// permit for the first in line. limit must be in 1..MaxLimit.
 func WithLimit(limit int) LockOption {
 	return lockOption(func(c *lockConfig) { c.limit, c.limited = limit, true })
 }
