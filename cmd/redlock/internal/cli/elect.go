@@ -58,6 +58,7 @@ Examples:
 			docUnavailable,
 			{code(exitConflict), "not elected within --wait (--conflict-exit-code)"},
 			{code(exitLockLost), "the lead was lost while the command ran; the command was stopped"},
+			docTakenOver,
 			docConfig,
 			{code(exitCannotExecute), "the command could not be started"},
 			{code(exitNotFound), "the command was not found"},
