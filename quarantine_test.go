@@ -401,3 +401,60 @@ func TestMarkReady_lateAnswerIsAskedAgain(t *testing.T) {
 		}
 	}
 }
+
+// A node that voted before is judged again whenever its marker or the
+// marker's writer changed: the function library remembers that a marker was
+// old enough, and nothing more. A flush, a marker written by another
+// process, and a client with a longer recovery delay each see the node
+// recovering.
+func TestQuarantine_aNodeThatVotedIsJudgedAgainOnChange(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+		node := cluster.Node(0)
+		opts := &redlock.Options{TTL: time.Second, RecoveryDelay: time.Second, NodeTimeout: 300 * time.Millisecond}
+		client := newClient(t, cluster, a, opts)
+		takeAndRelease := func(what string) error {
+			t.Helper()
+			lock, err := client.TryAcquire(bg, "judged")
+			if err == nil {
+				err = lock.Release(bg)
+			}
+			return err
+		}
+		wantRecovering := func(what string, c *redlock.Client, atLeast time.Duration) {
+			t.Helper()
+			_, err := c.TryAcquire(bg, "judged")
+			if !errors.Is(err, redlock.ErrNotAcquired) {
+				t.Fatalf("%s: err = %v, want the node recovering", what, err)
+			}
+			r := quorumError(t, err).Nodes[0]
+			if r.Outcome != redlock.OutcomeRecovering || r.RecoveringLeft < atLeast {
+				t.Fatalf("%s: outcome %v, %s left, want recovering for at least %s", what, r.Outcome, r.RecoveringLeft, atLeast)
+			}
+		}
+		if err := takeAndRelease("ready node"); err != nil {
+			t.Fatalf("ready node: %v", err)
+		}
+
+		if _, err := node.Do(bg, "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+		wantRecovering("after FLUSHALL", client, opts.RecoveryDelay/2)
+		deadline := time.Now().Add(5 * time.Second)
+		for err := takeAndRelease("after the quarantine"); err != nil; err = takeAndRelease("after the quarantine") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the node never voted again after its quarantine: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+
+		longer := *opts
+		longer.TTL, longer.RecoveryDelay = time.Second, time.Minute
+		wantRecovering("a client with a longer recovery delay", coldClient(t, cluster, a, &longer), 50*time.Second)
+
+		if _, err := node.Do(bg, "SET", redlock.ProcessKey, strings.Repeat("f", 40)); err != nil {
+			t.Fatal(err)
+		}
+		wantRecovering("a marker another process wrote", client, opts.RecoveryDelay/2)
+	})
+}

@@ -39,6 +39,10 @@ var (
 	quarantineSource string
 	//go:embed lua/fence.lua
 	fenceSource string
+	//go:embed lua/votes.lua
+	votesSource string
+	//go:embed lua/admit_quarantine.lua
+	admitQuarantineSource string
 	//go:embed lua/admit.lua
 	admitSource string
 	//go:embed lua/acquire.lua
@@ -98,18 +102,20 @@ var (
 	restartMarkerFunc = &luaFunction{name: "restartMarker", source: markerSource}
 	setMarkerFunc     = &luaFunction{name: "setMarker", source: setMarkerSource, calls: []*luaFunction{processIDFunc}}
 	recoveryLeftFunc  = &luaFunction{name: "recoveryLeft", source: quarantineSource, calls: []*luaFunction{nodeClockFunc, processIDFunc}}
-	nextFenceFunc     = &luaFunction{name: "nextFence", source: fenceSource}
+	nextFenceFunc     = &luaFunction{name: "nextFence", source: fenceSource, calls: []*luaFunction{nodeClockFunc}}
+	votesFunc         = &luaFunction{name: "votes", source: votesSource}
 
-	admitFunc = &luaFunction{name: "admit", source: admitSource,
-		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc}}
+	quarantineFunc = &luaFunction{name: "quarantine", source: admitQuarantineSource,
+		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, votesFunc}}
+	admitFunc             = &luaFunction{name: "admit", source: admitSource, calls: []*luaFunction{votesFunc, quarantineFunc, nextFenceFunc}}
 	nodeMillisFunc        = &luaFunction{name: "nodeMillis", source: nodeMillisSource, calls: []*luaFunction{nodeClockFunc}}
 	expireWithReadersFunc = &luaFunction{name: "expireWithReaders", source: readersSource}
 	leaveSharedFunc       = &luaFunction{name: "leaveShared", source: leaveSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
 	extendSharedFunc      = &luaFunction{name: "extendShared", source: extendSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
 
-	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nodeClockFunc, nextFenceFunc}}
+	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
-		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc}}
+		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc}}
 	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
 	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
 	publishFunc       = &luaFunction{name: "publish", source: publishSource}

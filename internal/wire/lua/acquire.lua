@@ -22,5 +22,10 @@ local function acquire(KEYS, ARGV, k, a, shared)
 	if not redis.call("SET", KEYS[k + 1], ARGV[a + 1], "NX", "PX", ARGV[a + 2]) then
 		return {0, "0", 0}
 	end
-	return {1, nextFence(KEYS[k + 2], counter, ARGV[a + 5], ARGV[a + 4], nodeClock(shared)), 0}
+	local fence = nextFence(KEYS[k + 2], counter, ARGV[a + 5], ARGV[a + 4], shared)
+	if not fence then
+		redis.call("DEL", KEYS[k + 1])
+		return brokenCounter(KEYS[k + 2])
+	end
+	return {1, fence, 0}
 end

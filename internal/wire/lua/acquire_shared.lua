@@ -26,5 +26,10 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 	local now = nodeMillis(shared)
 	redis.call("ZADD", key, now + tonumber(ARGV[a + 2]), ARGV[a + 1])
 	expireWithReaders(key, now)
-	return {1, nextFence(KEYS[k + 2], counter, ARGV[a + 5], ARGV[a + 4], nodeClock(shared)), 0}
+	local fence = nextFence(KEYS[k + 2], counter, ARGV[a + 5], ARGV[a + 4], shared)
+	if not fence then
+		leaveShared(key, ARGV[a + 1], shared)
+		return brokenCounter(KEYS[k + 2])
+	end
+	return {1, fence, 0}
 end

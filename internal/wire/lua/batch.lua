@@ -9,9 +9,6 @@
 -- Returns one reply per request, in order; a request that fails has its
 -- error as its reply and does not stop the others.
 local function batch(KEYS, ARGV, scripts)
-	if redis.replicate_commands then
-		redis.replicate_commands() -- Redis < 5: allow writes after TIME
-	end
 	local shared = {}
 	local replies = {}
 	local k, a = 0, 1

@@ -2,9 +2,6 @@
 -- milliseconds from now, while it is an unexpired reader, and reports
 -- whether it was.
 local function extendShared(key, token, ttl, shared)
-	if redis.replicate_commands then
-		redis.replicate_commands() -- Redis < 5: allow writes after TIME
-	end
 	local now = nodeMillis(shared)
 	local ends = tonumber(redis.call("ZSCORE", key, token))
 	if not ends or ends <= now then

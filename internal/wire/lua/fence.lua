@@ -1,30 +1,51 @@
 -- nextFence sets the fencing counter fenceKey ("redlock:fence:" + lock key), which held counter
 -- (a decimal string, false when absent), to the fencing token of a new
 -- acquisition, with a TTL of ttl milliseconds, and returns the token as a
--- decimal string. hint is the caller's clock in microseconds (decimal); t is
--- the node's TIME reply.
+-- decimal string, or nil when fenceKey holds another type than a string
+-- (see brokenCounter). hint is the caller's clock in microseconds (decimal);
+-- shared, the table that the requests of one script call share, gives the
+-- node's clock (see clock.lua).
 -- The new counter is the largest of: the old one plus one; the caller's clock
 -- (hint, the same on every node, so that nodes that missed acquisitions agree
--- again); this node's clock, as the whole second before the current one (so
--- that it wins only when the caller's clock is more than a second behind, not
--- when a second ends between the caller's reading and this script). A lost
--- counter thus restarts above the tokens handed out before, which followed
--- the clocks too.
-local function nextFence(fenceKey, counter, hint, ttl, t)
+-- again); and, when the counter is absent, this node's clock, as the whole
+-- second before the current one (so that it wins only when the caller's
+-- clock is more than a second behind, not when a second ends between the
+-- caller's reading and this script). A lost or expired counter thus
+-- restarts above the tokens handed out before, which followed the clocks
+-- too; a counter that is there is above them already, and is not compared
+-- with the node's clock.
+local function nextFence(fenceKey, counter, hint, ttl, shared)
 	local current = tonumber(counter or "0")
-	local floorSeconds = tonumber(t[1]) - 1
-	local floor = floorSeconds * 1000000
 	local fence
-	if tonumber(hint) > current and tonumber(hint) >= floor then
+	if counter and tonumber(hint) > current then
 		fence = hint
-	elseif floor > current then
-		fence = string.format("%d000000", floorSeconds)
-	else
+	elseif counter then
 		redis.call("INCR", fenceKey)
 		redis.call("PEXPIRE", fenceKey, ttl)
 		-- Read back as a string: exact even beyond 2^53, where Lua numbers are not.
 		return redis.call("GET", fenceKey)
+	else
+		local floorSeconds = tonumber(nodeClock(shared)[1]) - 1
+		if tonumber(hint) >= floorSeconds * 1000000 then
+			fence = hint
+		else
+			fence = string.format("%d000000", floorSeconds)
+		end
 	end
-	redis.call("SET", fenceKey, fence, "PX", ttl)
+	if counter then
+		redis.call("SET", fenceKey, fence, "PX", ttl)
+	elseif not redis.call("SET", fenceKey, fence, "NX", "PX", ttl) then
+		-- MGET reads a key of another type as absent: it is not a
+		-- counter, and stays as it is.
+		return nil
+	end
 	return fence
+end
+
+-- brokenCounter is the error of an acquisition whose fencing counter
+-- fenceKey is not an integer: the node's own WRONGTYPE error where it is
+-- not a string (a GET raises it), else a reply that says so.
+local function brokenCounter(fenceKey)
+	redis.call("GET", fenceKey)
+	return redis.error_reply("redlock: fencing counter " .. fenceKey .. " is not an integer")
 end

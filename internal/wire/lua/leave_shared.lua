@@ -1,9 +1,6 @@
 -- leaveShared takes the reader token out of the readers of key, and reports
 -- whether it was one of them, unexpired.
 local function leaveShared(key, token, shared)
-	if redis.replicate_commands then
-		redis.replicate_commands() -- Redis < 5: allow writes after TIME
-	end
 	local now = nodeMillis(shared)
 	local ends = tonumber(redis.call("ZSCORE", key, token))
 	if not ends then

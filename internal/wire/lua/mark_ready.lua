@@ -15,9 +15,6 @@
 -- an error when it refuses, and when the marker key holds something that
 -- is not a number: another program's key, which it never overwrites.
 local function markReady(KEYS, ARGV, k, a, shared)
-	if redis.replicate_commands then
-		redis.replicate_commands() -- Redis < 5: allow writes after TIME
-	end
 	local marker, writer = restartMarker(shared, KEYS[k + 1], KEYS[k + 2])
 	if marker and not tonumber(marker) then
 		-- Not a marker this library wrote: another program's key by that
