@@ -55,7 +55,26 @@ func costTargets(rep *report.Report, ours, peers []string) []report.Target {
 		}
 		ts = append(ts, rep.AtLeast("cost per lock: 64 goroutines, cycles/s", "parallel-5", o, drivers.BaselineName, report.RateMetric, minParallelRate))
 	}
+	ts = append(ts, floorCosts(rep, ours)...)
 	return append(ts, guaranteeCosts(rep)...)
+}
+
+// floorCosts shows the least Redis CPU a fenced lock costs (the fenced
+// floor, drivers.FloorName) against the leanest peer on as many nodes, and
+// each adapter against that floor, as ratios with no goal: what fencing
+// alone costs, and how far above it the other guarantees put a lock.
+func floorCosts(rep *report.Report, ours []string) []report.Target {
+	if !ran(rep, drivers.FloorName) {
+		return nil
+	}
+	var ts []report.Target
+	for _, c := range []string{"serial-1", "serial-5", "lan-1", "lan-5"} {
+		ts = append(ts, rep.Versus("the least a fenced lock costs: Redis CPU per cycle, against the leanest peer", c, drivers.FloorName, leanest[c], report.ServerCPUMetric))
+		for _, o := range ours {
+			ts = append(ts, rep.Versus("every guarantee on: Redis CPU per cycle, against the fenced floor", c, o, drivers.FloorName, report.ServerCPUMetric))
+		}
+	}
+	return ts
 }
 
 // guaranteeCosts shows, for each configuration that gives up a guarantee,
@@ -77,4 +96,14 @@ func guaranteeCosts(rep *report.Report) []report.Target {
 		}
 	}
 	return ts
+}
+
+// ran says whether library name is in the report.
+func ran(rep *report.Report, name string) bool {
+	for _, l := range rep.Libraries {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
 }

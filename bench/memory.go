@@ -49,7 +49,7 @@ func runMemory(ctx context.Context, cfg config) (*report.Memory, error) {
 		}
 	}()
 	for _, l := range libs {
-		m.Libraries = append(m.Libraries, report.Library{Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Trade: l.Trade, Settings: l.Settings})
+		m.Libraries = append(m.Libraries, report.Library{Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Floor: l.Floor, Trade: l.Trade, Settings: l.Settings})
 		r, err := leaveNames(ctx, cfg, l, &m.Meta)
 		if r != nil {
 			rs = append(rs, r)

@@ -60,7 +60,7 @@ func newSession(ctx context.Context, cfg config, logs *clientLog, count int, lib
 	rep.Meta.MarkedReady = quarantine
 	for _, l := range libs {
 		rep.Libraries = append(rep.Libraries, report.Library{
-			Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Trade: l.Trade, TradeOf: l.TradeOf, Settings: l.Settings, Semaphore: l.Semaphore, ReadWrite: l.ReadWrite,
+			Name: l.Name, Ours: l.Ours, Baseline: l.Baseline, Floor: l.Floor, Trade: l.Trade, TradeOf: l.TradeOf, Settings: l.Settings, Semaphore: l.Semaphore, ReadWrite: l.ReadWrite,
 		})
 	}
 	s := &session{
@@ -102,7 +102,16 @@ func notApplicable(l drivers.Library, c report.Case) string {
 	if l.Baseline && c.Handoffs {
 		return "not a lock: run only where keys are not contended"
 	}
+	if l.Floor && !floorRuns(c) {
+		return "the least work of a fenced lock: run only in the one-goroutine cases of a plain lock"
+	}
 	return ""
+}
+
+// floorRuns says whether the fenced floor runs in c: one goroutine taking
+// a plain lock, no key handed between clients, no slow node.
+func floorRuns(c report.Case) bool {
+	return c.Workers == 1 && !c.Handoffs && c.SlowNodes == 0 && c.Mutex()
 }
 
 // run runs the plan, adding its rows and round trips to rep, with a

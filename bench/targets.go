@@ -24,6 +24,7 @@ func libraryKinds(rep *report.Report) (ours, peers, trades []string, baseline bo
 			ours = append(ours, l.Name)
 		case l.Baseline:
 			baseline = true
+		case l.Floor:
 		default:
 			peers = append(peers, l.Name)
 		}

@@ -78,6 +78,12 @@ func (d *baselineDriver) fanOut(ctx context.Context, build func(rueidisclient.Cl
 	for _, c := range d.nodes {
 		go func() { replies <- c.Do(ctx, build(c)).Error() == nil }()
 	}
+	return d.tally(replies)
+}
+
+// tally reads the nodes' replies, true for a success, until a majority
+// succeeded or can no longer succeed, and reports whether it did.
+func (d *baselineDriver) tally(replies <-chan bool) bool {
 	yes, no := 0, 0
 	for yes < d.quorum && no <= len(d.nodes)-d.quorum {
 		if <-replies {

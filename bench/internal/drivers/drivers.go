@@ -40,6 +40,10 @@ type Library struct {
 	// baselineLibrary): it is no peer, and runs only where keys are not
 	// contended.
 	Baseline bool
+	// Floor marks the fenced floor (see floorLibrary): the least work of a
+	// fenced lock, no peer, run only in the one-goroutine cases of a plain
+	// lock.
+	Floor bool
 	// Trade, when set, names the guarantee that this configuration of this
 	// project's library gives up for speed (an option that is off by
 	// default): it is reported beside the others, to show what the
@@ -73,6 +77,7 @@ func All() []Library {
 		redsyncLibrary(),
 		rueidislockLibrary(),
 		bsmLibrary(),
+		floorLibrary(),
 		baselineLibrary(),
 	}
 }

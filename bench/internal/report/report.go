@@ -54,6 +54,9 @@ type Library struct {
 	// Baseline marks the reference that is not a lock: the least Redis
 	// work of a cycle, as fast as one client sends it.
 	Baseline bool `json:"baseline,omitempty"`
+	// Floor marks the fenced floor: the least Redis work of a fenced
+	// lock, no peer.
+	Floor bool `json:"floor,omitempty"`
 	// Trade names the guarantee a configuration of this project's library
 	// gives up for speed; such a row is neither judged nor a peer.
 	Trade string `json:"trade,omitempty"`
