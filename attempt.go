@@ -77,11 +77,11 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock, queue, deadlines := wire.AttemptStrings(key, time.Now(), ttl, owner, c.keys.Tag(key), place != nil || shared)
+	token, fenceKey, clock, queue, deadlines, waiting := wire.AttemptStrings(key, time.Now(), ttl, owner, c.keys.Tag(key), place != nil || shared)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl+delay, a.replies)
 	if shared {
-		a.acquire.share(queue, deadlines)
+		a.acquire.share(queue, deadlines, waiting, c.wire.queueLastsMillis)
 	}
 	if place != nil {
 		first := place.since == ""
@@ -95,7 +95,7 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 		case place.set:
 			mode = "2"
 		}
-		a.acquire.queue(queue, deadlines, c.id, place.since, c.wire.queueLasts, mode)
+		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, mode)
 		a.place, a.queuedSince = place, place.since
 	}
 	a.start = time.Now()
@@ -271,7 +271,7 @@ type acquireReply struct {
 // caller may read replies[i] once the fan-out recorded node i's answer.
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *nodes.Request {
 	marker, process := c.keys.MarkerKeys(key)
-	r.keys = [6]string{key, fenceKey, marker, process}
+	r.keys = [7]string{key, fenceKey, marker, process}
 	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterMillis(ttl), clock}
 	r.replies = replies
 	r.Request = nodes.Request{Script: wire.AcquireScript, Keys: r.keys[:4], Args: r.args[:5], Decode: r}
@@ -282,24 +282,26 @@ func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string,
 // client id, when it began waiting, and how long its place lasts (see
 // lua/queued_acquire.lua); mode is "1" on a waiter's first attempt, "2"
 // on every attempt of a waiter for a set of keys, and "0" otherwise.
-func (r *acquireRequest) queue(queue, deadlines, id, since, lasts, mode string) {
-	r.keys[4], r.keys[5] = queue, deadlines
+func (r *acquireRequest) queue(queue, deadlines, waiting, id, since, lasts, mode string) {
+	r.keys[4], r.keys[5], r.keys[6] = queue, deadlines, waiting
 	r.args[5], r.args[6], r.args[7], r.args[8] = id, since, lasts, mode
 	r.Request.Script, r.Request.Keys, r.Request.Args = wire.QueuedAcquireScript, r.keys[:], r.args[:]
 }
 
 // share turns r into the request of a shared (read) acquisition, which
-// reads the key's queue of waiting clients (see lua/acquire_shared.lua).
-func (r *acquireRequest) share(queue, deadlines string) {
-	r.keys[4], r.keys[5] = queue, deadlines
-	r.Request.Script, r.Request.Keys = wire.AcquireSharedScript, r.keys[:6]
+// reads the key's queue of waiting clients and, refused, sets its waiting
+// mark for lasts milliseconds (see lua/acquire_shared.lua).
+func (r *acquireRequest) share(queue, deadlines, waiting, lasts string) {
+	r.keys[4], r.keys[5], r.keys[6] = queue, deadlines, waiting
+	r.args[5] = lasts
+	r.Request.Script, r.Request.Keys, r.Request.Args = wire.AcquireSharedScript, r.keys[:], r.args[:6]
 }
 
 // acquireRequest is an acquisition's request with its keys, arguments and
 // decoder in one allocation.
 type acquireRequest struct {
 	nodes.Request
-	keys    [6]string
+	keys    [7]string
 	args    [9]string
 	replies []acquireReply
 }
@@ -407,16 +409,20 @@ type wireArgs struct {
 	recoveryDelay time.Duration
 	recovery      string // Options.RecoveryDelay in microseconds; "0" when off
 	queueLasts    string // wire.QueueLasts, in microseconds
+	// queueLastsMillis is wire.QueueLasts in milliseconds: how long a
+	// refused reader's waiting mark lasts (see lua/waiting.lua).
+	queueLastsMillis string
 }
 
 func newWireArgs(o Options) wireArgs {
 	w := wireArgs{
-		ttl:           o.TTL,
-		ttlMillis:     strconv.FormatInt(o.TTL.Milliseconds(), 10),
-		counterTTL:    strconv.FormatInt((o.TTL + o.RecoveryDelay).Milliseconds(), 10),
-		recoveryDelay: o.RecoveryDelay,
-		recovery:      "0",
-		queueLasts:    strconv.FormatInt(wire.QueueLasts.Microseconds(), 10),
+		ttl:              o.TTL,
+		ttlMillis:        strconv.FormatInt(o.TTL.Milliseconds(), 10),
+		counterTTL:       strconv.FormatInt((o.TTL + o.RecoveryDelay).Milliseconds(), 10),
+		recoveryDelay:    o.RecoveryDelay,
+		recovery:         "0",
+		queueLasts:       strconv.FormatInt(wire.QueueLasts.Microseconds(), 10),
+		queueLastsMillis: strconv.FormatInt(wire.QueueLasts.Milliseconds(), 10),
 	}
 	if !o.DisableQuarantine {
 		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)

@@ -343,6 +343,7 @@ func TestQueue_aGrantTakesOverTheClientsLeftoverEntry(t *testing.T) {
 	now := time.Now()
 	do(t, node, "ZADD", queue, fmt.Sprint(now.Add(-time.Hour).UnixMicro()), c.ID())
 	do(t, node, "HSET", deadlines, c.ID(), fmt.Sprint(now.Add(time.Minute).UnixMicro()))
+	do(t, node, "SET", redlock.WaitingKey("leftover"), "1", "PX", "60000") // as the refusal that queued it left
 	lock, err := c.Acquire(bg, "leftover")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wait"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Observation timing.
@@ -53,7 +55,9 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer stop()
 	poll := min(max(e.ttl/observePollDivisor, minObservePoll), maxObservePoll)
 	var seen observed
+	var marked time.Time
 	for ctx.Err() == nil {
+		marked = e.markListening(ctx, marked)
 		next := time.Now().Add(poll)
 		rctx, cancel := context.WithTimeout(ctx, max(poll, observeReadNodeTimeouts*e.client.opts.NodeTimeout))
 		r, err := e.read(rctx)
@@ -73,6 +77,22 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		}
 		waitObserved(ctx, wake, time.Until(next))
 	}
+}
+
+// markListening sets the election key's waiting mark on the nodes, so that
+// the releases of its lock are announced to this observer, which listens
+// without trying for the lock (see lua/listen.lua): when the mark set at
+// marked is past half its life, it is set again, and the new time is
+// returned. The nodes' answers are waited for at most one node timeout.
+func (e *Election) markListening(ctx context.Context, marked time.Time) time.Time {
+	if time.Since(marked) < wire.QueueLasts/2 {
+		return marked
+	}
+	c := e.client
+	now := time.Now()
+	req := &nodes.Request{Script: wire.ListenScript, Keys: []string{c.keys.WaitingKey(e.key)}, Args: []string{c.wire.queueLastsMillis}}
+	c.fanout(ctx, c.opts.NodeTimeout, req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(c.conns) })
+	return now
 }
 
 // observed is what an observer reported last.

@@ -24,6 +24,9 @@ var ScriptSources = func() []string {
 // a lock key.
 func QueueKeys(key string) (queue, deadlines string) { return wire.QueueKeys(key) }
 
+// WaitingKey is the name of key's waiting mark, outside a Redis Cluster.
+func WaitingKey(key string) string { return wire.Layout{}.WaitingKey(key) }
+
 // ID is the client's id in the queues of waiting clients.
 func (c *Client) ID() string { return c.id }
 

@@ -57,7 +57,7 @@ func (c *Client) ForceRelease(ctx context.Context, key, by string) ([]Grant, err
 	if err := checkOwner(by, "ForceRelease by"); err != nil {
 		return nil, err
 	}
-	channel, clock, queue, deadlines := wire.ReleaseStrings(onWire, time.Now(), c.keys.Tag(onWire))
+	channel, clock, queue, deadlines, _ := wire.ReleaseStrings(onWire, time.Now(), c.keys.Tag(onWire))
 	taken := make([][]string, len(c.conns))
 	req := &nodes.Request{Script: wire.ForceReleaseScript, Keys: []string{onWire, queue, deadlines, c.keys.ForcedKey(onWire)},
 		Args: []string{by, channel, clock}, Decode: nodes.DecodeFunc(func(node int, v any) (any, error) {

@@ -291,7 +291,7 @@ func (l *Lock) extendFailedLocked(qe *QuorumError, forced error) {
 // releaser returns the request of a release that is not announced: the
 // release of a failed attempt, or one that carries the next attempt.
 func releaser(key, token string) *nodes.Request {
-	r := &releaseRequest{keys: [3]string{key}, args: [5]string{token}}
+	r := &releaseRequest{keys: [4]string{key}, args: [5]string{token}}
 	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:1], Args: r.args[:2]}
 	return &r.Request
 }
@@ -303,9 +303,9 @@ func releaser(key, token string) *nodes.Request {
 // waiting at since (see Lock.queuedSince); with since "", it leaves the
 // queue alone.
 func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Request {
-	r := &releaseRequest{keys: [3]string{key}, args: [5]string{token}}
-	channel, clock, queue, deadlines := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
-	r.keys[1], r.keys[2] = queue, deadlines
+	r := &releaseRequest{keys: [4]string{key}, args: [5]string{token}}
+	channel, clock, queue, deadlines, waiting := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
+	r.keys[1], r.keys[2], r.keys[3] = queue, deadlines, waiting
 	r.args[1], r.args[2], r.args[3], r.args[4] = channel, clock, id, since
 	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:], Args: r.args[:]}
 	return &r.Request
@@ -315,7 +315,7 @@ func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Re
 // allocation.
 type releaseRequest struct {
 	nodes.Request
-	keys [3]string
+	keys [4]string
 	args [5]string
 }
 

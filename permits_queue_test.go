@@ -195,6 +195,7 @@ func TestQueue_leavingAFreeKeysQueuePassesTheTurnOn(t *testing.T) {
 		far := strconv.FormatInt(time.Now().Add(time.Hour).UnixMicro(), 10)
 		do(t, n, "ZADD", queue, since, leaver.ID(), "2000", next.ID())
 		do(t, n, "HSET", deadlines, leaver.ID(), far, next.ID(), far)
+		do(t, n, "SET", redlock.WaitingKey(key), "1", "PX", "60000") // as the refusals that queued them left
 	}
 	do(t, n, "SET", "held", "someone-else", "PX", "10000")
 	sub := goredisv9.NewClient(&goredisv9.Options{Addr: n.Addr()}).Subscribe(bg,

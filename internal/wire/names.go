@@ -58,6 +58,14 @@ const (
 	QueueDeadlinePrefix = "redlock:queue-until:"
 )
 
+// WaitingPrefix starts the name of a key's waiting mark, "redlock:waiting:"
+// + key: a string that says a client may wait for the key on this node. Every
+// client that waits sets it (a refused acquisition as it queues, a refused
+// reader, an election's observer), for QueueLasts and a second more, and a
+// release or a newcomer that finds it absent reads no queue and announces
+// nothing (see lua/waiting.lua).
+const WaitingPrefix = "redlock:waiting:"
+
 // QueueKeys returns the names of the keys that queue the clients waiting for
 // the lock key key: "redlock:queue:" + key, a sorted set of client ids by the
 // time each began waiting, and "redlock:queue-until:" + key, a hash of each
@@ -111,6 +119,11 @@ func (l Layout) Tag(key string) string {
 // FenceKey returns the name of key's fencing counter.
 func (l Layout) FenceKey(key string) string {
 	return FencePrefix + l.Tag(key) + key
+}
+
+// WaitingKey returns the name of key's waiting mark (see WaitingPrefix).
+func (l Layout) WaitingKey(key string) string {
+	return WaitingPrefix + l.Tag(key) + key
 }
 
 // ForcedKey returns the name of the record that Client.ForceRelease leaves
@@ -268,8 +281,9 @@ func TokenTTL(token string) (time.Duration, bool) {
 // granted now to owner for ttl, the key's fencing counter key (fenceKey)
 // and now in microseconds, in decimal. tag is the key's slot tag (see
 // Layout). With queued, it also returns the names of the key's queue keys
-// (see QueueKeys). They share one allocation. owner must pass CheckOwner.
-func AttemptStrings(key string, now time.Time, ttl time.Duration, owner, tag string, queued bool) (token, fenceKey, clock, queue, deadlines string) {
+// (see QueueKeys) and of its waiting mark (see WaitingPrefix). They share one
+// allocation. owner must pass CheckOwner.
+func AttemptStrings(key string, now time.Time, ttl time.Duration, owner, tag string, queued bool) (token, fenceKey, clock, queue, deadlines, waiting string) {
 	var b [TokenBytes]byte
 	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
 	var stack [256]byte
@@ -278,29 +292,31 @@ func AttemptStrings(key string, now time.Time, ttl time.Duration, owner, tag str
 	buf = strconv.AppendInt(append(buf, TokenTTLSeparator), us, 10)
 	buf = append(append(append(buf, TokenTTLSeparator), owner...), TokenTTLSeparator)
 	buf = strconv.AppendInt(buf, ttl.Milliseconds(), 10)
-	end := [5]int{len(buf)}
+	end := [6]int{len(buf)}
 	buf = append(append(append(buf, FencePrefix...), tag...), key...)
 	end[1] = len(buf)
 	buf = strconv.AppendInt(buf, us, 10)
-	end[2], end[3], end[4] = len(buf), len(buf), len(buf)
+	end[2], end[3], end[4], end[5] = len(buf), len(buf), len(buf), len(buf)
 	if queued {
 		buf = append(append(append(buf, QueuePrefix...), tag...), key...)
 		end[3] = len(buf)
 		buf = append(append(append(buf, QueueDeadlinePrefix...), tag...), key...)
 		end[4] = len(buf)
+		buf = append(append(append(buf, WaitingPrefix...), tag...), key...)
+		end[5] = len(buf)
 	}
 	s := string(buf)
-	return s[:end[0]], s[end[0]:end[1]], s[end[1]:end[2]], s[end[2]:end[3]], s[end[3]:end[4]]
+	return s[:end[0]], s[end[0]:end[1]], s[end[1]:end[2]], s[end[2]:end[3]], s[end[3]:end[4]], s[end[4]:end[5]]
 }
 
 // ReleaseStrings returns what an announced release of key sends that
 // changes with every call: the prefix of the key's release channel (the
 // script appends the key), now in microseconds, in decimal, and the names of
 // the key's queue keys (see QueueKeys; tag is the key's slot tag, and goes
-// in the channel's name too). They share one allocation, as in
+// in the channel's name too) and of its waiting mark (see WaitingPrefix). They share one allocation, as in
 // AttemptStrings; without a tag, the prefix is ReleaseChannelPrefix.
-func ReleaseStrings(key string, now time.Time, tag string) (channel, clock, queue, deadlines string) {
-	var stack [160]byte
+func ReleaseStrings(key string, now time.Time, tag string) (channel, clock, queue, deadlines, waiting string) {
+	var stack [192]byte
 	buf := stack[:0]
 	if tag != "" {
 		buf = append(append(buf, ReleaseChannelPrefix...), tag...)
@@ -311,12 +327,14 @@ func ReleaseStrings(key string, now time.Time, tag string) (channel, clock, queu
 	buf = append(append(append(buf, QueuePrefix...), tag...), key...)
 	endQueue := len(buf)
 	buf = append(append(append(buf, QueueDeadlinePrefix...), tag...), key...)
+	endDeadlines := len(buf)
+	buf = append(append(append(buf, WaitingPrefix...), tag...), key...)
 	s := string(buf)
 	channel = ReleaseChannelPrefix
 	if tag != "" {
 		channel = s[:endChannel]
 	}
-	return channel, s[endChannel:endClock], s[endClock:endQueue], s[endQueue:]
+	return channel, s[endChannel:endClock], s[endClock:endQueue], s[endQueue:endDeadlines], s[endDeadlines:]
 }
 
 // SlotCount is the number of hash slots of a Redis Cluster.
@@ -325,7 +343,7 @@ const SlotCount = hashslot.Count
 // Reserved reports whether key is, or begins like, one of the keys the
 // library keeps beside the locks, which no lock key may be.
 func Reserved(key string) bool {
-	for _, prefix := range []string{MarkerKey, ProcessKey, FencePrefix, QueuePrefix, QueueDeadlinePrefix, ForcedPrefix} {
+	for _, prefix := range []string{MarkerKey, ProcessKey, FencePrefix, QueuePrefix, QueueDeadlinePrefix, WaitingPrefix, ForcedPrefix} {
 		if strings.HasPrefix(key, prefix) {
 			return true
 		}

@@ -20,7 +20,7 @@ func TestAttemptStrings(t *testing.T) {
 	for i := range 1000 {
 		key := strings.Repeat("k", i%200) // past the stack buffer, too
 		owner := "host.example:42"
-		tok, fenceKey, clock, queue, deadlines := AttemptStrings(key, now, time.Second, owner, "", i%2 == 0)
+		tok, fenceKey, clock, queue, deadlines, waiting := AttemptStrings(key, now, time.Second, owner, "", i%2 == 0)
 		suffix := ".1700000000123456.host.example:42.1000"
 		if len(tok) != 27+len(suffix) || !strings.HasSuffix(tok, suffix) || seen[tok] {
 			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
@@ -35,12 +35,13 @@ func TestAttemptStrings(t *testing.T) {
 		if fenceKey != FenceKey(key) || clock != "1700000000123456" {
 			t.Fatalf("AttemptStrings(%q) = %q, %q; want %q, %q", key, fenceKey, clock, FenceKey(key), "1700000000123456")
 		}
-		wantQueue, wantDeadlines := "", ""
+		wantQueue, wantDeadlines, wantWaiting := "", "", ""
 		if i%2 == 0 {
 			wantQueue, wantDeadlines = QueueKeys(key)
+			wantWaiting = WaitingPrefix + key
 		}
-		if queue != wantQueue || deadlines != wantDeadlines {
-			t.Fatalf("AttemptStrings(%q) queue keys %q, %q; want %q, %q", key, queue, deadlines, wantQueue, wantDeadlines)
+		if queue != wantQueue || deadlines != wantDeadlines || waiting != wantWaiting {
+			t.Fatalf("AttemptStrings(%q) queue keys %q, %q, %q; want %q, %q, %q", key, queue, deadlines, waiting, wantQueue, wantDeadlines, wantWaiting)
 		}
 	}
 }
@@ -49,14 +50,11 @@ func TestReleaseStrings(t *testing.T) {
 	now := time.UnixMicro(1_700_000_000_123_456)
 	for _, key := range []string{"k", strings.Repeat("k", 300)} {
 		for _, l := range []Layout{{}, {Cluster: true}} {
-			channel, clock, queue, deadlines := ReleaseStrings(key, now, l.Tag(key))
-			wantQueue, wantDeadlines := QueueKeys(key)
-			if l.Cluster {
-				tag := l.Tag(key)
-				wantQueue, wantDeadlines = QueuePrefix+tag+key, QueueDeadlinePrefix+tag+key
-			}
-			if channel+key != l.ReleaseChannel(key) || clock != "1700000000123456" || queue != wantQueue || deadlines != wantDeadlines {
-				t.Fatalf("ReleaseStrings(%q, cluster %v) = %q, %q, %q, %q", key, l.Cluster, channel, clock, queue, deadlines)
+			channel, clock, queue, deadlines, waiting := ReleaseStrings(key, now, l.Tag(key))
+			tag := l.Tag(key)
+			wantQueue, wantDeadlines, wantWaiting := QueuePrefix+tag+key, QueueDeadlinePrefix+tag+key, WaitingPrefix+tag+key
+			if channel+key != l.ReleaseChannel(key) || clock != "1700000000123456" || queue != wantQueue || deadlines != wantDeadlines || waiting != wantWaiting {
+				t.Fatalf("ReleaseStrings(%q, cluster %v) = %q, %q, %q, %q, %q", key, l.Cluster, channel, clock, queue, deadlines, waiting)
 			}
 		}
 	}

@@ -87,6 +87,10 @@ var (
 	markReadySource string
 	//go:embed lua/batch.lua
 	batchSource string
+	//go:embed lua/waiting.lua
+	waitingSource string
+	//go:embed lua/listen.lua
+	listenSource string
 	//go:embed lua/list_scan.lua
 	listScanSource string
 	//go:embed lua/force_release.lua
@@ -115,8 +119,10 @@ var (
 
 	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
-		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc}}
-	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc}}
+		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc}}
+	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc, markWaitingFunc}}
+	markWaitingFunc   = &luaFunction{name: "markWaiting", source: waitingSource}
+	listenFunc        = &luaFunction{name: "listen", source: listenSource, calls: []*luaFunction{markWaitingFunc}}
 	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
 	publishFunc       = &luaFunction{name: "publish", source: publishSource}
 	listenedFunc      = &luaFunction{name: "listened", source: listenedSource}
@@ -190,6 +196,9 @@ var (
 	ListScanScript = newScript(listScanFunc)
 	// ForceReleaseScript frees a lock without its token (Client.ForceRelease).
 	ForceReleaseScript = newScript(forceReleaseFunc).withClusterVariant(ShardedForceReleaseScript)
+	// ListenScript sets a key's waiting mark for an observer that listens
+	// for its releases (Election.Observe).
+	ListenScript = newScript(listenFunc)
 	// ShardedForceReleaseScript is ForceReleaseScript on a Redis Cluster
 	// node: it announces by SPUBLISH.
 	ShardedForceReleaseScript = newScript(shardedForceReleaseFunc)
@@ -197,7 +206,7 @@ var (
 	// BatchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
 	BatchScript = newBatchScript(AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript,
-		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript)
+		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript)
 )
 
 // withClusterVariant sets the script to run instead of s on a Redis Cluster
@@ -276,7 +285,7 @@ func definitions(fns ...*luaFunction) string {
 
 // Scripts are all the library's scripts, the batch script last.
 var Scripts = []*Script{AcquireScript, QueuedAcquireScript, AcquireSharedScript, ReleaseScript, ShardedReleaseScript,
-	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, BatchScript}
+	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, BatchScript}
 
 // Name returns the name of the function of lua/ that the script runs, or
 // "batch" for the batch script.

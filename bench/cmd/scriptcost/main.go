@@ -91,14 +91,14 @@ func ours(name string, queued bool, delay string) kind {
 			if !queued {
 				return fcall(ctx, c, wire.AcquireScript.Function, keys, token, ttlMillis, delay, counterMillis, clock)
 			}
-			keys = append(keys, wire.QueuePrefix+key, wire.QueueDeadlinePrefix+key)
+			keys = append(keys, wire.QueuePrefix+key, wire.QueueDeadlinePrefix+key, wire.WaitingPrefix+key)
 			return fcall(ctx, c, wire.QueuedAcquireScript.Function, keys, token, ttlMillis, delay, counterMillis, clock, clientID, clock, lasts, "1")
 		},
 		release: func(ctx context.Context, c *redis.Client, key, token string) error {
 			if !queued {
 				return fcall(ctx, c, wire.ReleaseScript.Function, []string{key}, token, "")
 			}
-			keys := []string{key, wire.QueuePrefix + key, wire.QueueDeadlinePrefix + key}
+			keys := []string{key, wire.QueuePrefix + key, wire.QueueDeadlinePrefix + key, wire.WaitingPrefix + key}
 			return fcall(ctx, c, wire.ReleaseScript.Function, keys, token, wire.ReleaseChannelPrefix, now(), clientID, "")
 		},
 	}

@@ -14,11 +14,9 @@
 -- another lock, or by readers: see acquire_shared.lua), and {2, "0",
 -- microseconds left} while the node is recovering; fence is the new
 -- counter, a decimal string (see fence.lua).
-local function acquire(KEYS, ARGV, k, a, shared)
-	local refused, counter = admit(KEYS, ARGV, k, a, shared)
-	if refused then
-		return refused
-	end
+-- grant is acquire once admit let the acquisition through, with the
+-- counter admit read.
+local function grant(KEYS, ARGV, k, a, shared, counter)
 	if not redis.call("SET", KEYS[k + 1], ARGV[a + 1], "NX", "PX", ARGV[a + 2]) then
 		return {0, "0", 0}
 	end
@@ -28,4 +26,12 @@ local function acquire(KEYS, ARGV, k, a, shared)
 		return brokenCounter(KEYS[k + 2])
 	end
 	return {1, fence, 0}
+end
+
+local function acquire(KEYS, ARGV, k, a, shared)
+	local refused, counter = admit(KEYS, ARGV, k, a, shared)
+	if refused then
+		return refused
+	end
+	return grant(KEYS, ARGV, k, a, shared, counter)
 end

@@ -6,21 +6,24 @@
 -- then lets the readers that hold the key drain, so that a stream of readers
 -- cannot starve a writer.
 -- KEYS[k+1..k+4] and ARGV[a+1..a+5] as for acquire; KEYS[k+5] and
--- KEYS[k+6] the key's queue of waiting clients and its deadlines (see
--- queuedAcquire).
+-- KEYS[k+6] the key's queue of waiting clients and its deadlines, and
+-- KEYS[k+7] its waiting mark (see queuedAcquire), which a refused reader
+-- sets for ARGV[a+6] milliseconds, as it waits for the key's release.
 -- Returns as acquire does, and {3, "0", 0} when no writer holds the key but
 -- one waits for it.
 local function acquireShared(KEYS, ARGV, k, a, shared)
-	local refused, counter = admit(KEYS, ARGV, k, a, shared)
+	local refused, counter, waiting = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
 	if refused then
 		return refused
 	end
 	local key = KEYS[k + 1]
 	local kind = redis.call("TYPE", key).ok
 	if kind ~= "none" and kind ~= "zset" then
+		markWaiting(KEYS[k + 7], tonumber(ARGV[a + 6]))
 		return {0, "0", 0} -- a writer holds it
 	end
-	if nextWaiters(KEYS[k + 5], KEYS[k + 6], tonumber(ARGV[a + 5])) ~= "" then
+	if waiting and nextWaiters(KEYS[k + 5], KEYS[k + 6], tonumber(ARGV[a + 5])) ~= "" then
+		markWaiting(KEYS[k + 7], tonumber(ARGV[a + 6]))
 		return {3, "0", 0} -- a writer waits for it
 	end
 	local now = nodeMillis(shared)

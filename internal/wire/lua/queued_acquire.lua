@@ -18,7 +18,10 @@
 -- KEYS[k+1..k+4] and ARGV[a+1..a+5] as for acquire; KEYS[k+5] the key's
 -- queue (a sorted set of client ids by the time they began waiting);
 -- KEYS[k+6] the queue's deadlines (a hash of client id to the caller's
--- clock in microseconds past which the entry is stale).
+-- clock in microseconds past which the entry is stale); KEYS[k+7] the key's
+-- waiting mark (see markWaiting), which every refusal sets, so that a
+-- release and a newcomer that find it absent know at once that nobody
+-- waits, without reading the queue.
 -- ARGV[a+6] the caller's client id; ARGV[a+7] when it began waiting, in
 -- microseconds on its clock; ARGV[a+8] how long an entry lasts without
 -- being renewed, in microseconds; ARGV[a+9] "1" on the caller's first
@@ -39,6 +42,7 @@ local function enqueue(KEYS, ARGV, k, a)
 	local ms = math.ceil(lasts / 1000)
 	redis.call("PEXPIRE", queue, ms)
 	redis.call("PEXPIRE", deadlines, ms)
+	markWaiting(KEYS[k + 7], ms)
 	return redis.call("ZRANK", queue, id)
 end
 
@@ -65,21 +69,20 @@ end
 
 local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
-	local reply
 	if ARGV[a + 9] == "2" then
 		return setAcquire(KEYS, ARGV, k, a, shared)
 	end
-	-- A newcomer to a key nobody queues for (the common case) costs one
-	-- EXISTS, and nothing more when granted.
-	local queued = ARGV[a + 9] ~= "1" or redis.call("EXISTS", queue) == 1
-	if ARGV[a + 9] == "1" and queued and redis.call("EXISTS", KEYS[k + 1]) == 0 then
+	-- A newcomer to a key nobody waits for (the common case) reads the
+	-- waiting mark with the counter, and nothing more.
+	local reply, counter, waiting = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
+	if not reply and waiting and ARGV[a + 9] == "1" then
 		local first = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
 		if first ~= "" and first ~= " " .. id then
 			reply = {0, "0", 0}
 		end
 	end
-	reply = reply or acquire(KEYS, ARGV, k, a, shared)
-	if reply[1] == 1 and queued then
+	reply = reply or grant(KEYS, ARGV, k, a, shared, counter)
+	if reply[1] == 1 and (waiting or ARGV[a + 9] ~= "1") then
 		-- Granted: the client's entry, if this node has it, is now the
 		-- winner's, whose release takes it out (see release); an entry left
 		-- with an earlier acquisition's time would outlive every release.

@@ -22,22 +22,35 @@
 -- ARGV.
 -- KEYS[k+1] lock key; ARGV[a+1] token; ARGV[a+2] release channel prefix or
 -- "". When announcing: KEYS[k+2] and KEYS[k+3] the key's queue and its
--- deadlines; ARGV[a+3] the caller's clock in microseconds; ARGV[a+4] the
+-- deadlines, KEYS[k+4] its waiting mark (see markWaiting), without which
+-- nobody waits and nothing is read or announced; ARGV[a+3] the caller's clock in microseconds; ARGV[a+4] the
 -- caller's client id; ARGV[a+5] when the released lock's acquisition began
 -- waiting, in microseconds on the caller's clock, or "".
 -- A release that names nobody is not announced where nobody listens on the
--- key's channel (see listened): no client waits for it unqueued.
+-- key's channel (see listened): no client waits for it unqueued. Nor is
+-- one where the key has no waiting mark: every client that waits for the
+-- key sets it (a refused acquisition, a refused reader, an observer).
 -- Returns 1 when deleted, 0 otherwise.
 local function release(KEYS, ARGV, k, a, shared, announce)
 	local key = KEYS[k + 1]
+	local announced = ARGV[a + 2] ~= ""
+	local holder, waiting = false, false
+	if announced then
+		-- Nobody waits (the common case): one MGET reads the holder and
+		-- the waiting mark, and no queue is read.
+		local read = redis.call("MGET", key, KEYS[k + 4])
+		holder, waiting = read[1], read[2]
+	end
+	if not holder then
+		-- pcall: GET fails on the readers' sorted set, which MGET reads
+		-- as absent.
+		holder = redis.pcall("GET", key)
+	end
 	local left = false
-	-- Nobody queued (the common case): one EXISTS, and no queue to read.
-	local queued = ARGV[a + 2] ~= "" and redis.call("EXISTS", KEYS[k + 2]) == 1
+	local queued = waiting and redis.call("EXISTS", KEYS[k + 2]) == 1
 	if queued and ARGV[a + 5] ~= "" then
 		left = leaveQueue(KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 5])
 	end
-	-- pcall: GET fails on the readers' sorted set.
-	local holder = redis.pcall("GET", key)
 	local released = 1
 	if holder == ARGV[a + 1] then
 		redis.call("DEL", key)
@@ -57,7 +70,7 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 	else
 		return 0
 	end
-	if ARGV[a + 2] ~= "" then
+	if waiting then
 		local channel = ARGV[a + 2] .. key
 		local names = queued and nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3])) or ""
 		local message = ARGV[a + 1] .. names
