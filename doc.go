@@ -172,7 +172,9 @@
 // two clients in line, on each one's own channel for the key: only they
 // hear it and wake, so that a crowd of processes does not split the votes
 // at every release, nor read every announcement. A release
-// that names nobody goes to the key's channel. A client queued behind the
+// that names nobody goes to the key's channel, and where no client waits
+// (the key has no waiting mark, which every waiting client sets) a
+// release reads no queue and announces nothing. A client queued behind the
 // ones the next release names tries only every half second to second
 // meanwhile, whatever Options.Retry says. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
