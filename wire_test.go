@@ -154,6 +154,18 @@ func checkDeclaredOnly(t *testing.T, cluster, functions bool) {
 	all, err := client.AcquireAll(ctx, []string{"a", "b", "user:{7}:cart"})
 	must("acquire all", err)
 	must("release all", all.Release(ctx))
+	// An election's observer sets the waiting mark of the key it listens
+	// for before its first read.
+	election, err := client.NewElection("leader")
+	must("new election", err)
+	observing, stopObserving := context.WithCancel(ctx)
+	changes := election.Observe(observing)
+	if _, ok := <-changes; !ok {
+		t.Fatal("the observer ended before its first observation")
+	}
+	stopObserving()
+	for range changes {
+	}
 
 	// Requests of concurrent calls to one node share a script call.
 	var wg sync.WaitGroup
