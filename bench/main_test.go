@@ -147,7 +147,10 @@ func checkTargets(t *testing.T, targets []report.Target) {
 		t.Error("no targets evaluated")
 	}
 	for _, t2 := range targets {
-		if t2.Status == report.NA {
+		// A quarter-second case may end before a server's CPU time, read
+		// at a 10 ms resolution, moves: the report says so, and the run is
+		// otherwise checked.
+		if t2.Status == report.NA && !strings.HasPrefix(t2.Value, report.Unmeasured) {
 			t.Errorf("target %q for %s could not be evaluated: %s", t2.Goal, t2.Library, t2.Value)
 		}
 		if t2.Goal == "allocations per cycle" && strings.Contains(t2.Value, drivers.BaselineName) {

@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -49,7 +51,9 @@ func (r *Report) writeCommands(b *strings.Builder) {
 // commandTotals returns the commands per cycle, and the script and
 // function calls among them.
 func commandTotals(perCycle map[string]float64) (total, scripts float64) {
-	for name, n := range perCycle {
+	// In name order: a sum of floats depends on its order.
+	for _, name := range slices.Sorted(maps.Keys(perCycle)) {
+		n := perCycle[name]
 		total += n
 		for _, s := range scriptCommands {
 			if name == s {

@@ -42,13 +42,27 @@ var (
 	AllocsMetric = Metric{"allocs/cycle", "", func(r Row) float64 { return r.AllocsPerCycle }}
 )
 
+// Unmeasured starts the value of a target whose reference measured 0: a
+// run too short for the 10 ms resolution of the servers' CPU time.
+const Unmeasured = "not measured: "
+
+// unmeasured is the value of a target whose reference, peer, measured 0
+// on metric m.
+func unmeasured(peer string, m Metric) string {
+	return Unmeasured + peer + "'s " + m.Name + " is 0 in this run"
+}
+
 // AtLeast checks ours >= factor × peer on metric m in one case.
 func (r *Report) AtLeast(goal, caseID, ours, peer string, m Metric, factor float64) Target {
 	t := Target{Goal: goal, Case: caseID, Library: ours, Need: fmt.Sprintf(">= %.2gx %s", factor, peer)}
 	a, okA := r.Row(caseID, ours)
 	b, okB := r.Row(caseID, peer)
-	if !okA || !okB || m.Get(b) == 0 {
+	if !okA || !okB {
 		t.Status, t.Value = NA, "missing result"
+		return t
+	}
+	if m.Get(b) == 0 {
+		t.Status, t.Value = NA, unmeasured(peer, m)
 		return t
 	}
 	ratio := m.Get(a) / m.Get(b)
@@ -62,8 +76,12 @@ func (r *Report) AtMost(goal, caseID, ours, peer string, m Metric, fraction floa
 	t := Target{Goal: goal, Case: caseID, Library: ours, Need: fmt.Sprintf("<= %.2gx %s", fraction, peer)}
 	a, okA := r.Row(caseID, ours)
 	b, okB := r.Row(caseID, peer)
-	if !okA || !okB || m.Get(b) == 0 {
+	if !okA || !okB {
 		t.Status, t.Value = NA, "missing result"
+		return t
+	}
+	if m.Get(b) == 0 {
+		t.Status, t.Value = NA, unmeasured(peer, m)
 		return t
 	}
 	if a.Cycles == 0 {
