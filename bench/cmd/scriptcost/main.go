@@ -27,6 +27,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock/bench/internal/drivers"
 	"github.com/redlock-go/redlock/bench/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -55,12 +56,7 @@ local offset = tonumber(ARGV[2])
 if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset) then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
 `)
 	bsmRelease   = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
-	floorAcquire = redis.NewScript(`if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return false end
-local old = redis.call("SET", KEYS[2], ARGV[3], "PX", ARGV[4], "GET")
-if old and tonumber(old) >= tonumber(ARGV[3]) then
-	redis.call("SET", KEYS[2], old + 1, "PX", ARGV[4])
-end
-return 1`)
+	floorAcquire = redis.NewScript(drivers.FloorAcquireSource)
 )
 
 // now is the caller's clock in microseconds, as the library sends it.

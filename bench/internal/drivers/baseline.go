@@ -40,22 +40,31 @@ type baselineDriver struct {
 }
 
 func (d *baselineDriver) Acquire(ctx context.Context, key string) (any, error) {
-	for attempt := 1; ; attempt++ {
+	err := retryUntil(ctx, func() bool {
 		granted := d.fanOut(ctx, func(c rueidisclient.Client) rueidisclient.Completed {
 			return c.B().Set().Key(key).Value("1").Nx().Px(TTL).Build()
 		})
-		if granted {
-			return key, nil
+		if !granted {
+			d.Release(ctx, key)
 		}
-		d.Release(ctx, key)
+		return granted
+	})
+	return key, err
+}
+
+// retryUntil calls try until it succeeds, pausing as this project's
+// default retry does between calls, or until ctx ends.
+func retryUntil(ctx context.Context, try func() bool) error {
+	for attempt := 1; !try(); attempt++ {
 		t := time.NewTimer(retryDelay(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 	}
+	return nil
 }
 
 func (d *baselineDriver) Release(ctx context.Context, held any) error {

@@ -17,15 +17,20 @@ const FloorName = "fenced floor"
 // fencing token adds to an acquisition, a per-key counter that outlives the
 // lock (SET … GET reads the old value in the same command).
 var (
-	floorAcquire = rueidisclient.NewLuaScript(`if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return false end
+	floorAcquire = rueidisclient.NewLuaScript(FloorAcquireSource)
+	floorRelease = rueidisclient.NewLuaScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+return 0`)
+)
+
+// FloorAcquireSource is the fenced floor's acquire script: KEYS[1] the
+// lock key, KEYS[2] its counter; ARGV token, TTL in ms, the caller's clock
+// in µs, the counter's TTL in ms.
+const FloorAcquireSource = `if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return false end
 local old = redis.call("SET", KEYS[2], ARGV[3], "PX", ARGV[4], "GET")
 if old and tonumber(old) >= tonumber(ARGV[3]) then
 	redis.call("SET", KEYS[2], old + 1, "PX", ARGV[4])
 end
-return 1`)
-	floorRelease = rueidisclient.NewLuaScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
-return 0`)
-)
+return 1`
 
 // floorLibrary is not a lock to use. It is the least Redis work a fenced
 // Redlock cycle can do: an acquisition that sets the key and a per-key
@@ -73,21 +78,20 @@ type floorHeld struct{ key, token string }
 // between attempts.
 func (d *floorDriver) Acquire(ctx context.Context, key string) (any, error) {
 	keys := []string{key, "fence:" + key}
-	for attempt := 1; ; attempt++ {
-		held := floorHeld{key: key, token: "t" + strconv.FormatUint(d.tokens.Add(1), 10)}
+	var held floorHeld
+	err := retryUntil(ctx, func() bool {
+		held = floorHeld{key: key, token: "t" + strconv.FormatUint(d.tokens.Add(1), 10)}
 		clock := strconv.FormatInt(time.Now().UnixMicro(), 10)
 		if d.run(ctx, floorAcquire, keys, []string{held.token, ttlMillis, clock, counterMillis}) {
-			return held, nil
+			return true
 		}
 		d.Release(ctx, held)
-		t := time.NewTimer(retryDelay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+		return false
+	})
+	if err != nil {
+		return nil, err
 	}
+	return held, nil
 }
 
 func (d *floorDriver) Release(ctx context.Context, held any) error {
