@@ -560,7 +560,9 @@ func wantWoken(t *testing.T, got <-chan *redlock.Lock, who string) {
 func TestShared_releaseWakesEveryReader(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	writer := newClient(t, cluster, adapters[0], fast())
-	slow := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: redlock.Jittered(time.Minute, time.Minute)}
+	// The readers retry only after a minute: each is granted by the wake-up.
+	o, slow := observe(t)
+	slow.TTL, slow.NodeTimeout, slow.Retry = 2*time.Second, 300*time.Millisecond, redlock.Jittered(time.Minute, time.Minute)
 	readers := newClient(t, cluster, adapters[1], slow)
 	w, err := writer.TryAcquire(bg, "page")
 	if err != nil {
@@ -577,7 +579,12 @@ func TestShared_releaseWakesEveryReader(t *testing.T) {
 			got <- l
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // every reader tried and waits
+	// Every reader was refused by a majority, and so waits: a refusal
+	// marks the key in the script that refuses.
+	eventually(t, "every reader refused", func() bool {
+		return o.recorded(t, "redlock.node.requests") &&
+			o.sum(t, "redlock.node.requests", attrs{"redlock.op": "acquire", "redlock.outcome": "held"}) >= 2*n
+	})
 	w.Release(bg)
 	var held []*redlock.Lock
 	for range n {
