@@ -4,8 +4,13 @@
 // after another, and the server's CPU per cycle is read from /proc. The
 // kinds are this library's functions as its clients call them, the same
 // functions with wake-ups and then the restart quarantine left out, the
-// fenced floor (bsm/redislock's scripts plus a per-key fencing counter),
-// bsm/redislock's own scripts, and a plain SET NX PX and DEL.
+// commands that every guarantee needs sent with no other work (a bound
+// from below: see bareLibrary), the fenced floor (bsm/redislock's scripts
+// plus a per-key fencing counter), bsm/redislock's own scripts, redsync's
+// commands (a plain SET NX PX, and the same release script), and a plain
+// SET NX PX and DEL. The client's own CPU per cycle (getrusage) is given
+// too: the same go-redis connection sends every kind, so it shows what
+// the requests themselves cost a client, apart from any library's work.
 //
 //	go run ./cmd/scriptcost -cycles 20000 -rounds 5
 //
@@ -23,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,6 +64,30 @@ if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset
 	bsmRelease   = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 	floorAcquire = redis.NewScript(drivers.FloorAcquireSource)
 )
+
+// bareLibrary runs the commands that every guarantee needs in the common
+// case, and nothing else: an acquisition reads the restart marker, its
+// writer, the fencing counter and the waiting mark in one MGET, sets the
+// key, reads the node's clock (a new counter starts from it) and sets the
+// counter; a release reads the key and the waiting mark, and deletes the
+// key. No judgement of the marker, no error handling, the fewest keys and
+// arguments: no implementation of these guarantees can send the server
+// less, so its cost bounds from below what this library's functions can
+// reach.
+const bareLibrary = `#!lua name=scriptcost_bare
+redis.register_function('bare_acquire', function(KEYS, ARGV)
+	local read = redis.call("MGET", KEYS[3], KEYS[4], KEYS[2], KEYS[5])
+	if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return {0, "0", 0} end
+	local now = redis.call("TIME")
+	redis.call("SET", KEYS[2], ARGV[3], "PX", ARGV[4])
+	return {1, ARGV[3], 0}
+end)
+redis.register_function('bare_release', function(KEYS, ARGV)
+	local read = redis.call("MGET", KEYS[1], KEYS[2])
+	if read[1] == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+	return 0
+end)
+`
 
 // now is the caller's clock in microseconds, as the library sends it.
 func now() string { return strconv.FormatInt(time.Now().UnixMicro(), 10) }
@@ -107,6 +137,16 @@ func kinds() []kind {
 		ours("this library: no queue, no wake-ups (TryAcquire; a release nobody is told of)", false, delayMicros),
 		ours("this library: fencing only (also no restart quarantine)", false, "0"),
 		{
+			name: "every guarantee's commands alone (a bound from below: see bareLibrary)",
+			acquire: func(ctx context.Context, c *redis.Client, key, token string) error {
+				keys := []string{key, wire.FencePrefix + key, wire.MarkerKey, wire.ProcessKey, wire.WaitingPrefix + key}
+				return fcall(ctx, c, "bare_acquire", keys, token, ttlMillis, now(), counterMillis)
+			},
+			release: func(ctx context.Context, c *redis.Client, key, token string) error {
+				return fcall(ctx, c, "bare_release", []string{key, wire.WaitingPrefix + key}, token)
+			},
+		},
+		{
 			name: "fenced floor: bsm/redislock's scripts plus the fencing counter",
 			acquire: func(ctx context.Context, c *redis.Client, key, token string) error {
 				return floorAcquire.Run(ctx, c, []string{key, "fence:" + key}, token, ttlMillis, now(), counterMillis).Err()
@@ -119,6 +159,15 @@ func kinds() []kind {
 			name: "bsm/redislock's scripts",
 			acquire: func(ctx context.Context, c *redis.Client, key, token string) error {
 				return bsmObtain.Run(ctx, c, []string{key}, token, "0", ttlMillis).Err()
+			},
+			release: func(ctx context.Context, c *redis.Client, key, token string) error {
+				return bsmRelease.Run(ctx, c, []string{key}, token).Err()
+			},
+		},
+		{
+			name: "redsync's commands: SET NX PX, then bsm/redislock's release script",
+			acquire: func(ctx context.Context, c *redis.Client, key, token string) error {
+				return c.SetNX(ctx, key, token, 10*time.Second).Err()
 			},
 			release: func(ctx context.Context, c *redis.Client, key, token string) error {
 				return bsmRelease.Run(ctx, c, []string{key}, token).Err()
@@ -140,6 +189,7 @@ func kinds() []kind {
 type result struct {
 	cpu      time.Duration // server CPU per cycle
 	scripts  time.Duration // of which running scripts and functions
+	client   time.Duration // the client's CPU per cycle
 	commands map[string]float64
 }
 
@@ -177,11 +227,11 @@ func run(ctx context.Context, server string, cycles, rounds int) error {
 		}
 	}
 	fmt.Printf("%d cycles per kind in each of %d rounds, one connection, a new key per cycle; medians over the rounds.\n\n", cycles, rounds)
-	fmt.Println("| kind of cycle | Redis CPU per cycle | in scripts or functions | commands per cycle |")
-	fmt.Println("|---|---:|---:|---|")
+	fmt.Println("| kind of cycle | Redis CPU per cycle | in scripts or functions | client CPU per cycle | commands per cycle |")
+	fmt.Println("|---|---:|---:|---:|---|")
 	for i, k := range ks {
-		cpu, scripts := medians(results[i])
-		fmt.Printf("| %s | %s | %s | %s |\n", k.name, micros(cpu), micros(scripts), commands(results[i][len(results[i])-1].commands))
+		cpu, scripts, client := medians(results[i])
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", k.name, micros(cpu), micros(scripts), micros(client), commands(results[i][len(results[i])-1].commands))
 	}
 	return nil
 }
@@ -189,8 +239,10 @@ func run(ctx context.Context, server string, cycles, rounds int) error {
 // prepare loads the function library and marks the node ready, as a
 // deployment that has served locks for a while is.
 func prepare(ctx context.Context, c *redis.Client) error {
-	if err := c.Do(ctx, "FUNCTION", "LOAD", "REPLACE", wire.Library).Err(); err != nil {
-		return fmt.Errorf("load the function library: %w", err)
+	for _, lib := range []string{wire.Library, bareLibrary} {
+		if err := c.Do(ctx, "FUNCTION", "LOAD", "REPLACE", lib).Err(); err != nil {
+			return fmt.Errorf("load a function library: %w", err)
+		}
 	}
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
@@ -209,13 +261,13 @@ func measure(ctx context.Context, set *nodes.Set, c *redis.Client, k kind, prefi
 			return result{}, err
 		}
 	}
-	before, cpu := set.Commands(ctx), set.CPU()
+	before, cpu, client := set.Commands(ctx), set.CPU(), ownCPU()
 	for i := range cycles {
 		if err := cycle(ctx, c, k, prefix+strconv.Itoa(i)); err != nil {
 			return result{}, err
 		}
 	}
-	cpu = set.CPU() - cpu
+	cpu, client = set.CPU()-cpu, ownCPU()-client
 	after := set.Commands(ctx)
 	per := map[string]float64{}
 	var scripts time.Duration
@@ -229,7 +281,17 @@ func measure(ctx context.Context, set *nodes.Set, c *redis.Client, k kind, prefi
 			per[name] = float64(d) / float64(cycles)
 		}
 	}
-	return result{cpu: cpu / time.Duration(cycles), scripts: scripts / time.Duration(cycles), commands: per}, nil
+	n := time.Duration(cycles)
+	return result{cpu: cpu / n, scripts: scripts / n, client: client / n, commands: per}, nil
+}
+
+// ownCPU is the CPU time this process has used: the client's.
+func ownCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cycle acquires key by k, then releases it.
@@ -241,16 +303,18 @@ func cycle(ctx context.Context, c *redis.Client, k kind, key string) error {
 	return k.release(ctx, c, key, token)
 }
 
-// medians are the median server CPU per cycle of rs, and the median time
-// in scripts and functions.
-func medians(rs []result) (cpu, scripts time.Duration) {
+// medians are the median server CPU per cycle of rs, the median time in
+// scripts and functions, and the median client CPU per cycle.
+func medians(rs []result) (cpu, scripts, client time.Duration) {
 	cpus := make([]time.Duration, 0, len(rs))
 	inScripts := make([]time.Duration, 0, len(rs))
+	clients := make([]time.Duration, 0, len(rs))
 	for _, r := range rs {
 		cpus = append(cpus, r.cpu)
 		inScripts = append(inScripts, r.scripts)
+		clients = append(clients, r.client)
 	}
-	return nodes.Median(cpus), nodes.Median(inScripts)
+	return nodes.Median(cpus), nodes.Median(inScripts), nodes.Median(clients)
 }
 
 // micros formats d in microseconds.
