@@ -130,6 +130,12 @@ func ours(name string, queued bool, delay string) kind {
 	}
 }
 
+// The kinds that the others are compared with.
+const (
+	bsmName     = "bsm/redislock's scripts"
+	redsyncName = "redsync's commands: SET NX PX, then bsm/redislock's release script"
+)
+
 // kinds are the kinds of cycle measured, from every guarantee on to none.
 func kinds() []kind {
 	return []kind{
@@ -156,7 +162,7 @@ func kinds() []kind {
 			},
 		},
 		{
-			name: "bsm/redislock's scripts",
+			name: bsmName,
 			acquire: func(ctx context.Context, c *redis.Client, key, token string) error {
 				return bsmObtain.Run(ctx, c, []string{key}, token, "0", ttlMillis).Err()
 			},
@@ -165,7 +171,7 @@ func kinds() []kind {
 			},
 		},
 		{
-			name: "redsync's commands: SET NX PX, then bsm/redislock's release script",
+			name: redsyncName,
 			acquire: func(ctx context.Context, c *redis.Client, key, token string) error {
 				return c.SetNX(ctx, key, token, 10*time.Second).Err()
 			},
@@ -212,16 +218,22 @@ func run(ctx context.Context, server string, cycles, rounds int) error {
 	defer set.Close()
 	c := redis.NewClient(&redis.Options{Addr: set.Addrs()[0]})
 	defer c.Close()
-	if err := prepare(ctx, c); err != nil {
+	if err := load(ctx, c); err != nil {
 		return err
 	}
 	ks := kinds()
 	results := make([][]result, len(ks))
 	for r := range rounds {
-		for i, k := range ks {
-			res, err := measure(ctx, set, c, k, fmt.Sprintf("r%d:k%d:", r, i), cycles)
+		for j := range ks {
+			// Every other round runs the kinds in reverse, so that no kind
+			// always comes first or last.
+			i := j
+			if r%2 == 1 {
+				i = len(ks) - 1 - j
+			}
+			res, err := measure(ctx, set, c, ks[i], fmt.Sprintf("r%d:k%d:", r, i), cycles)
 			if err != nil {
-				return fmt.Errorf("%s: %w", k.name, err)
+				return fmt.Errorf("%s: %w", ks[i].name, err)
 			}
 			results[i] = append(results[i], res)
 		}
@@ -233,16 +245,68 @@ func run(ctx context.Context, server string, cycles, rounds int) error {
 		cpu, scripts, client := medians(results[i])
 		fmt.Printf("| %s | %s | %s | %s | %s |\n", k.name, micros(cpu), micros(scripts), micros(client), commands(results[i][len(results[i])-1].commands))
 	}
+	printRatios(ks, results)
 	return nil
 }
 
-// prepare loads the function library and marks the node ready, as a
-// deployment that has served locks for a while is.
-func prepare(ctx context.Context, c *redis.Client) error {
+// printRatios prints each kind's CPU per cycle over the reference kinds'
+// in the same round, as the median and the range over the rounds: the
+// machine's speed drifts between rounds more than between the kinds of
+// one round.
+func printRatios(ks []kind, results [][]result) {
+	bsm, redsync := reference(ks, bsmName), reference(ks, redsyncName)
+	fmt.Println()
+	fmt.Println("Ratios within each round: median (lowest–highest) over the rounds.")
+	fmt.Println()
+	fmt.Println("| kind of cycle | Redis CPU vs bsm/redislock | Redis CPU vs redsync's commands | client CPU vs bsm/redislock |")
+	fmt.Println("|---|---:|---:|---:|")
+	server := func(r result) time.Duration { return r.cpu }
+	client := func(r result) time.Duration { return r.client }
+	for i, k := range ks {
+		fmt.Printf("| %s | %s | %s | %s |\n", k.name, ratios(results[i], results[bsm], server),
+			ratios(results[i], results[redsync], server), ratios(results[i], results[bsm], client))
+	}
+}
+
+// reference returns the index of the kind named name.
+func reference(ks []kind, name string) int {
+	return slices.IndexFunc(ks, func(k kind) bool { return k.name == name })
+}
+
+// ratios formats the median, lowest and highest over the rounds of of(rs)
+// over of(refs).
+func ratios(rs, refs []result, of func(result) time.Duration) string {
+	q := make([]float64, 0, len(rs))
+	for r := range rs {
+		if d := of(refs[r]); d > 0 {
+			q = append(q, float64(of(rs[r]))/float64(d))
+		}
+	}
+	if len(q) == 0 {
+		return "not measured"
+	}
+	slices.Sort(q)
+	return fmt.Sprintf("%.2f× (%.2f–%.2f)", q[len(q)/2], q[0], q[len(q)-1])
+}
+
+// load loads the function libraries.
+func load(ctx context.Context, c *redis.Client) error {
 	for _, lib := range []string{wire.Library, bareLibrary} {
 		if err := c.Do(ctx, "FUNCTION", "LOAD", "REPLACE", lib).Err(); err != nil {
 			return fmt.Errorf("load a function library: %w", err)
 		}
+	}
+	return nil
+}
+
+// prepare empties the node and marks it ready, as a deployment that has
+// served locks for a while is. Every kind starts so: the keys an earlier
+// kind left to expire (fencing counters outlive their locks by the
+// recovery delay) would otherwise expire while a later kind is measured,
+// and the server's work of expiring them would count for it.
+func prepare(ctx context.Context, c *redis.Client) error {
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		return err
 	}
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
@@ -255,6 +319,9 @@ func prepare(ctx context.Context, c *redis.Client) error {
 
 // measure runs cycles cycles of k on new keys starting with prefix.
 func measure(ctx context.Context, set *nodes.Set, c *redis.Client, k kind, prefix string, cycles int) (result, error) {
+	if err := prepare(ctx, c); err != nil {
+		return result{}, err
+	}
 	// Warm up: the scripts cached, the connection busy.
 	for i := range 200 {
 		if err := cycle(ctx, c, k, prefix+"warm:"+strconv.Itoa(i)); err != nil {
