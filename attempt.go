@@ -54,6 +54,10 @@ type queuePlace struct {
 	newcomer bool
 	// asked: the call's last try asked for the key (permits.behind).
 	asked bool
+	// queued: a try of the call asked for the key, so that the nodes may
+	// queue the call there, and it leaves that queue once done; a call
+	// never queued for the key has nothing to leave.
+	queued bool
 }
 
 // namedWaiters is how many clients, first in a key's queue, a release

@@ -69,8 +69,8 @@ type permits struct {
 // every permit and node, and a node keeps a free permit for the first of
 // them. Its first try defers only to the clients queued before it, as a
 // newcomer to a mutex does, and costs an uncontended call one EXISTS. Once
-// it holds a permit, it leaves the other permits' queues, passing its turn
-// on there; its release leaves the queue of its own.
+// it holds a permit, it leaves the queues of the other permits it asked
+// for, passing its turn on there; its release leaves the queue of its own.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call, waits: !once}
 	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turns: c.permitTurns, keys: p.keys, attempt: p.tryAll, freed: p.freed}
@@ -80,7 +80,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 	}
 	lock, err := r.acquire(once)
 	if err != nil && p.places != nil {
-		c.leaveQueues(ctx, p.keys(), p.places[0].since, cfg.ttl)
+		c.leaveQueues(ctx, p.queuedKeys(-1), p.places[0].since, cfg.ttl)
 	}
 	return lock, err
 }
@@ -96,12 +96,27 @@ func (p *permits) queue() {
 }
 
 // granted ends the call's wait for a permit after its try won permit i+1:
-// it leaves the other permits' queues in the background.
+// it leaves, in the background, the queues of the other permits its tries
+// asked for. A call woken by a release, that took the permit released, asked
+// for no other, and sends nothing more.
 func (p *permits) granted(i int) {
-	keys := p.keys()
-	others := append(keys[:i:i], keys[i+1:]...)
-	since := p.places[i].since
-	go p.c.leaveQueues(p.ctx, others, since, p.cfg.ttl)
+	others := p.queuedKeys(i)
+	if len(others) == 0 {
+		return
+	}
+	go p.c.leaveQueues(p.ctx, others, p.places[i].since, p.cfg.ttl)
+}
+
+// queuedKeys returns the keys of the permits whose queues the call's tries
+// may have entered, but permit except+1's.
+func (p *permits) queuedKeys(except int) []string {
+	var keys []string
+	for i, place := range p.places {
+		if place.queued && i != except {
+			keys = append(keys, wire.PermitKey(p.key, i+1))
+		}
+	}
+	return keys
 }
 
 // behind reports that the nodes queued the call, on every permit its last
@@ -194,7 +209,7 @@ func (p *permits) place(n int) *queuePlace {
 	if p.places == nil {
 		return nil
 	}
-	p.places[n].asked = true
+	p.places[n].asked, p.places[n].queued = true, true
 	return &p.places[n]
 }
 

@@ -1,0 +1,51 @@
+package redlock_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A goroutine woken by the release of a permit that its client held, which
+// takes that permit, asked the nodes for no other: it sends no request to
+// leave the other permits' queues, where it never was. Goroutines of one
+// client taking turns on a semaphore then cost a node about one script
+// call to acquire a permit and one to release it, not one more for each
+// other permit. Each request reads its key with one MGET, whether it
+// leaves in a script call of its own or in a batch.
+func TestPermits_grantLeavesOnlyTheQueuesItEntered(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+		node := cluster.Node(0)
+		c := newClient(t, cluster, a, fast())
+		do(t, node, "CONFIG", "RESETSTAT")
+		const goroutines, rounds, limit = 8, 25, 4
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				for range rounds {
+					l, err := c.Acquire(bg, "pool", redlock.WithLimit(limit))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if err := l.Release(bg); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		stats := commandStats(t, node)
+		grants := goroutines * rounds
+		requests := stats["mget"]
+		// Each grant costs an acquisition and a release, and now and then
+		// a refused try and the leaving of its queue; leaving the other
+		// three permits' queues at every grant would cost three more.
+		if most := int64(3 * grants); requests > most {
+			t.Errorf("%d requests (MGET) for %d grants of %d permits, want at most %d", requests, grants, limit, most)
+		}
+	})
+}
