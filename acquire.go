@@ -298,7 +298,7 @@ func (a *acquisition) takeTurn() error {
 	// here holds is tried at once.
 	var offer wait.Offer // a nil *handoff would not be a nil Offer
 	if c.waiters.Busy(key) {
-		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
+		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew, &a.place)
 		offer = a.offer
 	}
 	a.turn = c.waiters.Take(ctx, key, offer)
@@ -308,9 +308,11 @@ func (a *acquisition) takeTurn() error {
 	// A waiter listens for release announcements from before its attempt,
 	// so that a release between a failed attempt and the wait is not
 	// missed. An uncontended call does not listen until its first attempt
-	// failed, nor does one whose turn starts while this client holds the
-	// lock: that lock's release reaches it in-process.
-	if a.turn.Queued && !a.turn.HeldHere {
+	// failed. One whose turn starts while this client holds the lock
+	// listens too: that lock's release reaches it in-process, but the
+	// attempt it carries defers to the clients queued before it, and the
+	// release of the first of them names this client.
+	if a.turn.Queued || a.turn.HeldHere {
 		a.listen()
 	}
 	// When the turn comes from a goroutine of this client that has just
