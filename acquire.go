@@ -308,11 +308,12 @@ func (a *acquisition) takeTurn() error {
 	// A waiter listens for release announcements from before its attempt,
 	// so that a release between a failed attempt and the wait is not
 	// missed. An uncontended call does not listen until its first attempt
-	// failed. One whose turn starts while this client holds the lock
-	// listens too: that lock's release reaches it in-process, but the
-	// attempt it carries defers to the clients queued before it, and the
-	// release of the first of them names this client.
-	if a.turn.Queued || a.turn.HeldHere {
+	// failed, nor does one whose turn starts while this client holds the
+	// lock: that lock's release reaches it in-process, and carries its
+	// attempt. Should that attempt defer to another client queued first,
+	// it listens once it failed, for the release of that client, which
+	// names this one: it comes a hold and a round trip later at least.
+	if a.turn.Queued && !a.turn.HeldHere {
 		a.listen()
 	}
 	// When the turn comes from a goroutine of this client that has just
