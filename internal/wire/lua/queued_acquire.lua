@@ -70,13 +70,13 @@ local function setAcquire(KEYS, ARGV, k, a, shared)
 end
 
 -- handoffAcquire is queuedAcquire for the attempt that a release of the
--- caller's client carries (mode "3"): the caller's next goroutine, waiting
--- since its turn came, takes the key its client has just released only
--- when no other live client queued for it before: it defers to those as a
--- set waiter does (see setAcquire), so that a client whose goroutines keep
--- handing the key to each other cannot keep it from the clients in line,
--- whom the release named (see release). Where nobody waits (no waiting
--- mark) it is acquire, and touches no queue.
+-- caller's client carries (mode "3"): the caller's next goroutine, queued
+-- as of that release (ARGV[a+7]), takes the key its client has just
+-- released only when no other live client queued for it before: it defers
+-- to those as a set waiter does (see setAcquire), so that a client whose
+-- goroutines keep handing the key to each other cannot keep it from the
+-- clients in line, whom the release named (see release). Where nobody
+-- waits (no waiting mark) it is acquire, and touches no queue.
 local function handoffAcquire(KEYS, ARGV, k, a, shared)
 	local reply, counter, waiting = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
 	if reply then
