@@ -298,7 +298,7 @@ func (a *acquisition) takeTurn() error {
 	// here holds is tried at once.
 	var offer wait.Offer // a nil *handoff would not be a nil Offer
 	if c.waiters.Busy(key) {
-		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
+		a.offer = c.newHandoff(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew, &a.place)
 		offer = a.offer
 	}
 	a.turn = c.waiters.Take(ctx, key, offer)
@@ -309,7 +309,10 @@ func (a *acquisition) takeTurn() error {
 	// so that a release between a failed attempt and the wait is not
 	// missed. An uncontended call does not listen until its first attempt
 	// failed, nor does one whose turn starts while this client holds the
-	// lock: that lock's release reaches it in-process.
+	// lock: that lock's release reaches it in-process, and carries its
+	// attempt. Should that attempt defer to another client queued first,
+	// it listens once it failed, for the release of that client, which
+	// names this one: it comes a hold and a round trip later at least.
 	if a.turn.Queued && !a.turn.HeldHere {
 		a.listen()
 	}

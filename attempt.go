@@ -58,6 +58,10 @@ type queuePlace struct {
 	// queue the call there, and it leaves that queue once done; a call
 	// never queued for the key has nothing to leave.
 	queued bool
+	// handoff: the next attempt is the one that this client's release of
+	// the key carries (see handoff), which defers to the clients queued
+	// before it; newAttempt clears it.
+	handoff bool
 }
 
 // namedWaiters is how many clients, first in a key's queue, a release
@@ -94,6 +98,8 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 		}
 		mode := "0"
 		switch {
+		case place.handoff:
+			mode, place.handoff = "3", false
 		case first || place.newcomer:
 			mode = "1"
 		case place.set:
@@ -285,7 +291,8 @@ func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string,
 // queue turns r into the request of a client that waits for the key: the
 // client id, when it began waiting, and how long its place lasts (see
 // lua/queued_acquire.lua); mode is "1" on a waiter's first attempt, "2"
-// on every attempt of a waiter for a set of keys, and "0" otherwise.
+// on every attempt of a waiter for a set of keys, "3" on the attempt that
+// a release of this client carries (see handoff), and "0" otherwise.
 func (r *acquireRequest) queue(queue, deadlines, waiting, id, since, lasts, mode string) {
 	r.keys[4], r.keys[5], r.keys[6] = queue, deadlines, waiting
 	r.args[5], r.args[6], r.args[7], r.args[8] = id, since, lasts, mode

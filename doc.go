@@ -162,7 +162,9 @@
 // different client, and none win. When the Client releases a lock that one
 // of its goroutines waits for, the release carries that goroutine's
 // attempt: on each node the release and the attempt run in one script
-// call, in that order, so the lock changes hands within one round trip. Other releases announce
+// call, in that order, so the lock changes hands within one round trip,
+// unless another client queued for the key first: the attempt then
+// defers to it, and the release wakes it. Other releases announce
 // themselves on a per-key pub/sub channel (see Listener; on a Redis Cluster, a
 // shard channel of the key's slot): a waiting Acquire wakes once a quorum
 // of nodes announced one. Across clients, a client
@@ -319,7 +321,8 @@
 //	    already_released.
 //	redlock.handoffs               counter {handoff}      redlock.outcome
 //	    Releases that carried the attempt of a goroutine of the same Client
-//	    waiting in Acquire, by whether it acquired (acquired, not_acquired).
+//	    waiting in Acquire, by whether it acquired (acquired, not_acquired:
+//	    also when it deferred to another client queued first).
 //	redlock.lock.hold.duration     histogram s            redlock.outcome
 //	    Time from a grant to the lock's release (released), loss (lost) or
 //	    expiry (expired).

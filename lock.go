@@ -291,7 +291,7 @@ func (l *Lock) extendFailedLocked(qe *QuorumError, forced error) {
 // releaser returns the request of a release that is not announced: the
 // release of a failed attempt, or one that carries the next attempt.
 func releaser(key, token string) *nodes.Request {
-	r := &releaseRequest{keys: [4]string{key}, args: [5]string{token}}
+	r := &releaseRequest{keys: [4]string{key}, args: [6]string{token}}
 	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:1], Args: r.args[:2]}
 	return &r.Request
 }
@@ -303,7 +303,7 @@ func releaser(key, token string) *nodes.Request {
 // waiting at since (see Lock.queuedSince); with since "", it leaves the
 // queue alone.
 func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Request {
-	r := &releaseRequest{keys: [4]string{key}, args: [5]string{token}}
+	r := &releaseRequest{keys: [4]string{key}, args: [6]string{token}}
 	channel, clock, queue, deadlines, waiting := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
 	r.keys[1], r.keys[2], r.keys[3] = queue, deadlines, waiting
 	r.args[1], r.args[2], r.args[3], r.args[4] = channel, clock, id, since
@@ -311,12 +311,22 @@ func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Re
 	return &r.Request
 }
 
+// handingOffReleaser is announcedReleaser for a release that carries the
+// attempt of this client's next goroutine waiting for the key (see
+// handoff): it announces only to the clients that the key's queue names,
+// who may be ahead of that attempt in line, and not on the key's channel.
+func handingOffReleaser(key, token, id, since string, keys wire.Layout) *nodes.Request {
+	req := announcedReleaser(key, token, id, since, keys)
+	req.Args[5] = "1"
+	return req
+}
+
 // releaseRequest is a release's request with its keys and arguments in one
 // allocation.
 type releaseRequest struct {
 	nodes.Request
 	keys [4]string
-	args [5]string
+	args [6]string
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

@@ -316,7 +316,8 @@ type handoff struct {
 	// that launch returned.
 	sent chan struct{}
 
-	// The attempt offered, set up by newHandoff.
+	// The attempt offered, set up by newHandoff. place is the waiting
+	// call's place in the key's queue, which the attempt goes through.
 	client    *Client
 	ctx       context.Context
 	key       string
@@ -324,6 +325,7 @@ type handoff struct {
 	delay     time.Duration
 	owner     string
 	autoRenew bool
+	place     *queuePlace
 	// Set by launch, before sent is closed.
 	attempt *attempt
 	flight  *nodes.Flight
@@ -347,19 +349,25 @@ func (h *handoff) Withdraw() bool {
 func (h *handoff) Take() bool { return h.state.CompareAndSwap(handoffOffered, handoffTaken) }
 
 // newHandoff returns an attempt on key to offer to this client's release
-// of it, parked by wait.Turns.Take.
-func (c *Client) newHandoff(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) *handoff {
-	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, delay: delay, owner: owner, autoRenew: autoRenew}
+// of it, parked by wait.Turns.Take; place is the waiting call's place in
+// the key's queue, which the waiting goroutine reads only once the offer
+// is withdrawn or sent.
+func (c *Client) newHandoff(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool, place *queuePlace) *handoff {
+	return &handoff{sent: make(chan struct{}), client: c, ctx: ctx, key: key, ttl: ttl, delay: delay, owner: owner,
+		autoRenew: autoRenew, place: place}
 }
 
 // launch sets up the offered attempt and the fan-out that will carry it,
-// for a release that took the offer. queuedSince is the releasing lock's:
-// the release is not announced and leaves this client's entry in the
-// key's queue, which the lock won here then owns (see Lock.queuedSince).
-func (h *handoff) launch(queuedSince string) {
+// for a release that took the offer. The attempt goes through the key's
+// queue as one that began waiting now: on each node it takes the key
+// only if no other client queued for it before (see
+// lua/queued_acquire.lua), so that this client's goroutines cannot keep
+// handing the key to each other while other clients wait in line; those,
+// the release names (see handingOffReleaser).
+func (h *handoff) launch() {
 	c := h.client
-	h.attempt = c.newAttempt(h.key, h.ttl, h.delay, h.owner, nil, false)
-	h.attempt.queuedSince = queuedSince
+	h.place.handoff = true
+	h.attempt = c.newAttempt(h.key, h.ttl, h.delay, h.owner, h.place, false)
 	h.flight = c.nodes.NewFlight(h.ctx, c.nodeTimeout(h.ttl))
 }
 
@@ -383,12 +391,16 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 }
 
 // releaseCarrying releases the lock with h's attempt in tow: on each node
-// the attempt follows the release in the same script call. The release is
-// not announced: the key is taken again at once.
+// the attempt follows the release in the same script call. The release
+// takes this client's entry out of the key's queue, as an announced one
+// does, and announces only to the clients the queue names, who go first
+// when they queued before h's attempt; otherwise the key is taken again
+// at once.
 func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *nodes.Flight) {
 	c := l.client
-	h.launch(l.queuedSince)
-	f := c.nodes.Towing(ctx, c.nodeTimeout(l.ttl), releaser(l.key, l.token), l.lagging.Releasing(), h.flight, h.attempt.req)
+	h.launch()
+	release := handingOffReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
+	f := c.nodes.Towing(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), h.flight, h.attempt.req)
 	close(h.sent)
 	results, ok, unfinished := f.Collect(nodes.IsOne, enough)
 	return nodeResults(results), ok, unfinished

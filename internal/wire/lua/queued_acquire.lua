@@ -29,7 +29,9 @@
 -- (AcquireAll), which defers on every attempt, not only the first, and
 -- only to the clients queued before it: a free key goes to the first live
 -- client in line, so that the keys of a set are kept free for the oldest
--- set waiter until it takes them all (see multikey.go).
+-- set waiter until it takes them all (see multikey.go); "3" on the attempt
+-- that a release of the caller's own client carries, right behind it in
+-- the same script call (a handoff, see handoffAcquire).
 -- Returns as acquire does, except that a refusal's third element is the
 -- caller's place in the queue (0 for the first in line): {0, "0", place}.
 -- enqueue puts or keeps the caller in the key's queue (see queuedAcquire)
@@ -67,10 +69,36 @@ local function setAcquire(KEYS, ARGV, k, a, shared)
 	return reply
 end
 
+-- handoffAcquire is queuedAcquire for the attempt that a release of the
+-- caller's client carries (mode "3"): the caller's next goroutine, queued
+-- as of that release (ARGV[a+7]), takes the key its client has just
+-- released only when no other live client queued for it before: it defers
+-- to those as a set waiter does (see setAcquire), so that a client whose
+-- goroutines keep handing the key to each other cannot keep it from the
+-- clients in line, whom the release named (see release). Where nobody
+-- waits (no waiting mark) it is acquire, and touches no queue.
+local function handoffAcquire(KEYS, ARGV, k, a, shared)
+	local reply, counter, waiting = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
+	if reply then
+		return reply
+	end
+	if waiting then
+		return setAcquire(KEYS, ARGV, k, a, shared)
+	end
+	reply = grant(KEYS, ARGV, k, a, shared, counter)
+	if reply[1] == 0 then
+		reply = {0, reply[2], enqueue(KEYS, ARGV, k, a)}
+	end
+	return reply
+end
+
 local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
 	if ARGV[a + 9] == "2" then
 		return setAcquire(KEYS, ARGV, k, a, shared)
+	end
+	if ARGV[a + 9] == "3" then
+		return handoffAcquire(KEYS, ARGV, k, a, shared)
 	end
 	-- A newcomer to a key nobody waits for (the common case) reads the
 	-- waiting mark with the counter, and nothing more.

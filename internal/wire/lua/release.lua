@@ -25,7 +25,12 @@
 -- deadlines, KEYS[k+4] its waiting mark (see markWaiting), without which
 -- nobody waits and nothing is read or announced; ARGV[a+3] the caller's clock in microseconds; ARGV[a+4] the
 -- caller's client id; ARGV[a+5] when the released lock's acquisition began
--- waiting, in microseconds on the caller's clock, or "".
+-- waiting, in microseconds on the caller's clock, or "";
+-- ARGV[a+6] "1" when the release carries the attempt of the caller's next
+-- goroutine (a handoff, see handoffAcquire), "" otherwise: it then
+-- announces only to the clients it names, who may be ahead of that
+-- attempt in the queue, and not on the key's channel, as the key is most
+-- likely taken again at once.
 -- A release that names nobody is not announced where nobody listens on the
 -- key's channel (see listened): no client waits for it unqueued. Nor is
 -- one where the key has no waiting mark: every client that waits for the
@@ -74,7 +79,8 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 		local channel = ARGV[a + 2] .. key
 		local names = queued and nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3])) or ""
 		local message = ARGV[a + 1] .. names
-		if names ~= "" or (released == 1 and (announce or listened(channel))) then
+		local broadcast = released == 1 and ARGV[a + 6] ~= "1" and (announce or listened(channel))
+		if names ~= "" or broadcast then
 			sendAnnouncement(announce or publish, channel, message, names)
 		end
 	end

@@ -1,0 +1,111 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A release that carries the attempt of its client's next goroutine does
+// not hand the lock over past another client queued before that
+// goroutine's turn came: the other client goes first. So goroutines of one
+// client that keep handing a lock to each other cannot keep it from the
+// other clients in line.
+func TestHandoff_anotherClientQueuedFirstGoesFirst(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, ad adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		// The handing client's retry delays are far longer than the test:
+		// its next goroutine gets the lock from its release, or from a
+		// release that names its client. The other client tries often.
+		a := newClient(t, cluster, ad, &redlock.Options{NodeTimeout: 300 * time.Millisecond,
+			Retry: redlock.Jittered(time.Minute, time.Minute)})
+		b := newClient(t, cluster, ad, &redlock.Options{NodeTimeout: 300 * time.Millisecond,
+			Retry: redlock.Jittered(10*time.Millisecond, 50*time.Millisecond)})
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+
+		first, err := a.Acquire(ctx, "turns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer first.Release(bg)
+		key := first.WireKey()
+		bGot := acquireUntilCleanup(t, ctx, b, "turns")
+		queue, _ := redlock.QueueKeys(key)
+		// Refused, it queued on a quorum at least: a node that did not
+		// answer in time may have missed the attempt, and its next ones
+		// keep its place.
+		pollNodes(t, ctx, cluster, b.Quorum(), "the other client queued", func(n *redlocktest.Node) bool {
+			_, err := n.Do(ctx, "ZSCORE", queue, b.ID())
+			return err == nil
+		})
+		aGot := acquireUntilCleanup(t, ctx, a, "turns")
+		for !a.HandoffParked(key) {
+			if ctx.Err() != nil {
+				t.Fatal("the next goroutine never offered its attempt to the release")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := first.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+
+		select {
+		case r := <-bGot:
+			if r.err != nil {
+				t.Fatalf("the client queued first: %v", r.err)
+			}
+			r.lock.Release(bg)
+		case r := <-aGot:
+			if r.err == nil {
+				r.lock.Release(bg)
+			}
+			t.Fatalf("the release handed the lock to its client's next goroutine (err %v) past the other client queued "+
+				"before it", r.err)
+		}
+	})
+}
+
+// acquireUntilCleanup runs c.Acquire(ctx, name) in a goroutine and returns
+// where its outcome arrives; the test's clean-up, before c is closed,
+// cancels the call and waits for it to end.
+func acquireUntilCleanup(t *testing.T, ctx context.Context, c *redlock.Client, name string) <-chan acquired {
+	ctx, cancel := context.WithCancel(ctx)
+	out, done := make(chan acquired, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		lock, err := c.Acquire(ctx, name)
+		out <- acquired{lock, err}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return out
+}
+
+// pollNodes waits until ok holds on at least want nodes of cluster, or
+// fails the test, saying what it waited for, when ctx ends.
+func pollNodes(t *testing.T, ctx context.Context, cluster *redlocktest.Cluster, want int, what string, ok func(*redlocktest.Node) bool) {
+	t.Helper()
+	for {
+		n := 0
+		for _, node := range cluster.Nodes() {
+			if ok(node) {
+				n++
+			}
+		}
+		if n >= want {
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			t.Fatal(errors.Join(fmt.Errorf("waiting for %s on %d nodes, %d so far", what, want, n), err))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
