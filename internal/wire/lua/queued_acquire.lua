@@ -76,14 +76,24 @@ end
 -- to those as a set waiter does (see setAcquire), so that a client whose
 -- goroutines keep handing the key to each other cannot keep it from the
 -- clients in line, whom the release named (see release). Where nobody
--- waits (no waiting mark) it is acquire, and touches no queue.
+-- waits (no waiting mark), or the first live client in line is the
+-- caller's own, it is acquire, and touches no queue: goroutines of one
+-- client that hand a key to each other pay for the queue only when
+-- another client waits.
 local function handoffAcquire(KEYS, ARGV, k, a, shared)
 	local reply, counter, waiting = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
 	if reply then
 		return reply
 	end
 	if waiting then
-		return setAcquire(KEYS, ARGV, k, a, shared)
+		-- Only another client first in line makes it defer: where the
+		-- caller's own client is first, or nobody live is queued (its
+		-- goroutines hand the key to each other), it takes the key at
+		-- once, without entering the queue.
+		local first = string.match(nextWaiters(KEYS[k + 5], KEYS[k + 6], tonumber(ARGV[a + 5])), "^ (%S+)")
+		if first ~= nil and first ~= ARGV[a + 6] then
+			return setAcquire(KEYS, ARGV, k, a, shared)
+		end
 	end
 	reply = grant(KEYS, ARGV, k, a, shared, counter)
 	if reply[1] == 0 then
