@@ -1,7 +1,6 @@
 package redlock_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/redlock-go/redlock/redlocktest"
@@ -20,22 +19,7 @@ func TestHandoff_withinOneClientLeavesTheQueueAlone(t *testing.T) {
 			do(t, n, "CONFIG", "RESETSTAT")
 		}
 		const goroutines, rounds = 8, 40
-		var wg sync.WaitGroup
-		for range goroutines {
-			wg.Go(func() {
-				for range rounds {
-					l, err := c.Acquire(bg, "passed-around")
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if err := l.Release(bg); err != nil {
-						t.Error(err)
-					}
-				}
-			})
-		}
-		wg.Wait()
+		takeTurns(t, c, "passed-around", goroutines, rounds)
 		grants := int64(goroutines * rounds)
 		for _, n := range cluster.Nodes() {
 			// A goroutine whose turn comes before any release carries its

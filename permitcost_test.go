@@ -22,22 +22,7 @@ func TestPermits_grantLeavesOnlyTheQueuesItEntered(t *testing.T) {
 		c := newClient(t, cluster, a, fast())
 		do(t, node, "CONFIG", "RESETSTAT")
 		const goroutines, rounds, limit = 8, 25, 4
-		var wg sync.WaitGroup
-		for range goroutines {
-			wg.Go(func() {
-				for range rounds {
-					l, err := c.Acquire(bg, "pool", redlock.WithLimit(limit))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if err := l.Release(bg); err != nil {
-						t.Error(err)
-					}
-				}
-			})
-		}
-		wg.Wait()
+		takeTurns(t, c, "pool", goroutines, rounds, redlock.WithLimit(limit))
 		stats := commandStats(t, node)
 		grants := goroutines * rounds
 		requests := stats["mget"]
@@ -48,4 +33,26 @@ func TestPermits_grantLeavesOnlyTheQueuesItEntered(t *testing.T) {
 			t.Errorf("%d requests (MGET) for %d grants of %d permits, want at most %d", requests, grants, limit, most)
 		}
 	})
+}
+
+// takeTurns has goroutines of c acquire and release name rounds times
+// each, with opts, and returns once they are all done.
+func takeTurns(t *testing.T, c *redlock.Client, name string, goroutines, rounds int, opts ...redlock.LockOption) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Acquire(bg, name, opts...)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.Release(bg); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
