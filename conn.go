@@ -64,7 +64,12 @@ type Listener interface {
 	// blocks. It subscribes to each channel received from subscribe,
 	// unsubscribes from each one received from unsubscribe, and calls
 	// onMessage with the channel and payload of every message, from one
-	// goroutine at a time.
+	// goroutine at a time. Once the node confirmed a subscription, it
+	// calls onMessage with the channel and an empty payload, which no
+	// announcement has: the Client then tells the waiters that listened
+	// before to try again, as a release announced while the subscription
+	// was on its way went unheard. A Listen that does not leaves them to
+	// their retry delays in that case.
 	//
 	// A subscription can end without the Client asking: a connection
 	// fails, or a Redis Cluster ends it (sunsubscribe) because the

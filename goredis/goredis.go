@@ -266,7 +266,7 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 	}
 	ps := c.client.Subscribe(ctx)
 	defer ps.Close()
-	var messages <-chan *redis.Message // nil until the first subscription
+	var messages <-chan any // nil until the first subscription
 	for {
 		select {
 		case ch := <-subscribe:
@@ -274,7 +274,7 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 				return err
 			}
 			if messages == nil {
-				messages = ps.Channel()
+				messages = ps.ChannelWithSubscriptions()
 			}
 		case ch := <-unsubscribe:
 			if err := ps.Unsubscribe(ctx, ch); err != nil {
@@ -284,9 +284,22 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 			if !ok {
 				return errors.New("goredis: subscription closed")
 			}
-			onMessage(m.Channel, m.Payload)
+			deliver(m, onMessage)
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+}
+
+// deliver passes on a message, and a node's confirmation of a subscription
+// as an empty message (see redlock.Listener).
+func deliver(m any, onMessage func(channel, payload string)) {
+	switch m := m.(type) {
+	case *redis.Message:
+		onMessage(m.Channel, m.Payload)
+	case *redis.Subscription:
+		if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+			onMessage(m.Channel, "")
 		}
 	}
 }

@@ -152,6 +152,7 @@ func (l *shardListener) handle(e shardEvent, onMessage func(channel, payload str
 		onMessage(m.Channel, m.Payload)
 	case *redis.Subscription:
 		if m.Kind != "sunsubscribe" {
+			deliver(m, onMessage)
 			return nil
 		}
 		if n := e.shard.leaving[m.Channel]; n > 0 {

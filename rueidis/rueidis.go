@@ -216,6 +216,17 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 			case <-ctx.Done():
 			}
 		},
+		// A node's confirmation of a subscription is passed on as an
+		// empty message (see redlock.Listener).
+		OnSubscription: func(s rueidis.PubSubSubscription) {
+			if s.Kind != "subscribe" {
+				return
+			}
+			select {
+			case messages <- rueidis.PubSubMessage{Channel: s.Channel}:
+			case <-ctx.Done():
+			}
+		},
 	})
 	for {
 		select {

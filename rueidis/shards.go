@@ -116,6 +116,8 @@ func (l *shardListener) start(ctx context.Context, channel string) error {
 	go l.receive(rctx, s)
 	select {
 	case <-s.confirmed:
+		// Passed on as an empty message (see redlock.Listener).
+		l.inbox.put(rueidis.PubSubMessage{Channel: channel})
 	case <-s.done: // its end, sent to l.ended, tells why
 	case <-ctx.Done():
 		return ctx.Err()

@@ -68,14 +68,17 @@ type Waker struct {
 	quorum    int         // announcements of one release that wake a waiter
 	id        string      // this client's id in the queues
 
-	mu      sync.Mutex
-	queues  map[string][]*Wakeup    // key's channel → waiters, oldest first
-	idle    map[string]*time.Timer  // subscribed channels with no waiter
-	heard   map[string]announcement // channel → the latest release heard on it
-	ops     []chan subscription     // per node
-	started bool
-	ctx     context.Context
-	stop    context.CancelFunc
+	mu     sync.Mutex
+	queues map[string][]*Wakeup    // key's channel → waiters, oldest first
+	idle   map[string]*time.Timer  // subscribed channels with no waiter
+	heard  map[string]announcement // channel → the latest release heard on it
+	// confirmed counts, per key channel, the nodes that confirmed its
+	// subscription since it was last sent (see confirmLocked).
+	confirmed map[string]int
+	ops       []chan subscription // per node
+	started   bool
+	ctx       context.Context
+	stop      context.CancelFunc
 }
 
 // Now returns the channel on which the waiter is told to try now; nil for
@@ -133,7 +136,7 @@ func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout) *Waker {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Waker{listeners: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*Wakeup{},
-		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, ctx: ctx, stop: stop}
+		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, confirmed: map[string]int{}, ctx: ctx, stop: stop}
 }
 
 // register queues a waiter on channel and returns its wake-up signals.
@@ -162,6 +165,7 @@ func (w *Waker) registerAs(channel string, wake *Wakeup) {
 			// subscribed, the releases that name this client are heard too.
 			w.sendLocked(subscription{channel: w.namedChannel(channel), add: true})
 			w.sendLocked(subscription{channel: channel, add: true})
+			w.confirmed[channel] = 0
 		}
 	}
 	w.queues[channel] = append(q, wake)
@@ -187,6 +191,7 @@ func (w *Waker) unregister(channel string, wake *Wakeup) {
 			defer w.mu.Unlock()
 			if w.idle[channel] == t {
 				delete(w.idle, channel)
+				delete(w.confirmed, channel)
 				w.sendLocked(subscription{channel: channel})
 				w.sendLocked(subscription{channel: w.namedChannel(channel)})
 			}
@@ -228,6 +233,10 @@ func (w *Waker) deliver(channel, message string) {
 	token, _, _ := strings.Cut(message, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if message == "" {
+		w.confirmLocked(channel)
+		return
+	}
 	_, waiting := w.queues[channel]
 	named := false
 	if !waiting {
@@ -247,6 +256,30 @@ func (w *Waker) deliver(channel, message string) {
 		w.signalFirstLocked(channel)
 	}
 	w.heard[channel] = a
+}
+
+// confirmLocked counts a node's confirmation of a subscription to channel
+// (an empty message, see Listener). A subscription takes a round trip or
+// more to be up, and a release announced before it is not heard: the
+// waiters that registered meanwhile, whose attempt failed before that
+// release, would sleep through it until their retry delay. So once a
+// quorum of nodes confirmed a new subscription to a key's channel, its
+// waiters are told to try now, as by a release that names nobody: from
+// then on, every release that can let an attempt succeed is announced by
+// a quorum of nodes that they hear, or by one that names this client.
+// The named channel is subscribed before the key's on each node, which
+// serves a connection's commands in order: its confirmation says nothing
+// more.
+func (w *Waker) confirmLocked(channel string) {
+	n, sent := w.confirmed[channel]
+	if !sent {
+		return // the named channel, or one no longer awaited
+	}
+	n++
+	w.confirmed[channel] = n
+	if n == w.quorum {
+		w.signalFirstLocked(channel)
+	}
 }
 
 // signalFirstLocked tells the oldest waiter on channel that does not hear
