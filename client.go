@@ -33,8 +33,11 @@ type Client struct {
 	// client's one entry in each key's queue is that call's (multikey.go).
 	setTurn chan struct{}
 	permits localPermits // the permits of semaphores held here
-	finish  finishers    // releases finished in the background
-	keys    wire.Layout  // the names of the keys kept beside each lock key
+	// permitOffers are the attempts of goroutines waiting for permits,
+	// offered to the releases of the permits held here (permitHandoff).
+	permitOffers wait.Offers
+	finish       finishers   // releases finished in the background
+	keys         wire.Layout // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key
 	// (see wire.QueueKeys): random, URL-safe base64.
 	id string

@@ -19,7 +19,7 @@ func TestHandoff_withinOneClientLeavesTheQueueAlone(t *testing.T) {
 			do(t, n, "CONFIG", "RESETSTAT")
 		}
 		const goroutines, rounds = 8, 40
-		takeTurns(t, c, "passed-around", goroutines, rounds)
+		takeTurns(t, c, "passed-around", goroutines, rounds, 0)
 		grants := int64(goroutines * rounds)
 		for _, n := range cluster.Nodes() {
 			// A goroutine whose turn comes before any release carries its

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
@@ -22,7 +23,7 @@ func TestPermits_grantLeavesOnlyTheQueuesItEntered(t *testing.T) {
 		c := newClient(t, cluster, a, fast())
 		do(t, node, "CONFIG", "RESETSTAT")
 		const goroutines, rounds, limit = 8, 25, 4
-		takeTurns(t, c, "pool", goroutines, rounds, redlock.WithLimit(limit))
+		takeTurns(t, c, "pool", goroutines, rounds, 0, redlock.WithLimit(limit))
 		stats := commandStats(t, node)
 		grants := goroutines * rounds
 		requests := stats["mget"]
@@ -35,9 +36,9 @@ func TestPermits_grantLeavesOnlyTheQueuesItEntered(t *testing.T) {
 	})
 }
 
-// takeTurns has goroutines of c acquire and release name rounds times
-// each, with opts, and returns once they are all done.
-func takeTurns(t *testing.T, c *redlock.Client, name string, goroutines, rounds int, opts ...redlock.LockOption) {
+// takeTurns has goroutines of c acquire name, hold it for hold and release
+// it, rounds times each, with opts, and returns once they are all done.
+func takeTurns(t *testing.T, c *redlock.Client, name string, goroutines, rounds int, hold time.Duration, opts ...redlock.LockOption) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for range goroutines {
@@ -48,6 +49,7 @@ func takeTurns(t *testing.T, c *redlock.Client, name string, goroutines, rounds 
 					t.Error(err)
 					return
 				}
+				time.Sleep(hold)
 				if err := l.Release(bg); err != nil {
 					t.Error(err)
 				}
@@ -55,4 +57,34 @@ func takeTurns(t *testing.T, c *redlock.Client, name string, goroutines, rounds 
 		})
 	}
 	wg.Wait()
+}
+
+// The release of a permit that another goroutine of its client waits for
+// carries that goroutine's attempt, in the same script call on each node,
+// as a mutex's release does: goroutines of one client taking turns on a
+// semaphore cost a node about one script call per grant, not an
+// acquisition and a release.
+func TestPermits_releaseCarriesTheNextGoroutinesAttempt(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, fast())
+		for _, n := range cluster.Nodes() {
+			do(t, n, "CONFIG", "RESETSTAT")
+		}
+		// Each holds its permit for a while, so that the one whose turn it
+		// is to wait finds every permit held here.
+		const goroutines, rounds, limit = 8, 15, 2
+		takeTurns(t, c, "pool", goroutines, rounds, 2*time.Millisecond, redlock.WithLimit(limit))
+		grants := goroutines * rounds
+		for _, n := range cluster.Nodes() {
+			stats := commandStats(t, n)
+			calls := stats["evalsha"] + stats["eval"] + stats["fcall"]
+			t.Logf("node %d: %d script calls for %d grants", n.Index(), calls, grants)
+			// Without carried attempts every grant costs an acquisition
+			// and a release: two calls.
+			if most := int64(grants * 7 / 4); calls > most {
+				t.Errorf("node %d: %d script calls for %d grants of %d permits, want at most %d", n.Index(), calls, grants, limit, most)
+			}
+		}
+	})
 }

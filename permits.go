@@ -48,6 +48,11 @@ type permits struct {
 	// last try skipped them: the next wait waits for the end of these very
 	// locks, so that one that ended since the try wakes it at once.
 	heldHere []*Lock
+	// heldNumbers are their permits' indexes, heldHere[i]'s at i.
+	heldNumbers []int
+	// offered is the next attempt, offered to the releases of heldHere
+	// (see offer); nil when none is.
+	offered *permitHandoff
 	// places is the call's place in each permit's queue on the nodes,
 	// permit i+1's at i, all with one since: when the call's first try
 	// began; nil for a call that does not wait (TryAcquire).
@@ -76,6 +81,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turns: c.permitTurns, keys: p.keys, attempt: p.tryAll, freed: p.freed}
 	if !once {
 		r.behindOthers = p.behind
+		r.carrier = p
 		p.wokenBy = func() string { return r.wake.From() }
 	}
 	lock, err := r.acquire(once)
@@ -155,14 +161,14 @@ func (p *permits) tryAll() (*Lock, error) {
 	limit := p.cfg.limit
 	first := p.firstToTry()
 	var err error
-	p.heldHere = p.heldHere[:0]
+	p.heldHere, p.heldNumbers = p.heldHere[:0], p.heldNumbers[:0]
 	p.startTry()
 	defer p.endTry()
 	for i := range limit {
 		n := (first + i) % limit
 		key := wire.PermitKey(p.key, n+1)
 		if l := p.c.permits.lock(key); l != nil {
-			p.heldHere = append(p.heldHere, l)
+			p.heldHere, p.heldNumbers = append(p.heldHere, l), append(p.heldNumbers, n)
 			continue
 		}
 		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.delay, p.cfg.owner, p.cfg.autoRenew, p.place(n))

@@ -65,8 +65,8 @@ func mostAtOnce(holdings []holding) int {
 // A semaphore never has more holders than its limit, counted by a shared
 // counter and by the overlap of the recorded holdings, each permit has one
 // holder at a time with rising fencing tokens, and the semaphore admits
-// that many: separate clients over both adapters, and goroutines of one
-// client, contend for 3 permits.
+// that many at once: separate clients over both adapters, and goroutines
+// of one client, contend for 3 permits.
 func TestSemaphore_neverMoreThanLimit(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	const limit, workers = 3, 8
@@ -104,8 +104,21 @@ func TestSemaphore_neverMoreThanLimit(t *testing.T) {
 	if h.max > limit || most > limit {
 		t.Errorf("%d holders at once by the counter, %d by the history; the limit is %d", h.max, most, limit)
 	}
-	if h.max < limit {
-		t.Errorf("never more than %d holders at once with %d workers: the semaphore does not admit %d", h.max, workers, limit)
+	// The semaphore admits limit holders at once: the last releases of
+	// the workers, or an attempt one of them gave up on, may still hold a
+	// permit on a node for a moment.
+	var held []*redlock.Lock
+	for i := range limit {
+		eventually(t, fmt.Sprintf("permit %d of %d held", i+1, limit), func() bool {
+			l, err := clients[i].TryAcquire(bg, "sem", redlock.WithLimit(limit))
+			if err == nil {
+				held = append(held, l)
+			}
+			return err == nil
+		})
+	}
+	for _, l := range held {
+		l.Release(bg)
 	}
 	checkHoldings(t, h.holdings) // one holder per permit, fencing tokens in order
 	for _, x := range h.holdings {

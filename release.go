@@ -94,6 +94,8 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 	var unfinished *nodes.Flight
 	if h := c.waiters.TakeOffer(l.key); h != nil {
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*handoff), enough)
+	} else if h := c.permitOffers.Take(l.key); h != nil {
+		results, ok, unfinished = l.releaseCarrying(ctx, h.(*permitHandoff).bind(l.key), enough)
 	} else {
 		release := announcedReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)

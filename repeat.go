@@ -9,9 +9,10 @@ import (
 )
 
 // repeated is the retry loop of an acquisition that is not a mutex's: a
-// permit of a semaphore (permits.go) or a shared lock (WithShared). It has no
-// handoff; a permit's waiters queue on the nodes (see acquirePermit),
-// readers do not. This client's
+// permit of a semaphore (permits.go) or a shared lock (WithShared). A
+// permit's waiters queue on the nodes (see acquirePermit), and offer their
+// attempts to this client's releases (see permitHandoff); readers do
+// neither. This client's
 // goroutines waiting for a permit take turns, first come first served, and
 // the one whose turn it is tries, then waits for a release of one of the
 // keys it tried or a retry delay; readers, who do not split votes among
@@ -42,10 +43,34 @@ type repeated struct {
 	// behindOthers, when set, reports that the nodes queued the call
 	// behind clients that the next releases name (see queuePlace.behind).
 	behindOthers func() bool
+	// carrier, when set, offers the call's next attempt to go out with
+	// this client's releases that the call waits for (a permit's);
+	// carried: a release took it, and the next try collects it.
+	carrier carrier
+	carried bool
 }
 
-// try makes one attempt.
-func (r *repeated) try() (*Lock, error) { return r.attempt() }
+// carrier is what a call supplies whose attempt may go out with a release
+// of this client (see permitHandoff).
+type carrier interface {
+	// offer offers the next attempt, and returns the channel closed once
+	// a release sent it; nil when nothing is offered.
+	offer() <-chan struct{}
+	// withdraw takes the offer back, and reports whether no release had
+	// taken it.
+	withdraw() bool
+	// collect completes the attempt a release took.
+	collect() (*Lock, error)
+}
+
+// try makes one attempt, or collects the one a release carried.
+func (r *repeated) try() (*Lock, error) {
+	if r.carried {
+		r.carried = false
+		return r.carrier.collect()
+	}
+	return r.attempt()
+}
 
 // acquire tries once, or until it succeeds, the context ends or the retry
 // strategy gives up.
@@ -75,7 +100,15 @@ func (r *repeated) run(queued bool) (*Lock, error) {
 		r.listen()
 	}
 	defer func() { r.stop() }()
-	return retryLoop(r.ctx, r.cfg.retry, shape[*Lock](r), false)
+	lock, err := retryLoop(r.ctx, r.cfg.retry, shape[*Lock](r), false)
+	if r.carried {
+		// The call gave up as a release took its attempt with it: see it
+		// through, and release what it won.
+		if l, err := r.carrier.collect(); err == nil {
+			l.Release(context.WithoutCancel(r.ctx))
+		}
+	}
+	return lock, err
 }
 
 // listen starts listening for the releases of r's keys.
@@ -92,7 +125,7 @@ func (r *repeated) failed() {
 }
 
 // wait waits for a release announced to r, one in this client, or the
-// retry delay.
+// retry delay; a release of this client may take r's next attempt with it.
 func (r *repeated) wait(delay time.Duration) (live, named bool) {
 	var freed <-chan struct{}
 	stop := func() {}
@@ -100,7 +133,16 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 		freed, stop = r.freed()
 	}
 	defer stop()
-	return waitForRelease(r.ctx, r.wake, freed, nil, delay)
+	var sent <-chan struct{}
+	if r.carrier != nil {
+		sent = r.carrier.offer()
+	}
+	live, named = waitForRelease(r.ctx, r.wake, freed, sent, delay)
+	if sent != nil && !r.carrier.withdraw() {
+		r.carried = true // the release took the attempt with it
+		return true, false
+	}
+	return live, named
 }
 
 // behind reports that the nodes queued the call behind clients that the
