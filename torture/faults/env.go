@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/torture/cluster"
@@ -72,6 +73,27 @@ func (e *Env) instant(kind, target, detail string) {
 func (e *Env) grants() (<-chan history.Event, func()) {
 	return e.Rec.Subscribe(func(ev history.Event) bool {
 		return ev.Type == history.OK && ev.Op == history.OpAcquire && strings.HasPrefix(ev.Process, "worker-")
+	})
+}
+
+// writerGrants subscribes to granted acquisitions that are not a reader's:
+// a grant carries no mark of its kind, its invocation does (Event.Shared).
+func (e *Env) writerGrants() (<-chan history.Event, func()) {
+	var mu sync.Mutex
+	reading := map[string]bool{} // worker → its acquisition under way is a reader's
+	return e.Rec.Subscribe(func(ev history.Event) bool {
+		if ev.Op != history.OpAcquire || !strings.HasPrefix(ev.Process, "worker-") {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case history.Invoke:
+			reading[ev.Process] = ev.Shared
+		case history.OK:
+			return !reading[ev.Process]
+		}
+		return false
 	})
 }
 

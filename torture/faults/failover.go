@@ -51,6 +51,10 @@ type FailoverOnGrant struct {
 	// (cluster.Options.Sentinel): the master is killed and the fault waits
 	// until the Sentinel gives the replica as the master.
 	Sentinel bool
+	// Writers waits for a grant that is not a reader's (a read-write
+	// lock's rows): a reader's lock lost with the failover lets in only
+	// other readers, who share the name with it, and shows nothing.
+	Writers bool
 }
 
 // Name describes the fault.
@@ -65,6 +69,9 @@ func (f FailoverOnGrant) Name() string {
 	if f.GrantWait > 0 {
 		name += fmt.Sprintf(", or after %v without a grant", f.GrantWait)
 	}
+	if f.Writers {
+		name += ", a writer's grant only"
+	}
 	return name
 }
 
@@ -72,6 +79,10 @@ func (f FailoverOnGrant) Name() string {
 func (f FailoverOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error {
 	pair := env.Cluster.Pair(f.Node)
 	grants, cancel := env.grants()
+	if f.Writers {
+		cancel()
+		grants, cancel = env.writerGrants()
+	}
 	defer cancel()
 	for {
 		lagID, err := f.prepare(ctx, env, pair)

@@ -1,6 +1,10 @@
 package scenario
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/redlock-go/redlock/torture/faults"
+)
 
 // rwlockWorkers is the least number of workers in the "rwlock/" rows, of
 // which the last half are readers, so that readers often hold the name
@@ -28,5 +32,22 @@ var rwlocks = family{
 	apply: func(s *Scenario) {
 		s.Workers = max(s.Workers, rwlockWorkers)
 		s.Readers = s.Workers / 2
+		if next := s.Faults; next != nil {
+			s.Faults = func() []faults.Fault { return afterWriters(next()) }
+		}
 	},
+}
+
+// afterWriters makes each failover that follows a grant follow a writer's:
+// a reader's lock lost on the promoted replica lets in only readers, and a
+// row expected to be caught would show nothing (see
+// faults.FailoverOnGrant.Writers).
+func afterWriters(fs []faults.Fault) []faults.Fault {
+	for i, f := range fs {
+		if fo, ok := f.(faults.FailoverOnGrant); ok {
+			fo.Writers = true
+			fs[i] = fo
+		}
+	}
+	return fs
 }
