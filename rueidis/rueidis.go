@@ -209,41 +209,51 @@ func (c *Conn) Listen(ctx context.Context, subscribe, unsubscribe <-chan string,
 	dc, _ := client.Dedicate()
 	defer dc.Close()
 	messages := make(chan rueidis.PubSubMessage, 64)
-	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{
-		OnMessage: func(m rueidis.PubSubMessage) {
-			select {
-			case messages <- m:
-			case <-ctx.Done():
-			}
-		},
-		// A node's confirmation of a subscription is passed on as an
-		// empty message (see redlock.Listener).
+	lost := dc.SetPubSubHooks(pubSubHooks(ctx, messages))
+	return listenClassic(ctx, dc, lost, messages, subscribe, unsubscribe, onMessage)
+}
+
+// pubSubHooks hands what a dedicated connection receives to messages: its
+// messages, and a node's confirmation of a subscription as an empty
+// message (see redlock.Listener).
+func pubSubHooks(ctx context.Context, messages chan<- rueidis.PubSubMessage) rueidis.PubSubHooks {
+	pass := func(m rueidis.PubSubMessage) {
+		select {
+		case messages <- m:
+		case <-ctx.Done():
+		}
+	}
+	return rueidis.PubSubHooks{
+		OnMessage: pass,
 		OnSubscription: func(s rueidis.PubSubSubscription) {
-			if s.Kind != "subscribe" {
-				return
-			}
-			select {
-			case messages <- rueidis.PubSubMessage{Channel: s.Channel}:
-			case <-ctx.Done():
+			if s.Kind == "subscribe" {
+				pass(rueidis.PubSubMessage{Channel: s.Channel})
 			}
 		},
-	})
+	}
+}
+
+// listenClassic subscribes and unsubscribes dc by SUBSCRIBE and
+// UNSUBSCRIBE as asked, and passes on what it receives, until ctx ends or
+// the connection is lost.
+func listenClassic(ctx context.Context, dc rueidis.DedicatedClient, lost <-chan error, messages <-chan rueidis.PubSubMessage,
+	subscribe, unsubscribe <-chan string, onMessage func(channel, payload string)) error {
 	for {
+		var err error
 		select {
 		case ch := <-subscribe:
-			if err := dc.Do(ctx, dc.B().Subscribe().Channel(ch).Build()).Error(); err != nil {
-				return err
-			}
+			err = dc.Do(ctx, dc.B().Subscribe().Channel(ch).Build()).Error()
 		case ch := <-unsubscribe:
-			if err := dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error(); err != nil {
-				return err
-			}
+			err = dc.Do(ctx, dc.B().Unsubscribe().Channel(ch).Build()).Error()
 		case m := <-messages:
 			onMessage(m.Channel, m.Message)
-		case err := <-lost:
+		case err = <-lost:
 			return err
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
