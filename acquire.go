@@ -352,6 +352,14 @@ func (a *acquisition) wait(delay time.Duration) (live, named bool) {
 	return live, named
 }
 
+// keepPlace renews the client's place in the key's queue, while the call
+// listens for the key's releases.
+func (a *acquisition) keepPlace() {
+	if a.wake != nil && a.wake != wait.NoWakeup && a.place.since != "" {
+		a.c.keepPlaces(a.ctx, []string{a.key}, a.place.since)
+	}
+}
+
 // behind reports that the nodes queued this client behind others that the
 // next releases name, while it listens for them.
 func (a *acquisition) behind() bool {
@@ -453,6 +461,10 @@ type shape[T any] interface {
 	// succeed (see waitForRelease), and reports whether the context is
 	// still live and whether a release announcement named this client.
 	wait(delay time.Duration) (live, named bool)
+	// keepPlace renews, during a long wait, the call's places in the
+	// queues and the waiting marks of what it waits for, while it
+	// listens (see waitKeepingPlace).
+	keepPlace()
 	// behind reports that the nodes queued this client behind others that
 	// the next releases name: it is woken when its turn comes.
 	behind() bool
@@ -477,7 +489,7 @@ func retryLoop[T any](ctx context.Context, retry RetryStrategy, s shape[T], wait
 				return zero, gaveUp(lastErr, s)
 			}
 			var live bool
-			if live, named = s.wait(paced(delay, named, s.behind())); !live {
+			if live, named = waitKeepingPlace(s, paced(delay, named, s.behind())); !live {
 				return zero, withCause(gaveUp(lastErr, s), ctx)
 			}
 		}

@@ -302,9 +302,10 @@ func TestQueue_clientsBehindTheNextInLineTryRarely(t *testing.T) {
 	before := scriptCalls(t, cluster)
 	time.Sleep(1500 * time.Millisecond)
 	// Every 10 ms, the third would have tried about 150 times, each a
-	// script call on each of the 3 nodes.
-	if calls := (scriptCalls(t, cluster) - before) / 3; calls > 6 {
-		t.Errorf("the third in line tried about %d times in 1.5 s, want at most 6 (one every half second to second)", calls)
+	// script call on each of the 3 nodes. It tries 3 times at most, and
+	// the first two renew their places once a second, twice each at most.
+	if calls := (scriptCalls(t, cluster) - before) / 3; calls > 7 {
+		t.Errorf("%d script calls per node in 1.5 s, want at most 7: the third in line tries once every half second to second", calls)
 	}
 	if err := lock.Release(bg); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,9 @@ var ScriptSources = func() []string {
 // a lock key.
 func QueueKeys(key string) (queue, deadlines string) { return wire.QueueKeys(key) }
 
+// QueueLasts is how long a place in a key's queue lasts unrenewed.
+const QueueLasts = wire.QueueLasts
+
 // WaitingKey is the name of key's waiting mark, outside a Redis Cluster.
 func WaitingKey(key string) string { return wire.Layout{}.WaitingKey(key) }
 
@@ -211,3 +214,9 @@ var FunctionNames = func() map[string]string {
 	}
 	return names
 }()
+
+// KeepPlace renews this client's place in the queue of name, taken by a
+// call that began waiting at since (see keepPlaces).
+func (c *Client) KeepPlace(ctx context.Context, name, since string) {
+	c.keepPlaces(ctx, []string{c.opts.KeyPrefix + name}, since)
+}

@@ -92,6 +92,19 @@ func TestAcquireAll_crossingOrders(t *testing.T) {
 	checkHoldings(t, holdings)
 }
 
+// fenceCounters returns the fencing counters of keys on every node of
+// cluster, in one string.
+func fenceCounters(t *testing.T, cluster *redlocktest.Cluster, keys ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, n := range cluster.Nodes() {
+		for _, k := range keys {
+			b.WriteString(do(t, n, "GET", redlock.FenceKey(k)) + " ")
+		}
+	}
+	return b.String()
+}
+
 // scriptCalls returns how many scripts every node has run (EVAL, EVALSHA
 // and FCALL), by its command statistics.
 func scriptCalls(t *testing.T, cluster *redlocktest.Cluster) int {
@@ -165,11 +178,14 @@ func TestAcquireAll_allOrNothing(t *testing.T) {
 			}
 			got <- set
 		}()
-		time.Sleep(300 * time.Millisecond) // its first attempt failed, and settled
-		before := scriptCalls(t, cluster)
-		time.Sleep(700 * time.Millisecond)
-		if calls := scriptCalls(t, cluster) - before; calls != 0 {
-			t.Errorf("%d script calls while b stayed held: the waiter tries again without a release of b", calls)
+		// Each attempt takes the free a and c, and so moves their fencing
+		// counters; renewing its places in the queues, as it does every
+		// second, does not.
+		eventually(t, "the waiter listening for b", func() bool { return waiter.Listening("b") == 1 })
+		before := fenceCounters(t, cluster, "a", "c")
+		time.Sleep(1500 * time.Millisecond)
+		if after := fenceCounters(t, cluster, "a", "c"); after != before {
+			t.Errorf("fencing counters of a and c went from %q to %q while b stayed held: the waiter tries again without a release of b", before, after)
 		}
 		waitForKey(t, cluster, "a", "")
 		waitForKey(t, cluster, "c", "")

@@ -68,7 +68,9 @@ type Options struct {
 	// the clients the next release will wake waits between half a second
 	// and a second between attempts, if Retry gives less: the release that
 	// makes it one of those wakes it (see the package documentation, The
-	// algorithm).
+	// algorithm). A waiter whose pauses are longer than a second renews its
+	// place in line meanwhile, every second, without trying for the key,
+	// so that a release still wakes it.
 	Retry RetryStrategy
 	// KeyPrefix is prepended to every lock key on the wire. Default none, so
 	// that locks taken with redsync or node-redlock on the same key names

@@ -48,6 +48,9 @@ type repeated struct {
 	// carried: a release took it, and the next try collects it.
 	carrier carrier
 	carried bool
+	// keep, when set, renews the call's places in the queues, or the
+	// waiting marks, of the keys it waits for (shape.keepPlace).
+	keep func()
 }
 
 // carrier is what a call supplies whose attempt may go out with a release
@@ -145,6 +148,14 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 	return live, named
 }
 
+// keepPlace renews what the call waits with on the nodes, while it
+// listens: a permit's places in the queues, a reader's waiting mark.
+func (r *repeated) keepPlace() {
+	if r.keep != nil && r.wake != wait.NoWakeup {
+		r.keep()
+	}
+}
+
 // behind reports that the nodes queued the call behind clients that the
 // next releases name, while it listens for them: a permit's waiter; the
 // nodes keep no queue of readers.
@@ -189,6 +200,7 @@ func (c *Client) acquireShared(ctx context.Context, key string, cfg lockConfig, 
 		noteAttempt(call, lock, err)
 		return lock, err
 	}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, keys: func() []string { return []string{key} }, attempt: try}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, keys: func() []string { return []string{key} }, attempt: try,
+		keep: func() { c.keepMarks(ctx, []string{key}) }}
 	return r.acquire(once)
 }

@@ -111,12 +111,15 @@ func checkDeclaredOnly(t *testing.T, cluster, functions bool) {
 	if l = <-handedOver; l == nil {
 		t.Fatal("the handoff failed")
 	}
-	// A client that waits, queued on the nodes, until the key is free.
+	// A client that waits, queued on the nodes, until the key is free,
+	// and renews its place as a listening waiter does during a long
+	// retry delay (these connections do not listen).
 	waiter := acquireLater(other, key)
 	queue := redlock.QueueKeyIn(key, cluster)
 	// Not the count of the queue: the nodes may keep an entry of the
 	// first client, lapsed, from an attempt that met its release late.
 	eventually(t, "the waiter queued", func() bool { return do(t, nodes.Node(0), "ZSCORE", queue, other.ID()) != "" })
+	other.KeepPlace(ctx, key, do(t, nodes.Node(0), "ZSCORE", queue, other.ID()))
 	must("release by token", client.ReleaseToken(ctx, key, l.Token()))
 	if l = <-waiter; l == nil {
 		t.Fatal("the queued waiter failed")

@@ -91,6 +91,10 @@ var (
 	waitingSource string
 	//go:embed lua/listen.lua
 	listenSource string
+	//go:embed lua/enter_queue.lua
+	enterQueueSource string
+	//go:embed lua/keep_place.lua
+	keepPlaceSource string
 	//go:embed lua/list_scan.lua
 	listScanSource string
 	//go:embed lua/force_release.lua
@@ -120,8 +124,10 @@ var (
 	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
 		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc}}
-	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc, markWaitingFunc}}
+	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc, enterQueueFunc}}
 	markWaitingFunc   = &luaFunction{name: "markWaiting", source: waitingSource}
+	enterQueueFunc    = &luaFunction{name: "enterQueue", source: enterQueueSource, calls: []*luaFunction{markWaitingFunc}}
+	keepPlaceFunc     = &luaFunction{name: "keepPlace", source: keepPlaceSource, calls: []*luaFunction{enterQueueFunc}}
 	listenFunc        = &luaFunction{name: "listen", source: listenSource, calls: []*luaFunction{markWaitingFunc}}
 	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
 	publishFunc       = &luaFunction{name: "publish", source: publishSource}
@@ -199,6 +205,9 @@ var (
 	// ListenScript sets a key's waiting mark for an observer that listens
 	// for its releases (Election.Observe).
 	ListenScript = newScript(listenFunc)
+	// KeepPlaceScript renews a waiting client's place in a key's queue
+	// between attempts further apart than the place lasts.
+	KeepPlaceScript = newScript(keepPlaceFunc)
 	// ShardedForceReleaseScript is ForceReleaseScript on a Redis Cluster
 	// node: it announces by SPUBLISH.
 	ShardedForceReleaseScript = newScript(shardedForceReleaseFunc)
@@ -206,7 +215,8 @@ var (
 	// BatchScript runs the requests of several calls to one node in one
 	// script call; see pipe.
 	BatchScript = newBatchScript(AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript,
-		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript)
+		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript,
+		KeepPlaceScript)
 )
 
 // withClusterVariant sets the script to run instead of s on a Redis Cluster
@@ -285,7 +295,7 @@ func definitions(fns ...*luaFunction) string {
 
 // Scripts are all the library's scripts, the batch script last.
 var Scripts = []*Script{AcquireScript, QueuedAcquireScript, AcquireSharedScript, ReleaseScript, ShardedReleaseScript,
-	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, BatchScript}
+	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, KeepPlaceScript, BatchScript}
 
 // Name returns the name of the function of lua/ that the script runs, or
 // "batch" for the batch script.

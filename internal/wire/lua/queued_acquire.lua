@@ -37,15 +37,7 @@
 -- enqueue puts or keeps the caller in the key's queue (see queuedAcquire)
 -- and returns its place there.
 local function enqueue(KEYS, ARGV, k, a)
-	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
-	local lasts = tonumber(ARGV[a + 8])
-	redis.call("ZADD", queue, ARGV[a + 7], id)
-	redis.call("HSET", deadlines, id, string.format("%.0f", tonumber(ARGV[a + 5]) + lasts))
-	local ms = math.ceil(lasts / 1000)
-	redis.call("PEXPIRE", queue, ms)
-	redis.call("PEXPIRE", deadlines, ms)
-	markWaiting(KEYS[k + 7], ms)
-	return redis.call("ZRANK", queue, id)
+	return enterQueue(KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], ARGV[a + 6], ARGV[a + 7], ARGV[a + 5], ARGV[a + 8])
 end
 
 -- setAcquire is queuedAcquire for a waiter for a set of keys: it queues
