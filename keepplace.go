@@ -10,12 +10,17 @@ import (
 
 // A waiter's place in a key's queue, and the key's waiting mark, last
 // wire.QueueLasts after its last refused attempt (and the mark a second
-// more). A waiter that listens for releases and whose retry strategy
-// pauses longer than that renews them during the pause, every
-// keepPlaceEvery, without trying for the key (lua/keep_place.lua): it
-// keeps its place in line, the key's releases still name it and wake it,
-// whatever its retry delay, and every attempt is one its strategy asked
-// for.
+// more). A waiter for a mutex, or a reader, that listens for releases and
+// whose retry strategy pauses longer than that renews them during the
+// pause, every keepPlaceEvery, without trying for the key
+// (lua/keep_place.lua): it keeps its place in line, the key's releases
+// still name it and wake it, whatever its retry delay, and every attempt
+// is one its strategy asked for. A release that names it also names the
+// next in line, and the nodes give a free mutex to any waiter's attempt
+// after its first, so that a waiter that sleeps through a lost wake-up
+// keeps the key from nobody. Not so the waiters for a set of keys or for
+// a permit, for whom the nodes keep a free key: they renew nothing, and
+// their places lapse with their retry pauses.
 
 // keepPlaceEvery is how often a listening waiter renews its places during
 // a long pause: well within wire.QueueLasts, so that a slow round trip

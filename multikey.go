@@ -198,13 +198,10 @@ func (m *multiAcquisition) wait(delay time.Duration) (live, named bool) {
 	return waitForRelease(m.ctx, m.wake, nil, nil, delay)
 }
 
-// keepPlace renews the call's places in the keys' queues, while it
-// listens for their releases.
-func (m *multiAcquisition) keepPlace() {
-	if m.wake != nil && m.wake != wait.NoWakeup && m.places != nil {
-		m.c.keepPlaces(m.ctx, m.keys, m.places[0].since)
-	}
-}
+// keepPlace does nothing: the nodes keep a free key for the first set
+// waiter in line, and one whose wake-up was lost would keep it from
+// everyone until its next attempt (see keepplace.go).
+func (m *multiAcquisition) keepPlace() {}
 
 // failed does nothing: try listens for the refused keys before it releases
 // the granted ones.

@@ -68,9 +68,11 @@ type Options struct {
 	// the clients the next release will wake waits between half a second
 	// and a second between attempts, if Retry gives less: the release that
 	// makes it one of those wakes it (see the package documentation, The
-	// algorithm). A waiter whose pauses are longer than a second renews its
-	// place in line meanwhile, every second, without trying for the key,
-	// so that a release still wakes it.
+	// algorithm). A waiter for a mutex, or a reader, whose pauses are longer
+	// than a second renews its place in line meanwhile, every second,
+	// without trying for the key, so that a release still wakes it; a
+	// waiter for a permit or a set of keys does not, and loses its place
+	// during pauses over two seconds.
 	Retry RetryStrategy
 	// KeyPrefix is prepended to every lock key on the wire. Default none, so
 	// that locks taken with redsync or node-redlock on the same key names

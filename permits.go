@@ -82,7 +82,6 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 	if !once {
 		r.behindOthers = p.behind
 		r.carrier = p
-		r.keep = p.keepPlaces
 		p.wokenBy = func() string { return r.wake.From() }
 	}
 	lock, err := r.acquire(once)
@@ -112,13 +111,6 @@ func (p *permits) granted(i int) {
 		return
 	}
 	go p.c.leaveQueues(p.ctx, others, p.places[i].since, p.cfg.ttl)
-}
-
-// keepPlaces renews the call's places in the queues its tries entered.
-func (p *permits) keepPlaces() {
-	if keys := p.queuedKeys(-1); len(keys) > 0 {
-		p.c.keepPlaces(p.ctx, keys, p.places[0].since)
-	}
 }
 
 // queuedKeys returns the keys of the permits whose queues the call's tries

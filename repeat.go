@@ -48,8 +48,8 @@ type repeated struct {
 	// carried: a release took it, and the next try collects it.
 	carrier carrier
 	carried bool
-	// keep, when set, renews the call's places in the queues, or the
-	// waiting marks, of the keys it waits for (shape.keepPlace).
+	// keep, when set, renews the waiting marks of the keys the call waits
+	// for (shape.keepPlace).
 	keep func()
 }
 
@@ -149,7 +149,8 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 }
 
 // keepPlace renews what the call waits with on the nodes, while it
-// listens: a permit's places in the queues, a reader's waiting mark.
+// listens: a reader's waiting mark. A permit's waiter renews nothing, as
+// a set's waiter (see multiAcquisition.keepPlace).
 func (r *repeated) keepPlace() {
 	if r.keep != nil && r.wake != wait.NoWakeup {
 		r.keep()
