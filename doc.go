@@ -178,7 +178,9 @@
 // (the key has no waiting mark, which every waiting client sets) a
 // release reads no queue and announces nothing. A client queued behind the
 // ones the next release names tries only every half second to second
-// meanwhile, whatever Options.Retry says. A jittered retry
+// meanwhile, whatever Options.Retry says; one whose retry pauses are
+// longer than that renews its place every second without trying, so
+// that the release that makes it next still names it. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
 //
 // A node that stops answering costs bounded memory: its queue of calls has
