@@ -44,7 +44,12 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*
 // votes, a failed attempt returns only once every node has answered it and
 // its clean-up, or the per-node timeout passed, and, when the key was held
 // on a node, after a random pause of up to twice what the attempt took,
-// within the per-node timeout from the call. While a goroutine of the
+// within the per-node timeout from the call. After a split vote (some
+// nodes granted the attempt, others held the key for another), the client
+// that the first node granted tries again at once, and the others make no
+// attempt on the key for one to three times what theirs took: a call
+// within that time waits it out, within the per-node timeout, and fails
+// with ErrNotAcquired without asking the nodes. While a goroutine of the
 // Client is in TryAcquire on a key, the others calling TryAcquire on it
 // make no attempt of their own: they wait for that one to end and fail
 // with ErrNotAcquired, whether it won or not, with a *QuorumError of what
@@ -101,6 +106,9 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 // or not. They try, one of them first, only after an attempt that its
 // caller's context cut short, which says nothing of the key.
 func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, call *telemetry.Call) (*Lock, error) {
+	if left := c.tryPacing.left(key); left > 0 {
+		return nil, c.pacedOut(ctx, key, left, cfg.ttl)
+	}
 	for {
 		other := c.waiters.StartTry(key)
 		if other == nil {
@@ -119,7 +127,8 @@ func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, cal
 	lock, err := c.tryAttempt(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
 	failFast(err)
 	if lock == nil && heldOnANode(err) {
-		c.pauseAfterTry(ctx, time.Since(start), cfg.ttl)
+		took := time.Since(start)
+		c.pauseAfterTry(ctx, took, c.splitPause(key, took, err), cfg.ttl)
 	}
 	cut := lock == nil && ctx.Err() != nil
 	c.waiters.EndTry(key, func() any { return newSharedTry(key, lock, err, cut, c.quorum) })
@@ -128,9 +137,9 @@ func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, cal
 }
 
 // pauseAfterTry pauses a TryAcquire whose attempt, which took took with
-// its clean-up, a node refused because the key is held: for a random time
-// up to tryPauses times took, or until ctx ends, but never past the node
-// timeout from the call's start, so that the call keeps its bound.
+// its clean-up, a node refused because the key is held: for pause (see
+// splitPause), or until ctx ends, but never past the node timeout from the
+// call's start, so that the call keeps its bound.
 // It is the random delay that Redlock prescribes after a failed attempt,
 // so that clients trying for one key stop meeting each other, which a
 // caller looping on TryAcquire does not make. Without it, a crowd of such
@@ -139,12 +148,12 @@ func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, cal
 // one finds a majority of nodes free. The goroutines of this client that
 // share the attempt wait for the pause too, and the client's next attempt
 // follows it.
-func (c *Client) pauseAfterTry(ctx context.Context, took, ttl time.Duration) {
-	left := c.nodeTimeout(ttl) - took
+func (c *Client) pauseAfterTry(ctx context.Context, took, pause, ttl time.Duration) {
+	left := min(c.nodeTimeout(ttl)-took, pause)
 	if left <= 0 {
 		return
 	}
-	t := nodes.GetTimer(randomBetween(0, min(tryPauses*took, left)))
+	t := nodes.GetTimer(left)
 	defer nodes.PutTimer(t)
 	select {
 	case <-t.C:

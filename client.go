@@ -36,6 +36,9 @@ type Client struct {
 	// permitOffers are the attempts of goroutines waiting for permits,
 	// offered to the releases of the permits held here (permitHandoff).
 	permitOffers wait.Offers
+	// tryPacing holds this client's TryAcquire back from keys whose votes
+	// split (trypace.go).
+	tryPacing tryPacing
 	finish       finishers   // releases finished in the background
 	keys         wire.Layout // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key

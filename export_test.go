@@ -220,3 +220,16 @@ var FunctionNames = func() map[string]string {
 func (c *Client) KeepPlace(ctx context.Context, name, since string) {
 	c.keepPlaces(ctx, []string{c.opts.KeyPrefix + name}, since)
 }
+
+// PaceAfterSplit sets this client's pause on name as after its TryAcquire
+// of name, which took took, failed with err (see splitPause), and returns
+// the pause.
+func (c *Client) PaceAfterSplit(name string, took time.Duration, err error) time.Duration {
+	return c.splitPause(c.opts.KeyPrefix+name, took, err)
+}
+
+// PacedFor returns how long this client's TryAcquire of name is still to
+// make no attempt.
+func (c *Client) PacedFor(name string) time.Duration {
+	return c.tryPacing.left(c.opts.KeyPrefix + name)
+}
