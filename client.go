@@ -39,8 +39,8 @@ type Client struct {
 	// tryPacing holds this client's TryAcquire back from keys whose votes
 	// split (trypace.go).
 	tryPacing tryPacing
-	finish       finishers   // releases finished in the background
-	keys         wire.Layout // the names of the keys kept beside each lock key
+	finish    finishers   // releases finished in the background
+	keys      wire.Layout // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key
 	// (see wire.QueueKeys): random, URL-safe base64.
 	id string
