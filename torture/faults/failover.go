@@ -51,6 +51,12 @@ type FailoverOnGrant struct {
 	// (cluster.Options.Sentinel): the master is killed and the fault waits
 	// until the Sentinel gives the replica as the master.
 	Sentinel bool
+	// Recut, when positive, bounds the wait for a grant once the link is
+	// cut (Lagging): past it, the link is healed, and cut again once the
+	// replica caught up. A Sentinel promotes no replica whose link was
+	// down for ten times its down-after before its master went down, and
+	// grants may come seldom (Writers).
+	Recut time.Duration
 	// Writers waits for a grant that is not a reader's (a read-write
 	// lock's rows): a reader's lock lost with the failover lets in only
 	// other readers, who share the name with it, and shows nothing.
@@ -68,6 +74,9 @@ func (f FailoverOnGrant) Name() string {
 	}
 	if f.GrantWait > 0 {
 		name += fmt.Sprintf(", or after %v without a grant", f.GrantWait)
+	}
+	if f.Recut > 0 {
+		name += fmt.Sprintf(", the link healed and cut again after %v without a grant", f.Recut)
 	}
 	if f.Writers {
 		name += ", a writer's grant only"
@@ -89,9 +98,15 @@ func (f FailoverOnGrant) Run(ctx context.Context, env *Env, _ *rand.Rand) error 
 		if err != nil || ctx.Err() != nil {
 			return errors.Join(err, f.heal(env, pair, lagID))
 		}
-		ev, fresh, ok := f.awaitGrant(ctx, grants)
+		ev, fresh, ok := f.awaitGrant(ctx, grants, lagID)
 		if !ok {
 			return f.heal(env, pair, lagID)
+		}
+		if !fresh && f.recuts(lagID) {
+			if err := f.heal(env, pair, lagID); err != nil {
+				return err
+			}
+			continue // cut too long: the replica would not be promoted
 		}
 		if err := f.failover(env, pair, ev, fresh); err != nil {
 			return errors.Join(err, f.heal(env, pair, lagID))
@@ -137,10 +152,11 @@ func (f FailoverOnGrant) prepare(ctx context.Context, env *Env, pair *cluster.Pa
 }
 
 // awaitGrant drops the grants seen so far and waits for the next one, or
-// for GrantWait when positive; ok is false when ctx ended first. fresh is
-// false when GrantWait passed without a grant; ev is then the last grant
+// for GrantWait when positive, or for Recut when positive and the link is
+// cut (lagID not 0); ok is false when ctx ended first. fresh is false when
+// GrantWait or Recut passed without a grant; ev is then the last grant
 // dropped, if any.
-func (f FailoverOnGrant) awaitGrant(ctx context.Context, grants <-chan history.Event) (ev history.Event, fresh, ok bool) {
+func (f FailoverOnGrant) awaitGrant(ctx context.Context, grants <-chan history.Event, lagID int64) (ev history.Event, fresh, ok bool) {
 	for drained := false; !drained; {
 		select {
 		case ev = <-grants:
@@ -149,8 +165,8 @@ func (f FailoverOnGrant) awaitGrant(ctx context.Context, grants <-chan history.E
 		}
 	}
 	var timeout <-chan time.Time
-	if f.GrantWait > 0 {
-		t := time.NewTimer(f.GrantWait)
+	if wait := f.grantWait(lagID); wait > 0 {
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -162,6 +178,23 @@ func (f FailoverOnGrant) awaitGrant(ctx context.Context, grants <-chan history.E
 	case <-timeout:
 		return ev, false, true
 	}
+}
+
+// grantWait returns how long awaitGrant waits for a grant, or 0 for as
+// long as it takes: GrantWait, and Recut while the link is cut, whichever
+// is shorter.
+func (f FailoverOnGrant) grantWait(lagID int64) time.Duration {
+	if f.recuts(lagID) {
+		return f.Recut
+	}
+	return f.GrantWait
+}
+
+// recuts reports whether the wait for a grant ends with a new cut, rather
+// than with a failover, when no grant came: Recut is set, shorter than
+// GrantWait if that is, and the link is cut (lagID not 0).
+func (f FailoverOnGrant) recuts(lagID int64) bool {
+	return lagID != 0 && f.Recut > 0 && (f.GrantWait <= 0 || f.Recut < f.GrantWait)
 }
 
 // failover kills the master, promotes the replica and records what the

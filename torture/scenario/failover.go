@@ -68,7 +68,12 @@ func failovers() (holds, caught []Scenario) {
 // sentinelDuration leaves time for two rounds of a cut, a grant, a
 // failover and a rejoin.
 const (
-	sentinelTTL      = 4 * time.Second
+	sentinelTTL = 4 * time.Second
+	// sentinelRecut is how long the link stays cut past a TTL before it is
+	// cut anew without a grant: the Sentinel (down-after 1 s, see
+	// cluster.sentinelDownAfter) promotes no replica cut off for ten
+	// seconds, and the kill and the promotion take a second or two.
+	sentinelRecut    = 4 * time.Second
 	sentinelThinkMin = 3 * time.Second
 	sentinelThinkMax = 3500 * time.Millisecond
 	sentinelDuration = 20 * time.Second
@@ -87,7 +92,7 @@ func sentinelFailovers() (holds, caught Scenario) {
 			"the quarantine sees another process and keeps it from voting",
 		Replicas: true, Sentinel: []int{2},
 		TTL: sentinelTTL, Duration: sentinelDuration, ThinkMin: sentinelThinkMin, ThinkMax: sentinelThinkMax,
-		Faults: failover(faults.FailoverOnGrant{Sentinel: true, Lagging: true, CutFor: sentinelTTL}),
+		Faults: failover(faults.FailoverOnGrant{Sentinel: true, Lagging: true, CutFor: sentinelTTL, Recut: sentinelRecut}),
 	}
 	caught = holds
 	caught.Name += "/no-quarantine"
