@@ -196,7 +196,7 @@ func checkNetworkAndCrowd(t *testing.T, rep *report.Report, md string) {
 		if c.Try {
 			try++
 		}
-		if c.Clients > 0 {
+		if c.Clients > 0 && c.Mutex() {
 			crowd++
 			if c.Clients != smokeCrowd || c.Workers != smokeCrowd || !c.Handoffs {
 				t.Errorf("%s: %d clients, %d goroutines, handoffs %v; want %d, %d, true", c.ID, c.Clients, c.Workers, c.Handoffs, smokeCrowd, smokeCrowd)
@@ -243,7 +243,7 @@ func checkLockKinds(t *testing.T, rep *report.Report, targets []report.Target, m
 			checkReadersWriters(t, rep, c.ID)
 		}
 	}
-	if want := []string{"semaphore-1", "semaphore-5", "rwlock-1", "rwlock-5"}; strings.Join(ids, " ") != strings.Join(want, " ") {
+	if want := []string{"semaphore-1", "semaphore-5", "semclients-1", "rwlock-1", "rwlock-5"}; strings.Join(ids, " ") != strings.Join(want, " ") {
 		t.Errorf("semaphore and read-write cases %v, want %v", ids, want)
 	}
 	for _, l := range rep.Libraries {

@@ -44,6 +44,10 @@ const (
 	// four goroutines for each permit keep every one contended.
 	lockKindWorkers = 16
 	semaphoreLimit  = 4
+	// semaphoreClients are the clients that share the lockKindWorkers
+	// goroutines in the case of several clients on one semaphore, as
+	// separate processes would.
+	semaphoreClients = 4
 	// writeEvery makes one cycle in this many a writer's on the read-write
 	// lock: 10% writers, 90% readers, a read-mostly resource.
 	writeEvery = 10
@@ -82,6 +86,7 @@ func cases(sz sizes) []benchCase {
 	}
 	crowd := strconv.Itoa(sz.crowd) + " clients"
 	lk, permits := strconv.Itoa(lockKindWorkers), strconv.Itoa(semaphoreLimit)
+	semClients := strconv.Itoa(semaphoreClients) + " clients"
 	workloads := []struct {
 		id, title, short string
 		work             runner.Case
@@ -95,6 +100,8 @@ func cases(sz sizes) []benchCase {
 		{"crowd", crowd + ", one shared key", crowd + "\non one key", crowdCase(sz.crowd), sz.crowd, loopback[:2]},
 		{"tryloop", crowd + " looping one attempt, one shared key", crowd + "\ntrying one key", tryLoopCase(sz.crowd), sz.crowd, loopback[1:2]},
 		{"semaphore", lk + " goroutines, a semaphore of " + permits + " permits", lk + " on " + permits + " permits", lockKindCase(semaphoreLimit, 0), 0, loopback[:2]},
+		{"semclients", lk + " goroutines over " + semClients + ", a semaphore of " + permits + " permits",
+			lk + " over " + semClients + "\non " + permits + " permits", lockKindCase(semaphoreLimit, 0), semaphoreClients, loopback[:1]},
 		{"rwlock", lk + " goroutines, a read-write lock, 1 cycle in " + strconv.Itoa(writeEvery) + " writes", lk + " on RW lock", lockKindCase(0, writeEvery), 0, loopback[:2]},
 	}
 	var cs []benchCase

@@ -143,6 +143,9 @@ func substituteTargets(rep *report.Report, ours []string) []report.Target {
 		} {
 			ts = append(ts, rep.Versus("one client's goroutines, against a peer's substitute: grants/s", c.id, o, c.peer, report.RateMetric))
 		}
+		for _, m := range []report.Metric{report.RateMetric, report.ServerCPUMetric} {
+			ts = append(ts, rep.Versus("several clients' goroutines, against a peer's substitute: "+m.Name, "semclients-1", o, bsmRedislock, m))
+		}
 	}
 	return ts
 }

@@ -21,7 +21,7 @@ func (r *Report) writeLockKinds(b *strings.Builder) {
 	if len(sem)+len(rw) == 0 {
 		return
 	}
-	b.WriteString("\n### Semaphores and read-write locks\n\nOne client's goroutines on one name, each looping: acquire " +
+	b.WriteString("\n### Semaphores and read-write locks\n\nOne client's goroutines on one name (several clients' where said), each looping: acquire " +
 		"(blocking, the library's own way of waiting), a tiny hold, release. Only redlock has semaphores and " +
 		"read-write locks; the peers run the nearest substitute they offer (column \"how\"). Wait: in acquire. " +
 		"Timed out: acquisitions begun in the measured window that reached their deadline.\n")
@@ -37,6 +37,12 @@ func (r *Report) writeSemaphores(b *strings.Builder, cs []Case) {
 	fmt.Fprintf(b, "\nA semaphore of %d permits, for %d goroutines. Hand-made: a mutex per permit (`name:permit:i`), each "+
 		"tried once without waiting, in turn from a random one on; when all are held, the retry delay of the other "+
 		"cases, then all again.\n\n", cs[0].Limit, cs[0].Workers)
+	for _, c := range cs {
+		if c.Clients > 0 {
+			fmt.Fprintf(b, "In `%s` the goroutines are spread over %d clients, as over %d processes; "+
+				"each client has its own connections.\n\n", c.ID, c.Clients, c.Clients)
+		}
+	}
 	b.WriteString("| case | library | how | grants/s | p50 wait | p99 wait | max wait | timed out | errors |\n" +
 		"|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range cs {

@@ -137,7 +137,7 @@ func (r *Report) writeNetwork(b *strings.Builder) {
 func (r *Report) writeCrowd(b *strings.Builder) {
 	header := false
 	for _, c := range r.Cases {
-		if c.Clients == 0 || !c.Handoffs {
+		if c.Clients == 0 || !c.Handoffs || !c.Mutex() {
 			continue
 		}
 		if !header {
