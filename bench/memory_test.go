@@ -50,13 +50,19 @@ func TestMemory_namesLeftBehind(t *testing.T) {
 // checkResidue checks that row's library went through its names, and what
 // two libraries leave right after their releases: redlock's fencing
 // counters, nothing from bsm/redislock.
+// An acquisition sets its counter on the nodes that granted it, a quorum
+// at least (a node whose request was cut under load may have none), so
+// redlock leaves from a quorum's share to one key per name and node.
 func checkResidue(t *testing.T, row report.MemoryRow, names int64) {
 	t.Helper()
+	quorumShare := float64(row.Nodes/2+1) / float64(row.Nodes)
+	granted := float64(names-row.Errors) / float64(names)
 	switch {
 	case row.NA != "" || row.Errors*maxErrorShare > names:
 		t.Errorf("%s: not run (%s) or %d errors (last: %s)", row.Library, row.NA, row.Errors, row.LastError)
-	case row.Library == "redlock/goredis" && row.KeysPerNameAfterRelease < 0.9:
-		t.Errorf("%s: %.3f keys per name right after the release, want its fencing counter", row.Library, row.KeysPerNameAfterRelease)
+	case row.Library == "redlock/goredis" && (row.KeysPerNameAfterRelease < quorumShare*granted || row.KeysPerNameAfterRelease > 1):
+		t.Errorf("%s: %.3f keys per name and node right after the release, want its fencing counter on %.3f to 1 (a quorum of the nodes at least)",
+			row.Library, row.KeysPerNameAfterRelease, quorumShare*granted)
 	case row.Library == "bsm/redislock" && row.KeysPerNameAfterRelease != 0:
 		t.Errorf("%s: %.3f keys per name after its releases", row.Library, row.KeysPerNameAfterRelease)
 	}

@@ -236,6 +236,7 @@ func (s *session) runRound(ctx context.Context, c benchCase, e *entry, round int
 	res, err := runner.Run(ctx, e.ds, c.work, runner.Options{
 		Warmup:      warmup,
 		Duration:    s.cfg.duration / time.Duration(s.cfg.rounds),
+		MinCycles:   1,
 		KeyPrefix:   "bench:" + strconv.Itoa(s.seq) + ":",
 		ServerCPU:   s.servers.CPU,
 		Connections: s.servers.Connections,

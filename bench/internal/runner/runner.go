@@ -81,6 +81,10 @@ type Options struct {
 	Warmup time.Duration
 	// Duration is the measured window.
 	Duration time.Duration
+	// MinCycles, if set, extends the window past Duration until that many
+	// cycles have been counted in it, for at most Duration again plus
+	// maxExtension: a window too short for one cycle measures nothing.
+	MinCycles int64
 	// KeyPrefix starts every lock name, so that runs never see each other's
 	// keys.
 	KeyPrefix string
@@ -285,7 +289,7 @@ func Run(ctx context.Context, ds []drivers.Driver, c Case, o Options) (Result, e
 	}
 	before := snapshot(ctx, o, false)
 	flags.measuring.Store(true)
-	completed := pause(ctx, o.Duration)
+	completed := pause(ctx, o.Duration) && awaitCycles(ctx, &flags, o)
 	flags.measuring.Store(false)
 	after := snapshot(ctx, o, true)
 	finish()
@@ -295,9 +299,30 @@ func Run(ctx context.Context, ds []drivers.Driver, c Case, o Options) (Result, e
 	return collect(workers, before, after), nil
 }
 
+// maxExtension bounds how long past twice its Duration a window waits
+// for its MinCycles.
+const maxExtension = 5 * time.Second
+
+// extensionPoll is how often an extended window checks its count.
+const extensionPoll = 5 * time.Millisecond
+
+// awaitCycles waits until flags count o.MinCycles cycles, ctx ends, or
+// the extension's bound passes; it reports false only if ctx ended.
+func awaitCycles(ctx context.Context, flags *runFlags, o Options) bool {
+	deadline := time.Now().Add(o.Duration + maxExtension)
+	for flags.counted.Load() < o.MinCycles && time.Now().Before(deadline) {
+		if !pause(ctx, extensionPoll) {
+			return false
+		}
+	}
+	return true
+}
+
 // runFlags tell the goroutines of a run when to count and when to stop.
 type runFlags struct {
 	measuring, stop atomic.Bool
+	// counted is how many cycles the goroutines have counted so far.
+	counted atomic.Int64
 	// holder is the goroutine that took a shared plain lock last, plus one
 	// (0 before the first grant).
 	holder atomic.Int64
@@ -379,6 +404,7 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 			continue
 		}
 		w.record(c, t, write)
+		flags.counted.Add(1)
 	}
 }
 

@@ -93,3 +93,35 @@ func TestRun_againIsNotCountedWithoutOneSharedLock(t *testing.T) {
 		t.Errorf("%d cycles, %d counted again; want cycles and none again", r.Cycles, r.Again)
 	}
 }
+
+// slowLock is an in-process lock whose every Acquire takes d: a cycle
+// longer than the runner's window.
+type slowLock struct{ d time.Duration }
+
+func (l slowLock) Acquire(ctx context.Context, _ string) (any, error) {
+	t := time.NewTimer(l.d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (slowLock) Release(context.Context, any) error { return nil }
+
+func (slowLock) Close() {}
+
+// TestRun_minCyclesExtendsTheWindow checks that a window shorter than a
+// cycle is extended until it has counted MinCycles cycles.
+func TestRun_minCyclesExtendsTheWindow(t *testing.T) {
+	o := Options{Warmup: time.Millisecond, Duration: 10 * time.Millisecond, MinCycles: 2, KeyPrefix: "t:"}
+	r, err := Run(context.Background(), []drivers.Driver{slowLock{40 * time.Millisecond}}, Case{Workers: 1, Keys: KeyPerWorker}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cycles < 2 || r.Elapsed < 40*time.Millisecond {
+		t.Errorf("%d cycles in %v, want at least 2 in a window extended past one cycle", r.Cycles, r.Elapsed)
+	}
+}
