@@ -38,6 +38,7 @@ const (
 // lock again after the move, once the moved slot has sat out its recovery
 // delay on its new master.
 func TestRedisCluster_reshardUnderLoad(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, RecoveryDelay: 2 * time.Second}
 	moving := []string{"{moving}.a", "{moving}.b"}

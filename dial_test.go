@@ -271,6 +271,7 @@ func TestDial_tlsToAPlaintextPort(t *testing.T) {
 // A Redis Cluster given as one node URL, by a seed and an addr parameter,
 // locks with either adapter.
 func TestDial_redisClusterURL(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	url := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
 	forEachDialer(t, func(t *testing.T, d dialer) {

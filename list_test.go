@@ -131,6 +131,7 @@ func TestList_nodeDown(t *testing.T) {
 
 // Over a Redis Cluster, List scans every master.
 func TestList_redisCluster(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {

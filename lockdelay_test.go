@@ -175,6 +175,7 @@ func awaitDelayedOnNodes(t *testing.T, c *redlock.Client, lock *redlock.Lock, tt
 // On a Redis Cluster as one node, the delay is on the key's shard, and a
 // release still frees the lock at once.
 func TestWithLockDelay_redisCluster(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {

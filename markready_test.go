@@ -107,6 +107,7 @@ func TestMarkReady_scriptRefusesANodeChangedSinceTheCheck(t *testing.T) {
 // when the shard that holds a lock's slot restarts empty in two clusters,
 // MarkReady(false) marks nothing and names the slots and the clusters.
 func TestMarkReady_redisClusterJudgesEachSlot(t *testing.T) {
+	t.Parallel()
 	var conns []redlock.Conn
 	var clusters []*redlocktest.Cluster
 	for range 3 {

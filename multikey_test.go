@@ -362,6 +362,7 @@ func checkExpiryAndRenewal(t *testing.T, client *redlock.Client, names []string)
 // is acquired, excludes other sets that share a key, and is released; a
 // waiting AcquireAll is woken by the release of a key in another slot.
 func TestAcquireAll_redisCluster(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	names := []string{"job", "user:{42}:cart", "x", "y", "z"}
 	if n := mastersOf(t, cluster, names); n < 2 {

@@ -38,6 +38,7 @@ func failsFast(t *testing.T, conns []redlock.Conn, key, cause string) {
 
 // A node that is a replica (READONLY) fails Acquire at once.
 func TestAcquire_replicaFailsFast(t *testing.T) {
+	t.Parallel()
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		_, replica := masterWithReplica(t)
 		failsFast(t, a.conns(t, replica.Addrs()), "job", "READONLY")
@@ -47,6 +48,7 @@ func TestAcquire_replicaFailsFast(t *testing.T) {
 // A replica of Redis 6.2, whose script errors wrap the READONLY of the
 // script's write, fails Acquire at once too.
 func TestAcquire_redis62ReplicaFailsFast(t *testing.T) {
+	t.Parallel()
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		_, replica := masterWithReplica(t)
 		conns := a.conns(t, replica.Addrs())

@@ -56,6 +56,7 @@ func clusterClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testin
 // stray braces) with fencing, refusal, extension, inspection, release and a
 // waiter in another client woken by the release, over both adapters.
 func TestRedisCluster_locksWithEveryFeature(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {
@@ -121,6 +122,7 @@ func lockOnCluster(t *testing.T, c *redlock.Client, key string) {
 // A shard master that restarts empty sits out the recovery delay for the
 // keys of its slots, while the other masters' keys lock as before.
 func TestRedisCluster_restartedShardMasterSitsOut(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	opts := &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, RecoveryDelay: 5 * time.Second}
 	c := clusterClient(t, cluster, clusterAdapters[0].conn, opts)
@@ -173,6 +175,7 @@ func retryingOnCluster(c *redlock.Client, key string) (*redlock.Lock, error) {
 // Concurrent calls on keys of many slots share script calls only within a
 // slot: no request fails with CROSSSLOT, over both adapters.
 func TestRedisCluster_concurrentKeysOfManySlots(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {
@@ -213,6 +216,7 @@ func TestRedisCluster_concurrentKeysOfManySlots(t *testing.T) {
 // out the recovery delay on its new master (another process), and locks
 // again after it.
 func TestRedisCluster_reshardedSlotKeepsItsLock(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	opts := &redlock.Options{TTL: 5 * time.Second, NodeTimeout: 500 * time.Millisecond, RecoveryDelay: 6 * time.Second}
 	holder := clusterClient(t, cluster, clusterAdapters[0].conn, opts)
@@ -277,6 +281,7 @@ func migrateSlot(t *testing.T, slot int, from, to *redlocktest.Node) {
 // grants the lock, a cluster that is down costs one vote, and fencing
 // tokens keep increasing.
 func TestRedisCluster_redlockOverThreeClusters(t *testing.T) {
+	t.Parallel()
 	var conns []redlock.Conn
 	var clusters []*redlocktest.Cluster
 	for range 3 {

@@ -30,6 +30,7 @@ const (
 // announced by SPUBLISH, wakes it. Over both adapters. Redis 7.0 and later
 // (TestRedisCluster_wakeUpsWithoutShardedPubSub covers the others).
 func TestRedisCluster_waiterWokenByShardedPubSub(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	needShardedPubSub(t, cluster)
 	for _, a := range clusterAdapters {
@@ -85,6 +86,7 @@ func publishesSent(t *testing.T, n *redlocktest.Node) int {
 // each channel on its own master (any node, by SUBSCRIBE, before Redis
 // 7.0), and each release wakes its waiter.
 func TestRedisCluster_waitersOnEveryMasterWoken(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {
@@ -188,6 +190,7 @@ func TestRedisCluster_waiterResubscribesAfterALostSubscription(t *testing.T) {
 // PUBLISH, heard by SUBSCRIBE; a waiter needs both (the quorum of two
 // nodes) to wake.
 func TestRedisCluster_mixedWithAServerWakesByBoth(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, Unmarked: true})
 	server := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
 	for i, a := range clusterAdapters {
@@ -235,6 +238,7 @@ func TestRedisCluster_mixedWithAServerWakesByBoth(t *testing.T) {
 // SSUBSCRIBE and SPUBLISH renamed away) still wakes waiters: releases fall
 // back to PUBLISH, and subscriptions to SUBSCRIBE.
 func TestRedisCluster_wakeUpsWithoutShardedPubSub(t *testing.T) {
+	t.Parallel()
 	cluster := startWithoutShardedPubSub(t)
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {

@@ -33,6 +33,7 @@ func masterWithReplica(t *testing.T) (master, replica *redlocktest.Cluster) {
 // With WaitReplicas, a grant counts once the replica confirmed it: the lock
 // is on the replica when Acquire returns, and an extension too.
 func TestWaitReplicas_grantIsOnTheReplicaWhenAcquireReturns(t *testing.T) {
+	t.Parallel()
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		master, replica := masterWithReplica(t)
 		c := newClient(t, master, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, WaitReplicas: 1})
@@ -61,6 +62,7 @@ func TestWaitReplicas_grantIsOnTheReplicaWhenAcquireReturns(t *testing.T) {
 // cut) does not count its grant, and the lock is not granted; the attempt
 // cleans up after itself. Without it, the grant counts.
 func TestWaitReplicas_unconfirmedGrantDoesNotCount(t *testing.T) {
+	t.Parallel()
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		master, replica := masterWithReplica(t)
 		if _, err := replica.Node(0).Do(bg, "REPLICAOF", "NO", "ONE"); err != nil {
@@ -108,6 +110,7 @@ func TestWaitReplicas_needsAReplicatorConn(t *testing.T) {
 // holds every lock its master granted, and refuses another client, even
 // with the restart quarantine off.
 func TestWaitReplicas_failoverKeepsTheLock(t *testing.T) {
+	t.Parallel()
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		master, replica := masterWithReplica(t)
 		opts := &redlock.Options{TTL: 5 * time.Second, NodeTimeout: 500 * time.Millisecond, WaitReplicas: 1, DisableQuarantine: true}

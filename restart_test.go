@@ -52,6 +52,7 @@ func TestQuarantine_restartFromSnapshot(t *testing.T) {
 // A replica promoted after its link to the master was cut has the master's
 // marker but not the locks granted since: it sits out the recovery delay.
 func TestQuarantine_failoverToALaggingReplica(t *testing.T) {
+	t.Parallel()
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		master := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 		replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,

@@ -18,6 +18,7 @@ import (
 // the other two while the promoted replica sits out, with a greater
 // fencing token. Either adapter.
 func TestSentinel_redlockOverThreeSentinelMasters(t *testing.T) {
+	t.Parallel()
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		masters := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
@@ -142,6 +143,7 @@ func TestSentinel_masterListedTwice(t *testing.T) {
 // With the replica cut off, a grant through the Sentinel does not count.
 // Either adapter.
 func TestSentinel_waitReplicas(t *testing.T) {
+	t.Parallel()
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		master, replica := masterWithReplica(t)
 		sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": master.Node(0).Port()}})

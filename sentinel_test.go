@@ -15,6 +15,7 @@ import (
 // another process, so it does not grant the lock its old master held
 // (the restart quarantine keeps it out). Both adapters take the URL.
 func TestSentinel_nodeFollowsFailover(t *testing.T) {
+	t.Parallel()
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		master := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 		replica := redlocktest.Start(t, redlocktest.Options{Nodes: 1,

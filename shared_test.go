@@ -486,6 +486,7 @@ func TestShared_severalKeys(t *testing.T) {
 // reader's release, announced on its slot's shard channel, wake a writer;
 // a semaphore's waiter is woken by a permit's release in another slot.
 func TestRedisCluster_semaphoreAndReaders(t *testing.T) {
+	t.Parallel()
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	for _, a := range clusterAdapters {
 		t.Run(a.name, func(t *testing.T) {

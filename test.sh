@@ -24,9 +24,11 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
-# The library first, alone: its tests time real servers most closely.
+# The library first, alone: its tests time real servers most closely. The
+# tests of server topologies (Redis Cluster, Sentinel, replicas) run four
+# at a time: they mostly wait for the servers to agree.
 echo "== ." >&2
-go vet ./... && go test -race -count=1 -timeout 15m ./...
+go vet ./... && go test -race -count=1 -parallel 4 -timeout 15m ./...
 
 # The library's go.mod declares the oldest Go it supports: vet and test it
 # with that toolchain as well, which the go command fetches from the module
