@@ -94,7 +94,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	c.conns, c.quorum = slices.Clone(conns), quorumOf(len(conns))
 	c.nodes = nodes.New(nodeConns(conns), o.WaitReplicas, !o.DisableFunctions)
 	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
-	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys)
+	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys, c.opts.NodeTimeout)
 	c.tel = newTelemetry(given, conns)
 	return c, nil
 }

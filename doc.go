@@ -172,8 +172,9 @@
 // place there until its release of the lock it won takes it out on every
 // node, so that the nodes agree on who is next. A release names the first
 // two clients in line, on each one's own channel for the key: only they
-// hear it and wake, so that a crowd of processes does not split the votes
-// at every release, nor read every announcement. A release
+// hear it and wake, the second a node timeout after the first, so that a
+// crowd of processes does not split the votes at every release, nor read
+// every announcement, and the first in line is not raced by the second. A release
 // that names nobody goes to the key's channel, and where no client waits
 // (the key has no waiting mark, which every waiting client sets) a
 // release reads no queue and announces nothing. A client queued behind the

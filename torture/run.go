@@ -324,6 +324,7 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			ThinkMax:          sc.ThinkMax,
 			RetryMin:          scenario.DefaultRetryMin,
 			RetryMax:          scenario.DefaultRetryMax,
+			RetryPause:        sc.RetryPause,
 			HoldMargin:        sc.HoldMargin,
 			Seed:              derive(seed, sc.Name, i),
 			Goroutines:        sc.Goroutines,

@@ -51,7 +51,8 @@ type Listener interface {
 // count as that one (see signalFirstLocked).
 //
 // Across clients, each announcement names the first two clients in the key's
-// queue on its node (see wire.QueueKeys), and only they wake: a crowd of processes
+// queue on its node (see wire.QueueKeys), and only they wake, the second
+// one a node timeout after the first (see deliver): a crowd of processes
 // waiting for one key would otherwise all try at once at every release and
 // split the nodes' votes so that none wins. Two, so that a client that left
 // without taking the key costs no wake-up; on five nodes, two contenders
@@ -67,6 +68,9 @@ type Waker struct {
 	keys      wire.Layout // names the release channels, as the release script does
 	quorum    int         // announcements of one release that wake a waiter
 	id        string      // this client's id in the queues
+	// behind is how long this client, named second by a release, lets the
+	// first named try before it wakes its own waiter (see deliver).
+	behind time.Duration
 
 	mu     sync.Mutex
 	queues map[string][]*Wakeup    // key's channel → waiters, oldest first
@@ -119,6 +123,9 @@ type announcement struct {
 	token string
 	nodes int
 	woken bool // this release signalled a waiter here already
+	// later wakes the waiter once the first client the release named had
+	// its turn to try, when it named this client second only.
+	later *time.Timer
 }
 
 type subscription struct {
@@ -129,13 +136,15 @@ type subscription struct {
 // NewWaker returns the Waker of a client whose nodes that can notify are
 // ns, whose keys are laid out as keys says, and whose id in the nodes'
 // queues is id; nil when ns is empty. quorum announcements of a release
-// that name nobody wake a waiter.
-func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout) *Waker {
+// that name nobody wake a waiter. A release that names the client second
+// wakes its waiter behind later (the client's node timeout: the longest
+// the first named client's attempt takes).
+func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout, behind time.Duration) *Waker {
 	if len(ns) == 0 {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Waker{listeners: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, queues: map[string][]*Wakeup{},
+	return &Waker{listeners: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, behind: behind, queues: map[string][]*Wakeup{},
 		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, confirmed: map[string]int{}, ctx: ctx, stop: stop}
 }
 
@@ -229,8 +238,13 @@ func (w *Waker) namedChannel(channel string) string {
 // would leave the key idle; trying on the first one rarely meets a node
 // still holding the key, as the releases left before the announcement,
 // and a failed try is retried within splitRetryMax.
+// A client that a release names second wakes its waiter w.behind later,
+// unless another node names it first meanwhile: the first named, woken at
+// once, has tried by then, and takes the key in its turn instead of racing
+// the one behind it, which takes it only if the first did not try (its
+// wake-up was lost, or it stopped waiting).
 func (w *Waker) deliver(channel, message string) {
-	token, _, _ := strings.Cut(message, " ")
+	token, names, _ := strings.Cut(message, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if message == "" {
@@ -251,11 +265,32 @@ func (w *Waker) deliver(channel, message string) {
 		a = announcement{token: token}
 	}
 	a.nodes++
-	if (named || a.nodes >= w.quorum) && !a.woken {
+	switch {
+	case a.woken || !named && a.nodes < w.quorum:
+	case named && w.behind > 0 && !strings.HasPrefix(names, w.id+" ") && names != w.id:
+		if a.later == nil {
+			a.later = time.AfterFunc(w.behind, func() { w.wakeLater(channel, token) })
+		}
+	default:
 		a.woken = true
+		if a.later != nil {
+			a.later.Stop()
+		}
 		w.signalFirstLocked(channel)
 	}
 	w.heard[channel] = a
+}
+
+// wakeLater wakes the waiter on channel for the release whose token is
+// token, which named this client second, unless it woke it already.
+func (w *Waker) wakeLater(channel, token string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a, ok := w.heard[channel]; ok && a.token == token && !a.woken {
+		a.woken = true
+		w.heard[channel] = a
+		w.signalFirstLocked(channel)
+	}
 }
 
 // confirmLocked counts a node's confirmation of a subscription to channel

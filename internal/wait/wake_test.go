@@ -30,7 +30,7 @@ func (l recordingListener) Listen(ctx context.Context, subscribe, unsubscribe <-
 // release that names the client cannot go unheard.
 func TestWaker_subscribesTheNamedChannelFirst(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 4)}
-	w := NewWaker([]Listener{l}, 1, "client-1", wire.Layout{})
+	w := NewWaker([]Listener{l}, 1, "client-1", wire.Layout{}, time.Millisecond)
 	defer w.Close()
 	_, stop := w.ListenFor("job")
 	defer stop()
@@ -44,5 +44,66 @@ func TestWaker_subscribesTheNamedChannelFirst(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("subscription %d (%q) never asked for", i+1, want)
 		}
+	}
+}
+
+// woken reports whether wake holds a signal, taking it.
+func woken(wake *Wakeup) bool {
+	select {
+	case <-wake.Now():
+		return true
+	default:
+		return false
+	}
+}
+
+// A release that names the client first wakes its waiter at once; one that
+// names it second, only once the first named had its turn to try, unless
+// another node names it first meanwhile.
+func TestWaker_clientNamedSecondLetsTheFirstTry(t *testing.T) {
+	l := recordingListener{subscribed: make(chan string, 4)}
+	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, time.Hour)
+	defer w.Close()
+	wake, stop := w.ListenFor("job")
+	defer stop()
+	named := wire.Layout{}.ReleaseChannel("job") + " me"
+
+	w.deliver(named, "t1 me other")
+	if !woken(wake) {
+		t.Fatal("named first: not woken at once")
+	}
+	w.deliver(named, "t2 other me")
+	w.deliver(named, "t2 other me")
+	if woken(wake) {
+		t.Fatal("named second by two nodes: woken at once, want the first named to try first")
+	}
+	w.deliver(named, "t2 me other")
+	if !woken(wake) {
+		t.Fatal("named second, then first by another node: not woken at once")
+	}
+	w.deliver(named, "t2 other me")
+	if woken(wake) {
+		t.Fatal("woken twice for one release")
+	}
+}
+
+// The client named second wakes its waiter on its own once the delay has
+// passed: the first named may never try.
+func TestWaker_clientNamedSecondWakesAfterTheDelay(t *testing.T) {
+	l := recordingListener{subscribed: make(chan string, 4)}
+	const behind = 20 * time.Millisecond
+	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, behind)
+	defer w.Close()
+	wake, stop := w.ListenFor("job")
+	defer stop()
+	start := time.Now()
+	w.deliver(wire.Layout{}.ReleaseChannel("job")+" me", "t1 other me")
+	select {
+	case <-wake.Now():
+		if took := time.Since(start); took < behind {
+			t.Fatalf("woken after %v, want %v at least", took, behind)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("named second: never woken")
 	}
 }

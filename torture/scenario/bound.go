@@ -29,6 +29,9 @@ const (
 	// behind the two clients the next release wakes (Options.Retry): with
 	// more than two clients waiting, a lost wake-up costs that much.
 	behindPause = time.Second
+	// keepPlaceEvery is how often a waiter whose retry pauses are longer
+	// renews its place in a key's queue (Options.Retry).
+	keepPlaceEvery = time.Second
 	// stall is a stall of every process of the run at once: on the busy
 	// two-core machine a hold that thinks for 5 ms was seen to last 300.
 	stall = 300 * time.Millisecond
@@ -121,7 +124,11 @@ func (s Scenario) waitBound() check.Bound {
 	ahead, who := s.ahead()
 	turn := s.hold() + roundTrip
 	retry, pause := retryPause, "retry pause"
-	if s.Workers > 2 {
+	switch {
+	case s.RetryPause > 0:
+		retry, pause = keepPlaceEvery, fmt.Sprintf("a renewal of the place in line (not the %v retry pause: "+
+			"the release that makes a waiter next wakes it)", s.RetryPause)
+	case s.Workers > 2:
 		retry, pause = behindPause, "pause behind two clients"
 	}
 	b := check.Bound{

@@ -55,6 +55,10 @@ func TestScenario_Liveness_derivation(t *testing.T) {
 		"liveness/multikey-random-3-of-10": 15*115*time.Millisecond + 1300*time.Millisecond,
 		// Seven other waiters, three permits: three turns.
 		"liveness/semaphore-one-client": 3*75*time.Millisecond + 500*time.Millisecond,
+		// Five other waiters of five clients, each holding up to 600 ms,
+		// then a renewal of the place in line: not the 6 to 12 s retry
+		// pause.
+		"liveness/long-retry-pause": 5*670*time.Millisecond + 1300*time.Millisecond,
 		// Loops: ten rounds of a 50 ms attempt and a 10 ms pause, and a
 		// stall.
 		"liveness/try-crowd-64": 900 * time.Millisecond,
@@ -87,11 +91,12 @@ func TestTable_livenessRows(t *testing.T) {
 			t.Errorf("%s: runs %v, want 10 to 20 s", s.Name, d)
 		}
 	}
-	want := []string{"liveness/try-crowd-64", "liveness/rwlock-one-client", "liveness/semaphore-one-client", "liveness/multikey-random-3-of-10"}
+	want := []string{"liveness/try-crowd-64", "liveness/rwlock-one-client", "liveness/semaphore-one-client",
+		"liveness/long-retry-pause", "liveness/multikey-random-3-of-10"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("liveness rows %v, want %v", names, want)
 	}
-	crowd, rw, sem, multi := rows[0], rows[1], rows[2], rows[3]
+	crowd, rw, sem, long, multi := rows[0], rows[1], rows[2], rows[3], rows[4]
 	if crowd.Workers != 64 || crowd.Wait || crowd.Goroutines > 1 {
 		t.Errorf("%s: %d workers, wait %v: want 64 processes looping TryAcquire", crowd.Name, crowd.Workers, crowd.Wait)
 	}
@@ -100,6 +105,9 @@ func TestTable_livenessRows(t *testing.T) {
 	}
 	if sem.Workers != 1 || !sem.Wait || sem.Limit < 1 || sem.Goroutines <= sem.Limit {
 		t.Errorf("%s: want more waiters than permits in one client", sem.Name)
+	}
+	if long.Workers < 3 || !long.Wait || long.RetryPause/2 <= 3*time.Second {
+		t.Errorf("%s: want several clients waiting with retry pauses past a place's and a mark's life", long.Name)
 	}
 	if multi.Workers != 8 || multi.Goroutines != 2 || !multi.Wait || multi.Pick != 3 || len(multi.Names(0, "k")) != 10 {
 		t.Errorf("%s: want 8 clients of two goroutines waiting for 3 of 10 names", multi.Name)

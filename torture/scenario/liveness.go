@@ -11,6 +11,16 @@ const livenessDuration = 12 * time.Second
 // taking in part waits for long only now and then.
 const multikeyLivenessDuration = 18 * time.Second
 
+// longRetryPause is the retry pause of the
+// "liveness/long-retry-pause" row's clients (between half of it and all
+// of it): longer than a place in a key's queue and its waiting mark last
+// without a renewal (two and three seconds), and than the row's bound on
+// waiting, so that a waiter whose place lapsed waits past the bound.
+const longRetryPause = 12 * time.Second
+
+// longHoldTTL is the TTL of that row, whose holds take half a second.
+const longHoldTTL = 2 * time.Second
+
 // livenessNames are the ten names of the "liveness/multikey-random-3-of-10"
 // row, of which each acquisition takes three at random.
 var livenessNames = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
@@ -38,6 +48,15 @@ func livenessRows() []Scenario {
 			About: "one worker process, one client: eight goroutines wait in Acquire for one of three permits " +
 				"of one name, holding each for a few milliseconds",
 			Workers: 1, Goroutines: 8, Limit: 3, Wait: true, Duration: livenessDuration,
+		},
+		{
+			Name: "liveness/long-retry-pause",
+			About: "six worker processes, each its own client, wait in Acquire for one lock held for about half a " +
+				"second each time, with a retry strategy that pauses 6 to 12 s after a refusal: a waiter waits " +
+				"past the two seconds its place in line lasts unrenewed, and must still be woken by the release " +
+				"that makes it next",
+			Workers: 6, Wait: true, TTL: longHoldTTL, ThinkMin: 400 * time.Millisecond, ThinkMax: 600 * time.Millisecond,
+			RetryPause: longRetryPause, Duration: livenessDuration,
 		},
 		{
 			Name: "liveness/multikey-random-3-of-10",

@@ -115,6 +115,11 @@ type Scenario struct {
 	// the nodes' recovery delay is then the TTL plus it, as the library
 	// requires.
 	LockDelay time.Duration
+	// RetryPause, if set, is the pause of the lock clients' own retry
+	// strategy after a refused attempt in Acquire (between half of it and
+	// all of it), in place of the library's default
+	// (traffic.Config.RetryPause).
+	RetryPause time.Duration
 	// HoldMargin makes workers hold the lock until this long before its
 	// validity deadline; 0 releases right after the write.
 	HoldMargin time.Duration

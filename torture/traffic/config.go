@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redlock-go/redlock"
 )
 
 // EnvWorker is the environment variable that carries a worker's
@@ -71,6 +73,10 @@ type Config struct {
 	// as it thinks.
 	RetryMin time.Duration `json:"retry_min"`
 	RetryMax time.Duration `json:"retry_max"`
+	// RetryPause, if set, makes the lock client's own retry strategy
+	// (redlock.Options.Retry) pause between half of it and all of it after
+	// every refused attempt in Acquire, instead of the library's default.
+	RetryPause time.Duration `json:"retry_pause"`
 	// HoldMargin, when positive, makes the worker keep the lock after its
 	// write until HoldMargin before the validity deadline, so that the end
 	// of every validity period is exercised. Zero releases at once.
@@ -113,6 +119,15 @@ type Config struct {
 	LockDelay time.Duration `json:"lock_delay"`
 }
 
+// retry returns the lock client's retry strategy: nil, the library's
+// default, unless RetryPause is set.
+func (c Config) retry() redlock.RetryStrategy {
+	if c.RetryPause == 0 {
+		return nil
+	}
+	return redlock.ExponentialJitter(c.RetryPause, c.RetryPause)
+}
+
 // validate reports a configuration a worker cannot run.
 func (c Config) validate() error {
 	switch {
@@ -124,8 +139,8 @@ func (c Config) validate() error {
 		return errors.New("traffic: worker without a register")
 	case c.Key == "":
 		return errors.New("traffic: worker without a lock key")
-	case c.WaitFor < 0:
-		return fmt.Errorf("traffic: %s: negative wait %v", c.Name, c.WaitFor)
+	case c.WaitFor < 0 || c.RetryPause < 0:
+		return fmt.Errorf("traffic: %s: negative wait %v or retry pause %v", c.Name, c.WaitFor, c.RetryPause)
 	case c.ThinkMax < c.ThinkMin || c.RetryMax < c.RetryMin:
 		return fmt.Errorf("traffic: %s: a maximum is below its minimum", c.Name)
 	}

@@ -74,6 +74,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		RecoveryDelay:     cfg.RecoveryDelay,
 		DisableQuarantine: cfg.DisableQuarantine,
 		WaitReplicas:      cfg.WaitReplicas,
+		Retry:             cfg.retry(),
 	})
 	if err != nil {
 		for _, c := range conns {
