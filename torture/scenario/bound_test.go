@@ -100,6 +100,9 @@ func TestTable_livenessRows(t *testing.T) {
 	if crowd.Workers != 64 || crowd.Wait || crowd.Goroutines > 1 {
 		t.Errorf("%s: %d workers, wait %v: want 64 processes looping TryAcquire", crowd.Name, crowd.Workers, crowd.Wait)
 	}
+	if settle := crowd.Liveness().Settle; settle != 640*time.Millisecond {
+		t.Errorf("%s: the start counts as a fault for %v, want the 64 processes' start, 640ms", crowd.Name, settle)
+	}
 	if rw.Workers != 1 || !rw.Wait || rw.ReaderGoroutines < 1 || rw.ReaderGoroutines >= rw.Goroutines {
 		t.Errorf("%s: want readers and a writer waiting in one client", rw.Name)
 	}
