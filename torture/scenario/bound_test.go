@@ -1,7 +1,6 @@
 package scenario_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +72,29 @@ func TestScenario_Liveness_derivation(t *testing.T) {
 	}
 }
 
+// livenessShapes are the loads the liveness rows are named for, in order:
+// what each row must be, and a check of it.
+var livenessShapes = []struct {
+	name, want string
+	is         func(s scenario.Scenario) bool
+}{
+	{"liveness/try-crowd-64", "64 processes looping TryAcquire, whose start counts as a fault for 640ms", func(s scenario.Scenario) bool {
+		return s.Workers == 64 && !s.Wait && s.Goroutines <= 1 && s.Liveness().Settle == 640*time.Millisecond
+	}},
+	{"liveness/rwlock-one-client", "readers and a writer waiting in one client", func(s scenario.Scenario) bool {
+		return s.Workers == 1 && s.Wait && s.ReaderGoroutines >= 1 && s.ReaderGoroutines < s.Goroutines
+	}},
+	{"liveness/semaphore-one-client", "more waiters than permits in one client", func(s scenario.Scenario) bool {
+		return s.Workers == 1 && s.Wait && s.Limit >= 1 && s.Goroutines > s.Limit
+	}},
+	{"liveness/long-retry-pause", "several clients waiting with retry pauses past a place's and a mark's life", func(s scenario.Scenario) bool {
+		return s.Workers >= 3 && s.Wait && s.RetryPause/2 > 3*time.Second
+	}},
+	{"liveness/multikey-random-3-of-10", "8 clients of two goroutines waiting for 3 of 10 names", func(s scenario.Scenario) bool {
+		return s.Workers == 8 && s.Goroutines == 2 && s.Wait && s.Pick == 3 && len(s.Names(0, "k")) == 10
+	}},
+}
+
 // The rows built to find waiters that wait for ever run the loads they
 // are named for, fault-free, each with a bound and a least share served.
 func TestTable_livenessRows(t *testing.T) {
@@ -80,9 +102,10 @@ func TestTable_livenessRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, s := range rows {
-		names = append(names, s.Name)
+	if len(rows) != len(livenessShapes) {
+		t.Fatalf("%d liveness rows, want %d", len(rows), len(livenessShapes))
+	}
+	for i, s := range rows {
 		b := s.Liveness()
 		if len(s.WithDefaults().Faults()) > 0 || b.Wait <= 0 || b.MinServed <= 0 || b.ReadersExempt != "" {
 			t.Errorf("%s: bound %+v; want no faults, a bound on waits and a least share served, for every waiter", s.Name, b)
@@ -90,30 +113,9 @@ func TestTable_livenessRows(t *testing.T) {
 		if d := s.WithDefaults().Duration; d < 10*time.Second || d > 20*time.Second {
 			t.Errorf("%s: runs %v, want 10 to 20 s", s.Name, d)
 		}
-	}
-	want := []string{"liveness/try-crowd-64", "liveness/rwlock-one-client", "liveness/semaphore-one-client",
-		"liveness/long-retry-pause", "liveness/multikey-random-3-of-10"}
-	if !slices.Equal(names, want) {
-		t.Fatalf("liveness rows %v, want %v", names, want)
-	}
-	crowd, rw, sem, long, multi := rows[0], rows[1], rows[2], rows[3], rows[4]
-	if crowd.Workers != 64 || crowd.Wait || crowd.Goroutines > 1 {
-		t.Errorf("%s: %d workers, wait %v: want 64 processes looping TryAcquire", crowd.Name, crowd.Workers, crowd.Wait)
-	}
-	if settle := crowd.Liveness().Settle; settle != 640*time.Millisecond {
-		t.Errorf("%s: the start counts as a fault for %v, want the 64 processes' start, 640ms", crowd.Name, settle)
-	}
-	if rw.Workers != 1 || !rw.Wait || rw.ReaderGoroutines < 1 || rw.ReaderGoroutines >= rw.Goroutines {
-		t.Errorf("%s: want readers and a writer waiting in one client", rw.Name)
-	}
-	if sem.Workers != 1 || !sem.Wait || sem.Limit < 1 || sem.Goroutines <= sem.Limit {
-		t.Errorf("%s: want more waiters than permits in one client", sem.Name)
-	}
-	if long.Workers < 3 || !long.Wait || long.RetryPause/2 <= 3*time.Second {
-		t.Errorf("%s: want several clients waiting with retry pauses past a place's and a mark's life", long.Name)
-	}
-	if multi.Workers != 8 || multi.Goroutines != 2 || !multi.Wait || multi.Pick != 3 || len(multi.Names(0, "k")) != 10 {
-		t.Errorf("%s: want 8 clients of two goroutines waiting for 3 of 10 names", multi.Name)
+		if shape := livenessShapes[i]; s.Name != shape.name || !shape.is(s) {
+			t.Errorf("row %d: %s, want %s: %s", i, s.Name, shape.name, shape.want)
+		}
 	}
 }
 
