@@ -4,10 +4,15 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	goredisv9 "github.com/redis/go-redis/v9"
+
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -170,4 +175,104 @@ func TestSilentNode_loneNodeFailsWithinTheNodeTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A node slower than the per-node timeout, on a client of several nodes,
+// keeps its connection: its requests wait for their replies while the
+// other nodes make the quorum. Over rueidis, and over a go-redis client
+// with ContextTimeoutEnabled on, a request given up at its deadline closed
+// its connection, and each request to the slow node dialled a new one.
+func TestSilentNode_slowNodeKeepsItsConnection(t *testing.T) {
+	variants := append([]adapter{}, adapters...)
+	variants = append(variants, adapter{"goredis-context-timeouts", func(t testing.TB, addrs []string) []redlock.Conn {
+		conns := make([]redlock.Conn, len(addrs))
+		for i, addr := range addrs {
+			o, err := goredis.ParseURL("redis://" + addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.ContextTimeoutEnabled = true
+			conns[i] = goredis.NewOwned(goredisv9.NewClient(o))
+		}
+		return conns
+	}})
+	for _, a := range variants {
+		t.Run(a.name, func(t *testing.T) {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+			c := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 50 * time.Millisecond})
+			slow := cluster.Node(0)
+			cycle := func(key string) {
+				l, err := c.TryAcquire(bg, key)
+				if err != nil {
+					t.Fatalf("acquire %s: %v", key, err)
+				}
+				if err := l.Release(bg); err != nil {
+					t.Fatalf("release %s: %v", key, err)
+				}
+			}
+			cycle("warm-up") // every connection open
+			before := connectionsReceived(t, slow)
+
+			if err := slow.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			paused := time.Now()
+			cycles := 0
+			for ; time.Since(paused) < 300*time.Millisecond; cycles++ {
+				cycle("slow-" + strconv.Itoa(cycles))
+			}
+			if err := slow.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait until the node answers the client again: it has then
+			// seen every connection dialled meanwhile. A request that
+			// waited past its deadline behind the node's backlog is not
+			// sent, so new locks are taken until one reaches it.
+			after, probes := 0, 0
+			eventually(t, "the slow node holds a lock taken after it answered again", func() bool {
+				after++
+				key := "after-" + strconv.Itoa(after)
+				if _, err := c.TryAcquire(bg, key); err != nil {
+					t.Fatalf("acquire %s: %v", key, err)
+				}
+				for start := time.Now(); time.Since(start) < 200*time.Millisecond; time.Sleep(5 * time.Millisecond) {
+					probes++
+					if keyOn(t, slow, key) != "" {
+						return true
+					}
+				}
+				return false
+			})
+
+			// Each of the test's own reads of the node is a connection.
+			dialled := connectionsReceived(t, slow) - before - probes - 1
+			t.Logf("%d cycles with the node silent for 300 ms: %d connections dialled to it", cycles, dialled)
+			// A pool (go-redis) may open one more connection for the
+			// second of the two requests a node has in flight at most.
+			if dialled > 1 {
+				t.Errorf("the client dialled %d new connections to a node slower than the node timeout over %d cycles; want at most 1", dialled, cycles)
+			}
+		})
+	}
+}
+
+// connectionsReceived returns the connections node accepted since it
+// started, its own probe included.
+func connectionsReceived(t testing.TB, node *redlocktest.Node) int {
+	t.Helper()
+	info, err := node.Do(bg, "INFO", "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO stats has no total_connections_received")
+	return 0
 }

@@ -15,14 +15,15 @@
 //
 // The redlock.Client enforces its per-node timeout itself, whatever the
 // go-redis client's settings. Give clients MaxRetries: -1 (the algorithm
-// retries with fresh validity) and leave ContextTimeoutEnabled off: with it
-// on, go-redis closes the connection of every reply that arrives after a
-// deadline, and a slow node then costs a new connection per request.
-// ParseURL returns options set up this way. The exception is a lone node:
-// the Client asks it from the caller's goroutine, saving a goroutine switch
-// per request, only when go-redis gives up at the deadline itself, so Dial
-// of a single URL turns ContextTimeoutEnabled on (a slow lone node fails
-// every request anyway).
+// retries with fresh validity). The Client sends the requests of a client
+// of several nodes without a deadline, as go-redis closes the connection
+// of every reply that arrives after one (ContextTimeoutEnabled): a slow
+// node would cost a new connection per request. ParseURL returns options
+// set up this way, with ContextTimeoutEnabled off. The exception is a lone
+// node: the Client asks it from the caller's goroutine, saving a goroutine
+// switch per request, only when go-redis gives up at the deadline itself,
+// so Dial of a single URL turns ContextTimeoutEnabled on (a slow lone node
+// fails every request anyway).
 //
 // go-redis writes a line through its own global logger (redis.SetLogger)
 // for each failed dial, which this package leaves alone unless SetLogger is

@@ -113,7 +113,10 @@ func (c *Conn) Name() string { return c.name }
 
 // HonoursContext reports true: rueidis gives up a request at its context's
 // deadline, so the redlock.Client may ask a lone node from the caller's
-// goroutine (see redlock.ContextHonourer).
+// goroutine (see redlock.ContextHonourer). rueidis then closes the
+// connection, when the request was alone on it: the Client asks the nodes
+// of a client of several without a deadline, so that a slow node keeps its
+// connection.
 func (c *Conn) HonoursContext() bool { return true }
 
 // Do sends one command; a nil reply is (nil, nil).

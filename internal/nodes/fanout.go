@@ -19,8 +19,8 @@ type Set struct {
 	closed    chan struct{} // closed by close: the pipes' idle senders end
 	closeOnce sync.Once
 	// inflight counts requests to single nodes not yet answered, some
-	// possibly after their fan-out returned; drain waits for them.
-	inflight sync.WaitGroup
+	// possibly after their fan-out returned; Drain waits for them.
+	inflight inflight
 	// callers hands out the contexts of the fan-outs' calls sent by
 	// themselves.
 	callers callerDeadline
@@ -38,7 +38,7 @@ func New(conns []Conn, replicas int, functions bool) *Set {
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
 		n.pipes[i] = &pipe{conn: conn, node: i, cluster: IsCluster(conn), replicas: replicas,
-			inline: honoursContext(conn), work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
+			inline: honoursContext(conn), patient: len(conns) > 1, work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
 	}
 	return n
 }
@@ -48,14 +48,9 @@ func New(conns []Conn, replicas int, functions bool) *Set {
 // fail unsent. A silent node's requests still under way end when their
 // connections close, or at the connection's own read timeout.
 func (n *Set) Drain(bound time.Duration) {
-	landed := make(chan struct{})
-	go func() {
-		n.inflight.Wait()
-		close(landed)
-	}()
 	t := time.NewTimer(bound)
 	select {
-	case <-landed:
+	case <-n.inflight.settled():
 	case <-t.C:
 	}
 	t.Stop()
@@ -171,7 +166,7 @@ func (n *Set) NewFlight(ctx context.Context, timeout time.Duration) *Flight {
 		f.deadline = d
 	}
 	f.pending.Store(int32(len(n.conns)))
-	n.inflight.Add(len(n.conns))
+	n.inflight.add(len(n.conns))
 	return f
 }
 
@@ -179,7 +174,7 @@ func (n *Set) NewFlight(ctx context.Context, timeout time.Duration) *Flight {
 // caller may have returned before.
 func (f *Flight) deliver(a answer) {
 	f.answers <- a
-	f.nodes.inflight.Done()
+	f.nodes.inflight.done()
 	if f.pending.Add(-1) == 0 {
 		f.done.Store(true)
 		f.mu.Lock()

@@ -135,6 +135,9 @@ type pipe struct {
 	// inline: the node may be asked from the caller's goroutine, as its
 	// Conn returns at the request's deadline (see ContextHonourer).
 	inline bool
+	// patient: the node is one of several, and its senders' requests carry
+	// no deadline (see requestContext).
+	patient bool
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.
 	work chan []*call
@@ -330,13 +333,31 @@ func (p *pipe) send(batch []*call) {
 	case 0:
 	case 1:
 		cl := live[0]
-		ctx, sent := cl.to.nodeContext(cl)
+		ctx, sent := p.requestContext(cl)
 		defer sent()
 		v, acked, err := p.eval(ctx, cl.deadline, cl.req.Script, cl.req.Keys, cl.req.Args)
 		p.deliver(cl, v, p.checkReplicated(cl.req.Script, err, acked))
 	default:
 		p.sendBatch(live)
 	}
+}
+
+// requestContext returns the context a sender sends cl with by itself, and
+// the function to call once it was sent. On a client of several nodes it
+// carries no deadline: the sender waits for the reply, or for the
+// connection's own read timeout, while the fan-out stops waiting at its
+// deadline and the other nodes make its quorum. A Conn that gives a
+// request up at its deadline closes the connection (rueidis, and go-redis
+// with ContextTimeoutEnabled), so that a node slower than the per-node
+// timeout would cost a new connection per request, and many clients
+// starting at once would fail each other's first requests for as long as
+// their connections take to open. A lone node is asked with the deadline:
+// no other node answers meanwhile.
+func (p *pipe) requestContext(cl *call) (context.Context, context.CancelFunc) {
+	if p.patient {
+		return Uncancelled(cl.ctx), func() {}
+	}
+	return cl.to.nodeContext(cl)
 }
 
 // sendBatch runs the calls of batch in one batch script call.
@@ -357,7 +378,10 @@ func (p *pipe) sendBatch(batch []*call) {
 		args = append(args, cl.req.Script.ForNode(p.cluster).BatchID, strconv.Itoa(len(cl.req.Keys)), strconv.Itoa(len(cl.req.Args)))
 		args = append(args, cl.req.Args...)
 	}
-	ctx := p.batchDeadlines.until(deadline)
+	ctx := context.Background()
+	if !p.patient {
+		ctx = p.batchDeadlines.until(deadline)
+	}
 	v, acked, err := p.eval(ctx, deadline, wire.BatchScript, keys, args)
 	replies, ok := v.([]any)
 	if err == nil && (!ok || len(replies) != len(batch)) {
