@@ -234,13 +234,16 @@ func (s *session) runRound(ctx context.Context, c benchCase, e *entry, round int
 	stopTicker := tick(s.bar, s.done.Milliseconds(), share)
 	s.logs.take()
 	res, err := runner.Run(ctx, e.ds, c.work, runner.Options{
-		Warmup:      warmup,
-		Duration:    s.cfg.duration / time.Duration(s.cfg.rounds),
-		MinCycles:   1,
-		KeyPrefix:   "bench:" + strconv.Itoa(s.seq) + ":",
-		ServerCPU:   s.servers.CPU,
-		Connections: s.servers.Connections,
-		Commands:    s.servers.Commands,
+		Warmup: warmup,
+		// The first round's clients are new: its warm-up lasts until each
+		// has finished a cycle, so that no library's connecting is timed.
+		WarmEveryWorker: round == 0,
+		Duration:        s.cfg.duration / time.Duration(s.cfg.rounds),
+		MinCycles:       1,
+		KeyPrefix:       "bench:" + strconv.Itoa(s.seq) + ":",
+		ServerCPU:       s.servers.CPU,
+		Connections:     s.servers.Connections,
+		Commands:        s.servers.Commands,
 	})
 	s.seq++
 	n, samples := s.logs.take()

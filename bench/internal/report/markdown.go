@@ -51,7 +51,8 @@ func (r *Report) writeHeader(b *strings.Builder) {
 	fmt.Fprintf(b, "; redis-server %s on loopback, PING round trip %s µs at the start (median).\n", m.RedisVersion, Num(m.RoundTripUs))
 	if len(r.Cases) > 0 {
 		fmt.Fprintf(b, "Each library, in each case: %gs measured after a %gs warm-up, in %d rounds that take the libraries in turn "+
-			"(a shorter warm-up before each later round).", m.DurationSec, m.WarmupSec, max(m.Rounds, 1))
+			"(a shorter warm-up before each later round; the first lasts until every client has finished a cycle, up to 5 s more).",
+			m.DurationSec, m.WarmupSec, max(m.Rounds, 1))
 		if r.hasSlowNode() {
 			fmt.Fprintf(b, " The slow node is behind a proxy adding %g ms to every reply.", m.SlowLatencyMs)
 		}

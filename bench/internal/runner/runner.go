@@ -79,6 +79,11 @@ type Options struct {
 	// Warmup runs the workload unmeasured first: connections are opened,
 	// scripts loaded, pools grown.
 	Warmup time.Duration
+	// WarmEveryWorker, if set, extends the warm-up until every goroutine
+	// has finished a cycle, for at most maxExtension: a goroutine's first
+	// cycle opens its client's connections and subscriptions, and many
+	// clients starting at once can take longer than Warmup to.
+	WarmEveryWorker bool
 	// Duration is the measured window.
 	Duration time.Duration
 	// MinCycles, if set, extends the window past Duration until that many
@@ -283,7 +288,7 @@ func Run(ctx context.Context, ds []drivers.Driver, c Case, o Options) (Result, e
 		wg.Wait()
 	}
 
-	if !pause(ctx, o.Warmup) {
+	if !pause(ctx, o.Warmup) || o.WarmEveryWorker && !awaitWarm(ctx, &flags, int64(c.Workers)) {
 		finish()
 		return Result{}, ctx.Err()
 	}
@@ -318,11 +323,26 @@ func awaitCycles(ctx context.Context, flags *runFlags, o Options) bool {
 	return true
 }
 
+// awaitWarm waits until every one of workers goroutines has finished a
+// cycle, ctx ends, or maxExtension passes; it reports false only if ctx
+// ended.
+func awaitWarm(ctx context.Context, flags *runFlags, workers int64) bool {
+	deadline := time.Now().Add(maxExtension)
+	for flags.warm.Load() < workers && time.Now().Before(deadline) {
+		if !pause(ctx, extensionPoll) {
+			return false
+		}
+	}
+	return true
+}
+
 // runFlags tell the goroutines of a run when to count and when to stop.
 type runFlags struct {
 	measuring, stop atomic.Bool
 	// counted is how many cycles the goroutines have counted so far.
 	counted atomic.Int64
+	// warm is how many goroutines have finished a cycle.
+	warm atomic.Int64
 	// holder is the goroutine that took a shared plain lock last, plus one
 	// (0 before the first grant).
 	holder atomic.Int64
@@ -377,6 +397,7 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 		granted = func() bool { return flags.again(id) }
 	}
 	buf := make([]byte, 0, len(prefix)+32)
+	warm := false
 	for seq := 0; !flags.stop.Load(); seq++ {
 		key := name
 		if c.Keys == NewKeyEachCycle {
@@ -393,6 +414,10 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 				w.timeouts++
 			}
 			continue
+		}
+		if !warm && err == nil {
+			warm = true
+			flags.warm.Add(1)
 		}
 		if flags.stop.Load() || !flags.measuring.Load() {
 			continue

@@ -125,3 +125,40 @@ func TestRun_minCyclesExtendsTheWindow(t *testing.T) {
 		t.Errorf("%d cycles in %v, want at least 2 in a window extended past one cycle", r.Cycles, r.Elapsed)
 	}
 }
+
+// firstSlow is a lock whose first acquisition by each goroutine takes
+// first, as a client's first does while it connects, and every later one
+// nothing.
+type firstSlow struct {
+	first time.Duration
+	done  *sync.Map
+}
+
+func (l firstSlow) Acquire(ctx context.Context, name string) (any, error) {
+	if _, seen := l.done.LoadOrStore(name, true); seen {
+		return nil, nil
+	}
+	return slowLock{l.first}.Acquire(ctx, name)
+}
+
+func (firstSlow) Release(context.Context, any) error { return nil }
+
+func (firstSlow) Close() {}
+
+// TestRun_warmEveryWorkerKeepsFirstCyclesOut checks that with
+// WarmEveryWorker the goroutines' first cycles, longer than the warm-up,
+// end before the window and are not measured; without it they are.
+func TestRun_warmEveryWorkerKeepsFirstCyclesOut(t *testing.T) {
+	for _, warmAll := range []bool{false, true} {
+		o := Options{Warmup: time.Millisecond, Duration: 20 * time.Millisecond, MinCycles: 1, KeyPrefix: "t:", WarmEveryWorker: warmAll}
+		d := firstSlow{first: 100 * time.Millisecond, done: &sync.Map{}}
+		r, err := Run(context.Background(), []drivers.Driver{d}, Case{Workers: 4, Keys: KeyPerWorker}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slowSeen := r.Max >= 100*time.Millisecond
+		if slowSeen == warmAll {
+			t.Errorf("WarmEveryWorker %v: longest cycle measured %v, first cycles 100 ms", warmAll, r.Max)
+		}
+	}
+}
