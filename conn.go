@@ -125,10 +125,11 @@ type ClusterConn interface {
 // way: it asks every node of two or more from a goroutine of its own, and
 // a lone node from the caller's goroutine, saving a goroutine switch per
 // request, only when its Conn returns at the deadline. A node of two or
-// more is asked without a deadline (the goroutine waits for the reply, or
-// for the connection's own read timeout): a Conn that gives a request up
-// at its deadline closes the connection, and a node slower than the
-// per-node timeout would then cost a new connection per request.
+// more gets a context that ends half a second after the per-node timeout,
+// and the goroutine waits for the reply meanwhile: a Conn that gives a
+// request up at its deadline closes the connection (rueidis, go-redis with
+// ContextTimeoutEnabled), and a node slower than the per-node timeout
+// would cost a new connection per request.
 type ContextHonourer interface {
 	// HonoursContext reports whether the Conn returns at its context's
 	// deadline: false for the goredis adapter over a go-redis client with

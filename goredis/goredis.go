@@ -15,11 +15,12 @@
 //
 // The redlock.Client enforces its per-node timeout itself, whatever the
 // go-redis client's settings. Give clients MaxRetries: -1 (the algorithm
-// retries with fresh validity). The Client sends the requests of a client
-// of several nodes without a deadline, as go-redis closes the connection
-// of every reply that arrives after one (ContextTimeoutEnabled): a slow
-// node would cost a new connection per request. ParseURL returns options
-// set up this way, with ContextTimeoutEnabled off. The exception is a lone
+// retries with fresh validity). The Client gives the requests of a client
+// of several nodes half a second past its per-node timeout, as go-redis
+// closes the connection of every reply that arrives after a deadline
+// (ContextTimeoutEnabled): a slow node would cost a new connection per
+// request. ParseURL returns options set up this way, with
+// ContextTimeoutEnabled off. The exception is a lone
 // node: the Client asks it from the caller's goroutine, saving a goroutine
 // switch per request, only when go-redis gives up at the deadline itself,
 // so Dial of a single URL turns ContextTimeoutEnabled on (a slow lone node

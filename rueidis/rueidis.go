@@ -114,9 +114,9 @@ func (c *Conn) Name() string { return c.name }
 // HonoursContext reports true: rueidis gives up a request at its context's
 // deadline, so the redlock.Client may ask a lone node from the caller's
 // goroutine (see redlock.ContextHonourer). rueidis then closes the
-// connection, when the request was alone on it: the Client asks the nodes
-// of a client of several without a deadline, so that a slow node keeps its
-// connection.
+// connection, when the request was alone on it: the Client gives the
+// requests to a node of several half a second past its per-node timeout,
+// so that a node slower than that timeout keeps its connection.
 func (c *Conn) HonoursContext() bool { return true }
 
 // Do sends one command; a nil reply is (nil, nil).

@@ -25,6 +25,10 @@ const maxInlineSlack = time.Millisecond
 // cancellation, see Uncancelled) each keep theirs. A shared context ends by
 // its own timer, once the last of its requests no longer needs it.
 type callerDeadline struct {
+	// detached: the contexts keep the parent's values but neither its
+	// cancellation nor its deadline (see pipe.requestContext).
+	detached bool
+
 	mu    sync.Mutex
 	slots [2]deadlineSlot
 	last  int // the slot used last
@@ -41,7 +45,7 @@ type deadlineSlot struct {
 // until returns a context that ends when parent does, and at deadline or
 // at most slack before it, for a request under a per-node timeout.
 func (d *callerDeadline) until(parent context.Context, deadline time.Time, timeout time.Duration) context.Context {
-	if pd, ok := parent.Deadline(); ok && !pd.After(deadline) {
+	if pd, ok := parent.Deadline(); ok && !pd.After(deadline) && !d.detached {
 		return parent // it ends first: no context of its own needed
 	}
 	slack := min(maxInlineSlack, timeout/32)
@@ -58,7 +62,11 @@ func (d *callerDeadline) until(parent context.Context, deadline time.Time, timeo
 	// ends at its deadline: requests may still use it.
 	d.last = 1 - d.last
 	sl := &d.slots[d.last]
-	sl.ctx, sl.cancel = context.WithDeadline(parent, deadline)
+	from := parent
+	if d.detached {
+		from = context.WithoutCancel(parent)
+	}
+	sl.ctx, sl.cancel = context.WithDeadline(from, deadline)
 	sl.parent, sl.end = parent, deadline
 	return sl.ctx
 }

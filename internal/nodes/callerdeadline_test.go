@@ -47,3 +47,27 @@ func TestCallerDeadline_sharesWithinTheSlack(t *testing.T) {
 		t.Errorf("deadline %v, want %v", dl, now.Add(timeout))
 	}
 }
+
+// A detached callerDeadline's contexts keep the caller's values, end at
+// their own deadline, and neither at the caller's earlier deadline nor at
+// its cancellation.
+func TestCallerDeadline_detachedIgnoresTheCallersEnd(t *testing.T) {
+	d := callerDeadline{detached: true}
+	type key struct{}
+	caller, cancel := context.WithTimeout(context.WithValue(context.Background(), key{}, "v"), time.Millisecond)
+	deadline := time.Now().Add(time.Hour)
+	ctx := d.until(caller, deadline, time.Hour)
+	if ctx == caller {
+		t.Fatal("got the caller's context, which ends first")
+	}
+	cancel()
+	if err := ctx.Err(); err != nil {
+		t.Errorf("ended with the caller: %v", err)
+	}
+	if dl, _ := ctx.Deadline(); !dl.Equal(deadline) {
+		t.Errorf("deadline %v, want %v", dl, deadline)
+	}
+	if ctx.Value(key{}) != "v" {
+		t.Error("the caller's value is lost")
+	}
+}

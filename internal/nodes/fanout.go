@@ -38,7 +38,7 @@ func New(conns []Conn, replicas int, functions bool) *Set {
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
 		n.pipes[i] = &pipe{conn: conn, node: i, cluster: IsCluster(conn), replicas: replicas,
-			inline: honoursContext(conn), patient: len(conns) > 1, work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
+			inline: honoursContext(conn), patient: len(conns) > 1, patientCalls: callerDeadline{detached: true}, work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
 	}
 	return n
 }
@@ -580,10 +580,17 @@ const maxLagChain = 4
 func (lag *Lagging) submitDeferred(p *pipe, calls []*call) {
 	live := calls[:0:0]
 	for _, cl := range calls {
-		if cl.state.CompareAndSwap(callDeferred, callSubmitted) {
-			live = append(live, cl)
-		} else {
+		switch {
+		case !cl.state.CompareAndSwap(callDeferred, callSubmitted):
 			p.deliver(cl, nil, errStillLagging)
+		case len(calls) == 1 && cl.req.LocalAfterLag != nil:
+			if v, ok := cl.req.LocalAfterLag(cl.node); ok {
+				p.deliver(cl, v, nil)
+				continue
+			}
+			live = append(live, cl)
+		default:
+			live = append(live, cl)
 		}
 	}
 	if len(live) == 0 {

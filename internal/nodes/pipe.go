@@ -49,6 +49,10 @@ type Request struct {
 	Decode Decoder
 	// local, when set, answers for node without asking it when ok.
 	Local func(node int) (v any, ok bool)
+	// LocalAfterLag, when set, answers for node without asking it when ok,
+	// once the call waited for the node's earlier request to end (see
+	// Lagging): it may read what that request's late answer recorded.
+	LocalAfterLag func(node int) (v any, ok bool)
 	// alone holds the result of a fan-out to the client's only node made
 	// inline, so that it costs no allocation of its own.
 	alone [1]Result
@@ -135,9 +139,11 @@ type pipe struct {
 	// inline: the node may be asked from the caller's goroutine, as its
 	// Conn returns at the request's deadline (see ContextHonourer).
 	inline bool
-	// patient: the node is one of several, and its senders' requests carry
-	// no deadline (see requestContext).
-	patient bool
+	// patient: the node is one of several, and its senders' requests wait
+	// lateReplyWait past their fan-out's deadline (see requestContext);
+	// patientCalls shares their contexts.
+	patient      bool
+	patientCalls callerDeadline
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.
 	work chan []*call
@@ -342,20 +348,28 @@ func (p *pipe) send(batch []*call) {
 	}
 }
 
+// lateReplyWait is how long past its fan-out's deadline a request to a
+// node of several waits for its reply (see pipe.requestContext). It is
+// shorter than the adapters' socket timeouts (a second), so that a client
+// that retries a request after such a timeout (go-redis) finds its context
+// ended and does not send it twice.
+const lateReplyWait = 500 * time.Millisecond
+
 // requestContext returns the context a sender sends cl with by itself, and
 // the function to call once it was sent. On a client of several nodes it
-// carries no deadline: the sender waits for the reply, or for the
-// connection's own read timeout, while the fan-out stops waiting at its
-// deadline and the other nodes make its quorum. A Conn that gives a
-// request up at its deadline closes the connection (rueidis, and go-redis
-// with ContextTimeoutEnabled), so that a node slower than the per-node
-// timeout would cost a new connection per request, and many clients
-// starting at once would fail each other's first requests for as long as
-// their connections take to open. A lone node is asked with the deadline:
-// no other node answers meanwhile.
+// ends lateReplyWait after the fan-out's deadline, keeps cl's context's
+// values, and not its cancellation: the fan-out stops waiting at its
+// deadline and the other nodes make its quorum, while the request waits
+// for a late reply. A Conn that gives a request up at its deadline closes
+// the connection (rueidis, and go-redis with ContextTimeoutEnabled): at
+// the per-node timeout itself, a node slower than that would cost a new
+// connection per request, and many clients starting at once would fail
+// each other's first requests for as long as their connections take to
+// open. A lone node is asked up to the deadline: no other node answers
+// meanwhile.
 func (p *pipe) requestContext(cl *call) (context.Context, context.CancelFunc) {
 	if p.patient {
-		return Uncancelled(cl.ctx), func() {}
+		return p.patientCalls.until(cl.ctx, cl.deadline.Add(lateReplyWait), lateReplyWait), func() {}
 	}
 	return cl.to.nodeContext(cl)
 }
@@ -378,10 +392,11 @@ func (p *pipe) sendBatch(batch []*call) {
 		args = append(args, cl.req.Script.ForNode(p.cluster).BatchID, strconv.Itoa(len(cl.req.Keys)), strconv.Itoa(len(cl.req.Args)))
 		args = append(args, cl.req.Args...)
 	}
-	ctx := context.Background()
-	if !p.patient {
-		ctx = p.batchDeadlines.until(deadline)
+	ends := deadline
+	if p.patient {
+		ends = deadline.Add(lateReplyWait) // see requestContext
 	}
+	ctx := p.batchDeadlines.until(ends)
 	v, acked, err := p.eval(ctx, deadline, wire.BatchScript, keys, args)
 	replies, ok := v.([]any)
 	if err == nil && (!ok || len(replies) != len(batch)) {
@@ -509,7 +524,7 @@ type Reply struct {
 
 // SendTogether sends reqs to node in one script call, in order, and
 // returns each one's reply, decoded; it blocks until the node answered or
-// deadline passed. It is how a caller checks that a batch answers each
+// the request's context ended (see requestContext). It is how a caller checks that a batch answers each
 // request as the request alone would be answered.
 func (n *Set) SendTogether(node int, deadline time.Time, reqs []*Request) []Reply {
 	batch := make([]*call, len(reqs))
