@@ -203,7 +203,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		}
 	}
 	if !refusedEverywhere(results, lag) {
-		c.releaseEverywhere(ctx, key, token, ttl+a.delay, lag, results, a.replies, a.settle)
+		c.releaseEverywhere(ctx, key, token, ttl+a.delay, lag, results, a.settle)
 	}
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
@@ -267,7 +267,6 @@ const (
 
 // acquireReply is one node's answer to the acquire script.
 type acquireReply struct {
-	heard  bool // the node's reply was decoded
 	status int64
 	fence  uint64
 	left   time.Duration // recovery time left, when recovering
@@ -325,7 +324,6 @@ func (r *acquireRequest) Decode(node int, v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply.heard = true
 	r.replies[node] = reply
 	return reply.status, nil
 }
@@ -391,12 +389,8 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 // minority of nodes, and waking waiters for that only splits their votes.
 // Nodes that it missed in time are asked again in the background (see
 // finishMissed): a failed attempt's grants on a minority, left until their
-// TTL, would keep the key from everyone on a crowded key. A node that had
-// not answered the attempt in time, and then refused it (its reply decoded
-// in replies), is not asked: most nodes of a failed attempt on a crowded
-// key answer so, and each release would cost it a script call.
-func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging,
-	acquired []NodeResult, replies []acquireReply, settle bool) {
+// TTL, would keep the key from everyone on a crowded key.
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging, acquired []NodeResult, settle bool) {
 	ctx = nodes.Uncancelled(ctx)
 	wait := len(c.conns)
 	if lag != nil && !settle {
@@ -404,9 +398,6 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	}
 	req := releaser(key, token)
 	req.Local = func(node int) (any, bool) { return int64(0), refused(acquired[node]) } // nothing there
-	req.LocalAfterLag = func(node int) (any, bool) {
-		return int64(0), replies[node].heard && replies[node].status != acquireGranted // refused late
-	}
 	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), req, lag.Releasing(), nodes.IsOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)

@@ -160,7 +160,7 @@ func (c *Client) ReleaseFailedAttempt(ctx context.Context, key, token string, tt
 			acquired[i].Outcome = OutcomeOK
 		}
 	}
-	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired, make([]acquireReply, len(granted)), false)
+	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired, false)
 }
 
 // Listening returns how many of the client's waiters listen for the

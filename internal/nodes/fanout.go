@@ -580,17 +580,10 @@ const maxLagChain = 4
 func (lag *Lagging) submitDeferred(p *pipe, calls []*call) {
 	live := calls[:0:0]
 	for _, cl := range calls {
-		switch {
-		case !cl.state.CompareAndSwap(callDeferred, callSubmitted):
+		if cl.state.CompareAndSwap(callDeferred, callSubmitted) {
+			live = append(live, cl)
+		} else {
 			p.deliver(cl, nil, errStillLagging)
-		case len(calls) == 1 && cl.req.LocalAfterLag != nil:
-			if v, ok := cl.req.LocalAfterLag(cl.node); ok {
-				p.deliver(cl, v, nil)
-				continue
-			}
-			live = append(live, cl)
-		default:
-			live = append(live, cl)
 		}
 	}
 	if len(live) == 0 {

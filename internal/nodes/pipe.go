@@ -49,10 +49,6 @@ type Request struct {
 	Decode Decoder
 	// local, when set, answers for node without asking it when ok.
 	Local func(node int) (v any, ok bool)
-	// LocalAfterLag, when set, answers for node without asking it when ok,
-	// once the call waited for the node's earlier request to end (see
-	// Lagging): it may read what that request's late answer recorded.
-	LocalAfterLag func(node int) (v any, ok bool)
 	// alone holds the result of a fan-out to the client's only node made
 	// inline, so that it costs no allocation of its own.
 	alone [1]Result
@@ -349,10 +345,10 @@ func (p *pipe) send(batch []*call) {
 }
 
 // lateReplyWait is how long past its fan-out's deadline a request to a
-// node of several waits for its reply (see pipe.requestContext). It is
-// shorter than the adapters' socket timeouts (a second), so that a client
-// that retries a request after such a timeout (go-redis) finds its context
-// ended and does not send it twice.
+// node of several waits for its reply (see pipe.requestContext). With the
+// default per-node timeout it ends before the adapters' socket timeouts (a
+// second), so that a go-redis cluster client, which sends a request again
+// after such a timeout, finds its context ended instead.
 const lateReplyWait = 500 * time.Millisecond
 
 // requestContext returns the context a sender sends cl with by itself, and
