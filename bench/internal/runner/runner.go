@@ -348,6 +348,15 @@ type runFlags struct {
 	holder atomic.Int64
 }
 
+// noteWarm counts a goroutine as warm at its first cycle that succeeded;
+// warm says whether it was counted already.
+func (f *runFlags) noteWarm(warm *bool, err error) {
+	if !*warm && err == nil {
+		*warm = true
+		f.warm.Add(1)
+	}
+}
+
 // again records that goroutine id took the shared plain lock and reports
 // whether it was also the one that held it last.
 func (f *runFlags) again(id int) bool {
@@ -415,10 +424,7 @@ func loop(ctx context.Context, d drivers.Driver, c Case, prefix string, id int, 
 			}
 			continue
 		}
-		if !warm && err == nil {
-			warm = true
-			flags.warm.Add(1)
-		}
+		flags.noteWarm(&warm, err)
 		if flags.stop.Load() || !flags.measuring.Load() {
 			continue
 		}
