@@ -12,13 +12,14 @@ import (
 // others a row counts ran inside them, or by themselves.
 var scriptCommands = []string{"evalsha", "eval", "fcall", "evalsha_ro", "eval_ro", "fcall_ro"}
 
-// writeCommands writes, for the cases of one goroutine (serial-*), the
-// Redis commands each library's cycle cost the servers, from INFO
-// commandstats: what a cycle asks of Redis, beside its CPU.
+// writeCommands writes, for the cases of one goroutine (serial-*) and of a
+// crowd on one key (crowd-*), the Redis commands each library's cycle cost
+// the servers, from INFO commandstats: what a cycle asks of Redis, beside
+// its CPU.
 func (r *Report) writeCommands(b *strings.Builder) {
 	header := false
 	for _, c := range r.Cases {
-		if !strings.HasPrefix(c.ID, "serial-") {
+		if !strings.HasPrefix(c.ID, "serial-") && !strings.HasPrefix(c.ID, "crowd-") {
 			continue
 		}
 		for _, l := range r.Libraries {
@@ -28,7 +29,7 @@ func (r *Report) writeCommands(b *strings.Builder) {
 			}
 			if !header {
 				b.WriteString("\n### Redis commands per cycle\n\n" +
-					"The commands the servers ran per cycle in the `serial` cases, all nodes together, from " +
+					"The commands the servers ran per cycle in the `serial` cases, and per grant in the `crowd` cases, all nodes together, from " +
 					"`INFO commandstats` before and after each round: script and function calls (EVALSHA, " +
 					"EVAL, FCALL) count once each, and so does every command they run inside. One node's share " +
 					"is the count divided by the nodes. Beside the servers' CPU, the time they spent running the " +
