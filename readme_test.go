@@ -50,9 +50,18 @@ func writeReadmeModule(t *testing.T, examples []string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	goMod := fmt.Sprintf("module example.com/readme\n\ngo 1.26.0\n\n"+
-		"require github.com/redlock-go/redlock v0.0.0-00010101000000-000000000000\n\n"+
-		"replace github.com/redlock-go/redlock => %s\n", checkout)
+	// The library's own requirements, every indirect one included, so that
+	// the go command needs no go.mod file beyond those the library's build
+	// read: an older module in the graph (one without graph pruning) would
+	// otherwise have it look for its own requirements' go.mod files, which
+	// a module cache filled by building the library may not hold.
+	own, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMod := strings.Replace(string(own), "module github.com/redlock-go/redlock\n", "module example.com/readme\n", 1) +
+		fmt.Sprintf("\nrequire github.com/redlock-go/redlock v0.0.0-00010101000000-000000000000\n\n"+
+			"replace github.com/redlock-go/redlock => %s\n", checkout)
 	sum, err := os.ReadFile("go.sum")
 	if err != nil {
 		t.Fatal(err)
