@@ -203,7 +203,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		}
 	}
 	if !refusedEverywhere(results, lag) {
-		c.releaseEverywhere(ctx, key, token, ttl+a.delay, lag, results, a.settle)
+		c.releaseEverywhere(ctx, key, token, ttl+a.delay, lag, results, a.replies, a.settle)
 	}
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
@@ -267,6 +267,7 @@ const (
 
 // acquireReply is one node's answer to the acquire script.
 type acquireReply struct {
+	heard  bool // the node's reply was decoded
 	status int64
 	fence  uint64
 	left   time.Duration // recovery time left, when recovering
@@ -324,6 +325,7 @@ func (r *acquireRequest) Decode(node int, v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	reply.heard = true
 	r.replies[node] = reply
 	return reply.status, nil
 }
@@ -389,8 +391,11 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 // minority of nodes, and waking waiters for that only splits their votes.
 // Nodes that it missed in time are asked again in the background (see
 // finishMissed): a failed attempt's grants on a minority, left until their
-// TTL, would keep the key from everyone on a crowded key.
-func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging, acquired []NodeResult, settle bool) {
+// TTL, would keep the key from everyone on a crowded key. A node that had
+// not answered the attempt in time, and then refused it (its reply decoded
+// in replies), is not asked either (see refusedLate).
+func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging,
+	acquired []NodeResult, replies []acquireReply, settle bool) {
 	ctx = nodes.Uncancelled(ctx)
 	wait := len(c.conns)
 	if lag != nil && !settle {
@@ -398,11 +403,25 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	}
 	req := releaser(key, token)
 	req.Local = func(node int) (any, bool) { return int64(0), refused(acquired[node]) } // nothing there
+	req.LocalAfterLag = func(node int) (any, bool) { return int64(0), refusedLate(replies[node]) }
 	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), req, lag.Releasing(), nodes.IsOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
 	c.waiters.AddTrailing(key, unfinished.Lagging())
 	c.finishMissed(key, token, ttl, results, unfinished, false) // nobody waits for its reports
+}
+
+// refusedLate reports that a node's reply to an attempt, which came after
+// the attempt was decided, refused it, so that the node holds nothing of
+// the attempt's: on a crowded key most nodes that a failed attempt did not
+// hear from in time answer so, and a release each would cost them a script
+// call. A refusal is final as the acquire scripts answer a repeated run of
+// a granted request as a grant (see lua/admit.lua): a client that sent the
+// request again once its reply was lost hears the grant. Not a reader's
+// refusal for a writer that waits: a repeated run of a reader granted
+// before the writer came answers so.
+func refusedLate(r acquireReply) bool {
+	return r.heard && (r.status == acquireHeld || r.status == acquireRecovering)
 }
 
 // nodeTimeout returns the per-node timeout for a TTL: no answer arriving after

@@ -37,6 +37,10 @@ func (c *Client) ID() string { return c.id }
 // directly.
 var AcquireScriptSource = wire.AcquireScript.Source
 
+// QueuedAcquireScriptSource is the acquire script of a waiting caller
+// (Acquire) as sent, for tests that run it directly.
+var QueuedAcquireScriptSource = wire.QueuedAcquireScript.Source
+
 // The keys the library keeps beside the locks.
 const (
 	MarkerKey  = wire.MarkerKey
@@ -160,7 +164,7 @@ func (c *Client) ReleaseFailedAttempt(ctx context.Context, key, token string, tt
 			acquired[i].Outcome = OutcomeOK
 		}
 	}
-	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired, false)
+	c.releaseEverywhere(ctx, key, token, ttl, nil, acquired, make([]acquireReply, len(granted)), false)
 }
 
 // Listening returns how many of the client's waiters listen for the

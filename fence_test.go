@@ -558,3 +558,68 @@ func TestFence_clientClockBehind(t *testing.T) {
 		t.Errorf("held key: reply %q", got)
 	}
 }
+
+// A request that a client sends again once its reply was lost (go-redis
+// does after a socket timeout) runs the acquire script twice; a second run
+// of a granted attempt answers the grant again, with the same fencing
+// token, and changes nothing, so that a refusal always means that the node
+// holds nothing of the attempt's. Each script, with the restart
+// quarantine on (marked nodes) and off, and a newcomer's first attempt
+// that would defer to a client queued before it.
+func TestFence_repeatedRequestAnswersTheSameGrant(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	clock := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	queue, deadlines := redlock.QueueKeys("queued")
+	plain := func(key, token, delay string) []string {
+		t.Helper()
+		v, err := node.Do(bg, "EVAL", redlock.AcquireScriptSource, "4", key, redlock.FenceKey(key), redlock.MarkerKey, redlock.ProcessKey,
+			token, "10000", delay, "60000", clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(v, "\n")
+	}
+	queued := func(token, id, mode string) []string {
+		t.Helper()
+		v, err := node.Do(bg, "EVAL", redlock.QueuedAcquireScriptSource, "7", "queued", redlock.FenceKey("queued"), redlock.MarkerKey,
+			redlock.ProcessKey, queue, deadlines, redlock.WaitingKey("queued"),
+			token, "10000", "30000000", "60000", clock, id, clock, "2000000", mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(v, "\n")
+	}
+	for _, delay := range []string{"0", "30000000"} {
+		key := "plain-" + delay
+		first := plain(key, "t1", delay)
+		if first[0] != "1" {
+			t.Fatalf("recovery delay %s: first run %q, want a grant", delay, first)
+		}
+		if again := plain(key, "t1", delay); again[0] != "1" || again[1] != first[1] {
+			t.Errorf("recovery delay %s: the same request again: %q, want the grant %q", delay, again, first)
+		}
+		if other := plain(key, "t2", delay); other[0] != "0" {
+			t.Errorf("recovery delay %s: another attempt: %q, want a refusal", delay, other)
+		}
+		if got := keyOn(t, node, redlock.FenceKey(key)); got != first[1] {
+			t.Errorf("recovery delay %s: counter %s after the repeated run, want %s", delay, got, first[1])
+		}
+	}
+	// A newcomer whose first attempt was granted, sent again after a
+	// waiter queued: the first attempt would defer to it, the repeat
+	// answers the grant.
+	first := queued("q1", "newcomer", "1")
+	if first[0] != "1" {
+		t.Fatalf("first run %q, want a grant", first)
+	}
+	if refused := queued("q2", "waiter", "0"); refused[0] != "0" {
+		t.Fatalf("a waiter's attempt on the held key: %q, want a refusal", refused)
+	}
+	if again := queued("q1", "newcomer", "1"); again[0] != "1" || again[1] != first[1] {
+		t.Errorf("the newcomer's request again, behind a waiter: %q, want the grant %q", again, first)
+	}
+	if got := keyOn(t, node, "queued"); got != "q1" {
+		t.Errorf("key holds %q, want q1", got)
+	}
+}

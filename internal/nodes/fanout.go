@@ -576,14 +576,22 @@ func (lag *Lagging) submitAfter(p *pipe, calls ...*call) {
 const maxLagChain = 4
 
 // submitDeferred submits the calls that submitAfter deferred, except those
-// cancelled meanwhile, which fail unsent.
+// cancelled meanwhile, which fail unsent, and a lone call that its
+// request's LocalAfterLag answers.
 func (lag *Lagging) submitDeferred(p *pipe, calls []*call) {
 	live := calls[:0:0]
 	for _, cl := range calls {
-		if cl.state.CompareAndSwap(callDeferred, callSubmitted) {
-			live = append(live, cl)
-		} else {
+		switch {
+		case !cl.state.CompareAndSwap(callDeferred, callSubmitted):
 			p.deliver(cl, nil, errStillLagging)
+		case len(calls) == 1 && cl.req.LocalAfterLag != nil:
+			if v, ok := cl.req.LocalAfterLag(cl.node); ok {
+				p.deliver(cl, v, nil)
+				continue
+			}
+			live = append(live, cl)
+		default:
+			live = append(live, cl)
 		}
 	}
 	if len(live) == 0 {

@@ -47,8 +47,12 @@ type Request struct {
 	// decode, when set, turns node's reply into the value the fan-out
 	// classifies; it runs before the answer reaches the fan-out.
 	Decode Decoder
-	// local, when set, answers for node without asking it when ok.
+	// Local, when set, answers for node without asking it when ok.
 	Local func(node int) (v any, ok bool)
+	// LocalAfterLag, when set, is asked as Local is when a call to node
+	// that waited for the key's earlier requests there (see
+	// Lagging.submitAfter) is about to leave: their replies are in by then.
+	LocalAfterLag func(node int) (v any, ok bool)
 	// alone holds the result of a fan-out to the client's only node made
 	// inline, so that it costs no allocation of its own.
 	alone [1]Result

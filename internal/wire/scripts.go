@@ -45,6 +45,8 @@ var (
 	admitQuarantineSource string
 	//go:embed lua/admit.lua
 	admitSource string
+	//go:embed lua/repeated_grant.lua
+	repeatedGrantSource string
 	//go:embed lua/acquire.lua
 	acquireSource string
 	//go:embed lua/node_millis.lua
@@ -115,7 +117,8 @@ var (
 
 	quarantineFunc = &luaFunction{name: "quarantine", source: admitQuarantineSource,
 		calls: []*luaFunction{nodeClockFunc, processIDFunc, restartMarkerFunc, setMarkerFunc, recoveryLeftFunc, votesFunc}}
-	admitFunc             = &luaFunction{name: "admit", source: admitSource, calls: []*luaFunction{votesFunc, quarantineFunc, nextFenceFunc}}
+	repeatedGrantFunc     = &luaFunction{name: "repeatedGrant", source: repeatedGrantSource, calls: []*luaFunction{nextFenceFunc}}
+	admitFunc             = &luaFunction{name: "admit", source: admitSource, calls: []*luaFunction{votesFunc, quarantineFunc, nextFenceFunc, repeatedGrantFunc}}
 	nodeMillisFunc        = &luaFunction{name: "nodeMillis", source: nodeMillisSource, calls: []*luaFunction{nodeClockFunc}}
 	expireWithReadersFunc = &luaFunction{name: "expireWithReaders", source: readersSource}
 	leaveSharedFunc       = &luaFunction{name: "leaveShared", source: leaveSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}

@@ -10,14 +10,16 @@
 -- delay in microseconds, "0" when the quarantine is off; ARGV[a+4] counter
 -- TTL in milliseconds; ARGV[a+5] the caller's clock in microseconds
 -- (decimal).
--- Returns {1, fence, 0} when granted, {0, "0", 0} when the key is held (by
--- another lock, or by readers: see acquire_shared.lua), and {2, "0",
--- microseconds left} while the node is recovering; fence is the new
--- counter, a decimal string (see fence.lua).
+-- Returns {1, fence, 0} when granted (also to a repeated run of a granted
+-- request: see admit), {0, "0", 0} when the key is held (by another lock,
+-- or by readers: see acquire_shared.lua), and {2, "0", microseconds left}
+-- while the node is recovering; fence is the new counter, a decimal string
+-- (see fence.lua).
 -- grant is acquire once admit let the acquisition through, with the
--- counter admit read.
-local function grant(KEYS, ARGV, k, a, shared, counter)
-	if not redis.call("SET", KEYS[k + 1], ARGV[a + 1], "NX", "PX", ARGV[a + 2]) then
+-- counter admit read, and whether it found the key held by a lock, which
+-- refuses without trying to set it.
+local function grant(KEYS, ARGV, k, a, shared, counter, held)
+	if held or not redis.call("SET", KEYS[k + 1], ARGV[a + 1], "NX", "PX", ARGV[a + 2]) then
 		return {0, "0", 0}
 	end
 	local fence = nextFence(KEYS[k + 2], counter, ARGV[a + 5], ARGV[a + 4], shared)
@@ -29,9 +31,9 @@ local function grant(KEYS, ARGV, k, a, shared, counter)
 end
 
 local function acquire(KEYS, ARGV, k, a, shared)
-	local refused, counter = admit(KEYS, ARGV, k, a, shared)
+	local refused, counter, _, held = admit(KEYS, ARGV, k, a, shared)
 	if refused then
 		return refused
 	end
-	return grant(KEYS, ARGV, k, a, shared, counter)
+	return grant(KEYS, ARGV, k, a, shared, counter, held)
 end

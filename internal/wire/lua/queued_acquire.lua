@@ -73,7 +73,7 @@ end
 -- client that hand a key to each other pay for the queue only when
 -- another client waits.
 local function handoffAcquire(KEYS, ARGV, k, a, shared)
-	local reply, counter, waiting = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
+	local reply, counter, waiting, held = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
 	if reply then
 		return reply
 	end
@@ -87,7 +87,7 @@ local function handoffAcquire(KEYS, ARGV, k, a, shared)
 			return setAcquire(KEYS, ARGV, k, a, shared)
 		end
 	end
-	reply = grant(KEYS, ARGV, k, a, shared, counter)
+	reply = grant(KEYS, ARGV, k, a, shared, counter, held)
 	if reply[1] == 0 then
 		reply = {0, reply[2], enqueue(KEYS, ARGV, k, a)}
 	end
@@ -103,15 +103,16 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 		return handoffAcquire(KEYS, ARGV, k, a, shared)
 	end
 	-- A newcomer to a key nobody waits for (the common case) reads the
-	-- waiting mark with the counter, and nothing more.
-	local reply, counter, waiting = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
-	if not reply and waiting and ARGV[a + 9] == "1" then
+	-- waiting mark with the counter, and nothing more; nor does one that
+	-- finds the key held, which queues at once.
+	local reply, counter, waiting, held = admit(KEYS, ARGV, k, a, shared, KEYS[k + 7])
+	if not reply and waiting and not held and ARGV[a + 9] == "1" then
 		local first = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
 		if first ~= "" and first ~= " " .. id then
 			reply = {0, "0", 0}
 		end
 	end
-	reply = reply or grant(KEYS, ARGV, k, a, shared, counter)
+	reply = reply or grant(KEYS, ARGV, k, a, shared, counter, held)
 	if reply[1] == 1 and (waiting or ARGV[a + 9] ~= "1") then
 		-- Granted: the client's entry, if this node has it, is now the
 		-- winner's, whose release takes it out (see release); an entry left

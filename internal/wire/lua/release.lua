@@ -52,8 +52,9 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 		holder = redis.pcall("GET", key)
 	end
 	local left = false
-	local queued = waiting and redis.call("EXISTS", KEYS[k + 2]) == 1
-	if queued and ARGV[a + 5] ~= "" then
+	-- With the mark, the queue is read: the mark outlives the queue by a
+	-- second, and a queue gone by then reads as empty.
+	if waiting and ARGV[a + 5] ~= "" then
 		left = leaveQueue(KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 5])
 	end
 	local released = 1
@@ -77,10 +78,11 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 	end
 	if waiting then
 		local channel = ARGV[a + 2] .. key
-		local names = queued and nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3])) or ""
+		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
 		local message = ARGV[a + 1] .. names
-		local broadcast = released == 1 and ARGV[a + 6] ~= "1" and (announce or listened(channel))
-		if names ~= "" or broadcast then
+		-- On the key's channel only when it names nobody: whether anybody
+		-- listens there is asked only then.
+		if names ~= "" or released == 1 and ARGV[a + 6] ~= "1" and (announce or listened(channel)) then
 			sendAnnouncement(announce or publish, channel, message, names)
 		end
 	end
