@@ -3,7 +3,10 @@
 // turns, one attempt in flight at a time, so that a client's sixteen
 // goroutines on four permits (the bench's semaphore-1) are compared with
 // one goroutine alone on the same semaphore, and with the sixteen spread
-// over four Clients. Each cycle
+// over four Clients, and with the sixteen of one client each on a permit
+// of its own (a mutex per permit, four goroutines on each): that shape has
+// four acquisitions in flight at once, and shows what the client's
+// one-at-a-time turns cost, at the same cost per grant. Each cycle
 // takes a permit, holds it for a spin of 20 µs (the bench's crowd hold)
 // and releases it. The server's CPU per grant comes from /proc, the
 // client's from getrusage.
@@ -32,16 +35,19 @@ import (
 	"github.com/redlock-go/redlock/goredis"
 )
 
-// shape is how many goroutines take permits, over how many Clients.
+// shape is how many goroutines take permits, over how many Clients; split
+// gives each goroutine one permit's key of its own, taken as a mutex.
 type shape struct {
 	name                string
 	goroutines, clients int
+	split               bool
 }
 
 var shapes = []shape{
-	{"1 goroutine, 1 client", 1, 1},
-	{"16 goroutines, 1 client", 16, 1},
-	{"16 goroutines, 4 clients", 16, 4},
+	{"1 goroutine, 1 client", 1, 1, false},
+	{"16 goroutines, 1 client", 16, 1, false},
+	{"16 goroutines, 4 clients", 16, 4, false},
+	{"16 goroutines, 1 client, a permit's mutex each (4 on each)", 16, 1, true},
 }
 
 // The semaphore and the hold, as in the bench's semaphore-1.
@@ -124,9 +130,13 @@ func measure(ctx context.Context, set *nodes.Set, s shape, name string, d time.D
 	start := time.Now()
 	for g := range s.goroutines {
 		c := clients[g%len(clients)]
+		key, opts := name, []redlock.LockOption{redlock.WithLimit(limit)}
+		if s.split {
+			key, opts = fmt.Sprintf("%s:permit:%d", name, g%limit+1), nil
+		}
 		wg.Go(func() {
 			for runCtx.Err() == nil {
-				l, err := c.Acquire(runCtx, name, redlock.WithLimit(limit))
+				l, err := c.Acquire(runCtx, key, opts...)
 				if err != nil {
 					if runCtx.Err() == nil {
 						failed.Store(err)
