@@ -396,14 +396,18 @@ func TestSemaphore_gaveUpSaysWhy(t *testing.T) {
 }
 
 // wantGaveUp fails the test unless err is that of an Acquire that gave up
-// as its context ended with cause, and says so in its message.
+// as its context ended with cause, and says so in its message: after the
+// nodes' answers to its last attempt, or, when the context ended before
+// the attempt reached any node (a loaded machine can take the whole
+// deadline to start it), with that said.
 func wantGaveUp(t *testing.T, err, cause error) {
 	t.Helper()
 	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, cause) {
 		t.Fatalf("%v, want ErrNotAcquired and %v", err, cause)
 	}
-	if want := "(" + cause.Error() + ")"; !strings.Contains(err.Error(), want) {
-		t.Errorf("%q does not say %q", err, want)
+	asked, unasked := "("+cause.Error()+")", cause.Error()+" before any node was asked"
+	if msg := err.Error(); !strings.Contains(msg, asked) && !strings.Contains(msg, unasked) {
+		t.Errorf("%q says neither %q nor %q", err, asked, unasked)
 	}
 }
 
