@@ -68,7 +68,12 @@ func TestWaitReplicas_unconfirmedGrantDoesNotCount(t *testing.T) {
 		if _, err := replica.Node(0).Do(bg, "REPLICAOF", "NO", "ONE"); err != nil {
 			t.Fatal(err)
 		}
-		c := newClient(t, master, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond, WaitReplicas: 1})
+		// WAIT gets three quarters of the node timeout, and the answer
+		// must come within the rest, and within the adapters' 1 s socket
+		// timeout: 900 ms leave 225 ms for the script and the reply (500
+		// ms, with 125 ms left, timed out once under the race detector
+		// with four tests at a time).
+		c := newClient(t, master, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 900 * time.Millisecond, WaitReplicas: 1})
 		_, err := c.TryAcquire(bg, "unconfirmed")
 		if !errors.Is(err, redlock.ErrNotAcquired) {
 			t.Fatalf("acquire with the replica cut off: %v, want ErrNotAcquired", err)
