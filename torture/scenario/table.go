@@ -335,7 +335,12 @@ func Short() []Scenario {
 	var out []Scenario
 	for _, s := range Table() {
 		if want[s.Name] {
-			s.Duration = 2500 * time.Millisecond
+			// A row that must catch a violation keeps its full duration:
+			// in 2.5 s on a slow, loaded machine restart-empty once saw 11
+			// grants and no fault that met a held lock.
+			if s.Expect != Caught {
+				s.Duration = 2500 * time.Millisecond
+			}
 			out = append(out, s)
 		}
 	}
