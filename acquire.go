@@ -395,8 +395,12 @@ func (a *acquisition) try() (*Lock, error) {
 	return lock, err
 }
 
-// failed starts listening for the key's releases after a failed attempt.
-func (a *acquisition) failed() { a.listen() }
+// failed starts listening for the key's releases after a failed attempt,
+// telling the waker whether the nodes queued this client behind another.
+func (a *acquisition) failed() {
+	a.listen()
+	a.wake.SetSecond(a.place.second)
+}
 
 // notAsked is the error of a call that gave up before its first attempt.
 func (a *acquisition) notAsked() error { return a.c.notAsked(a.key, a.ctx) }
@@ -404,7 +408,7 @@ func (a *acquisition) notAsked() error { return a.c.notAsked(a.key, a.ctx) }
 // listen starts listening for release announcements of the key, once.
 func (a *acquisition) listen() {
 	if a.wake == nil {
-		a.wake, a.stopListening = a.c.waker.ListenFor(a.key)
+		a.wake, a.stopListening = a.c.waker.ListenFor(a.key, a.place.second)
 	}
 }
 

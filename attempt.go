@@ -44,6 +44,9 @@ type queuePlace struct {
 	// the key is held, and every node that did queued it behind at least
 	// namedWaiters clients: the next release will name others (see wait.Waker).
 	behind bool
+	// second: likewise, but behind at least one other client, whom the
+	// next release names first (see wait.Wakeup.SetSecond).
+	second bool
 	// set: the caller waits for a set of keys (AcquireAll) or for one of
 	// a semaphore's permits, and since is set before its first attempt:
 	// every attempt defers to the clients queued before it (see
@@ -168,7 +171,9 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	lag := unfinished.Lagging()
 	noteRecovering(results, a.replies)
 	if a.place != nil {
-		a.place.behind = ok < c.quorum && queuedBehind(results, a.replies, c.quorum)
+		refused := ok < c.quorum
+		a.place.behind = refused && queuedBehind(results, a.replies, c.quorum, namedWaiters)
+		a.place.second = refused && queuedBehind(results, a.replies, c.quorum, 1)
 	}
 	if c.tel != nil {
 		c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
@@ -213,20 +218,20 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 }
 
 // queuedBehind reports whether a quorum of nodes refused a queued attempt
-// because the key is held, each queueing its caller behind at least
-// namedWaiters clients (see queuePlace).
-func queuedBehind(results []NodeResult, replies []acquireReply, quorum int) bool {
-	refusals, ahead := 0, 0
+// because the key is held, each queueing its caller behind at least ahead
+// clients (see queuePlace).
+func queuedBehind(results []NodeResult, replies []acquireReply, quorum int, ahead int64) bool {
+	refusals, behind := 0, 0
 	for i, r := range results {
 		if r.Outcome != OutcomeHeld || replies[i].status != acquireHeld {
 			continue
 		}
 		refusals++
-		if replies[i].place >= namedWaiters {
-			ahead++
+		if replies[i].place >= ahead {
+			behind++
 		}
 	}
-	return refusals >= quorum && ahead == refusals
+	return refusals >= quorum && behind == refusals
 }
 
 // refusedEverywhere reports that every node answered an attempt, and

@@ -51,6 +51,12 @@ func TestHandoff_anotherClientQueuedFirstGoesFirst(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+		var diag []string
+		for _, n := range cluster.Nodes() {
+			_, err := n.Do(ctx, "ZSCORE", queue, b.ID())
+			_, err2 := n.Do(ctx, "ZSCORE", queue, a.ID())
+			diag = append(diag, fmt.Sprintf("b:%v a:%v", err == nil, err2 == nil))
+		}
 		if err := first.Release(bg); err != nil {
 			t.Fatal(err)
 		}
@@ -65,6 +71,7 @@ func TestHandoff_anotherClientQueuedFirstGoesFirst(t *testing.T) {
 			if r.err == nil {
 				r.lock.Release(bg)
 			}
+			t.Log(diag)
 			t.Fatalf("the release handed the lock to its client's next goroutine (err %v) past the other client queued "+
 				"before it", r.err)
 		}

@@ -98,6 +98,21 @@ type Wakeup struct {
 	everyone bool
 	// from is the release channel of the latest signal.
 	from atomic.Pointer[string]
+	// second: the waiter's last attempt was queued behind another client,
+	// whom releases name first; a subscription's confirmation wakes it
+	// only a node timeout later (see confirmLocked).
+	second atomic.Bool
+	// confirmed is the pending wake-up of a second waiter by a
+	// confirmation; guarded by the Waker's mu.
+	confirmed *time.Timer
+}
+
+// SetSecond tells whether the waiter's last attempt was queued behind
+// another client on the nodes that refused it (see confirmLocked).
+func (wake *Wakeup) SetSecond(second bool) {
+	if wake != NoWakeup {
+		wake.second.Store(second)
+	}
 }
 
 // From returns the key's release channel that the latest signal came
@@ -148,13 +163,6 @@ func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout, behind tim
 		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, confirmed: map[string]int{}, ctx: ctx, stop: stop}
 }
 
-// register queues a waiter on channel and returns its wake-up signals.
-func (w *Waker) register(channel string) *Wakeup {
-	wake := newWakeup()
-	w.registerAs(channel, wake)
-	return wake
-}
-
 // registerAs queues wake, a waiter's signals, on channel: one waiter may
 // listen on several channels.
 func (w *Waker) registerAs(channel string, wake *Wakeup) {
@@ -184,6 +192,10 @@ func (w *Waker) registerAs(channel string, wake *Wakeup) {
 func (w *Waker) unregister(channel string, wake *Wakeup) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if wake.confirmed != nil {
+		wake.confirmed.Stop()
+		wake.confirmed = nil
+	}
 	q := w.queues[channel]
 	for i, c := range q {
 		if c == wake {
@@ -305,6 +317,11 @@ func (w *Waker) wakeLater(channel, token string) {
 // The named channel is subscribed before the key's on each node, which
 // serves a connection's commands in order: its confirmation says nothing
 // more.
+// A waiter whose last attempt the nodes queued behind another client
+// (Wakeup.SetSecond) is told w.behind later, unless a release wakes it
+// first: the client ahead, whom releases name first, takes the key in its
+// turn instead of racing an attempt made for a release that most likely
+// never was (that client has yet to take the key and let it go).
 func (w *Waker) confirmLocked(channel string) {
 	n, sent := w.confirmed[channel]
 	if !sent {
@@ -313,21 +330,34 @@ func (w *Waker) confirmLocked(channel string) {
 	n++
 	w.confirmed[channel] = n
 	if n == w.quorum {
-		w.signalFirstLocked(channel)
+		w.signalLocked(channel, true)
 	}
 }
 
 // signalFirstLocked tells the oldest waiter on channel that does not hear
 // every release, and every waiter that does, to try now: a writer waiting
 // behind this client's readers is woken too.
-func (w *Waker) signalFirstLocked(channel string) {
+func (w *Waker) signalFirstLocked(channel string) { w.signalLocked(channel, false) }
+
+// signalLocked is signalFirstLocked; for a subscription's confirmation
+// (confirmed), a second waiter is told w.behind later (see confirmLocked).
+func (w *Waker) signalLocked(channel string, confirmed bool) {
 	first := true
 	for _, wake := range w.queues[channel] {
-		if wake.everyone || first {
-			first = first && wake.everyone
-			wake.from.Store(&channel)
-			wake.signal()
+		if !wake.everyone && !first {
+			continue
 		}
+		first = first && wake.everyone
+		wake.from.Store(&channel)
+		if wake.confirmed != nil {
+			wake.confirmed.Stop()
+			wake.confirmed = nil
+		}
+		if confirmed && wake.second.Load() && w.behind > 0 {
+			wake.confirmed = time.AfterFunc(w.behind, wake.signal)
+			continue
+		}
+		wake.signal()
 	}
 }
 
@@ -416,14 +446,18 @@ func (w *Waker) Close() {
 	}
 }
 
-// ListenFor registers a waiter for the release of key; stop ends it. On a
-// nil Waker, a client whose nodes cannot notify, the signals never come.
-func (w *Waker) ListenFor(key string) (wake *Wakeup, stop func()) {
+// ListenFor registers a waiter for the release of key; stop ends it.
+// second tells whether its last attempt was queued behind another client
+// (see Wakeup.SetSecond). On a nil Waker, a client whose nodes cannot
+// notify, the signals never come.
+func (w *Waker) ListenFor(key string, second bool) (wake *Wakeup, stop func()) {
 	if w == nil {
 		return NoWakeup, func() {}
 	}
 	channel := w.keys.ReleaseChannel(key)
-	wake = w.register(channel)
+	wake = newWakeup()
+	wake.second.Store(second)
+	w.registerAs(channel, wake)
 	return wake, func() { w.unregister(channel, wake) }
 }
 

@@ -32,7 +32,7 @@ func TestWaker_subscribesTheNamedChannelFirst(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 4)}
 	w := NewWaker([]Listener{l}, 1, "client-1", wire.Layout{}, time.Millisecond)
 	defer w.Close()
-	_, stop := w.ListenFor("job")
+	_, stop := w.ListenFor("job", false)
 	defer stop()
 	channel := wire.Layout{}.ReleaseChannel("job")
 	for i, want := range []string{channel + " client-1", channel} {
@@ -64,7 +64,7 @@ func TestWaker_clientNamedSecondLetsTheFirstTry(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 4)}
 	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, time.Hour)
 	defer w.Close()
-	wake, stop := w.ListenFor("job")
+	wake, stop := w.ListenFor("job", false)
 	defer stop()
 	named := wire.Layout{}.ReleaseChannel("job") + " me"
 
@@ -94,7 +94,7 @@ func TestWaker_clientNamedSecondWakesAfterTheDelay(t *testing.T) {
 	const behind = 20 * time.Millisecond
 	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, behind)
 	defer w.Close()
-	wake, stop := w.ListenFor("job")
+	wake, stop := w.ListenFor("job", false)
 	defer stop()
 	start := time.Now()
 	w.deliver(wire.Layout{}.ReleaseChannel("job")+" me", "t1 other me")
@@ -105,5 +105,58 @@ func TestWaker_clientNamedSecondWakesAfterTheDelay(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("named second: never woken")
+	}
+}
+
+// A subscription's confirmation by a quorum wakes a waiter at once, as a
+// release that names nobody would; one whose last attempt was queued
+// behind another client only the delay later, so that the client ahead,
+// whom the releases name first, takes the key in its turn.
+func TestWaker_confirmationLetsTheClientAheadTryFirst(t *testing.T) {
+	const behind = 50 * time.Millisecond
+	for _, second := range []bool{false, true} {
+		l := recordingListener{subscribed: make(chan string, 4)}
+		w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, behind)
+		channel := wire.Layout{}.ReleaseChannel("job")
+		wake, stop := w.ListenFor("job", second)
+		start := time.Now()
+		w.deliver(channel, "")
+		if got := woken(wake); got == second {
+			t.Fatalf("second %v: woken at once by the confirmation: %v", second, got)
+		}
+		if second {
+			select {
+			case <-wake.Now():
+				if took := time.Since(start); took < behind {
+					t.Fatalf("woken after %v, want %v at least", took, behind)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("second: never woken by the confirmation")
+			}
+		}
+		stop()
+		w.Close()
+	}
+}
+
+// A release that names a second waiter first wakes it at once, and the
+// confirmation's later wake-up is dropped: one release, one try.
+func TestWaker_releaseBeforeTheLaterWakeupReplacesIt(t *testing.T) {
+	l := recordingListener{subscribed: make(chan string, 4)}
+	w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, time.Hour)
+	defer w.Close()
+	channel := wire.Layout{}.ReleaseChannel("job")
+	wake, stop := w.ListenFor("job", true)
+	defer stop()
+	w.deliver(channel, "")
+	w.deliver(channel+" me", "t1 me")
+	if !woken(wake) {
+		t.Fatal("named first: not woken at once")
+	}
+	w.mu.Lock()
+	pending := wake.confirmed != nil
+	w.mu.Unlock()
+	if pending {
+		t.Fatal("the confirmation's wake-up still pending after the release woke it")
 	}
 }
