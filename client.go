@@ -33,6 +33,11 @@ type Client struct {
 	// client's one entry in each key's queue is that call's (multikey.go).
 	setTurn chan struct{}
 	permits localPermits // the permits of semaphores held here
+	// permitClaims say which call of this client asks for each permit.
+	permitClaims permitClaims
+	// handoffsFailed changes when an attempt that a release of a permit
+	// carried failed: the permit may be free.
+	handoffsFailed broadcast
 	// permitOffers are the attempts of goroutines waiting for permits,
 	// offered to the releases of the permits held here (permitHandoff).
 	permitOffers wait.Offers
@@ -49,11 +54,10 @@ type Client struct {
 	tel *telemetry.Telemetry
 	// unreachable are the nodes Dial could not reach (UnreachableAtDial).
 	unreachable []NodeResult
-	// permitTurns are the turns of this client's goroutines waiting for a
-	// permit (wait.Turns), by semaphore key: apart from waiters, those of
-	// the locks, so that no lock key, whatever its name, shares a
-	// semaphore's turn.
-	permitTurns *wait.Turns
+	// permitLanes are the turns of this client's goroutines waiting for a
+	// permit (wait.Lanes), by semaphore key: up to the semaphore's limit
+	// of them try at once.
+	permitLanes wait.Lanes
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -83,7 +87,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), setTurn: make(chan struct{}, 1), permitTurns: wait.NewTurns(), id: newClientID()}
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), setTurn: make(chan struct{}, 1), id: newClientID()}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
 			if _, ok := conn.(ReplicaWaiter); !ok {

@@ -71,6 +71,10 @@ type Lock struct {
 	keep     bool
 	err      error // why the lock is no longer held; nil while held
 	released bool
+	// handedOff: its release carried the attempt of a goroutine of this
+	// client waiting for a permit (see permitHandoff), which the permit
+	// goes to unless the nodes refuse it.
+	handedOff bool
 	// Set up on first use of Done or Context, or at once with auto-renewal.
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -493,4 +497,12 @@ func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error)
 	}
 	ttl = ttl.Truncate(time.Millisecond)
 	return newLock(c, key, token, ttl, 0, time.Now().Add(ttl), false), nil
+}
+
+// wasHandedOff reports whether the lock's release carried the attempt of
+// a goroutine of this client waiting for a permit.
+func (l *Lock) wasHandedOff() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handedOff
 }

@@ -11,7 +11,7 @@ package redlock
 type permitHandoff struct {
 	*handoff
 	p       *permits
-	keys    []string // the permits offered to, held here
+	keys    []string // the permits offered to, held or claimed here
 	numbers []int    // their indexes among the permits, keys[i]'s at i
 	n       int      // the index of the permit carried, set by bind
 }
@@ -24,15 +24,17 @@ func (h *permitHandoff) bind(key string) *handoff {
 			h.n = h.numbers[i]
 		}
 	}
+	h.p.claim(key) // no other call here asks for a permit held here
 	h.key, h.place = key, h.p.place(h.n)
 	return h.handoff
 }
 
 // offer offers the call's next attempt to go out with this client's release
-// of any of the permits its last try skipped as held here, and returns the
-// channel closed once a release sent it; nil when the try skipped none.
+// of any of the permits its last try skipped as held here, or as claimed by
+// another call here, which may win them, and returns the channel closed
+// once a release sent it; nil when the try skipped none.
 func (p *permits) offer() <-chan struct{} {
-	if !p.waits || len(p.heldHere) == 0 {
+	if !p.waits || len(p.heldHere)+len(p.claimedElsewhere) == 0 {
 		return nil
 	}
 	h := &permitHandoff{p: p,
@@ -41,8 +43,10 @@ func (p *permits) offer() <-chan struct{} {
 		h.keys = append(h.keys, l.key)
 		h.numbers = append(h.numbers, p.heldNumbers[i])
 	}
+	h.keys = append(h.keys, p.claimedElsewhere...)
+	h.numbers = append(h.numbers, p.claimedNumbers...)
 	p.offered = h
-	p.c.permitOffers.Put(h, h.keys)
+	p.c.permitOffers.Put(h, h.keys, p.rank)
 	return h.sent
 }
 
@@ -67,6 +71,11 @@ func (p *permits) collect() (*Lock, error) {
 	if err == nil {
 		p.c.permits.add(lock)
 		p.granted(h.n)
+	} else {
+		// The permit the release freed may be free: the other calls
+		// waiting for it here try again.
+		p.c.permits.forget(h.key)
+		p.c.handoffsFailed.changed()
 	}
 	return lock, err
 }

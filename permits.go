@@ -62,11 +62,30 @@ type permits struct {
 	// wokenBy, when set, returns the release channel of the permit whose
 	// release last woke the call, or "".
 	wokenBy func() string
+	// claimed are the permits the call claimed (see permitClaims), in the
+	// order it did; a call that does not wait claims none. claimedElsewhere
+	// are those the last try skipped as another call here claimed them,
+	// their indexes in claimedNumbers: the call offers its attempt to
+	// their releases too, as that call may win them.
+	claimed          []string
+	claimedElsewhere []string
+	claimedNumbers   []int
+	// rank orders the call's offers among those of this client's calls
+	// (Lanes.Take's ticket).
+	rank uint64
+	// claimsEnded and handoffsFailed are the generations of
+	// permitClaims.ended and Client.handoffsFailed as the last try began;
+	// skipped: that try skipped a permit another call here claimed.
+	claimsEnded, handoffsFailed uint64
+	skipped                     bool
 }
 
 // acquirePermit takes a permit of the semaphore key: once, or until ctx
-// ends. This client's goroutines waiting for a permit of one semaphore take
-// turns, first come first served, as for a mutex.
+// ends. This client's goroutines waiting for a permit of one semaphore
+// take lanes, up to twice limit at once, first come first served
+// (wait.Lanes), and each asks only for the permits no other one claimed
+// (permitClaims): while the limit's worth of them hold the permits, as
+// many more wait with their attempts offered to the releases.
 //
 // A call that waits queues on the nodes as a set waiter does (see
 // multiAcquisition.run): in the queue of every permit, with one place,
@@ -78,7 +97,8 @@ type permits struct {
 // for, passing its turn on there; its release leaves the queue of its own.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call, waits: !once}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, turns: c.permitTurns, keys: p.keys, attempt: p.tryAll, freed: p.freed}
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, lanes: 2 * cfg.limit, keys: p.claimedKeys, attempt: p.tryAll,
+		freed: p.freed, tookLane: func(ticket uint64) { p.rank = ticket }}
 	if !once {
 		r.behindOthers = p.behind
 		r.carrier = p
@@ -88,6 +108,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 	if err != nil && p.places != nil {
 		c.leaveQueues(ctx, p.queuedKeys(-1), p.places[0].since, cfg.ttl)
 	}
+	c.permitClaims.release(p, p.claimed, c.permits.isHeld)
 	return lock, err
 }
 
@@ -140,13 +161,29 @@ func (p *permits) behind() bool {
 	return asked
 }
 
-// keys returns the keys of every permit.
-func (p *permits) keys() []string {
-	keys := make([]string, p.cfg.limit)
-	for i := range keys {
-		keys[i] = wire.PermitKey(p.key, i+1)
+// claimedKeys returns the keys of the permits the call claimed: those
+// whose releases it listens for.
+func (p *permits) claimedKeys() []string { return p.claimed }
+
+// claim claims the permit key for the call, and reports whether it is the
+// call's to ask for: a call that does not wait (TryAcquire) claims nothing
+// and asks for every permit.
+func (p *permits) claim(key string) bool {
+	if !p.waits {
+		return true
 	}
-	return keys
+	for _, k := range p.claimed {
+		if k == key {
+			return true
+		}
+	}
+	if !p.c.permitClaims.claim(key, p) {
+		p.skipped = true
+		p.claimedElsewhere = append(p.claimedElsewhere, key)
+		return false
+	}
+	p.claimed = append(p.claimed, key)
+	return true
 }
 
 // tryAll makes one attempt on each permit in turn, from a random one on, so
@@ -162,6 +199,7 @@ func (p *permits) tryAll() (*Lock, error) {
 	first := p.firstToTry()
 	var err error
 	p.heldHere, p.heldNumbers = p.heldHere[:0], p.heldNumbers[:0]
+	p.claimedElsewhere, p.claimedNumbers = p.claimedElsewhere[:0], p.claimedNumbers[:0]
 	p.startTry()
 	defer p.endTry()
 	for i := range limit {
@@ -169,6 +207,10 @@ func (p *permits) tryAll() (*Lock, error) {
 		key := wire.PermitKey(p.key, n+1)
 		if l := p.c.permits.lock(key); l != nil {
 			p.heldHere, p.heldNumbers = append(p.heldHere, l), append(p.heldNumbers, n)
+			continue
+		}
+		if !p.claim(key) {
+			p.claimedNumbers = append(p.claimedNumbers, n) // another call of this client asks for it
 			continue
 		}
 		lock, tryErr := p.c.attempt(p.ctx, key, p.cfg.ttl, p.cfg.delay, p.cfg.owner, p.cfg.autoRenew, p.place(n))
@@ -186,9 +228,12 @@ func (p *permits) tryAll() (*Lock, error) {
 		}
 	}
 	by := ""
-	if err == nil { // every permit is held here
+	if err == nil { // every permit is held here, or asked for by another call here
 		err = &QuorumError{Op: "acquire", Key: p.key, Quorum: p.c.quorum, Nodes: p.c.unasked(), Err: ErrNotAcquired}
 		by = " by this client"
+		if p.skipped {
+			by = " or asked for by this client"
+		}
 	}
 	if limit == 1 {
 		return nil, &detailed{"redlock: the one permit of " + quoteKey(p.key) + " is held" + by, err}
@@ -225,6 +270,10 @@ func (p *permits) startTry() {
 	if p.places == nil && p.waits {
 		p.queue()
 	}
+	if p.waits {
+		p.claimsEnded, p.handoffsFailed = p.c.permitClaims.ended.generation(), p.c.handoffsFailed.generation()
+		p.skipped = false
+	}
 	for i := range p.places {
 		p.places[i].asked = false
 	}
@@ -239,14 +288,48 @@ func (p *permits) endTry() {
 }
 
 // freed returns a channel closed once one of the permits that the last try
-// skipped, as this client held them, is released or lost, at once if one
-// was since, and the function that stops watching them; nil when the try
-// skipped none. Not the permits held here now: the nodes may announce a
-// release, and wake this call to try, before the releasing goroutine has
-// seen its quorum and ended its lock, so that the try skips a permit whose
-// lock ends before the wait starts.
+// skipped, as this client held them, is released or lost without its
+// release carrying another call's attempt, or an attempt that a release
+// carried failed, or, when it skipped a permit another call claimed, once
+// a claim ends: at once if one did since the try began. It also returns
+// the function that stops watching them; nil when there is nothing to
+// watch. Not the permits held here now: the nodes may announce a release,
+// and wake this call to try, before the releasing goroutine has seen its
+// quorum and ended its lock, so that the try skips a permit whose lock
+// ends before the wait starts. A release that carried another call's
+// attempt hands the permit to that call: the others wait on.
 func (p *permits) freed() (<-chan struct{}, func()) {
-	return anyEnded(p.heldHere)
+	if !p.waits {
+		return anyEnded(p.heldHere)
+	}
+	if len(p.heldHere) == 0 && !p.skipped {
+		return nil, func() {}
+	}
+	ch := make(chan struct{})
+	var once sync.Once
+	wake := func() { once.Do(func() { close(ch) }) }
+	stops := make([]func() bool, 0, len(p.heldHere))
+	for _, l := range p.heldHere {
+		stops = append(stops, context.AfterFunc(l.ownerContext(), func() {
+			if !l.wasHandedOff() {
+				wake()
+			}
+		}))
+	}
+	stopFailed, stopEnded := func() {}, func() {}
+	if len(p.heldHere) > 0 {
+		stopFailed = p.c.handoffsFailed.watch(p.handoffsFailed, wake)
+	}
+	if p.skipped {
+		stopEnded = p.c.permitClaims.ended.watch(p.claimsEnded, wake)
+	}
+	return ch, func() {
+		stopFailed()
+		stopEnded()
+		for _, stop := range stops {
+			stop()
+		}
+	}
 }
 
 // heldElsewhere reports whether a failed acquisition found the key held by
@@ -293,15 +376,33 @@ func (lp *localPermits) add(l *Lock) {
 }
 
 // lock returns the lock of this client that holds the permit key, or nil.
+// A lock whose release carried the attempt of another call here (see
+// permitHandoff) still counts until that attempt is in (add, or forget):
+// the permit is on its way to that call, and the other calls wait for its
+// next release instead of asking the nodes for it.
 func (lp *localPermits) lock(key string) *Lock {
 	lp.mu.Lock()
 	defer lp.mu.Unlock()
 	l := lp.held[key]
-	if l != nil && l.Err() != nil {
+	if l != nil && l.Err() != nil && !l.wasHandedOff() {
 		delete(lp.held, key)
 		return nil
 	}
 	return l
+}
+
+// isHeld reports whether a lock of this client holds the permit key.
+func (lp *localPermits) isHeld(key string) bool { return lp.lock(key) != nil }
+
+// forget drops the permit key once the attempt that its release carried
+// failed, unless another lock holds it since: the lock whose release
+// carried it may not have ended yet.
+func (lp *localPermits) forget(key string) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if l := lp.held[key]; l != nil && l.wasHandedOff() {
+		delete(lp.held, key)
+	}
 }
 
 // anyEnded returns a channel closed once one of locks is released or lost,

@@ -95,6 +95,9 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 	if h := c.waiters.TakeOffer(l.key); h != nil {
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*handoff), enough)
 	} else if h := c.permitOffers.Take(l.key); h != nil {
+		l.mu.Lock()
+		l.handedOff = true
+		l.mu.Unlock()
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*permitHandoff).bind(l.key), enough)
 	} else {
 		release := announcedReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)

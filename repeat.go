@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
@@ -12,23 +13,26 @@ import (
 // permit of a semaphore (permits.go) or a shared lock (WithShared). A
 // permit's waiters queue on the nodes (see acquirePermit), and offer their
 // attempts to this client's releases (see permitHandoff); readers do
-// neither. This client's
-// goroutines waiting for a permit take turns, first come first served, and
-// the one whose turn it is tries, then waits for a release of one of the
-// keys it tried or a retry delay; readers, who do not split votes among
-// themselves, each try and wait on their own, and every release wakes them
-// all.
+// neither. This client's goroutines waiting for a permit take lanes, up to
+// the semaphore's limit at once, first come first served (wait.Lanes); one
+// with a lane tries the permits no other one claimed, then waits for a
+// release of one of the permits it claimed or a retry delay; readers, who
+// do not split votes among themselves, each try and wait on their own, and
+// every release wakes them all.
 type repeated struct {
 	c   *Client
 	ctx context.Context
 	cfg lockConfig
 	// key names what is acquired, in errors and in turns.
 	key string
-	// turns are those that this client's goroutines take for key
-	// (wait.Turns), nil for no turn, in which case every release wakes the
-	// call.
-	turns *wait.Turns
-	// keys returns the keys whose releases may let the next try succeed.
+	// lanes is how many of this client's goroutines try for key at once
+	// (Client.permitLanes); 0 for no turns, in which case every release
+	// wakes the call. tookLane, when set, is told the call's ticket once
+	// it has a lane.
+	lanes    int
+	tookLane func(ticket uint64)
+	// keys returns the keys whose releases may let the next try succeed;
+	// for a permit's waiter, those it claimed, which grow as it tries.
 	keys func() []string
 	// attempt makes one attempt.
 	attempt func() (*Lock, error)
@@ -37,9 +41,10 @@ type repeated struct {
 	// stops watching for it.
 	freed func() (<-chan struct{}, func())
 	// wake signals the release announcements of keys once listening;
-	// stop ends listening.
-	wake *wait.Wakeup
-	stop func()
+	// stop ends listening; listened are the keys it listens for.
+	wake     *wait.Wakeup
+	stop     func()
+	listened []string
 	// behindOthers, when set, reports that the nodes queued the call
 	// behind clients that the next releases name (see queuePlace.behind).
 	behindOthers func() bool
@@ -81,27 +86,27 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 	if once {
 		return r.attempt()
 	}
-	if r.turns == nil {
-		return r.run(false)
+	if r.lanes == 0 {
+		return r.run()
 	}
-	turn := r.turns.Take(r.ctx, r.key, nil)
-	if !turn.Taken {
+	ticket, taken := r.c.permitLanes.Take(r.ctx, r.key, r.lanes)
+	if !taken {
 		return nil, r.c.notAsked(r.key, r.ctx)
 	}
-	defer r.turns.GiveBack(r.key, false)
-	return r.run(turn.Queued)
+	if r.tookLane != nil {
+		r.tookLane(ticket)
+	}
+	defer r.c.permitLanes.GiveBack(r.key)
+	return r.run()
 }
 
 // run tries, then waits for a release or a retry delay, until a try
-// succeeds, the context ends or the retry strategy gives up (retryLoop). A
-// call that queued behind another goroutine of this client listens for
-// releases from before its first try, since that goroutine may have just
-// taken what it wants; an uncontended call listens only once a try failed.
-func (r *repeated) run(queued bool) (*Lock, error) {
+// succeeds, the context ends or the retry strategy gives up (retryLoop). It
+// listens once a try failed: a permit's waiter for the permits that its
+// tries claimed, whose releases a release in this client (freed) or an
+// announcement may make free for it.
+func (r *repeated) run() (*Lock, error) {
 	r.wake, r.stop = wait.NoWakeup, func() {}
-	if queued {
-		r.listen()
-	}
 	defer func() { r.stop() }()
 	lock, err := retryLoop(r.ctx, r.cfg.retry, shape[*Lock](r), false)
 	if r.carried {
@@ -114,18 +119,24 @@ func (r *repeated) run(queued bool) (*Lock, error) {
 	return lock, err
 }
 
-// listen starts listening for the releases of r's keys.
+// listen starts listening for the releases of r's keys, or listens anew
+// once they changed: a permit's waiter listens for the permits it claimed.
 func (r *repeated) listen() {
-	r.wake, r.stop = r.c.waker.ListenForAll(r.keys(), r.turns == nil)
-}
-
-// failed listens from before the wait that follows the first failed try:
-// a release during the try may be missed, and the retry delay covers it.
-func (r *repeated) failed() {
-	if r.wake == wait.NoWakeup {
-		r.listen()
+	keys := r.keys()
+	if r.wake != wait.NoWakeup && slices.Equal(keys, r.listened) {
+		return
+	}
+	r.stop()
+	r.wake, r.stop, r.listened = wait.NoWakeup, func() {}, keys
+	if len(keys) > 0 {
+		r.wake, r.stop = r.c.waker.ListenForAll(keys, r.lanes == 0)
 	}
 }
+
+// failed listens from before the wait that follows the first failed try
+// (a release during the try may be missed, and the retry delay covers
+// it), and for the permits a try claimed since.
+func (r *repeated) failed() { r.listen() }
 
 // wait waits for a release announced to r, one in this client, or the
 // retry delay; a release of this client may take r's next attempt with it.

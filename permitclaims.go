@@ -1,0 +1,110 @@
+package redlock
+
+import "sync"
+
+// permitClaims say which of this client's calls waiting for a semaphore
+// asks the nodes for each permit: several calls of one client try at once
+// (see wait.Lanes), each only for permits no other one claimed. So they
+// never split the nodes' votes among themselves, and a permit's queue on
+// the nodes, which keeps one entry per client, holds the place of one call
+// of this client at most: the one that claimed the permit. A call keeps
+// its claims until it ends, whether it took a permit or gave up, having
+// left the queues it entered (a leave takes out only the entry that the
+// leaving call made: see lua/release.lua). A permit held here is no one's
+// to claim: the calls that find it held offer their attempts to its
+// release (see permitHandoff).
+//
+// A call that skipped a permit another call claimed waits for a claim to
+// end (ended).
+type permitClaims struct {
+	mu    sync.Mutex
+	byKey map[string]*permits
+	ended broadcast
+}
+
+// claim claims the permit key for call p, and reports whether it is p's:
+// unclaimed before, or claimed by p already.
+func (pc *permitClaims) claim(key string, p *permits) bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.byKey == nil {
+		pc.byKey = map[string]*permits{}
+	}
+	switch pc.byKey[key] {
+	case p:
+		return true
+	case nil:
+		pc.byKey[key] = p
+		return true
+	}
+	return false
+}
+
+// release ends the claims of call p on keys, and tells the calls waiting
+// for a claim to end when a permit whose claim ended is not held here
+// (held): one that p took is not free, and the calls that skipped it
+// wait for its release, to which they offered their attempts.
+func (pc *permitClaims) release(p *permits, keys []string, held func(key string) bool) {
+	pc.mu.Lock()
+	free := false
+	for _, key := range keys {
+		if pc.byKey[key] == p {
+			delete(pc.byKey, key)
+			free = free || !held(key)
+		}
+	}
+	pc.mu.Unlock()
+	if free {
+		pc.ended.changed()
+	}
+}
+
+// broadcast tells the goroutines that watch it of its next change.
+type broadcast struct {
+	mu       sync.Mutex
+	changes  uint64 // the changes so far
+	watchers map[uint64]func()
+	nextID   uint64
+}
+
+// changed counts a change and tells the watchers.
+func (b *broadcast) changed() {
+	b.mu.Lock()
+	b.changes++
+	watchers := b.watchers
+	b.watchers = nil
+	b.mu.Unlock()
+	for _, fn := range watchers {
+		fn()
+	}
+}
+
+// generation returns the number of changes so far, for watch.
+func (b *broadcast) generation() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changes
+}
+
+// watch calls fn once, at the first change past generation since: at
+// once if there was one. stop ends the watch.
+func (b *broadcast) watch(since uint64, fn func()) (stop func()) {
+	b.mu.Lock()
+	if b.changes != since {
+		b.mu.Unlock()
+		fn()
+		return func() {}
+	}
+	if b.watchers == nil {
+		b.watchers = map[uint64]func(){}
+	}
+	b.nextID++
+	id := b.nextID
+	b.watchers[id] = fn
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(b.watchers, id)
+		b.mu.Unlock()
+	}
+}
