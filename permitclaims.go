@@ -40,6 +40,14 @@ func (pc *permitClaims) claim(key string, p *permits) bool {
 	return false
 }
 
+// freeFor reports whether the permit key is unclaimed, or p's.
+func (pc *permitClaims) freeFor(key string, p *permits) bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	owner := pc.byKey[key]
+	return owner == nil || owner == p
+}
+
 // release ends the claims of call p on keys, and tells the calls waiting
 // for a claim to end when a permit whose claim ended is not held here
 // (held): one that p took is not free, and the calls that skipped it

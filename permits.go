@@ -97,7 +97,7 @@ type permits struct {
 // for, passing its turn on there; its release leaves the queue of its own.
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call, waits: !once}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, lanes: 2 * cfg.limit, keys: p.claimedKeys, attempt: p.tryAll,
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, lanes: 2 * cfg.limit, keys: p.listenKeys, attempt: p.tryAll,
 		freed: p.freed, tookLane: func(ticket uint64) { p.rank = ticket }}
 	if !once {
 		r.behindOthers = p.behind
@@ -161,9 +161,19 @@ func (p *permits) behind() bool {
 	return asked
 }
 
-// claimedKeys returns the keys of the permits the call claimed: those
-// whose releases it listens for.
-func (p *permits) claimedKeys() []string { return p.claimed }
+// listenKeys returns the keys of the permits whose releases the call
+// listens for: all but those another call here claimed, whose releases
+// wake that call.
+func (p *permits) listenKeys() []string {
+	keys := make([]string, 0, p.cfg.limit)
+	for i := range p.cfg.limit {
+		key := wire.PermitKey(p.key, i+1)
+		if p.c.permitClaims.freeFor(key, p) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
 
 // claim claims the permit key for the call, and reports whether it is the
 // call's to ask for: a call that does not wait (TryAcquire) claims nothing

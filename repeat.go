@@ -32,7 +32,8 @@ type repeated struct {
 	lanes    int
 	tookLane func(ticket uint64)
 	// keys returns the keys whose releases may let the next try succeed;
-	// for a permit's waiter, those it claimed, which grow as it tries.
+	// for a permit's waiter, those no other call here claimed, which may
+	// change between tries.
 	keys func() []string
 	// attempt makes one attempt.
 	attempt func() (*Lock, error)
@@ -102,9 +103,7 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 
 // run tries, then waits for a release or a retry delay, until a try
 // succeeds, the context ends or the retry strategy gives up (retryLoop). It
-// listens once a try failed: a permit's waiter for the permits that its
-// tries claimed, whose releases a release in this client (freed) or an
-// announcement may make free for it.
+// listens once a try failed.
 func (r *repeated) run() (*Lock, error) {
 	r.wake, r.stop = wait.NoWakeup, func() {}
 	defer func() { r.stop() }()
@@ -120,7 +119,8 @@ func (r *repeated) run() (*Lock, error) {
 }
 
 // listen starts listening for the releases of r's keys, or listens anew
-// once they changed: a permit's waiter listens for the permits it claimed.
+// once they changed: a permit's waiter listens for the permits no other
+// call here claimed.
 func (r *repeated) listen() {
 	keys := r.keys()
 	if r.wake != wait.NoWakeup && slices.Equal(keys, r.listened) {
@@ -135,7 +135,7 @@ func (r *repeated) listen() {
 
 // failed listens from before the wait that follows the first failed try
 // (a release during the try may be missed, and the retry delay covers
-// it), and for the permits a try claimed since.
+// it), and anew when the keys to listen for changed since.
 func (r *repeated) failed() { r.listen() }
 
 // wait waits for a release announced to r, one in this client, or the
