@@ -15,7 +15,7 @@ import "sync"
 // release (see permitHandoff).
 //
 // A call that skipped a permit another call claimed waits for a claim to
-// end (ended).
+// end (ended), the oldest first.
 type permitClaims struct {
 	mu    sync.Mutex
 	byKey map[string]*permits
@@ -48,42 +48,70 @@ func (pc *permitClaims) freeFor(key string, p *permits) bool {
 	return owner == nil || owner == p
 }
 
-// release ends the claims of call p on keys, and tells the calls waiting
-// for a claim to end when a permit whose claim ended is not held here
-// (held): one that p took is not free, and the calls that skipped it
-// wait for its release, to which they offered their attempts.
-func (pc *permitClaims) release(p *permits, keys []string, held func(key string) bool) {
+// release ends the claims of call p on keys, and wakes the oldest call
+// waiting for a claim to end (ended.changedFirst): a permit whose claim
+// ended may be free, or held here since, and that call, retrying, claims
+// it or offers its attempt to its release. One at a time, in the order
+// the calls came, as the turns of a mutex go.
+func (pc *permitClaims) release(p *permits, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
 	pc.mu.Lock()
-	free := false
 	for _, key := range keys {
 		if pc.byKey[key] == p {
 			delete(pc.byKey, key)
-			free = free || !held(key)
 		}
 	}
 	pc.mu.Unlock()
-	if free {
-		pc.ended.changed()
-	}
+	pc.ended.changedFirst()
 }
 
-// broadcast tells the goroutines that watch it of its next change.
+// broadcast tells the goroutines that watch it of its next change: all of
+// them (changed), or the one of lowest rank (changedFirst).
 type broadcast struct {
 	mu       sync.Mutex
 	changes  uint64 // the changes so far
-	watchers map[uint64]func()
+	watchers map[uint64]watcher
 	nextID   uint64
 }
 
-// changed counts a change and tells the watchers.
+// watcher is a watch's function and its rank.
+type watcher struct {
+	fn   func()
+	rank uint64
+}
+
+// changed counts a change and tells every watcher.
 func (b *broadcast) changed() {
 	b.mu.Lock()
 	b.changes++
 	watchers := b.watchers
 	b.watchers = nil
 	b.mu.Unlock()
-	for _, fn := range watchers {
-		fn()
+	for _, w := range watchers {
+		w.fn()
+	}
+}
+
+// changedFirst counts a change and tells the watcher of lowest rank; the
+// others hear of it when they next watch (see watch).
+func (b *broadcast) changedFirst() {
+	b.mu.Lock()
+	b.changes++
+	var first *watcher
+	var firstID uint64
+	for id, w := range b.watchers {
+		if first == nil || w.rank < first.rank {
+			first, firstID = &w, id
+		}
+	}
+	if first != nil {
+		delete(b.watchers, firstID)
+	}
+	b.mu.Unlock()
+	if first != nil {
+		first.fn()
 	}
 }
 
@@ -94,9 +122,10 @@ func (b *broadcast) generation() uint64 {
 	return b.changes
 }
 
-// watch calls fn once, at the first change past generation since: at
-// once if there was one. stop ends the watch.
-func (b *broadcast) watch(since uint64, fn func()) (stop func()) {
+// watch calls fn once, at the first change past generation since that
+// tells it: at once if there was one since. rank orders the watchers for
+// changedFirst. stop ends the watch.
+func (b *broadcast) watch(since, rank uint64, fn func()) (stop func()) {
 	b.mu.Lock()
 	if b.changes != since {
 		b.mu.Unlock()
@@ -104,11 +133,11 @@ func (b *broadcast) watch(since uint64, fn func()) (stop func()) {
 		return func() {}
 	}
 	if b.watchers == nil {
-		b.watchers = map[uint64]func(){}
+		b.watchers = map[uint64]watcher{}
 	}
 	b.nextID++
 	id := b.nextID
-	b.watchers[id] = fn
+	b.watchers[id] = watcher{fn: fn, rank: rank}
 	b.mu.Unlock()
 	return func() {
 		b.mu.Lock()

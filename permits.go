@@ -108,7 +108,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 	if err != nil && p.places != nil {
 		c.leaveQueues(ctx, p.queuedKeys(-1), p.places[0].since, cfg.ttl)
 	}
-	c.permitClaims.release(p, p.claimed, c.permits.isHeld)
+	c.permitClaims.release(p, p.claimed)
 	return lock, err
 }
 
@@ -326,12 +326,11 @@ func (p *permits) freed() (<-chan struct{}, func()) {
 			}
 		}))
 	}
-	stopFailed, stopEnded := func() {}, func() {}
-	if len(p.heldHere) > 0 {
-		stopFailed = p.c.handoffsFailed.watch(p.handoffsFailed, wake)
-	}
+	// A carried attempt that failed may have freed a permit held here,
+	// or one another call claimed and won since.
+	stopFailed, stopEnded := p.c.handoffsFailed.watch(p.handoffsFailed, 0, wake), func() {}
 	if p.skipped {
-		stopEnded = p.c.permitClaims.ended.watch(p.claimsEnded, wake)
+		stopEnded = p.c.permitClaims.ended.watch(p.claimsEnded, p.rank, wake)
 	}
 	return ch, func() {
 		stopFailed()
@@ -376,7 +375,7 @@ func (lp *localPermits) add(l *Lock) {
 	}
 	if len(lp.held) >= lp.sweep {
 		for key, held := range lp.held {
-			if held.Err() != nil {
+			if held.Err() != nil && !held.wasHandedOff() { // see lock
 				delete(lp.held, key)
 			}
 		}
@@ -400,9 +399,6 @@ func (lp *localPermits) lock(key string) *Lock {
 	}
 	return l
 }
-
-// isHeld reports whether a lock of this client holds the permit key.
-func (lp *localPermits) isHeld(key string) bool { return lp.lock(key) != nil }
 
 // forget drops the permit key once the attempt that its release carried
 // failed, unless another lock holds it since: the lock whose release

@@ -141,6 +141,12 @@ func (r *repeated) failed() { r.listen() }
 // wait waits for a release announced to r, one in this client, or the
 // retry delay; a release of this client may take r's next attempt with it.
 func (r *repeated) wait(delay time.Duration) (live, named bool) {
+	if r.carried {
+		// A release took the attempt as the last wait ended (see
+		// waitKeepingPlace): the next try collects it, and no other
+		// may be offered meanwhile.
+		return true, false
+	}
 	var freed <-chan struct{}
 	stop := func() {}
 	if r.freed != nil {
