@@ -221,6 +221,9 @@ func (w *Waker) unregister(channel string, wake *Wakeup) {
 		return
 	}
 	w.queues[channel] = q
+	if from := wake.From(); from != "" && from != channel {
+		return // a wake-up it holds came from another channel: passed on there
+	}
 	select {
 	case <-wake.now:
 		// It was woken but leaves without using the wake-up: pass it on.

@@ -160,3 +160,31 @@ func TestWaker_releaseBeforeTheLaterWakeupReplacesIt(t *testing.T) {
 		t.Fatal("the confirmation's wake-up still pending after the release woke it")
 	}
 }
+
+// A waiter on several keys that leaves with a wake-up unused passes it on
+// to the next waiter on the key whose release it came from, not on the
+// first key it stops listening to.
+func TestWaker_unusedWakeupGoesOnWhereItCameFrom(t *testing.T) {
+	l := recordingListener{subscribed: make(chan string, 16)}
+	w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, time.Hour)
+	defer w.Close()
+	both, stopBoth := w.ListenForAll([]string{"k1", "k2"}, false)
+	onK1, stopK1 := w.ListenFor("k1", false)
+	defer stopK1()
+	onK2, stopK2 := w.ListenFor("k2", false)
+	defer stopK2()
+	w.deliver(wire.Layout{}.ReleaseChannel("k2"), "t1")
+	if !woken(both) {
+		t.Fatal("the oldest waiter on k2 was not woken by its release")
+	}
+	w.mu.Lock()
+	w.signalFirstLocked(wire.Layout{}.ReleaseChannel("k2")) // hold the wake-up again, unused
+	w.mu.Unlock()
+	stopBoth()
+	if woken(onK1) {
+		t.Fatal("the wake-up from k2's release went on to a waiter on k1")
+	}
+	if !woken(onK2) {
+		t.Fatal("the wake-up from k2's release did not go on to the next waiter on k2")
+	}
+}
