@@ -280,9 +280,6 @@ func TestDial_redisClusterURL(t *testing.T) {
 			t.Fatalf("Dial: %v", err)
 		}
 		defer client.Close()
-		if err := client.MarkReady(bg, false); err != nil {
-			t.Fatalf("mark every slot ready: %v", err)
-		}
 		for _, key := range []string{"job", "user:{42}:cart"} {
 			lockOnCluster(t, client, key)
 		}

@@ -38,7 +38,9 @@ var clusterAdapters = []struct {
 }
 
 // clusterClient returns a Client whose one node is the whole Redis Cluster
-// cluster, every slot marked ready.
+// cluster. redlocktest marked every slot ready, unless the cluster was
+// started Unmarked: MarkReady, which marks the 16,384 slots one request
+// each, is left to the tests of it and of unmarked clusters.
 func clusterClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testing.T, []string) redlock.Conn, opts *redlock.Options) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New([]redlock.Conn{conn(t, cluster.Addrs())}, opts)
@@ -46,9 +48,6 @@ func clusterClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if err := c.MarkReady(bg, false); err != nil {
-		t.Fatalf("mark every slot ready: %v", err)
-	}
 	return c
 }
 
@@ -294,9 +293,6 @@ func TestRedisCluster_redlockOverThreeClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.MarkReady(bg, false); err != nil {
-		t.Fatal(err)
-	}
 	first, err := c.Acquire(bg, "job")
 	if err != nil {
 		t.Fatal(err)
