@@ -87,6 +87,9 @@ type Outcome struct {
 	// Elapsed is the wall time the scenario took, set-up and checks
 	// included.
 	Elapsed time.Duration
+	// Runs is how many runs RunUntilCaught made, this one the last; 0
+	// from Run.
+	Runs int
 }
 
 // Run runs one scenario: it starts the nodes and proxies, the register and

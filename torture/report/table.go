@@ -82,7 +82,17 @@ func row(o *torture.Outcome) []string {
 		r = append(r, Cell(o, k))
 	}
 	r = append(r, LivenessCells(o)...)
-	return append(r, o.Scenario.Expect.String(), string(o.Verdict))
+	return append(r, o.Scenario.Expect.String(), verdict(o))
+}
+
+// verdict renders o's verdict, with the number of runs and the last one's
+// seed when torture.RunUntilCaught made more than one: "PASS (run 2,
+// seed 2)".
+func verdict(o *torture.Outcome) string {
+	if o.Runs > 1 {
+		return fmt.Sprintf("%s (run %d, seed %d)", o.Verdict, o.Runs, o.Seed)
+	}
+	return string(o.Verdict)
 }
 
 // Cell renders checker k's count for o: the number, in parentheses when k

@@ -129,6 +129,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// caughtTries is how many runs a scenario that must catch a violation
+// makes at most, each with the next seed, while it catches none (see
+// torture.RunUntilCaught).
+const caughtTries = 5
+
 // runAll runs the scenarios one after another with a progress bar on
 // stderr, and a line per finished scenario. It stops early when ctx ends.
 func runAll(ctx context.Context, table []scenario.Scenario, opts torture.Options, stderr io.Writer) []*torture.Outcome {
@@ -149,12 +154,15 @@ func runAll(ctx context.Context, table []scenario.Scenario, opts torture.Options
 		bar.Describe(fmt.Sprintf("[%d/%d] %-34s", i+1, len(table), sc.Name))
 		o := opts
 		o.Progress = func(done float64) { _ = bar.Set(i*progressSteps + int(done*0.9*progressSteps)) }
-		out := torture.Run(ctx, sc, o)
+		out := torture.RunUntilCaught(ctx, sc, o, caughtTries)
 		outs = append(outs, out)
 		_ = bar.Clear()
 		cells := report.LivenessCells(out)
 		fmt.Fprintf(stderr, "%-5s %-34s expected %-6s  %4d grants, %3d judged violations, wait %s (bound %s), served %s, %s liveness violations  %5.1fs\n",
 			out.Verdict, sc.Name, sc.Expect, out.Result.Grants, out.Judged, cells[1], cells[2], cells[3], cells[0], out.Elapsed.Seconds())
+		if out.Runs > 1 {
+			fmt.Fprintf(stderr, "      run %d of %d at most, seed %d: the runs before caught nothing\n", out.Runs, caughtTries, out.Seed)
+		}
 		for _, d := range report.LivenessDetails(out, 1) {
 			fmt.Fprintf(stderr, "      %s\n", d)
 		}
