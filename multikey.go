@@ -54,8 +54,9 @@ type Locks struct {
 // a reader. WithLimit does not combine with AcquireAll (ErrInvalidOptions).
 //
 // Errors are those of Acquire, for the set: a failed attempt's error says
-// how many keys were refused and wraps the *QuorumError of one of them, so
-// that errors.Is(err, ErrNotAcquired) and errors.As with a *QuorumError
+// how many keys were refused and wraps the *QuorumError of one of them
+// (of a key that a node found held by another holder, when there is one),
+// so that errors.Is(err, ErrNotAcquired) and errors.As with a *QuorumError
 // work; when ctx ended, it wraps ctx's error too. Bad input fails at once,
 // before any request: a nil ctx; no name, more than 64 names, a name listed
 // twice, or a name Acquire refuses (ErrInvalidKey); WithLimit
@@ -245,22 +246,15 @@ func (m *multiAcquisition) try() (*Locks, error) {
 		}
 	})
 	var refused []string
-	var err error
-	fatal := false
 	for i, tryErr := range errs {
-		if tryErr == nil {
-			continue
-		}
-		refused = append(refused, m.keys[i])
-		if failFast(tryErr) && !fatal {
-			fatal, err = true, tryErr
-		} else if err == nil {
-			err = tryErr
+		if tryErr != nil {
+			refused = append(refused, m.keys[i])
 		}
 	}
 	if len(refused) == 0 {
 		return m.held(locks), nil
 	}
+	err := decisiveError(errs)
 	if !m.once {
 		// Before the release below, whose announcements would otherwise
 		// wake this very call.
@@ -274,6 +268,30 @@ func (m *multiAcquisition) try() (*Locks, error) {
 	}
 	releaseGranted(m.ctx, locks)
 	return nil, &detailed{fmt.Sprintf("redlock: %d of %d keys not acquired", len(refused), n), err}
+}
+
+// decisiveError returns the error of a set's attempt that best says why
+// it failed: the first that no retry can fix, else the first of a key
+// that some node found held by another holder (the conflict that keeps
+// the set out, where another key may only have met a slow node), else the
+// first.
+func decisiveError(errs []error) error {
+	var first, held error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case failFast(err):
+			return err
+		case held == nil && heldOnANode(err):
+			held = err
+		case first == nil:
+			first = err
+		}
+	}
+	if held != nil {
+		return held
+	}
+	return first
 }
 
 // place returns the call's place in the queue of its i-th key, or nil when

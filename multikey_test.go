@@ -455,6 +455,36 @@ func checkHolder(t *testing.T, c *redlock.Client, key, token string) {
 	}
 }
 
+// A set refused for a key held elsewhere reports that key, even where
+// another key of the set only met nodes that did not answer: its error
+// says what keeps the set out.
+func TestTryAcquireAll_errorNamesTheHeldKey(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	other := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.Acquire(bg, "set-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(bg)
+	for _, n := range cluster.Nodes()[1:] {
+		if err := n.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Resume()
+	}
+	// set-a is granted by node 0 alone and times out on the others;
+	// set-b is held on node 0.
+	_, err = other.TryAcquireAll(bg, []string{"set-a", "set-b"})
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || qe.Key != "set-b" {
+		t.Fatalf("TryAcquireAll with set-b held and two nodes of three paused: %v, want the QuorumError of set-b", err)
+	}
+	if got := qe.Nodes[0].Outcome; got != redlock.OutcomeHeld {
+		t.Errorf("node 0 for set-b: %v, want held", got)
+	}
+}
+
 // Bad input fails at once, before any request, and writes nothing.
 func TestAcquireAll_badInput(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
