@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +36,9 @@ func TestForceRelease_holderTakenOverWaiterWoken(t *testing.T) {
 		awaitWaiter(t, cluster, admin, "stuck")
 
 		grants, err := admin.ForceRelease(bg, "stuck", "ops:alice")
-		if err != nil || len(grants) != 1 || grants[0].Token != lock.Token() || grants[0].Owner != "batch-7" {
+		// The waiter's refused attempt may still stand on a node it won
+		// until its clean-up reaches it: only the holder's grant is sure.
+		if err != nil || !slices.ContainsFunc(grants, func(g redlock.Grant) bool { return g.Token == lock.Token() && g.Owner == "batch-7" }) {
 			t.Fatalf("ForceRelease = %+v, %v; want the holder's grant", grants, err)
 		}
 		// ForceRelease returns at a quorum: a node may take the record a

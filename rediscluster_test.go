@@ -48,6 +48,13 @@ func clusterClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	// A cluster client learns the slots and dials the masters on its
+	// first requests, which may pass the node timeout under load: List
+	// asks every master, until they all answer.
+	eventually(t, "every master of the cluster answering", func() bool {
+		_, err := c.List(bg, "")
+		return err == nil
+	})
 	return c
 }
 
