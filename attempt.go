@@ -429,10 +429,25 @@ func refusedLate(r acquireReply) bool {
 	return r.heard && (r.status == acquireHeld || r.status == acquireRecovering)
 }
 
-// nodeTimeout returns the per-node timeout for a TTL: no answer arriving after
-// the validity a TTL can give is of any use.
+// nodeTimeout returns the per-node timeout for a TTL: NodeTimeout, or twice
+// the nodes' recent reply time when longer, up to maxNodeTimeout; and never
+// past the validity a TTL can give, as no answer arriving after it is of
+// any use.
 func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
-	return min(c.opts.NodeTimeout, ttl-drift(ttl, c.opts.DriftFactor))
+	t := c.opts.NodeTimeout
+	if late := 2 * c.nodes.RecentReplyTime(); late > t {
+		t = max(t, min(late, c.maxNodeTimeout(ttl)))
+	}
+	return min(t, ttl-drift(ttl, c.opts.DriftFactor))
+}
+
+// maxNodeTimeout returns how far the per-node timeout rises for a TTL while
+// replies come late (see Options.MaxNodeTimeout).
+func (c *Client) maxNodeTimeout(ttl time.Duration) time.Duration {
+	if c.opts.MaxNodeTimeout > 0 {
+		return c.opts.MaxNodeTimeout
+	}
+	return ttl / maxNodeTimeoutDivisor
 }
 
 // wireArgs are script arguments that depend only on the options, formatted

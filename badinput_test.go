@@ -22,6 +22,9 @@ func TestNew_refusesOptionsNoNodeCanMeet(t *testing.T) {
 		"negative timeout":  {NodeTimeout: -time.Second},
 		"999µs per node":    {NodeTimeout: 999 * time.Microsecond},
 		"negative recovery": {RecoveryDelay: -time.Second},
+		"max under timeout": {NodeTimeout: 100 * time.Millisecond, MaxNodeTimeout: 50 * time.Millisecond},
+		"max under default": {MaxNodeTimeout: 10 * time.Millisecond},
+		"negative max":      {MaxNodeTimeout: -time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := redlock.New(goredisConns(t, cluster.Addrs()), &opts)

@@ -97,6 +97,10 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	}
 	c.conns, c.quorum = slices.Clone(conns), quorumOf(len(conns))
 	c.nodes = nodes.New(nodeConns(conns), o.WaitReplicas, !o.DisableFunctions)
+	if o.MaxNodeTimeout != o.NodeTimeout {
+		// Replies within half the timeout leave it as it is.
+		c.nodes.RememberReplies(o.NodeTimeout / 2)
+	}
 	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
 	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys, c.opts.NodeTimeout)
 	c.tel = newTelemetry(given, conns)

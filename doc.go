@@ -123,7 +123,9 @@
 //
 // An acquisition runs, on every node at once, one script that does SET key
 // token NX PX ttl (besides the fencing and quarantine steps below), with a
-// per-node timeout (Options.NodeTimeout) small against the TTL. It succeeds
+// per-node timeout (Options.NodeTimeout) small against the TTL, which rises
+// while replies come late, as on a host whose cores are all busy, up to
+// Options.MaxNodeTimeout (a quarter of the TTL by default). It succeeds
 // when at least N/2+1 nodes granted it and the validity left is positive:
 //
 //	validity = ttl - elapsed - (ttl*DriftFactor + 2ms)

@@ -237,3 +237,11 @@ func (c *Client) PaceAfterSplit(name string, took time.Duration, err error) time
 func (c *Client) PacedFor(name string) time.Duration {
 	return c.tryPacing.left(c.opts.KeyPrefix + name)
 }
+
+// RecentReplyTime is the longest time the client's nodes took lately to
+// answer (see Options.MaxNodeTimeout).
+func (c *Client) RecentReplyTime() time.Duration { return c.nodes.RecentReplyTime() }
+
+// NodeTimeoutFor is the per-node timeout the client's next request for a
+// lock of ttl would have.
+func (c *Client) NodeTimeoutFor(ttl time.Duration) time.Duration { return c.nodeTimeout(ttl) }

@@ -41,6 +41,10 @@ const (
 	// node on the same host cannot answer, and every request would time
 	// out.
 	minNodeTimeout = time.Millisecond
+	// maxNodeTimeoutDivisor sets the default MaxNodeTimeout, a quarter of
+	// the TTL: a grant whose replies took that long keeps three quarters
+	// of its TTL, less the drift.
+	maxNodeTimeoutDivisor = 4
 	// driftConstant is added to the drift allowance for Redis's 1 ms expiry
 	// resolution and for small TTLs.
 	driftConstant = 2 * time.Millisecond
@@ -57,8 +61,19 @@ type Options struct {
 	// Default 10 s.
 	TTL time.Duration
 	// NodeTimeout bounds every request to one node. Default 50 ms; at least
-	// 1 ms; it is capped at the validity a TTL can give.
+	// 1 ms; it is capped at the validity a TTL can give. While the nodes'
+	// replies come late, it rises, up to MaxNodeTimeout.
 	NodeTimeout time.Duration
+	// MaxNodeTimeout is how far the per-node timeout rises while replies
+	// come late: to twice the longest time a node took lately to answer
+	// (late answers to a fan-out already decided included), which halves
+	// every second once no reply takes as long. A reply is late for the
+	// network's or the node's sake, or for this process's, on a host whose
+	// cores are all busy, where a reply waits to be read; a timeout held
+	// at NodeTimeout would then fail every request. Default a quarter of
+	// the lock's TTL, so that a grant keeps three quarters of it; never
+	// below NodeTimeout. Set it to NodeTimeout to keep the timeout fixed.
+	MaxNodeTimeout time.Duration
 	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
 	// are always added. Default 0.01. Must be in [0, 0.5).
 	DriftFactor float64
@@ -198,6 +213,8 @@ func (o Options) check() error {
 	switch {
 	case o.NodeTimeout < minNodeTimeout:
 		return fmt.Errorf("%w: NodeTimeout %s is below %s: no node answers in time", ErrInvalidOptions, o.NodeTimeout, minNodeTimeout)
+	case o.MaxNodeTimeout != 0 && o.MaxNodeTimeout < o.NodeTimeout:
+		return fmt.Errorf("%w: MaxNodeTimeout %s is below NodeTimeout %s", ErrInvalidOptions, o.MaxNodeTimeout, o.NodeTimeout)
 	case !(o.DriftFactor >= 0 && o.DriftFactor < 0.5): // NaN too
 		return fmt.Errorf("%w: DriftFactor %g is outside [0, 0.5)", ErrInvalidOptions, o.DriftFactor)
 	case o.MaxExtensions < 0:

@@ -24,6 +24,8 @@ type Set struct {
 	// callers hands out the contexts of the fan-outs' calls sent by
 	// themselves.
 	callers callerDeadline
+	// replies remembers the long reply times (see RecentReplyTime).
+	replies replyTimes
 }
 
 // New returns the Set of conns. replicas is how many replicas must confirm
@@ -42,6 +44,16 @@ func New(conns []Conn, replicas int, functions bool) *Set {
 	}
 	return n
 }
+
+// RememberReplies makes the Set remember the replies that take longer than
+// over, for RecentReplyTime; it must be called before the first request.
+func (n *Set) RememberReplies(over time.Duration) { n.replies.over = over }
+
+// RecentReplyTime returns the longest time a node took lately to answer a
+// request, fan-outs' late answers included, as this process saw it: it
+// halves every second once no reply takes as long. It is 0 when no reply
+// took longer than RememberReplies' bound since.
+func (n *Set) RecentReplyTime() time.Duration { return n.replies.recent() }
 
 // Drain waits for the requests still in flight, at most bound, and ends
 // the pipes: their idle senders end, and calls still queued or made later
@@ -108,7 +120,11 @@ func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Req
 		start := time.Now()
 		val, err := n.ask(n.pipes[0].callers.until(ctx, start.Add(timeout), timeout), req, 0)
 		n.pipes[0].done()
-		req.alone[0] = classify(n.conns[0].Name(), val, err, time.Since(start), isOK)
+		took := time.Since(start)
+		if err == nil {
+			n.replies.observe(took)
+		}
+		req.alone[0] = classify(n.conns[0].Name(), val, err, took, isOK)
 		results = req.alone[:]
 		if results[0].Outcome == OK {
 			ok = 1
@@ -173,6 +189,9 @@ func (n *Set) NewFlight(ctx context.Context, timeout time.Duration) *Flight {
 // deliver records one node's answer. The last one ends the flight: the
 // caller may have returned before.
 func (f *Flight) deliver(a answer) {
+	if a.err == nil {
+		f.nodes.replies.observe(a.took)
+	}
 	f.answers <- a
 	f.nodes.inflight.done()
 	if f.pending.Add(-1) == 0 {

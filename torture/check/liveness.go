@@ -47,7 +47,9 @@ type Bound struct {
 	// as faults for FaultFree: waiting stays bounded under them.
 	Ignore []string
 	// Settle is how long the history's start counts as a fault, as the
-	// nodes settle; 0 for none.
+	// nodes settle, and at least until every process made its first call:
+	// processes that start one after another load the machine until the
+	// last one has; 0 for none.
 	Settle time.Duration
 	// ReadersExempt, when not empty, says why the waits of readers of a
 	// read-write lock are measured but not held to Wait or MinServed.
@@ -98,7 +100,7 @@ func (w Waits) Share() float64 {
 // ops (see Grants), faults the history's faults; start is the run's start,
 // for the times in the details.
 func CheckLiveness(ops []history.Op, grants []Grant, faults []history.Fault, b Bound, start int64) ([]Violation, Waits) {
-	l := liveness{bound: b, clock: relClock(start), windows: faultWindows(faults, b, start), held: newHoldings(grants),
+	l := liveness{bound: b, clock: relClock(start), windows: faultWindows(faults, b, start, started(ops)), held: newHoldings(grants),
 		readNames: map[string]bool{}}
 	all := acquisitions(ops, b.Loops)
 	for _, a := range all {
@@ -215,12 +217,12 @@ func acquisitions(ops []history.Op, loops bool) []acquisition {
 }
 
 // faultWindows returns the windows in which faults count under b, merged:
-// the first Settle from start, and, when b is FaultFree, each fault from
-// its start to Recovery after its end.
-func faultWindows(faults []history.Fault, b Bound, start int64) []span {
+// the first Settle from start, or up to allStarted if later, and, when b
+// is FaultFree, each fault from its start to Recovery after its end.
+func faultWindows(faults []history.Fault, b Bound, start, allStarted int64) []span {
 	var spans []span
 	if b.Settle > 0 {
-		spans = append(spans, span{math.MinInt64, start + int64(b.Settle)})
+		spans = append(spans, span{math.MinInt64, max(start+int64(b.Settle), allStarted)})
 	}
 	for _, f := range faults {
 		if b.FaultFree && !slices.Contains(b.Ignore, f.Kind) {
@@ -228,6 +230,21 @@ func faultWindows(faults []history.Fault, b Bound, start int64) []span {
 		}
 	}
 	return merge(spans)
+}
+
+// started returns when the last process of ops made its first call.
+func started(ops []history.Op) int64 {
+	first := map[string]int64{}
+	for _, op := range ops {
+		if t, ok := first[op.Process()]; !ok || op.Invoked.Time < t {
+			first[op.Process()] = op.Invoked.Time
+		}
+	}
+	var last int64
+	for _, t := range first {
+		last = max(last, t)
+	}
+	return last
 }
 
 // touched reports whether [from, to] meets one of windows.

@@ -129,6 +129,15 @@ func TestCheckLiveness_faultFreeBoundLeavesOutWhatFaultsTouch(t *testing.T) {
 	if r.Waits.Outside != 4 {
 		t.Fatalf("%d acquisitions left out as the nodes settle, want 4", r.Waits.Outside)
 	}
+	// A process whose first call comes at 85 ms stretches the settling to
+	// it: the readers at 60 and 80 ms are left out too.
+	late := readersAndWriter(600*ms, 0)
+	late.op("worker-2", history.OpRead, 85*ms, 86*ms, history.OK, nil)
+	r = liveness(t, late, settling)
+	wantStarved(t, r, 0)
+	if r.Waits.Outside != 6 {
+		t.Fatalf("%d acquisitions left out until every process started, want 6", r.Waits.Outside)
+	}
 }
 
 // Readers exempt from the bound are measured apart and not judged.

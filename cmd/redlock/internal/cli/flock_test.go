@@ -66,6 +66,7 @@ func TestRun_flockHabits(t *testing.T) {
 			{[]string{"acquire", "--ttl", "1x", "busy"}, "not a duration"},
 			{[]string{"acquire", "--node-timeout", "50", "busy"}, `"50" has no unit: write 50ms or 50s`},
 			{[]string{"acquire", "--retry-delay", "1", "busy"}, "has no unit"},
+			{[]string{"acquire", "--node-timeout", "100ms", "--max-node-timeout", "50ms", "busy"}, "--max-node-timeout 50ms is below --node-timeout 100ms"},
 		} {
 			r := cli(t, append(tc.args[:1:1], append([]string{"--nodes", nodes}, tc.args[1:]...)...)...)
 			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {

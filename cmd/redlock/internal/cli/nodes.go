@@ -53,6 +53,7 @@ type nodeFlags struct {
 	nodes         string
 	ttl           time.Duration
 	nodeTimeout   time.Duration
+	maxTimeout    time.Duration // --max-node-timeout; 0: the library's default
 	retryDelay    time.Duration
 	recoveryDelay time.Duration
 	waitReplicas  int
@@ -80,6 +81,10 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	unitVar(fs, &n.nodeTimeout, "node-timeout", defaultNodeTimeout,
 		"bound on each request to one node, a `duration` with its unit: small against the TTL, "+
 			"large enough for a healthy round trip")
+	unitVar(fs, &n.maxTimeout, "max-node-timeout", 0,
+		"how far the bound on each request rises while replies come late (a busy host, a slow network): "+
+			"to twice the longest reply seen lately, a `duration` with its unit; 0 for a quarter of the TTL; "+
+			"equal to --node-timeout to keep it fixed")
 	n.retryDelay = defaultRetryDelay
 	if withRetry {
 		unitVar(fs, &n.retryDelay, "retry-delay", defaultRetryDelay,
@@ -145,12 +150,13 @@ func (n *nodeFlags) options() *redlock.Options {
 	return &redlock.Options{
 		// redlock run stops its command a margin before the deadline itself
 		// (stopMargin), and reports a loss only when the lock is gone.
-		LossMargin:    -1,
-		TTL:           n.ttl,
-		NodeTimeout:   n.nodeTimeout,
-		Retry:         redlock.ExponentialJitter(min(retryFloor, n.retryDelay), n.retryDelay),
-		RecoveryDelay: n.recoveryDelay,
-		WaitReplicas:  n.waitReplicas,
+		LossMargin:     -1,
+		TTL:            n.ttl,
+		NodeTimeout:    n.nodeTimeout,
+		MaxNodeTimeout: n.maxTimeout,
+		Retry:          redlock.ExponentialJitter(min(retryFloor, n.retryDelay), n.retryDelay),
+		RecoveryDelay:  n.recoveryDelay,
+		WaitReplicas:   n.waitReplicas,
 	}
 }
 
@@ -212,6 +218,8 @@ func (n *nodeFlags) check() error {
 			"commands that extend and release it", n.ttl, minTTL)
 	case n.nodeTimeout <= 0:
 		return errors.New("--node-timeout must be positive")
+	case n.maxTimeout != 0 && n.maxTimeout < n.nodeTimeout:
+		return fmt.Errorf("--max-node-timeout %s is below --node-timeout %s", n.maxTimeout, n.nodeTimeout)
 	case n.retryDelay < 0:
 		return errors.New("--retry-delay must not be negative")
 	case n.recoveryDelay <= 0:
