@@ -441,13 +441,18 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	return min(t, ttl-drift(ttl, c.opts.DriftFactor))
 }
 
+// requestTimeout returns the per-node timeout of a request that no lock's
+// TTL bounds (a waiter's renewal of its place, a read of the nodes), as it
+// stands: that of a lock of Options.TTL.
+func (c *Client) requestTimeout() time.Duration { return c.nodeTimeout(c.opts.TTL) }
+
 // maxNodeTimeout returns how far the per-node timeout rises for a TTL while
 // replies come late (see Options.MaxNodeTimeout).
 func (c *Client) maxNodeTimeout(ttl time.Duration) time.Duration {
 	if c.opts.MaxNodeTimeout > 0 {
 		return c.opts.MaxNodeTimeout
 	}
-	return ttl / maxNodeTimeoutDivisor
+	return min(ttl/maxNodeTimeoutDivisor, maxDefaultNodeTimeout)
 }
 
 // wireArgs are script arguments that depend only on the options, formatted

@@ -102,7 +102,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		c.nodes.RememberReplies(o.NodeTimeout / 2)
 	}
 	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
-	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys, c.opts.NodeTimeout)
+	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys, c.requestTimeout)
 	c.tel = newTelemetry(given, conns)
 	return c, nil
 }
@@ -112,14 +112,15 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // for requests still in flight, so that the nodes a Release did not wait
 // for still get the deletion before a program that releases and exits
 // closes the connections. It waits at most three times the per-node
-// timeout in all (for the background releases, for the requests in flight,
-// for the connections to close), even with a node that stopped answering:
+// timeout in all, as it stands (for the background releases, for the
+// requests in flight, for the connections to close), even with a node that
+// stopped answering:
 // requests still queued then fail unsent, and a connection that takes longer
 // to close finishes closing in the background. No call may start after
 // Close.
 func (c *Client) Close() error {
 	c.finish.stop()
-	c.nodes.Drain(c.opts.NodeTimeout)
+	c.nodes.Drain(c.requestTimeout())
 	c.waker.Close()
 	return c.nodes.Close(c.opts.NodeTimeout)
 }

@@ -125,7 +125,8 @@
 // token NX PX ttl (besides the fencing and quarantine steps below), with a
 // per-node timeout (Options.NodeTimeout) small against the TTL, which rises
 // while replies come late, as on a host whose cores are all busy, up to
-// Options.MaxNodeTimeout (a quarter of the TTL by default). It succeeds
+// Options.MaxNodeTimeout (a quarter of the TTL, at most 400 ms, by
+// default). It succeeds
 // when at least N/2+1 nodes granted it and the validity left is positive:
 //
 //	validity = ttl - elapsed - (ttl*DriftFactor + 2ms)
@@ -350,7 +351,8 @@
 //	    call was decided before it answered). redlock.node is Conn.Name.
 //	redlock.node.request.duration  histogram s            redlock.node, redlock.op
 //	    Each node's reply time, for the requests it served (ok, held,
-//	    recovering): compare with Options.NodeTimeout.
+//	    recovering): compare with Options.NodeTimeout, which rises while
+//	    replies come late, up to Options.MaxNodeTimeout.
 //
 // Histograms have buckets from 0.1 ms to 60 s (durations of waits and
 // requests) and from 1 ms to an hour (hold times).

@@ -132,7 +132,7 @@ func (e *Election) leadExpiry(ctx context.Context) time.Time {
 	far := now.Add(time.Hour)
 	// Within a round to the nodes: a node that does not answer makes
 	// Inspect wait for it far longer.
-	ictx, cancel := context.WithTimeout(ctx, 2*e.client.opts.NodeTimeout)
+	ictx, cancel := context.WithTimeout(ctx, 2*e.client.requestTimeout())
 	defer cancel()
 	states, err := e.client.Inspect(ictx, e.name)
 	if err != nil {

@@ -59,7 +59,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	for ctx.Err() == nil {
 		marked = e.markListening(ctx, marked)
 		next := time.Now().Add(poll)
-		rctx, cancel := context.WithTimeout(ctx, max(poll, observeReadNodeTimeouts*e.client.opts.NodeTimeout))
+		rctx, cancel := context.WithTimeout(ctx, max(poll, observeReadNodeTimeouts*e.client.requestTimeout()))
 		r, err := e.read(rctx)
 		cancel()
 		if err == nil && seen.changed(r.leader) {
@@ -91,7 +91,7 @@ func (e *Election) markListening(ctx context.Context, marked time.Time) time.Tim
 	c := e.client
 	now := time.Now()
 	req := &nodes.Request{Script: wire.ListenScript, Keys: []string{c.keys.WaitingKey(e.key)}, Args: []string{c.wire.queueLastsMillis}}
-	c.fanout(ctx, c.opts.NodeTimeout, req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(c.conns) })
+	c.fanout(ctx, c.requestTimeout(), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(c.conns) })
 	return now
 }
 

@@ -55,7 +55,7 @@ func (c *Client) keepPlaces(ctx context.Context, keys []string, since string) {
 		_, clock, queue, deadlines, waiting := wire.ReleaseStrings(keys[i], time.Now(), c.keys.Tag(keys[i]))
 		req := &nodes.Request{Script: wire.KeepPlaceScript, Keys: []string{queue, deadlines, waiting},
 			Args: []string{c.id, since, clock, c.wire.queueLasts}}
-		c.fanout(ctx, c.opts.NodeTimeout, req, isPlace, c.everyNode)
+		c.fanout(ctx, c.requestTimeout(), req, isPlace, c.everyNode)
 	})
 }
 
@@ -65,7 +65,7 @@ func (c *Client) keepPlaces(ctx context.Context, keys []string, since string) {
 func (c *Client) keepMarks(ctx context.Context, keys []string) {
 	forEach(len(keys), func(i int) {
 		req := &nodes.Request{Script: wire.ListenScript, Keys: []string{c.keys.WaitingKey(keys[i])}, Args: []string{c.wire.queueLastsMillis}}
-		c.fanout(ctx, c.opts.NodeTimeout, req, nodes.IsOne, c.everyNode)
+		c.fanout(ctx, c.requestTimeout(), req, nodes.IsOne, c.everyNode)
 	})
 }
 

@@ -15,7 +15,8 @@ const (
 	// defaultTTL is how long a lock lives on the nodes without extension. Longer
 	// means fewer extensions, but a crashed holder blocks others for longer.
 	defaultTTL = 10 * time.Second
-	// defaultNodeTimeout bounds each request to one node. It must be small
+	// defaultNodeTimeout bounds each request to one node while replies come
+	// in time (see Options.MaxNodeTimeout). It must be small
 	// compared with the TTL so that a dead or paused node costs little of the
 	// validity, and large enough for a healthy node's round trip under load.
 	defaultNodeTimeout = 50 * time.Millisecond
@@ -41,10 +42,15 @@ const (
 	// node on the same host cannot answer, and every request would time
 	// out.
 	minNodeTimeout = time.Millisecond
-	// maxNodeTimeoutDivisor sets the default MaxNodeTimeout, a quarter of
-	// the TTL: a grant whose replies took that long keeps three quarters
-	// of its TTL, less the drift.
+	// maxNodeTimeoutDivisor and maxDefaultNodeTimeout set the default
+	// MaxNodeTimeout: a quarter of the TTL, so that a grant whose replies
+	// took that long keeps three quarters of it less the drift, and at
+	// most 400 ms, so that a request to a node of several, which waits
+	// for its reply half a second past the node timeout, ends before the
+	// adapters' one-second socket timeout, after which a reply is lost
+	// anyway and a client library may send the request again.
 	maxNodeTimeoutDivisor = 4
+	maxDefaultNodeTimeout = 400 * time.Millisecond
 	// driftConstant is added to the drift allowance for Redis's 1 ms expiry
 	// resolution and for small TTLs.
 	driftConstant = 2 * time.Millisecond
@@ -60,19 +66,25 @@ type Options struct {
 	// TTL is the default lock time-to-live, overridden per call by WithTTL.
 	// Default 10 s.
 	TTL time.Duration
-	// NodeTimeout bounds every request to one node. Default 50 ms; at least
-	// 1 ms; it is capped at the validity a TTL can give. While the nodes'
-	// replies come late, it rises, up to MaxNodeTimeout.
+	// NodeTimeout bounds every request to one node while replies come in
+	// time; while they come late, the bound rises, up to MaxNodeTimeout.
+	// Default 50 ms; at least 1 ms; it is capped at the validity a TTL can
+	// give.
 	NodeTimeout time.Duration
 	// MaxNodeTimeout is how far the per-node timeout rises while replies
-	// come late: to twice the longest time a node took lately to answer
-	// (late answers to a fan-out already decided included), which halves
-	// every second once no reply takes as long. A reply is late for the
-	// network's or the node's sake, or for this process's, on a host whose
-	// cores are all busy, where a reply waits to be read; a timeout held
-	// at NodeTimeout would then fail every request. Default a quarter of
-	// the lock's TTL, so that a grant keeps three quarters of it; never
-	// below NodeTimeout. Set it to NodeTimeout to keep the timeout fixed.
+	// come late: to twice the longest time a node took lately to reply to
+	// a request (late replies to a fan-out already decided included),
+	// which halves every second once no reply takes as long; a silent or
+	// failing node raises nothing, a slow one does. Replies come late
+	// over a slow network, from loaded nodes, or on a host whose cores are
+	// all busy, where a reply waits to be read; a timeout held at
+	// NodeTimeout would then fail every request. Default a quarter of the
+	// lock's TTL and at most 400 ms (never below NodeTimeout): a request
+	// to a node of several waits half a second past its timeout for a
+	// late reply, within the adapters' one-second socket timeout. Set it
+	// to NodeTimeout to keep the timeout fixed. A Client of one node whose
+	// Conn ends a request at its deadline sees no late reply, and rises
+	// only as far as replies in time take it.
 	MaxNodeTimeout time.Duration
 	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
 	// are always added. Default 0.01. Must be in [0, 0.5).

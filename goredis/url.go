@@ -25,8 +25,9 @@ var ErrTLS = nodeurl.ErrTLS
 var ErrInvalidURL = nodeurl.ErrInvalidURL
 
 // connIOTimeout bounds a single socket read or write on a node connection.
-// The Client never waits that long (see redlock.Options.NodeTimeout); it
-// only decides when a connection to a hung node is given up and replaced.
+// The Client never waits that long with the default MaxNodeTimeout (see
+// redlock.Options.NodeTimeout and MaxNodeTimeout); it only decides when a
+// connection to a hung node is given up and replaced.
 const connIOTimeout = time.Second
 
 // lockPoolSize is the connection pool of a node that a URL names, unless

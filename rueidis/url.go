@@ -32,8 +32,9 @@ var ErrInvalidURL = nodeurl.ErrInvalidURL
 // connIOTimeout bounds each wait for a reply on a node connection
 // (rueidis's ConnWriteTimeout, which its background PINGs use too), as
 // goredis's connIOTimeout does a read. The Client never waits that long
-// (see redlock.Options.NodeTimeout); it only decides when a connection to
-// a hung node is given up and replaced. rueidis's default, ten seconds,
+// with the default MaxNodeTimeout (see redlock.Options.NodeTimeout and
+// MaxNodeTimeout); it only decides when a connection to a hung node is
+// given up and replaced. rueidis's default, ten seconds,
 // would keep a hung connection that long.
 const connIOTimeout = time.Second
 

@@ -49,10 +49,11 @@ func New(conns []Conn, replicas int, functions bool) *Set {
 // over, for RecentReplyTime; it must be called before the first request.
 func (n *Set) RememberReplies(over time.Duration) { n.replies.over = over }
 
-// RecentReplyTime returns the longest time a node took lately to answer a
-// request, fan-outs' late answers included, as this process saw it: it
-// halves every second once no reply takes as long. It is 0 when no reply
-// took longer than RememberReplies' bound since.
+// RecentReplyTime returns the longest time a node took lately to reply to
+// a request, fan-outs' late replies included, as this process saw it: it
+// halves every second once no reply takes as long, and is 0 when none took
+// longer than RememberReplies' bound since. A node that does not reply
+// (silent, or failing) raises nothing.
 func (n *Set) RecentReplyTime() time.Duration { return n.replies.recent() }
 
 // Drain waits for the requests still in flight, at most bound, and ends

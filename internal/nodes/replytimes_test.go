@@ -1,8 +1,11 @@
 package nodes
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 func TestReplyTimes_remembersTheLongestAndForgetsIt(t *testing.T) {
@@ -42,5 +45,56 @@ func TestReplyTimes_offRemembersNothing(t *testing.T) {
 	r.observe(time.Second)
 	if got := r.recent(); got != 0 {
 		t.Fatalf("recent %v with no bound set, want 0", got)
+	}
+}
+
+// A Set remembers a node's late reply to a fan-out that was decided
+// without it, and not replies in time.
+func TestSet_remembersLateReplies(t *testing.T) {
+	const pause = 150 * time.Millisecond
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	set := testSet(t, cluster)
+	set.RememberReplies(25 * time.Millisecond)
+	fanout := func(key string, paused ...int) {
+		t.Helper()
+		for _, i := range paused {
+			if err := cluster.Node(i).Pause(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, f := set.TrackedFanout(context.Background(), 50*time.Millisecond, setter(key, "tok"), nil, IsOne,
+			func(ok, others int) bool { return ok+others >= 3 })
+		if len(paused) > 0 {
+			time.Sleep(pause) // the fault's length, not a wait for a result
+		}
+		for _, i := range paused {
+			if err := cluster.Node(i).Resume(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f == nil {
+			return
+		}
+		landed := make(chan struct{})
+		f.AfterLanding(func() { close(landed) })
+		select {
+		case <-landed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the late reply never landed", key)
+		}
+	}
+	fanout("warm")
+	for deadline := time.Now().Add(10 * time.Second); set.RecentReplyTime() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the warm-up's reply time %v is never forgotten", set.RecentReplyTime())
+		}
+	}
+	fanout("in-time")
+	if got := set.RecentReplyTime(); got >= pause/2 {
+		t.Errorf("replies in time: recent reply time %v, want under %v", got, pause/2)
+	}
+	fanout("late", 0)
+	if got := set.RecentReplyTime(); got < pause*3/4 {
+		t.Errorf("a node paused for %v: recent reply time %v, want at least %v", pause, got, pause*3/4)
 	}
 }

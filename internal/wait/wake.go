@@ -68,9 +68,10 @@ type Waker struct {
 	keys      wire.Layout // names the release channels, as the release script does
 	quorum    int         // announcements of one release that wake a waiter
 	id        string      // this client's id in the queues
-	// behind is how long this client, named second by a release, lets the
-	// first named try before it wakes its own waiter (see deliver).
-	behind time.Duration
+	// behind returns how long this client, named second by a release,
+	// lets the first named try before it wakes its own waiter (see
+	// deliver).
+	behind func() time.Duration
 
 	mu     sync.Mutex
 	queues map[string][]*Wakeup    // key's channel → waiters, oldest first
@@ -152,9 +153,9 @@ type subscription struct {
 // ns, whose keys are laid out as keys says, and whose id in the nodes'
 // queues is id; nil when ns is empty. quorum announcements of a release
 // that name nobody wake a waiter. A release that names the client second
-// wakes its waiter behind later (the client's node timeout: the longest
-// the first named client's attempt takes).
-func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout, behind time.Duration) *Waker {
+// wakes its waiter behind() later (the client's node timeout as it stands:
+// the longest the first named client's attempt takes).
+func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout, behind func() time.Duration) *Waker {
 	if len(ns) == 0 {
 		return nil
 	}
@@ -253,7 +254,7 @@ func (w *Waker) namedChannel(channel string) string {
 // would leave the key idle; trying on the first one rarely meets a node
 // still holding the key, as the releases left before the announcement,
 // and a failed try is retried within splitRetryMax.
-// A client that a release names second wakes its waiter w.behind later,
+// A client that a release names second wakes its waiter w.behind() later,
 // unless another node names it first meanwhile: the first named, woken at
 // once, has tried by then, and takes the key in its turn instead of racing
 // the one behind it, which takes it only if the first did not try (its
@@ -282,9 +283,9 @@ func (w *Waker) deliver(channel, message string) {
 	a.nodes++
 	switch {
 	case a.woken || !named && a.nodes < w.quorum:
-	case named && w.behind > 0 && !strings.HasPrefix(names, w.id+" ") && names != w.id:
+	case named && w.behind() > 0 && !strings.HasPrefix(names, w.id+" ") && names != w.id:
 		if a.later == nil {
-			a.later = time.AfterFunc(w.behind, func() { w.wakeLater(channel, token) })
+			a.later = time.AfterFunc(w.behind(), func() { w.wakeLater(channel, token) })
 		}
 	default:
 		a.woken = true
@@ -321,7 +322,7 @@ func (w *Waker) wakeLater(channel, token string) {
 // serves a connection's commands in order: its confirmation says nothing
 // more.
 // A waiter whose last attempt the nodes queued behind another client
-// (Wakeup.SetSecond) is told w.behind later, unless a release wakes it
+// (Wakeup.SetSecond) is told w.behind() later, unless a release wakes it
 // first: the client ahead, whom releases name first, takes the key in its
 // turn instead of racing an attempt made for a release that most likely
 // never was (that client has yet to take the key and let it go).
@@ -343,7 +344,7 @@ func (w *Waker) confirmLocked(channel string) {
 func (w *Waker) signalFirstLocked(channel string) { w.signalLocked(channel, false) }
 
 // signalLocked is signalFirstLocked; for a subscription's confirmation
-// (confirmed), a second waiter is told w.behind later (see confirmLocked).
+// (confirmed), a second waiter is told w.behind() later (see confirmLocked).
 func (w *Waker) signalLocked(channel string, confirmed bool) {
 	first := true
 	for _, wake := range w.queues[channel] {
@@ -356,8 +357,8 @@ func (w *Waker) signalLocked(channel string, confirmed bool) {
 			wake.confirmed.Stop()
 			wake.confirmed = nil
 		}
-		if confirmed && wake.second.Load() && w.behind > 0 {
-			wake.confirmed = time.AfterFunc(w.behind, wake.signal)
+		if confirmed && wake.second.Load() && w.behind() > 0 {
+			wake.confirmed = time.AfterFunc(w.behind(), wake.signal)
 			continue
 		}
 		wake.signal()

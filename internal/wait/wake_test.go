@@ -30,7 +30,7 @@ func (l recordingListener) Listen(ctx context.Context, subscribe, unsubscribe <-
 // release that names the client cannot go unheard.
 func TestWaker_subscribesTheNamedChannelFirst(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 4)}
-	w := NewWaker([]Listener{l}, 1, "client-1", wire.Layout{}, time.Millisecond)
+	w := NewWaker([]Listener{l}, 1, "client-1", wire.Layout{}, fixed(time.Millisecond))
 	defer w.Close()
 	_, stop := w.ListenFor("job", false)
 	defer stop()
@@ -62,7 +62,7 @@ func woken(wake *Wakeup) bool {
 // another node names it first meanwhile.
 func TestWaker_clientNamedSecondLetsTheFirstTry(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 4)}
-	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, time.Hour)
+	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, fixed(time.Hour))
 	defer w.Close()
 	wake, stop := w.ListenFor("job", false)
 	defer stop()
@@ -92,7 +92,7 @@ func TestWaker_clientNamedSecondLetsTheFirstTry(t *testing.T) {
 func TestWaker_clientNamedSecondWakesAfterTheDelay(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 4)}
 	const behind = 20 * time.Millisecond
-	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, behind)
+	w := NewWaker([]Listener{l}, 3, "me", wire.Layout{}, fixed(behind))
 	defer w.Close()
 	wake, stop := w.ListenFor("job", false)
 	defer stop()
@@ -116,7 +116,7 @@ func TestWaker_confirmationLetsTheClientAheadTryFirst(t *testing.T) {
 	const behind = 50 * time.Millisecond
 	for _, second := range []bool{false, true} {
 		l := recordingListener{subscribed: make(chan string, 4)}
-		w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, behind)
+		w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, fixed(behind))
 		channel := wire.Layout{}.ReleaseChannel("job")
 		wake, stop := w.ListenFor("job", second)
 		start := time.Now()
@@ -143,7 +143,7 @@ func TestWaker_confirmationLetsTheClientAheadTryFirst(t *testing.T) {
 // confirmation's later wake-up is dropped: one release, one try.
 func TestWaker_releaseBeforeTheLaterWakeupReplacesIt(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 4)}
-	w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, time.Hour)
+	w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, fixed(time.Hour))
 	defer w.Close()
 	channel := wire.Layout{}.ReleaseChannel("job")
 	wake, stop := w.ListenFor("job", true)
@@ -166,7 +166,7 @@ func TestWaker_releaseBeforeTheLaterWakeupReplacesIt(t *testing.T) {
 // first key it stops listening to.
 func TestWaker_unusedWakeupGoesOnWhereItCameFrom(t *testing.T) {
 	l := recordingListener{subscribed: make(chan string, 16)}
-	w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, time.Hour)
+	w := NewWaker([]Listener{l}, 1, "me", wire.Layout{}, fixed(time.Hour))
 	defer w.Close()
 	both, stopBoth := w.ListenForAll([]string{"k1", "k2"}, false)
 	onK1, stopK1 := w.ListenFor("k1", false)
@@ -188,3 +188,6 @@ func TestWaker_unusedWakeupGoesOnWhereItCameFrom(t *testing.T) {
 		t.Fatal("the wake-up from k2's release did not go on to the next waiter on k2")
 	}
 }
+
+// fixed is a Waker's behind of a client whose node timeout stays d.
+func fixed(d time.Duration) func() time.Duration { return func() time.Duration { return d } }

@@ -19,7 +19,8 @@ const (
 	holdOverhead = 20 * time.Millisecond
 	// roundTrip is one round to the nodes, an attempt or a release that
 	// carries the next holder's attempt: at most the node timeout, the
-	// library's default 50 ms, past which a node counts as not answering.
+	// library's default 50 ms while replies come in time, past which a
+	// node counts as not answering (it rises while they come late).
 	roundTrip = 50 * time.Millisecond
 	// retryPause is the longest pause between attempts of the library's
 	// default retry strategy (Options.Retry): a waiter that no release

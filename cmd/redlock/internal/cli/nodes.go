@@ -83,7 +83,8 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 			"large enough for a healthy round trip")
 	unitVar(fs, &n.maxTimeout, "max-node-timeout", 0,
 		"how far the bound on each request rises while replies come late (a busy host, a slow network): "+
-			"to twice the longest reply seen lately, a `duration` with its unit; 0 for a quarter of the TTL; "+
+			"to twice the longest reply seen lately, a `duration` with its unit; "+
+			"0 for a quarter of the TTL, at most 400ms; "+
 			"equal to --node-timeout to keep it fixed")
 	n.retryDelay = defaultRetryDelay
 	if withRetry {
