@@ -12,9 +12,10 @@ const replyHalfLife = time.Second
 
 // replyTimes remembers the longest time the nodes took lately to answer,
 // as this process saw it (see Set.RecentReplyTime): the round trips, the
-// nodes' queues, and the wait of the reading goroutines for a core. A host whose cores are all busy reads
-// replies long after they arrived, and a request timed out on the clock
-// would then fail however quickly the node answered.
+// nodes' queues, and the wait of the reading goroutines for a core. A host
+// whose cores are all busy reads replies long after they arrived, and a
+// request timed out on the clock would then fail however quickly the node
+// answered.
 type replyTimes struct {
 	over time.Duration // replies that take longer are remembered; 0: none is
 	peak atomic.Pointer[replyPeak]
