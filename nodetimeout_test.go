@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -113,4 +114,87 @@ func resumeAll(t *testing.T, cluster *redlocktest.Cluster) {
 			}
 		}
 	}
+}
+
+// A Client of one node counts a request that timed out as a reply that
+// took its timeout: a connection that ends a request at its deadline
+// (rueidis, go-redis with ContextTimeoutEnabled, as goredis.Dial of one
+// node makes it) drops the node's late reply, and the timeout would never
+// rise past the replies heard within it. So the attempts on a node that
+// stopped answering wait longer and longer, up to MaxNodeTimeout; fixed,
+// they do not.
+func TestNodeTimeout_risesOverOneSlowNode(t *testing.T) {
+	dial := adapter{"goredis.Dial", func(t testing.TB, addrs []string) []redlock.Conn { return nil }}
+	for _, a := range append(adapters[:len(adapters):len(adapters)], dial) {
+		t.Run(a.name, func(t *testing.T) { testNodeTimeoutRisesOverOneNode(t, a) })
+	}
+}
+
+func testNodeTimeoutRisesOverOneNode(t *testing.T, a adapter) {
+	const nodeTimeout, ttl = 50 * time.Millisecond, 8 * time.Second
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	open := func(max time.Duration) *redlock.Client {
+		opts := &redlock.Options{TTL: ttl, NodeTimeout: nodeTimeout, MaxNodeTimeout: max}
+		if a.name != "goredis.Dial" {
+			return newClient(t, cluster, a, opts)
+		}
+		c, err := goredis.Dial(bg, cluster.URLs(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.MarkReady(bg, false); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	rising, fixed := open(0), open(nodeTimeout)
+	for _, c := range []*redlock.Client{rising, fixed} {
+		l, err := c.TryAcquire(bg, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(bg)
+	}
+
+	// The node silent: each attempt times out, after a longer wait than the
+	// one before, until one waits 150 ms or more.
+	pauseAll(t, cluster)
+	waited := func(c *redlock.Client, key string) time.Duration {
+		t.Helper()
+		_, err := c.TryAcquire(bg, key)
+		n := quorumError(t, err).Nodes[0]
+		if n.Outcome != redlock.OutcomeTimeout {
+			t.Fatalf("the node answered %v while paused: %v", n.Outcome, err)
+		}
+		return n.Latency
+	}
+	var waits []time.Duration
+	for len(waits) == 0 || waits[len(waits)-1] < 3*nodeTimeout {
+		if len(waits) == 8 {
+			t.Fatalf("attempts on the silent node waited %v", waits)
+		}
+		waits = append(waits, waited(rising, "rising"))
+	}
+	if got := rising.NodeTimeoutFor(ttl); got > 400*time.Millisecond {
+		t.Errorf("node timeout %v, above the default cap of 400ms", got)
+	}
+	for range 3 {
+		if got := waited(fixed, "fixed"); got >= 2*nodeTimeout {
+			t.Errorf("fixed node timeout: an attempt waited %v", got)
+		}
+	}
+	if got := fixed.RecentReplyTime(); got != 0 {
+		t.Errorf("fixed: remembers a reply time of %v", got)
+	}
+
+	// Back: the node grants again.
+	resumeAll(t, cluster)
+	eventually(t, "the node grants again", func() bool {
+		l, err := rising.TryAcquire(bg, "after")
+		if err != nil {
+			return false
+		}
+		return l.Release(bg) == nil
+	})
 }

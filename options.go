@@ -74,17 +74,16 @@ type Options struct {
 	// MaxNodeTimeout is how far the per-node timeout rises while replies
 	// come late: to twice the longest time a node took lately to reply to
 	// a request (late replies to a fan-out already decided included),
-	// which halves every second once no reply takes as long; a silent or
-	// failing node raises nothing, a slow one does. Replies come late
+	// which halves every second once no reply takes as long; a slow node
+	// raises it, and so do the timeouts of a Client's only node, but a
+	// silent or failing node of several raises nothing. Replies come late
 	// over a slow network, from loaded nodes, or on a host whose cores are
 	// all busy, where a reply waits to be read; a timeout held at
 	// NodeTimeout would then fail every request. Default a quarter of the
 	// lock's TTL and at most 400 ms (never below NodeTimeout): a request
 	// to a node of several waits half a second past its timeout for a
 	// late reply, within the adapters' one-second socket timeout. Set it
-	// to NodeTimeout to keep the timeout fixed. A Client of one node whose
-	// Conn ends a request at its deadline sees no late reply, and rises
-	// only as far as replies in time take it.
+	// to NodeTimeout to keep the timeout fixed.
 	MaxNodeTimeout time.Duration
 	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
 	// are always added. Default 0.01. Must be in [0, 0.5).

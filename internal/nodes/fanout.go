@@ -49,11 +49,25 @@ func New(conns []Conn, replicas int, functions bool) *Set {
 // over, for RecentReplyTime; it must be called before the first request.
 func (n *Set) RememberReplies(over time.Duration) { n.replies.over = over }
 
+// heard remembers how long a node took to answer a request sent under
+// timeout (see RecentReplyTime): took, when the node replied. A Set of one
+// node also counts a request that timed out as a reply that took its
+// timeout: a Conn that ends a request at its deadline drops the node's late
+// reply, which a node of several waits for (see pipe.patient), and the
+// timeout would never rise past the replies heard within it. A request
+// that its caller's own earlier deadline ended says nothing of the node.
+func (n *Set) heard(err error, took, timeout time.Duration) {
+	if err == nil || len(n.conns) == 1 && IsTimeout(err) && took >= timeout-timeout/32 {
+		n.replies.observe(took)
+	}
+}
+
 // RecentReplyTime returns the longest time a node took lately to reply to
 // a request, fan-outs' late replies included, as this process saw it: it
 // halves every second once no reply takes as long, and is 0 when none took
-// longer than RememberReplies' bound since. A node that does not reply
-// (silent, or failing) raises nothing.
+// longer than RememberReplies' bound since. A node of several that does
+// not reply (silent, or failing) raises nothing; the only node of a Set
+// raises it by its timeouts too (see heard).
 func (n *Set) RecentReplyTime() time.Duration { return n.replies.recent() }
 
 // Drain waits for the requests still in flight, at most bound, and ends
@@ -122,9 +136,7 @@ func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Req
 		val, err := n.ask(n.pipes[0].callers.until(ctx, start.Add(timeout), timeout), req, 0)
 		n.pipes[0].done()
 		took := time.Since(start)
-		if err == nil {
-			n.replies.observe(took)
-		}
+		n.heard(err, took, timeout)
 		req.alone[0] = classify(n.conns[0].Name(), val, err, took, isOK)
 		results = req.alone[:]
 		if results[0].Outcome == OK {
@@ -190,9 +202,7 @@ func (n *Set) NewFlight(ctx context.Context, timeout time.Duration) *Flight {
 // deliver records one node's answer. The last one ends the flight: the
 // caller may have returned before.
 func (f *Flight) deliver(a answer) {
-	if a.err == nil {
-		f.nodes.replies.observe(a.took)
-	}
+	f.nodes.heard(a.err, a.took, f.timeout)
 	f.answers <- a
 	f.nodes.inflight.done()
 	if f.pending.Add(-1) == 0 {
@@ -324,6 +334,7 @@ func (f *Flight) Collect(isOK func(any) bool, enough func(ok, others int) bool) 
 			t.record(a)
 		case <-timer.C:
 			f.stopWaiting(&t, true)
+			f.nodes.heard(context.DeadlineExceeded, time.Since(f.start), f.timeout)
 			waiting = false
 		case <-f.parent.Done():
 			f.stopWaiting(&t, errors.Is(f.parent.Err(), context.DeadlineExceeded))

@@ -98,3 +98,39 @@ func TestSet_remembersLateReplies(t *testing.T) {
 		t.Errorf("a node paused for %v: recent reply time %v, want at least %v", pause, got, pause*3/4)
 	}
 }
+
+// A Set of one node counts a request that timed out as a reply that took
+// its timeout, whether its Conn dropped the reply at the deadline or a
+// late reply is still to come; a Set of several does not count a silent
+// node (its late reply counts once it lands).
+func TestSet_countsTimeoutsOfItsOnlyNode(t *testing.T) {
+	for _, nodes := range []int{1, 3} {
+		// Over several nodes, the timeout is long enough that no healthy
+		// node's reply is remembered (half of it), even on a loaded host.
+		timeout := 50 * time.Millisecond
+		if nodes > 1 {
+			timeout = time.Second
+		}
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: nodes})
+		set := testSet(t, cluster)
+		set.RememberReplies(timeout / 2)
+		if err := cluster.Node(0).Pause(); err != nil {
+			t.Fatal(err)
+		}
+		results, _, _ := set.TrackedFanout(context.Background(), timeout, setter("k", "tok"), nil, IsOne,
+			func(ok, others int) bool { return ok+others >= nodes })
+		got := set.RecentReplyTime()
+		if err := cluster.Node(0).Resume(); err != nil {
+			t.Fatal(err)
+		}
+		if results[0].Outcome != Timeout {
+			t.Fatalf("%d nodes: the paused node answered %v", nodes, results[0].Outcome)
+		}
+		if nodes == 1 && got < timeout-timeout/32 {
+			t.Errorf("one node timed out: recent reply time %v, want at least %v", got, timeout-timeout/32)
+		}
+		if nodes > 1 && got != 0 {
+			t.Errorf("one node of %d silent: recent reply time %v, want 0 until its reply lands", nodes, got)
+		}
+	}
+}
