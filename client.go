@@ -103,7 +103,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	}
 	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
 	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys, c.requestTimeout)
-	c.tel = newTelemetry(given, conns)
+	c.tel = c.newTelemetry(given)
 	return c, nil
 }
 
@@ -122,6 +122,7 @@ func (c *Client) Close() error {
 	c.finish.stop()
 	c.nodes.Drain(c.requestTimeout())
 	c.waker.Close()
+	c.tel.Close()
 	return c.nodes.Close(c.opts.NodeTimeout)
 }
 

@@ -353,6 +353,11 @@
 //	    Each node's reply time, for the requests it served (ok, held,
 //	    recovering): compare with Options.NodeTimeout, which rises while
 //	    replies come late, up to Options.MaxNodeTimeout.
+//	redlock.node.timeout           gauge s
+//	    The per-node timeout of the client's requests at its default TTL
+//	    as it stands: Options.NodeTimeout, raised while replies come late
+//	    (a slow node, a busy host), up to Options.MaxNodeTimeout. Reported
+//	    until Close.
 //
 // Histograms have buckets from 0.1 ms to 60 s (durations of waits and
 // requests) and from 1 ms to an hour (hold times).

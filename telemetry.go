@@ -13,14 +13,15 @@ import (
 // A Client without Options.Logger, MeterProvider and TracerProvider has a
 // nil Client.tel, and every hook returns at its first branch.
 
-// newTelemetry returns the telemetry of a client over conns, nil when o,
-// as the user gave it, has neither logger nor provider.
-func newTelemetry(o Options, conns []Conn) *telemetry.Telemetry {
-	names := make([]string, len(conns))
-	for i, conn := range conns {
+// newTelemetry returns the telemetry of c, nil when o, as the user gave it,
+// has neither logger nor provider.
+func (c *Client) newTelemetry(o Options) *telemetry.Telemetry {
+	names := make([]string, len(c.conns))
+	for i, conn := range c.conns {
 		names[i] = conn.Name()
 	}
-	return telemetry.New(telemetry.Config{Logger: o.Logger, MeterProvider: o.MeterProvider, TracerProvider: o.TracerProvider, Nodes: names})
+	return telemetry.New(telemetry.Config{Logger: o.Logger, MeterProvider: o.MeterProvider, TracerProvider: o.TracerProvider,
+		Nodes: names, NodeTimeout: c.requestTimeout})
 }
 
 // telemetryOutcomes maps each Outcome to the telemetry's.

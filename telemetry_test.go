@@ -557,6 +557,42 @@ func TestLog_releaseWithoutQuorum(t *testing.T) {
 
 // A release that carries a waiting goroutine's attempt counts as a
 // handoff.
+// The gauge redlock.node.timeout reports the per-node timeout as it
+// stands: NodeTimeout, raised while a node answers late (here a lone
+// node's timeouts), and nothing once the client is closed.
+func TestMetric_nodeTimeout(t *testing.T) {
+	const nodeTimeout = 50 * time.Millisecond
+	o, opts := observe(t)
+	opts.NodeTimeout = nodeTimeout
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[1], opts)
+	if got := o.gauge(t, "redlock.node.timeout"); got != nodeTimeout.Seconds() {
+		t.Errorf("node timeout %vs, want %vs", got, nodeTimeout.Seconds())
+	}
+	pauseAll(t, cluster)
+	if _, err := c.TryAcquire(bg, "k"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("the node paused: %v", err)
+	}
+	if got := o.gauge(t, "redlock.node.timeout"); got <= nodeTimeout.Seconds() {
+		t.Errorf("after a timeout: node timeout %vs, want above %vs", got, nodeTimeout.Seconds())
+	}
+	resumeAll(t, cluster)
+	c.Close()
+	if o.recorded(t, "redlock.node.timeout") {
+		t.Errorf("redlock.node.timeout reported after Close")
+	}
+}
+
+// gauge returns the value of the float gauge name.
+func (o *observed) gauge(t testing.TB, name string) float64 {
+	t.Helper()
+	data, ok := o.metric(t, name).Data.(metricdata.Gauge[float64])
+	if !ok || len(data.DataPoints) != 1 {
+		t.Fatalf("%s is not a float64 gauge of one point: %v", name, o.metric(t, name).Data)
+	}
+	return data.DataPoints[0].Value
+}
+
 func TestMetric_handoff(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	o, opts := observe(t)

@@ -46,6 +46,9 @@ type metrics struct {
 	held         metric.Int64UpDownCounter
 	nodeRequests metric.Int64Counter
 	nodeLatency  metric.Float64Histogram
+	// nodeTimeout reports the per-node timeout at each collection, until
+	// Close unregisters it; nil without one.
+	nodeTimeout metric.Registration
 
 	acquireAttrs [kindCount][acquireResults]measured
 	extendAttrs  [kindCount][extendResults]measured
@@ -57,9 +60,10 @@ type metrics struct {
 	nodeOpAttrs  [][opCount]measured               // per node
 }
 
-// newMetrics creates the instruments on meter. An instrument that cannot
-// be created does nothing, and the error says which.
-func newMetrics(meter metric.Meter, nodes []string) (*metrics, error) {
+// newMetrics creates the instruments on meter, with the gauge of the
+// per-node timeout that timeout returns when it is not nil. An instrument
+// that cannot be created does nothing, and the error says which.
+func newMetrics(meter metric.Meter, nodes []string, timeout func() time.Duration) (*metrics, error) {
 	b := builder{meter: meter}
 	m := &metrics{
 		acquisitions: b.counter("redlock.acquisitions", "{acquisition}",
@@ -85,8 +89,20 @@ func newMetrics(meter metric.Meter, nodes []string) (*metrics, error) {
 		nodeLatency: b.histogram("redlock.node.request.duration", latencyBuckets,
 			"Time to each node's reply, for the requests it served (outcomes ok, held and recovering)"),
 	}
+	if timeout != nil {
+		m.nodeTimeout = b.gauge("redlock.node.timeout",
+			"The per-node timeout of this client's requests at its default TTL: Options.NodeTimeout, raised while replies come late, up to Options.MaxNodeTimeout",
+			func() float64 { return timeout().Seconds() })
+	}
 	m.makeAttrs(nodes)
 	return m, errors.Join(b.errs...)
+}
+
+// close stops the gauges' reports.
+func (m *metrics) close() {
+	if m.nodeTimeout != nil {
+		m.nodeTimeout.Unregister()
+	}
 }
 
 // makeAttrs makes the attribute set of every measurement.
@@ -161,6 +177,27 @@ func (b *builder) upDownCounter(name, unit, desc string) metric.Int64UpDownCount
 		return noop.Int64UpDownCounter{}
 	}
 	return c
+}
+
+// gauge creates a gauge in seconds that reports value at each collection,
+// and returns its registration, nil when it could not be created.
+func (b *builder) gauge(name, desc string, value func() float64) metric.Registration {
+	g, err := b.meter.Float64ObservableGauge(name, metric.WithUnit("s"), metric.WithDescription(desc))
+	if err != nil {
+		b.errs = append(b.errs, err)
+	}
+	if g == nil {
+		return nil
+	}
+	reg, err := b.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveFloat64(g, value())
+		return nil
+	}, g)
+	if err != nil {
+		b.errs = append(b.errs, err)
+		return nil
+	}
+	return reg
 }
 
 func (b *builder) histogram(name string, buckets []float64, desc string) metric.Float64Histogram {

@@ -29,6 +29,9 @@ type Config struct {
 	// Nodes are the names of the client's nodes, in its order: the node
 	// index passed to Node is an index into it.
 	Nodes []string
+	// NodeTimeout, when set, returns the per-node timeout of the client's
+	// requests as it stands, for the redlock.node.timeout gauge.
+	NodeTimeout func() time.Duration
 }
 
 // Telemetry records one client's metrics, spans and log records. It is
@@ -53,7 +56,7 @@ func New(cfg Config) *Telemetry {
 	}
 	t := &Telemetry{log: cfg.Logger, nodes: append([]string(nil), cfg.Nodes...), health: make([]nodeHealth, len(cfg.Nodes))}
 	if cfg.MeterProvider != nil {
-		m, err := newMetrics(cfg.MeterProvider.Meter(ScopeName), t.nodes)
+		m, err := newMetrics(cfg.MeterProvider.Meter(ScopeName), t.nodes, cfg.NodeTimeout)
 		if err != nil && t.log != nil {
 			t.log.Warn("redlock: some metrics are not recorded", "error", err)
 		}
@@ -63,6 +66,15 @@ func New(cfg Config) *Telemetry {
 		t.tracer = cfg.TracerProvider.Tracer(ScopeName)
 	}
 	return t
+}
+
+// Close stops what the telemetry reports without being called, the gauges:
+// a closed client's timeout is no longer collected. A nil Telemetry does
+// nothing.
+func (t *Telemetry) Close() {
+	if t != nil && t.metrics != nil {
+		t.metrics.close()
+	}
 }
 
 // Outcome is what one node answered to one request, as the library's

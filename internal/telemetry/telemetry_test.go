@@ -112,7 +112,8 @@ func TestLog_limiter(t *testing.T) {
 // counts have curly-brace units.
 func TestMetric_instrumentsAndUnits(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	tel := New(Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Nodes: []string{"a"}})
+	tel := New(Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), Nodes: []string{"a"},
+		NodeTimeout: func() time.Duration { return 120 * time.Millisecond }})
 	ctx := context.Background()
 	tel.Node(ctx, 0, OpAcquire, Answer{Node: "a", Outcome: OK, Latency: 300 * time.Microsecond})
 	tel.Node(ctx, 0, OpAcquire, Answer{Node: "a", Outcome: Timeout, Latency: 50 * time.Millisecond})
@@ -136,16 +137,33 @@ func TestMetric_instrumentsAndUnits(t *testing.T) {
 			if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
 				wantBuckets(t, m.Name, h)
 			}
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && (len(g.DataPoints) != 1 || g.DataPoints[0].Value != 0.12) {
+				t.Errorf("%s: %v, want one point of 0.12", m.Name, g.DataPoints)
+			}
 		}
 	}
 	want := map[string]string{
 		"redlock.node.requests": "{request}", "redlock.node.request.duration": "s",
 		"redlock.locks.held": "{lock}", "redlock.locks.lost": "{lock}", "redlock.locks.expired": "{lock}", "redlock.lock.hold.duration": "s",
-		"redlock.acquisitions": "{acquisition}", "redlock.acquire.duration": "s",
+		"redlock.acquisitions": "{acquisition}", "redlock.acquire.duration": "s", "redlock.node.timeout": "s",
 	}
 	for name, unit := range want {
 		if units[name] != unit {
 			t.Errorf("%s: unit %q, want %q", name, units[name], unit)
+		}
+	}
+
+	// Closed, the client's timeout is no longer reported.
+	tel.Close()
+	rm = metricdata.ResourceMetrics{}
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && len(g.DataPoints) > 0 {
+				t.Errorf("%s after Close: %v", m.Name, g.DataPoints)
+			}
 		}
 	}
 }
