@@ -353,11 +353,12 @@
 //	    Each node's reply time, for the requests it served (ok, held,
 //	    recovering): compare with Options.NodeTimeout, which rises while
 //	    replies come late, up to Options.MaxNodeTimeout.
-//	redlock.node.timeout           gauge s
+//	redlock.node.timeout           gauge s                redlock.client
 //	    The per-node timeout of the client's requests at its default TTL
 //	    as it stands: Options.NodeTimeout, raised while replies come late
 //	    (a slow node, a busy host), up to Options.MaxNodeTimeout. Reported
-//	    until Close.
+//	    until Close; redlock.client is a random id of the Client, so that
+//	    the Clients of one meter report apart.
 //
 // Histograms have buckets from 0.1 ms to 60 s (durations of waits and
 // requests) and from 1 ms to an hour (hold times).

@@ -21,7 +21,7 @@ func (c *Client) newTelemetry(o Options) *telemetry.Telemetry {
 		names[i] = conn.Name()
 	}
 	return telemetry.New(telemetry.Config{Logger: o.Logger, MeterProvider: o.MeterProvider, TracerProvider: o.TracerProvider,
-		Nodes: names, NodeTimeout: c.requestTimeout})
+		Nodes: names, NodeTimeout: c.requestTimeout, Client: c.id})
 }
 
 // telemetryOutcomes maps each Outcome to the telemetry's.

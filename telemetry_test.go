@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -557,40 +558,58 @@ func TestLog_releaseWithoutQuorum(t *testing.T) {
 
 // A release that carries a waiting goroutine's attempt counts as a
 // handoff.
-// The gauge redlock.node.timeout reports the per-node timeout as it
-// stands: NodeTimeout, raised while a node answers late (here a lone
-// node's timeouts), and nothing once the client is closed.
+// The gauge redlock.node.timeout reports each client's per-node timeout
+// as it stands, one point per client on a shared meter: NodeTimeout,
+// raised while a node answers late (here a lone node's timeouts), and
+// nothing once the client is closed.
 func TestMetric_nodeTimeout(t *testing.T) {
 	const nodeTimeout = 50 * time.Millisecond
 	o, opts := observe(t)
 	opts.NodeTimeout = nodeTimeout
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	c := newClient(t, cluster, adapters[1], opts)
-	if got := o.gauge(t, "redlock.node.timeout"); got != nodeTimeout.Seconds() {
-		t.Errorf("node timeout %vs, want %vs", got, nodeTimeout.Seconds())
+	slowNodes := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	slow := newClient(t, slowNodes, adapters[1], opts)
+	fast := newClient(t, redlocktest.Start(t, redlocktest.Options{Nodes: 1}), adapters[1], opts)
+	if got := o.gauges(t, "redlock.node.timeout"); len(got) != 2 || got[0] != nodeTimeout.Seconds() || got[1] != nodeTimeout.Seconds() {
+		t.Errorf("node timeouts %v, want two of %vs", got, nodeTimeout.Seconds())
 	}
-	pauseAll(t, cluster)
-	if _, err := c.TryAcquire(bg, "k"); !errors.Is(err, redlock.ErrNotAcquired) {
+	pauseAll(t, slowNodes)
+	if _, err := slow.TryAcquire(bg, "k"); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("the node paused: %v", err)
 	}
-	if got := o.gauge(t, "redlock.node.timeout"); got <= nodeTimeout.Seconds() {
-		t.Errorf("after a timeout: node timeout %vs, want above %vs", got, nodeTimeout.Seconds())
+	if got := o.gauges(t, "redlock.node.timeout"); len(got) != 2 || got[0] != nodeTimeout.Seconds() || got[1] <= nodeTimeout.Seconds() {
+		t.Errorf("after the slow client's timeout: node timeouts %v, want %vs and one above it", got, nodeTimeout.Seconds())
 	}
-	resumeAll(t, cluster)
-	c.Close()
+	resumeAll(t, slowNodes)
+	slow.Close()
+	if got := o.gauges(t, "redlock.node.timeout"); len(got) != 1 {
+		t.Errorf("one client closed: node timeouts %v, want one", got)
+	}
+	fast.Close()
 	if o.recorded(t, "redlock.node.timeout") {
 		t.Errorf("redlock.node.timeout reported after Close")
 	}
 }
 
-// gauge returns the value of the float gauge name.
-func (o *observed) gauge(t testing.TB, name string) float64 {
+// gauges returns the values of the float gauge name, one per client
+// (attribute redlock.client), in increasing order.
+func (o *observed) gauges(t testing.TB, name string) []float64 {
 	t.Helper()
 	data, ok := o.metric(t, name).Data.(metricdata.Gauge[float64])
-	if !ok || len(data.DataPoints) != 1 {
-		t.Fatalf("%s is not a float64 gauge of one point: %v", name, o.metric(t, name).Data)
+	if !ok {
+		t.Fatalf("%s is not a float64 gauge: %v", name, o.metric(t, name).Data)
 	}
-	return data.DataPoints[0].Value
+	var values []float64
+	clients := map[string]bool{}
+	for _, dp := range data.DataPoints {
+		client, _ := dp.Attributes.Value("redlock.client")
+		if client.AsString() == "" || clients[client.AsString()] {
+			t.Fatalf("%s: a point without a client of its own: %v", name, data.DataPoints)
+		}
+		clients[client.AsString()] = true
+		values = append(values, dp.Value)
+	}
+	slices.Sort(values)
+	return values
 }
 
 func TestMetric_handoff(t *testing.T) {

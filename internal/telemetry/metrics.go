@@ -18,6 +18,7 @@ const (
 	AttrReason  = attribute.Key("redlock.reason")  // why a lock was lost
 	AttrNode    = attribute.Key("redlock.node")    // Conn.Name of a node
 	AttrOp      = attribute.Key("redlock.op")      // the request sent to a node
+	AttrClient  = attribute.Key("redlock.client")  // a Client's random id, for its gauges
 )
 
 // Histogram bucket boundaries, in seconds.
@@ -63,7 +64,7 @@ type metrics struct {
 // newMetrics creates the instruments on meter, with the gauge of the
 // per-node timeout that timeout returns when it is not nil. An instrument
 // that cannot be created does nothing, and the error says which.
-func newMetrics(meter metric.Meter, nodes []string, timeout func() time.Duration) (*metrics, error) {
+func newMetrics(meter metric.Meter, nodes []string, client string, timeout func() time.Duration) (*metrics, error) {
 	b := builder{meter: meter}
 	m := &metrics{
 		acquisitions: b.counter("redlock.acquisitions", "{acquisition}",
@@ -90,7 +91,7 @@ func newMetrics(meter metric.Meter, nodes []string, timeout func() time.Duration
 			"Time to each node's reply, for the requests it served (outcomes ok, held and recovering)"),
 	}
 	if timeout != nil {
-		m.nodeTimeout = b.gauge("redlock.node.timeout",
+		m.nodeTimeout = b.gauge("redlock.node.timeout", AttrClient.String(client),
 			"The per-node timeout of this client's requests at its default TTL: Options.NodeTimeout, raised while replies come late, up to Options.MaxNodeTimeout",
 			func() float64 { return timeout().Seconds() })
 	}
@@ -179,9 +180,11 @@ func (b *builder) upDownCounter(name, unit, desc string) metric.Int64UpDownCount
 	return c
 }
 
-// gauge creates a gauge in seconds that reports value at each collection,
-// and returns its registration, nil when it could not be created.
-func (b *builder) gauge(name, desc string, value func() float64) metric.Registration {
+// gauge creates a gauge in seconds that reports value with attr at each
+// collection, and returns its registration, nil when it could not be
+// created. The attribute tells apart the Clients that share a meter.
+func (b *builder) gauge(name string, attr attribute.KeyValue, desc string, value func() float64) metric.Registration {
+	opt := metric.WithAttributeSet(attribute.NewSet(attr))
 	g, err := b.meter.Float64ObservableGauge(name, metric.WithUnit("s"), metric.WithDescription(desc))
 	if err != nil {
 		b.errs = append(b.errs, err)
@@ -190,7 +193,7 @@ func (b *builder) gauge(name, desc string, value func() float64) metric.Registra
 		return nil
 	}
 	reg, err := b.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveFloat64(g, value())
+		o.ObserveFloat64(g, value(), opt)
 		return nil
 	}, g)
 	if err != nil {

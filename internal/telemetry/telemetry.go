@@ -30,8 +30,11 @@ type Config struct {
 	// index passed to Node is an index into it.
 	Nodes []string
 	// NodeTimeout, when set, returns the per-node timeout of the client's
-	// requests as it stands, for the redlock.node.timeout gauge.
+	// requests as it stands, for the redlock.node.timeout gauge, which
+	// Client (the client's id) tells apart from other clients' on the
+	// same meter.
 	NodeTimeout func() time.Duration
+	Client      string
 }
 
 // Telemetry records one client's metrics, spans and log records. It is
@@ -56,7 +59,7 @@ func New(cfg Config) *Telemetry {
 	}
 	t := &Telemetry{log: cfg.Logger, nodes: append([]string(nil), cfg.Nodes...), health: make([]nodeHealth, len(cfg.Nodes))}
 	if cfg.MeterProvider != nil {
-		m, err := newMetrics(cfg.MeterProvider.Meter(ScopeName), t.nodes, cfg.NodeTimeout)
+		m, err := newMetrics(cfg.MeterProvider.Meter(ScopeName), t.nodes, cfg.Client, cfg.NodeTimeout)
 		if err != nil && t.log != nil {
 			t.log.Warn("redlock: some metrics are not recorded", "error", err)
 		}
