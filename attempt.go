@@ -398,9 +398,15 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 // finishMissed): a failed attempt's grants on a minority, left until their
 // TTL, would keep the key from everyone on a crowded key. A node that had
 // not answered the attempt in time, and then refused it (its reply decoded
-// in replies), is not asked either (see refusedLate).
+// in replies), is not asked either (see refusedLate). While the node
+// timeout is raised (see nodeTimeout), it waits past ctx's deadline at
+// most NodeTimeout, as it did before the rise.
 func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl time.Duration, lag *nodes.Lagging,
 	acquired []NodeResult, replies []acquireReply, settle bool) {
+	timeout := c.nodeTimeout(ttl)
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, max(time.Until(d), c.opts.NodeTimeout))
+	}
 	ctx = nodes.Uncancelled(ctx)
 	wait := len(c.conns)
 	if lag != nil && !settle {
@@ -409,7 +415,7 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	req := releaser(key, token)
 	req.Local = func(node int) (any, bool) { return int64(0), refused(acquired[node]) } // nothing there
 	req.LocalAfterLag = func(node int) (any, bool) { return int64(0), refusedLate(replies[node]) }
-	results, _, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), req, lag.Releasing(), nodes.IsOne,
+	results, _, unfinished := c.trackedFanout(ctx, timeout, req, lag.Releasing(), nodes.IsOne,
 		func(ok, others int) bool { return ok+others >= wait })
 	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
 	c.waiters.AddTrailing(key, unfinished.Lagging())

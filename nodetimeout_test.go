@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -178,6 +179,19 @@ func testNodeTimeoutRisesOverOneNode(t *testing.T, a adapter) {
 	}
 	if got := rising.NodeTimeoutFor(ttl); got > 400*time.Millisecond {
 		t.Errorf("node timeout %v, above the default cap of 400ms", got)
+	}
+
+	// An Acquire whose context ends first waits for its attempt's
+	// clean-up at most NodeTimeout past its deadline, not the raised
+	// timeout (twice the last wait, at least 300 ms here).
+	const deadline = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(bg, deadline)
+	start := time.Now()
+	_, err := rising.Acquire(ctx, "deadline")
+	took := time.Since(start)
+	cancel()
+	if err == nil || took > deadline+nodeTimeout+150*time.Millisecond {
+		t.Errorf("Acquire with a %v deadline on the silent node: %v after %v, want an error within about %v", deadline, err, took, deadline+nodeTimeout)
 	}
 	for range 3 {
 		if got := waited(fixed, "fixed"); got >= 2*nodeTimeout {
