@@ -90,9 +90,11 @@ func checkDeclaredOnly(t *testing.T, cluster, functions bool) {
 	} else {
 		must("mark ready", client.MarkReady(ctx, false))
 	}
-	// A counter far ahead on one node: the nodes disagree, and the others
-	// are raised to it.
+	// Counters far ahead, apart, on two of the three nodes: any quorum that
+	// grants disagrees on the counter (the acquisition returns at a quorum,
+	// which need not hear every node), and the nodes behind are raised.
 	do(t, nodes.Node(0), "SET", redlock.FenceKeyIn(key, cluster), "9000000000000000000")
+	do(t, nodes.Node(1), "SET", redlock.FenceKeyIn(key, cluster), "8000000000000000000")
 	l, err := client.TryAcquire(ctx, key)
 	must("try acquire", err)
 	must("extend", l.Extend(ctx, 10*time.Second))
