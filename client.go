@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/dialreport"
@@ -58,6 +59,9 @@ type Client struct {
 	// permit (wait.Lanes), by semaphore key: up to the semaphore's limit
 	// of them try at once.
 	permitLanes wait.Lanes
+	// closed is closed by Close: the renewals of locks still held stop.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -87,7 +91,8 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), setTurn: make(chan struct{}, 1), id: newClientID()}
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), setTurn: make(chan struct{}, 1), id: newClientID(),
+		closed: make(chan struct{})}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
 			if _, ok := conn.(ReplicaWaiter); !ok {
@@ -107,7 +112,8 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	return c, nil
 }
 
-// Close closes every node connection. Locks still held expire with their TTL.
+// Close closes every node connection. Locks still held expire with their TTL:
+// their renewal stops, and they end (Done, ErrLockLost) at their deadline.
 // It first stops the releases being finished in the background and waits
 // for requests still in flight, so that the nodes a Release did not wait
 // for still get the deletion before a program that releases and exits
@@ -119,6 +125,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // to close finishes closing in the background. No call may start after
 // Close.
 func (c *Client) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
 	c.finish.stop()
 	c.nodes.Drain(c.requestTimeout())
 	c.waker.Close()

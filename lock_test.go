@@ -368,6 +368,34 @@ func TestRenew_keepsLockBeyondThreeTTLs(t *testing.T) {
 	})
 }
 
+// Close stops the renewal of the locks its Client holds: they end at their
+// deadline, and no extension is tried over the closed connections.
+func TestRenew_stopsAtClose(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	o, opts := observe(t)
+	client := newClient(t, cluster, adapters[0], opts)
+	const ttl = 300 * time.Millisecond
+	lock, err := client.TryAcquire(bg, "closed-renewal", redlock.WithTTL(ttl), redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	select {
+	case <-lock.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done never closed after Close")
+	}
+	if !errors.Is(lock.Err(), redlock.ErrLockLost) {
+		t.Errorf("Err() = %v, want ErrLockLost", lock.Err())
+	}
+	// The first renewal was due a third of the TTL in, before the deadline.
+	if o.recorded(t, "redlock.extensions") {
+		if n := o.sum(t, "redlock.extensions", attrs{"redlock.call": "renew"}); n > 0 {
+			t.Errorf("%d renewals tried after Close", n)
+		}
+	}
+}
+
 func TestRenew_majorityKilledFiresDoneByDeadline(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})

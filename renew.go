@@ -18,8 +18,8 @@ const (
 	renewRetryDivisor = 10
 )
 
-// renew extends the lock in the background until it is released or lost. It
-// never declares the loss itself: the deadline timer armed by watchLocked
+// renew extends the lock in the background until it is released or lost, or
+// its Client is closed. It never declares the loss itself: the deadline timer armed by watchLocked
 // does, at the validity deadline at the latest, and Extend does earlier when
 // a majority of nodes no longer holds the lock.
 func (l *Lock) renew() {
@@ -31,6 +31,8 @@ func (l *Lock) renew() {
 	for {
 		select {
 		case <-stop:
+			return
+		case <-l.client.closed:
 			return
 		case <-timer.C:
 		}
