@@ -210,6 +210,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	if !refusedEverywhere(results, lag) {
 		c.releaseEverywhere(ctx, key, token, ttl+a.delay, lag, results, a.replies, a.settle)
 	}
+	c.clearLeftovers(ctx, key, results)
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
 		qe.Cause = ctx.Err()

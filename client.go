@@ -45,7 +45,10 @@ type Client struct {
 	// tryPacing holds this client's TryAcquire back from keys whose votes
 	// split (trypace.go).
 	tryPacing tryPacing
-	finish    finishers   // releases finished in the background
+	finish    finishers // releases finished in the background
+	// leftovers are the tokens of releases that a node missed, sent again
+	// when the node refuses the key to this client (leftovers.go).
+	leftovers leftovers
 	keys      wire.Layout // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key
 	// (see wire.QueueKeys): random, URL-safe base64.

@@ -230,6 +230,11 @@ type finishers struct {
 // maxFinishing releases under way already, it does nothing but close it.
 // valid is as for finishMissed.
 func (f *finishers) start(c *Client, key, token string, ttl time.Duration, results []NodeResult, finishing chan<- finishReport, valid bool) {
+	missed := make([]bool, len(results))
+	for i, r := range results {
+		missed[i] = r.Outcome == OutcomeTimeout
+	}
+	c.leftovers.add(key, token, slices.Clone(missed))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped || f.active >= maxFinishing {
@@ -239,10 +244,6 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 	f.active++
 	if f.quit == nil {
 		f.quit = make(chan struct{})
-	}
-	missed := make([]bool, len(results))
-	for i, r := range results {
-		missed[i] = r.Outcome == OutcomeTimeout
 	}
 	f.running.Add(1)
 	go func(quit <-chan struct{}) {
@@ -278,6 +279,9 @@ func (c *Client) releaseAgain(key, token string, ttl time.Duration, missed []boo
 	results, _ := c.fanout(context.Background(), c.nodeTimeout(ttl), req, nodes.IsOne, func(int, int) bool { return false })
 	for i, r := range results {
 		if missed[i] && answeredRelease(r) {
+			if r.Outcome == OutcomeOK {
+				c.leftovers.answered(key, token, i)
+			}
 			heard.answered++
 			if r.Outcome == OutcomeOK || valid {
 				heard.deleted++

@@ -1,0 +1,88 @@
+package redlock_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A lone node that stops answering for longer than the background
+// releases of failed attempts last runs those attempts once it answers
+// again, and may grant keys to tokens nobody holds, after their releases
+// were given up or ran first. The client that sent them clears them the
+// first time the node refuses it the key: each key is granted again within
+// moments of the node's return, not a TTL later.
+func TestLeftovers_loneNodeBackGrantsAgainAtOnce(t *testing.T) {
+	dial := adapter{"goredis.Dial", func(t testing.TB, addrs []string) []redlock.Conn { return nil }}
+	for _, a := range append(adapters[:len(adapters):len(adapters)], dial) {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			testLeftoversCleared(t, a)
+		})
+	}
+}
+
+func testLeftoversCleared(t *testing.T, a adapter) {
+	const ttl, hang, keys = 30 * time.Second, 8 * time.Second, 16
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	opts := &redlock.Options{TTL: ttl}
+	var c *redlock.Client
+	if a.name == "goredis.Dial" {
+		var err error
+		if c, err = goredis.Dial(bg, cluster.URLs(), opts); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	} else {
+		c = newClient(t, cluster, a, opts)
+	}
+	key := func(i int) string { return fmt.Sprint("hung:", i) }
+	for i := range keys {
+		l, err := c.TryAcquire(bg, key(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The node silent for longer than the background releases last: every
+	// attempt on every key fails, and leaves its request in the node's
+	// sockets.
+	pauseAll(t, cluster)
+	var wg sync.WaitGroup
+	end := time.Now().Add(hang)
+	for i := range keys {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				if _, err := c.TryAcquire(bg, key(i)); err == nil {
+					t.Errorf("%s granted while the node is paused", key(i))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	resumeAll(t, cluster)
+
+	for i := range keys {
+		deadline := time.Now().Add(ttl / 6)
+		for {
+			l, err := c.TryAcquire(bg, key(i))
+			if err == nil {
+				l.Release(bg)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not granted %v after the node's return (held there: %q): %v",
+					key(i), ttl/6, keyOn(t, cluster.Node(0), key(i)), err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
