@@ -88,7 +88,7 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 	} else {
 		a.replies = make([]acquireReply, n)
 	}
-	token, fenceKey, clock, queue, deadlines, waiting := wire.AttemptStrings(key, time.Now(), ttl, owner, c.keys.Tag(key), place != nil || shared)
+	token, fenceKey, clock, queue, deadlines, waiting := wire.AttemptStrings(key, time.Now(), ttl, delay, owner, c.keys.Tag(key), place != nil || shared)
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl+delay, a.replies)
 	if shared {

@@ -438,8 +438,9 @@ func (o Options) lossMargin(ttl time.Duration) time.Duration {
 // such as a shell script that ran `redlock acquire` and later
 // `redlock extend`. It resets the lock's time-to-live to ttl on every node
 // that still holds token (when ttl is 0: the TTL the lock was acquired
-// with, which a token of this library carries, else Options.TTL), and
-// returns the new
+// with, which a token of this library carries, else Options.TTL), keeping
+// the key there the lock-delay longer when the token says the lock was
+// acquired with one (WithLockDelay), and returns the new
 // validity deadline, start + ttl - drift allowance, when a quorum did so in
 // time. It blocks for at most the per-node timeout.
 //
@@ -450,16 +451,18 @@ func (o Options) lossMargin(ttl time.Duration) time.Duration {
 // ErrNotExtended when too few nodes answered in time: the lock may still be
 // held, until a deadline this call cannot know; ErrInvalidKey, ErrInvalidTTL.
 func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
+	info, ours := wire.ParseToken(token)
 	if ttl == 0 {
 		ttl = c.opts.TTL
-		if acquired, ok := wire.TokenTTL(token); ok {
-			ttl = acquired
+		if ours {
+			ttl = info.TTL
 		}
 	}
 	l, err := c.tokenLock(key, token, ttl)
 	if err != nil {
 		return time.Time{}, err
 	}
+	l.delay = info.Delay
 	if err := l.Extend(ctx, ttl); err != nil {
 		return time.Time{}, err
 	}

@@ -32,8 +32,7 @@ var ErrInvalidLockDelay = errors.New("redlock: invalid lock-delay")
 // costs no request: the key's expiry is simply longer. It holds for every
 // shape (a lock, a permit of WithLimit, a writer beside WithShared readers;
 // a reader with it keeps writers out for d after it ends) and on every
-// topology. ExtendToken, which has no Lock, sets the TTL it is given: add
-// the delay to it.
+// topology. ExtendToken keeps the delay too: the lock's token carries it.
 //
 // d must be in 0..MaxLockDelay, and the TTL plus d at most
 // Options.RecoveryDelay (unless the quarantine is off); otherwise the call

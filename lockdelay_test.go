@@ -151,6 +151,31 @@ func TestWithLockDelay_everyShapeAndExtension(t *testing.T) {
 	})
 }
 
+// ExtendToken, in another process, keeps the lock-delay that the lock's
+// token carries, with the TTL it carries too or one given, and returns a
+// validity counted from the TTL alone.
+func TestWithLockDelay_extendTokenKeepsIt(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c, other := newClient(t, cluster, adapters[0], fast()), newClient(t, cluster, adapters[0], fast())
+	const ttl, delay = time.Second, 20 * time.Second
+	lock, err := c.TryAcquire(bg, "delayed-by-token", redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	for _, given := range []time.Duration{0, 2 * time.Second} {
+		until, err := other.ExtendToken(bg, lock.Key(), lock.Token(), given)
+		if err != nil {
+			t.Fatalf("ExtendToken(%s): %v", given, err)
+		}
+		want := max(given, ttl)
+		if left := time.Until(until); left > want {
+			t.Errorf("ExtendToken(%s): validity %s left, above the %s TTL", given, left, want)
+		}
+		awaitDelayedOnNodes(t, other, lock, want, 3)
+	}
+}
+
 // awaitDelayedOnNodes polls until want nodes hold lock's key with more
 // than ttl to live: the delay is on them.
 func awaitDelayedOnNodes(t *testing.T, c *redlock.Client, lock *redlock.Lock, ttl time.Duration, want int) {

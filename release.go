@@ -424,7 +424,7 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 func (c *Client) leaveQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
 	ctx = nodes.Uncancelled(ctx)
 	forEach(len(keys), func(i int) {
-		token, _, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, c.opts.Owner, "", false)
+		token, _, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, 0, c.opts.Owner, "", false)
 		req := announcedReleaser(keys[i], token, c.id, since, c.keys)
 		c.fanout(ctx, c.nodeTimeout(ttl), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(c.conns) })
 	})

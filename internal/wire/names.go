@@ -176,7 +176,9 @@ const TokenBytes = 20
 // when it began the attempt, in microseconds, owner is the holder's identity
 // (see CheckOwner) and ttl is the TTL the lock was acquired with, in
 // milliseconds, so that ExtendToken can renew a lock for as long as it was
-// taken without being told (see ParseToken). The TTL comes last, so that a
+// taken without being told (see ParseToken); a lock taken with a
+// lock-delay has "<ttl>+<delay>" there, the delay in milliseconds too, so
+// that ExtendToken keeps it. The TTL comes last, so that a
 // reader of an older token ("<random>.<ttl>") still finds it; the owner may
 // hold the separator, since the fields around it are read from both ends.
 // The separator is outside URL-safe base64, and no space, which separates
@@ -236,6 +238,9 @@ type TokenInfo struct {
 	// Granted is the holder's clock when it began the attempt that won;
 	// zero when the token does not say.
 	Granted time.Time
+	// Delay is the lock-delay the lock was acquired with; 0 when none, or
+	// the token does not say.
+	Delay time.Duration
 }
 
 // randomChars is the length of a token's random part.
@@ -250,11 +255,19 @@ func ParseToken(token string) (TokenInfo, bool) {
 	if i < 0 {
 		return info, false
 	}
-	ms, err := strconv.ParseInt(token[i+1:], 10, 64)
+	ttl, delay, delayed := strings.Cut(token[i+1:], "+")
+	ms, err := strconv.ParseInt(ttl, 10, 64)
 	if err != nil || ms <= 0 {
 		return info, false
 	}
 	info.TTL = time.Duration(ms) * time.Millisecond
+	if delayed {
+		ms, err := strconv.ParseInt(delay, 10, 64)
+		if err != nil || ms <= 0 {
+			return TokenInfo{}, false
+		}
+		info.Delay = time.Duration(ms) * time.Millisecond
+	}
 	rest := token[:i]
 	if len(rest) <= randomChars || rest[randomChars] != TokenTTLSeparator {
 		return info, true
@@ -268,22 +281,14 @@ func ParseToken(token string) (TokenInfo, bool) {
 	return info, true
 }
 
-// TokenTTL returns the TTL that token, written by this library, says its
-// lock was acquired with, and false for a token without one (another
-// library's, or one from before tokens carried it).
-func TokenTTL(token string) (time.Duration, bool) {
-	info, ok := ParseToken(token)
-	return info.TTL, ok
-}
-
 // AttemptStrings returns what an acquisition attempt on key by owner sends
 // that changes with every attempt: a fresh token (see TokenTTLSeparator),
-// granted now to owner for ttl, the key's fencing counter key (fenceKey)
+// granted now to owner for ttl with a lock-delay of delay, the key's fencing counter key (fenceKey)
 // and now in microseconds, in decimal. tag is the key's slot tag (see
 // Layout). With queued, it also returns the names of the key's queue keys
 // (see QueueKeys) and of its waiting mark (see WaitingPrefix). They share one
 // allocation. owner must pass CheckOwner.
-func AttemptStrings(key string, now time.Time, ttl time.Duration, owner, tag string, queued bool) (token, fenceKey, clock, queue, deadlines, waiting string) {
+func AttemptStrings(key string, now time.Time, ttl, delay time.Duration, owner, tag string, queued bool) (token, fenceKey, clock, queue, deadlines, waiting string) {
 	var b [TokenBytes]byte
 	rand.Read(b[:]) // never returns an error (crypto/rand, Go 1.24+)
 	var stack [256]byte
@@ -292,6 +297,9 @@ func AttemptStrings(key string, now time.Time, ttl time.Duration, owner, tag str
 	buf = strconv.AppendInt(append(buf, TokenTTLSeparator), us, 10)
 	buf = append(append(append(buf, TokenTTLSeparator), owner...), TokenTTLSeparator)
 	buf = strconv.AppendInt(buf, ttl.Milliseconds(), 10)
+	if ms := delay.Milliseconds(); ms > 0 {
+		buf = strconv.AppendInt(append(buf, '+'), ms, 10)
+	}
 	end := [6]int{len(buf)}
 	buf = append(append(append(buf, FencePrefix...), tag...), key...)
 	end[1] = len(buf)

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-func TestTokenTTL_foreignTokens(t *testing.T) {
-	for _, tok := range []string{"", "e1f2a3", "uuid-like-4f1c", "x.", "x.0", "x.-5", "x.1s", "a.b"} {
-		if ttl, ok := TokenTTL(tok); ok {
-			t.Errorf("TokenTTL(%q) = %s, true; want none", tok, ttl)
+func TestParseToken_foreignTokens(t *testing.T) {
+	for _, tok := range []string{"", "e1f2a3", "uuid-like-4f1c", "x.", "x.0", "x.-5", "x.1s", "a.b", "x.5+", "x.+5", "x.5+-1"} {
+		if info, ok := ParseToken(tok); ok {
+			t.Errorf("ParseToken(%q) = %+v, true; want nothing", tok, info)
 		}
 	}
 }
@@ -20,15 +20,12 @@ func TestAttemptStrings(t *testing.T) {
 	for i := range 1000 {
 		key := strings.Repeat("k", i%200) // past the stack buffer, too
 		owner := "host.example:42"
-		tok, fenceKey, clock, queue, deadlines, waiting := AttemptStrings(key, now, time.Second, owner, "", i%2 == 0)
+		tok, fenceKey, clock, queue, deadlines, waiting := AttemptStrings(key, now, time.Second, 0, owner, "", i%2 == 0)
 		suffix := ".1700000000123456.host.example:42.1000"
 		if len(tok) != 27+len(suffix) || !strings.HasSuffix(tok, suffix) || seen[tok] {
 			t.Fatalf("token %q: length %d, seen before %v", tok, len(tok), seen[tok])
 		}
-		if ttl, ok := TokenTTL(tok); !ok || ttl != time.Second {
-			t.Fatalf("TokenTTL(%q) = %s, %v; want 1s", tok, ttl, ok)
-		}
-		if info, ok := ParseToken(tok); !ok || info.Owner != owner || !info.Granted.Equal(now) {
+		if info, ok := ParseToken(tok); !ok || info.Owner != owner || !info.Granted.Equal(now) || info.TTL != time.Second || info.Delay != 0 {
 			t.Fatalf("ParseToken(%q) = %+v, %v; want owner %q, granted %s", tok, info, ok, owner, now)
 		}
 		seen[tok] = true
@@ -43,6 +40,10 @@ func TestAttemptStrings(t *testing.T) {
 		if queue != wantQueue || deadlines != wantDeadlines || waiting != wantWaiting {
 			t.Fatalf("AttemptStrings(%q) queue keys %q, %q, %q; want %q, %q, %q", key, queue, deadlines, waiting, wantQueue, wantDeadlines, wantWaiting)
 		}
+	}
+	tok, _, _, _, _, _ := AttemptStrings("k", now, time.Second, 5*time.Second, "o", "", false)
+	if info, ok := ParseToken(tok); !ok || !strings.HasSuffix(tok, ".o.1000+5000") || info.TTL != time.Second || info.Delay != 5*time.Second {
+		t.Errorf("token %q with a 5s lock-delay: ParseToken = %+v, %v", tok, info, ok)
 	}
 }
 
@@ -72,7 +73,10 @@ func TestParseToken_shapes(t *testing.T) {
 		{random + ".17.a.b.c.250", "a.b.c", 17, 250 * time.Millisecond, true}, // dots in the owner
 		{random + ".x.owner.250", "", 0, 250 * time.Millisecond, true},        // no grant time
 		{random + "..250", "", 0, 250 * time.Millisecond, true},               // no owner
-		{"uuid-like-4f1c", "", 0, 0, false},                                   // another library's
+		{random + ".17.o.250+5000", "o", 17, 250 * time.Millisecond, true},    // a lock-delay
+		{random + ".17.o.250+x", "", 0, 0, false},
+		{random + ".17.o.250+0", "", 0, 0, false},
+		{"uuid-like-4f1c", "", 0, 0, false}, // another library's
 		{"a.b", "", 0, 0, false},
 	} {
 		info, ok := ParseToken(c.token)
