@@ -78,6 +78,7 @@ type electConfig struct {
 func setupElect(fs *flag.FlagSet) runner {
 	c := &electConfig{runConfig: runConfig{wait: waitForever}}
 	c.nodes.register(fs, true, true)
+	c.lock.registerLockDelay(fs)
 	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when not elected within --wait")
 	secondsVar(fs, &c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lead is lost: a `duration`, or a bare number of seconds")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redlock-go/redlock"
 )
@@ -17,7 +18,8 @@ import (
 type lockFlags struct {
 	limit  limitFlag
 	shared bool
-	owner  string // --owner, "" for the library's default
+	owner  string        // --owner, "" for the library's default
+	delay  time.Duration // --lock-delay, 0 for none
 }
 
 // ownerUsage describes --owner for the verbs that take a lock.
@@ -27,6 +29,16 @@ const ownerUsage = "name the holder `OWNER` in the lock's token, which inspect a
 // registerOwner adds --owner to fs.
 func (l *lockFlags) registerOwner(fs *flag.FlagSet) {
 	fs.Var(describedString{&l.owner, "this host's name and the process id, host:pid"}, "owner", ownerUsage)
+}
+
+// lockDelayUsage describes --lock-delay for the verbs that take a lock.
+const lockDelayUsage = "keep KEY from everyone for this `duration` (or bare number of seconds) more when the lock ends " +
+	"without a release (the holder crashed, hung or lost the nodes), so that its late writes land before the next holder's; " +
+	"a release frees it at once. Up to 1m, and --ttl plus it at most --recovery-delay"
+
+// registerLockDelay adds --lock-delay to fs.
+func (l *lockFlags) registerLockDelay(fs *flag.FlagSet) {
+	secondsVar(fs, &l.delay, "lock-delay", 0, lockDelayUsage)
 }
 
 // sharedUsage describes --shared for the verbs that take a lock.
@@ -59,19 +71,24 @@ func (l *lockFlags) options() []redlock.LockOption {
 	if l.owner != "" {
 		opts = append(opts, redlock.WithOwner(l.owner))
 	}
+	if l.delay != 0 {
+		opts = append(opts, redlock.WithLockDelay(l.delay))
+	}
 	return opts
 }
 
 // conflict says what is wrong with the flags for a command that takes the
 // locks of keys together, and returns "" when nothing is: a semaphore's
 // permit is a mutex of one name, so --limit goes with neither --shared nor
-// several keys.
+// several keys; a lock-delay is at most redlock.MaxLockDelay.
 func (l *lockFlags) conflict(keys int) string {
 	switch {
 	case l.limited() && l.shared:
 		return "--limit and --shared do not go together: a permit of a semaphore is held by one holder"
 	case l.limited() && keys > 1:
 		return fmt.Sprintf("--limit takes a permit of one KEY, not the locks of %d keys", keys)
+	case l.delay < 0 || l.delay > redlock.MaxLockDelay:
+		return fmt.Sprintf("--lock-delay must be in 0..%s", redlock.MaxLockDelay)
 	}
 	return ""
 }

@@ -133,6 +133,7 @@ var sentinelFailures = []struct {
 	f   failure
 }{
 	{redlock.ErrInvalidKey, failInvalid}, {redlock.ErrInvalidTTL, failInvalid}, {redlock.ErrInvalidOwner, failInvalid},
+	{redlock.ErrInvalidLockDelay, failInvalid},
 	{redlock.ErrInvalidOptions, failConfig}, {redlock.ErrDuplicateNode, failConfig},
 	{redlock.ErrTakenOver, failTakenOver},
 	{redlock.ErrLockLost, failLost}, {redlock.ErrLockExpired, failLost}, {redlock.ErrNotHeld, failLost},

@@ -192,6 +192,7 @@ func setupRun(fs *flag.FlagSet) runner {
 		"so that at most N commands run at once, from 1 to "+strconv.Itoa(redlock.MaxLimit)+"; one KEY only")
 	c.lock.registerShared(fs, sharedUsage+"; with several keys, every one is taken shared")
 	c.lock.registerOwner(fs)
+	c.lock.registerLockDelay(fs)
 	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")

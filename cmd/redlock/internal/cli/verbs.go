@@ -150,6 +150,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		strconv.Itoa(redlock.MaxLimit)+"; the key printed is the permit's")
 	lf.registerShared(fs, sharedUsage)
 	lf.registerOwner(fs)
+	lf.registerLockDelay(fs)
 	wait := waitForever
 	registerWait(fs, &wait)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// --lock-delay keeps the key on the nodes for the delay past the TTL, at
+// acquire and at every extend of its token, while the validity printed
+// counts from the TTL; a release frees the key at once. A delay out of
+// range is a usage error, and one that the recovery delay cannot cover
+// is refused before anything is locked.
+func TestLockDelay(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "2s", "--lock-delay", "10s", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	if lock.ValidityMs > 2000 {
+		t.Errorf("acquire: validity %d ms, above the 2s TTL", lock.ValidityMs)
+	}
+	awaitDelayed(t, nodes, lock.Token, "after acquire")
+	var ext extendedJSON
+	cli(t, "extend", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitOK, "extend").decode(t, &ext)
+	if ext.ValidityMs > 2000 {
+		t.Errorf("extend: validity %d ms, above the 2s TTL", ext.ValidityMs)
+	}
+	awaitDelayed(t, nodes, lock.Token, "after extend")
+	cli(t, "release", "--nodes", nodes, "job", lock.Token).expect(t, exitOK, "release")
+	cli(t, "run", "--nodes", nodes, "--wait", "0", "--lock-delay", "3s", "job", "--", "true").expect(t, exitOK, "run after the release")
+
+	for _, bad := range []string{"-1s", "2m"} {
+		r := cli(t, "run", "--nodes", nodes, "--lock-delay", bad, "job", "--", "true").expect(t, exitUsage, "run --lock-delay "+bad)
+		if !strings.Contains(r.stderr, "--lock-delay must be in 0..1m0s") {
+			t.Errorf("run --lock-delay %s: stderr:\n%s", bad, r.stderr)
+		}
+	}
+	r := cli(t, "acquire", "--nodes", nodes, "--ttl", "40s", "--lock-delay", "30s", "--recovery-delay", "1m", "other").expect(t, exitUsage, "acquire past the recovery delay")
+	if !strings.Contains(r.stderr, "recovery delay") {
+		t.Errorf("acquire past the recovery delay: stderr:\n%s", r.stderr)
+	}
+	var state inspectJSON
+	cli(t, "inspect", "--nodes", nodes, "--json", "other").expect(t, exitOK, "inspect").decode(t, &state)
+	if state.Holder != "" {
+		t.Errorf("a refused acquire left %q holding the key", state.Holder)
+	}
+}
+
+// awaitDelayed polls 'redlock inspect' until a quorum of nodes holds job
+// for token with more than its 2s TTL to live: the delay is on them.
+func awaitDelayed(t *testing.T, nodes, token, when string) {
+	t.Helper()
+	var state inspectJSON
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		cli(t, "inspect", "--nodes", nodes, "--json", "job").expect(t, exitOK, "inspect").decode(t, &state)
+		delayed := 0
+		for _, n := range state.Nodes {
+			if n.Holder == token && n.TTLMs > 2000 {
+				delayed++
+			}
+		}
+		if delayed >= 2 {
+			return
+		}
+	}
+	t.Fatalf("%s: inspect %+v: want 2 of 3 nodes holding the key for more than 2s", when, state)
+}
