@@ -75,6 +75,32 @@ func newClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redl
 	return c
 }
 
+// dialAdapter stands for goredis.Dial, which makes its own connections
+// (for one node with ContextTimeoutEnabled, unlike goredis.New's): see
+// newClientOrDial.
+var dialAdapter = adapter{"goredis.Dial", func(t testing.TB, addrs []string) []redlock.Conn { return nil }}
+
+// withDial returns the adapters and dialAdapter.
+func withDial() []adapter { return append(adapters[:len(adapters):len(adapters)], dialAdapter) }
+
+// newClientOrDial is newClient, but for dialAdapter a Client that
+// goredis.Dial makes over the cluster's URLs.
+func newClientOrDial(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redlock.Options) *redlock.Client {
+	t.Helper()
+	if a.name != dialAdapter.name {
+		return newClient(t, cluster, a, opts)
+	}
+	c, err := goredis.Dial(context.Background(), cluster.URLs(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.MarkReady(context.Background(), false); err != nil {
+		t.Fatalf("mark the nodes ready: %v", err)
+	}
+	return c
+}
+
 // loadScripts puts the library's scripts in every node's script cache, and
 // its function library on every node that has functions (Redis 7), as on a
 // deployment that has served locks before. On a cold node the first call

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -18,8 +17,7 @@ import (
 // first time the node refuses it the key: each key is granted again within
 // moments of the node's return, not a TTL later.
 func TestLeftovers_loneNodeBackGrantsAgainAtOnce(t *testing.T) {
-	dial := adapter{"goredis.Dial", func(t testing.TB, addrs []string) []redlock.Conn { return nil }}
-	for _, a := range append(adapters[:len(adapters):len(adapters)], dial) {
+	for _, a := range withDial() {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
 			testLeftoversCleared(t, a)
@@ -30,17 +28,7 @@ func TestLeftovers_loneNodeBackGrantsAgainAtOnce(t *testing.T) {
 func testLeftoversCleared(t *testing.T, a adapter) {
 	const ttl, hang, keys = 30 * time.Second, 8 * time.Second, 16
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	opts := &redlock.Options{TTL: ttl}
-	var c *redlock.Client
-	if a.name == "goredis.Dial" {
-		var err error
-		if c, err = goredis.Dial(bg, cluster.URLs(), opts); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-	} else {
-		c = newClient(t, cluster, a, opts)
-	}
+	c := newClientOrDial(t, cluster, a, &redlock.Options{TTL: ttl})
 	key := func(i int) string { return fmt.Sprint("hung:", i) }
 	for i := range keys {
 		l, err := c.TryAcquire(bg, key(i))
