@@ -204,13 +204,15 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 				// Once every field is set: renewal reads them.
 				lock.startRenewal()
 			}
+			c.clearLeftovers(ctx, key, results, true)
+			c.clearLeftoversLate(key, unfinished, a.replies)
 			return lock, nil
 		}
 	}
 	if !refusedEverywhere(results, lag) {
 		c.releaseEverywhere(ctx, key, token, ttl+a.delay, lag, results, a.replies, a.settle)
 	}
-	c.clearLeftovers(ctx, key, results)
+	c.clearLeftovers(ctx, key, results, false)
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
 	if ctx.Err() != nil {
 		qe.Cause = ctx.Err()

@@ -2,8 +2,10 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
 )
@@ -22,31 +24,53 @@ import (
 // because the key is held there, it sends those releases there again
 // (clearLeftovers): a token of its own goes at once, and the next try is
 // granted. A token stays remembered until a release of it is answered
-// there, up to maxLeftovers tokens, the oldest forgotten first.
+// there, or for leftoverLives TTLs (at least minLeftoverLife). At most
+// maxLeftovers are: past that, a new one is forgotten, not an old one, as
+// the first attempts a silent node got are the ones it runs first when it
+// answers again, and one of them is what holds the key.
 type leftovers struct {
 	mu    sync.Mutex
 	count atomic.Int32 // len(list), read without mu on every failed attempt
 	list  []leftover   // oldest first
 }
 
-// maxLeftovers bounds the tokens remembered: a node that stopped answering
-// makes every release miss it.
-const maxLeftovers = 256
+const (
+	// maxLeftovers bounds the tokens remembered: a node that stopped
+	// answering makes every release miss it.
+	maxLeftovers = 1024
+	// leftoverLives and minLeftoverLife bound how long a token is
+	// remembered: a node silent for longer runs the attempt when it
+	// answers again, and the key is held there for a TTL.
+	leftoverLives   = 10
+	minLeftoverLife = time.Minute
+)
 
 // leftover is a token whose release some nodes missed.
 type leftover struct {
 	key, token string
-	missed     []bool // by node
+	missed     []bool    // by node
+	until      time.Time // when it is forgotten
 }
 
-// add remembers that the nodes marked in missed may still hold key for token.
-func (s *leftovers) add(key, token string, missed []bool) {
+// add remembers, for leftoverLives times ttl, that the nodes marked in
+// missed may still hold key for token.
+func (s *leftovers) add(key, token string, missed []bool, ttl time.Duration) {
+	s.readd(leftover{key: key, token: token, missed: missed, until: time.Now().Add(max(leftoverLives*ttl, minLeftoverLife))})
+}
+
+// readd remembers lo, unless maxLeftovers are remembered that are still
+// to be.
+func (s *leftovers) readd(lo leftover) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.list) == maxLeftovers {
-		s.list = append(s.list[:0], s.list[1:]...)
+		now := time.Now()
+		s.list = slices.DeleteFunc(s.list, func(lo leftover) bool { return now.After(lo.until) })
+		if len(s.list) == maxLeftovers {
+			return
+		}
 	}
-	s.list = append(s.list, leftover{key: key, token: token, missed: missed})
+	s.list = append(s.list, lo)
 	s.count.Store(int32(len(s.list)))
 }
 
@@ -59,7 +83,7 @@ func (s *leftovers) answered(key, token string, node int) {
 		lo := &s.list[i]
 		if lo.key == key && lo.token == token {
 			lo.missed[node] = false
-			if !anyMissed(lo.missed) {
+			if !anyMarked(lo.missed) {
 				s.list = append(s.list[:i], s.list[i+1:]...)
 				s.count.Store(int32(len(s.list)))
 			}
@@ -69,7 +93,8 @@ func (s *leftovers) answered(key, token string, node int) {
 }
 
 // take removes and returns the tokens of key that a node marked in held may
-// hold, each with the nodes where it may.
+// hold, each with the nodes where it may, and forgets those whose time
+// passed.
 func (s *leftovers) take(key string, held []bool) []leftover {
 	if s.count.Load() == 0 {
 		return nil
@@ -78,7 +103,11 @@ func (s *leftovers) take(key string, held []bool) []leftover {
 	defer s.mu.Unlock()
 	var found []leftover
 	kept := s.list[:0]
+	now := time.Now()
 	for _, lo := range s.list {
+		if now.After(lo.until) {
+			continue
+		}
 		if lo.key == key && overlap(lo.missed, held) {
 			found = append(found, lo)
 		} else {
@@ -91,10 +120,25 @@ func (s *leftovers) take(key string, held []bool) []leftover {
 	return found
 }
 
+// rememberLeftovers remembers token among the leftovers on the nodes that
+// did not answer its release (results): they may hold key for it, now or
+// once they run what was sent to them, or the release never left (a node's
+// queue of calls was full).
+func (c *Client) rememberLeftovers(key, token string, ttl time.Duration, results []NodeResult) {
+	missed := make([]bool, len(results))
+	for i, r := range results {
+		missed[i] = !answeredRelease(r)
+	}
+	if anyMarked(missed) {
+		c.leftovers.add(key, token, missed, ttl)
+	}
+}
+
 // clearLeftovers sends again the releases of key that the nodes refusing an
 // attempt on it because it is held (results) missed before, to those
-// nodes, and waits for them up to the node timeout (see leftovers).
-func (c *Client) clearLeftovers(ctx context.Context, key string, results []NodeResult) {
+// nodes (see leftovers). It waits for them up to the node timeout, or,
+// with background (the attempt won on the other nodes), not at all.
+func (c *Client) clearLeftovers(ctx context.Context, key string, results []NodeResult, background bool) {
 	if c.leftovers.count.Load() == 0 {
 		return
 	}
@@ -102,6 +146,37 @@ func (c *Client) clearLeftovers(ctx context.Context, key string, results []NodeR
 	for i, r := range results {
 		held[i] = r.Outcome == OutcomeHeld
 	}
+	switch {
+	case !anyMarked(held):
+	case background:
+		go c.releaseLeftovers(context.WithoutCancel(ctx), key, held)
+	default:
+		c.releaseLeftovers(ctx, key, held)
+	}
+}
+
+// clearLeftoversLate is clearLeftovers for the nodes of a granted attempt
+// that answered it after it was decided (unfinished, its requests still
+// under way), refusing it (replies), once they all answered.
+func (c *Client) clearLeftoversLate(key string, unfinished *nodes.Flight, replies []acquireReply) {
+	if unfinished == nil || c.leftovers.count.Load() == 0 {
+		return
+	}
+	unfinished.AfterLanding(func() {
+		held := make([]bool, len(replies))
+		for i, r := range replies {
+			held[i] = refusedLate(r)
+		}
+		if anyMarked(held) {
+			go c.releaseLeftovers(context.Background(), key, held)
+		}
+	})
+}
+
+// releaseLeftovers sends again the releases of key that the nodes marked in
+// held missed before, to those nodes, and waits for them up to the node
+// timeout.
+func (c *Client) releaseLeftovers(ctx context.Context, key string, held []bool) {
 	found := c.leftovers.take(key, held)
 	var wg sync.WaitGroup
 	for _, lo := range found {
@@ -122,14 +197,14 @@ func (c *Client) releaseLeftover(ctx context.Context, lo leftover, held []bool) 
 			lo.missed[i] = false
 		}
 	}
-	if anyMissed(lo.missed) {
-		c.leftovers.add(lo.key, lo.token, lo.missed)
+	if anyMarked(lo.missed) {
+		c.leftovers.readd(lo)
 	}
 }
 
-// anyMissed reports whether a node is marked in missed.
-func anyMissed(missed []bool) bool {
-	for _, m := range missed {
+// anyMarked reports whether a node is marked in nodes.
+func anyMarked(nodes []bool) bool {
+	for _, m := range nodes {
 		if m {
 			return true
 		}

@@ -54,6 +54,8 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 
 	results, ok, finishing := l.release(nodes.Uncancelled(ctx))
 	c.observeNodes(ctx, call, telemetry.OpRelease, results)
+	// A node that did not hold the lock may hold an old attempt's grant.
+	c.clearLeftovers(ctx, l.key, results, true)
 	answered := 0
 	for _, r := range results {
 		if answeredRelease(r) {
@@ -167,6 +169,7 @@ const (
 // a release that a slow node missed in time into "not held".
 func (c *Client) finishMissed(key, token string, ttl time.Duration, results []NodeResult, unfinished *nodes.Flight, valid bool) <-chan finishReport {
 	if unfinished == nil {
+		c.rememberLeftovers(key, token, ttl, results)
 		if !missedAny(results) {
 			return nil
 		}
@@ -179,6 +182,7 @@ func (c *Client) finishMissed(key, token string, ttl time.Duration, results []No
 	unfinished.AfterLanding(func() {
 		before := slices.Clone(final)
 		unfinished.Landed(nodes.IsOne, func(node int, r nodes.Result) { final[node] = nodeResult(r) })
+		c.rememberLeftovers(key, token, ttl, final)
 		finishing <- newlyAnswered(before, final)
 		if missedAny(final) {
 			c.finish.start(c, key, token, ttl, final, finishing, valid)
@@ -234,7 +238,6 @@ func (f *finishers) start(c *Client, key, token string, ttl time.Duration, resul
 	for i, r := range results {
 		missed[i] = r.Outcome == OutcomeTimeout
 	}
-	c.leftovers.add(key, token, slices.Clone(missed))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped || f.active >= maxFinishing {
