@@ -125,6 +125,9 @@ func (s *leftovers) take(key string, held []bool) []leftover {
 // once they run what was sent to them, or the release never left (a node's
 // queue of calls was full).
 func (c *Client) rememberLeftovers(key, token string, ttl time.Duration, results []NodeResult) {
+	if !slices.ContainsFunc(results, func(r NodeResult) bool { return !answeredRelease(r) }) {
+		return // every release: no allocation
+	}
 	missed := make([]bool, len(results))
 	for i, r := range results {
 		missed[i] = !answeredRelease(r)
