@@ -64,7 +64,7 @@ type Client struct {
 	permitLanes wait.Lanes
 	// closed is closed by Close: the renewals of locks still held stop.
 	closed    chan struct{}
-	closeOnce sync.Once
+	closeOnce sync.Once // Close's work, done once
 }
 
 // New returns a Client over conns, one per independent Redis master. It does
@@ -126,14 +126,18 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // stopped answering:
 // requests still queued then fail unsent, and a connection that takes longer
 // to close finishes closing in the background. No call may start after
-// Close.
+// Close. Calls of Close after the first wait for it and return nil.
 func (c *Client) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
-	c.finish.stop()
-	c.nodes.Drain(c.requestTimeout())
-	c.waker.Close()
-	c.tel.Close()
-	return c.nodes.Close(c.opts.NodeTimeout)
+	var err error
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.finish.stop()
+		c.nodes.Drain(c.requestTimeout())
+		c.waker.Close()
+		c.tel.Close()
+		err = c.nodes.Close(c.opts.NodeTimeout)
+	})
+	return err
 }
 
 // newClientID returns a random id for a Client, 72 bits in URL-safe base64.

@@ -369,7 +369,8 @@ func TestRenew_keepsLockBeyondThreeTTLs(t *testing.T) {
 }
 
 // Close stops the renewal of the locks its Client holds: they end at their
-// deadline, and no extension is tried over the closed connections.
+// deadline, and no extension is tried over the closed connections. A
+// second Close returns nil.
 func TestRenew_stopsAtClose(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	o, opts := observe(t)
@@ -379,7 +380,12 @@ func TestRenew_stopsAtClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client.Close()
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Close(); err != nil {
+		t.Errorf("a second Close: %v, want nil", err)
+	}
 	select {
 	case <-lock.Done():
 	case <-time.After(10 * time.Second):

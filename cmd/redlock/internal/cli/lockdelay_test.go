@@ -35,7 +35,7 @@ func TestLockDelay(t *testing.T) {
 		}
 	}
 	r := cli(t, "acquire", "--nodes", nodes, "--ttl", "40s", "--lock-delay", "30s", "--recovery-delay", "1m", "other").expect(t, exitUsage, "acquire past the recovery delay")
-	if !strings.Contains(r.stderr, "recovery delay") {
+	if !strings.Contains(r.stderr, "is above --recovery-delay 1m0s") {
 		t.Errorf("acquire past the recovery delay: stderr:\n%s", r.stderr)
 	}
 	var state inspectJSON

@@ -32,7 +32,7 @@ func (l *lockFlags) registerOwner(fs *flag.FlagSet) {
 }
 
 // lockDelayUsage describes --lock-delay for the verbs that take a lock.
-const lockDelayUsage = "keep KEY from everyone for this `duration` (or bare number of seconds) more when the lock ends " +
+const lockDelayUsage = "keep the lock from everyone for this `duration` (or bare number of seconds) more when it ends " +
 	"without a release (the holder crashed, hung or lost the nodes), so that its late writes land before the next holder's; " +
 	"a release frees it at once. Up to 1m, and --ttl plus it at most --recovery-delay"
 
@@ -91,6 +91,18 @@ func (l *lockFlags) conflict(keys int) string {
 		return fmt.Sprintf("--lock-delay must be in 0..%s", redlock.MaxLockDelay)
 	}
 	return ""
+}
+
+// delayConflict says what is wrong with --lock-delay beside the node flags
+// n, and returns "" when nothing is: the TTL plus the delay must stay within
+// --recovery-delay, as the TTL alone must.
+func (l *lockFlags) delayConflict(n *nodeFlags) string {
+	if l.delay <= 0 || n.ttl+l.delay <= n.recoveryDelay {
+		return ""
+	}
+	return fmt.Sprintf("--ttl %s plus --lock-delay %s is above --recovery-delay %s: a node that restarted "+
+		"without its data could grant the lock before the delay is over; shorten one, or raise "+
+		"--recovery-delay to at least %s on every client of these nodes together", n.ttl, l.delay, n.recoveryDelay, n.ttl+l.delay)
 }
 
 // limitFlag is --limit: the number of permits of a semaphore, from 1 to

@@ -76,7 +76,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	if withTTL {
 		secondsVar(fs, &n.ttl, "ttl", defaultTTL,
 			"lock time-to-live, a `duration` (a bare number is seconds): a holder that vanishes "+
-				"blocks others this long; at most --recovery-delay")
+				"blocks others this long, plus its lock-delay if any; with that, at most --recovery-delay")
 	}
 	unitVar(fs, &n.nodeTimeout, "node-timeout", defaultNodeTimeout,
 		"bound on each request to one node, a `duration` with its unit: small against the TTL, "+
@@ -114,7 +114,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	secondsVar(fs, &n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
 		"how long a node that restarted without its data sits out of every quorum, "+
 			"a `duration` (a bare number is seconds); "+
-			"must be at least the largest TTL any client of the nodes uses, and the same for all of them")
+			"must be at least the largest TTL, plus lock-delay, any client of the nodes uses, and the same for all of them")
 }
 
 // urls returns the node URLs from --nodes, else REDLOCK_NODES, else the

@@ -273,6 +273,9 @@ func (c *runConfig) checkFlags(stderr io.Writer, keys int) int {
 	if msg := c.lock.conflict(keys); msg != "" {
 		return usageError(stderr, "run", msg)
 	}
+	if msg := c.lock.delayConflict(&c.nodes); msg != "" {
+		return usageError(stderr, "run", msg)
+	}
 	switch {
 	case c.conflictCode < 0 || c.conflictCode > 255:
 		return usageError(stderr, "run", "--conflict-exit-code must be in 0..255")

@@ -165,6 +165,9 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		if msg := lf.conflict(len(keys)); msg != "" {
 			return r.usage(msg)
 		}
+		if msg := lf.delayConflict(&nodes); msg != "" {
+			return r.usage(msg)
+		}
 		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
@@ -258,7 +261,8 @@ func extendCommand() *command {
 		about: `
 Resets the time-to-live of the lock KEY held by TOKEN on every node that
 still holds it, to --ttl when given, else to the TTL the lock was acquired
-with, and prints the new validity deadline when a majority did. Extend well
+with, and prints the new validity deadline when a majority did; a lock
+acquired with --lock-delay keeps its delay, which TOKEN carries. Extend well
 before the deadline 'acquire' printed: once it passes, another holder may
 have the lock.
 
