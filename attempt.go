@@ -389,7 +389,7 @@ func noteRecovering(results []NodeResult, replies []acquireReply) {
 
 // releaseEverywhere deletes key on every node where it may hold token:
 // every node but those whose answer to the acquisition, in acquired, was a
-// refusal, including nodes that did not answer it. It waits, up to the
+// refusal or that it never reached, including nodes that did not answer it. It waits, up to the
 // node timeout, for the nodes that answered; on the others the release
 // follows their acquire request, in the background unless settle says to
 // wait for it too (see tryAttempt), so that a slow node does not hold up a
@@ -416,7 +416,9 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 		wait -= lag.Nodes()
 	}
 	req := releaser(key, token)
-	req.Local = func(node int) (any, bool) { return int64(0), refused(acquired[node]) } // nothing there
+	req.Local = func(node int) (any, bool) { // nothing there
+		return int64(0), refused(acquired[node]) || nodes.NotSent(acquired[node].Err)
+	}
 	req.LocalAfterLag = func(node int) (any, bool) { return int64(0), refusedLate(replies[node]) }
 	results, _, unfinished := c.trackedFanout(ctx, timeout, req, lag.Releasing(), nodes.IsOne,
 		func(ok, others int) bool { return ok+others >= wait })

@@ -183,6 +183,8 @@ func (c *Client) finishMissed(key, token string, ttl time.Duration, results []No
 		before := slices.Clone(final)
 		unfinished.Landed(nodes.IsOne, func(node int, r nodes.Result) { final[node] = nodeResult(r) })
 		c.rememberLeftovers(key, token, ttl, final)
+		// A node that did not hold it may hold an old attempt's grant.
+		c.clearLeftovers(context.Background(), key, final, true)
 		finishing <- newlyAnswered(before, final)
 		if missedAny(final) {
 			c.finish.start(c, key, token, ttl, final, finishing, valid)

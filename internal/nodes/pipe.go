@@ -39,6 +39,16 @@ var errBacklog = errors.New("not sent: the node has not answered its earlier req
 // errPipeClosed is the error of a call made after Close gave up waiting.
 var errPipeClosed = errors.New("not sent: the client is closed")
 
+// errWaitedPastTimeout is the error of a call dropped unsent: it waited in
+// the queue until its deadline passed.
+var errWaitedPastTimeout = errors.New("not sent, waited in the queue past the node timeout")
+
+// NotSent reports an error of a call that was never sent to its node.
+func NotSent(err error) bool {
+	return errors.Is(err, errBacklog) || errors.Is(err, errPipeClosed) || errors.Is(err, errWaitedPastTimeout) ||
+		errors.Is(err, errStillLagging)
+}
+
 // Request is one script call that a fan-out makes of every node.
 type Request struct {
 	Script *wire.Script
@@ -330,7 +340,7 @@ func (p *pipe) send(batch []*call) {
 				err = context.DeadlineExceeded
 			}
 			// Nobody waits for it any more: skip it rather than ask.
-			p.deliver(cl, nil, fmt.Errorf("%w: not sent, waited in the queue past the node timeout", err))
+			p.deliver(cl, nil, fmt.Errorf("%w: %w", err, errWaitedPastTimeout))
 			continue
 		}
 		live = append(live, cl)
