@@ -76,7 +76,7 @@ type electConfig struct {
 }
 
 func setupElect(fs *flag.FlagSet) runner {
-	c := &electConfig{runConfig: runConfig{wait: waitForever}}
+	c := &electConfig{runConfig: runConfig{cmd: "elect", wait: waitForever}}
 	c.nodes.register(fs, true, true)
 	c.lock.registerLockDelay(fs)
 	registerWait(fs, &c.wait)

@@ -34,7 +34,11 @@ func TestLockDelay(t *testing.T) {
 			t.Errorf("run --lock-delay %s: stderr:\n%s", bad, r.stderr)
 		}
 	}
-	r := cli(t, "acquire", "--nodes", nodes, "--ttl", "40s", "--lock-delay", "30s", "--recovery-delay", "1m", "other").expect(t, exitUsage, "acquire past the recovery delay")
+	r := cli(t, "elect", "--nodes", nodes, "--lock-delay", "2m", "leader", "me", "--", "true").expect(t, exitUsage, "elect --lock-delay 2m")
+	if !strings.Contains(r.stderr, "redlock elect: --lock-delay must be in 0..1m0s") || !strings.Contains(r.stderr, "redlock help elect") {
+		t.Errorf("elect --lock-delay 2m: stderr:\n%s", r.stderr)
+	}
+	r = cli(t, "acquire", "--nodes", nodes, "--ttl", "40s", "--lock-delay", "30s", "--recovery-delay", "1m", "other").expect(t, exitUsage, "acquire past the recovery delay")
 	if !strings.Contains(r.stderr, "is above --recovery-delay 1m0s") {
 		t.Errorf("acquire past the recovery delay: stderr:\n%s", r.stderr)
 	}

@@ -176,6 +176,7 @@ Examples:
 }
 
 type runConfig struct {
+	cmd          string // the command's name in its messages: "run" when empty
 	nodes        nodeFlags
 	lock         lockFlags
 	wait         waitFlag
@@ -202,10 +203,18 @@ func setupRun(fs *flag.FlagSet) runner {
 	return c.run
 }
 
+// name returns the command's name, as its messages give it.
+func (c *runConfig) name() string {
+	if c.cmd == "" {
+		return "run"
+	}
+	return c.cmd
+}
+
 // logf prints a progress line on stderr when --verbose is on.
 func (c *runConfig) logf(s streams, format string, args ...any) {
 	if c.verbose {
-		sayf(s.stderr, slog.LevelInfo, "run", format, args...)
+		sayf(s.stderr, slog.LevelInfo, c.name(), format, args...)
 	}
 }
 
@@ -230,7 +239,7 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 
 	client, f, err := c.nodes.dial(ctx, s.stderr)
 	if err != nil {
-		return report{s: s, cmd: "run"}.failedAs(f, err)
+		return report{s: s, cmd: c.name()}.failedAs(f, err)
 	}
 	defer c.nodes.close(client)
 
@@ -243,7 +252,7 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 
 	ch, err := startChild(argv, c.environment(keys, held), s)
 	if err != nil {
-		sayf(s.stderr, slog.LevelError, "run", "%v", err)
+		sayf(s.stderr, slog.LevelError, c.name(), "%v", err)
 		c.release(s, held, name)
 		return startErrorCode(err)
 	}
@@ -257,7 +266,7 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 	}
 	c.release(s, held, name)
 	if lost != nil {
-		sayf(s.stderr, slog.LevelError, "run", "the command exited with status %d after the lock was lost", status)
+		sayf(s.stderr, slog.LevelError, c.name(), "the command exited with status %d after the lock was lost", status)
 		if errors.Is(lost, redlock.ErrTakenOver) {
 			return exitTakenOver
 		}
@@ -271,16 +280,16 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 // is wrong, else exitOK.
 func (c *runConfig) checkFlags(stderr io.Writer, keys int) int {
 	if msg := c.lock.conflict(keys); msg != "" {
-		return usageError(stderr, "run", msg)
+		return usageError(stderr, c.name(), msg)
 	}
 	if msg := c.lock.delayConflict(&c.nodes); msg != "" {
-		return usageError(stderr, "run", msg)
+		return usageError(stderr, c.name(), msg)
 	}
 	switch {
 	case c.conflictCode < 0 || c.conflictCode > 255:
-		return usageError(stderr, "run", "--conflict-exit-code must be in 0..255")
+		return usageError(stderr, c.name(), "--conflict-exit-code must be in 0..255")
 	case c.killGrace < 0:
-		return usageError(stderr, "run", "--kill-grace must not be negative")
+		return usageError(stderr, c.name(), "--kill-grace must not be negative")
 	}
 	return exitOK
 }
@@ -302,7 +311,7 @@ func (c *runConfig) logAcquired(s streams, keys []string, held holding) {
 // the one key and the rest is the command.
 func (c *runConfig) parseArgs(stderr io.Writer, args []string) ([]string, []string, int) {
 	if len(args) == 0 {
-		return nil, nil, usageError(stderr, "run", "missing KEY and COMMAND")
+		return nil, nil, usageError(stderr, c.name(), "missing KEY and COMMAND")
 	}
 	keys, rest := args[:1], args[1:]
 	dashes := slices.Index(args, "--")
@@ -310,13 +319,13 @@ func (c *runConfig) parseArgs(stderr io.Writer, args []string) ([]string, []stri
 		keys, rest = args[:dashes], args[dashes+1:]
 	}
 	if msg := checkKeys(keys); msg != "" {
-		return nil, nil, usageError(stderr, "run", msg)
+		return nil, nil, usageError(stderr, c.name(), msg)
 	}
 	if dashes < 0 && len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
-		return nil, nil, usageError(stderr, "run", fmt.Sprintf("flags go before KEY, and the command after --; %q came after KEY", rest[0]))
+		return nil, nil, usageError(stderr, c.name(), fmt.Sprintf("flags go before KEY, and the command after --; %q came after KEY", rest[0]))
 	}
 	if len(rest) == 0 {
-		return nil, nil, usageError(stderr, "run", "missing COMMAND after KEY")
+		return nil, nil, usageError(stderr, c.name(), "missing COMMAND after KEY")
 	}
 	if c.shell {
 		rest = []string{"sh", "-c", strings.Join(rest, " ")}
@@ -357,7 +366,7 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 	go func() {
 		var r result
 		w := waiting{client: client, keys: keys, limit: int(c.lock.limit), shared: c.lock.shared, wait: c.wait,
-			stderr: s.stderr, cmd: "run",
+			stderr: s.stderr, cmd: c.name(),
 			opts: append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
 		r.held, r.err = w.acquire(actx)
 		done <- r
@@ -376,15 +385,15 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 				if r.held != nil {
 					r.held.Release(context.Background())
 				}
-				sayf(s.stderr, slog.LevelWarn, "run", "%v while waiting for %s", interrupted, quoteKeys(keys))
+				sayf(s.stderr, slog.LevelWarn, c.name(), "%v while waiting for %s", interrupted, quoteKeys(keys))
 				return nil, exitSignalBase + signalNumber(interrupted)
 			case r.err == nil:
 				return r.held, exitOK
 			case ctx.Err() != nil:
-				sayf(s.stderr, slog.LevelWarn, "run", "stopped waiting for %s: %v", quoteKeys(keys), context.Cause(ctx))
+				sayf(s.stderr, slog.LevelWarn, c.name(), "stopped waiting for %s: %v", quoteKeys(keys), context.Cause(ctx))
 				return nil, exitInterrupted
 			}
-			printFailure(s.stderr, "run", r.err)
+			printFailure(s.stderr, c.name(), r.err)
 			f := classify(r.err)
 			if f == failConflict {
 				return nil, c.conflictCode
