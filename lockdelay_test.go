@@ -153,7 +153,8 @@ func TestWithLockDelay_everyShapeAndExtension(t *testing.T) {
 
 // ExtendToken, in another process, keeps the lock-delay that the lock's
 // token carries, with the TTL it carries too or one given, and returns a
-// validity counted from the TTL alone.
+// validity counted from the TTL alone; TokenGrant reads the delay off the
+// token.
 func TestWithLockDelay_extendTokenKeepsIt(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	c, other := newClient(t, cluster, adapters[0], fast()), newClient(t, cluster, adapters[0], fast())
@@ -163,6 +164,12 @@ func TestWithLockDelay_extendTokenKeepsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Release(bg)
+	if got := redlock.TokenGrant(lock.Token()).LockDelay; got != delay {
+		t.Errorf("TokenGrant(token).LockDelay = %s, want %s", got, delay)
+	}
+	if got := redlock.TokenGrant("another library's token").LockDelay; got != 0 {
+		t.Errorf("TokenGrant of a foreign token: LockDelay = %s, want 0", got)
+	}
 	for _, given := range []time.Duration{0, 2 * time.Second} {
 		until, err := other.ExtendToken(bg, lock.Key(), lock.Token(), given)
 		if err != nil {

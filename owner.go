@@ -35,13 +35,17 @@ type Grant struct {
 	// clock (which may differ from the reader's); zero when the token does
 	// not say. Extensions do not change it.
 	Since time.Time
+	// LockDelay is the lock-delay the lock was acquired with
+	// (WithLockDelay); 0 when none, or for a token that does not say.
+	// Extensions keep it.
+	LockDelay time.Duration
 }
 
 // TokenGrant returns what token says of its grant: its owner and since
 // when it was granted, both zero for a token that does not say.
 func TokenGrant(token string) Grant {
 	info, _ := wire.ParseToken(token)
-	return Grant{Token: token, Owner: info.Owner, Since: info.Granted}
+	return Grant{Token: token, Owner: info.Owner, Since: info.Granted, LockDelay: info.Delay}
 }
 
 // Owner returns the identity the lock was taken under (Options.Owner or

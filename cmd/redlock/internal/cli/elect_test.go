@@ -185,7 +185,7 @@ func TestElect_badArguments(t *testing.T) {
 }
 
 // A leader that loses a majority of the nodes has its command stopped, as
-// run's is, and elect exits with 76.
+// run's is, and elect exits with 76, saying so under its own name.
 func TestElect_lostLeadStopsCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for a lead to run out")
@@ -213,5 +213,8 @@ func TestElect_lostLeadStopsCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(term); err != nil {
 		t.Fatalf("the command never got SIGTERM: %v\n%s", err, stderr.String())
+	}
+	if out := stderr.String(); !strings.Contains(out, "redlock elect: ") || !strings.Contains(out, "stopping the command") || strings.Contains(out, "redlock run") {
+		t.Errorf("elect's messages should name elect:\n%s", out)
 	}
 }

@@ -10,7 +10,8 @@ import (
 // acquire and at every extend of its token, while the validity printed
 // counts from the TTL; a release frees the key at once. A delay out of
 // range is a usage error, and one that the recovery delay cannot cover
-// is refused before anything is locked.
+// is refused before anything is locked, at extend too (the token keeps its
+// delay).
 func TestLockDelay(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	var lock acquiredJSON
@@ -25,16 +26,20 @@ func TestLockDelay(t *testing.T) {
 		t.Errorf("extend: validity %d ms, above the 2s TTL", ext.ValidityMs)
 	}
 	awaitDelayed(t, nodes, lock.Token, "after extend")
+	r := cli(t, "extend", "--nodes", nodes, "--ttl", "25s", "--recovery-delay", "30s", "job", lock.Token).expect(t, exitUsage, "extend past the recovery delay")
+	if !strings.Contains(r.stderr, "--ttl 25s plus the token's lock-delay 10s is above --recovery-delay 30s") || strings.Contains(r.stderr, "Options.") {
+		t.Errorf("extend past the recovery delay: stderr:\n%s", r.stderr)
+	}
 	cli(t, "release", "--nodes", nodes, "job", lock.Token).expect(t, exitOK, "release")
 	cli(t, "run", "--nodes", nodes, "--wait", "0", "--lock-delay", "3s", "job", "--", "true").expect(t, exitOK, "run after the release")
 
 	for _, bad := range []string{"-1s", "2m"} {
-		r := cli(t, "run", "--nodes", nodes, "--lock-delay", bad, "job", "--", "true").expect(t, exitUsage, "run --lock-delay "+bad)
+		r = cli(t, "run", "--nodes", nodes, "--lock-delay", bad, "job", "--", "true").expect(t, exitUsage, "run --lock-delay "+bad)
 		if !strings.Contains(r.stderr, "--lock-delay must be in 0..1m0s") {
 			t.Errorf("run --lock-delay %s: stderr:\n%s", bad, r.stderr)
 		}
 	}
-	r := cli(t, "elect", "--nodes", nodes, "--lock-delay", "2m", "leader", "me", "--", "true").expect(t, exitUsage, "elect --lock-delay 2m")
+	r = cli(t, "elect", "--nodes", nodes, "--lock-delay", "2m", "leader", "me", "--", "true").expect(t, exitUsage, "elect --lock-delay 2m")
 	if !strings.Contains(r.stderr, "redlock elect: --lock-delay must be in 0..1m0s") || !strings.Contains(r.stderr, "redlock help elect") {
 		t.Errorf("elect --lock-delay 2m: stderr:\n%s", r.stderr)
 	}

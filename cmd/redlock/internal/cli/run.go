@@ -467,7 +467,7 @@ type supervision struct {
 // SIGTERM now and SIGKILL after --kill-grace.
 func (sv *supervision) stop(reason error) {
 	sv.lost = reason
-	sayf(sv.s.stderr, slog.LevelError, "run", "%v: stopping the command: SIGTERM to process group %d, SIGKILL in %s",
+	sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "%v: stopping the command: SIGTERM to process group %d, SIGKILL in %s",
 		reason, sv.ch.pgid, sv.c.killGrace)
 	sv.ch.signal(syscall.SIGTERM)
 	sv.terminated = true
@@ -480,7 +480,7 @@ func (sv *supervision) stop(reason error) {
 func (sv *supervision) commandExited(err error) error {
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
-		sayf(sv.s.stderr, slog.LevelError, "run", "waiting for the command: %v", err)
+		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "waiting for the command: %v", err)
 	}
 	if sv.lost != nil {
 		sv.c.killStragglers(sv.s, sv.ch, sv.kill)
@@ -535,7 +535,7 @@ func (sv *supervision) stopDue() {
 
 // killGroup sends SIGKILL to the command's process group.
 func (sv *supervision) killGroup() {
-	sayf(sv.s.stderr, slog.LevelWarn, "run", "sending SIGKILL to process group %d", sv.ch.pgid)
+	sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "sending SIGKILL to process group %d", sv.ch.pgid)
 	sv.ch.signal(syscall.SIGKILL)
 }
 
@@ -550,7 +550,7 @@ func (c *runConfig) killStragglers(s streams, ch *child, kill <-chan time.Time) 
 	for ch.groupAlive() {
 		select {
 		case <-kill:
-			sayf(s.stderr, slog.LevelWarn, "run", "sending SIGKILL to what is left of process group %d", ch.pgid)
+			sayf(s.stderr, slog.LevelWarn, c.name(), "sending SIGKILL to what is left of process group %d", ch.pgid)
 			ch.signal(syscall.SIGKILL)
 			return
 		case <-poll.C:
@@ -566,8 +566,8 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case err == nil:
 		c.logf(s, "released %s", name)
 	case errors.Is(err, redlock.ErrNotHeld):
-		sayf(s.stderr, slog.LevelWarn, "run", "%s had already expired on the nodes when released", name)
+		sayf(s.stderr, slog.LevelWarn, c.name(), "%s had already expired on the nodes when released", name)
 	default:
-		printFailure(s.stderr, "run", err)
+		printFailure(s.stderr, c.name(), err)
 	}
 }

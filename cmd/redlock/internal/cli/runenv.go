@@ -126,7 +126,7 @@ func (c *runConfig) warnIfNested(stderr io.Writer, keys []string) {
 	if c.lock.limited() {
 		for _, o := range outer {
 			if i := permitNumber(keys[0], o); i > 0 {
-				sayf(stderr, slog.LevelWarn, "run", "warning: the enclosing 'redlock run' holds permit %d of %q; "+
+				sayf(stderr, slog.LevelWarn, c.name(), "warning: the enclosing 'redlock run' holds permit %d of %q; "+
 					"this run needs another one, and waits while the other holders have the rest", i, keys[0])
 			}
 		}
@@ -136,10 +136,10 @@ func (c *runConfig) warnIfNested(stderr io.Writer, keys []string) {
 	switch {
 	case i < 0:
 	case c.lock.shared && os.Getenv(envShared) == "1":
-		sayf(stderr, slog.LevelWarn, "run", "warning: the enclosing 'redlock run' holds %q shared too; "+
+		sayf(stderr, slog.LevelWarn, c.name(), "warning: the enclosing 'redlock run' holds %q shared too; "+
 			"this reader gets in unless a writer waits for it, and then waits until --wait passes", keys[i])
 	default:
-		sayf(stderr, slog.LevelWarn, "run", "warning: %q is already held by the enclosing 'redlock run'; "+
+		sayf(stderr, slog.LevelWarn, c.name(), "warning: %q is already held by the enclosing 'redlock run'; "+
 			"locks are not re-entrant, so this waits until --wait passes", keys[i])
 	}
 }

@@ -313,6 +313,11 @@ func setupExtend(fs *flag.FlagSet) runner {
 		var ttl time.Duration // the TTL the token was acquired with
 		if setFlags(fs)["ttl"] {
 			ttl = nodes.ttl
+			// The token keeps its lock-delay, which the new TTL must leave room for.
+			lf.delay = redlock.TokenGrant(token).LockDelay
+			if msg := lf.delayConflict(&nodes); msg != "" {
+				return r.usage(strings.Replace(msg, "--lock-delay", "the token's lock-delay", 1))
+			}
 		}
 		if key, err = lf.target(ctx, client, key, token); err != nil {
 			return r.failed(err)
