@@ -245,3 +245,20 @@ func (c *Client) RecentReplyTime() time.Duration { return c.nodes.RecentReplyTim
 // NodeTimeoutFor is the per-node timeout the client's next request for a
 // lock of ttl would have.
 func (c *Client) NodeTimeoutFor(ttl time.Duration) time.Duration { return c.nodeTimeout(ttl) }
+
+// RememberMissedRelease remembers token's release of key as missed by the
+// nodes marked in missed, as a release that went unanswered there does.
+func (c *Client) RememberMissedRelease(key, token string, ttl time.Duration, missed []bool) {
+	results := make([]NodeResult, len(missed))
+	for i, m := range missed {
+		results[i].Outcome = OutcomeOK
+		if m {
+			results[i].Outcome = OutcomeTimeout
+		}
+	}
+	c.rememberLeftovers(key, token, ttl, results)
+}
+
+// Leftovers returns how many tokens the client remembers as released where
+// a node missed it.
+func (c *Client) Leftovers() int { return int(c.leftovers.count.Load()) }

@@ -28,10 +28,18 @@ import (
 // maxLeftovers are: past that, a new one is forgotten, not an old one, as
 // the first attempts a silent node got are the ones it runs first when it
 // answers again, and one of them is what holds the key.
+//
+// Nor do the leftovers wait for a refusal: a sweep (sweepLeftovers) runs
+// while any is remembered, and sends them again to a node soon after it
+// answers again, so that the keys it holds for nobody are free for every
+// client, not only for this one once it asks for them.
 type leftovers struct {
 	mu    sync.Mutex
 	count atomic.Int32 // len(list), read without mu on every failed attempt
 	list  []leftover   // oldest first
+	// sweeping is whether a sweep runs: set with the first leftover,
+	// cleared by the sweep once none is left.
+	sweeping bool
 }
 
 const (
@@ -43,6 +51,11 @@ const (
 	// answers again, and the key is held there for a TTL.
 	leftoverLives   = 10
 	minLeftoverLife = time.Minute
+	// leftoverSweep is how often the sweep asks the nodes that missed
+	// releases whether they answer again.
+	leftoverSweep = time.Second
+	// sweepBatch is how many releases the sweep sends a node at once.
+	sweepBatch = 32
 )
 
 // leftover is a token whose release some nodes missed.
@@ -53,25 +66,73 @@ type leftover struct {
 }
 
 // add remembers, for leftoverLives times ttl, that the nodes marked in
-// missed may still hold key for token.
-func (s *leftovers) add(key, token string, missed []bool, ttl time.Duration) {
-	s.readd(leftover{key: key, token: token, missed: missed, until: time.Now().Add(max(leftoverLives*ttl, minLeftoverLife))})
+// missed may still hold key for token, and reports whether a sweep must
+// start (see readd).
+func (s *leftovers) add(key, token string, missed []bool, ttl time.Duration) (sweep bool) {
+	return s.readd(leftover{key: key, token: token, missed: missed, until: time.Now().Add(max(leftoverLives*ttl, minLeftoverLife))})
 }
 
 // readd remembers lo, unless maxLeftovers are remembered that are still
-// to be.
-func (s *leftovers) readd(lo leftover) {
+// to be. It reports whether a sweep must start: lo is remembered, and none
+// runs.
+func (s *leftovers) readd(lo leftover) (sweep bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.list) == maxLeftovers {
-		now := time.Now()
-		s.list = slices.DeleteFunc(s.list, func(lo leftover) bool { return now.After(lo.until) })
+		s.expire()
 		if len(s.list) == maxLeftovers {
-			return
+			return false
 		}
 	}
 	s.list = append(s.list, lo)
 	s.count.Store(int32(len(s.list)))
+	sweep = !s.sweeping
+	s.sweeping = true
+	return sweep
+}
+
+// expire forgets the leftovers whose time passed; the caller holds mu.
+func (s *leftovers) expire() {
+	now := time.Now()
+	s.list = slices.DeleteFunc(s.list, func(lo leftover) bool { return now.After(lo.until) })
+	s.count.Store(int32(len(s.list)))
+}
+
+// missedNodes returns, by node (of n), whether a leftover that node missed
+// is remembered, once those whose time passed are forgotten; nil when none
+// is left, and the sweep then ends (the next leftover starts another).
+func (s *leftovers) missedNodes(n int) []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	if len(s.list) == 0 {
+		s.sweeping = false
+		return nil
+	}
+	missed := make([]bool, n)
+	for _, lo := range s.list {
+		for i, m := range lo.missed {
+			missed[i] = missed[i] || m
+		}
+	}
+	return missed
+}
+
+// on returns the keys and tokens of the leftovers that node missed, oldest
+// first, at most limit of them.
+func (s *leftovers) on(node, limit int) []leftover {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found []leftover
+	for _, lo := range s.list {
+		if len(found) == limit {
+			break
+		}
+		if lo.missed[node] {
+			found = append(found, leftover{key: lo.key, token: lo.token})
+		}
+	}
+	return found
 }
 
 // answered forgets that node may hold key for token: a release of it there
@@ -132,8 +193,8 @@ func (c *Client) rememberLeftovers(key, token string, ttl time.Duration, results
 	for i, r := range results {
 		missed[i] = !answeredRelease(r)
 	}
-	if anyMarked(missed) {
-		c.leftovers.add(key, token, missed, ttl)
+	if anyMarked(missed) && c.leftovers.add(key, token, missed, ttl) {
+		go c.sweepLeftovers()
 	}
 }
 
@@ -200,9 +261,77 @@ func (c *Client) releaseLeftover(ctx context.Context, lo leftover, held []bool) 
 			lo.missed[i] = false
 		}
 	}
-	if anyMarked(lo.missed) {
-		c.leftovers.readd(lo)
+	if anyMarked(lo.missed) && c.leftovers.readd(lo) {
+		go c.sweepLeftovers()
 	}
+}
+
+// sweepLeftovers sends the leftovers' releases again to the nodes that
+// missed them, once each answers again, while any is remembered: every
+// leftoverSweep it asks each such node, by the release of its oldest
+// leftover there, whether it answers; at the next round after it did (by
+// then the node has run what it was sent before), it sends the releases
+// of all its leftovers, and a release answered there forgets the token
+// there. It ends once no leftover is left, or when the Client closes.
+func (c *Client) sweepLeftovers() {
+	t := time.NewTicker(leftoverSweep)
+	defer t.Stop()
+	back := make([]bool, c.nodes.Len()) // answered the round before
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-t.C:
+		}
+		missed := c.leftovers.missedNodes(len(back))
+		if missed == nil {
+			return
+		}
+		for node, m := range missed {
+			switch {
+			case !m:
+				back[node] = false
+			case back[node]:
+				back[node] = c.sweepNode(node)
+			default:
+				lo := c.leftovers.on(node, 1)
+				back[node] = len(lo) == 1 && c.releaseOn(node, lo[0].key, lo[0].token)
+			}
+		}
+	}
+}
+
+// sweepNode sends node the releases of every leftover it missed,
+// sweepBatch at a time, and forgets each token there once its release is
+// answered. It reports whether every release was: false when the node
+// stopped answering again, which ends the sweep of the node for now.
+func (c *Client) sweepNode(node int) bool {
+	for batch := range slices.Chunk(c.leftovers.on(node, maxLeftovers), sweepBatch) {
+		answered := make([]bool, len(batch))
+		var wg sync.WaitGroup
+		for i, lo := range batch {
+			wg.Go(func() { answered[i] = c.releaseOn(node, lo.key, lo.token) })
+		}
+		wg.Wait()
+		for i, lo := range batch {
+			if answered[i] {
+				c.leftovers.answered(lo.key, lo.token, node)
+			}
+		}
+		if slices.Contains(answered, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// releaseOn sends the release of key for token to node alone, and reports
+// whether the node answered it.
+func (c *Client) releaseOn(node int, key, token string) bool {
+	req := releaser(key, token)
+	req.Local = func(n int) (any, bool) { return int64(0), n != node }
+	results, _ := c.fanout(context.Background(), c.requestTimeout(), req, nodes.IsOne, func(int, int) bool { return false })
+	return answeredRelease(results[node])
 }
 
 // anyMarked reports whether a node is marked in nodes.

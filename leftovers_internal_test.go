@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -65,5 +66,32 @@ func TestLeftovers_forgottenOnceTheirTimePassed(t *testing.T) {
 	s.add("k", "new", []bool{true}, time.Second)
 	if n := s.count.Load(); n != maxLeftovers || s.list[len(s.list)-1].token != "new" {
 		t.Errorf("%d remembered, the last %q; want %d, the last new", n, s.list[len(s.list)-1].token, maxLeftovers)
+	}
+}
+
+// The first leftover starts a sweep and later ones do not, until the sweep
+// finds none left and ends; missedNodes tells which nodes missed a
+// release, on returns a node's tokens oldest first.
+func TestLeftovers_sweepStartsAndEnds(t *testing.T) {
+	var s leftovers
+	if !s.add("k", "a", []bool{true, false, false}, time.Second) {
+		t.Error("the first leftover started no sweep")
+	}
+	if s.add("k", "b", []bool{false, false, true}, time.Second) {
+		t.Error("a second leftover started a second sweep")
+	}
+	if got := s.missedNodes(3); !slices.Equal(got, []bool{true, false, true}) {
+		t.Errorf("missedNodes = %v, want [true false true]", got)
+	}
+	if got := s.on(2, 10); len(got) != 1 || got[0].token != "b" {
+		t.Errorf("node 2's leftovers: %+v, want b", got)
+	}
+	s.answered("k", "a", 0)
+	s.answered("k", "b", 2)
+	if got := s.missedNodes(3); got != nil {
+		t.Errorf("missedNodes = %v with none left, want nil", got)
+	}
+	if !s.add("k", "c", []bool{true}, time.Second) {
+		t.Error("a leftover after the sweep ended started none")
 	}
 }

@@ -27,12 +27,87 @@ func TestLeftovers_loneNodeBackGrantsAgainAtOnce(t *testing.T) {
 }
 
 func testLeftoversCleared(t *testing.T, a adapter) {
-	const ttl, hang, keys = 30 * time.Second, 8 * time.Second, 40
+	const ttl = 30 * time.Second
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	c := newClientOrDial(t, cluster, a, &redlock.Options{TTL: ttl})
-	key := func(i int) string { return fmt.Sprint("hung:", i) }
+	keys := leaveAttemptsOnAPausedNode(t, cluster, c)
+	for _, key := range keys {
+		awaitGranted(t, cluster, c, key, ttl/6)
+	}
+}
+
+// A Client does not wait to be refused a key to clear its stale grants:
+// soon after a node that missed its releases answers again, it sends them
+// there, so that another client, which cannot clear them, gets the key
+// within moments too, not a TTL later. While the node stays silent, the
+// Client keeps the tokens; once their releases are answered, it forgets
+// them.
+func TestLeftovers_sweptOnceTheNodeAnswers(t *testing.T) {
+	for _, a := range withDial() {
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			const ttl = 30 * time.Second
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+			c := newClientOrDial(t, cluster, a, &redlock.Options{TTL: ttl})
+			other := newClientOrDial(t, cluster, a, &redlock.Options{TTL: ttl})
+			// Node 0 ran an old attempt of c's after its release was given
+			// up, and holds the key for the token nobody holds; node 1
+			// did the same, and is silent now.
+			for i := range 2 {
+				if _, err := cluster.Node(i).Do(bg, "SET", "stale", "old-token", "PX", "30000"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := cluster.Node(1).Pause(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { resumeAll(t, cluster) })
+			c.RememberMissedRelease("stale", "old-token", ttl, []bool{true, true, false})
+
+			awaitCleared(t, cluster.Node(0), "stale", 5*time.Second)
+			// Two rounds of the sweep, while node 1 stays silent: its
+			// leftover stays remembered.
+			time.Sleep(2500 * time.Millisecond)
+			if n := c.Leftovers(); n != 1 {
+				t.Fatalf("%d tokens remembered while node 1 is silent, want 1", n)
+			}
+			if err := cluster.Node(1).Resume(); err != nil {
+				t.Fatal(err)
+			}
+			awaitCleared(t, cluster.Node(1), "stale", 5*time.Second)
+			awaitGranted(t, cluster, other, "stale", time.Second)
+			for deadline := time.Now().Add(5 * time.Second); c.Leftovers() != 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d tokens still remembered 5s after every release was answered", c.Leftovers())
+				}
+			}
+		})
+	}
+}
+
+// awaitCleared polls node until it no longer holds key, and fails the test
+// if it still does after bound.
+func awaitCleared(t *testing.T, node *redlocktest.Node, key string, bound time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(bound); keyOn(t, node, key) != ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d still holds %s for %q %v later", node.Index(), key, keyOn(t, node, key), bound)
+		}
+	}
+}
+
+// leaveAttemptsOnAPausedNode takes and releases 40 keys by c on cluster's
+// one node, then pauses the node for longer than the background releases
+// of failed attempts last, while c tries every key again and again: every
+// attempt fails, and leaves its request in the node's sockets, which the
+// node runs once resumed. It returns the keys.
+func leaveAttemptsOnAPausedNode(t *testing.T, cluster *redlocktest.Cluster, c *redlock.Client) []string {
+	t.Helper()
+	const hang = 8 * time.Second
+	keys := make([]string, 40)
 	for i := range keys {
-		l, err := c.TryAcquire(bg, key(i))
+		keys[i] = fmt.Sprint("hung:", i)
+		l, err := c.TryAcquire(bg, keys[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,39 +115,39 @@ func testLeftoversCleared(t *testing.T, a adapter) {
 			t.Fatal(err)
 		}
 	}
-
-	// The node silent for longer than the background releases last: every
-	// attempt on every key fails, and leaves its request in the node's
-	// sockets.
 	pauseAll(t, cluster)
 	var wg sync.WaitGroup
 	end := time.Now().Add(hang)
-	for i := range keys {
+	for _, key := range keys {
 		wg.Go(func() {
 			for time.Now().Before(end) {
-				if _, err := c.TryAcquire(bg, key(i)); err == nil {
-					t.Errorf("%s granted while the node is paused", key(i))
+				if _, err := c.TryAcquire(bg, key); err == nil {
+					t.Errorf("%s granted while the node is paused", key)
 				}
 			}
 		})
 	}
 	wg.Wait()
 	resumeAll(t, cluster)
+	return keys
+}
 
-	for i := range keys {
-		deadline := time.Now().Add(ttl / 6)
-		for {
-			l, err := c.TryAcquire(bg, key(i))
-			if err == nil {
-				l.Release(bg)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not granted %v after the node's return (held there: %q): %v",
-					key(i), ttl/6, keyOn(t, cluster.Node(0), key(i)), err)
-			}
-			time.Sleep(10 * time.Millisecond)
+// awaitGranted tries key by c until it is granted, and fails the test if it
+// is not within bound.
+func awaitGranted(t *testing.T, cluster *redlocktest.Cluster, c *redlock.Client, key string, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		l, err := c.TryAcquire(bg, key)
+		if err == nil {
+			l.Release(bg)
+			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not granted %v after the node's return (held there: %q): %v",
+				key, bound, keyOn(t, cluster.Node(0), key), err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
