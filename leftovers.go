@@ -54,6 +54,10 @@ const (
 	// leftoverSweep is how often the sweep asks the nodes that missed
 	// releases whether they answer again.
 	leftoverSweep = time.Second
+	// sweepWait is how long after a node answered again the sweep waits
+	// before it sends the node its releases: the node runs what it was
+	// sent before it went silent first, within moments.
+	sweepWait = leftoverSweep / 2
 	// sweepBatch is how many releases the sweep sends a node at once.
 	sweepBatch = 32
 )
@@ -269,14 +273,19 @@ func (c *Client) releaseLeftover(ctx context.Context, lo leftover, held []bool) 
 // sweepLeftovers sends the leftovers' releases again to the nodes that
 // missed them, once each answers again, while any is remembered: every
 // leftoverSweep it asks each such node, by the release of its oldest
-// leftover there, whether it answers; at the next round after it did (by
-// then the node has run what it was sent before), it sends the releases
-// of all its leftovers, and a release answered there forgets the token
-// there. It ends once no leftover is left, or when the Client closes.
+// leftover there, whether it answers; at the first round once sweepWait
+// passed since the node did (by then the node has run what it was sent
+// before), it sends
+// the releases of all its leftovers, and a release answered there forgets
+// the token there. A node swept is asked again before its next sweep. It
+// ends once no leftover is left, or when the Client closes: it sends
+// nothing after that.
 func (c *Client) sweepLeftovers() {
 	t := time.NewTicker(leftoverSweep)
 	defer t.Stop()
-	back := make([]bool, c.nodes.Len()) // answered the round before
+	// back is when each node answered the release that asked it, zero
+	// while it has not since its last sweep.
+	back := make([]time.Time, c.nodes.Len())
 	for {
 		select {
 		case <-c.closed:
@@ -288,25 +297,53 @@ func (c *Client) sweepLeftovers() {
 			return
 		}
 		for node, m := range missed {
-			switch {
-			case !m:
-				back[node] = false
-			case back[node]:
-				back[node] = c.sweepNode(node)
-			default:
-				lo := c.leftovers.on(node, 1)
-				back[node] = len(lo) == 1 && c.releaseOn(node, lo[0].key, lo[0].token)
+			if c.closing() {
+				return
 			}
+			back[node] = c.sweepStep(node, m, back[node])
 		}
+	}
+}
+
+// sweepStep is a round of the sweep on node: whether it missed a release
+// still remembered, and back, when it answered the release that asked it
+// (zero when it has not since its last sweep). It returns back as the
+// round leaves it.
+func (c *Client) sweepStep(node int, missed bool, back time.Time) time.Time {
+	switch {
+	case !missed:
+		return time.Time{}
+	case back.IsZero():
+		if lo := c.leftovers.on(node, 1); len(lo) == 1 && c.releaseOn(node, lo[0].key, lo[0].token) {
+			return time.Now()
+		}
+		return time.Time{}
+	case time.Since(back) >= sweepWait:
+		c.sweepNode(node)
+		return time.Time{}
+	}
+	return back
+}
+
+// closing reports whether Close was called.
+func (c *Client) closing() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
 	}
 }
 
 // sweepNode sends node the releases of every leftover it missed,
 // sweepBatch at a time, and forgets each token there once its release is
-// answered. It reports whether every release was: false when the node
-// stopped answering again, which ends the sweep of the node for now.
-func (c *Client) sweepNode(node int) bool {
+// answered. It stops at a batch not all answered (the node stopped
+// answering again), or when the Client closes.
+func (c *Client) sweepNode(node int) {
 	for batch := range slices.Chunk(c.leftovers.on(node, maxLeftovers), sweepBatch) {
+		if c.closing() {
+			return
+		}
 		answered := make([]bool, len(batch))
 		var wg sync.WaitGroup
 		for i, lo := range batch {
@@ -319,10 +356,9 @@ func (c *Client) sweepNode(node int) bool {
 			}
 		}
 		if slices.Contains(answered, false) {
-			return false
+			return
 		}
 	}
-	return true
 }
 
 // releaseOn sends the release of key for token to node alone, and reports

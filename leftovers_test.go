@@ -38,10 +38,10 @@ func testLeftoversCleared(t *testing.T, a adapter) {
 
 // A Client does not wait to be refused a key to clear its stale grants:
 // soon after a node that missed its releases answers again, it sends them
-// there, so that another client, which cannot clear them, gets the key
-// within moments too, not a TTL later. While the node stays silent, the
-// Client keeps the tokens; once their releases are answered, it forgets
-// them.
+// there, all of them, so that another client, which cannot clear them,
+// gets the keys within moments too, not a TTL later. While the node stays
+// silent, the Client keeps the tokens; once their releases are answered,
+// it forgets them.
 func TestLeftovers_sweptOnceTheNodeAnswers(t *testing.T) {
 	for _, a := range withDial() {
 		t.Run(a.name, func(t *testing.T) {
@@ -50,32 +50,40 @@ func TestLeftovers_sweptOnceTheNodeAnswers(t *testing.T) {
 			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 			c := newClientOrDial(t, cluster, a, &redlock.Options{TTL: ttl})
 			other := newClientOrDial(t, cluster, a, &redlock.Options{TTL: ttl})
-			// Node 0 ran an old attempt of c's after its release was given
-			// up, and holds the key for the token nobody holds; node 1
-			// did the same, and is silent now.
-			for i := range 2 {
-				if _, err := cluster.Node(i).Do(bg, "SET", "stale", "old-token", "PX", "30000"); err != nil {
-					t.Fatal(err)
+			// Nodes 0 and 1 ran two old attempts of c's after their
+			// releases were given up, and hold two keys for tokens nobody
+			// holds; node 1 is silent now. Node 2 holds the keys for
+			// another client, so that a grant needs nodes 0 and 1.
+			keys, tokens := []string{"stale-a", "stale-b"}, []string{"old-a", "old-b"}
+			for i := range keys {
+				for node, token := range []string{tokens[i], tokens[i], "live"} {
+					if _, err := cluster.Node(node).Do(bg, "SET", keys[i], token, "PX", "30000"); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if err := cluster.Node(1).Pause(); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { resumeAll(t, cluster) })
-			c.RememberMissedRelease("stale", "old-token", ttl, []bool{true, true, false})
+			for i := range keys {
+				c.RememberMissedRelease(keys[i], tokens[i], ttl, []bool{true, true, false})
+			}
 
-			awaitCleared(t, cluster.Node(0), "stale", 5*time.Second)
-			// Two rounds of the sweep, while node 1 stays silent: its
-			// leftover stays remembered.
+			// The sweep asks a node by the release of its oldest leftover:
+			// the second key is cleared by the sweep itself.
+			awaitCleared(t, cluster.Node(0), "stale-b", 5*time.Second)
+			// Two rounds more, while node 1 stays silent: both tokens stay
+			// remembered for it.
 			time.Sleep(2500 * time.Millisecond)
-			if n := c.Leftovers(); n != 1 {
-				t.Fatalf("%d tokens remembered while node 1 is silent, want 1", n)
+			if n := c.Leftovers(); n != 2 {
+				t.Fatalf("%d tokens remembered while node 1 is silent, want 2", n)
 			}
 			if err := cluster.Node(1).Resume(); err != nil {
 				t.Fatal(err)
 			}
-			awaitCleared(t, cluster.Node(1), "stale", 5*time.Second)
-			awaitGranted(t, cluster, other, "stale", time.Second)
+			awaitCleared(t, cluster.Node(1), "stale-b", 5*time.Second)
+			awaitGranted(t, cluster, other, "stale-b", time.Second)
 			for deadline := time.Now().Add(5 * time.Second); c.Leftovers() != 0; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d tokens still remembered 5s after every release was answered", c.Leftovers())
