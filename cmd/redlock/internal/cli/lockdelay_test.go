@@ -73,3 +73,26 @@ func awaitDelayed(t *testing.T, nodes, token, when string) {
 	}
 	t.Fatalf("%s: inspect %+v: want 2 of 3 nodes holding the key for more than 2s", when, state)
 }
+
+// extend without --ttl keeps the token's TTL and lock-delay, and checks
+// them, not the default --ttl, against --recovery-delay, in the CLI's own
+// words; release takes any --recovery-delay, having no TTL of its own.
+func TestExtend_checksTheTokensTTLAndDelay(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "10s", "--lock-delay", "5s", "--recovery-delay", "20s", "delayed").expect(t, exitOK, "acquire").decode(t, &lock)
+	r := cli(t, "extend", "--nodes", nodes, "--recovery-delay", "12s", "delayed", lock.Token).expect(t, exitUsage, "extend past the recovery delay")
+	if !strings.Contains(r.stderr, "the token's TTL 10s plus the token's lock-delay 5s is above --recovery-delay 12s") || strings.Contains(r.stderr, "Options.") {
+		t.Errorf("extend past the recovery delay: stderr:\n%s", r.stderr)
+	}
+	cli(t, "release", "--nodes", nodes, "--recovery-delay", "12s", "delayed", lock.Token).expect(t, exitOK, "release")
+
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "5s", "--recovery-delay", "8s", "short").expect(t, exitOK, "acquire").decode(t, &lock)
+	cli(t, "extend", "--nodes", nodes, "--recovery-delay", "8s", "short", lock.Token).expect(t, exitOK, "extend by the token's 5s TTL")
+	cli(t, "inspect", "--nodes", nodes, "--recovery-delay", "8s", "short").expect(t, exitOK, "inspect")
+	cli(t, "release", "--nodes", nodes, "--recovery-delay", "8s", "short", lock.Token).expect(t, exitOK, "release")
+	r = cli(t, "acquire", "--nodes", nodes, "--recovery-delay", "8s", "short").expect(t, exitUsage, "acquire by the default TTL")
+	if !strings.Contains(r.stderr, "--ttl 10s is above --recovery-delay 8s") {
+		t.Errorf("acquire by the default TTL: stderr:\n%s", r.stderr)
+	}
+}

@@ -152,7 +152,7 @@ func (n *nodeFlags) options() *redlock.Options {
 		// redlock run stops its command a margin before the deadline itself
 		// (stopMargin), and reports a loss only when the lock is gone.
 		LossMargin:     -1,
-		TTL:            n.ttl,
+		TTL:            n.clientTTL(),
 		NodeTimeout:    n.nodeTimeout,
 		MaxNodeTimeout: n.maxTimeout,
 		Retry:          redlock.ExponentialJitter(min(retryFloor, n.retryDelay), n.retryDelay),
@@ -227,13 +227,31 @@ func (n *nodeFlags) check() error {
 		return errors.New("--recovery-delay must be positive")
 	case n.waitReplicas < 0:
 		return errors.New("--wait-replicas must not be negative")
-	case n.ttl > n.recoveryDelay:
+	case n.ttlApplies() && n.ttl > n.recoveryDelay:
 		return fmt.Errorf("--ttl %s is above --recovery-delay %s: a node that restarted "+
 			"without its data could vote again while such a lock is still valid; %s; or raise "+
 			"--recovery-delay to at least %s on every client of these nodes together "+
 			"(Options.RecoveryDelay in programs)", n.ttl, n.recoveryDelay, n.longWork(), n.ttl)
 	}
 	return nil
+}
+
+// ttlApplies reports whether --ttl is the TTL of the locks the command
+// takes or extends: it is a flag of the command, and for extend, given
+// (without it, extend keeps the TTL the token was acquired with).
+func (n *nodeFlags) ttlApplies() bool {
+	return n.withTTL && (n.fs.Name() != "extend" || setFlags(n.fs)["ttl"])
+}
+
+// clientTTL returns the client's TTL (Options.TTL): --ttl where it
+// applies, else at most --recovery-delay, which the client requires of it,
+// so that a command that takes no lock of its own (release, inspect, an
+// extend that keeps the token's TTL) works with any --recovery-delay.
+func (n *nodeFlags) clientTTL() time.Duration {
+	if n.ttlApplies() {
+		return n.ttl
+	}
+	return min(n.ttl, n.recoveryDelay)
 }
 
 // longWork says how the command holds a lock for longer than

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // keyArgs checks the KEY [KEY...] arguments of acquire and inspect as run
@@ -285,6 +286,33 @@ Output: "extended KEY until DEADLINE (valid for D)", or with --json
 	}
 }
 
+// extendConflict says what is wrong with extending token with the node
+// flags n, and returns "" when nothing is: the TTL the extension sets
+// (--ttl when withTTL, else the one the token was acquired with) plus the
+// lock-delay the token keeps must stay within --recovery-delay. A --ttl
+// above it alone is the node flags' own error (nodeFlags.check).
+func extendConflict(n *nodeFlags, token string, withTTL bool) string {
+	info, _ := wire.ParseToken(token)
+	ttl, what := n.ttl, fmt.Sprintf("--ttl %s", n.ttl)
+	switch {
+	case withTTL && info.Delay <= 0:
+		return ""
+	case !withTTL && info.TTL == 0:
+		return "" // another library's token: extended by the client's TTL, within the delay
+	case !withTTL:
+		ttl, what = info.TTL, fmt.Sprintf("the token's TTL %s", info.TTL)
+	}
+	if info.Delay > 0 {
+		what += fmt.Sprintf(" plus the token's lock-delay %s", info.Delay)
+	}
+	if ttl+max(info.Delay, 0) <= n.recoveryDelay {
+		return ""
+	}
+	return fmt.Sprintf("%s is above --recovery-delay %s: a node that restarted without its data could grant "+
+		"the lock before it ends; extend it with a shorter --ttl, or raise --recovery-delay to at least %s "+
+		"on every client of these nodes together", what, n.recoveryDelay, ttl+info.Delay)
+}
+
 // extendedJSON is extend's JSON output.
 type extendedJSON struct {
 	Key        string `json:"key"`
@@ -305,19 +333,18 @@ func setupExtend(fs *flag.FlagSet) runner {
 		}
 		key, token := args[0], args[1]
 		r.key = key
+		withTTL := setFlags(fs)["ttl"]
+		if msg := extendConflict(&nodes, token, withTTL); msg != "" {
+			return r.usage(msg)
+		}
 		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
 		var ttl time.Duration // the TTL the token was acquired with
-		if setFlags(fs)["ttl"] {
+		if withTTL {
 			ttl = nodes.ttl
-			// The token keeps its lock-delay, which the new TTL must leave room for.
-			lf.delay = redlock.TokenGrant(token).LockDelay
-			if msg := lf.delayConflict(&nodes); msg != "" {
-				return r.usage(strings.Replace(msg, "--lock-delay", "the token's lock-delay", 1))
-			}
 		}
 		if key, err = lf.target(ctx, client, key, token); err != nil {
 			return r.failed(err)
