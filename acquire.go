@@ -61,7 +61,7 @@ func (c *Client) TryAcquire(ctx context.Context, key string, opts ...LockOption)
 }
 
 func (c *Client) acquire(ctx context.Context, name string, once bool, opts []LockOption) (*Lock, error) {
-	if err := checkContext(ctx); err != nil {
+	if err := c.checkCall(ctx); err != nil {
 		return nil, err
 	}
 	key, cfg, err := c.lockRequest(name, opts)
@@ -93,7 +93,7 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 	if err := a.takeTurn(); err != nil {
 		return nil, err
 	}
-	lock, err := retryLoop(ctx, cfg.retry, shape[*Lock](&a), a.waitFirst)
+	lock, err := retryLoop(ctx, c.closed, cfg.retry, shape[*Lock](&a), a.waitFirst)
 	a.end(lock)
 	return lock, err
 }
@@ -353,7 +353,7 @@ func (a *acquisition) wait(delay time.Duration) (live, named bool) {
 	if wake == nil {
 		wake = wait.NoWakeup
 	}
-	live, named = waitForRelease(a.ctx, wake, freed, offer.sentOrNil(), delay)
+	live, named = waitForRelease(a.ctx, a.c.closed, wake, freed, offer.sentOrNil(), delay)
 	if offer != nil && !offer.Withdraw() {
 		a.carried = offer // the release took the attempt with it
 		return true, false
@@ -489,9 +489,10 @@ type shape[T any] interface {
 // retryLoop is the Redlock retry loop of every shape: wait for a release
 // or a delay, try, done if won, back off. It returns the first attempt
 // that succeeds, or the last one's error once an attempt fails for a
-// reason no retry fixes, ctx ends, or retry gives up. waitFirst makes it
-// wait before the first attempt too.
-func retryLoop[T any](ctx context.Context, retry RetryStrategy, s shape[T], waitFirst bool) (T, error) {
+// reason no retry fixes, ctx ends, or retry gives up; ErrClosed once the
+// Client closed (closed). waitFirst makes it wait before the first attempt
+// too.
+func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetryStrategy, s shape[T], waitFirst bool) (T, error) {
 	var zero T
 	var lastErr error
 	named := false
@@ -503,6 +504,9 @@ func retryLoop[T any](ctx context.Context, retry RetryStrategy, s shape[T], wait
 			}
 			var live bool
 			if live, named = waitKeepingPlace(s, paced(delay, named, s.behind())); !live {
+				if isClosed(closed) {
+					return zero, ErrClosed
+				}
 				return zero, withCause(gaveUp(lastErr, s), ctx)
 			}
 		}
@@ -514,9 +518,21 @@ func retryLoop[T any](ctx context.Context, retry RetryStrategy, s shape[T], wait
 			return zero, err
 		case ctx.Err() != nil:
 			return zero, withCause(err, ctx)
+		case isClosed(closed):
+			return zero, ErrClosed
 		}
 		lastErr = err
 		s.failed()
+	}
+}
+
+// isClosed reports that closed is closed.
+func isClosed(closed <-chan struct{}) bool {
+	select {
+	case <-closed:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -562,14 +578,15 @@ const splitRetryMax = 10 * time.Millisecond
 // that its attempts keep its place in the queue.
 const behindWait = wire.QueueLasts / 2
 
-// waitForRelease waits up to delay for a release, or for ctx to end, and
-// reports whether ctx is still live, and whether a release announcement
+// waitForRelease waits up to delay for a release, or for ctx to end or the
+// Client to close (closed), and reports whether the call may go on, and
+// whether a release announcement
 // named this client (wake.Now). A waiter that registered with the waker
 // before its last attempt wakes on any release announced since that names
 // it or nobody (see wait.Waker); freed, when not nil, is closed by a
 // release of this client, and sent when such a release took the waiter's
 // attempt with it (see handoff).
-func waitForRelease(ctx context.Context, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
+func waitForRelease(ctx context.Context, closed <-chan struct{}, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
 	t := nodes.GetTimer(delay)
 	defer nodes.PutTimer(t)
 	select {
@@ -583,14 +600,19 @@ func waitForRelease(ctx context.Context, wake *wait.Wakeup, freed, sent <-chan s
 		return true, false
 	case <-ctx.Done():
 		return false, false
+	case <-closed:
+		return false, false
 	}
 }
 
-// checkContext refuses a nil context, which would otherwise panic deep in a
-// call with the lock half taken.
-func checkContext(ctx context.Context) error {
+// checkCall refuses a nil context, which would otherwise panic deep in a
+// call with the lock half taken, and a call after Close.
+func (c *Client) checkCall(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
+	}
+	if c.closing() {
+		return ErrClosed
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func (c *Client) CheckFence(ctx context.Context, key string, fence uint64) (Chec
 // check is Check with holds, which says whether a node's state holds the
 // checked grant, given the writer's token held on a quorum ("" if none).
 func (c *Client) check(ctx context.Context, key string, holds func(st NodeState, holder string) bool) (CheckResult, error) {
-	if err := checkContext(ctx); err != nil {
+	if err := c.checkCall(ctx); err != nil {
 		return CheckResult{}, err
 	}
 	onWire, err := c.lockKey(key)

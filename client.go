@@ -125,8 +125,10 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // requests in flight, for the connections to close), even with a node that
 // stopped answering:
 // requests still queued then fail unsent, and a connection that takes longer
-// to close finishes closing in the background. No call may start after
-// Close. Calls of Close after the first wait for it and return nil.
+// to close finishes closing in the background. Calls waiting for a lock
+// return ErrClosed, as do the calls made after Close but Release, which
+// fails unsent (ErrNotReleased), and Observe, whose channel closes. Calls
+// of Close after the first wait for it and return nil.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {

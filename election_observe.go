@@ -31,8 +31,8 @@ const (
 )
 
 // Observe returns a channel on which the election's leader is sent each
-// time it changes, the current one first, until ctx ends (then the channel
-// is closed). A vacancy is sent as a Leader whose Vacant is true. The
+// time it changes, the current one first, until ctx ends or the Client
+// closes (then the channel is closed). A vacancy is sent as a Leader whose Vacant is true. The
 // leaders come in the order of their terms, each once: an observer may
 // miss a leader that came and went between two of its reads, never see
 // one after a later one. It wakes on each announced release of the
@@ -56,7 +56,8 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	poll := min(max(e.ttl/observePollDivisor, minObservePoll), maxObservePoll)
 	var seen observed
 	var marked time.Time
-	for ctx.Err() == nil {
+	closed := e.client.closed
+	for ctx.Err() == nil && !isClosed(closed) {
 		marked = e.markListening(ctx, marked)
 		next := time.Now().Add(poll)
 		rctx, cancel := context.WithTimeout(ctx, max(poll, observeReadNodeTimeouts*e.client.requestTimeout()))
@@ -67,6 +68,8 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 			case out <- r.leader:
 			case <-ctx.Done():
 				return
+			case <-closed:
+				return
 			}
 		}
 		if err == nil && !r.expires.IsZero() && r.expires.Before(next) {
@@ -75,7 +78,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		if errors.Is(err, ErrInvalidKey) {
 			return
 		}
-		waitObserved(ctx, wake, time.Until(next))
+		waitObserved(ctx, closed, wake, time.Until(next))
 	}
 }
 
@@ -118,8 +121,9 @@ func (o *observed) changed(now Leader) bool {
 	return true
 }
 
-// waitObserved waits d, or until a release is announced or ctx ends.
-func waitObserved(ctx context.Context, wake *wait.Wakeup, d time.Duration) {
+// waitObserved waits d, or until a release is announced, ctx ends or the
+// Client closes.
+func waitObserved(ctx context.Context, closed <-chan struct{}, wake *wait.Wakeup, d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -129,5 +133,6 @@ func waitObserved(ctx context.Context, wake *wait.Wakeup, d time.Duration) {
 	case <-t.C:
 	case <-wake.Now():
 	case <-ctx.Done():
+	case <-closed:
 	}
 }

@@ -79,6 +79,10 @@ var (
 	ErrInvalidOwner = errors.New("redlock: invalid owner")
 )
 
+// ErrClosed means a call was made after the Client's Close, or was waiting
+// for a lock when Close was called: a closed Client sends nothing more.
+var ErrClosed = errors.New("redlock: client closed")
+
 // ErrNilContext means a call was given a nil context. Lock.Release and
 // Locks.Release run with context.Background() instead, as a release always
 // runs.

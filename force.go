@@ -47,7 +47,7 @@ var ErrTakenOver = errors.New("redlock: taken over by an operator")
 // third of its TTL later when it renews), and until then may still act on
 // the resource. Fencing tokens (Lock.Fence) keep its late writes out.
 func (c *Client) ForceRelease(ctx context.Context, key, by string) ([]Grant, error) {
-	if err := checkContext(ctx); err != nil {
+	if err := c.checkCall(ctx); err != nil {
 		return nil, err
 	}
 	onWire, err := c.lockKey(key)

@@ -78,7 +78,7 @@ type NodeState struct {
 // order. The error is non-nil only for an invalid key (ErrInvalidKey) or a
 // nil ctx; a node's failure is in its NodeState.Err.
 func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
-	if err := checkContext(ctx); err != nil {
+	if err := c.checkCall(ctx); err != nil {
 		return nil, err
 	}
 	onWire, err := c.lockKey(key)

@@ -326,14 +326,7 @@ func (c *Client) sweepStep(node int, missed bool, back time.Time) time.Time {
 }
 
 // closing reports whether Close was called.
-func (c *Client) closing() bool {
-	select {
-	case <-c.closed:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Client) closing() bool { return isClosed(c.closed) }
 
 // sweepNode sends node the releases of every leftover it missed,
 // sweepBatch at a time, and forgets each token there once its release is

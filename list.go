@@ -66,7 +66,7 @@ const listInspectors = 8
 // ErrListIncomplete, with the locks found, when some node could not be
 // scanned or there are more than MaxListed; a nil ctx.
 func (c *Client) List(ctx context.Context, prefix string) ([]HeldLock, error) {
-	if err := checkContext(ctx); err != nil {
+	if err := c.checkCall(ctx); err != nil {
 		return nil, err
 	}
 	keys, errs := c.scanLocks(ctx, c.opts.KeyPrefix+prefix)

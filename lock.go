@@ -189,7 +189,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // extend is Extend; renewing marks the extensions of auto-renewal.
 func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) error {
 	l.markKept()
-	if err := checkContext(ctx); err != nil {
+	if err := l.client.checkCall(ctx); err != nil {
 		return err
 	}
 	c := l.client

@@ -86,7 +86,7 @@ func (c *Client) TryAcquireAll(ctx context.Context, names []string, opts ...Lock
 }
 
 func (c *Client) acquireAll(ctx context.Context, names []string, once bool, opts []LockOption) (*Locks, error) {
-	if err := checkContext(ctx); err != nil {
+	if err := c.checkCall(ctx); err != nil {
 		return nil, err
 	}
 	m, err := c.multiRequest(ctx, names, opts)
@@ -173,7 +173,7 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 func (m *multiAcquisition) run() (*Locks, error) {
 	defer func() { m.stopListening() }()
 	if m.cfg.shared {
-		return retryLoop(m.ctx, m.cfg.retry, shape[*Locks](m), false)
+		return retryLoop(m.ctx, m.c.closed, m.cfg.retry, shape[*Locks](m), false)
 	}
 	since := strconv.FormatInt(time.Now().UnixMicro(), 10)
 	select {
@@ -186,7 +186,7 @@ func (m *multiAcquisition) run() (*Locks, error) {
 	for i := range m.places {
 		m.places[i] = queuePlace{since: since, set: true}
 	}
-	locks, err := retryLoop(m.ctx, m.cfg.retry, shape[*Locks](m), false)
+	locks, err := retryLoop(m.ctx, m.c.closed, m.cfg.retry, shape[*Locks](m), false)
 	if err != nil {
 		m.c.leaveQueues(m.ctx, m.keys, since, m.cfg.ttl)
 	}
@@ -196,7 +196,7 @@ func (m *multiAcquisition) run() (*Locks, error) {
 // wait waits for the release of a key the last attempt was refused, or the
 // retry delay.
 func (m *multiAcquisition) wait(delay time.Duration) (live, named bool) {
-	return waitForRelease(m.ctx, m.wake, nil, nil, delay)
+	return waitForRelease(m.ctx, m.c.closed, m.wake, nil, nil, delay)
 }
 
 // keepPlace does nothing: the nodes keep a free key for the first set
@@ -380,8 +380,8 @@ func (s *Locks) Until() time.Time {
 // The locks that were extended stay extended: Until is the earliest
 // deadline still.
 func (s *Locks) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := checkContext(ctx); err != nil {
-		return err
+	if ctx == nil {
+		return errNilContext // each lock's Extend refuses a closed Client
 	}
 	errs := make([]error, len(s.locks))
 	forEach(len(s.locks), func(i int) { errs[i] = s.locks[i].Extend(ctx, ttl) })

@@ -56,7 +56,7 @@ import (
 // node's marker could not be read. The last two wrap ctx's error if ctx
 // ended.
 func (c *Client) MarkReady(ctx context.Context, force bool) error {
-	if err := checkContext(ctx); err != nil {
+	if err := c.checkCall(ctx); err != nil {
 		return err
 	}
 	sets := c.markerSets()

@@ -107,7 +107,7 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 func (r *repeated) run() (*Lock, error) {
 	r.wake, r.stop = wait.NoWakeup, func() {}
 	defer func() { r.stop() }()
-	lock, err := retryLoop(r.ctx, r.cfg.retry, shape[*Lock](r), false)
+	lock, err := retryLoop(r.ctx, r.c.closed, r.cfg.retry, shape[*Lock](r), false)
 	if r.carried {
 		// The call gave up as a release took its attempt with it: see it
 		// through, and release what it won.
@@ -157,7 +157,7 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 	if r.carrier != nil {
 		sent = r.carrier.offer()
 	}
-	live, named = waitForRelease(r.ctx, r.wake, freed, sent, delay)
+	live, named = waitForRelease(r.ctx, r.c.closed, r.wake, freed, sent, delay)
 	if sent != nil && !r.carrier.withdraw() {
 		r.carried = true // the release took the attempt with it
 		return true, false

@@ -7,6 +7,7 @@ package wire
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -256,17 +257,14 @@ func ParseToken(token string) (TokenInfo, bool) {
 		return info, false
 	}
 	ttl, delay, delayed := strings.Cut(token[i+1:], "+")
-	ms, err := strconv.ParseInt(ttl, 10, 64)
-	if err != nil || ms <= 0 {
-		return info, false
+	var ok bool
+	if info.TTL, ok = parseMillis(ttl); !ok {
+		return TokenInfo{}, false
 	}
-	info.TTL = time.Duration(ms) * time.Millisecond
 	if delayed {
-		ms, err := strconv.ParseInt(delay, 10, 64)
-		if err != nil || ms <= 0 {
+		if info.Delay, ok = parseMillis(delay); !ok {
 			return TokenInfo{}, false
 		}
-		info.Delay = time.Duration(ms) * time.Millisecond
 	}
 	rest := token[:i]
 	if len(rest) <= randomChars || rest[randomChars] != TokenTTLSeparator {
@@ -279,6 +277,16 @@ func ParseToken(token string) (TokenInfo, bool) {
 	}
 	info.Owner, info.Granted = owner, time.UnixMicro(us)
 	return info, true
+}
+
+// parseMillis returns the duration of s, a count of milliseconds in
+// decimal, and false unless it is positive and fits a time.Duration.
+func parseMillis(s string) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // AttemptStrings returns what an acquisition attempt on key by owner sends

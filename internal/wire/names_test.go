@@ -7,10 +7,14 @@ import (
 )
 
 func TestParseToken_foreignTokens(t *testing.T) {
-	for _, tok := range []string{"", "e1f2a3", "uuid-like-4f1c", "x.", "x.0", "x.-5", "x.1s", "a.b", "x.5+", "x.+5", "x.5+-1"} {
+	for _, tok := range []string{"", "e1f2a3", "uuid-like-4f1c", "x.", "x.0", "x.-5", "x.1s", "a.b", "x.5+", "x.+5", "x.5+-1", "x.9300000000000", "x.1000+9300000000000", "x.1.h.1000+9223372036855"} {
 		if info, ok := ParseToken(tok); ok {
 			t.Errorf("ParseToken(%q) = %+v, true; want nothing", tok, info)
 		}
+	}
+	// The longest a time.Duration holds still parses.
+	if info, ok := ParseToken("x.9223372036854+9223372036854"); !ok || info.TTL != 9223372036854*time.Millisecond || info.Delay != info.TTL {
+		t.Errorf("ParseToken of the largest TTL and delay = %+v, %v", info, ok)
 	}
 }
 

@@ -1,0 +1,173 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// closeBound is how long a call waiting for a lock may take to return once
+// its Client closed: Close waits up to three per-node timeouts, and the
+// calls then return at once. Far above that, so that only a call that
+// would wait on can miss it.
+const closeBound = 10 * time.Second
+
+// Close ends the calls waiting for a lock and the observers of the Client,
+// with ErrClosed, however long their contexts would let them wait; on one
+// node (sent from the caller's goroutine) and on three.
+func TestClose_endsWaitingCalls(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) { closeEndsWaitingCalls(t, n) })
+	}
+}
+
+func closeEndsWaitingCalls(t *testing.T, n int) {
+	{
+		forEachAdapter(t, func(t *testing.T, a adapter) {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: n})
+			// The holder keeps its locks for as long as the test runs.
+			holder := newClient(t, cluster, a, &redlock.Options{TTL: 30 * time.Second, NodeTimeout: fast().NodeTimeout})
+			held := []*redlock.Lock{}
+			for _, name := range []string{"busy", "busy-b", "sem", "leader"} {
+				opts := []redlock.LockOption{}
+				if name == "sem" {
+					opts = append(opts, redlock.WithLimit(1))
+				}
+				lock, err := holder.Acquire(bg, name, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, lock)
+			}
+			defer func() {
+				for _, l := range held {
+					l.Release(bg)
+				}
+			}()
+
+			c := newClient(t, cluster, a, fast())
+			election, err := c.NewElection("leader")
+			if err != nil {
+				t.Fatal(err)
+			}
+			observer := election.Observe(bg)
+			if _, ok := <-observer; !ok {
+				t.Fatal("Observe closed its channel before Close")
+			}
+			waiting := map[string]func() error{
+				"Acquire":     func() error { _, err := c.Acquire(bg, "busy"); return err },
+				"AcquireAll":  func() error { _, err := c.AcquireAll(bg, []string{"free", "busy-b"}); return err },
+				"WithLimit":   func() error { _, err := c.Acquire(bg, "sem", redlock.WithLimit(1)); return err },
+				"Campaign":    func() error { return election.Campaign(bg, "me") },
+				"Do":          func() error { return c.Do(bg, "busy", func(context.Context) error { return nil }) },
+				"WithShared":  func() error { _, err := c.Acquire(bg, "busy", redlock.WithShared()); return err },
+				"TryAcquire*": func() error { return tryUntilClosed(c, "busy") },
+			}
+			errs := make(map[string]chan error, len(waiting))
+			for call, f := range waiting {
+				ch := make(chan error, 1)
+				errs[call] = ch
+				go func() { ch <- f() }()
+			}
+			// The calls that queue for a key are waiting once the nodes
+			// queued them: their attempts failed, and Close meets them
+			// between two.
+			for _, key := range []string{"busy", "busy-b", "leader"} {
+				awaitQueued(t, cluster, key)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			timeout := time.After(closeBound)
+			for call, ch := range errs {
+				select {
+				case err := <-ch:
+					if !errors.Is(err, redlock.ErrClosed) {
+						t.Errorf("%s waiting at Close returned %v, want ErrClosed", call, err)
+					}
+				case <-timeout:
+					t.Errorf("%s still waiting %v after Close", call, closeBound)
+					timeout = closedChan // the others are as late
+				}
+			}
+			select {
+			case l, ok := <-observer:
+				for ok {
+					l, ok = <-observer // a change seen just before Close
+				}
+				_ = l
+			case <-timeout:
+				t.Errorf("Observe's channel still open %v after Close", closeBound)
+			}
+		})
+	}
+}
+
+// closedChan is a closed channel, ready at once.
+var closedChan = func() <-chan time.Time {
+	ch := make(chan time.Time)
+	close(ch)
+	return ch
+}()
+
+// tryUntilClosed loops on TryAcquire, as a caller that polls does, and
+// returns the first error that is not the key being held.
+func tryUntilClosed(c *redlock.Client, key string) error {
+	for {
+		_, err := c.TryAcquire(bg, key)
+		if !errors.Is(err, redlock.ErrNotAcquired) || errors.Is(err, redlock.ErrClosed) {
+			return err
+		}
+	}
+}
+
+// Every call made after Close fails at once with ErrClosed and sends
+// nothing, but a release, which fails unsent.
+func TestClose_laterCallsFailAtOnce(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, fast())
+		lock, err := c.Acquire(bg, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		election, err := c.NewElection("svc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for call, f := range map[string]func() error{
+			"Acquire":       func() error { _, err := c.Acquire(bg, "k2"); return err },
+			"TryAcquire":    func() error { _, err := c.TryAcquire(bg, "k2"); return err },
+			"AcquireAll":    func() error { _, err := c.AcquireAll(bg, []string{"k2", "k3"}); return err },
+			"TryAcquireAll": func() error { _, err := c.TryAcquireAll(bg, []string{"k2", "k3"}); return err },
+			"Do":            func() error { return c.Do(bg, "k2", func(context.Context) error { return nil }) },
+			"Lock.Extend":   func() error { return lock.Extend(bg, 0) },
+			"ExtendToken":   func() error { _, err := c.ExtendToken(bg, "k", lock.Token(), 0); return err },
+			"Check":         func() error { _, err := c.Check(bg, "k", lock.Token()); return err },
+			"Inspect":       func() error { _, err := c.Inspect(bg, "k"); return err },
+			"List":          func() error { _, err := c.List(bg, ""); return err },
+			"ForceRelease":  func() error { _, err := c.ForceRelease(bg, "k", "ops"); return err },
+			"MarkReady":     func() error { return c.MarkReady(bg, false) },
+			"Campaign":      func() error { return election.Campaign(bg, "me") },
+			"Leader":        func() error { _, err := election.Leader(bg); return err },
+		} {
+			if err := f(); !errors.Is(err, redlock.ErrClosed) {
+				t.Errorf("%s after Close = %v, want ErrClosed", call, err)
+			}
+		}
+		if err := lock.Release(bg); !errors.Is(err, redlock.ErrNotReleased) {
+			t.Errorf("Release after Close = %v, want ErrNotReleased", err)
+		}
+		if _, ok := <-election.Observe(bg); ok {
+			t.Error("Observe after Close sent a leader")
+		}
+	})
+}
