@@ -437,8 +437,10 @@ func (p *pipe) deliver(cl *call, v any, err error) {
 // that applies only if the reply wrote a lock: a grant or an extension.
 func decodeReply(req *Request, node int, v any, err error) (any, error) {
 	var behind *errReplicasBehind
-	if errors.As(err, &behind) {
-		err = nil
+	if err != nil {
+		if behind = replicasBehind(err); behind != nil {
+			err = nil
+		}
 	}
 	if err == nil && req.Decode != nil {
 		v, err = req.Decode.Decode(node, v)
@@ -447,6 +449,17 @@ func decodeReply(req *Request, node int, v any, err error) (any, error) {
 		return nil, behind
 	}
 	return v, err
+}
+
+// replicasBehind returns the *errReplicasBehind in err's chain, or nil. The
+// target errors.As needs escapes to the heap; in a function of its own,
+// only the replies with an error pay for it.
+func replicasBehind(err error) *errReplicasBehind {
+	var behind *errReplicasBehind
+	if errors.As(err, &behind) {
+		return behind
+	}
+	return nil
 }
 
 // eval runs s on the node (its Redis Cluster variant on a cluster, see
