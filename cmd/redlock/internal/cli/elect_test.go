@@ -218,3 +218,16 @@ func TestElect_lostLeadStopsCommand(t *testing.T) {
 		t.Errorf("elect's messages should name elect:\n%s", out)
 	}
 }
+
+// A run inside elect's command that waits for the election's own key is
+// warned that the enclosing elect holds it, in words that fit elect.
+func TestElect_nestedRunIsWarned(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	r := runBinary(t, nodes, "elect", "--shell", "svc", "a", "--", binary+" run --wait 200ms svc -- true")
+	if r.code == exitOK {
+		t.Fatalf("the nested run took the leader's key\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, `"svc" is already held by the enclosing 'redlock run' or 'redlock elect'`) {
+		t.Errorf("no warning naming elect:\n%s", r.stderr)
+	}
+}

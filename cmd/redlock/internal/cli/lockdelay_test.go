@@ -92,7 +92,7 @@ func TestExtend_checksTheTokensTTLAndDelay(t *testing.T) {
 	cli(t, "inspect", "--nodes", nodes, "--recovery-delay", "8s", "short").expect(t, exitOK, "inspect")
 	cli(t, "release", "--nodes", nodes, "--recovery-delay", "8s", "short", lock.Token).expect(t, exitOK, "release")
 	r = cli(t, "acquire", "--nodes", nodes, "--recovery-delay", "8s", "short").expect(t, exitUsage, "acquire by the default TTL")
-	if !strings.Contains(r.stderr, "--ttl 10s is above --recovery-delay 8s") {
+	if !strings.Contains(r.stderr, "--ttl 10s (the default) is above --recovery-delay 8s") {
 		t.Errorf("acquire by the default TTL: stderr:\n%s", r.stderr)
 	}
 }

@@ -228,12 +228,21 @@ func (n *nodeFlags) check() error {
 	case n.waitReplicas < 0:
 		return errors.New("--wait-replicas must not be negative")
 	case n.ttlApplies() && n.ttl > n.recoveryDelay:
-		return fmt.Errorf("--ttl %s is above --recovery-delay %s: a node that restarted "+
+		return fmt.Errorf("--ttl %s%s is above --recovery-delay %s: a node that restarted "+
 			"without its data could vote again while such a lock is still valid; %s; or raise "+
 			"--recovery-delay to at least %s on every client of these nodes together "+
-			"(Options.RecoveryDelay in programs)", n.ttl, n.recoveryDelay, n.longWork(), n.ttl)
+			"(Options.RecoveryDelay in programs)", n.ttl, n.defaultNote("ttl"), n.recoveryDelay, n.longWork(), n.ttl)
 	}
 	return nil
+}
+
+// defaultNote returns " (the default)" when flag was not given, for a
+// message that names its value.
+func (n *nodeFlags) defaultNote(flag string) string {
+	if setFlags(n.fs)[flag] {
+		return ""
+	}
+	return " (the default)"
 }
 
 // ttlApplies reports whether --ttl is the TTL of the locks the command

@@ -139,7 +139,7 @@ func (c *runConfig) warnIfNested(stderr io.Writer, keys []string) {
 		sayf(stderr, slog.LevelWarn, c.name(), "warning: the enclosing 'redlock run' holds %q shared too; "+
 			"this reader gets in unless a writer waits for it, and then waits until --wait passes", keys[i])
 	default:
-		sayf(stderr, slog.LevelWarn, c.name(), "warning: %q is already held by the enclosing 'redlock run'; "+
+		sayf(stderr, slog.LevelWarn, c.name(), "warning: %q is already held by the enclosing 'redlock run' or 'redlock elect'; "+
 			"locks are not re-entrant, so this waits until --wait passes", keys[i])
 	}
 }
