@@ -259,6 +259,13 @@ func (c *Client) RememberMissedRelease(key, token string, ttl time.Duration, mis
 	c.rememberLeftovers(key, token, ttl, results)
 }
 
+// RememberUnswept remembers token's release of key as missed by the nodes
+// marked in missed, as RememberMissedRelease does, without starting the
+// sweep: only an attempt that a node refuses clears it then.
+func (c *Client) RememberUnswept(key, token string, ttl time.Duration, missed []bool) {
+	c.leftovers.add(key, token, missed, ttl)
+}
+
 // Leftovers returns how many tokens the client remembers as released where
 // a node missed it.
 func (c *Client) Leftovers() int { return int(c.leftovers.count.Load()) }

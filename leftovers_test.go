@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -205,5 +206,68 @@ func TestLeftovers_minorityNodeClearedAfterAGrant(t *testing.T) {
 	}
 	if err := l.Release(bg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A node that refuses a Client a key for one of its own old tokens gets
+// that token's release again: a failed TryAcquire sends it before it
+// returns, so the next one wins; Acquire wins at its next attempt; and of
+// several nodes, one that still holds the key for an old token while the
+// others grant it is cleared in the background. No sweep runs here: only
+// the refusals clear the keys.
+func TestLeftovers_refusingNodeClearedByTheClient(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		const ttl = 30 * time.Second
+		t.Run("one node", func(t *testing.T) {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+			c := newClient(t, cluster, a, &redlock.Options{TTL: ttl})
+			for _, key := range []string{"try", "acquire"} {
+				plantStale(t, cluster, key, "old-"+key, []int{0})
+				c.RememberUnswept(key, "old-"+key, ttl, []bool{true})
+			}
+			if _, err := c.TryAcquire(bg, "try"); !errors.Is(err, redlock.ErrNotAcquired) {
+				t.Fatalf("TryAcquire of a key held by an old token = %v, want ErrNotAcquired", err)
+			}
+			if v := keyOn(t, cluster.Node(0), "try"); v != "" {
+				t.Fatalf("the failed TryAcquire returned with the key still held by %q", v)
+			}
+			l, err := c.TryAcquire(bg, "try")
+			if err != nil {
+				t.Fatalf("TryAcquire after the old token's release: %v", err)
+			}
+			l.Release(bg)
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			if l, err = c.Acquire(ctx, "acquire"); err != nil {
+				t.Fatalf("Acquire of a key held by an old token: %v", err)
+			}
+			l.Release(bg)
+			if n := c.Leftovers(); n != 0 {
+				t.Errorf("%d tokens still remembered after their releases were answered", n)
+			}
+		})
+		t.Run("minority node", func(t *testing.T) {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+			c := newClient(t, cluster, a, &redlock.Options{TTL: ttl})
+			plantStale(t, cluster, "minority", "old", []int{0})
+			c.RememberUnswept("minority", "old", ttl, []bool{true, false, false})
+			l, err := c.TryAcquire(bg, "minority")
+			if err != nil {
+				t.Fatal(err)
+			}
+			awaitCleared(t, cluster.Node(0), "minority", 5*time.Second)
+			l.Release(bg)
+		})
+	})
+}
+
+// plantStale sets key to token, for 30 s, on the nodes of cluster listed,
+// as an old attempt that ran after its release leaves it.
+func plantStale(t *testing.T, cluster *redlocktest.Cluster, key, token string, on []int) {
+	t.Helper()
+	for _, i := range on {
+		if _, err := cluster.Node(i).Do(bg, "SET", key, token, "PX", "30000"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
