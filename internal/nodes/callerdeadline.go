@@ -37,6 +37,7 @@ type callerDeadline struct {
 // deadlineSlot is one context that callerDeadline shares.
 type deadlineSlot struct {
 	parent context.Context // the context it was derived from
+	from   context.Context // parent, or parent without its cancellation when detached
 	ctx    context.Context
 	end    time.Time
 	cancel context.CancelFunc // unused: the context ends at its deadline
@@ -61,14 +62,26 @@ func (d *callerDeadline) until(parent context.Context, deadline time.Time, timeo
 	// Replace the slot used least recently. The context replaced, if any,
 	// ends at its deadline: requests may still use it.
 	d.last = 1 - d.last
+	from := d.from(parent)
 	sl := &d.slots[d.last]
-	from := parent
-	if d.detached {
-		from = context.WithoutCancel(parent)
-	}
 	sl.ctx, sl.cancel = context.WithDeadline(from, deadline)
-	sl.parent, sl.end = parent, deadline
+	sl.parent, sl.from, sl.end = parent, from, deadline
 	return sl.ctx
+}
+
+// from returns the context to derive a new one from parent: parent, or
+// parent without its cancellation when detached, as a slot made from
+// parent before holds it.
+func (d *callerDeadline) from(parent context.Context) context.Context {
+	if !d.detached {
+		return parent
+	}
+	for _, sl := range d.slots {
+		if sl.from != nil && sameContext(sl.parent, parent) {
+			return sl.from
+		}
+	}
+	return context.WithoutCancel(parent)
 }
 
 // sameContext reports whether a and b are the same context. Contexts are

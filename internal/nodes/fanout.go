@@ -22,8 +22,10 @@ type Set struct {
 	// possibly after their fan-out returned; Drain waits for them.
 	inflight inflight
 	// callers hands out the contexts of the fan-outs' calls sent by
-	// themselves.
-	callers callerDeadline
+	// themselves; patientCalls those of the pipes' senders when the nodes
+	// are several (see pipe.patient), shared by the calls of a fan-out.
+	callers      callerDeadline
+	patientCalls callerDeadline
 	// replies remembers the long reply times (see RecentReplyTime).
 	replies replyTimes
 }
@@ -37,10 +39,11 @@ type Set struct {
 func New(conns []Conn, replicas int, functions bool) *Set {
 	n := &Set{conns: append([]Conn(nil), conns...)}
 	n.closed = make(chan struct{})
+	n.patientCalls.detached = true
 	n.pipes = make([]*pipe, len(conns))
 	for i, conn := range n.conns {
 		n.pipes[i] = &pipe{conn: conn, node: i, cluster: IsCluster(conn), replicas: replicas,
-			inline: honoursContext(conn), patient: len(conns) > 1, patientCalls: callerDeadline{detached: true}, work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
+			inline: honoursContext(conn), patient: len(conns) > 1, patientCalls: &n.patientCalls, work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
 	}
 	return n
 }

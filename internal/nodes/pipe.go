@@ -151,9 +151,9 @@ type pipe struct {
 	inline bool
 	// patient: the node is one of several, and its senders' requests wait
 	// lateReplyWait past their fan-out's deadline (see requestContext);
-	// patientCalls shares their contexts.
+	// patientCalls, the Set's, shares their contexts among the pipes.
 	patient      bool
-	patientCalls callerDeadline
+	patientCalls *callerDeadline
 	// work hands calls to an idle sender; unbuffered, so a send succeeds
 	// only when one waits.
 	work chan []*call
