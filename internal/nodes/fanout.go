@@ -171,7 +171,10 @@ type Flight struct {
 
 	mu     sync.Mutex
 	landed bool     // every node answered; under mu, for onLand
-	onLand []func() // run once every node answered
+	onLand []func() // run once every node answered; in onLandBuf while it fits
+	// onLandBuf holds the first functions of onLand: a fan-out that some
+	// nodes answer late has one or two.
+	onLandBuf [2]func()
 	// nodeCtx bounds the requests sent by themselves, taken on the first
 	// (see callerDeadline): requests that go in batches need none.
 	nodeCtx context.Context
@@ -261,6 +264,9 @@ func Uncancelled(ctx context.Context) context.Context {
 func (f *Flight) AfterLanding(fn func()) {
 	f.mu.Lock()
 	if !f.landed {
+		if f.onLand == nil {
+			f.onLand = f.onLandBuf[:0]
+		}
 		f.onLand = append(f.onLand, fn)
 		f.mu.Unlock()
 		return
