@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -69,12 +70,31 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		return nil, err
 	}
 	if c.tel == nil {
-		return c.acquireKey(ctx, key, cfg, once, nil)
+		lock, err := c.acquireKey(ctx, key, cfg, once, nil)
+		return lock, c.closedDuring(err)
 	}
 	ctx, call := c.tel.StartAcquire(ctx, key, cfg.ttl, once)
 	lock, err := c.acquireKey(ctx, key, cfg, once, call)
 	endAcquire(call, lock, err)
-	return lock, err
+	return lock, c.closedDuring(err)
+}
+
+// closedDuring returns err, the error of a call, wrapped in ErrClosed when
+// the Client closed meanwhile: its nodes' "not sent" say why it failed.
+func (c *Client) closedDuring(err error) error {
+	if err == nil || !c.closing() || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, err)
+}
+
+// closedCause returns ErrClosed once the Client closed, for the Cause of a
+// QuorumError whose requests it left unsent; nil before.
+func (c *Client) closedCause() error {
+	if c.closing() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // acquireKey takes the lock on key, the wire's, once or until ctx ends;

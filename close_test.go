@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/rueidis"
 )
 
 // closeBound is how long a call waiting for a lock may take to return once
@@ -127,47 +129,87 @@ func tryUntilClosed(c *redlock.Client, key string) error {
 }
 
 // Every call made after Close fails at once with ErrClosed and sends
-// nothing, but a release, which fails unsent.
+// nothing: a release too, which fails unsent (ErrNotReleased as well) and
+// leaves the lock to its TTL, and a candidate that leads; on one node
+// (asked from the caller's goroutine) and on three.
 func TestClose_laterCallsFailAtOnce(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		c := newClient(t, cluster, a, fast())
-		lock, err := c.Acquire(bg, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		election, err := c.NewElection("svc")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-		for call, f := range map[string]func() error{
-			"Acquire":       func() error { _, err := c.Acquire(bg, "k2"); return err },
-			"TryAcquire":    func() error { _, err := c.TryAcquire(bg, "k2"); return err },
-			"AcquireAll":    func() error { _, err := c.AcquireAll(bg, []string{"k2", "k3"}); return err },
-			"TryAcquireAll": func() error { _, err := c.TryAcquireAll(bg, []string{"k2", "k3"}); return err },
-			"Do":            func() error { return c.Do(bg, "k2", func(context.Context) error { return nil }) },
-			"Lock.Extend":   func() error { return lock.Extend(bg, 0) },
-			"ExtendToken":   func() error { _, err := c.ExtendToken(bg, "k", lock.Token(), 0); return err },
-			"Check":         func() error { _, err := c.Check(bg, "k", lock.Token()); return err },
-			"Inspect":       func() error { _, err := c.Inspect(bg, "k"); return err },
-			"List":          func() error { _, err := c.List(bg, ""); return err },
-			"ForceRelease":  func() error { _, err := c.ForceRelease(bg, "k", "ops"); return err },
-			"MarkReady":     func() error { return c.MarkReady(bg, false) },
-			"Campaign":      func() error { return election.Campaign(bg, "me") },
-			"Leader":        func() error { _, err := election.Leader(bg); return err },
-		} {
-			if err := f(); !errors.Is(err, redlock.ErrClosed) {
-				t.Errorf("%s after Close = %v, want ErrClosed", call, err)
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
+			for _, a := range append(withDial(), rueidisUnowned) {
+				t.Run(a.name, func(t *testing.T) { closeLaterCallsFail(t, a, n) })
 			}
+		})
+	}
+}
+
+// rueidisUnowned makes Conns by rueidis.New, over rueidis clients that the
+// test, not the Client, closes at its end: open after the Client's Close.
+var rueidisUnowned = adapter{"rueidis.New", func(t testing.TB, addrs []string) []redlock.Conn {
+	conns := rueidisConns(t, addrs)
+	for i, conn := range conns {
+		client := conn.(*rueidis.Conn).Client()
+		t.Cleanup(client.Close)
+		conns[i] = rueidis.New(client)
+	}
+	return conns
+}}
+
+func closeLaterCallsFail(t *testing.T, a adapter, n int) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: n})
+	c := newClientOrDial(t, cluster, a, fast())
+	lock, err := c.Acquire(bg, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	election, err := c.NewElection("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := election.Campaign(bg, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sent := make([]int, n)
+	for i, node := range cluster.Nodes() {
+		sent[i] = scriptCallsOn(t, node)
+	}
+	for call, f := range map[string]func() error{
+		"Acquire":       func() error { _, err := c.Acquire(bg, "k2"); return err },
+		"TryAcquire":    func() error { _, err := c.TryAcquire(bg, "k2"); return err },
+		"AcquireAll":    func() error { _, err := c.AcquireAll(bg, []string{"k2", "k3"}); return err },
+		"TryAcquireAll": func() error { _, err := c.TryAcquireAll(bg, []string{"k2", "k3"}); return err },
+		"Do":            func() error { return c.Do(bg, "k2", func(context.Context) error { return nil }) },
+		"Lock.Extend":   func() error { return lock.Extend(bg, 0) },
+		"ExtendToken":   func() error { _, err := c.ExtendToken(bg, "k", lock.Token(), 0); return err },
+		"Check":         func() error { _, err := c.Check(bg, "k", lock.Token()); return err },
+		"Inspect":       func() error { _, err := c.Inspect(bg, "k"); return err },
+		"List":          func() error { _, err := c.List(bg, ""); return err },
+		"ForceRelease":  func() error { _, err := c.ForceRelease(bg, "k", "ops"); return err },
+		"MarkReady":     func() error { return c.MarkReady(bg, false) },
+		"Campaign":      func() error { return election.Campaign(bg, "me") },
+		"Leader":        func() error { _, err := election.Leader(bg); return err },
+		"Release":       func() error { return lock.Release(bg) },
+		"ReleaseToken":  func() error { return c.ReleaseToken(bg, "k", lock.Token()) },
+	} {
+		err := f()
+		if !errors.Is(err, redlock.ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", call, err)
 		}
-		if err := lock.Release(bg); !errors.Is(err, redlock.ErrNotReleased) {
-			t.Errorf("Release after Close = %v, want ErrNotReleased", err)
+		if strings.HasPrefix(call, "Release") && !errors.Is(err, redlock.ErrNotReleased) {
+			t.Errorf("%s after Close = %v, want ErrNotReleased too", call, err)
 		}
-		if _, ok := <-election.Observe(bg); ok {
-			t.Error("Observe after Close sent a leader")
+	}
+	if _, ok := <-election.Observe(bg); ok {
+		t.Error("Observe after Close sent a leader")
+	}
+	for i, node := range cluster.Nodes() {
+		if now := scriptCallsOn(t, node); now != sent[i] {
+			t.Errorf("node %d ran %d script calls after Close", i, now-sent[i])
 		}
-	})
+		if v := keyOn(t, node, "k"); v != lock.Token() {
+			t.Errorf("node %d holds %q after a Release after Close, want the lock's token still", i, v)
+		}
+	}
 }

@@ -96,6 +96,9 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 // elected at once after the leader's Resign, and as the lead's TTL runs
 // out after a leader that stopped without one.
 func (e *Election) Campaign(ctx context.Context, value string) error {
+	if err := e.client.checkCall(ctx); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	leading := e.lock != nil && e.lock.Err() == nil
 	e.mu.Unlock()

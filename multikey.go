@@ -94,10 +94,13 @@ func (c *Client) acquireAll(ctx context.Context, names []string, once bool, opts
 		return nil, err
 	}
 	m.once = once
+	var locks *Locks
 	if once {
-		return m.try()
+		locks, err = m.try()
+	} else {
+		locks, err = m.run()
 	}
-	return m.run()
+	return locks, c.closedDuring(err)
 }
 
 // multiAcquisition is one AcquireAll or TryAcquireAll call.

@@ -67,7 +67,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	}
 	if answered < c.quorum {
 		// The lock may still stand on a quorum until its TTL passes.
-		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased}
+		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased, Cause: c.closedCause()}
 	}
 
 	l.mu.Lock()

@@ -223,9 +223,10 @@ func (p *pipe) closed() bool {
 }
 
 // tryInline reserves room for a call that the caller then sends itself,
-// when the node may be asked inline, and must follow with done.
+// when the node may be asked inline, and must follow with done. A closed
+// pipe has none: its calls fail unsent (see submit).
 func (p *pipe) tryInline() bool {
-	if !p.inline {
+	if !p.inline || p.closed() {
 		return false
 	}
 	p.mu.Lock()
