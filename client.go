@@ -126,9 +126,11 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // stopped answering:
 // requests still queued then fail unsent, and a connection that takes longer
 // to close finishes closing in the background. Calls waiting for a lock
-// return ErrClosed, as do the calls made after Close but Release, which
-// fails unsent (ErrNotReleased), and Observe, whose channel closes. Calls
-// of Close after the first wait for it and return nil.
+// return ErrClosed, as do the calls made after Close, which send nothing:
+// a Release then fails with ErrNotReleased too (the lock runs out at its
+// TTL), and Observe's channel closes. A call that Close cut short wraps
+// its error in ErrClosed. Calls of Close after the first wait for it and
+// return nil.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
