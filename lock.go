@@ -400,8 +400,14 @@ func (l *Lock) endLocked(err error) {
 	if l.cancel != nil {
 		l.cancel(err)
 	}
+	l.stopRenewalLocked()
+}
+
+// stopRenewalLocked stops the lock's automatic renewal, if any.
+func (l *Lock) stopRenewalLocked() {
 	if l.renewal != nil {
 		close(l.renewal)
+		l.renewal = nil
 	}
 }
 

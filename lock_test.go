@@ -900,3 +900,46 @@ func waitGone(t *testing.T, n *redlocktest.Node, key, message string) {
 		}
 	}
 }
+
+// A Release that fails stops the lock's renewal: the holder let it go, so
+// the lock ends at its deadline as one that expired, and is not kept by
+// renewals nobody wants once the nodes answer again.
+func TestRelease_failedStopsTheRenewal(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, fast())
+		lock, err := c.Acquire(bg, "renewed", redlock.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{1, 2} {
+			if err := cluster.Node(i).Pause(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { resumeAll(t, cluster) })
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		defer cancel()
+		if err := lock.Release(ctx); !errors.Is(err, redlock.ErrNotReleased) {
+			t.Fatalf("Release with two of three nodes paused = %v, want ErrNotReleased", err)
+		}
+		until := lock.Until()
+		resumeAll(t, cluster)
+		select {
+		case <-lock.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the lock whose release failed did not end within 10s")
+		}
+		if err := lock.Err(); !errors.Is(err, redlock.ErrLockExpired) {
+			t.Errorf("the lock whose release failed ended with %v, want ErrLockExpired (not renewed)", err)
+		}
+		if !lock.Until().Equal(until) {
+			t.Errorf("the lock was extended after its release failed: until %v, then %v", until, lock.Until())
+		}
+		for i, n := range cluster.Nodes() {
+			if v := eventuallyGone(t, n, "renewed"); v != "" {
+				t.Errorf("node %d still holds the key after the lock's TTL", i)
+			}
+		}
+	})
+}

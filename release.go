@@ -28,7 +28,9 @@ import (
 // ErrNotHeld when no node that answered still held the lock (it had expired:
 // harmless); ErrNotReleased when fewer than a quorum answered (the lock may
 // stand until its TTL passes; Release may be called again); ErrReleased
-// when the lock was already released.
+// when the lock was already released. Release stops the lock's automatic
+// renewal (WithAutoRenew, Do) first: a lock whose release failed ends at
+// its deadline, as one that expired (ErrLockExpired), unless it is extended.
 func (l *Lock) Release(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background() // a release always runs
@@ -47,6 +49,12 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	defer l.releasing.Unlock()
 	l.mu.Lock()
 	released := l.released
+	if !released {
+		// The holder lets the lock go: should the release fail, the lock
+		// runs out at its TTL rather than being renewed by nobody's will.
+		l.stopRenewalLocked()
+		l.keep = false
+	}
 	l.mu.Unlock()
 	if released {
 		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
