@@ -143,6 +143,10 @@ func (c *Client) tryAcquire(ctx context.Context, key string, cfg lockConfig, cal
 			return nil, t.shared()
 		}
 	}
+	if c.closing() {
+		c.waiters.EndTry(key, func() any { return newSharedTry(key, nil, nil, true, c.quorum) })
+		return nil, ErrClosed
+	}
 	start := time.Now()
 	lock, err := c.tryAttempt(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
 	failFast(err)
@@ -381,6 +385,9 @@ func (a *acquisition) wait(delay time.Duration) (live, named bool) {
 	return live, named
 }
 
+// carrying reports that a release carried the call's attempt.
+func (a *acquisition) carrying() bool { return a.carried != nil }
+
 // keepPlace renews the client's place in the key's queue, while the call
 // listens for the key's releases.
 func (a *acquisition) keepPlace() {
@@ -504,6 +511,10 @@ type shape[T any] interface {
 	// notAsked is the error of a call that gave up before its first
 	// attempt.
 	notAsked() error
+	// carrying reports that the next try collects an attempt that a
+	// release carried (see handoff): it is collected whatever happens, so
+	// that a lock it won is not left behind.
+	carrying() bool
 }
 
 // retryLoop is the Redlock retry loop of every shape: wait for a release
@@ -525,10 +536,15 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 			var live bool
 			if live, named = waitKeepingPlace(s, paced(delay, named, s.behind())); !live {
 				if isClosed(closed) {
-					return zero, ErrClosed
+					return zero, closedErr(lastErr)
 				}
 				return zero, withCause(gaveUp(lastErr, s), ctx)
 			}
+		}
+		if isClosed(closed) && !s.carrying() {
+			// Close came while this call waited for its turn, or at the
+			// same moment as the end of its wait: nothing more is sent.
+			return zero, closedErr(lastErr)
 		}
 		v, err := s.try()
 		switch {
@@ -539,11 +555,20 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 		case ctx.Err() != nil:
 			return zero, withCause(err, ctx)
 		case isClosed(closed):
-			return zero, ErrClosed
+			return zero, closedErr(err)
 		}
 		lastErr = err
 		s.failed()
 	}
+}
+
+// closedErr returns the error of a call that Close ended: ErrClosed,
+// wrapping its last attempt's error when it made one.
+func closedErr(lastErr error) error {
+	if lastErr == nil {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, lastErr)
 }
 
 // isClosed reports that closed is closed.

@@ -213,3 +213,68 @@ func closeLaterCallsFail(t *testing.T, a adapter, n int) {
 		}
 	}
 }
+
+// A goroutine queued behind another of its Client for a key's turn gets
+// the turn when Close ends the other's wait, and returns ErrClosed too,
+// without an attempt: even while Close still waits for a silent node's
+// requests, and the key has come free.
+func TestClose_queuedGoroutineMakesNoAttempt(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		opts := fast()
+		opts.Retry = redlock.ExponentialJitter(time.Minute, time.Minute)
+		c := newClient(t, cluster, a, opts)
+		// Held by another client for a second, then free: it expires
+		// unreleased, which wakes nobody.
+		for _, n := range cluster.Nodes() {
+			if _, err := n.Do(bg, "SET", "k", "foreign", "PX", "1000"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first, second := make(chan error, 1), make(chan error, 1)
+		go func() { _, err := c.Acquire(bg, "k"); first <- err }()
+		awaitQueued(t, cluster, "k")
+		go func() {
+			lock, err := c.Acquire(bg, "k")
+			if lock != nil {
+				err = fmt.Errorf("granted %s after Close", lock.Token())
+			}
+			second <- err
+		}()
+		for deadline := time.Now().Add(closeBound); c.TurnQueued("k") == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the second goroutine never queued for the turn")
+			}
+		}
+		for _, n := range cluster.Nodes() {
+			awaitCleared(t, n, "k", closeBound)
+		}
+		// Node 2 falls silent with a request of this client's under way
+		// there, which Close waits for.
+		if err := cluster.Node(2).Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resumeAll(t, cluster) })
+		if _, err := c.TryAcquire(bg, "other"); err != nil {
+			t.Fatal(err) // granted by nodes 0 and 1; node 2 still has it
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for name, ch := range map[string]chan error{"first": first, "second": second} {
+			select {
+			case err := <-ch:
+				if !errors.Is(err, redlock.ErrClosed) {
+					t.Errorf("the %s waiter returned %v, want ErrClosed", name, err)
+				}
+			case <-time.After(closeBound):
+				t.Errorf("the %s waiter still waits %v after Close", name, closeBound)
+			}
+		}
+		for i := range 2 {
+			if v := keyOn(t, cluster.Node(i), "k"); v != "" {
+				t.Errorf("node %d holds k for %q after Close", i, v)
+			}
+		}
+	})
+}

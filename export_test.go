@@ -147,6 +147,10 @@ func (l limited) NextDelay(attempt int) (time.Duration, bool) {
 // records.
 func (c *Client) HasTelemetry() bool { return c.tel != nil }
 
+// TurnQueued returns how many goroutines of the client wait for their turn
+// at key, behind the one whose turn it is.
+func (c *Client) TurnQueued(key string) int { return c.waiters.Queued(key) }
+
 // HandoffParked reports whether a goroutine of the client waiting for key
 // offers its attempt to the release of the lock held here.
 func (c *Client) HandoffParked(key string) bool {
@@ -261,7 +265,8 @@ func (c *Client) RememberMissedRelease(key, token string, ttl time.Duration, mis
 
 // RememberUnswept remembers token's release of key as missed by the nodes
 // marked in missed, as RememberMissedRelease does, without starting the
-// sweep: only an attempt that a node refuses clears it then.
+// sweep: only an attempt that a node refuses clears it then. The client
+// takes its leftovers as swept from then on, and starts no sweep later.
 func (c *Client) RememberUnswept(key, token string, ttl time.Duration, missed []bool) {
 	c.leftovers.add(key, token, missed, ttl)
 }

@@ -207,6 +207,9 @@ func (m *multiAcquisition) wait(delay time.Duration) (live, named bool) {
 // everyone until its next attempt (see keepplace.go).
 func (m *multiAcquisition) keepPlace() {}
 
+// carrying is false: no release carries an attempt of several keys.
+func (m *multiAcquisition) carrying() bool { return false }
+
 // failed does nothing: try listens for the refused keys before it releases
 // the granted ones.
 func (m *multiAcquisition) failed() {}

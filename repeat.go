@@ -165,6 +165,9 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 	return live, named
 }
 
+// carrying reports that a release carried the call's attempt.
+func (r *repeated) carrying() bool { return r.carried }
+
 // keepPlace renews what the call waits with on the nodes, while it
 // listens: a reader's waiting mark. A permit's waiter renews nothing, as
 // a set's waiter (see multiAcquisition.keepPlace).

@@ -221,6 +221,7 @@ func (f *Flight) deliver(a answer) {
 		for _, fn := range then {
 			fn()
 		}
+		clear(then) // onLandBuf keeps nothing alive past its use
 	}
 }
 

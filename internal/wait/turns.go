@@ -286,6 +286,17 @@ func (w *Turns) Busy(key string) bool {
 	return ok && (k.busy || len(k.waiting) > 0 || k.heldHere)
 }
 
+// Queued returns how many goroutines wait for key's turn.
+func (w *Turns) Queued(key string) int {
+	s := w.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.keys[key]; ok {
+		return len(k.waiting)
+	}
+	return 0
+}
+
 // TakeOffer returns the attempt offered to go out with this client's
 // release of key, now the caller's to launch and submit; nil when none is.
 func (w *Turns) TakeOffer(key string) Offer {
