@@ -23,7 +23,8 @@ import (
 // errors.Is(err, ErrInvalidOptions) and the first such node named. Bad input
 // fails at once, before any request: a nil ctx, an empty key or one above
 // 4096 bytes (ErrInvalidKey), a TTL that leaves no validity or exceeds the
-// recovery delay (ErrInvalidTTL).
+// recovery delay (ErrInvalidTTL). Once the Client closes, it stops waiting
+// and sends nothing more: ErrClosed.
 //
 // The returned lock is valid until Lock.Until; the holder must finish its
 // work by then, extend it, or use WithAutoRenew and watch Lock.Done.

@@ -92,7 +92,8 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 // printable ASCII without spaces, such as "host-a:8080", or the call fails
 // with ErrInvalidOwner. A candidate that leads already returns nil at
 // once, keeping its value. Its error is otherwise Acquire's: ErrNotAcquired
-// joined with ctx's error when ctx ended first. A waiting candidate is
+// joined with ctx's error when ctx ended first, ErrClosed once the Client
+// closed (a leading candidate's too). A waiting candidate is
 // elected at once after the leader's Resign, and as the lead's TTL runs
 // out after a leader that stopped without one.
 func (e *Election) Campaign(ctx context.Context, value string) error {
