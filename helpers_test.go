@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,34 @@ var bg = context.Background()
 // loaded 2-core machine running the race detector.
 func fast() *redlock.Options {
 	return &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond}
+}
+
+// scriptCalls returns how many scripts every node has run (EVAL, EVALSHA
+// and FCALL), by its command statistics.
+func scriptCalls(t *testing.T, cluster *redlocktest.Cluster) int {
+	t.Helper()
+	total := 0
+	for _, n := range cluster.Nodes() {
+		total += scriptCallsOn(t, n)
+	}
+	return total
+}
+
+// scriptCallsOn returns how many scripts node n has run.
+func scriptCallsOn(t *testing.T, n *redlocktest.Node) int {
+	t.Helper()
+	total := 0
+	for line := range strings.Lines(do(t, n, "INFO", "commandstats")) {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha" && name != "cmdstat_fcall") {
+			continue
+		}
+		calls, _, _ := strings.Cut(stats, ",")
+		v, err := strconv.Atoi(calls)
+		if err != nil {
+			t.Fatalf("node %d: %q: %v", n.Index(), line, err)
+		}
+		total += v
+	}
+	return total
 }

@@ -105,28 +105,6 @@ func fenceCounters(t *testing.T, cluster *redlocktest.Cluster, keys ...string) s
 	return b.String()
 }
 
-// scriptCalls returns how many scripts every node has run (EVAL, EVALSHA
-// and FCALL), by its command statistics.
-func scriptCalls(t *testing.T, cluster *redlocktest.Cluster) int {
-	t.Helper()
-	total := 0
-	for _, n := range cluster.Nodes() {
-		for line := range strings.Lines(do(t, n, "INFO", "commandstats")) {
-			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-			if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha" && name != "cmdstat_fcall") {
-				continue
-			}
-			calls, _, _ := strings.Cut(stats, ",")
-			v, err := strconv.Atoi(calls)
-			if err != nil {
-				t.Fatalf("node %d: %q: %v", n.Index(), line, err)
-			}
-			total += v
-		}
-	}
-	return total
-}
-
 // A set one of whose keys is held elsewhere is not acquired, and its other
 // keys are left on no node; a waiting AcquireAll neither holds them nor
 // tries again while the key stays held (its own releases of the keys

@@ -3,8 +3,6 @@ package redlock_test
 import (
 	"errors"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,23 +162,4 @@ func TestTryAcquire_sharesTheAttemptOfAnotherGoroutine(t *testing.T) {
 	if got := outcomes(err); !slices.Equal(got, want) {
 		t.Errorf("second call: %v, want the first attempt's answers %v", err, want)
 	}
-}
-
-// scriptCallsOn returns how many scripts node n has run.
-func scriptCallsOn(t *testing.T, n *redlocktest.Node) int {
-	t.Helper()
-	total := 0
-	for line := range strings.Lines(do(t, n, "INFO", "commandstats")) {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha" && name != "cmdstat_fcall") {
-			continue
-		}
-		calls, _, _ := strings.Cut(stats, ",")
-		v, err := strconv.Atoi(calls)
-		if err != nil {
-			t.Fatalf("node %d: %q: %v", n.Index(), line, err)
-		}
-		total += v
-	}
-	return total
 }
