@@ -1,18 +1,24 @@
 package redlock
 
-import "time"
+import (
+	"time"
 
-// congestion paces a waiter whose attempts the nodes did not answer. When
-// so many nodes time out or fail that no quorum can answer, they are
-// overloaded (or a majority is unreachable), and trying again at the retry
-// strategy's pace only adds to their load: a crowd of waiters that all
-// time out and retry within milliseconds keeps the nodes too busy to answer
-// anyone, and nobody is granted the lock for as long as it lasts. So each
-// such attempt doubles the least pause before the next, from the time the
-// nodes made the attempt wait up to behindWait, the pace of a waiter queued
-// behind others. An attempt that a quorum answers ends it; one that asked
-// no node changes nothing. A release announcement still ends the pause:
-// the nodes that sent it answer.
+	"github.com/redlock-go/redlock/internal/nodes"
+)
+
+// congestion paces a waiter whose attempts the nodes did not answer in
+// time. When so many nodes time out, or are so far behind that the
+// attempt was not even sent to them, that no quorum can answer, they are
+// overloaded, and trying again at the retry strategy's pace only adds to
+// their load: a crowd of waiters that all time out and retry within
+// milliseconds keeps the nodes too busy to answer anyone, and nobody is
+// granted the lock for as long as it lasts. So each such attempt doubles
+// the least pause before the next, from the time the nodes made the
+// attempt wait up to behindWait, the pace of a waiter queued behind
+// others. An attempt that a quorum answers ends it; one that asked no node
+// changes nothing. A node that is down (a refused connection) is not
+// overloaded, and retrying it costs nobody: it does not count. A release
+// announcement still ends the pause: the nodes that sent it answer.
 type congestion struct {
 	// waited is how long the nodes that did not answer made the last
 	// attempt wait.
@@ -60,13 +66,13 @@ func asked(results []NodeResult) bool {
 }
 
 // unanswered returns how long the nodes of results that did not answer a
-// request (a timeout, or an error such as a refused connection or a full
-// queue) made it wait, when they were so many that fewer than quorum
-// answered; zero otherwise.
+// request in time (a timeout, or a request not sent because the node has
+// yet to answer earlier ones) made it wait, when they were so many that
+// fewer than quorum answered; zero otherwise.
 func unanswered(results []NodeResult, quorum int) time.Duration {
 	silent, waited := 0, time.Duration(0)
 	for _, r := range results {
-		if r.Outcome == OutcomeTimeout || r.Outcome == OutcomeError {
+		if r.Outcome == OutcomeTimeout || r.Outcome == OutcomeError && nodes.NotSent(r.Err) {
 			silent++
 			waited = max(waited, r.Latency)
 		}

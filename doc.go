@@ -186,7 +186,7 @@
 // longer than that renews its place every second without trying, so
 // that the release that makes it next still names it. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
-// While so many nodes time out or fail that no quorum answers, a waiter
+// While so many nodes time out that no quorum answers, a waiter
 // backs off, up to a second between attempts, so that a crowd does not
 // keep overloaded nodes so.
 //

@@ -56,7 +56,27 @@ func costTargets(rep *report.Report, ours, peers []string) []report.Target {
 		ts = append(ts, rep.AtLeast("cost per lock: 64 goroutines, cycles/s", "parallel-5", o, drivers.BaselineName, report.RateMetric, minParallelRate))
 	}
 	ts = append(ts, floorCosts(rep, ours)...)
+	ts = append(ts, fairnessCosts(rep, ours, peers)...)
 	return append(ts, guaranteeCosts(rep)...)
+}
+
+// fairnessCosts shows what serving a crowd in order costs on one node, as
+// ratios with no goal: each adapter's crowd waiting in Acquire (crowd-1)
+// against the same clients looping on TryAcquire, which no queue orders
+// (tryloop-1), in grants/s and longest wait; and that unordered crowd
+// against the best peer's, in the same case.
+func fairnessCosts(rep *report.Report, ours, peers []string) []report.Target {
+	var ts []report.Target
+	for _, o := range ours {
+		ts = append(ts,
+			rep.Ratio("cost of a guarantee, a fair queue: in order against unordered, grants/s", "crowd-1", "tryloop-1", o, report.RateMetric),
+			rep.Ratio("cost of a guarantee, a fair queue: in order against unordered, longest wait", "crowd-1", "tryloop-1", o, report.MaxMetric),
+		)
+		if best := rep.Best("tryloop-1", peers); best != "" {
+			ts = append(ts, rep.Versus("an unordered crowd, against the best peer's: grants/s", "tryloop-1", o, best, report.RateMetric))
+		}
+	}
+	return ts
 }
 
 // floorCosts shows the least Redis CPU a fenced lock costs (the fenced

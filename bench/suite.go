@@ -98,7 +98,7 @@ func cases(sz sizes) []benchCase {
 		{"parallel", "64 goroutines, distinct keys", "64 goroutines", runner.Case{Workers: parallelWorkers, Keys: runner.KeyPerWorker}, 0, loopback},
 		{"shared", "8 goroutines, one shared key", "8 on one key", runner.Case{Workers: sharedWorkers, Keys: runner.SharedKey}, 0, loopback},
 		{"crowd", crowd + ", one shared key", crowd + "\non one key", crowdCase(sz.crowd), sz.crowd, loopback[:2]},
-		{"tryloop", crowd + " looping one attempt, one shared key", crowd + "\ntrying one key", tryLoopCase(sz.crowd), sz.crowd, loopback[1:2]},
+		{"tryloop", crowd + " looping one attempt, one shared key", crowd + "\ntrying one key", tryLoopCase(sz.crowd), sz.crowd, loopback[:2]},
 		{"semaphore", lk + " goroutines, a semaphore of " + permits + " permits", lk + " on " + permits + " permits", lockKindCase(semaphoreLimit, 0), 0, loopback[:2]},
 		{"semclients", lk + " goroutines over " + semClients + ", a semaphore of " + permits + " permits",
 			lk + " over " + semClients + "\non " + permits + " permits", lockKindCase(semaphoreLimit, 0), semaphoreClients, loopback[:1]},
