@@ -21,7 +21,7 @@ func baselineLibrary() Library {
 		Baseline: true,
 		Settings: "Not a lock: the least Redis work of a Redlock cycle. `SET key 1 NX PX 10000` to every node at once, " +
 			"one goroutine per node per call, returning when a majority granted; then `DEL key` to every node, " +
-			"returning when a majority answered. No token, no script, no per-node timeout, no fencing, no clean-up " +
+			"returning when a majority answered, each node's DEL sent once its SET replied. No token, no script, no per-node timeout, no fencing, no clean-up " +
 			"of a failed attempt but the DEL. One rueidis client per node (DisableCache, ForceSingleClient). " +
 			"Run only where keys are not contended.",
 		Open: func(_ context.Context, addrs []string, _ bool) (Driver, error) {
@@ -39,17 +39,27 @@ type baselineDriver struct {
 	quorum int
 }
 
+// baselineHeld is a lock of the baseline: its key, and the requests that
+// took it, which its release waits for node by node.
+type baselineHeld struct {
+	key   string
+	calls calls
+}
+
 func (d *baselineDriver) Acquire(ctx context.Context, key string) (any, error) {
+	var held baselineHeld
 	err := retryUntil(ctx, func() bool {
-		granted := d.fanOut(ctx, func(c rueidisclient.Client) rueidisclient.Completed {
-			return c.B().Set().Key(key).Value("1").Nx().Px(TTL).Build()
+		var granted bool
+		granted, held.calls = d.fanOut(ctx, nil, func(c rueidisclient.Client) bool {
+			return c.Do(ctx, c.B().Set().Key(key).Value("1").Nx().Px(TTL).Build()).Error() == nil
 		})
+		held.key = key
 		if !granted {
-			d.Release(ctx, key)
+			d.Release(ctx, held)
 		}
 		return granted
 	})
-	return key, err
+	return held, err
 }
 
 // retryUntil calls try until it succeeds, pausing as this project's
@@ -68,26 +78,42 @@ func retryUntil(ctx context.Context, try func() bool) error {
 }
 
 func (d *baselineDriver) Release(ctx context.Context, held any) error {
-	key := held.(string)
-	if !d.fanOut(ctx, func(c rueidisclient.Client) rueidisclient.Completed {
-		return c.B().Del().Key(key).Build()
-	}) {
-		return fmt.Errorf("baseline: DEL %s answered by fewer than %d nodes", key, d.quorum)
+	h := held.(baselineHeld)
+	if ok, _ := d.fanOut(ctx, h.calls, func(c rueidisclient.Client) bool {
+		return c.Do(ctx, c.B().Del().Key(h.key).Build()).Error() == nil
+	}); !ok {
+		return fmt.Errorf("baseline: DEL %s answered by fewer than %d nodes", h.key, d.quorum)
 	}
 	return nil
 }
 
-// fanOut sends the command build makes to every node, each from a goroutine
-// of its own, and reports whether a majority of the nodes succeeded: replied
-// without an error (a SET NX that found the key held replies nil, which
-// rueidis returns as an error). It returns as soon as that is settled; the
-// other requests finish on their own.
-func (d *baselineDriver) fanOut(ctx context.Context, build func(rueidisclient.Client) rueidisclient.Completed) bool {
+// calls are the requests of one fan-out: the channel at i is closed once
+// node i replied.
+type calls []chan struct{}
+
+// fanOut calls do with every node's client, each from a goroutine of its
+// own, and reports whether a majority of the nodes succeeded (a SET NX that
+// found the key held replies nil, which rueidis returns as an error). It
+// returns as soon as that is settled; the other requests finish on their
+// own, and the calls it returns close as they do. A request to node i is
+// sent only once after[i] closed: a release passes the calls of its
+// acquisition, so that on every node it comes after them (the goroutines of
+// two fan-outs run in no set order, and a release that overtook its
+// acquisition would leave the key set on that node for its TTL).
+func (d *baselineDriver) fanOut(ctx context.Context, after calls, do func(rueidisclient.Client) bool) (bool, calls) {
 	replies := make(chan bool, len(d.nodes))
-	for _, c := range d.nodes {
-		go func() { replies <- c.Do(ctx, build(c)).Error() == nil }()
+	done := make(calls, len(d.nodes))
+	for i, c := range d.nodes {
+		done[i] = make(chan struct{})
+		go func() {
+			defer close(done[i])
+			if after != nil {
+				<-after[i]
+			}
+			replies <- do(c)
+		}()
 	}
-	return d.tally(replies)
+	return d.tally(replies), done
 }
 
 // tally reads the nodes' replies, true for a success, until a majority

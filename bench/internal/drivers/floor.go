@@ -46,7 +46,8 @@ func floorLibrary() Library {
 		Settings: "Not a lock to use: the least Redis work of a fenced Redlock cycle. One script per node per call, " +
 			"`SET key token NX PX 10000` and, when granted, `SET counter clock PX 40000 GET` (the per-key fencing " +
 			"counter, raised past its old value); then a script that deletes the key when it holds the token. " +
-			"Sent to every node at once, one goroutine per node, returning at a majority. No quarantine, queue, " +
+			"Sent to every node at once, one goroutine per node, returning at a majority; each node's release sent once its " +
+			"acquisition replied. No quarantine, queue, " +
 			"wake-up, per-node timeout or clean-up of a failed attempt. One rueidis client per node (DisableCache, " +
 			"ForceSingleClient). Run only in the one-goroutine cases of a plain lock.",
 		Open: func(_ context.Context, addrs []string, _ bool) (Driver, error) {
@@ -71,8 +72,12 @@ type floorDriver struct {
 	tokens atomic.Uint64
 }
 
-// floorHeld is a lock of the fenced floor: its key and token.
-type floorHeld struct{ key, token string }
+// floorHeld is a lock of the fenced floor: its key, its token, and the
+// requests that took it, which its release waits for node by node.
+type floorHeld struct {
+	key, token string
+	calls      calls
+}
 
 // Acquire tries until a majority grants key, pausing as the baseline does
 // between attempts.
@@ -82,11 +87,12 @@ func (d *floorDriver) Acquire(ctx context.Context, key string) (any, error) {
 	err := retryUntil(ctx, func() bool {
 		held = floorHeld{key: key, token: "t" + strconv.FormatUint(d.tokens.Add(1), 10)}
 		clock := strconv.FormatInt(time.Now().UnixMicro(), 10)
-		if d.run(ctx, floorAcquire, keys, []string{held.token, ttlMillis, clock, counterMillis}) {
-			return true
+		var granted bool
+		granted, held.calls = d.run(ctx, nil, floorAcquire, keys, []string{held.token, ttlMillis, clock, counterMillis})
+		if !granted {
+			d.Release(ctx, held)
 		}
-		d.Release(ctx, held)
-		return false
+		return granted
 	})
 	if err != nil {
 		return nil, err
@@ -96,18 +102,16 @@ func (d *floorDriver) Acquire(ctx context.Context, key string) (any, error) {
 
 func (d *floorDriver) Release(ctx context.Context, held any) error {
 	h := held.(floorHeld)
-	if !d.run(ctx, floorRelease, []string{h.key}, []string{h.token}) {
+	if ok, _ := d.run(ctx, h.calls, floorRelease, []string{h.key}, []string{h.token}); !ok {
 		return fmt.Errorf("%s: release of %s answered by fewer than %d nodes", FloorName, h.key, d.quorum)
 	}
 	return nil
 }
 
-// run runs script on every node, each from a goroutine of its own, and
-// reports whether a majority replied with a non-nil value.
-func (d *floorDriver) run(ctx context.Context, script *rueidisclient.Lua, keys, args []string) bool {
-	replies := make(chan bool, len(d.nodes))
-	for _, c := range d.nodes {
-		go func() { replies <- script.Exec(ctx, c, keys, args).Error() == nil }()
-	}
-	return d.tally(replies)
+// run runs script on every node, as fanOut sends a command, and reports
+// whether a majority replied with a non-nil value.
+func (d *floorDriver) run(ctx context.Context, after calls, script *rueidisclient.Lua, keys, args []string) (bool, calls) {
+	return d.fanOut(ctx, after, func(c rueidisclient.Client) bool {
+		return script.Exec(ctx, c, keys, args).Error() == nil
+	})
 }
