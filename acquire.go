@@ -528,6 +528,7 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 	var zero T
 	var lastErr error
 	named := false
+	var slow congestion
 	for attempt := 1; ; attempt++ {
 		if waitFirst || attempt > 1 {
 			delay, again := retry.NextDelay(attempt)
@@ -535,7 +536,7 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 				return zero, gaveUp(lastErr, s)
 			}
 			var live bool
-			if live, named = waitKeepingPlace(s, paced(delay, named, s.behind())); !live {
+			if live, named = waitKeepingPlace(s, slow.pause(paced(delay, named, s.behind()))); !live {
 				if isClosed(closed) {
 					return zero, closedErr(lastErr)
 				}
@@ -559,6 +560,7 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 			return zero, closedErr(err)
 		}
 		lastErr = err
+		slow.note(err)
 		s.failed()
 	}
 }

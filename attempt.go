@@ -170,7 +170,11 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	key, token, ttl := a.key, a.token, a.ttl
 	lag := unfinished.Lagging()
 	noteRecovering(results, a.replies)
-	if a.place != nil {
+	if a.place != nil && unanswered(results, c.quorum) == 0 {
+		// An attempt that too few nodes answered says nothing of the
+		// queue: the place stays as the last answered one left it, so
+		// that a waiter queued behind others does not turn into one that
+		// tries at the retry strategy's pace while the nodes are slow.
 		refused := ok < c.quorum
 		a.place.behind = refused && queuedBehind(results, a.replies, c.quorum, namedWaiters)
 		a.place.second = refused && queuedBehind(results, a.replies, c.quorum, 1)

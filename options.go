@@ -98,7 +98,13 @@ type Options struct {
 	// than a second renews its place in line meanwhile, every second,
 	// without trying for the key, so that a release still wakes it; a
 	// waiter for a permit or a set of keys does not, and loses its place
-	// during pauses over two seconds.
+	// during pauses over two seconds. After an attempt that so many nodes
+	// did not answer in time (they timed out, or were too far behind to be
+	// sent it) that no quorum could, the pause is between half and all of
+	// the time they made it wait, doubling with each such attempt in a row
+	// up to a second, if Retry gives less, so that a crowd of waiters does
+	// not keep overloaded nodes so; a release announcement still ends it
+	// at once.
 	Retry RetryStrategy
 	// KeyPrefix is prepended to every lock key on the wire. Default none, so
 	// that locks taken with redsync or node-redlock on the same key names

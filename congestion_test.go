@@ -1,0 +1,125 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A waiter whose attempts a majority of nodes does not answer in time backs
+// off, doubling its pause up to a second, whatever its retry strategy
+// says, and tries again at its own pace once they answer. Before, it tried
+// again at the retry strategy's pace: a crowd of 64 waiters on nodes too
+// busy to answer kept them too busy for anyone to be granted the lock for
+// seconds (the torture row multikey/no-faults/crowd-64).
+func TestAcquire_backsOffWhileAMajorityTimesOut(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		opts := &redlock.Options{TTL: time.Second, NodeTimeout: 20 * time.Millisecond, MaxNodeTimeout: 20 * time.Millisecond,
+			Retry: redlock.ExponentialJitter(time.Millisecond, 2*time.Millisecond)}
+		client := newClient(t, cluster, a, opts)
+		warm(t, client)
+		for _, i := range []int{1, 2} {
+			if err := cluster.Node(i).Pause(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cluster.Node(i).Resume() })
+		}
+
+		live := cluster.Node(0)
+		before := scriptCallsOn(t, live)
+		type result struct {
+			lock *redlock.Lock
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 15*time.Second)
+			defer cancel()
+			lock, err := client.Acquire(ctx, "congested")
+			done <- result{lock, err}
+		}()
+		// The window the attempts are counted over, after which the
+		// majority answers again.
+		const window = 3 * time.Second
+		time.Sleep(window)
+		// Each attempt is one script call on the live node, and its
+		// clean-up another. At the retry strategy's pace, every node
+		// timeout and a millisecond or two, the call made about 130
+		// attempts in the window; doubling its pauses from the node
+		// timeout up to a second, about 9.
+		if n := (scriptCallsOn(t, live) - before) / 2; n < 4 || n > 20 {
+			t.Errorf("%d attempts in %s with a majority timing out, want 4 to 20", n, window)
+		}
+		for _, i := range []int{1, 2} {
+			if err := cluster.Node(i).Resume(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Answered again, the waiter is granted within its pauses (at most
+		// a second each) and the TTL of the grants its late attempts left
+		// on the resumed nodes.
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("Acquire once every node answers again: %v", r.err)
+		}
+		if err := r.lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A waiter keeps its retry strategy's pace while only a minority of nodes
+// does not answer: the backoff above is for nodes that cannot answer, not
+// for a key that is held.
+func TestAcquire_keepsItsPaceWhileAMinorityTimesOut(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		opts := &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 20 * time.Millisecond, MaxNodeTimeout: 20 * time.Millisecond,
+			Retry: redlock.ExponentialJitter(time.Millisecond, 2*time.Millisecond)}
+		client := newClient(t, cluster, a, opts)
+		warm(t, client)
+		// Held on node 0 only, by someone else; node 1 grants it; node 2
+		// does not answer: no attempt is decided before node 2's timeout
+		// (or its error for a request still under way), one node of three.
+		held := cluster.Node(0)
+		do(t, held, "SET", "held", "someone else", "PX", "60000")
+		if err := cluster.Node(2).Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cluster.Node(2).Resume() })
+
+		before := scriptCallsOn(t, held)
+		const window = time.Second
+		ctx, cancel := context.WithTimeout(bg, window)
+		defer cancel()
+		if _, err := client.Acquire(ctx, "held"); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("Acquire of a key held on one node of three, another paused: %v", err)
+		}
+		// An attempt on node 0 each node timeout (20 ms) or sooner, and
+		// a pause of 1 to 2 ms: about 45 or more, where the backoff would
+		// have made about 6.
+		if n := scriptCallsOn(t, held) - before; n < 25 {
+			t.Errorf("%d attempts in %s with one node of three silent, want 25 or more", n, window)
+		}
+	})
+}
+
+// warm makes one acquisition on every node of client, so that the
+// connections are up: pausing a node then blocks its replies, not a dial.
+func warm(t *testing.T, client *redlock.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	l, err := client.Acquire(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+}
