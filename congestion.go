@@ -38,7 +38,9 @@ func (g *congestion) note(err error) {
 		*g = congestion{}
 		return
 	}
-	g.waited = waited
+	// The longest wait of the streak: a request refused unsent waits
+	// nothing, and must not bring the doubling back down to its start.
+	g.waited = max(g.waited, waited)
 	g.attempts++
 }
 
@@ -58,7 +60,7 @@ func (g *congestion) pause(delay time.Duration) time.Duration {
 // asked reports whether a request went to any node of results.
 func asked(results []NodeResult) bool {
 	for _, r := range results {
-		if r.Outcome != OutcomeNoAnswer {
+		if r.Outcome != OutcomeNotAsked {
 			return true
 		}
 	}

@@ -186,9 +186,9 @@
 // longer than that renews its place every second without trying, so
 // that the release that makes it next still names it. A jittered retry
 // (Options.Retry) covers locks that expire instead of being released.
-// While so many nodes time out that no quorum answers, a waiter
-// backs off, up to a second between attempts, so that a crowd does not
-// keep overloaded nodes so.
+// While so many nodes time out, or are too far behind to be sent a
+// request, that no quorum answers, a waiter backs off, up to a second
+// between attempts, so that a crowd does not keep overloaded nodes so.
 //
 // A node that stops answering costs bounded memory: its queue of calls has
 // a bound past which calls fail at once, and Close returns within three
