@@ -23,7 +23,7 @@ func TestCongestion_streak(t *testing.T) {
 	silent := func(took time.Duration) error {
 		return attemptErr(took, OutcomeHeld, OutcomeTimeout, OutcomeTimeout)
 	}
-	g.note(silent(40*time.Millisecond))
+	g.note(silent(40 * time.Millisecond))
 	g.note(silent(time.Millisecond)) // refused unsent, at once
 	if g.attempts != 2 || g.waited != 40*time.Millisecond {
 		t.Fatalf("after two unanswered attempts: %+v, want 2 attempts from 40ms", g)
