@@ -170,15 +170,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	key, token, ttl := a.key, a.token, a.ttl
 	lag := unfinished.Lagging()
 	noteRecovering(results, a.replies)
-	if a.place != nil && unanswered(results, c.quorum) == 0 {
-		// An attempt that too few nodes answered says nothing of the
-		// queue: the place stays as the last answered one left it, so
-		// that a waiter queued behind others does not turn into one that
-		// tries at the retry strategy's pace while the nodes are slow.
-		refused := ok < c.quorum
-		a.place.behind = refused && queuedBehind(results, a.replies, c.quorum, namedWaiters)
-		a.place.second = refused && queuedBehind(results, a.replies, c.quorum, 1)
-	}
+	c.notePlace(a, results, ok)
 	if c.tel != nil {
 		c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
 	}
@@ -191,23 +183,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 			validity = time.Until(until)
 		}
 		if ok >= c.quorum && validity > 0 {
-			lock := newLock(c, key, token, ttl, a.delay, until, autoRenew)
-			lock.fence = fence
-			lock.queuedSince = a.queuedSince
-			if len(results) <= nodes.InlineNodes {
-				// results may live in the fan-out's own memory.
-				lock.nodes = append(lock.nodesBuf[:0], results...)
-			} else {
-				lock.nodes = results
-			}
-			lock.lagging = lag
-			if c.tel != nil {
-				lock.observeGrant(ctx)
-			}
-			if autoRenew {
-				// Once every field is set: renewal reads them.
-				lock.startRenewal()
-			}
+			lock := c.granted(ctx, a, until, fence, results, lag, autoRenew)
 			c.clearLeftovers(ctx, key, results, true)
 			c.clearLeftoversLate(key, unfinished, a.replies)
 			return lock, nil
@@ -222,6 +198,44 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 		qe.Cause = ctx.Err()
 	}
 	return nil, qe
+}
+
+// notePlace records where the nodes queued the caller of an attempt that
+// the nodes answered. An attempt that too few nodes answered says nothing
+// of the queue: the place stays as the last answered one left it, so that
+// a waiter queued behind others does not turn into one that tries at the
+// retry strategy's pace while the nodes are slow.
+func (c *Client) notePlace(a *attempt, results []NodeResult, ok int) {
+	if a.place == nil || unanswered(results, c.quorum) > 0 {
+		return
+	}
+	refused := ok < c.quorum
+	a.place.behind = refused && queuedBehind(results, a.replies, c.quorum, namedWaiters)
+	a.place.second = refused && queuedBehind(results, a.replies, c.quorum, 1)
+}
+
+// granted returns the Lock of an attempt a quorum granted, valid until
+// until, with its fencing token, its nodes' results and the requests
+// still lagging, renewed in the background if autoRenew.
+func (c *Client) granted(ctx context.Context, a *attempt, until time.Time, fence uint64, results []NodeResult, lag *nodes.Lagging, autoRenew bool) *Lock {
+	lock := newLock(c, a.key, a.token, a.ttl, a.delay, until, autoRenew)
+	lock.fence = fence
+	lock.queuedSince = a.queuedSince
+	if len(results) <= nodes.InlineNodes {
+		// results may live in the fan-out's own memory.
+		lock.nodes = append(lock.nodesBuf[:0], results...)
+	} else {
+		lock.nodes = results
+	}
+	lock.lagging = lag
+	if c.tel != nil {
+		lock.observeGrant(ctx)
+	}
+	if autoRenew {
+		// Once every field is set: renewal reads them.
+		lock.startRenewal()
+	}
+	return lock
 }
 
 // queuedBehind reports whether a quorum of nodes refused a queued attempt
