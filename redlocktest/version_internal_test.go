@@ -124,8 +124,11 @@ func TestPickPorts_busPortBefore70(t *testing.T) {
 		if err := n.pickPorts(); err != nil {
 			t.Fatal(err)
 		}
-		if n.busPort != n.port+busOffset || !portFree(n.port) || !portFree(n.busPort) {
-			t.Fatalf("port %d, bus port %d: want the bus on port + %d, both free", n.port, n.busPort, busOffset)
+		// Not checked again for being free: the package's other tests,
+		// run in parallel, start nodes on random ports of the same range,
+		// and one may take either port once it is picked.
+		if n.busPort != n.port+busOffset {
+			t.Fatalf("port %d, bus port %d: want the bus on port + %d", n.port, n.busPort, busOffset)
 		}
 		if hasRange && low-busOffset > minPort && n.busPort >= low {
 			t.Fatalf("bus port %d in the ephemeral range from %d", n.busPort, low)
