@@ -67,6 +67,9 @@ type Election struct {
 	lock *Lock // the lead, while this candidate leads or since it lost it
 	// resigned is the term of the last lead, once Resign ended it.
 	resigned uint64
+	// unreleased is the last lead when Resign failed to release it: the
+	// next Resign, or Campaign, tries again.
+	unreleased *Lock
 }
 
 // NewElection returns the election on name, whose leader holds the lock of
@@ -102,9 +105,16 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	}
 	e.mu.Lock()
 	leading := e.lock != nil && e.lock.Err() == nil
+	unreleased := e.unreleased
+	e.unreleased = nil
 	e.mu.Unlock()
 	if leading {
 		return nil
+	}
+	if unreleased != nil {
+		// The last lead still stands where Resign could not release it:
+		// waiting for its TTL would keep every candidate out.
+		unreleased.Release(ctx)
 	}
 	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value))
 	for {
@@ -159,10 +169,16 @@ func (e *Election) leadExpiry(ctx context.Context) time.Time {
 // Resign gives up the lead, so that the next candidate is elected at once,
 // and returns Release's error; it does nothing and returns nil when this
 // candidate does not lead. Like Release it runs even when ctx has ended.
+// The lead ends either way; when the release fails (ErrNotReleased), the
+// lock stands until its TTL passes, and Resign may be called again to
+// retry it, as may Campaign.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
-	lock := e.lock
-	e.lock = nil
+	lock, retry := e.lock, false
+	if lock == nil {
+		lock, retry = e.unreleased, true
+	}
+	e.lock, e.unreleased = nil, nil
 	if lock != nil {
 		e.resigned = lock.Fence()
 	}
@@ -171,8 +187,17 @@ func (e *Election) Resign(ctx context.Context) error {
 		return nil
 	}
 	err := lock.Release(ctx)
-	if errors.Is(err, ErrReleased) {
+	if err == nil || errors.Is(err, ErrReleased) || retry && errors.Is(err, ErrNotHeld) {
+		// A retry may find the lock gone: the sweep of leftovers sends
+		// a failed release again once the nodes answer.
 		return nil
+	}
+	if errors.Is(err, ErrNotReleased) {
+		e.mu.Lock()
+		if e.lock == nil && e.unreleased == nil {
+			e.unreleased = lock
+		}
+		e.mu.Unlock()
 	}
 	return err
 }

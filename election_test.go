@@ -237,3 +237,60 @@ func awaitQueued(t testing.TB, cluster *redlocktest.Cluster, key string) {
 		}
 	}
 }
+
+// A Resign that could not release the lead can be retried: the lock then
+// leaves the nodes at once, not at its TTL, and the next candidate is
+// elected.
+func TestElection_failedResignIsRetried(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		severed := new(atomic.Bool)
+		var conns []redlock.Conn
+		for _, c := range a.conns(t, cluster.Addrs()) {
+			conns = append(conns, severableConn{Conn: c, severed: severed})
+		}
+		c, err := redlock.New(conns, fast())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.MarkReady(bg, false); err != nil {
+			t.Fatal(err)
+		}
+		const ttl = 20 * time.Second
+		first := election(t, c, "svc", redlock.WithTTL(ttl))
+		next := election(t, newClient(t, cluster, a, fast()), "svc", redlock.WithTTL(ttl))
+		ctx, cancel := context.WithTimeout(bg, ttl/2)
+		defer cancel()
+		if err := first.Campaign(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		severed.Store(true)
+		if err := first.Resign(ctx); !errors.Is(err, redlock.ErrNotReleased) {
+			t.Fatalf("Resign cut off from the nodes: %v, want ErrNotReleased", err)
+		}
+		if first.Err() == nil {
+			t.Error("the candidate still leads after its Resign")
+		}
+		severed.Store(false)
+		if err := first.Resign(ctx); err != nil {
+			t.Fatalf("Resign again: %v", err)
+		}
+		free := 0
+		for _, n := range cluster.Nodes() {
+			if keyOn(t, n, "svc") == "" {
+				free++
+			}
+		}
+		if free < 2 {
+			t.Errorf("%d of 3 nodes free of the lead after the second Resign, want a quorum", free)
+		}
+		if err := next.Campaign(ctx, "b"); err != nil {
+			t.Fatalf("the next candidate, within the resigned lead's %s TTL: %v", ttl, err)
+		}
+		defer next.Resign(bg)
+		if next.Term() <= first.Term() {
+			t.Errorf("next term %d not above %d", next.Term(), first.Term())
+		}
+	})
+}
