@@ -42,7 +42,10 @@ type CheckResult struct {
 // before acting for that client. The answer is Current only when a quorum
 // of the nodes hold the lock with token, as its writer or as one of its
 // readers. It changes nothing, and blocks until every node answered, ctx
-// ended, or Options.NodeTimeout passed.
+// ended, or the per-node timeout passed: Options.NodeTimeout, raised while
+// the nodes' replies come late as for a lock of Options.TTL (see
+// Options.MaxNodeTimeout), so that a check does not fail where a lock's
+// requests succeed.
 //
 // Check narrows the window in which a holder that lost its lock (it
 // paused, its lock expired or was forced free, and another took it) can
@@ -90,7 +93,8 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 		return CheckResult{}, err
 	}
 	r := CheckResult{Started: time.Now()}
-	states := c.inspect(ctx, onWire, c.opts.NodeTimeout)
+	timeout := c.requestTimeout()
+	states := c.inspect(ctx, onWire, timeout)
 	r.Took, r.All = time.Since(r.Started), len(states)
 	holders, fences := map[string]int{}, map[uint64]int{}
 	for _, st := range states {
@@ -121,7 +125,7 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 	r.Current = r.Nodes >= c.quorum
 	if !r.Current && r.Answered < c.quorum {
 		return r, fmt.Errorf("%w: %s: %d of %d nodes answered within %s, %d needed", ErrNotChecked, quoteKey(onWire),
-			r.Answered, r.All, c.opts.NodeTimeout, c.quorum)
+			r.Answered, r.All, timeout, c.quorum)
 	}
 	return r, nil
 }

@@ -82,6 +82,7 @@ func testNodeTimeoutRises(t *testing.T, a adapter) {
 		took, before, after time.Duration
 	}
 	attempts := make([]attempt, len(clients))
+	checks := make([]attempt, len(clients))
 	for i, c := range clients {
 		wg.Go(func() {
 			a := &attempts[i]
@@ -90,8 +91,25 @@ func testNodeTimeoutRises(t *testing.T, a adapter) {
 			_, a.err = c.client.TryAcquire(bg, "second")
 			a.took, a.after = time.Since(start), c.client.NodeTimeoutFor(ttl)
 		})
+		// A check waits as long as a lock's request: a resource's
+		// check does not fail where the holder's renewal succeeds.
+		wg.Go(func() {
+			a := &checks[i]
+			start := time.Now()
+			_, a.err = c.client.Check(bg, "second", "any-token")
+			a.took, a.after = time.Since(start), c.client.NodeTimeoutFor(ttl)
+		})
 	}
 	wg.Wait()
+	for i, c := range clients {
+		a := checks[i]
+		if !errors.Is(a.err, redlock.ErrNotChecked) {
+			t.Errorf("%s: Check on paused nodes: %v, want ErrNotChecked", c.name, a.err)
+		}
+		if a.took < a.after-time.Millisecond {
+			t.Errorf("%s: Check on silent nodes returned after %v, within the node timeout of %v", c.name, a.took, a.after)
+		}
+	}
 	for i, c := range clients {
 		a := attempts[i]
 		timeouts := 0
