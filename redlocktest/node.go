@@ -518,9 +518,7 @@ const minPort = 20000
 // no client connection can take a node's port while the node is down.
 // Elsewhere it asks the kernel for a port.
 func freePort(offset int) (int, error) {
-	free := func(port int) bool {
-		return portFree(port) && (offset == 0 || port+offset <= maxPort && portFree(port+offset))
-	}
+	free := func(port int) bool { return portsFree(port, offset) }
 	if low, ok := ephemeralLow(); ok && low-offset > minPort {
 		for range 20 {
 			if port := minPort + rand.IntN(low-offset-minPort); free(port) {
@@ -535,6 +533,12 @@ func freePort(offset int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("redlocktest: find a free port: no port p with p+%d free too", offset)
+}
+
+// portsFree reports whether port is free, and port + offset too when
+// offset is not 0.
+func portsFree(port, offset int) bool {
+	return portFree(port) && (offset == 0 || port+offset <= maxPort && portFree(port+offset))
 }
 
 // maxPort is the highest TCP port.

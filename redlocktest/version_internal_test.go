@@ -1,6 +1,7 @@
 package redlocktest
 
 import (
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -137,6 +138,34 @@ func TestPickPorts_busPortBefore70(t *testing.T) {
 	n := &Node{conf: nodeConfig{version: Version{7, 0, 15}, cluster: true}}
 	if err := n.pickPorts(); err != nil || n.busPort == n.port || n.busPort == 0 {
 		t.Fatalf("7.0: port %d, bus port %d, %v; want two ports", n.port, n.busPort, err)
+	}
+}
+
+// freePort picks a port only when its bus port (port + offset) is free
+// too.
+func TestPortsFree_busPortTaken(t *testing.T) {
+	t.Parallel()
+	const offset = 7
+	var bus net.Listener
+	var port, busPort int
+	for range 20 {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		busPort = l.Addr().(*net.TCPAddr).Port
+		if port = busPort - offset; portFree(port) {
+			bus = l
+			break
+		}
+		l.Close() // port is another program's: try another pair
+	}
+	if bus == nil {
+		t.Fatal("no free port below a free port")
+	}
+	defer bus.Close()
+	if portsFree(port, offset) {
+		t.Errorf("port %d with its bus port %d taken: reported free", port, busPort)
 	}
 }
 
