@@ -102,13 +102,7 @@ func testNodeTimeoutRises(t *testing.T, a adapter) {
 	}
 	wg.Wait()
 	for i, c := range clients {
-		a := checks[i]
-		if !errors.Is(a.err, redlock.ErrNotChecked) {
-			t.Errorf("%s: Check on paused nodes: %v, want ErrNotChecked", c.name, a.err)
-		}
-		if a.took < a.after-time.Millisecond {
-			t.Errorf("%s: Check on silent nodes returned after %v, within the node timeout of %v", c.name, a.took, a.after)
-		}
+		checkWaited(t, c.name, checks[i].err, checks[i].took, checks[i].after)
 	}
 	for i, c := range clients {
 		a := attempts[i]
@@ -131,6 +125,19 @@ func testNodeTimeoutRises(t *testing.T, a adapter) {
 		if raised := a.before > nodeTimeout; raised != (c.most > nodeTimeout) {
 			t.Errorf("%s: node timeout %v as the attempt began", c.name, a.before)
 		}
+	}
+}
+
+// checkWaited fails the test unless a Check on silent nodes failed with
+// ErrNotChecked after waiting at least the node timeout as it stood when
+// it returned.
+func checkWaited(t *testing.T, client string, err error, took, timeout time.Duration) {
+	t.Helper()
+	if !errors.Is(err, redlock.ErrNotChecked) {
+		t.Errorf("%s: Check on paused nodes: %v, want ErrNotChecked", client, err)
+	}
+	if took < timeout-time.Millisecond {
+		t.Errorf("%s: Check on silent nodes returned after %v, within the node timeout of %v", client, took, timeout)
 	}
 }
 
