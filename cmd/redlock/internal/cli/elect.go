@@ -81,6 +81,7 @@ func setupElect(fs *flag.FlagSet) runner {
 	c.lock.registerLockDelay(fs)
 	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when not elected within --wait")
+	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
 	secondsVar(fs, &c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lead is lost: a `duration`, or a bare number of seconds")
 	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
 	fs.BoolVar(&c.verbose, "verbose", false, "report the election, renewals, forwarded signals and the resignation on stderr")

@@ -29,6 +29,16 @@ func TestRun_flockHabits(t *testing.T) {
 	})
 	t.Run("-E", func(t *testing.T) {
 		cli(t, "run", "--nodes", nodes, "-n", "-E", "9", "busy", "--", "true").expect(t, 9, "run -n -E 9 busy")
+		cli(t, "elect", "--nodes", nodes, "-n", "-E", "8", "busy", "v", "--", "true").expect(t, 8, "elect -n -E 8 busy")
+	})
+	t.Run("-E 0", func(t *testing.T) {
+		// "Exit 0 when it runs elsewhere": the command does not run.
+		marker := filepath.Join(t.TempDir(), "ran")
+		cli(t, "run", "--nodes", nodes, "-n", "-E", "0", "busy", "--", "touch", marker).expect(t, exitOK, "run -n -E 0 busy")
+		cli(t, "elect", "--nodes", nodes, "--wait", "0", "-E", "0", "busy", "v", "--", "touch", marker).expect(t, exitOK, "elect --wait 0 -E 0 busy")
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the command ran without the lock")
+		}
 	})
 	t.Run("-w", func(t *testing.T) {
 		start := time.Now()

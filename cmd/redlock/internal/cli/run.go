@@ -244,8 +244,8 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 	defer c.nodes.close(client)
 
 	held, code := c.acquire(ctx, s, client, keys, sigs)
-	if code != exitOK {
-		return code
+	if held == nil {
+		return code // not acquired: exitOK too when --conflict-exit-code is 0
 	}
 	name := heldName(keys, held) // `lock "KEY"` (a permit's key for a permit), or `locks "K1", "K2"`
 	c.logAcquired(s, keys, held)
