@@ -101,3 +101,23 @@ func TestDoctor_refusedCredentialsAreAFinding(t *testing.T) {
 		t.Errorf("doctor --json: %d reachable, findings %v; want 1, credentials and quorum", report.Reachable, checks)
 	}
 }
+
+// A node that refuses its credentials fails the audit even when a majority
+// answers: every other verb refuses that node list.
+func TestDoctor_refusedCredentialsFailWithAMajority(t *testing.T) {
+	cluster, _ := newCluster(t, 3)
+	if _, err := cluster.Node(0).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
+		t.Fatal(err)
+	}
+	urls := cluster.URLs()
+	urls[0] = strings.Replace(urls[0], "redis://", "redis://:wrong@", 1)
+	nodes := strings.Join(urls, ",")
+	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitFailure, "doctor with one node of three refusing its credentials")
+	wantDoctorSays(t, r.stdout, "credentials refused: WRONGPASS", "UNSAFE")
+	var report doctorJSON
+	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitFailure, "doctor --json").decode(t, &report)
+	if !report.Unsafe || report.Reachable != 2 {
+		t.Errorf("doctor --json: unsafe %v, %d reachable; want unsafe, 2", report.Unsafe, report.Reachable)
+	}
+	cli(t, "acquire", "--nodes", nodes, "k").expect(t, exitConfig, "acquire with that node list")
+}

@@ -50,9 +50,12 @@ func (r *Report) findings(l Limits) []Finding {
 func unreachableFindings(fs *findingList, n Node) {
 	why := errText(n.Err)
 	if n.CredentialsRefused() {
-		fs.add(n.Node, Warning, "credentials",
+		// Critical however many nodes answer: a node that refuses its
+		// URL is a configuration error, which makes every client of
+		// this node list fail at once rather than work without it.
+		fs.add(n.Node, Critical, "credentials",
 			"check the user name and password in the node's URL, and the server's requirepass or ACL",
-			"credentials refused: %s", why)
+			"credentials refused: %s; no client takes a lock with this node list until it is fixed", why)
 		return
 	}
 	if isTimeout(n.Err) {
