@@ -96,7 +96,8 @@ func setupList(fs *flag.FlagSet) runner {
 		if err != nil && !errors.Is(err, redlock.ErrListIncomplete) {
 			return r.failed(err)
 		}
-		writeList(r, prefix, held, err)
+		urls, _ := nodes.urls() // dial parsed them already
+		writeList(r, prefix, len(urls), held, err)
 		if err != nil {
 			fmt.Fprintf(s.stderr, "redlock list: %s\n", errText(err))
 			return exitUnavailable
@@ -105,16 +106,15 @@ func setupList(fs *flag.FlagSet) runner {
 	}
 }
 
-// writeList prints the locks held, as text or JSON; err is the listing's
-// ErrListIncomplete, or nil.
-func writeList(r report, prefix string, held []redlock.HeldLock, err error) {
+// writeList prints the locks held on nodes nodes, as text or JSON; err is
+// the listing's ErrListIncomplete, or nil.
+func writeList(r report, prefix string, nodes int, held []redlock.HeldLock, err error) {
 	if r.json {
-		out := listJSON{Prefix: prefix, Locks: []heldJSON{}, Complete: err == nil}
+		out := listJSON{Prefix: prefix, Nodes: nodes, Quorum: nodes/2 + 1, Locks: []heldJSON{}, Complete: err == nil}
 		if err != nil {
 			out.Error = errText(err)
 		}
 		for _, h := range held {
-			out.Nodes, out.Quorum = h.All, h.All/2+1
 			out.Locks = append(out.Locks, newHeldJSON(h))
 		}
 		writeJSON(r.s.stdout, out)

@@ -22,6 +22,11 @@ func TestList(t *testing.T) {
 	if !out.Complete || out.Nodes != 3 || out.Quorum != 2 || len(out.Locks) != 3 {
 		t.Fatalf("list --json: %+v", out)
 	}
+	var none listJSON
+	cli(t, "list", "--nodes", nodes, "--json", "nothing-here").expect(t, exitOK, "list --json of no lock").decode(t, &none)
+	if !none.Complete || none.Nodes != 3 || none.Quorum != 2 || len(none.Locks) != 0 {
+		t.Errorf("list --json of no lock: %+v", none)
+	}
 	doc, orders, permit := out.Locks[0], out.Locks[1], out.Locks[2]
 	if doc.Key != "doc" || doc.Kind != "shared" || len(doc.Grants) != 2 || doc.Nodes != 3 || !doc.Majority {
 		t.Errorf("doc: %+v", doc)
