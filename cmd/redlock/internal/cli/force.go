@@ -66,7 +66,7 @@ func forceRelease(ctx context.Context, r report, nodes *nodeFlags, lf *lockFlags
 		return exitOK
 	}
 	for _, g := range grants {
-		fmt.Fprintf(r.s.stdout, "forced %s free, held by %s\n", key, holderText(g))
+		fmt.Fprintf(r.s.stdout, "forced %s free, held by %s\n", shown(key), holderText(g))
 	}
 	return exitOK
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redlock-go/redlock"
 )
@@ -29,6 +30,22 @@ func quoteKeys(keys []string) string {
 		quoted[i] = strconv.Quote(k)
 	}
 	return strings.Join(quoted, ", ")
+}
+
+// shownKey renders a key for a table or a line of output: as it is when
+// it is made of printable characters other than spaces, else quoted, so
+// that a key with a newline, a tab or a terminal escape cannot forge a row
+// or drive the terminal.
+func shown(k string) string {
+	for _, r := range k {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
+			return strconv.Quote(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
 }
 
 // heldName names what h holds, for messages: `lock "KEY"` (a permit's key

@@ -88,9 +88,9 @@ func writePermits(w io.Writer, key string, quorum int, verdicts []permitVerdict)
 			}
 		}
 		if v.holder != "" {
-			holder, owner, since, ttl = v.holder, ownerColumn(v.holder), sinceColumn(v.holder), longest.Round(time.Millisecond).String()
+			holder, owner, since, ttl = shown(v.holder), ownerColumn(v.holder), sinceColumn(v.holder), longest.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i+1, v.key, holder, owner, since, ttl, fence, v.state(quorum))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i+1, shown(v.key), holder, owner, since, ttl, fence, v.state(quorum))
 	}
 	tw.Flush()
 	writeNodeTroubles(w, verdicts)

@@ -164,7 +164,7 @@ func writeHeld(w io.Writer, held []redlock.HeldLock) {
 		if !h.Quorum {
 			nodes += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", h.Key, heldKind(h), strings.Join(owners, ","), since,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", shown(h.Key), heldKind(h), strings.Join(owners, ","), since,
 			h.TTL.Round(time.Millisecond), nodes, h.Waiting)
 	}
 	tw.Flush()

@@ -57,3 +57,26 @@ func TestList(t *testing.T) {
 		t.Errorf("list with a node down: %+v\n%s", out, r.stderr)
 	}
 }
+
+// A key with a newline, a tab or a terminal escape is shown quoted, in
+// list's table and in what release and release --force print, so that it
+// cannot forge a row or drive the terminal.
+func TestList_controlCharactersQuoted(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	evil := "evil\nFAKE\tlock\x1b[2J"
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", evil).expect(t, exitOK, "acquire a key with control characters").decode(t, &lock)
+	text := cli(t, "list", "--nodes", nodes).expect(t, exitOK, "list").stdout
+	if want := `"evil\nFAKE\tlock\x1b[2J"`; !strings.Contains(text, want) || strings.Contains(text, "\x1b") || strings.Count(text, "\n") != 3 {
+		t.Errorf("list: want the key as %s on one row:\n%q", want, text)
+	}
+	out := cli(t, "release", "--nodes", nodes, evil, lock.Token).expect(t, exitOK, "release").stdout
+	if out != "released \"evil\\nFAKE\\tlock\\x1b[2J\"\n" {
+		t.Errorf("release: %q", out)
+	}
+	cli(t, "acquire", "--nodes", nodes, evil).expect(t, exitOK, "acquire again")
+	out = cli(t, "release", "--nodes", nodes, "--force", evil).expect(t, exitOK, "release --force").stdout
+	if strings.Contains(out, "\x1b") || strings.Count(out, "\n") != 1 {
+		t.Errorf("release --force: %q", out)
+	}
+}

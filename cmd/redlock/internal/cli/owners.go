@@ -76,7 +76,7 @@ func withOwner(token string) string {
 // does not say.
 func ownerColumn(token string) string {
 	if g := redlock.TokenGrant(token); g.Owner != "" {
-		return g.Owner
+		return shown(g.Owner)
 	}
 	return "-"
 }

@@ -70,7 +70,7 @@ func writeReaders(w io.Writer, states []redlock.NodeState) {
 func nodeHolder(st redlock.NodeState) string {
 	switch {
 	case st.Holder != "":
-		return st.Holder
+		return shown(st.Holder)
 	case len(st.Readers) > 0:
 		return countReaders(len(st.Readers))
 	}

@@ -239,7 +239,7 @@ func writeAcquiredAll(w io.Writer, keys []string, outs []acquiredJSON, tokenOnly
 
 // writeAcquired prints what acquire took, one field per line.
 func writeAcquired(w io.Writer, out acquiredJSON) {
-	fmt.Fprintf(w, "key       %s\n", out.Key)
+	fmt.Fprintf(w, "key       %s\n", shown(out.Key))
 	if out.Limit > 0 {
 		fmt.Fprintf(w, "permit    %d of %d\n", out.Permit, out.Limit)
 	}
@@ -359,7 +359,7 @@ func setupExtend(fs *flag.FlagSet) runner {
 			writeJSON(s.stdout, extendedJSON{Key: key, Deadline: formatTime(until), ValidityMs: validity.Milliseconds()})
 			return exitOK
 		}
-		fmt.Fprintf(s.stdout, "extended %s until %s (valid for %s)\n", key, formatTime(until), validity.Round(time.Millisecond))
+		fmt.Fprintf(s.stdout, "extended %s until %s (valid for %s)\n", shown(key), formatTime(until), validity.Round(time.Millisecond))
 		return exitOK
 	}
 }
@@ -454,7 +454,7 @@ func setupRelease(fs *flag.FlagSet) runner {
 			writeJSON(s.stdout, releasedJSON{Key: key, Released: true})
 			return exitOK
 		}
-		fmt.Fprintf(s.stdout, "released %s\n", key)
+		fmt.Fprintf(s.stdout, "released %s\n", shown(key))
 		return exitOK
 	}
 }
