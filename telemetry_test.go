@@ -179,6 +179,27 @@ func (h *capturedLogs) count(level slog.Level, msg string, want attrs) int {
 	return n
 }
 
+// attr returns the attribute key of the first record at level whose
+// message starts with msg, "" when there is none.
+func (h *capturedLogs) attr(level slog.Level, msg, key string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.records {
+		if r.Level != level || !strings.HasPrefix(r.Message, msg) {
+			continue
+		}
+		v := ""
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				v = a.Value.String()
+			}
+			return true
+		})
+		return v
+	}
+	return ""
+}
+
 // dump logs every record, for a failing test.
 func (h *capturedLogs) dump(t testing.TB) {
 	h.mu.Lock()
@@ -534,6 +555,8 @@ func TestLog_releaseWithoutQuorum(t *testing.T) {
 		}
 		locks = append(locks, lock)
 	}
+	// The first node no longer holds "a": it refuses the release.
+	do(t, cluster.Node(0), "DEL", "a")
 	for _, n := range cluster.Nodes()[1:] {
 		if err := n.Kill(); err != nil {
 			t.Fatal(err)
@@ -543,6 +566,10 @@ func TestLog_releaseWithoutQuorum(t *testing.T) {
 		if err := lock.Release(bg); !errors.Is(err, redlock.ErrNotReleased) {
 			t.Fatalf("release with two nodes of three down: %v", err)
 		}
+	}
+	nodes := o.logs.attr(slog.LevelWarn, "redlock: release did not reach a quorum", "nodes")
+	if want := cluster.Addrs()[0] + " not held by this token; "; !strings.HasPrefix(nodes, want) {
+		t.Errorf("the failed release's nodes: %q, want it to begin with %q", nodes, want)
 	}
 	if n := o.sum(t, "redlock.releases", attrs{"redlock.outcome": "not_released"}); n != 3 {
 		t.Errorf("%d releases not released, want 3", n)

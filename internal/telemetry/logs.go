@@ -68,7 +68,7 @@ func (t *Telemetry) releaseFailed(ctx context.Context, key string, answers []Ans
 	if !ok {
 		return
 	}
-	attrs := []slog.Attr{slog.String("key", key), slog.String("nodes", describe(answers))}
+	attrs := []slog.Attr{slog.String("key", key), slog.String("nodes", describeRelease(answers))}
 	if skipped > 0 {
 		attrs = append(attrs, slog.Int("more_since_last", skipped))
 	}
@@ -99,8 +99,10 @@ func (t *Telemetry) BackgroundRelease(key string, tries int, missing []string) {
 	t.log.LogAttrs(context.Background(), slog.LevelWarn, "redlock: background release given up; the key stays on these nodes until its TTL passes", attrs...)
 }
 
-// describe lists each node's answer: "a ok; b timeout; c error: …".
-func describe(answers []Answer) string {
+// describeRelease lists each node's answer to a release: "a ok; b
+// timeout; c error: …; d not held by this token", the last for a node that
+// refused it, as it does not hold the lock with the release's token.
+func describeRelease(answers []Answer) string {
 	var b strings.Builder
 	for i, a := range answers {
 		if i > 0 {
@@ -108,6 +110,10 @@ func describe(answers []Answer) string {
 		}
 		b.WriteString(a.Node)
 		b.WriteByte(' ')
+		if a.Outcome == Held {
+			b.WriteString("not held by this token")
+			continue
+		}
 		b.WriteString(a.Outcome.String())
 		if a.Err != nil {
 			b.WriteString(": ")
