@@ -72,6 +72,7 @@ func startChild(argv, env []string, s streams) (*child, error) {
 	cmd.Env = env
 	cmd.WaitDelay = childWaitDelay
 	attr := &syscall.SysProcAttr{Setpgid: true}
+	dieWithRedlock(attr)
 	tty := -1
 	if f, ok := s.stdin.(*os.File); ok && f.Fd() == 0 {
 		if fg, ok := foregroundGroup(0); ok && fg == syscall.Getpgrp() {
