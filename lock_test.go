@@ -475,6 +475,37 @@ func TestDo(t *testing.T) {
 	}
 }
 
+// A panic in fn goes on through Do, which releases the lock first: a
+// caller that recovers it (as HTTP servers do) leaves nothing held.
+func TestDo_panicReleases(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	var lock *redlock.Lock
+	recovered := func() (p any) {
+		defer func() { p = recover() }()
+		client.Do(bg, "job", func(ctx context.Context) error {
+			lock, _ = redlock.LockFromContext(ctx)
+			panic("bug")
+		})
+		return nil
+	}()
+	if recovered != "bug" {
+		t.Fatalf("recovered %v from Do, want fn's panic", recovered)
+	}
+	if err := lock.Release(bg); !errors.Is(err, redlock.ErrReleased) {
+		t.Errorf("the lock after fn panicked: Release says %v, want ErrReleased", err)
+	}
+	free := 0
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, "job") == "" {
+			free++
+		}
+	}
+	if free < 2 {
+		t.Errorf("%d of 3 nodes free of the lock after fn panicked, want a quorum", free)
+	}
+}
+
 // fn finds Do's lock in its context, and in contexts derived from it, with
 // its fencing token; each call of Do holds a new lock with a greater token.
 func TestDo_lockFromContext(t *testing.T) {

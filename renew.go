@@ -56,14 +56,23 @@ func (l *Lock) renew() {
 // (Lock.Fence) to send with each write to the resource.
 //
 // Do returns fn's error, joined with ErrLockLost if the lock was lost while
-// fn ran, and with the release error if the release failed.
+// fn ran, and with the release error if the release failed. When fn
+// panics, Do releases the lock and the panic goes on.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) error {
 	lock, err := c.Acquire(ctx, key, append(opts[:len(opts):len(opts)], WithAutoRenew())...)
 	if err != nil {
 		return err
 	}
 	fnCtx, cancel := lock.context(ctx)
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: renewed, the lock would stand for good
+			cancel()
+			lock.Release(ctx)
+		}
+	}()
 	fnErr := fn(context.WithValue(fnCtx, lockContextKey{}, lock))
+	returned = true
 	cancel()
 	lostErr := lock.Err()
 	releaseErr := lock.Release(ctx)
