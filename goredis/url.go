@@ -64,7 +64,8 @@ const lockPoolSize = 8
 // server under different names (localhost and 127.0.0.1, say: the same
 // run_id), or one Redis Cluster (a node id in common), with
 // redlock.ErrDuplicateNode. Errors never contain passwords; a malformed URL
-// wraps ErrInvalidURL, a nil ctx fails with redlock.ErrNilContext, and the
+// wraps ErrInvalidURL (a password must have '#', '/', '?' and '@'
+// percent-encoded: %23, %2F, %3F, %40), a nil ctx fails with redlock.ErrNilContext, and the
 // errors of redlock.New are returned as they are.
 // opts may be nil for the defaults. Close the Client when done: it closes
 // the pools.

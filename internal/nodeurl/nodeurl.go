@@ -29,6 +29,9 @@ func Parse(raw string) (*url.URL, error) {
 		withScheme := strings.TrimPrefix(Redact("redis://"+raw), "redis://")
 		return nil, fmt.Errorf("%w: %s: not a URL: write redis://%s (rediss:// for TLS)", ErrInvalidURL, withScheme, withScheme)
 	}
+	if err := checkUserinfo(raw); err != nil {
+		return nil, err
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error
@@ -53,6 +56,21 @@ func Parse(raw string) (*url.URL, error) {
 		}
 	}
 	return u, nil
+}
+
+// checkUserinfo refuses a URL whose user name or password holds '#', '/'
+// or '?' unencoded: the host would end there, the rest of the password
+// becoming a fragment, a path or a query (and its beginning a host or a
+// port), and messages about the URL could show it. The error shows the
+// scheme only.
+func checkUserinfo(raw string) error {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	at := strings.LastIndex(rest, "@")
+	if scheme == "unix" || at < 0 || !strings.ContainsAny(rest[:at], "/?#") {
+		return nil
+	}
+	return fmt.Errorf("%w: %s://xxxxx: an '@' after a '/', '?' or '#': percent-encode '#', '/', '?' and '@' in a user name or password (%%23, %%2F, %%3F, %%40)",
+		ErrInvalidURL, scheme)
 }
 
 // checkPort refuses a host:port whose port is not a number from 1 to

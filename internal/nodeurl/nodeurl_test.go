@@ -1,0 +1,40 @@
+package nodeurl
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A password with '#', '/' or '?' unencoded is refused, and no part of it
+// shows in the error; URLs with an '@' only in the userinfo parse.
+func TestParse_unencodedPassword(t *testing.T) {
+	for _, raw := range []string{
+		"redis://:Sup3rSecret#tail@127.0.0.1:27105",
+		"redis://:90210#Secret@127.0.0.1:27105",
+		"redis://:4242#Secret@127.0.0.1:27105",
+		"rediss://user:Sup3r/Secret@host:6379/0",
+		"redis://:Sup3r?Secret@host",
+	} {
+		_, err := Parse(raw)
+		if !errors.Is(err, ErrInvalidURL) {
+			t.Errorf("Parse(%q): %v, want ErrInvalidURL", raw, err)
+			continue
+		}
+		for _, part := range []string{"Sup3r", "Secret", "tail", "90210", "4242"} {
+			if strings.Contains(err.Error(), part) {
+				t.Errorf("Parse(%q): the error shows %q: %v", raw, part, err)
+			}
+		}
+	}
+	for _, raw := range []string{
+		"redis://:s3cret@host:6379/0",
+		"redis://user:pa%23ss%2Fw%3Fd%40@host:6379",
+		"redis://:sp@s1:26379?master_name=m&password=s3cret",
+		"unix://:pass@/tmp/redis@1.sock",
+	} {
+		if _, err := Parse(raw); err != nil {
+			t.Errorf("Parse(%q): %v", raw, err)
+		}
+	}
+}
