@@ -68,7 +68,7 @@ func (c *Client) ForceRelease(ctx context.Context, key, by string) ([]Grant, err
 			taken[node] = tokens
 			return int64(min(len(tokens), 1)), nil
 		})}
-	results, ok := c.fanout(nodes.Uncancelled(ctx), c.operatorTimeout(), req, nodes.IsOne, func(int, int) bool { return false })
+	results, ok := c.fanout(ctx, c.operatorTimeout(), req, nodes.IsOne, func(int, int) bool { return false })
 	grants := takenGrants(taken, results)
 	answered := 0
 	for _, r := range results {

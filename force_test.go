@@ -142,3 +142,42 @@ func TestForceRelease_readersAndRefusals(t *testing.T) {
 		}
 	})
 }
+
+// ForceRelease and List return when their context ends, even with nodes
+// that do not answer and a Conn that does not end its requests at the
+// context's deadline (goredis): not at the operator's timeout of 3 s.
+func TestOperatorCalls_endWithTheirContext(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, fast())
+		if _, err := c.Acquire(bg, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.List(bg, ""); err != nil { // loads the scan script
+			t.Fatal(err)
+		}
+		for _, n := range cluster.Nodes()[1:] {
+			if err := n.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			defer n.Resume()
+		}
+		// Far below the 3 s operator timeout, far above the context's
+		// 100 ms: a bound no scheduling delay reaches.
+		const bound = 900 * time.Millisecond
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		start := time.Now()
+		_, err := c.List(ctx, "")
+		cancel()
+		if took := time.Since(start); took > bound || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("List under a 100 ms context took %v: %v", took, err)
+		}
+		ctx, cancel = context.WithTimeout(bg, 100*time.Millisecond)
+		start = time.Now()
+		_, err = c.ForceRelease(ctx, "k", "ops:test")
+		cancel()
+		if took := time.Since(start); took > bound || !errors.Is(err, redlock.ErrNotReleased) {
+			t.Errorf("ForceRelease under a 100 ms context took %v: %v", took, err)
+		}
+	})
+}

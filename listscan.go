@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/hashslot"
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -100,7 +101,9 @@ func (c *Client) scanTarget(ctx context.Context, t scanTarget, pattern string, f
 	cursor := "0"
 	for {
 		stepCtx, cancel := context.WithTimeout(ctx, c.operatorTimeout())
-		v, err := conn.EvalSHA(stepCtx, s.SHA1, s.Source, t.keys, cursor, pattern, listScanCount)
+		v, err := nodes.Within(stepCtx, conn, func(ctx context.Context) (any, error) {
+			return conn.EvalSHA(ctx, s.SHA1, s.Source, t.keys, cursor, pattern, listScanCount)
+		})
 		cancel()
 		if err != nil {
 			return err
@@ -145,7 +148,7 @@ var errClusterSlots = errors.New("unexpected reply to CLUSTER SLOTS")
 func clusterMasters(ctx context.Context, conn Conn, timeout time.Duration) ([]clusterMaster, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	v, err := conn.Do(ctx, "CLUSTER", "SLOTS")
+	v, err := nodes.Within(ctx, conn, func(ctx context.Context) (any, error) { return conn.Do(ctx, "CLUSTER", "SLOTS") })
 	if err != nil {
 		return nil, err
 	}

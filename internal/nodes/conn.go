@@ -43,3 +43,27 @@ func honoursContext(conn Conn) bool {
 	c, ok := conn.(interface{ HonoursContext() bool })
 	return !ok || c.HonoursContext()
 }
+
+// Within runs do, a request on conn under ctx, and returns at ctx's end at
+// the latest: when conn does not honour its context (see honoursContext),
+// do goes on in the background and its reply is dropped.
+func Within(ctx context.Context, conn Conn, do func(context.Context) (any, error)) (any, error) {
+	if honoursContext(conn) {
+		return do(ctx)
+	}
+	type reply struct {
+		v   any
+		err error
+	}
+	replies := make(chan reply, 1)
+	go func() {
+		v, err := do(ctx)
+		replies <- reply{v, err}
+	}()
+	select {
+	case r := <-replies:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
