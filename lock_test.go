@@ -974,3 +974,29 @@ func TestRelease_failedStopsTheRenewal(t *testing.T) {
 		}
 	})
 }
+
+// A release that a quorum does not answer waits for the background tries
+// no longer than the lock's validity: past it, the lock expires on the
+// nodes anyway.
+func TestRelease_waitsNoLongerThanTheLock(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, fast())
+		lock, err := c.Acquire(bg, "k", redlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cluster.Nodes()[1:] {
+			if err := n.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			defer n.Resume()
+		}
+		err = lock.Release(bg)
+		// The background tries span 2.5 s and more; the slack is for a
+		// request under way at the deadline, and a busy machine.
+		if late := time.Since(lock.Until()); late > 500*time.Millisecond || !errors.Is(err, redlock.ErrNotReleased) {
+			t.Errorf("Release returned %v after the lock's validity ended: %v", late, err)
+		}
+	})
+}

@@ -20,8 +20,10 @@ import (
 // cleans up. A node that did not answer in time (a slow node under load, or
 // a release queued past its deadline) is sent the release again in the
 // background, for a few seconds at most, until Close; when fewer than a
-// quorum answered in time, Release waits for those tries (about 2.5 s at
-// most) until a quorum answered, or ctx ends.
+// quorum answered in time, Release waits for those tries (eight over about
+// 2.5 s, each waiting up to a per-node timeout) until a quorum answered,
+// ctx ends, or the lock's validity ends (Until), after which the lock
+// expires on the nodes anyway.
 //
 // It succeeds once a quorum of nodes has answered, each having deleted the
 // key or no longer holding it, and at least one having deleted it. Errors:
@@ -71,7 +73,9 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 		}
 	}
 	if answered < c.quorum && finishing != nil && ctx.Err() == nil {
-		answered, ok = awaitFinish(ctx, finishing, answered, ok, c.quorum)
+		wait, cancel := context.WithDeadline(ctx, l.Until())
+		answered, ok = awaitFinish(wait, finishing, answered, ok, c.quorum)
+		cancel()
 	}
 	if answered < c.quorum {
 		// The lock may still stand on a quorum until its TTL passes.
