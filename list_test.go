@@ -164,3 +164,16 @@ func TestList_redisCluster(t *testing.T) {
 		})
 	}
 }
+
+// A prefix that is not valid UTF-8 finds the keys that begin with it.
+func TestList_bytePrefix(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	if _, err := client.Acquire(bg, "bin:\xff\xfe"); err != nil {
+		t.Fatal(err)
+	}
+	held, err := client.List(bg, "bin:\xff")
+	if err != nil || len(held) != 1 || held[0].Key != "bin:\xff\xfe" {
+		t.Errorf("List(%q) = %+v, %v; want the one key", "bin:\xff", held, err)
+	}
+}

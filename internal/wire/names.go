@@ -404,14 +404,16 @@ func PermitNumber(name string) (int, bool) {
 }
 
 // ScanPattern returns the MATCH pattern of a SCAN for the keys that begin
-// with prefix: prefix with Redis's glob characters escaped, then "*".
+// with prefix: prefix with Redis's glob characters escaped, then "*". It
+// goes byte by byte, as Redis matches, so that a prefix that is not valid
+// UTF-8 stays as it is.
 func ScanPattern(prefix string) string {
 	var b strings.Builder
-	for _, r := range prefix {
-		if strings.ContainsRune(`*?[]\`, r) {
+	for i := 0; i < len(prefix); i++ {
+		if strings.IndexByte(`*?[]\`, prefix[i]) >= 0 {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(prefix[i])
 	}
 	b.WriteByte('*')
 	return b.String()

@@ -105,3 +105,19 @@ func TestCheckOwner(t *testing.T) {
 		}
 	}
 }
+
+// ScanPattern escapes Redis's glob characters and keeps every other byte
+// as it is, valid UTF-8 or not.
+func TestScanPattern(t *testing.T) {
+	for prefix, want := range map[string]string{
+		"":            "*",
+		"jobs:":       "jobs:*",
+		`a*b?c[d]e\f`: `a\*b\?c\[d\]e\\f*`,
+		"bin:\xff":    "bin:\xff*",
+		"é":           "é*",
+	} {
+		if got := ScanPattern(prefix); got != want {
+			t.Errorf("ScanPattern(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+}
