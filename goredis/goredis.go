@@ -67,8 +67,9 @@
 // certificate missing or refused. Both errors wrap ErrTLS and
 // ErrInvalidURL; they name the files, never what a key file holds.
 //
-// The rueidis package's Dial and NewURL take the same URLs, so that a
-// program switches adapters without rewriting them. New takes a
+// The rueidis package's Dial and NewURL take the same forms of URL, so
+// that a program switches adapters without rewriting them, but for the
+// tuning parameters, which are each client library's own. New takes a
 // *redis.Client, a failover client or a *redis.ClusterClient alike.
 package goredis
 

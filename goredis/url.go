@@ -46,7 +46,8 @@ const lockPoolSize = 8
 // redis://[[user]:password@]host[:port][/db], rediss:// for TLS, or
 // unix://[[user]:password@]/path?db=N, with go-redis's query parameters,
 // and the Sentinel (master_name) and Redis Cluster (cluster) forms of
-// NewURL. The rueidis package's Dial takes the same URLs.
+// NewURL. The rueidis package's Dial takes the same forms of URL, with its
+// own tuning parameters.
 //
 // Dial pings every node at once, bounded by ctx and a few seconds. What
 // it tolerates: nodes that cannot be reached (refused connections,

@@ -47,10 +47,12 @@ const connIOTimeout = time.Second
 const sentinelRefreshInterval = 5 * time.Second
 
 // Dial returns a redlock.Client over one rueidis client per URL, taking the
-// same URLs as goredis.Dial: redis://[[user]:password@]host[:port][/db],
+// same forms of URL as goredis.Dial: redis://[[user]:password@]host[:port][/db],
 // rediss:// for TLS, or unix://[[user]:password@]/path?db=N; a master_name
 // parameter for a Sentinel-managed master, a cluster parameter for a
-// Redis Cluster (see NewURL).
+// Redis Cluster (see NewURL). The tuning parameters are each client
+// library's own: go-redis's read_timeout or pool_size mean nothing to
+// rueidis, and NewURL refuses them.
 //
 // Dial pings every node at once, bounded by ctx and a few seconds. What
 // it tolerates: nodes that cannot be reached (refused connections,
@@ -117,7 +119,7 @@ func NewURL(raw string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, nodeurl.Redact(raw), err)
 	}
-	opt, err := rueidis.ParseURL(stripped)
+	opt, err := rueidis.ParseURL(withoutEmptyPath(stripped, u))
 	if err != nil {
 		return nil, nodeurl.Invalid(raw, u, err)
 	}
@@ -132,6 +134,20 @@ func NewURL(raw string) (*Conn, error) {
 	}
 	c.connect = &connector{connect: func() (rueidis.Client, error) { return f.connect(opt) }}
 	return c, nil
+}
+
+// withoutEmptyPath returns raw without the "/" that ends its host when no
+// database follows ("redis://host:6379/"), which rueidis.ParseURL refuses
+// as an empty database number, and goredis takes as database 0.
+func withoutEmptyPath(raw string, u *url.URL) string {
+	if u.Scheme == "unix" || u.Path != "/" {
+		return raw
+	}
+	before, after, _ := strings.Cut(raw, "?")
+	if after != "" {
+		after = "?" + after
+	}
+	return strings.TrimSuffix(before, "/") + after
 }
 
 // form is the kind of deployment a node URL names.

@@ -17,6 +17,8 @@ func TestNewURL_sameFormsAsGoredis(t *testing.T) {
 	for _, raw := range []string{
 		"redis://:s3cret@node-a:6380/2",
 		"redis://node-a",
+		"redis://node-a:6379/",
+		"redis://node-a/?dial_timeout=2s",
 		"rediss://user:s3cret@node-a:6380?dial_timeout=2s&write_timeout=1s",
 		"unix://:s3cret@/var/run/redis.sock?db=1",
 		"redis://:s3cret@sentinel-a:26379/0?master_name=locks&addr=sentinel-b:26379&password=m4ster",
