@@ -25,6 +25,9 @@ var secretParams = []string{"password", "sentinel_password"}
 // rediss or unix scheme, and a host unless it is a unix socket. Errors
 // wrap ErrInvalidURL and never contain a password.
 func Parse(raw string) (*url.URL, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, fmt.Errorf("%w: an empty URL (a list with a comma too many?)", ErrInvalidURL)
+	}
 	if !strings.Contains(raw, "://") {
 		withScheme := strings.TrimPrefix(Redact("redis://"+raw), "redis://")
 		return nil, fmt.Errorf("%w: %s: not a URL: write redis://%s (rediss:// for TLS)", ErrInvalidURL, withScheme, withScheme)
@@ -99,10 +102,15 @@ func Invalid(raw string, u *url.URL, err error) error {
 func Redact(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
 		q := u.Query()
+		secret := u.User != nil
 		for _, k := range secretParams {
 			if q.Get(k) != "" {
 				q.Set(k, "xxxxx")
+				secret = true
 			}
+		}
+		if !secret {
+			return raw // as written: "redis://" stays so
 		}
 		if len(q) > 0 {
 			u.RawQuery = q.Encode()

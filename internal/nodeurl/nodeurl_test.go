@@ -38,3 +38,16 @@ func TestParse_unencodedPassword(t *testing.T) {
 		}
 	}
 }
+
+// An empty URL, or one without a host, says so, as written.
+func TestParse_emptyURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"":         "redlock: invalid node URL: an empty URL (a list with a comma too many?)",
+		" ":        "redlock: invalid node URL: an empty URL (a list with a comma too many?)",
+		"redis://": "redlock: invalid node URL: redis://: no host",
+	} {
+		if _, err := Parse(raw); !errors.Is(err, ErrInvalidURL) || err.Error() != want {
+			t.Errorf("Parse(%q): %v, want %q", raw, err, want)
+		}
+	}
+}
