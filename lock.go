@@ -372,16 +372,25 @@ func (l *Lock) checkDeadlineLocked() {
 		return
 	}
 	verdict, why := ErrLockExpired, "neither renewed nor extended"
+	var limit error // the cause of a loss at Options.MaxExtensions
 	if l.keep {
 		verdict, why = ErrLockLost, "without an extension"
+		if max := l.client.opts.MaxExtensions; max > 0 && l.extensions >= max {
+			why, limit = fmt.Sprintf("after its last extension (Options.MaxExtensions, %d)", max), ErrExtendLimit
+		}
 	}
+	var err error
 	if left <= 0 {
-		l.endLocked(fmt.Errorf("%w: %s: validity ended %s ago, %s",
-			verdict, quoteKey(l.key), (-left).Round(time.Microsecond), why))
-		return
+		err = fmt.Errorf("%w: %s: validity ended %s ago, %s",
+			verdict, quoteKey(l.key), (-left).Round(time.Microsecond), why)
+	} else {
+		err = fmt.Errorf("%w: %s: %s of validity left, within the %s loss margin, %s",
+			verdict, quoteKey(l.key), left.Round(time.Microsecond), l.margin, why)
 	}
-	l.endLocked(fmt.Errorf("%w: %s: %s of validity left, within the %s loss margin, %s",
-		verdict, quoteKey(l.key), left.Round(time.Microsecond), l.margin, why))
+	if limit != nil {
+		err = fmt.Errorf("%w (%w)", err, limit)
+	}
+	l.endLocked(err)
 }
 
 // endLocked records why the lock ended and fires the signals, once: a lock

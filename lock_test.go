@@ -327,6 +327,11 @@ func TestLock_expiredUnlessKept(t *testing.T) {
 			if !errors.Is(err, tc.want) || errors.Is(err, tc.not) || !errors.Is(context.Cause(ctx), tc.want) {
 				t.Errorf("Err %v, context cause %v; want %v, not %v", err, context.Cause(ctx), tc.want, tc.not)
 			}
+			// The limit says so: nothing failed, the holder's own option
+			// ended the lock.
+			if limited := tc.opts.MaxExtensions > 0; errors.Is(err, redlock.ErrExtendLimit) != limited {
+				t.Errorf("Err %v: ErrExtendLimit %v, want %v", err, !limited, limited)
+			}
 		})
 	}
 }

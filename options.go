@@ -111,7 +111,8 @@ type Options struct {
 	// exclude ours and the other way round.
 	KeyPrefix string
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
-	// or by renewal; 0 means no bound.
+	// or by renewal; 0 means no bound. A renewing lock that reaches it is
+	// lost at its deadline, its error both ErrLockLost and ErrExtendLimit.
 	MaxExtensions int
 	// RecoveryDelay is how long a node that lost its data, restarted, or
 	// failed over to a replica (its restart marker is missing, or was written
