@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -194,6 +195,7 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	}
 	switch {
 	case err == nil:
+		warnUnreachable(opts.Logger, client, len(urls))
 		return client, "", nil
 	case errors.Is(err, redlock.ErrInvalidTTL):
 		return nil, failInvalid, err
@@ -201,6 +203,17 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 		return nil, failInterrupted, err
 	}
 	return nil, failConfig, err
+}
+
+// warnUnreachable logs each of the n nodes that client could not reach as
+// it dialed: a lock taken without them is one failure nearer to none.
+func warnUnreachable(log *slog.Logger, client *redlock.Client, n int) {
+	down := client.UnreachableAtDial()
+	for _, r := range down {
+		log.Warn("redlock: node unreachable; locks are taken on the others while a majority answers",
+			slog.String("node", r.Node), slog.String("error", errText(r.Err)),
+			slog.Int("reachable", n-len(down)), slog.Int("nodes", n), slog.Int("majority", n/2+1))
+	}
 }
 
 // close closes client, then exports what the exporters still hold.

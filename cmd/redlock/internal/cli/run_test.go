@@ -387,3 +387,20 @@ func TestRun_contextCancelStopsCommand(t *testing.T) {
 	}
 	assertReleased(t, cluster, "k", "after the command ended")
 }
+
+// A node down at the start is named on stderr, even when the command
+// gets its lock from the others: it is one failure nearer to none.
+func TestRun_warnsOfUnreachableNode(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	if err := cluster.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "run", "--nodes", nodes, "k", "--", "true").expect(t, exitOK, "run with a node down")
+	if !strings.Contains(r.stderr, "node unreachable") || !strings.Contains(r.stderr, cluster.Addrs()[2]) {
+		t.Errorf("run with a node down: stderr %q, want a warning naming %s", r.stderr, cluster.Addrs()[2])
+	}
+	r = cli(t, "run", "--nodes", nodes, "--log-level", "error", "k", "--", "true").expect(t, exitOK, "run --log-level error")
+	if strings.Contains(r.stderr, "node unreachable") {
+		t.Errorf("--log-level error: stderr %q", r.stderr)
+	}
+}
