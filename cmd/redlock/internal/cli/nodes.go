@@ -76,7 +76,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	n.ttl = defaultTTL
 	if withTTL {
 		secondsVar(fs, &n.ttl, "ttl", defaultTTL,
-			"lock time-to-live, a `duration` (a bare number is seconds): a holder that vanishes "+
+			"lock time-to-live, a `duration` (a bare number is seconds), at least "+minTTL.String()+": a holder that vanishes "+
 				"blocks others this long, plus its lock-delay if any; with that, at most --recovery-delay")
 	}
 	unitVar(fs, &n.nodeTimeout, "node-timeout", defaultNodeTimeout,
