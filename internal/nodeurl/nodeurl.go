@@ -29,6 +29,9 @@ func Parse(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: an empty URL (a list with a comma too many?)", ErrInvalidURL)
 	}
 	if !strings.Contains(raw, "://") {
+		if err := checkUserinfo("redis://" + raw); err != nil {
+			return nil, err
+		}
 		withScheme := strings.TrimPrefix(Redact("redis://"+raw), "redis://")
 		return nil, fmt.Errorf("%w: %s: not a URL: write redis://%s (rediss:// for TLS)", ErrInvalidURL, withScheme, withScheme)
 	}
@@ -64,16 +67,49 @@ func Parse(raw string) (*url.URL, error) {
 // checkUserinfo refuses a URL whose user name or password holds '#', '/'
 // or '?' unencoded: the host would end there, the rest of the password
 // becoming a fragment, a path or a query (and its beginning a host or a
-// port), and messages about the URL could show it. The error shows the
-// scheme only.
+// port), and messages about the URL could show it. An '@' in a query
+// value ("?client_name=svc@h") is data, after a host that parses; a
+// fragment is never part of a node URL. The error shows the scheme only.
 func checkUserinfo(raw string) error {
 	scheme, rest, _ := strings.Cut(raw, "://")
-	at := strings.LastIndex(rest, "@")
-	if scheme == "unix" || at < 0 || !strings.ContainsAny(rest[:at], "/?#") {
+	end := strings.IndexAny(rest, "/?#")
+	at := strings.IndexByte(rest, '@')
+	switch {
+	case strings.Contains(rest, "#"):
+	case at < 0 || end < 0 || at < end:
+		return nil // no '@', or it ends the userinfo before the host ends
+	case scheme == "unix" && end == 0:
+		return nil // unix:///path, the '@' in the socket's path
+	case inQueryValue(rest, at) && hostPort(rest[:end]):
 		return nil
 	}
-	return fmt.Errorf("%w: %s://xxxxx: an '@' after a '/', '?' or '#': percent-encode '#', '/', '?' and '@' in a user name or password (%%23, %%2F, %%3F, %%40)",
+	return fmt.Errorf("%w: %s://xxxxx: percent-encode '#', '/', '?' and '@' in a user name or password (%%23, %%2F, %%3F, %%40)",
 		ErrInvalidURL, scheme)
+}
+
+// inQueryValue reports whether position at of rest lies in the value of a
+// key=value parameter of its query.
+func inQueryValue(rest string, at int) bool {
+	q := strings.IndexByte(rest, '?')
+	if q < 0 || q > at {
+		return false
+	}
+	param := rest[q+1 : at]
+	if amp := strings.LastIndexByte(param, '&'); amp >= 0 {
+		param = param[amp+1:]
+	}
+	return strings.Contains(param, "=")
+}
+
+// hostPort reports whether authority is a host with an optional numeric
+// port, as the part of a URL before its path or query must be.
+func hostPort(authority string) bool {
+	host, port, err := net.SplitHostPort(authority)
+	if err != nil {
+		return authority != "" && !strings.Contains(authority, ":")
+	}
+	n, err := strconv.Atoi(port)
+	return host != "" && err == nil && n >= 1 && n <= 65535
 }
 
 // checkPort refuses a host:port whose port is not a number from 1 to

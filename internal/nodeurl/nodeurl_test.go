@@ -15,6 +15,12 @@ func TestParse_unencodedPassword(t *testing.T) {
 		"redis://:4242#Secret@127.0.0.1:27105",
 		"rediss://user:Sup3r/Secret@host:6379/0",
 		"redis://:Sup3r?Secret@host",
+		"redis://user:4242?Secret@host",
+		"user:4242/Secret@host:6379",
+		":4242#Secret@host:6379",
+		"unix://user:4242/Secret@/tmp/r.sock",
+		"unix://:4242#Secret@/tmp/r.sock",
+		"redis://host:6379/0?client_name=a#Secret",
 	} {
 		_, err := Parse(raw)
 		if !errors.Is(err, ErrInvalidURL) {
@@ -32,6 +38,11 @@ func TestParse_unencodedPassword(t *testing.T) {
 		"redis://user:pa%23ss%2Fw%3Fd%40@host:6379",
 		"redis://:sp@s1:26379?master_name=m&password=s3cret",
 		"unix://:pass@/tmp/redis@1.sock",
+		"unix:///tmp/redis@1.sock",
+		"redis://s1:26379?master_name=m&sentinel_password=p@ss",
+		"redis://:pw@s1:26379?master_name=m&password=p@ss",
+		"redis://host:6379/0?client_name=svc@h",
+		"redis://[::1]:6379?cluster=1&addr=[::1]:6380",
 	} {
 		if _, err := Parse(raw); err != nil {
 			t.Errorf("Parse(%q): %v", raw, err)

@@ -139,8 +139,10 @@ func (n *nodeFlags) urls() ([]string, error) {
 			return nil, fmt.Errorf("%w: %s: entry %d is empty", redlock.ErrInvalidOptions, from, i+1)
 		}
 		if !strings.Contains(u, "://") {
-			return nil, fmt.Errorf("%w: %s: %q is not a URL: write redis://%s (or rediss:// for TLS)",
-				goredis.ErrInvalidURL, from, goredis.RedactURL(u), goredis.RedactURL(u))
+			// NewURL says why, never showing a password, even one that
+			// holds '/', '?' or '#' where RedactURL cannot find it.
+			_, err := goredis.NewURL(u)
+			return nil, fmt.Errorf("%s: %w", from, err)
 		}
 		urls = append(urls, u)
 	}
