@@ -106,6 +106,7 @@ func writeCheck(r report, key, held string, res redlock.CheckResult) {
 		return
 	}
 	took := res.Took.Round(time.Microsecond)
+	key, held = shown(key), shown(held)
 	if res.Current {
 		fmt.Fprintf(r.s.stdout, "current: %s holds %s on %d of %d nodes (fence %d%s); checked in %s\n", held, key,
 			res.Nodes, res.All, res.Fence, withOwner(res.Holder.Token), took)
@@ -113,7 +114,7 @@ func writeCheck(r report, key, held string, res redlock.CheckResult) {
 	}
 	now := "nobody holds it on a majority"
 	if res.Holder.Token != "" {
-		now = fmt.Sprintf("held by %s (fence %d%s)", res.Holder.Token, res.Fence, withOwner(res.Holder.Token))
+		now = fmt.Sprintf("held by %s (fence %d%s)", shown(res.Holder.Token), res.Fence, withOwner(res.Holder.Token))
 	}
 	fmt.Fprintf(r.s.stdout, "not current: %s holds %s on %d of %d nodes (%d answered); %s; checked in %s\n", held, key,
 		res.Nodes, res.All, res.Answered, now, took)

@@ -75,7 +75,7 @@ func forceRelease(ctx context.Context, r report, nodes *nodeFlags, lf *lockFlags
 // or its token when it does not say.
 func holderText(g redlock.Grant) string {
 	if g.Owner == "" {
-		return g.Token
+		return shown(g.Token)
 	}
 	return fmt.Sprintf("%s since %s (%s ago)", g.Owner, sinceText(g.Since), ageOf(g.Since).Round(time.Millisecond))
 }

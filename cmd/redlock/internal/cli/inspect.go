@@ -186,7 +186,7 @@ func writeLock(w io.Writer, key string, states []redlock.NodeState) {
 		fmt.Fprintf(w, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
 			answered, len(states), quorum, key)
 	case holder != "":
-		fmt.Fprintf(w, "held by %s on %d of %d nodes (%d needed)%s\n", holder, holding, len(states), quorum, withOwner(holder))
+		fmt.Fprintf(w, "held by %s on %d of %d nodes (%d needed)%s\n", shown(holder), holding, len(states), quorum, withOwner(holder))
 	case len(readers) > 0:
 		fmt.Fprintf(w, "held shared by %s, each on at least %d of %d nodes\n",
 			countReaders(len(readers)), quorum, len(states))

@@ -80,3 +80,26 @@ func TestList_controlCharactersQuoted(t *testing.T) {
 		t.Errorf("release --force: %q", out)
 	}
 }
+
+// A holder's token that another writer set on the nodes, with a terminal
+// escape and a newline in it, is shown quoted by inspect, check and
+// release --force.
+func TestInspect_foreignTokenQuoted(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	const token = "x\x1b[2J\nFAKE"
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "SET", "foreign", token, "PX", "20000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"inspect", "--nodes", nodes, "foreign"},
+		{"check", "--nodes", nodes, "foreign", "other-token"},
+		{"release", "--nodes", nodes, "--force", "foreign"},
+	} {
+		r := cli(t, args...)
+		if strings.Contains(r.stdout, "\x1b") || strings.Contains(r.stdout, "\nFAKE") || !strings.Contains(r.stdout, `x\x1b[2J\nFAKE`) {
+			t.Errorf("%s: %q", args[0], r.stdout)
+		}
+	}
+}

@@ -57,11 +57,11 @@ func writeReaders(w io.Writer, states []redlock.NodeState) {
 	tokens := slices.Sorted(maps.Keys(nodes))
 	width := 0
 	for _, token := range tokens {
-		width = max(width, len(token))
+		width = max(width, len(shown(token)))
 	}
 	fmt.Fprintln(w, "readers:")
 	for _, token := range tokens {
-		fmt.Fprintf(w, "  %-*s  on %d of %d nodes%s\n", width, token, nodes[token], len(states), withOwner(token))
+		fmt.Fprintf(w, "  %-*s  on %d of %d nodes%s\n", width, shown(token), nodes[token], len(states), withOwner(token))
 	}
 }
 
