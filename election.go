@@ -113,8 +113,15 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	}
 	if unreleased != nil {
 		// The last lead still stands where Resign could not release it:
-		// waiting for its TTL would keep every candidate out.
-		unreleased.Release(ctx)
+		// waiting for its TTL would keep every candidate out. Failing
+		// again, it stays for the next Resign or Campaign.
+		if err := unreleased.Release(ctx); errors.Is(err, ErrNotReleased) {
+			e.mu.Lock()
+			if e.lock == nil && e.unreleased == nil {
+				e.unreleased = unreleased
+			}
+			e.mu.Unlock()
+		}
 	}
 	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value))
 	for {
@@ -128,7 +135,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		if err == nil {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			e.lock = lock
+			e.lock, e.unreleased = lock, nil // elected: the old lead is gone
 			return nil
 		}
 		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {

@@ -243,54 +243,91 @@ func awaitQueued(t testing.TB, cluster *redlocktest.Cluster, key string) {
 // elected.
 func TestElection_failedResignIsRetried(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		severed := new(atomic.Bool)
-		var conns []redlock.Conn
-		for _, c := range a.conns(t, cluster.Addrs()) {
-			conns = append(conns, severableConn{Conn: c, severed: severed})
-		}
-		c, err := redlock.New(conns, fast())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if err := c.MarkReady(bg, false); err != nil {
-			t.Fatal(err)
-		}
-		const ttl = 20 * time.Second
-		first := election(t, c, "svc", redlock.WithTTL(ttl))
-		next := election(t, newClient(t, cluster, a, fast()), "svc", redlock.WithTTL(ttl))
-		ctx, cancel := context.WithTimeout(bg, ttl/2)
-		defer cancel()
-		if err := first.Campaign(ctx, "a"); err != nil {
-			t.Fatal(err)
-		}
-		severed.Store(true)
-		if err := first.Resign(ctx); !errors.Is(err, redlock.ErrNotReleased) {
-			t.Fatalf("Resign cut off from the nodes: %v, want ErrNotReleased", err)
-		}
-		if first.Err() == nil {
-			t.Error("the candidate still leads after its Resign")
-		}
+		cluster, severed, first, next := unreleasedLead(t, a)
 		severed.Store(false)
-		if err := first.Resign(ctx); err != nil {
+		if err := first.Resign(bg); err != nil {
 			t.Fatalf("Resign again: %v", err)
 		}
-		free := 0
-		for _, n := range cluster.Nodes() {
-			if keyOn(t, n, "svc") == "" {
-				free++
-			}
-		}
-		if free < 2 {
-			t.Errorf("%d of 3 nodes free of the lead after the second Resign, want a quorum", free)
-		}
-		if err := next.Campaign(ctx, "b"); err != nil {
-			t.Fatalf("the next candidate, within the resigned lead's %s TTL: %v", ttl, err)
-		}
-		defer next.Resign(bg)
-		if next.Term() <= first.Term() {
-			t.Errorf("next term %d not above %d", next.Term(), first.Term())
-		}
+		wantLeadGone(t, cluster, first, next)
 	})
+}
+
+// A Campaign that could not release the lead a failed Resign left keeps
+// it for the next Resign.
+func TestElection_failedCampaignKeepsTheUnreleasedLead(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster, severed, first, next := unreleasedLead(t, a)
+		ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+		defer cancel()
+		if err := first.Campaign(ctx, "a"); err == nil {
+			t.Fatal("Campaign cut off from the nodes succeeded")
+		}
+		severed.Store(false)
+		if err := first.Resign(bg); err != nil {
+			t.Fatalf("Resign after the failed Campaign: %v", err)
+		}
+		wantLeadGone(t, cluster, first, next)
+	})
+}
+
+// unreleasedLead elects the first of two candidates on three nodes with a
+// lead of 20 s, then cuts its client off the nodes (until severed is
+// cleared) and has its Resign fail.
+func unreleasedLead(t *testing.T, a adapter) (cluster *redlocktest.Cluster, severed *atomic.Bool, first, next *redlock.Election) {
+	t.Helper()
+	cluster = redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	severed = new(atomic.Bool)
+	var conns []redlock.Conn
+	for _, c := range a.conns(t, cluster.Addrs()) {
+		conns = append(conns, severableConn{Conn: c, severed: severed})
+	}
+	c, err := redlock.New(conns, fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.MarkReady(bg, false); err != nil {
+		t.Fatal(err)
+	}
+	first = election(t, c, "svc", redlock.WithTTL(leadTTL))
+	next = election(t, newClient(t, cluster, a, fast()), "svc", redlock.WithTTL(leadTTL))
+	if err := first.Campaign(bg, "a"); err != nil {
+		t.Fatal(err)
+	}
+	severed.Store(true)
+	if err := first.Resign(bg); !errors.Is(err, redlock.ErrNotReleased) {
+		t.Fatalf("Resign cut off from the nodes: %v, want ErrNotReleased", err)
+	}
+	if first.Err() == nil {
+		t.Error("the candidate still leads after its Resign")
+	}
+	return cluster, severed, first, next
+}
+
+// leadTTL is the lead of unreleasedLead: far longer than the tests wait.
+const leadTTL = 20 * time.Second
+
+// wantLeadGone checks that a quorum of cluster's nodes is free of first's
+// lead, and that next is elected, with a greater term, well within the
+// lead's TTL.
+func wantLeadGone(t *testing.T, cluster *redlocktest.Cluster, first, next *redlock.Election) {
+	t.Helper()
+	free := 0
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, "svc") == "" {
+			free++
+		}
+	}
+	if free < 2 {
+		t.Errorf("%d of 3 nodes free of the lead after the Resign, want a quorum", free)
+	}
+	ctx, cancel := context.WithTimeout(bg, leadTTL/2)
+	defer cancel()
+	if err := next.Campaign(ctx, "b"); err != nil {
+		t.Fatalf("the next candidate, within the resigned lead's %s TTL: %v", leadTTL, err)
+	}
+	defer next.Resign(bg)
+	if next.Term() <= first.Term() {
+		t.Errorf("next term %d not above %d", next.Term(), first.Term())
+	}
 }
