@@ -504,7 +504,8 @@ func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 // Release run their usual code paths. Its validity is unknown; it is given a
 // deadline one TTL away only so that Extend's check of a lapsed deadline
 // passes, and the Lock never leaves this file: Extend replaces the deadline
-// by a measured one on success, and nothing reads it on failure.
+// by a measured one on success, and a failed Release waits for its
+// background tries up to it at most, a TTL: as long as the key may stand.
 func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error) {
 	key, err := c.key(name)
 	if err != nil {

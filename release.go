@@ -22,8 +22,8 @@ import (
 // background, for a few seconds at most, until Close; when fewer than a
 // quorum answered in time, Release waits for those tries (eight over about
 // 2.5 s, each waiting up to a per-node timeout) until a quorum answered,
-// ctx ends, or the lock's validity ends (Until), after which the lock
-// expires on the nodes anyway.
+// ctx ends, or the lock's key expires on the nodes anyway (its validity,
+// Until, plus the drift allowance and its lock-delay).
 //
 // It succeeds once a quorum of nodes has answered, each having deleted the
 // key or no longer holding it, and at least one having deleted it. Errors:
@@ -73,7 +73,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 		}
 	}
 	if answered < c.quorum && finishing != nil && ctx.Err() == nil {
-		wait, cancel := context.WithDeadline(ctx, l.Until())
+		wait, cancel := context.WithDeadline(ctx, l.expiry())
 		answered, ok = awaitFinish(wait, finishing, answered, ok, c.quorum)
 		cancel()
 	}
@@ -125,6 +125,13 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 // key, or the key no longer held the token there.
 func answeredRelease(r NodeResult) bool {
 	return r.Outcome == OutcomeOK || r.Outcome == OutcomeHeld
+}
+
+// expiry returns when the lock's key expires on the nodes by this client's
+// clock: at the end of its validity plus the drift allowance its TTL took
+// off, and its lock-delay.
+func (l *Lock) expiry() time.Time {
+	return l.Until().Add(drift(l.ttl, l.client.opts.DriftFactor) + l.delay)
 }
 
 // finishReport counts the nodes that a release finished in the background
