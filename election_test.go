@@ -312,13 +312,7 @@ const leadTTL = 20 * time.Second
 // lead's TTL.
 func wantLeadGone(t *testing.T, cluster *redlocktest.Cluster, first, next *redlock.Election) {
 	t.Helper()
-	free := 0
-	for _, n := range cluster.Nodes() {
-		if keyOn(t, n, "svc") == "" {
-			free++
-		}
-	}
-	if free < 2 {
+	if free := nodesFree(t, cluster, "svc"); free < 2 {
 		t.Errorf("%d of 3 nodes free of the lead after the Resign, want a quorum", free)
 	}
 	ctx, cancel := context.WithTimeout(bg, leadTTL/2)

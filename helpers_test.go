@@ -138,6 +138,18 @@ func forEachAdapter(t *testing.T, f func(t *testing.T, a adapter)) {
 }
 
 // keyOn returns the value of key on node n, or "" when it is absent.
+// nodesFree counts the nodes of cluster that do not hold key.
+func nodesFree(t testing.TB, cluster *redlocktest.Cluster, key string) int {
+	t.Helper()
+	free := 0
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, key) == "" {
+			free++
+		}
+	}
+	return free
+}
+
 func keyOn(t testing.TB, n *redlocktest.Node, key string) string {
 	t.Helper()
 	v, err := n.Do(context.Background(), "GET", key)

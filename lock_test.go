@@ -500,13 +500,7 @@ func TestDo_panicReleases(t *testing.T) {
 	if err := lock.Release(bg); !errors.Is(err, redlock.ErrReleased) {
 		t.Errorf("the lock after fn panicked: Release says %v, want ErrReleased", err)
 	}
-	free := 0
-	for _, n := range cluster.Nodes() {
-		if keyOn(t, n, "job") == "" {
-			free++
-		}
-	}
-	if free < 2 {
+	if free := nodesFree(t, cluster, "job"); free < 2 {
 		t.Errorf("%d of 3 nodes free of the lock after fn panicked, want a quorum", free)
 	}
 }

@@ -82,12 +82,7 @@ func TestDoctor_saysTheLargestTTL(t *testing.T) {
 // refused one and its remedy, and judges the majority with it counted out.
 func TestDoctor_refusedCredentialsAreAFinding(t *testing.T) {
 	cluster, _ := newCluster(t, 2)
-	if _, err := cluster.Node(0).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
-		t.Fatal(err)
-	}
-	urls := cluster.URLs()
-	urls[0] = strings.Replace(urls[0], "redis://", "redis://:wrong@", 1)
-	nodes := strings.Join(urls, ",")
+	nodes := wrongPasswordOnFirst(t, cluster)
 	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitFailure, "doctor with a node refusing its credentials")
 	wantDoctorSays(t, r.stdout, "refused", "credentials refused: WRONGPASS", "check the user name and password",
 		"1 of 2 nodes reachable, 2 needed", cluster.Addrs()[1]+"  up")
@@ -106,12 +101,7 @@ func TestDoctor_refusedCredentialsAreAFinding(t *testing.T) {
 // answers: every other verb refuses that node list.
 func TestDoctor_refusedCredentialsFailWithAMajority(t *testing.T) {
 	cluster, _ := newCluster(t, 3)
-	if _, err := cluster.Node(0).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
-		t.Fatal(err)
-	}
-	urls := cluster.URLs()
-	urls[0] = strings.Replace(urls[0], "redis://", "redis://:wrong@", 1)
-	nodes := strings.Join(urls, ",")
+	nodes := wrongPasswordOnFirst(t, cluster)
 	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitFailure, "doctor with one node of three refusing its credentials")
 	wantDoctorSays(t, r.stdout, "credentials refused: WRONGPASS", "UNSAFE")
 	var report doctorJSON
@@ -120,4 +110,16 @@ func TestDoctor_refusedCredentialsFailWithAMajority(t *testing.T) {
 		t.Errorf("doctor --json: unsafe %v, %d reachable; want unsafe, 2", report.Unsafe, report.Reachable)
 	}
 	cli(t, "acquire", "--nodes", nodes, "k").expect(t, exitConfig, "acquire with that node list")
+}
+
+// wrongPasswordOnFirst sets a password on cluster's first node and returns
+// the node list with a wrong one in that node's URL.
+func wrongPasswordOnFirst(t *testing.T, cluster *redlocktest.Cluster) string {
+	t.Helper()
+	if _, err := cluster.Node(0).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
+		t.Fatal(err)
+	}
+	urls := cluster.URLs()
+	urls[0] = strings.Replace(urls[0], "redis://", "redis://:wrong@", 1)
+	return strings.Join(urls, ",")
 }
