@@ -340,7 +340,8 @@
 //	    lost before their release: renewal_failed (auto-renewal failed
 //	    until the loss margin), taken_over (an extension found a majority no
 //	    longer holding it), deadline_passed (extended before, but not again
-//	    in time, or renewal reached MaxExtensions).
+//	    in time, or renewal reached MaxExtensions), forced_by_operator (an
+//	    extension found it taken by ForceRelease).
 //	redlock.locks.expired          counter {lock}
 //	    Locks neither renewed nor extended that reached their deadline
 //	    (less the loss margin) before their release: the end their TTL
@@ -394,5 +395,9 @@
 //     node's answer), and "redlock: background release finished" (Info) or
 //     "given up" (Warn; nodes still holding the key until its TTL passes):
 //     at most one record of each every 10 s, which says how many it stands
-//     for (more_since_last).
+//     for (more_since_last);
+//   - "redlock: lock forced free" (Warn; key, by, nodes, owners), for each
+//     ForceRelease that freed a lock;
+//   - "redlock: some metrics are not recorded" (Warn; error), from New,
+//     when the MeterProvider fails to create an instrument.
 package redlock
