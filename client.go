@@ -98,8 +98,9 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		closed: make(chan struct{})}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
-			if _, ok := conn.(ReplicaWaiter); !ok {
-				return nil, fmt.Errorf("%w: WaitReplicas needs Conns that can send WAIT after a script on the same connection; %s cannot", ErrInvalidOptions, conn.Name())
+			if _, ok := conn.(ReplicaWaiter); !ok || isRedisCluster(conn) {
+				return nil, fmt.Errorf("%w: WaitReplicas needs Conns that can send WAIT after a script on the same connection, "+
+					"each a single server (a Redis Cluster's client cannot); %s cannot", ErrInvalidOptions, conn.Name())
 			}
 		}
 	}

@@ -164,7 +164,8 @@ type Options struct {
 	// locks it granted. Without it, a replica promoted before it received a
 	// lock grants it again, unless the restart quarantine keeps it out (see
 	// SAFETY.md). Each adapter's Conn supports it over a single Redis
-	// server; New fails with ErrInvalidOptions for a Conn that does not.
+	// server; New fails with ErrInvalidOptions for a Conn that does not,
+	// a Redis Cluster's among them.
 	// Default 0 (no wait).
 	WaitReplicas int
 	// Logger receives what an operator needs to know and no call returns:

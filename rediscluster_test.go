@@ -58,6 +58,22 @@ func clusterClient(t *testing.T, cluster *redlocktest.Cluster, conn func(*testin
 	return c
 }
 
+// WaitReplicas over a Redis Cluster's Conn fails at New: a cluster's
+// client cannot send WAIT to the master that ran the script, and every
+// acquisition would fail.
+func TestRedisCluster_waitReplicasRefused(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	for _, a := range clusterAdapters {
+		t.Run(a.name, func(t *testing.T) {
+			conn := a.conn(t, cluster.Addrs())
+			defer conn.Close()
+			if _, err := redlock.New([]redlock.Conn{conn}, &redlock.Options{WaitReplicas: 1}); !errors.Is(err, redlock.ErrInvalidOptions) {
+				t.Errorf("New with WaitReplicas over a Redis Cluster: %v, want ErrInvalidOptions", err)
+			}
+		})
+	}
+}
+
 // A Redis Cluster as one node: locks on keys of every shape (hash tags,
 // stray braces) with fencing, refusal, extension, inspection, release and a
 // waiter in another client woken by the release, over both adapters.
