@@ -190,7 +190,12 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	if r.left < 0 {
 		return NodeState{}, fmt.Errorf("redlock: %s is %q, not a time in microseconds", wire.MarkerKey, r.marker)
 	}
-	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1, Waiting: int(r.waiting)}
+	// The whole delay: a countdown that has not started (no marker, or a
+	// restart since it was written), which the script returns in whole
+	// microseconds. A node sitting out a quarantine that a restart started
+	// has a marker of its own process, and fewer left.
+	whole := r.left > 0 && r.left == c.opts.RecoveryDelay.Microseconds()
+	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1 && whole, Waiting: int(r.waiting)}
 	if r.holder != "" {
 		g := TokenGrant(r.holder)
 		s.Owner, s.Since = g.Owner, g.Since
@@ -214,8 +219,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	}
 	if r.left > 0 {
 		s.Recovering, s.RecoveringLeft = true, time.Duration(r.left)*time.Microsecond
-		if s.NoMarker || s.Restarted {
-			// The delay went to the node in whole microseconds.
+		if whole {
 			s.RecoveringLeft = c.opts.RecoveryDelay
 		}
 	}

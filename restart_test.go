@@ -46,6 +46,16 @@ func TestQuarantine_restartFromSnapshot(t *testing.T) {
 		if !errors.As(err, &qe) || qe.Nodes[0].Outcome != redlock.OutcomeRecovering {
 			t.Fatalf("second acquisition: %v, want the node recovering", err)
 		}
+		// The refusal started the countdown: Inspect shows it running,
+		// not the whole delay.
+		states, err := second.Inspect(bg, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const delay = 30 * time.Second // the default RecoveryDelay
+		if s := states[0]; s.Restarted || !s.Recovering || s.RecoveringLeft <= 0 || s.RecoveringLeft >= delay {
+			t.Errorf("Inspect after the countdown started: %+v, want recovering for less than %s, no longer a restart to come", s, delay)
+		}
 	})
 }
 
