@@ -1,12 +1,14 @@
 package redlock_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -93,6 +95,22 @@ func TestSentinel_passwords(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "-pw") {
 			t.Errorf("error shows a password: %v", err)
+		}
+	})
+}
+
+// A Sentinel URL whose master_name the Sentinels do not know is a
+// configuration error at Dial, with either adapter: no retry fixes it.
+func TestSentinel_unknownMasterName(t *testing.T) {
+	master := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": master.Node(0).Port()}})
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, []string{sentinel.URL("nope")}, fast())
+		if err == nil {
+			client.Close()
+		}
+		if !errors.Is(err, goredis.ErrInvalidURL) || !strings.Contains(strings.ToLower(err.Error()), "no such master") {
+			t.Errorf("Dial with an unknown master_name: %v, want ErrInvalidURL saying there is no such master", err)
 		}
 	})
 }

@@ -76,6 +76,7 @@ package goredis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -316,8 +317,13 @@ func (c *Conn) Close() error {
 }
 
 func reply(v any, err error) (any, error) {
-	if errors.Is(err, redis.Nil) {
+	switch {
+	case err == redis.Nil:
 		return nil, nil
+	case errors.Is(err, redis.Nil):
+		// Not a reply: a failover client whose Sentinels answered that
+		// they know no master by its name wraps their nil answer.
+		return nil, fmt.Errorf("%w (no such master: the Sentinels know no master by this URL's master_name)", err)
 	}
 	return v, err
 }

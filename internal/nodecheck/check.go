@@ -233,8 +233,13 @@ func duplicates(conns []redlock.Conn, verdicts []verdict) []error {
 var configErrors = []string{"WRONGPASS", "NOAUTH", "NOPERM", "AUTH ", "Client sent AUTH", "invalid password", "DB index", "invalid DB index",
 	"unknown command", "This instance has cluster support disabled", "DENIED"}
 
-// isConfigError reports server errors that retrying will not cure.
+// isConfigError reports server errors that retrying will not cure; also a
+// Sentinel that knows no master by the URL's master_name, which each
+// client library reports in its own words.
 func isConfigError(err error) bool {
+	if strings.Contains(strings.ToLower(err.Error()), "no such master") {
+		return true
+	}
 	msg := strings.TrimPrefix(err.Error(), "ERR ")
 	for _, prefix := range configErrors {
 		if strings.HasPrefix(msg, prefix) {
