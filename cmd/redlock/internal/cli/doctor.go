@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -140,10 +141,12 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		// The audit waits for a slow node far longer than a lock would.
 		nodes.nodeTimeout = doctor.NodeTimeout
 		client, f, err := nodes.dial(ctx, s.stderr)
+		var refused error // why Dial refused the node list, which every other verb does too
 		if err != nil && f == failConfig && !errors.Is(err, observe.ErrEndpoint) {
 			// A node that Dial refuses (credentials refused, the same
 			// server under two addresses, ...) is what the audit is for:
 			// it becomes a finding, and the audit goes on.
+			refused = err
 			client, err = auditClient(urls, nodes.options())
 		}
 		if err != nil {
@@ -160,7 +163,13 @@ func setupDoctor(fs *flag.FlagSet) runner {
 			return r.failedAs(failInterrupted, err)
 		}
 		findings := append(dups, report.Findings...)
-		unsafe := report.Unsafe() || len(dups) > 0
+		if refused != nil && !slices.ContainsFunc(findings, func(f doctor.Finding) bool { return f.Severity == doctor.Critical }) {
+			// Refused for what no check of the audit names (a member of
+			// a Redis Cluster given without cluster=1, say).
+			findings = append([]doctor.Finding{{Severity: doctor.Critical, Check: "nodes",
+				Message: errText(refused), Remedy: "fix the node list: every other verb refuses it as it is"}}, findings...)
+		}
+		unsafe := report.Unsafe() || len(dups) > 0 || refused != nil
 		if *asJSON {
 			writeJSON(s.stdout, doctorReportJSON(report, findings, unsafe))
 		} else {

@@ -123,3 +123,13 @@ func wrongPasswordOnFirst(t *testing.T, cluster *redlocktest.Cluster) string {
 	urls[0] = strings.Replace(urls[0], "redis://", "redis://:wrong@", 1)
 	return strings.Join(urls, ",")
 }
+
+// One master of a Redis Cluster given as a plain node is refused by every
+// other verb: doctor fails on it too, saying why.
+func TestDoctor_clusterMemberWithoutClusterParameter(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	nodes := cluster.URLs()[0]
+	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitFailure, "doctor with a cluster member as a plain node")
+	wantDoctorSays(t, r.stdout, "one master of a Redis Cluster", "UNSAFE")
+	cli(t, "acquire", "--nodes", nodes, "k").expect(t, exitConfig, "acquire with that node list")
+}

@@ -93,7 +93,8 @@ type Finding struct {
 	Severity Severity
 	// Check names the check that produced the finding: "unreachable",
 	// "credentials", "version", "replica", "eviction", "persistence", "config", "clock",
-	// "recovering", "cluster", "duplicate", "quorum" or "ttl" (the largest
+	// "recovering", "cluster", "duplicate", "quorum", "nodes" (the list
+	// refused as a whole, for what no other check names) or "ttl" (the largest
 	// TTL the clients can use).
 	Check string
 	// Message says what was found, in one line.
