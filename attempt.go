@@ -608,7 +608,8 @@ func fenceOf(results []NodeResult, replies []acquireReply) (fence uint64, behind
 // disagree on the fencing counter. It raises the counter to fence on every
 // node that is not known to be there already: the granting nodes behind, and
 // the nodes that refused or did not answer, so that the nodes agree again
-// sooner. A node counts as OK when it still holds the lock, which orders the
+// sooner, except where another holder's token holds the key (see
+// raise.lua). A node counts as OK when it still holds the lock, which orders the
 // raise before any later grant of the key there; the token is safe to hand
 // out once a quorum is OK, since every later quorum meets this one (see the
 // package documentation).

@@ -1,17 +1,28 @@
 -- raise raises the lock key's fencing counter to at least a token, and
--- reports whether the lock key still holds the caller's token. Raising a
--- counter is always safe (later tokens only grow), so it is done either way;
--- only a node that still holds the lock counts towards the quorum that
--- carries the token. It reads its request's keys and arguments at offsets k
--- and a in KEYS and ARGV.
+-- reports whether the lock key still holds the caller's token. It reads its
+-- request's keys and arguments at offsets k and a in KEYS and ARGV.
 -- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock key).
 -- ARGV[a+1] token; ARGV[a+2] fencing token (decimal, no leading zeros);
 -- ARGV[a+3] counter TTL in milliseconds.
 -- Returns 1 when the lock key holds ARGV[a+1], as its value or among its
--- unexpired readers (see readers.lua), 0 otherwise; the counter is at least
--- ARGV[a+2] afterwards in both cases. shared is the table that the requests
--- of one script call share (see acquire.lua).
+-- unexpired readers (see readers.lua), 0 otherwise. The counter is at least
+-- ARGV[a+2] afterwards, unless another holder's token is the lock key's
+-- value: that node's counter is its holder's fencing token, which Check,
+-- CheckFence and an election's Leader read there, and a raise serves no
+-- later token where the caller holds nothing (only the nodes that hold a
+-- lock carry its token to the next quorum). Raising is otherwise always
+-- safe: later tokens only grow. shared is the table that the requests of
+-- one script call share (see acquire.lua).
 local function raise(KEYS, ARGV, k, a, shared)
+	-- pcall: GET fails on the readers' sorted set.
+	local holder = redis.pcall("GET", KEYS[k + 1])
+	local holds = holder == ARGV[a + 1]
+	if type(holder) == "table" and holder.err then
+		local ends = tonumber(redis.call("ZSCORE", KEYS[k + 1], ARGV[a + 1]))
+		holds = ends ~= nil and ends > nodeMillis(shared)
+	elseif holder and not holds then
+		return 0
+	end
 	local counter = redis.call("GET", KEYS[k + 2])
 	if counter and not string.match(counter, "^%d+$") then
 		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is not an integer")
@@ -21,16 +32,8 @@ local function raise(KEYS, ARGV, k, a, shared)
 	if not counter or #counter < #token or (#counter == #token and counter < token) then
 		redis.call("SET", KEYS[k + 2], token, "PX", ARGV[a + 3])
 	end
-	-- pcall: GET fails on the readers' sorted set.
-	local holder = redis.pcall("GET", KEYS[k + 1])
-	if holder == ARGV[a + 1] then
+	if holds then
 		return 1
-	end
-	if type(holder) == "table" and holder.err then
-		local ends = tonumber(redis.call("ZSCORE", KEYS[k + 1], ARGV[a + 1]))
-		if ends and ends > nodeMillis(shared) then
-			return 1
-		end
 	end
 	return 0
 end
