@@ -162,13 +162,7 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		if err != nil {
 			return r.failedAs(failInterrupted, err)
 		}
-		findings := append(dups, report.Findings...)
-		if refused != nil && !slices.ContainsFunc(findings, func(f doctor.Finding) bool { return f.Severity == doctor.Critical }) {
-			// Refused for what no check of the audit names (a member of
-			// a Redis Cluster given without cluster=1, say).
-			findings = append([]doctor.Finding{{Severity: doctor.Critical, Check: "nodes",
-				Message: errText(refused), Remedy: "fix the node list: every other verb refuses it as it is"}}, findings...)
-		}
+		findings := withRefusal(append(dups, report.Findings...), refused)
 		unsafe := report.Unsafe() || len(dups) > 0 || refused != nil
 		if *asJSON {
 			writeJSON(s.stdout, doctorReportJSON(report, findings, unsafe))
@@ -183,6 +177,17 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		}
 		return exitOK
 	}
+}
+
+// withRefusal returns findings with, first, a critical finding of refused,
+// why Dial refused the node list, when no critical finding says why
+// already (a member of a Redis Cluster given without cluster=1, say).
+func withRefusal(findings []doctor.Finding, refused error) []doctor.Finding {
+	if refused == nil || slices.ContainsFunc(findings, func(f doctor.Finding) bool { return f.Severity == doctor.Critical }) {
+		return findings
+	}
+	return append([]doctor.Finding{{Severity: doctor.Critical, Check: "nodes",
+		Message: errText(refused), Remedy: "fix the node list: every other verb refuses it as it is"}}, findings...)
 }
 
 // auditClient returns a Client over urls with opts that, unlike
