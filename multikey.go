@@ -165,7 +165,10 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 //
 // An exclusive set waits in the nodes' queue of each of its keys, with one
 // place in every queue: when the call began, so that the queues order the
-// set waiters alike on every key and node. Each attempt defers to the set
+// set waiters alike on every key and node. Its first attempt is a
+// newcomer's, as a mutex's first is: it defers to the clients queued for a
+// key, and queues only where it is refused, so that a set granted at once
+// never shows itself as waiting. Each later attempt defers to the set
 // waiters queued before it, so that the nodes keep a free key for the
 // oldest of them, which takes its keys one by one as their holders release
 // them, and then holds them all: it is never refused for long by waiters
@@ -187,7 +190,7 @@ func (m *multiAcquisition) run() (*Locks, error) {
 	defer func() { <-m.c.setTurn }()
 	m.places = make([]queuePlace, len(m.keys))
 	for i := range m.places {
-		m.places[i] = queuePlace{since: since, set: true}
+		m.places[i] = queuePlace{since: since, set: true, newcomer: true}
 	}
 	locks, err := retryLoop(m.ctx, m.c.closed, m.cfg.retry, shape[*Locks](m), false)
 	if err != nil {
@@ -251,6 +254,9 @@ func (m *multiAcquisition) try() (*Locks, error) {
 			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false, m.place(i))
 		}
 	})
+	for i := range m.places {
+		m.places[i].newcomer = false
+	}
 	var refused []string
 	for i, tryErr := range errs {
 		if tryErr != nil {

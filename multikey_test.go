@@ -612,3 +612,37 @@ func TestAcquireAll_notStarvedByOverlappingSets(t *testing.T) {
 	}
 	waiters.Wait()
 }
+
+// A set granted at its first attempt never queues: no node keeps it as a
+// waiter for its keys, nor marks them waited for, so Inspect and list show
+// nobody waiting and its release reads no queue.
+func TestAcquireAll_grantedAtOnceNeverQueues(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, fast())
+		keys := []string{"x", "y", "z"}
+		set, err := client.AcquireAll(bg, keys, redlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range keys {
+			states, err := client.Inspect(bg, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range states {
+				if st.Waiting != 0 {
+					t.Errorf("node %d shows %d waiting for %q, held by the set granted at once", i, st.Waiting, key)
+				}
+			}
+			for i := range 3 {
+				if mark := keyOn(t, cluster.Node(i), redlock.WaitingKey(key)); mark != "" {
+					t.Errorf("node %d marks %q as waited for (%q)", i, key, mark)
+				}
+			}
+		}
+		if err := set.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
