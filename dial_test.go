@@ -247,17 +247,23 @@ func TestDial_oneServerUnderTwoNames(t *testing.T) {
 }
 
 // A rediss:// URL to a plaintext port fails Dial with the reason, instead
-// of dialing "successfully" and timing out on every request.
+// of dialing "successfully" and timing out on every request, and without
+// waiting out the first PING's 3 s: the port answers the probe at once.
 func TestDial_tlsToAPlaintextPort(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	forEachDialer(t, func(t *testing.T, d dialer) {
+		start := time.Now()
 		client, err := d.dial(bg, []string{"rediss://" + cluster.Node(0).Addr()}, nil)
+		took := time.Since(start)
 		if err == nil {
 			client.Close()
 			t.Fatal("Dial of rediss:// to a plaintext port succeeded")
 		}
 		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "plaintext") {
 			t.Errorf("Dial = %v, want ErrInvalidURL saying the server answers in plaintext", err)
+		}
+		if took >= 2500*time.Millisecond {
+			t.Errorf("Dial took %v to fail, want it to end with the probe, not with the first PING's 3 s", took)
 		}
 		// The same node over redis:// dials.
 		client, err = d.dial(bg, []string{"redis://" + cluster.Node(0).Addr()}, nil)

@@ -85,23 +85,67 @@ func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe) []verdict 
 // answers PONG; a node that does not answer goes to probe.
 func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 	start := time.Now()
-	v, err := conn.Do(ctx, "PING")
+	r := ping(ctx, conn, probe)
 	switch {
-	case err == nil && v != "PONG":
-		return verdict{refused: fmt.Errorf("unexpected PING reply %v", v)}
-	case err != nil && isConfigError(err):
-		return verdict{refused: err}
-	case err != nil && nodeurl.IsTLSRefusal(err):
-		return verdict{refused: fmt.Errorf("%w: %w", nodeurl.ErrTLS, tlsRefusal(err))}
-	case err != nil:
-		down := verdict{down: err, took: time.Since(start)}
-		if probe != nil {
+	case r.listErr != nil:
+		return verdict{listErr: r.listErr}
+	case r.err == nil && r.reply != "PONG":
+		return verdict{refused: fmt.Errorf("unexpected PING reply %v", r.reply)}
+	case r.err != nil && isConfigError(r.err):
+		return verdict{refused: r.err}
+	case r.err != nil && nodeurl.IsTLSRefusal(r.err):
+		return verdict{refused: fmt.Errorf("%w: %w", nodeurl.ErrTLS, tlsRefusal(r.err))}
+	case r.err != nil:
+		down := verdict{down: r.err, took: time.Since(start)}
+		if probe != nil && !r.probed {
 			down.listErr = probe(conn)
 		}
 		return down
 	}
 	ids := identities(ctx, conn)
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
+}
+
+// probeAfter is how long a node's first PING goes unanswered before the
+// probe looks at its URL meanwhile: a TLS URL toward a plaintext port never
+// gets an answer, and the probe tells so in a round trip, where the PING
+// would wait for checkTimeout.
+const probeAfter = 500 * time.Millisecond
+
+// pinged is what a node's first PING got, and the probe if it ran.
+type pinged struct {
+	reply   any
+	err     error
+	probed  bool  // the probe ran
+	listErr error // what the probe found wrong with the node's URL
+}
+
+// ping sends conn its first PING. When it goes unanswered for probeAfter,
+// probe (when not nil) looks at the node meanwhile, and a fault it finds
+// in the URL ends the wait at once.
+func ping(ctx context.Context, conn redlock.Conn, probe Probe) pinged {
+	if probe == nil {
+		v, err := conn.Do(ctx, "PING")
+		return pinged{reply: v, err: err}
+	}
+	answered := make(chan pinged, 1)
+	go func() {
+		v, err := conn.Do(ctx, "PING")
+		answered <- pinged{reply: v, err: err}
+	}()
+	timer := time.NewTimer(probeAfter)
+	defer timer.Stop()
+	select {
+	case r := <-answered:
+		return r
+	case <-timer.C:
+	}
+	if err := probe(conn); err != nil {
+		return pinged{probed: true, listErr: err}
+	}
+	r := <-answered
+	r.probed = true
+	return r
 }
 
 // shardOfCluster returns an error wrapping nodeurl.ErrInvalidURL when a
