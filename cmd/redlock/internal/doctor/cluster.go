@@ -249,22 +249,27 @@ func auditShard(ctx context.Context, c *redis.Client, m master, l Limits) Shard 
 }
 
 // summariseShards sets a Redis Cluster node's quarantine fields from its
-// shards' restart markers: it is Recovering while any slot sits out, for
-// as long as the slot that sits out longest.
+// shards' restart markers: it is Recovering while every slot sits out,
+// PartlyRecovering while some do, for as long as the slot that sits out
+// longest.
 func (n *Node) summariseShards(l Limits) {
+	ready, sittingOut := 0, false
 	for _, s := range n.Shards {
 		m := s.Markers
+		ready += m.Ready
 		n.Loading = n.Loading || s.Master.Loading
 		n.NoMarker = n.NoMarker || len(m.Unmarked) > 0
 		n.Restarted = n.Restarted || len(m.Restarted) > 0
 		if !m.sittingOut() {
 			continue
 		}
-		n.Recovering = true
+		sittingOut = true
 		left := m.RecoveringLeft
 		if len(m.Unmarked)+len(m.Restarted) > 0 {
 			left = l.RecoveryDelay
 		}
 		n.RecoveringLeft = max(n.RecoveringLeft, left)
 	}
+	n.Recovering = sittingOut && ready == 0
+	n.PartlyRecovering = sittingOut && ready > 0
 }

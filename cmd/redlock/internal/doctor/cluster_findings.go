@@ -66,12 +66,12 @@ func markerFindings(fs *findingList, node string, s Shard, delay time.Duration, 
 	m := s.Markers
 	total := slotCountOf(s.Slots)
 	if len(m.Unmarked) > 0 {
-		fs.add(node, sev, "recovering", "for a new deployment with no lock outstanding, run `redlock init` (Client.MarkReady); otherwise wait",
+		fs.add(node, sev, "recovering", "for a new deployment with no lock outstanding, run `redlock init` (Client.MarkReady); otherwise nothing: each slot's delay starts at its next acquisition",
 			"%d of %d slots unmarked (%s): no restart marker (the master restarted empty, or the slot was never used), so each sits out %s from its next acquisition",
 			slotCountOf(m.Unmarked), total, rangesText(m.Unmarked), delay)
 	}
 	if len(m.Restarted) > 0 {
-		fs.add(node, sev, "recovering", "wait: a restarted master must not be marked ready while locks may be held",
+		fs.add(node, sev, "recovering", "nothing: each slot's delay starts at its next acquisition and keeps safe the locks it held before; 'redlock init --force' lifts it, only when no lock can be outstanding",
 			"%d of %d slots restarted or failed over since they last voted (%s): each sits out %s from its next acquisition",
 			slotCountOf(m.Restarted), total, rangesText(m.Restarted), delay)
 	}

@@ -87,8 +87,9 @@ func TestAudit_redisClusterShards(t *testing.T) {
 func wantUnmarked(t *testing.T, cluster *redlocktest.Cluster, r *doctor.Report) {
 	t.Helper()
 	n := r.Nodes[0]
-	if !n.Recovering || !n.NoMarker || n.RecoveringLeft != 30*time.Second {
-		t.Errorf("fresh cluster: Recovering %v, NoMarker %v, %s left; want unmarked, the full 30 s", n.Recovering, n.NoMarker, n.RecoveringLeft)
+	if !n.Recovering || n.PartlyRecovering || !n.NoMarker || n.RecoveringLeft != 30*time.Second || r.Available() {
+		t.Errorf("fresh cluster: Recovering %v, PartlyRecovering %v, NoMarker %v, %s left, Available %v; want unmarked, the full 30 s, unavailable",
+			n.Recovering, n.PartlyRecovering, n.NoMarker, n.RecoveringLeft, r.Available())
 	}
 	for i, s := range wantShards(t, cluster, n) {
 		wantDefaultsAndLoopbackTiming(t, i, s.Master)
@@ -150,6 +151,21 @@ func auditSlotStates(t *testing.T, cluster *redlocktest.Cluster, conns []redlock
 	set(100, markerKey, "not a time")
 	set(first1, "redlock:process", "0123456789abcdef0123456789abcdef01234567") // written by another process
 	r := audit(t, conns, nil)
+	// A few slots sitting out keep the node out of the locks of their keys
+	// only: it votes for the others, and no lock but theirs waits.
+	if n := r.Nodes[0]; n.Recovering || !n.PartlyRecovering || !r.Available() {
+		t.Errorf("a few slots sitting out: Recovering %v, PartlyRecovering %v, Available %v; want only partly recovering, available",
+			n.Recovering, n.PartlyRecovering, r.Available())
+	}
+	var warned []doctor.Finding
+	for _, f := range shardFindings(r, "", "quorum") {
+		if f.Severity == doctor.Warning {
+			warned = append(warned, f)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0].Message, "0 of 1 nodes vote now for every key") {
+		t.Errorf("quorum warnings %v; want one, that the node votes for some keys only\n%s", warned, report(r))
+	}
 	s0, s1 := r.Nodes[0].Shards[0], r.Nodes[0].Shards[1]
 	m := s0.Markers
 	if !slices.Equal(m.Recovering, []doctor.SlotRange{{First: 0, Last: 0}}) || m.RecoveringLeft > 20*time.Second || m.RecoveringLeft < 15*time.Second ||

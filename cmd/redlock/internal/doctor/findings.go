@@ -85,7 +85,7 @@ func shardsErrText(n Node) string {
 // recoveringSeverity is Warning when the nodes that sit out cost the quorum,
 // Info otherwise.
 func (r *Report) recoveringSeverity() Severity {
-	if r.Reachable >= r.Quorum && r.voting() < r.Quorum {
+	if r.Reachable >= r.Quorum && r.votingForEveryKey() < r.Quorum {
 		return Warning
 	}
 	return Info
@@ -98,6 +98,19 @@ func (r *Report) voting() int {
 	for _, n := range r.Nodes {
 		if n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" {
 			usable++
+		}
+	}
+	return usable
+}
+
+// votingForEveryKey counts the nodes that would vote now whatever the
+// lock's key: voting, and not a Redis Cluster node some of whose slots
+// sit out.
+func (r *Report) votingForEveryKey() int {
+	usable := r.voting()
+	for _, n := range r.Nodes {
+		if n.Reachable && n.PartlyRecovering && !n.Loading && n.Role != "replica" {
+			usable--
 		}
 	}
 	return usable
@@ -225,7 +238,7 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 		fs.add(n.Node, Info, "recovering", "allow EVALSHA and the restart marker key for this user",
 			"restart marker unreadable (%s): quarantine state unknown", errText(n.markerErr))
 	case n.Restarted:
-		fs.add(n.Node, sev, "recovering", "wait: a restarted node must not be marked ready while locks may be held",
+		fs.add(n.Node, sev, "recovering", "nothing: the next acquisition starts its delay, which keeps safe the locks it held before; 'redlock init --force' lifts it, only when no lock can be outstanding",
 			"restarted or failed over since it last voted: it sits out %s from the next acquisition (no countdown runs until one reaches it)",
 			n.RecoveringLeft.Round(time.Second))
 	case n.Recovering && n.NoMarker:
@@ -275,9 +288,13 @@ func (r *Report) quorumFindings(fs *findingList) {
 		fs.add("", Critical, "quorum", "bring nodes back, or point the client at reachable ones",
 			"%d of %d nodes reachable, %d needed: no lock can be acquired", r.Reachable, total, r.Quorum)
 	case r.voting() < r.Quorum:
-		fs.add("", Warning, "quorum", "on a brand-new deployment with no lock outstanding, run 'redlock init'; otherwise wait",
+		fs.add("", Warning, "quorum", "on a brand-new deployment with no lock outstanding, run 'redlock init'; otherwise wait: a node's delay starts at the next acquisition that reaches it",
 			"%d of %d nodes vote now, %d needed: no lock can be acquired until the others sit out their recovery delay",
 			r.voting(), total, r.Quorum)
+	case r.votingForEveryKey() < r.Quorum:
+		fs.add("", Warning, "quorum", "nothing to do for a deployment that has held locks: each slot's delay keeps the locks it held before safe, and starts at its next acquisition",
+			"%d of %d nodes vote now for every key, %d needed: a lock whose key hashes to a slot that sits out on a Redis Cluster node (see its recovering findings) is refused until that slot has sat out its recovery delay; the others are taken",
+			r.votingForEveryKey(), total, r.Quorum)
 	case total > 1 && r.Reachable == r.Quorum && r.Reachable == total:
 		fs.add("", Warning, "quorum", "use 3 or 5 independent masters, so that locking survives a node failure",
 			"%d of %d nodes reachable, %d needed: every node is needed, one failure stops locking", r.Reachable, total, r.Quorum)

@@ -26,7 +26,8 @@ type Node struct {
 	// serves slots, in slot order. The fields below that describe one
 	// server (Version to MaxMemoryPolicy) are then unknown here, and the
 	// quarantine fields sum up the shards' restart markers: Recovering while
-	// any slot sits out. Nil for any other node.
+	// every slot sits out, PartlyRecovering while some do. Nil for any
+	// other node.
 	Shards []Shard
 	// Uncovered are the hash slots of a Redis Cluster node that no master
 	// serves: locks whose keys hash there cannot be taken on it.
@@ -71,6 +72,11 @@ type Node struct {
 	// client has used it yet), or its marker is younger than the recovery
 	// delay. Always false when the quarantine is off.
 	Recovering bool
+	// PartlyRecovering reports a Redis Cluster node some of whose slots,
+	// not all, sit out their recovery delay, or will from their next
+	// acquisition: it votes for the locks whose keys hash to its other
+	// slots, not for those. Always false when the quarantine is off.
+	PartlyRecovering bool
 	// NoMarker reports a node without a restart marker.
 	NoMarker bool
 	// Restarted reports a node whose Redis process changed since its marker
