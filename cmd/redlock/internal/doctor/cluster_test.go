@@ -309,3 +309,38 @@ func waitClusterState(t *testing.T, node *redlocktest.Node, state string) {
 		}
 	}
 }
+
+// A Redis Cluster that serves what it can (cluster-require-full-coverage
+// no) and has lost a master still takes the locks of the other masters'
+// slots: the node is available, with a warning that it does not vote for
+// every key.
+func TestAudit_redisClusterMasterLost(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "CONFIG", "SET", "cluster-require-full-coverage", "no"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns := []redlock.Conn{clusterConn(t, cluster)}
+	c, _ := client(t, conns, nil)
+	if err := c.MarkReady(bg, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r := audit(t, conns, nil)
+	n := r.Nodes[0]
+	if !n.Reachable || n.Recovering || !r.Available() {
+		t.Errorf("one master of three lost: Reachable %v, Recovering %v, Available %v; want reachable and available", n.Reachable, n.Recovering, r.Available())
+	}
+	var warned []doctor.Finding
+	for _, f := range shardFindings(r, "", "quorum") {
+		if f.Severity == doctor.Warning {
+			warned = append(warned, f)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0].Message, "0 of 1 nodes vote now for every key") {
+		t.Errorf("quorum warnings %v; want one, that the node votes for some keys only\n%s", warned, report(r))
+	}
+}

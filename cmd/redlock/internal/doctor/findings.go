@@ -104,16 +104,32 @@ func (r *Report) voting() int {
 }
 
 // votingForEveryKey counts the nodes that would vote now whatever the
-// lock's key: voting, and not a Redis Cluster node some of whose slots
-// sit out.
+// lock's key: voting, and, for a Redis Cluster node, serving every slot
+// (see servesEverySlot).
 func (r *Report) votingForEveryKey() int {
 	usable := r.voting()
 	for _, n := range r.Nodes {
-		if n.Reachable && n.PartlyRecovering && !n.Loading && n.Role != "replica" {
+		if n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" && !n.servesEverySlot() {
 			usable--
 		}
 	}
 	return usable
+}
+
+// servesEverySlot reports whether a Redis Cluster node would vote for a
+// lock whatever slot its key hashes to: every slot assigned, every master
+// reachable and its cluster state ok, and no slot sitting out. It is true
+// for any other node.
+func (n Node) servesEverySlot() bool {
+	if n.PartlyRecovering || len(n.Uncovered) > 0 {
+		return false
+	}
+	for _, s := range n.Shards {
+		if !s.Master.Reachable || (s.ClusterState != "" && s.ClusterState != "ok") {
+			return false
+		}
+	}
+	return true
 }
 
 // Available reports whether a quorum of the nodes would vote in an
@@ -292,8 +308,8 @@ func (r *Report) quorumFindings(fs *findingList) {
 			"%d of %d nodes vote now, %d needed: no lock can be acquired until the others sit out their recovery delay",
 			r.voting(), total, r.Quorum)
 	case r.votingForEveryKey() < r.Quorum:
-		fs.add("", Warning, "quorum", "nothing to do for a deployment that has held locks: each slot's delay keeps the locks it held before safe, and starts at its next acquisition",
-			"%d of %d nodes vote now for every key, %d needed: a lock whose key hashes to a slot that sits out on a Redis Cluster node (see its recovering findings) is refused until that slot has sat out its recovery delay; the others are taken",
+		fs.add("", Warning, "quorum", "for slots that sit out, nothing: each one's delay starts at its next acquisition and keeps safe the locks it held before; for slots no master serves, restore the cluster",
+			"%d of %d nodes vote now for every key, %d needed: a Redis Cluster node refuses the locks whose keys hash to a slot that sits out its recovery delay, or that no reachable master serves (see its findings); the others are taken",
 			r.votingForEveryKey(), total, r.Quorum)
 	case total > 1 && r.Reachable == r.Quorum && r.Reachable == total:
 		fs.add("", Warning, "quorum", "use 3 or 5 independent masters, so that locking survives a node failure",
