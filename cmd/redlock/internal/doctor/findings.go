@@ -32,7 +32,7 @@ func (r *Report) findings(l Limits) []Finding {
 			serverFindings(&fs, n, l)
 			recoveringFindings(&fs, n, recoveringSev)
 			if n.Cluster {
-				fs.add(n.Node, Info, "cluster", "run doctor against each master of the cluster (redis:// without ?cluster) to check them all",
+				fs.add(n.Node, Info, "cluster", "allow CLUSTER SHARDS (CLUSTER SLOTS before Redis 7) for this user, so that doctor audits every master",
 					"a Redis Cluster, one node of the quorum, whose masters could not be listed (%s): these checks ran on one of its masters only; its restart quarantine works per hash slot",
 					shardsErrText(n))
 			}
