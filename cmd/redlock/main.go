@@ -6,8 +6,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,9 +20,10 @@ func (quiet) Printf(context.Context, string, ...any) {}
 
 func main() {
 	redis.SetLogger(quiet{})
-	// SIGINT and SIGTERM end waits and the demo cleanly; 'redlock run' also
-	// catches them itself, to forward them to the command it runs.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP, SIGINT, SIGQUIT and SIGTERM end waits and the demo cleanly;
+	// 'redlock run' also catches them itself, to forward them to the
+	// command it runs.
+	ctx, stop := cli.SignalContext(context.Background())
 	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

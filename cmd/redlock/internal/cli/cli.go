@@ -25,6 +25,9 @@ type streams struct {
 	// redlock's messages into records, and the command's output is its
 	// own.
 	cmdStderr io.Writer
+	// interruptCode returns the exit code of a wait that the context of
+	// Run interrupted (see interruptedExit); nil means 130.
+	interruptCode func() int
 }
 
 // commandStderr returns the standard error of the command 'redlock run'
@@ -71,7 +74,7 @@ func lookup(name string) *command {
 // `redlock run` its end stops the running command with SIGTERM, as a SIGTERM
 // sent to redlock would. Run blocks until the command is done.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	s := streams{stdin: stdin, stdout: stdout, stderr: stderr}
+	s := streams{stdin: stdin, stdout: stdout, stderr: stderr, interruptCode: func() int { return interruptedExit(ctx) }}
 	if len(args) == 0 {
 		writeMainHelp(stderr)
 		return exitUsage

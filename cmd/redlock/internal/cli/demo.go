@@ -355,7 +355,7 @@ func (c *demoConfig) finish(ctx context.Context, out *demoOut, store *demoStore,
 	ok := c.summary(out.w, store, stats)
 	switch {
 	case interrupted:
-		return exitInterrupted
+		return interruptedExit(ctx)
 	case !ok:
 		return exitFailure
 	}

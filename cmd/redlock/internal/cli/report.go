@@ -56,6 +56,9 @@ func (r report) failedAs(f failure, err error) int {
 		return r.usage(errText(err))
 	}
 	code := exitFor(f)
+	if f == failInterrupted && r.s.interruptCode != nil {
+		code = r.s.interruptCode()
+	}
 	if r.json {
 		out := newFailureJSON(r.key, err)
 		out.Reason, out.ExitCode = f, code

@@ -391,7 +391,7 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 				return r.held, exitOK
 			case ctx.Err() != nil:
 				sayf(s.stderr, slog.LevelWarn, c.name(), "stopped waiting for %s: %v", quoteKeys(keys), context.Cause(ctx))
-				return nil, exitInterrupted
+				return nil, interruptedExit(ctx)
 			}
 			printFailure(s.stderr, c.name(), r.err)
 			f := classify(r.err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -314,7 +315,7 @@ func TestRun_signalsForwarded(t *testing.T) {
 }
 
 func TestRun_signalWhileWaiting(t *testing.T) {
-	_, nodes := newCluster(t, 3)
+	cluster, nodes := newCluster(t, 3)
 	cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", "busy").expect(t, exitOK, "acquire")
 	marker := filepath.Join(t.TempDir(), "ran")
 	cmd := binaryCommand(nodes, "run", "busy", "--", "touch", marker)
@@ -323,7 +324,7 @@ func TestRun_signalWhileWaiting(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	awaitCampaigning(t, cluster, "busy")
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != exitSignalBase+int(syscall.SIGINT) {
@@ -402,5 +403,41 @@ func TestRun_warnsOfUnreachableNode(t *testing.T) {
 	r = cli(t, "run", "--nodes", nodes, "--log-level", "error", "k", "--", "true").expect(t, exitOK, "run --log-level error")
 	if strings.Contains(r.stderr, "node unreachable") {
 		t.Errorf("--log-level error: stderr %q", r.stderr)
+	}
+}
+
+// Each signal that ends a wait ends the script verbs' waits too, with
+// 128+n, in the exit status and in the JSON: SIGQUIT prints no goroutine
+// dump, SIGHUP does not kill the process before it says why.
+func TestAcquire_signalWhileWaiting(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			key := "busy-" + strconv.Itoa(int(sig))
+			cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", key).expect(t, exitOK, "acquire")
+			cmd := binaryCommand(nodes, "acquire", "--json", key)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			awaitCampaigning(t, cluster, key)
+			cmd.Process.Signal(sig)
+			cmd.Wait()
+			want := exitSignalBase + int(sig)
+			if code := cmd.ProcessState.ExitCode(); code != want {
+				t.Errorf("exit status %d, want %d\n%s", code, want, stderr.String())
+			}
+			var out struct {
+				Reason   string `json:"reason"`
+				ExitCode int    `json:"exit_code"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Reason != "interrupted" || out.ExitCode != want {
+				t.Errorf("stdout %q (%v), want one JSON object, reason interrupted, exit_code %d", stdout.String(), err, want)
+			}
+			if strings.Contains(stderr.String(), "goroutine ") {
+				t.Errorf("stderr has a goroutine dump:\n%.500s", stderr.String())
+			}
+		})
 	}
 }
