@@ -56,8 +56,9 @@ type NodeState struct {
 	RecoveringLeft time.Duration
 	// Waiting is how many clients the node queues as waiting for the
 	// lock (see the package documentation, The algorithm): those whose
-	// attempt it refused in the last two seconds, and who have not taken
-	// the lock since.
+	// attempt it refused in the last two seconds. A client whose attempt
+	// this node refused and the others granted may be counted until its
+	// entry lapses, though it holds the lock.
 	Waiting int
 	// ForcedBy is who last forced the lock free on the node
 	// (Client.ForceRelease), at ForcedAt by the forcing client's clock,

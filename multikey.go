@@ -35,6 +35,10 @@ const maxLockKeys = 64
 type Locks struct {
 	locks []*Lock // one per name, sorted by name
 
+	// releasing makes concurrent Release calls take turns, so that one of
+	// them releases the set and the others find it released.
+	releasing sync.Mutex
+
 	watch sync.Once     // makes done, on first use of Done
 	done  chan struct{} // closed once any lock ended
 }
@@ -415,11 +419,14 @@ func (s *Locks) Extend(ctx context.Context, ttl time.Duration) error {
 // ErrNotReleased when a lock's release did not reach a quorum, which a
 // second Release tries again, for the locks not released yet. It fails
 // with ErrReleased when every lock was released already. Like Lock.Release,
-// it runs even when ctx has ended or is nil.
+// it runs even when ctx has ended or is nil. Concurrent calls take turns:
+// one releases the set, and the others then find it released.
 func (s *Locks) Release(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background() // a release always runs
 	}
+	s.releasing.Lock()
+	defer s.releasing.Unlock()
 	var pending []*Lock
 	for _, l := range s.locks {
 		if !l.isReleased() {

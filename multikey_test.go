@@ -646,3 +646,34 @@ func TestAcquireAll_grantedAtOnceNeverQueues(t *testing.T) {
 		}
 	})
 }
+
+// Concurrent Release calls on one set: exactly one succeeds, and the
+// others fail with ErrReleased, as they would one after the other.
+func TestLocks_concurrentReleases(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	for round := range 20 {
+		set, err := client.AcquireAll(bg, []string{"a", "b", "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() { errs[i] = set.Release(bg) })
+		}
+		wg.Wait()
+		succeeded := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				succeeded++
+			case !errors.Is(err, redlock.ErrReleased):
+				t.Fatalf("round %d: a concurrent Release failed with %v, want nil or ErrReleased", round, err)
+			}
+		}
+		if succeeded != 1 {
+			t.Fatalf("round %d: %d of 3 concurrent Release calls succeeded, want 1: %v", round, succeeded, errs)
+		}
+	}
+}
