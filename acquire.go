@@ -19,7 +19,8 @@ import (
 // error too: errors.Is(err, context.DeadlineExceeded) tells "gave up waiting"
 // apart from a failed attempt with a retry strategy that stopped. When so
 // many nodes refuse for a reason no retry fixes (an ACL, a replica, a key of
-// the wrong type) that no quorum is possible, it fails at once, with
+// the wrong type, a key that holds another program's data without an
+// expiry) that no quorum is possible, it fails at once, with
 // errors.Is(err, ErrInvalidOptions) and the first such node named. Bad input
 // fails at once, before any request: a nil ctx, an empty key or one above
 // 4096 bytes (ErrInvalidKey), a TTL that leaves no validity or exceeds the

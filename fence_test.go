@@ -626,3 +626,35 @@ func TestFence_repeatedRequestAnswersTheSameGrant(t *testing.T) {
 		t.Errorf("key holds %q, want q1", got)
 	}
 }
+
+// A lock name whose key holds another program's data, which has no expiry,
+// fails Acquire at once, for a writer or a reader: no release would ever
+// free it, and waiting for one would last for ever. The data is left
+// alone.
+func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	for i := range 3 {
+		do(t, cluster.Node(i), "HSET", "profile", "name", "ada")
+		do(t, cluster.Node(i), "SET", "setting", "on")
+	}
+	for _, key := range []string{"profile", "setting"} {
+		for _, opts := range [][]redlock.LockOption{nil, {redlock.WithShared()}} {
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			_, err := client.Acquire(ctx, key, opts...)
+			cancel()
+			if err == nil || !errors.Is(err, redlock.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded) ||
+				!strings.Contains(err.Error(), "not a lock") {
+				t.Errorf("Acquire(%q, %d options) = %v, want ErrNotAcquired at once, saying the key is not a lock", key, len(opts), err)
+			}
+		}
+	}
+	for i := range 3 {
+		if v := do(t, cluster.Node(i), "HGET", "profile", "name"); v != "ada" {
+			t.Errorf("node %d: the hash's field is %q, want ada", i, v)
+		}
+		if v := keyOn(t, cluster.Node(i), "setting"); v != "on" {
+			t.Errorf("node %d: the string is %q, want on", i, v)
+		}
+	}
+}

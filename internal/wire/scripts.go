@@ -47,6 +47,8 @@ var (
 	admitSource string
 	//go:embed lua/repeated_grant.lua
 	repeatedGrantSource string
+	//go:embed lua/not_a_lock.lua
+	notALockSource string
 	//go:embed lua/acquire.lua
 	acquireSource string
 	//go:embed lua/node_millis.lua
@@ -124,9 +126,10 @@ var (
 	leaveSharedFunc       = &luaFunction{name: "leaveShared", source: leaveSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
 	extendSharedFunc      = &luaFunction{name: "extendShared", source: extendSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
 
-	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc}}
+	notALockFunc      = &luaFunction{name: "notALock", source: notALockSource}
+	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc, notALockFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
-		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc}}
+		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc, notALockFunc}}
 	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc, enterQueueFunc}}
 	markWaitingFunc   = &luaFunction{name: "markWaiting", source: waitingSource}
 	enterQueueFunc    = &luaFunction{name: "enterQueue", source: enterQueueSource, calls: []*luaFunction{markWaitingFunc}}

@@ -19,6 +19,10 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 	local key = KEYS[k + 1]
 	local kind = redis.call("TYPE", key).ok
 	if kind ~= "none" and kind ~= "zset" then
+		local notLock = notALock(key)
+		if notLock then
+			return notLock
+		end
 		markWaiting(KEYS[k + 7], tonumber(ARGV[a + 6]))
 		return {0, "0", 0} -- a writer holds it
 	end
