@@ -274,3 +274,6 @@ func (c *Client) RememberUnswept(key, token string, ttl time.Duration, missed []
 // Leftovers returns how many tokens the client remembers as released where
 // a node missed it.
 func (c *Client) Leftovers() int { return int(c.leftovers.count.Load()) }
+
+// PermitKey is the key of a semaphore's permit i, from 1.
+func PermitKey(name string, i int) string { return wire.PermitKey(name, i) }

@@ -19,8 +19,9 @@ import (
 // next in line, and the nodes give a free mutex to any waiter's attempt
 // after its first, so that a waiter that sleeps through a lost wake-up
 // keeps the key from nobody. Not so the waiters for a set of keys or for
-// a permit, for whom the nodes keep a free key: they renew nothing, and
-// their places lapse with their retry pauses.
+// a permit, for whom the nodes keep a free key: they renew only the keys'
+// waiting marks, so that the releases they listen for are still announced,
+// and their places lapse with their retry pauses.
 
 // keepPlaceEvery is how often a listening waiter renews its places during
 // a long pause: well within wire.QueueLasts, so that a slow round trip
@@ -60,7 +61,8 @@ func (c *Client) keepPlaces(ctx context.Context, keys []string, since string) {
 }
 
 // keepMarks renews, on every node, the waiting marks of keys, for readers,
-// which wait for a key without a place in its queue. It returns once every
+// which wait for a key without a place in its queue, and for the waiters
+// for a set or a permit, whose places lapse. It returns once every
 // node answered, or at the node timeout.
 func (c *Client) keepMarks(ctx context.Context, keys []string) {
 	forEach(len(keys), func(i int) {

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"testing"
@@ -96,5 +97,71 @@ func placeKeptPast(t *testing.T, cluster *redlocktest.Cluster, key string, c *re
 		}
 		since = s
 		return time.Since(time.UnixMicro(since)) > d
+	}
+}
+
+// A waiter for a set of keys, or for a permit, whose retry delay is a
+// minute keeps the waiting marks of the keys it listens for (not its
+// places, which lapse): the release that comes long after its one refused
+// attempt is announced and wakes it, before its retry delay.
+func TestSetAndPermit_longRetryDelayKeepsTheMarks(t *testing.T) {
+	for _, c := range []struct {
+		name, listened string
+		acquire        func(w *redlock.Client) <-chan *redlock.Lock
+		hold           []redlock.LockOption
+	}{
+		{"set", "s2", func(w *redlock.Client) <-chan *redlock.Lock {
+			got := make(chan *redlock.Lock, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+				defer cancel()
+				set, err := w.AcquireAll(ctx, []string{"s1", "s2"})
+				if err != nil {
+					got <- nil
+					return
+				}
+				set.Locks()[1].Release(bg)
+				got <- set.Locks()[0]
+			}()
+			return got
+		}, nil},
+		{"permit", redlock.PermitKey("sem", 1), func(w *redlock.Client) <-chan *redlock.Lock {
+			return acquireLater(w, "sem", redlock.WithLimit(1))
+		}, []redlock.LockOption{redlock.WithLimit(1)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+			holder := newClient(t, cluster, adapters[0], fast())
+			waiter := newClient(t, cluster, adapters[1], &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 300 * time.Millisecond,
+				Retry: redlock.Jittered(time.Minute, time.Minute)})
+			name := c.listened
+			if c.hold != nil {
+				name = "sem"
+			}
+			held, err := holder.TryAcquire(bg, name, append(c.hold, redlock.WithTTL(30*time.Second))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.acquire(waiter)
+			eventually(t, "the waiter refused and listening", func() bool { return waiter.Listening(c.listened) == 1 })
+			marked := func() bool {
+				for _, n := range cluster.Nodes() {
+					if keyOn(t, n, redlock.WaitingKey(c.listened)) == "" {
+						return false
+					}
+				}
+				return true
+			}
+			eventually(t, "the waiter's mark on every node", marked)
+			past := time.Now().Add(2*time.Second + redlock.QueueLasts)
+			eventually(t, "the waiter's mark kept past its lapse on every node", func() bool {
+				if !marked() {
+					t.Fatal("the waiting mark lapsed")
+				}
+				return time.Now().After(past)
+			})
+			held.Release(bg)
+			wantWoken(t, got, "the waiter, by the holder's release")
+		})
 	}
 }

@@ -209,10 +209,16 @@ func (m *multiAcquisition) wait(delay time.Duration) (live, named bool) {
 	return waitForRelease(m.ctx, m.c.closed, m.wake, nil, nil, delay)
 }
 
-// keepPlace does nothing: the nodes keep a free key for the first set
-// waiter in line, and one whose wake-up was lost would keep it from
-// everyone until its next attempt (see keepplace.go).
-func (m *multiAcquisition) keepPlace() {}
+// keepPlace renews the waiting marks of the keys the call listens for, so
+// that their releases are still announced, and not its places in their
+// queues: the nodes keep a free key for the first set waiter in line, and
+// one whose wake-up was lost would keep it from everyone until its next
+// attempt (see keepplace.go).
+func (m *multiAcquisition) keepPlace() {
+	if m.wake != wait.NoWakeup && len(m.listening) > 0 {
+		m.c.keepMarks(m.ctx, m.listening)
+	}
+}
 
 // carrying is false: no release carries an attempt of several keys.
 func (m *multiAcquisition) carrying() bool { return false }

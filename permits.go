@@ -98,7 +98,7 @@ type permits struct {
 func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	p := &permits{c: c, ctx: ctx, key: key, cfg: cfg, call: call, waits: !once}
 	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, lanes: 2 * cfg.limit, keys: p.listenKeys, attempt: p.tryAll,
-		freed: p.freed, tookLane: func(ticket uint64) { p.rank = ticket }}
+		freed: p.freed, tookLane: func(ticket uint64) { p.rank = ticket }, keep: func() { c.keepMarks(ctx, p.listenKeys()) }}
 	if !once {
 		r.behindOthers = p.behind
 		r.carrier = p

@@ -169,8 +169,9 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 func (r *repeated) carrying() bool { return r.carried }
 
 // keepPlace renews what the call waits with on the nodes, while it
-// listens: a reader's waiting mark. A permit's waiter renews nothing, as
-// a set's waiter (see multiAcquisition.keepPlace).
+// listens: the waiting marks of a reader's key, or of the permits a
+// permit's waiter listens for, and not its places in their queues, as a
+// set's waiter (see multiAcquisition.keepPlace).
 func (r *repeated) keepPlace() {
 	if r.keep != nil && r.wake != wait.NoWakeup {
 		r.keep()
