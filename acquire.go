@@ -443,7 +443,8 @@ func (a *acquisition) listen() {
 
 // end stops listening and gives the turn back, telling the next in line
 // whether the lock is now held here. An offer that a release took with it
-// as the call gave up is seen through, and its lock, if it won, released.
+// as the call gave up is seen through, and its lock, if it won, released;
+// a call that gave up leaves the key's queue on every node (leaveQueues).
 func (a *acquisition) end(acquired *Lock) {
 	a.stopListening()
 	if a.offer != nil && acquired == nil && !a.offer.Withdraw() {
@@ -455,6 +456,12 @@ func (a *acquisition) end(acquired *Lock) {
 	holding := a.c.waiters.GiveBack(a.key, acquired != nil)
 	if acquired != nil {
 		acquired.holding = holding
+		return
+	}
+	if a.place.since != "" {
+		// It gave up: its entry would keep readers out, and the first
+		// place in line, until it lapsed.
+		a.c.leaveQueues(a.ctx, []string{a.key}, a.place.since, a.cfg.ttl)
 	}
 }
 

@@ -681,3 +681,31 @@ func TestShared_readerRefusedForWaitingWriter(t *testing.T) {
 		t.Errorf("a reader while a writer waits: %q, want a writer waiting on a quorum of nodes", msg)
 	}
 }
+
+// A writer that gives up leaves the key's queue on every node as it
+// returns: the readers it kept out get in at once, not once its entry
+// lapsed, two seconds later.
+func TestShared_writerThatGaveUpLetsReadersIn(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		readers := newClient(t, cluster, a, fast())
+		writer := newClient(t, cluster, a, fast())
+		r1, err := readers.TryAcquire(bg, "doc", redlock.WithShared(), redlock.WithTTL(20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r1.Release(bg)
+		eventually(t, "the reader on every node", func() bool { return readersOnAll(t, readers, "doc", r1) })
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		_, err = writer.Acquire(ctx, "doc")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the writer: %v, want DeadlineExceeded", err)
+		}
+		r2, err := readers.TryAcquire(bg, "doc", redlock.WithShared())
+		if err != nil {
+			t.Fatalf("a reader right after the waiting writer gave up: %v", err)
+		}
+		r2.Release(bg)
+	})
+}
