@@ -204,7 +204,7 @@ func CheckOwner(owner string) string {
 	}
 	for i := 0; i < len(owner); i++ {
 		if b := owner[i]; b <= ' ' || b > '~' {
-			return "byte " + strconv.Itoa(i) + " is " + strconv.QuoteRune(rune(b)) + ", not printable ASCII other than the space"
+			return "byte " + strconv.Itoa(i) + " is " + strconv.QuoteRune(rune(b)) + ": only printable ASCII without spaces ('!' to '~') is allowed"
 		}
 	}
 	return ""

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -82,16 +81,14 @@ func setupCheck(fs *flag.FlagSet) runner {
 		} else {
 			res, err = client.Check(ctx, key, held)
 		}
-		if err != nil && !errors.Is(err, redlock.ErrNotChecked) {
+		if err != nil && !res.Current {
+			// Too few nodes answered: nothing was decided, and the
+			// failure says so, as every verb's does.
 			return r.failed(err)
 		}
 		writeCheck(r, key, held, res)
-		switch {
-		case res.Current:
+		if res.Current {
 			return exitOK
-		case err != nil:
-			fmt.Fprintf(s.stderr, "redlock check: %s\n", errText(err))
-			return exitUnavailable
 		}
 		return exitLockLost
 	}

@@ -145,6 +145,8 @@ func TestContract_jsonOnEveryFailure(t *testing.T) {
 	}{
 		{[]string{"acquire", "--json", "--nodes", nodes, "--ttl", "1ms", "k"}, exitUsage, failInvalid},
 		{[]string{"acquire", "--json", "--bogus", "k"}, exitUsage, failInvalid},
+		{[]string{"acquire", "--json", "--print-token", "--nodes", nodes, "k"}, exitUsage, failInvalid},
+		{[]string{"check", "--json", "--nodes", nodes + ",redis://127.0.0.1:1,redis://127.0.0.1:2", "k", "token"}, exitUnavailable, failUnavailable},
 		{[]string{"acquire", "--json", "--nodes", "redis://[::1", "k"}, exitConfig, failConfig},
 		{[]string{"acquire", "--json", "--nodes", secured, "k"}, exitConfig, failConfig},
 		{[]string{"extend", "--json", "--nodes", nodes, "k", ""}, exitUsage, failInvalid},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,6 +100,9 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	}
 	if len(args) < 2 || args[0] == "--" || args[1] == "--" {
 		return usageError(s.stderr, "elect", "want NAME VALUE -- COMMAND")
+	}
+	if dashes := slices.Index(args, "--"); dashes > 2 {
+		return usageError(s.stderr, "elect", fmt.Sprintf("want NAME VALUE -- COMMAND: %d words before --", dashes))
 	}
 	name, value, argv := args[0], args[1], args[2:]
 	if msg := checkKeys([]string{name}); msg != "" {

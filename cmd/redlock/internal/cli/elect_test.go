@@ -176,6 +176,7 @@ func TestElect_badArguments(t *testing.T) {
 		{"--listen", "svc", "a"},
 		{"--listen"},
 		{"svc", "has space", "--", "true"},
+		{"svc", "a", "extra", "--", "true"},
 	} {
 		r := cli(t, append([]string{"elect", "--nodes", nodes}, args...)...)
 		if r.code != exitUsage {

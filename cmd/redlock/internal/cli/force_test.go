@@ -51,7 +51,10 @@ func TestRelease_force(t *testing.T) {
 	if !strings.Contains(r.stderr, "taken over by an operator") {
 		t.Errorf("release of a forced token: %s", r.stderr)
 	}
-	cli(t, "release", "--nodes", nodes, "--force", "k").expect(t, exitLockLost, "release --force of a free key")
+	r = cli(t, "release", "--nodes", nodes, "--force", "k").expect(t, exitLockLost, "release --force of a free key")
+	if !strings.Contains(r.stderr, "held by nobody") || strings.Contains(r.stderr, "granted") || strings.Contains(r.stderr, "this token") {
+		t.Errorf("release --force of a free key: %s", r.stderr)
+	}
 	cli(t, "release", "--nodes", nodes, "--force", "k", lock.Token).expect(t, exitUsage, "release --force KEY TOKEN")
 	cli(t, "release", "--nodes", nodes, "--force", "--by", "two words", "k").expect(t, exitUsage, "release --force --by with a space")
 }

@@ -211,9 +211,12 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 // it dialed: a lock taken without them is one failure nearer to none.
 func warnUnreachable(log *slog.Logger, client *redlock.Client, n int) {
 	down := client.UnreachableAtDial()
+	msg := "redlock: node unreachable; locks are taken on the others while a majority answers"
+	if n-len(down) < n/2+1 {
+		msg = "redlock: node unreachable; too few nodes answer for a majority: no lock can be taken until more do"
+	}
 	for _, r := range down {
-		log.Warn("redlock: node unreachable; locks are taken on the others while a majority answers",
-			slog.String("node", r.Node), slog.String("error", errText(r.Err)),
+		log.Warn(msg, slog.String("node", r.Node), slog.String("error", errText(r.Err)),
 			slog.Int("reachable", n-len(down)), slog.Int("nodes", n), slog.Int("majority", n/2+1))
 	}
 }

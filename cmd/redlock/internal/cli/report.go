@@ -316,6 +316,8 @@ func verb(op string) string {
 		return "extended"
 	case "release":
 		return "released"
+	case "force release":
+		return "forced free"
 	case "mark ready":
 		return "marked ready"
 	default:
@@ -332,8 +334,11 @@ func outcomeName(op string, o redlock.Outcome) string {
 	case redlock.OutcomeOK:
 		return verb(op)
 	case redlock.OutcomeHeld:
-		if op == "acquire" {
+		switch op {
+		case "acquire":
 			return "held by another holder"
+		case "force release":
+			return "held by nobody"
 		}
 		return "not held by this token"
 	case redlock.OutcomeTimeout:

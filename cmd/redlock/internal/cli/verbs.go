@@ -158,6 +158,9 @@ func setupAcquire(fs *flag.FlagSet) runner {
 	tokenOnly := fs.Bool("print-token", false, "print the token alone, on one line; for several keys, the tokens, separated by spaces")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "acquire", json: *asJSON}
+		if *asJSON && *tokenOnly {
+			return r.usage("--json and --print-token print different things: give one")
+		}
 		if msg := keyArgs(args); msg != "" {
 			return r.usage(msg)
 		}
