@@ -414,9 +414,16 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 	sv.stopAt = held.Until().Add(-sv.margin)
 	sv.deadline = time.NewTimer(time.Until(sv.stopAt))
 	defer sv.deadline.Stop()
+	sv.logged = held.Until()
 	lockDone := held.Done()
 	ctxDone := ctx.Done()
 	var settle <-chan time.Time
+	var renewals <-chan time.Time
+	if c.verbose {
+		t := time.NewTicker(max(c.nodes.ttl/10, 100*time.Millisecond))
+		defer t.Stop()
+		renewals = t.C
+	}
 
 	for {
 		select {
@@ -433,6 +440,8 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 		case <-lockDone:
 			lockDone = nil
 			sv.lockLost()
+		case <-renewals:
+			sv.noteRenewal()
 		case <-sv.deadline.C:
 			sv.stopDue()
 		case <-sv.kill:
@@ -461,6 +470,17 @@ type supervision struct {
 	kill       <-chan time.Time
 	terminated bool  // the command was sent a terminating signal
 	lost       error // why the lock was lost while the command ran, or nil
+	// logged is the validity deadline --verbose last reported.
+	logged time.Time
+}
+
+// noteRenewal reports, with --verbose, a renewal of the lock since the last
+// one reported: the validity deadline moved later.
+func (sv *supervision) noteRenewal() {
+	if until := sv.held.Until(); until.After(sv.logged) {
+		sv.logged = until
+		sv.c.logf(sv.s, "renewed %s: valid until %s", sv.name, formatTime(until))
+	}
 }
 
 // stop records why the lock was lost, and sends the command's process group
@@ -520,9 +540,7 @@ func (sv *supervision) lockLost() {
 func (sv *supervision) stopDue() {
 	until := sv.held.Until()
 	if next := until.Add(-sv.margin); time.Until(next) > 0 {
-		if next.After(sv.stopAt) {
-			sv.c.logf(sv.s, "renewed %s: valid until %s", sv.name, formatTime(until))
-		}
+		sv.noteRenewal()
 		sv.stopAt = next
 		sv.deadline.Reset(time.Until(next))
 		return

@@ -441,3 +441,16 @@ func TestAcquire_signalWhileWaiting(t *testing.T) {
 		})
 	}
 }
+
+// run --verbose reports each renewal as it happens: a 3 s lock, renewed
+// every second, under a command that runs 5.5 s, shows about five.
+func TestRun_verboseReportsEachRenewal(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	r := runBinary(t, nodes, "run", "--verbose", "--ttl", "3s", "ren", "--", "sleep", "5.5")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stderr, `renewed lock "ren"`); n < 4 {
+		t.Errorf("%d renewals reported, want one a second:\n%s", n, r.stderr)
+	}
+}
