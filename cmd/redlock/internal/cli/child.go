@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -57,6 +58,8 @@ func signalNumber(sig os.Signal) int {
 type child struct {
 	cmd  *exec.Cmd
 	pgid int
+	// endWatch ends the watchdog's watch of the group (startWatchdog).
+	endWatch func()
 	// tty is the terminal whose foreground the command was given, or -1.
 	tty int
 }
@@ -83,7 +86,19 @@ func startChild(argv, env []string, s streams) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	return &child{cmd: cmd, pgid: cmd.Process.Pid, tty: tty}, nil
+	return &child{cmd: cmd, pgid: cmd.Process.Pid, tty: tty, endWatch: func() {}}, nil
+}
+
+// watch starts the watchdog of the command's process group (see
+// startWatchdog), or says why it could not.
+func (c *child) watch(s streams, name string) {
+	end, err := startWatchdog(c.pgid)
+	if err != nil {
+		sayf(s.stderr, slog.LevelWarn, name, "no watchdog for the command's process group: %v; "+
+			"should redlock be killed, the processes the command started outlive it", err)
+		return
+	}
+	c.endWatch = end
 }
 
 // startErrorCode returns the exit status for a command that could not start:

@@ -5,7 +5,8 @@ import "syscall"
 // dieWithRedlock makes the kernel kill the command when redlock itself
 // dies without stopping it (SIGKILL, the OOM killer): nobody renews the
 // lock then, and the command must not go on past its TTL unprotected.
-// Only the command's own process gets the signal, not those it started,
-// and Linux drops it when the command execs a set-user-ID or set-group-ID
+// Only the command's own process gets the signal, not those it started
+// (the watchdog of its process group kills those: see startWatchdog), and
+// Linux drops it when the command execs a set-user-ID or set-group-ID
 // program, or one with file capabilities (sudo, ping).
 func dieWithRedlock(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }

@@ -44,3 +44,84 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// What the command started dies with redlock too: a script's foreground
+// and background children, which the kernel's signal to the command's own
+// process does not reach, are killed by the watchdog of its process group.
+func TestRun_commandsChildrenDieWithRedlock(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	bgFile, fgFile := filepath.Join(dir, "bg"), filepath.Join(dir, "fg")
+	script := `sleep 60 & echo $! > ` + bgFile + `; sh -c 'echo $$ > ` + fgFile + `; exec sleep 60'; true`
+	cmd, _ := startRun(t, nodes, "run", "--ttl", "30s", "k", "--", "sh", "-c", script)
+	var pids []int
+	for _, f := range []string{bgFile, fgFile} {
+		pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, f, 10*time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Kill(pid, syscall.SIGKILL)
+		pids = append(pids, pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Wait()
+	for _, pid := range pids {
+		for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("a process the command started (pid %d) still runs 10s after redlock was killed", pid)
+			}
+		}
+	}
+}
+
+// A run that ends as it should leaves alone what the command started in
+// the background, as the README says: the watchdog kills nothing.
+func TestRun_watchdogLeavesABackgroundJobAfterANormalEnd(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	bgFile, shFile := filepath.Join(dir, "bg"), filepath.Join(dir, "sh")
+	r := runBinary(t, nodes, "run", "k", "--", "sh", "-c", `sleep 30 > /dev/null 2>&1 & echo $! > `+bgFile+`; echo $$ > `+shFile)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, bgFile, 10*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	// The command's group is the shell's pid: once its watchdog exited,
+	// the watchdog has decided.
+	group := strings.TrimSpace(waitForFile(t, shFile, 10*time.Second))
+	for deadline := time.Now().Add(10 * time.Second); watchdogRuns(group); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watchdog of group %s still runs 10s after redlock ended", group)
+		}
+	}
+	if !alive(pid) {
+		t.Fatal("the background job was killed after a normal end")
+	}
+}
+
+// watchdogRuns reports whether a watchdog of the process group group runs.
+func watchdogRuns(group string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) == 3 && args[1] == watchdogVerb && args[2] == group && alive(pidOf(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// pidOf returns the pid of a /proc/PID/... path.
+func pidOf(path string) int {
+	pid, _ := strconv.Atoi(strings.Split(strings.TrimPrefix(path, "/proc/"), "/")[0])
+	return pid
+}

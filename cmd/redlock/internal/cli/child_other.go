@@ -5,6 +5,6 @@ package cli
 import "syscall"
 
 // dieWithRedlock does nothing where the kernel cannot signal a child when
-// its parent dies: a command whose redlock was killed goes on without the
-// lock's renewal.
+// its parent dies: the watchdog of the command's process group kills it
+// (see startWatchdog).
 func dieWithRedlock(*syscall.SysProcAttr) {}

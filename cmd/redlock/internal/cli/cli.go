@@ -83,6 +83,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch name {
 	case "help", "-h", "-help", "--help":
 		return help(s, args[1:])
+	case watchdogVerb:
+		return watchdog(stdin, args[1:])
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "redlock %s\n", version())
 		return exitOK

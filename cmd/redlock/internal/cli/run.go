@@ -256,7 +256,9 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 		c.release(s, held, name)
 		return startErrorCode(err)
 	}
+	ch.watch(s, c.name())
 	lost := c.supervise(ctx, s, held, name, ch, sigs)
+	ch.endWatch()
 	ch.restoreTerminal()
 	status := ch.status()
 	if lost == nil {
