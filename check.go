@@ -25,6 +25,10 @@ type CheckResult struct {
 	// is its fencing token, the counter a quorum of them agree on.
 	Holder Grant
 	Fence  uint64
+	// Shared reports that a quorum of the nodes hold the lock shared, by
+	// readers: a fencing token (CheckFence) is then no writer's, and a
+	// reader is checked by its token.
+	Shared bool
 	// Nodes is how many nodes hold the checked grant; Answered how many
 	// answered, of All.
 	Nodes, Answered, All int
@@ -96,15 +100,31 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 	timeout := c.requestTimeout()
 	states := c.inspect(ctx, onWire, timeout)
 	r.Took, r.All = time.Since(r.Started), len(states)
+	r.tally(states, c.quorum, holds)
+	if !r.Current && r.Answered < c.quorum {
+		return r, fmt.Errorf("%w: %s: %d of %d nodes answered within %s, %d needed", ErrNotChecked, quoteKey(onWire),
+			r.Answered, r.All, timeout, c.quorum)
+	}
+	return r, nil
+}
+
+// tally fills r from the nodes' states: how many answered and how many
+// hold the checked grant (holds), the writer's grant that a quorum hold
+// and its fencing token, and whether a quorum hold the lock shared.
+func (r *CheckResult) tally(states []NodeState, quorum int, holds func(st NodeState, holder string) bool) {
 	holders, fences := map[string]int{}, map[uint64]int{}
+	shared := 0
 	for _, st := range states {
 		if st.Err == nil {
 			r.Answered++
 			holders[st.Holder]++
+			if len(st.Readers) > 0 {
+				shared++
+			}
 		}
 	}
 	holder := mostHeld(holders)
-	if holder == "" || holders[holder] < c.quorum {
+	if holders[holder] < quorum {
 		holder = ""
 	}
 	for _, st := range states {
@@ -122,12 +142,8 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 		r.Holder = TokenGrant(holder)
 		r.Fence = mostFenced(fences)
 	}
-	r.Current = r.Nodes >= c.quorum
-	if !r.Current && r.Answered < c.quorum {
-		return r, fmt.Errorf("%w: %s: %d of %d nodes answered within %s, %d needed", ErrNotChecked, quoteKey(onWire),
-			r.Answered, r.All, timeout, c.quorum)
-	}
-	return r, nil
+	r.Shared = shared >= quorum
+	r.Current = r.Nodes >= quorum
 }
 
 // mostFenced returns the fencing counter most nodes have, the highest of

@@ -62,8 +62,14 @@ func TestCheck(t *testing.T) {
 		for r, err = c.Check(bg, "doc", reader.Token()); r.Nodes < 3 && time.Now().Before(deadline); r, err = c.Check(bg, "doc", reader.Token()) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if err != nil || !r.Current || r.Nodes != 3 {
-			t.Errorf("Check of a reader = %+v, %v", r, err)
+		if err != nil || !r.Current || r.Nodes != 3 || !r.Shared {
+			t.Errorf("Check of a reader = %+v, %v; want current, shared", r, err)
+		}
+		if r, err := c.CheckFence(bg, "doc", reader.Fence()); err != nil || r.Current || !r.Shared {
+			t.Errorf("CheckFence of a reader's fence = %+v, %v; want not current, shared (a reader is checked by its token)", r, err)
+		}
+		if r, err := c.Check(bg, "res", "nobody"); err != nil || r.Shared {
+			t.Errorf("Check of a free key = %+v, %v; want not shared", r, err)
 		}
 		if _, err := c.Check(bg, "", "x"); !errors.Is(err, redlock.ErrInvalidKey) {
 			t.Errorf("Check of an empty key: %v, want ErrInvalidKey", err)

@@ -20,7 +20,8 @@ Asks every node whether the lock KEY is still held by TOKEN (as its writer
 or one of its readers), or, given a number, by the writer whose fencing
 token is FENCE: Chubby's sequencer check, for a resource server that can
 reach the nodes and wants to refuse a stale holder before it acts. It
-changes nothing.
+changes nothing. Readers share the fencing counter with the writers, so a
+reader (--shared) is checked by its TOKEN, not by its FENCE.
 
 The answer describes the nodes at some instant during the check: the lock
 may end, and another client take it, right after. It narrows the window in
@@ -33,7 +34,8 @@ fencing token it saw, compare fencing tokens instead, or as well.
 Output: "current: ..." or "not current: ..." with who holds KEY now, its
 fencing token, on how many nodes, and how long the check took. With
 --json one object: {"key", "current", "holder", "owner", "since",
-"fence", "nodes", "answered", "all", "took_ms"}.`,
+"fence", "shared", "nodes", "answered", "all", "took_ms"}; "shared" when
+readers hold KEY on a majority.`,
 		exits: []exitDoc{
 			{"0", "current: a majority of the nodes hold KEY with TOKEN (or FENCE)"},
 			docUsage,
@@ -53,7 +55,8 @@ type checkJSON struct {
 	Owner    string `json:"owner"`
 	Since    string `json:"since"`
 	Fence    uint64 `json:"fence"`
-	Nodes    int    `json:"nodes"` // nodes that hold KEY with TOKEN or FENCE
+	Shared   bool   `json:"shared"` // readers hold KEY on a majority
+	Nodes    int    `json:"nodes"`  // nodes that hold KEY with TOKEN or FENCE
 	Answered int    `json:"answered"`
 	All      int    `json:"all"`
 	TookMs   int64  `json:"took_ms"`
@@ -98,7 +101,7 @@ func setupCheck(fs *flag.FlagSet) runner {
 func writeCheck(r report, key, held string, res redlock.CheckResult) {
 	if r.json {
 		out := checkJSON{Key: key, Current: res.Current, Holder: res.Holder.Token, Owner: res.Holder.Owner, Since: sinceText(res.Holder.Since),
-			Fence: res.Fence, Nodes: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
+			Fence: res.Fence, Shared: res.Shared, Nodes: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
 		writeJSON(r.s.stdout, out)
 		return
 	}
@@ -110,7 +113,10 @@ func writeCheck(r report, key, held string, res redlock.CheckResult) {
 		return
 	}
 	now := "nobody holds it on a majority"
-	if res.Holder.Token != "" {
+	switch {
+	case res.Shared:
+		now = "readers hold it on a majority (a reader is checked by its token, not by its fencing token)"
+	case res.Holder.Token != "":
 		now = fmt.Sprintf("held by %s (fence %d%s)", shown(res.Holder.Token), res.Fence, withOwner(res.Holder.Token))
 	}
 	fmt.Fprintf(r.s.stdout, "not current: %s holds %s on %d of %d nodes (%d answered); %s; checked in %s\n", held, key,

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // check exits 0 for the current holder, by token or fencing token, and 76
@@ -28,6 +29,24 @@ func TestCheck(t *testing.T) {
 	text = cli(t, "check", "--nodes", nodes, "res", lock.Token).expect(t, exitLockLost, "check after release").stdout
 	if !strings.HasPrefix(text, "not current: ") || !strings.Contains(text, "nobody holds it on a majority") {
 		t.Errorf("check after release:\n%s", text)
+	}
+	// A reader is checked by its token; its fencing token is no writer's,
+	// and the answer says that readers hold the key.
+	var reader acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--shared", "doc").expect(t, exitOK, "acquire --shared").decode(t, &reader)
+	out = checkJSON{}
+	for deadline := time.Now().Add(10 * time.Second); !out.Current || out.Nodes < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reader never held doc on every node: %+v", out)
+		}
+		cli(t, "check", "--nodes", nodes, "--json", "doc", reader.Token).decode(t, &out)
+	}
+	if !out.Shared {
+		t.Errorf("check of a reader's token --json: %+v, want shared", out)
+	}
+	text = cli(t, "check", "--nodes", nodes, "doc", strconv.FormatUint(reader.Fence, 10)).expect(t, exitLockLost, "check of a reader's fence").stdout
+	if !strings.Contains(text, "readers hold it on a majority") || strings.Contains(text, "nobody holds it") {
+		t.Errorf("check of a reader's fence:\n%s", text)
 	}
 	for _, i := range []int{1, 2} {
 		if err := cluster.Node(i).Kill(); err != nil {
