@@ -702,6 +702,22 @@ func TestShared_writerThatGaveUpLetsReadersIn(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("the writer: %v, want DeadlineExceeded", err)
 		}
+		// It leaves in the background, at once: well before its entry
+		// would lapse (QueueLasts).
+		queue, _ := redlock.QueueKeys("doc")
+		left := time.Now().Add(redlock.QueueLasts * 3 / 4)
+		for gone := 0; gone < writer.Quorum(); {
+			if time.Now().After(left) {
+				t.Fatalf("the writer that gave up is still queued on %d nodes %v later", 3-gone, redlock.QueueLasts*3/4)
+			}
+			gone = 0
+			for _, n := range cluster.Nodes() {
+				if do(t, n, "ZSCORE", queue, writer.ID()) == "" {
+					gone++
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		r2, err := readers.TryAcquire(bg, "doc", redlock.WithShared())
 		if err != nil {
 			t.Fatalf("a reader right after the waiting writer gave up: %v", err)
