@@ -19,8 +19,8 @@ import (
 // error too: errors.Is(err, context.DeadlineExceeded) tells "gave up waiting"
 // apart from a failed attempt with a retry strategy that stopped. When so
 // many nodes refuse for a reason no retry fixes (an ACL, a replica, a key of
-// the wrong type, a key that holds another program's data without an
-// expiry) that no quorum is possible, it fails at once, with
+// the wrong type, a lock name whose key holds data of another type than a
+// lock's, without an expiry) that no quorum is possible, it fails at once, with
 // errors.Is(err, ErrInvalidOptions) and the first such node named. Bad input
 // fails at once, before any request: a nil ctx, an empty key or one above
 // 4096 bytes (ErrInvalidKey), a TTL that leaves no validity or exceeds the
@@ -459,7 +459,7 @@ func (a *acquisition) end(acquired *Lock) {
 		acquired.holding = holding
 		return
 	}
-	if a.place.since != "" {
+	if a.place.since != "" && !a.c.closing() {
 		// It gave up: its entry would keep readers out, and the first
 		// place in line, until it lapsed. In the background, so that the
 		// call still returns by its deadline plus its attempt's clean-up.

@@ -627,24 +627,33 @@ func TestFence_repeatedRequestAnswersTheSameGrant(t *testing.T) {
 	}
 }
 
-// A lock name whose key holds another program's data, which has no expiry,
-// fails Acquire at once, for a writer or a reader: no release would ever
-// free it, and waiting for one would last for ever. The data is left
+// A lock name whose key holds another program's data of another type than
+// a lock's, without an expiry, fails Acquire at once, for a writer or a
+// reader: no release would ever free it, and waiting for one would last
+// for ever. A string without an expiry may be another library's lock that
+// sets none: Acquire waits for it as for any holder. The data is left
 // alone.
 func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	client := newClient(t, cluster, adapters[0], fast())
 	for i := range 3 {
 		do(t, cluster.Node(i), "HSET", "profile", "name", "ada")
+		do(t, cluster.Node(i), "RPUSH", "jobs", "j1")
 		do(t, cluster.Node(i), "SET", "setting", "on")
 	}
-	for _, key := range []string{"profile", "setting"} {
+	for _, key := range []string{"profile", "jobs", "setting"} {
 		for _, opts := range [][]redlock.LockOption{nil, {redlock.WithShared()}} {
-			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			ctx, cancel := context.WithTimeout(bg, 2*time.Second)
 			_, err := client.Acquire(ctx, key, opts...)
 			cancel()
+			if key == "setting" {
+				if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Acquire(%q, %d options) = %v, want a wait to the deadline, as for a held lock", key, len(opts), err)
+				}
+				continue
+			}
 			if err == nil || !errors.Is(err, redlock.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded) ||
-				!strings.Contains(err.Error(), "not a lock") {
+				!strings.Contains(err.Error(), "another type than a lock's") {
 				t.Errorf("Acquire(%q, %d options) = %v, want ErrNotAcquired at once, saying the key is not a lock", key, len(opts), err)
 			}
 		}

@@ -447,9 +447,14 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 // free, names the next clients in line (see lua/release.lua).
 func (c *Client) leaveQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
 	ctx = nodes.Uncancelled(ctx)
+	timeout := c.nodeTimeout(ttl)
 	forEach(len(keys), func(i int) {
 		token, _, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, 0, c.opts.Owner, "", false)
 		req := announcedReleaser(keys[i], token, c.id, since, c.keys)
-		c.fanout(ctx, c.nodeTimeout(ttl), req, nodes.IsOne, func(ok, others int) bool { return ok+others >= len(c.conns) })
+		// Behind the last attempt's clean-up still under way on a node,
+		// and so behind the attempt: an attempt that landed after the
+		// leave would queue the call again.
+		trailing := c.waiters.Trailing(keys[i]).Within(timeout)
+		c.trackedFanout(ctx, timeout, req, trailing, nodes.IsOne, c.everyNode)
 	})
 }

@@ -140,8 +140,21 @@ func ping(ctx context.Context, conn redlock.Conn, probe Probe) pinged {
 		return r
 	case <-timer.C:
 	}
-	if err := probe(conn); err != nil {
-		return pinged{probed: true, listErr: err}
+	probed := make(chan error, 1)
+	go func() { probed <- probe(conn) }()
+	select {
+	case r := <-answered:
+		if r.err == nil {
+			// A late answer ends the wait: a healthy TLS node keeps
+			// the probe waiting for an alert that never comes.
+			return r
+		}
+		r.probed, r.listErr = true, <-probed
+		return r
+	case err := <-probed:
+		if err != nil {
+			return pinged{probed: true, listErr: err}
+		}
 	}
 	r := <-answered
 	r.probed = true

@@ -12,16 +12,21 @@
 -- (decimal).
 -- Returns {1, fence, 0} when granted (also to a repeated run of a granted
 -- request: see admit), {0, "0", 0} when the key is held (by another lock,
--- or by readers: see acquire_shared.lua), an error when it holds data that
--- is no lock (see notALock), and {2, "0", microseconds left}
+-- or by readers: see acquire_shared.lua), an error when it holds another
+-- type of data without an expiry (see notALock), and {2, "0", microseconds
+-- left}
 -- while the node is recovering; fence is the new counter, a decimal string
 -- (see fence.lua).
 -- grant is acquire once admit let the acquisition through, with the
 -- counter admit read, and whether it found the key held by a lock, which
--- refuses without trying to set it. A key held without an expiry is not a
--- lock: an error (see notALock).
+-- refuses without trying to set it. A key that holds no string (admit
+-- read it as absent) and has no expiry is no lock: an error (see
+-- notALock).
 local function grant(KEYS, ARGV, k, a, shared, counter, held)
-	if held or not redis.call("SET", KEYS[k + 1], ARGV[a + 1], "NX", "PX", ARGV[a + 2]) then
+	if held then
+		return {0, "0", 0}
+	end
+	if not redis.call("SET", KEYS[k + 1], ARGV[a + 1], "NX", "PX", ARGV[a + 2]) then
 		return notALock(KEYS[k + 1]) or {0, "0", 0}
 	end
 	local fence = nextFence(KEYS[k + 2], counter, ARGV[a + 5], ARGV[a + 4], shared)

@@ -19,7 +19,7 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 	local key = KEYS[k + 1]
 	local kind = redis.call("TYPE", key).ok
 	if kind ~= "none" and kind ~= "zset" then
-		local notLock = notALock(key)
+		local notLock = kind ~= "string" and notALock(key)
 		if notLock then
 			return notLock
 		end

@@ -73,6 +73,7 @@ type auditNodeJSON struct {
 	ClockKnown        bool    `json:"clock_known"`
 	RTTMs             float64 `json:"rtt_ms"`
 	Recovering        bool    `json:"recovering"`
+	PartlyRecovering  bool    `json:"partly_recovering,omitempty"` // some slots of a Redis Cluster node sit out
 	RecoveringLeftMs  int64   `json:"recovering_left_ms"`
 	UptimeSeconds     int64   `json:"uptime_s"`
 	ConnectedReplicas int     `json:"replicas"`
@@ -291,7 +292,7 @@ func auditNodeOf(n doctor.Node) auditNodeJSON {
 	j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
 		AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, MaxMemoryPolicy: n.MaxMemoryPolicy,
 		ClockOffsetMs: ms(n.ClockOffset), ClockKnown: n.ClockKnown, RTTMs: ms(n.RTT),
-		Recovering: n.Recovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
+		Recovering: n.Recovering, PartlyRecovering: n.PartlyRecovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
 		UptimeSeconds: int64(n.Uptime / time.Second), ConnectedReplicas: n.Replicas, Cluster: n.Cluster}
 	if n.Err != nil {
 		j.Error = n.Err.Error()
@@ -394,6 +395,8 @@ func quarantineText(n doctor.Node) string {
 		return "loading"
 	case n.Recovering && n.Shards != nil:
 		return "slots recovering"
+	case n.PartlyRecovering:
+		return "some slots recovering"
 	case n.Recovering && (n.NoMarker || n.Restarted):
 		return fmt.Sprintf("recovering, %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
 	case n.Recovering:

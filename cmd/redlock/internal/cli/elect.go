@@ -102,7 +102,8 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 		return usageError(s.stderr, "elect", "want NAME VALUE -- COMMAND")
 	}
 	if dashes := slices.Index(args, "--"); dashes > 2 {
-		return usageError(s.stderr, "elect", fmt.Sprintf("want NAME VALUE -- COMMAND: %d words before --", dashes))
+		return usageError(s.stderr, "elect", fmt.Sprintf("want NAME VALUE -- COMMAND: %d words before the first --; "+
+			"put -- right after VALUE when the command has a -- of its own", dashes))
 	}
 	name, value, argv := args[0], args[1], args[2:]
 	if msg := checkKeys([]string{name}); msg != "" {

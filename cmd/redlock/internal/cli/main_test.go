@@ -26,6 +26,11 @@ type quietLog struct{}
 func (quietLog) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == watchdogVerb {
+		// A run in this process started the test binary as its
+		// watchdog (os.Executable): it must watch, not run the tests.
+		os.Exit(watchdog(os.Stdin, os.Args[2:]))
+	}
 	redis.SetLogger(quietLog{}) // dial failures to killed nodes are expected
 	dir, err := os.MkdirTemp("", "redlock-cli-test")
 	if err != nil {

@@ -256,7 +256,7 @@ func (n *Node) summariseShards(l Limits) {
 	ready, sittingOut := 0, false
 	for _, s := range n.Shards {
 		m := s.Markers
-		ready += m.Ready
+		ready += m.Ready + slotCountOf(m.Unreadable) // an unreadable slot may be ready
 		n.Loading = n.Loading || s.Master.Loading
 		n.NoMarker = n.NoMarker || len(m.Unmarked) > 0
 		n.Restarted = n.Restarted || len(m.Restarted) > 0
