@@ -50,22 +50,7 @@ func TestShared_longRetryDelayKeepsTheMark(t *testing.T) {
 	// A refusal sets the mark for QueueLasts and a second: it is still
 	// there well past that only if the reader renews it. The refusal
 	// returned at a quorum: the last node may set it a little later.
-	marked := func() bool {
-		for _, n := range cluster.Nodes() {
-			if keyOn(t, n, redlock.WaitingKey("page")) == "" {
-				return false
-			}
-		}
-		return true
-	}
-	eventually(t, "the reader's mark on every node", marked)
-	past := time.Now().Add(2*time.Second + redlock.QueueLasts)
-	eventually(t, "the reader's mark kept past its lapse on every node", func() bool {
-		if !marked() {
-			t.Fatal("the waiting mark lapsed")
-		}
-		return time.Now().After(past)
-	})
+	markKeptPastItsLapse(t, cluster, "page")
 	held.Release(bg)
 	wantWoken(t, got, "the reader, by the writer's release")
 }
@@ -144,24 +129,32 @@ func TestSetAndPermit_longRetryDelayKeepsTheMarks(t *testing.T) {
 			}
 			got := c.acquire(waiter)
 			eventually(t, "the waiter refused and listening", func() bool { return waiter.Listening(c.listened) == 1 })
-			marked := func() bool {
-				for _, n := range cluster.Nodes() {
-					if keyOn(t, n, redlock.WaitingKey(c.listened)) == "" {
-						return false
-					}
-				}
-				return true
-			}
-			eventually(t, "the waiter's mark on every node", marked)
-			past := time.Now().Add(2*time.Second + redlock.QueueLasts)
-			eventually(t, "the waiter's mark kept past its lapse on every node", func() bool {
-				if !marked() {
-					t.Fatal("the waiting mark lapsed")
-				}
-				return time.Now().After(past)
-			})
+			markKeptPastItsLapse(t, cluster, c.listened)
 			held.Release(bg)
 			wantWoken(t, got, "the waiter, by the holder's release")
 		})
 	}
+}
+
+// markKeptPastItsLapse waits until key's waiting mark is on every node, then
+// for well past the time it lasts after one refusal, and fails the test if
+// it lapses meanwhile: only a waiter that renews it keeps it.
+func markKeptPastItsLapse(t *testing.T, cluster *redlocktest.Cluster, key string) {
+	t.Helper()
+	marked := func() bool {
+		for _, n := range cluster.Nodes() {
+			if keyOn(t, n, redlock.WaitingKey(key)) == "" {
+				return false
+			}
+		}
+		return true
+	}
+	eventually(t, "the waiter's mark on every node", marked)
+	past := time.Now().Add(2*time.Second + redlock.QueueLasts)
+	eventually(t, "the waiter's mark kept past its lapse on every node", func() bool {
+		if !marked() {
+			t.Fatal("the waiting mark lapsed")
+		}
+		return time.Now().After(past)
+	})
 }
