@@ -338,3 +338,19 @@ func TestContract_failureJSONSaysWhatTheTextSays(t *testing.T) {
 		}
 	}
 }
+
+// A key held by a string without an expiry (another library's lock that
+// sets none) is waited for, and the wait says it has no expiry, not that it
+// expires in 0s.
+func TestContract_waitForAKeyWithoutExpiry(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "SET", "sk", "other-library-token"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "1s", "sk").expect(t, exitConflict, "acquire of a key without expiry")
+	if !strings.Contains(r.stderr, "(token other-library-token, no expiry") || strings.Contains(r.stderr, "expires in 0s") {
+		t.Errorf("the wait does not say that the key has no expiry:\n%s", r.stderr)
+	}
+}

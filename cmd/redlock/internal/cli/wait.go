@@ -257,8 +257,8 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 	// The counts below are Inspect's, which asks every node, as
 	// 'redlock inspect' does.
 	if token, holding, _ := verdict(states, quorum); token != "" {
-		return fmt.Sprintf("%s by another holder on %d of %d nodes (token %s, expires in %s unless extended)",
-			what, holding, len(states), token, longestTTL(states, token).Round(100*time.Millisecond))
+		return fmt.Sprintf("%s by another holder on %d of %d nodes (token %s, %s)",
+			what, holding, len(states), token, expiresText(states, token))
 	}
 	readers := sharedBy(states, quorum)
 	if len(readers) == 0 {
@@ -307,6 +307,18 @@ func writersWait(qe *redlock.QuorumError) int {
 		}
 	}
 	return n
+}
+
+// expiresText says when the key that token holds expires: in the longest
+// TTL it has left on a node, unless extended, or never, on a node where it
+// has no expiry (a lock of another library that sets none).
+func expiresText(states []redlock.NodeState, token string) string {
+	for _, st := range states {
+		if st.Err == nil && st.Holder == token && st.TTL < 0 {
+			return "no expiry: only its holder's release frees it"
+		}
+	}
+	return fmt.Sprintf("expires in %s unless extended", longestTTL(states, token).Round(100*time.Millisecond))
 }
 
 // longestTTL returns the longest TTL the nodes that answered have left for
