@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 )
@@ -68,7 +67,8 @@ type CheckResult struct {
 // work starts. See SAFETY.md, "Checking a holder".
 //
 // Errors: ErrNotChecked, with the result, when fewer than a quorum
-// answered; ErrInvalidKey; a nil ctx.
+// answered, in a *QuorumError that gives every node's outcome;
+// ErrInvalidKey; a nil ctx.
 func (c *Client) Check(ctx context.Context, key, token string) (CheckResult, error) {
 	return c.check(ctx, key, func(st NodeState, _ string) bool {
 		return st.Holder == token || slices.Contains(st.Readers, token)
@@ -98,12 +98,11 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 	}
 	r := CheckResult{Started: time.Now()}
 	timeout := c.requestTimeout()
-	states := c.inspect(ctx, onWire, timeout)
+	states, results := c.inspect(ctx, onWire, timeout)
 	r.Took, r.All = time.Since(r.Started), len(states)
 	r.tally(states, c.quorum, holds)
 	if !r.Current && r.Answered < c.quorum {
-		return r, fmt.Errorf("%w: %s: %d of %d nodes answered within %s, %d needed", ErrNotChecked, quoteKey(onWire),
-			r.Answered, r.All, timeout, c.quorum)
+		return r, &QuorumError{Op: "check", Key: onWire, OK: r.Answered, Quorum: c.quorum, Nodes: results, Err: ErrNotChecked, Cause: ctx.Err()}
 	}
 	return r, nil
 }

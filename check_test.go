@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,8 +92,21 @@ func TestCheck_tooFewNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if r, err := c.Check(bg, "res", lock.Token()); !errors.Is(err, redlock.ErrNotChecked) || r.Current || r.Answered != 1 {
+		r, err := c.Check(bg, "res", lock.Token())
+		if !errors.Is(err, redlock.ErrNotChecked) || r.Current || r.Answered != 1 {
 			t.Errorf("Check with 2 of 3 nodes down = %+v, %v; want ErrNotChecked", r, err)
+		}
+		// The error says what each node answered: the refused connections
+		// are errors, not answers too slow to count.
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) || len(qe.Nodes) != 3 || qe.OK != 1 || qe.Quorum != 2 {
+			t.Fatalf("Check's error = %#v, want a QuorumError with 3 nodes, 1 answered of 2 needed", err)
+		}
+		if qe.Nodes[0].Outcome != redlock.OutcomeOK || qe.Nodes[1].Outcome != redlock.OutcomeError || qe.Nodes[2].Outcome != redlock.OutcomeError {
+			t.Errorf("Check's nodes = %+v, want the first answered and the killed ones failed", qe.Nodes)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "answered on 1/3 nodes, 2 needed") || strings.Contains(msg, "within") {
+			t.Errorf("Check's error says %q, want each node's outcome", msg)
 		}
 	})
 }

@@ -178,7 +178,7 @@ type NodeResult struct {
 // node's outcome. It wraps one of the sentinel errors, and the context's error
 // when the caller's context ended, so errors.Is works for both.
 type QuorumError struct {
-	Op       string        // "acquire", "extend", "release", "force release" or "mark ready"
+	Op       string        // "acquire", "extend", "release", "force release", "mark ready", "check" or "leader"
 	Key      string        // the lock key, with any prefix
 	OK       int           // nodes that answered OutcomeOK
 	Quorum   int           // nodes needed
@@ -233,7 +233,7 @@ func (e *QuorumError) unasked() bool {
 }
 
 // verb names what an OutcomeOK node did in e's operation, for messages:
-// "granted", "extended", "released" or "marked ready".
+// "granted", "extended", "released", "marked ready" or "answered".
 func (e *QuorumError) verb() string {
 	switch e.Op {
 	case "extend":
@@ -242,6 +242,8 @@ func (e *QuorumError) verb() string {
 		return "released"
 	case "mark ready":
 		return "marked ready"
+	case "check", "leader":
+		return "answered"
 	default:
 		return "granted"
 	}

@@ -134,7 +134,8 @@ func goneOnMajority(results []NodeResult, quorum int) bool {
 // of an operator's ForceRelease that took token; nil otherwise. It reads
 // the nodes within the per-node timeout of a lock of ttl.
 func (c *Client) forcedFree(ctx context.Context, key, token string, ttl time.Duration) error {
-	for _, st := range c.inspect(nodes.Uncancelled(ctx), key, c.nodeTimeout(ttl)) {
+	states, _ := c.inspect(nodes.Uncancelled(ctx), key, c.nodeTimeout(ttl))
+	for _, st := range states {
 		if st.Err == nil && slices.Contains(st.ForcedTokens, token) {
 			return fmt.Errorf("%w (%s, at %s): %w", ErrTakenOver, st.ForcedBy, st.ForcedAt.UTC().Format(time.RFC3339Nano), ErrLockLost)
 		}

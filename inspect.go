@@ -86,12 +86,13 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.inspect(ctx, onWire, c.operatorTimeout()), nil
+	states, _ := c.inspect(ctx, onWire, c.operatorTimeout())
+	return states, nil
 }
 
 // inspect is Inspect of the lock key onWire, a valid key on the wire, with
 // timeout for each node's answer.
-func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) []NodeState {
+func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) ([]NodeState, []NodeResult) {
 	keys := c.inspectKeys(onWire)
 	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
@@ -121,7 +122,7 @@ func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Durati
 		}
 		states[i].Node = r.Node
 	}
-	return states
+	return states, results
 }
 
 // inspectKeys returns the keys the inspect script reads for the lock key

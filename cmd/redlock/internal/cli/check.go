@@ -107,7 +107,13 @@ func writeCheck(r report, key, held string, res redlock.CheckResult) {
 	}
 	took := res.Took.Round(time.Microsecond)
 	key, held = shown(key), shown(held)
-	if res.Current {
+	switch {
+	case res.Current && res.Holder.Token == "":
+		// A reader: the fencing counter is the writers'.
+		fmt.Fprintf(r.s.stdout, "current: %s holds %s as a reader on %d of %d nodes; checked in %s\n", held, key,
+			res.Nodes, res.All, took)
+		return
+	case res.Current:
 		fmt.Fprintf(r.s.stdout, "current: %s holds %s on %d of %d nodes (fence %d%s); checked in %s\n", held, key,
 			res.Nodes, res.All, res.Fence, withOwner(res.Holder.Token), took)
 		return

@@ -44,6 +44,10 @@ func TestCheck(t *testing.T) {
 	if !out.Shared {
 		t.Errorf("check of a reader's token --json: %+v, want shared", out)
 	}
+	text = cli(t, "check", "--nodes", nodes, "doc", reader.Token).expect(t, exitOK, "check of a reader's token").stdout
+	if !strings.Contains(text, "holds doc as a reader on ") || strings.Contains(text, "fence") {
+		t.Errorf("check of a reader's token, which has no writer's fencing token:\n%s", text)
+	}
 	text = cli(t, "check", "--nodes", nodes, "doc", strconv.FormatUint(reader.Fence, 10)).expect(t, exitLockLost, "check of a reader's fence").stdout
 	if !strings.Contains(text, "readers hold it on a majority") || strings.Contains(text, "nobody holds it") {
 		t.Errorf("check of a reader's fence:\n%s", text)
@@ -54,5 +58,12 @@ func TestCheck(t *testing.T) {
 		}
 	}
 	cli(t, "check", "--nodes", nodes, "res", lock.Token).expect(t, exitUnavailable, "check with 2 of 3 nodes down")
+	// Its JSON says what each node answered.
+	var failed failureJSON
+	cli(t, "check", "--nodes", nodes, "--json", "res", lock.Token).expect(t, exitUnavailable, "check --json with 2 of 3 nodes down").decode(t, &failed)
+	if len(failed.Nodes) != 3 || failed.Nodes[0].Outcome != "answered" || failed.Nodes[1].Error == "" || failed.Nodes[2].Error == "" ||
+		strings.Contains(failed.Error, "within") {
+		t.Errorf("check --json with 2 of 3 nodes down: %+v", failed)
+	}
 	cli(t, "check", "--nodes", nodes, "res").expect(t, exitUsage, "check without TOKEN")
 }

@@ -320,6 +320,8 @@ func verb(op string) string {
 		return "forced free"
 	case "mark ready":
 		return "marked ready"
+	case "check", "leader":
+		return "answered"
 	default:
 		return "granted"
 	}
