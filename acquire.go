@@ -415,12 +415,7 @@ func (a *acquisition) try() (*Lock, error) {
 	} else {
 		lock, err = a.c.attempt(a.ctx, a.key, a.cfg.ttl, a.cfg.delay, a.cfg.owner, a.cfg.autoRenew, &a.place)
 	}
-	if err != nil {
-		failFast(err) // adds the cause that telemetry counts
-	}
-	if a.call != nil {
-		noteAttempt(a.call, lock, err)
-	}
+	noteAttempt(a.call, lock, err)
 	return lock, err
 }
 

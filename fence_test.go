@@ -658,6 +658,18 @@ func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
 			}
 		}
 	}
+	// Inspect says what each node's key holds when it is no lock.
+	for key, want := range map[string]string{"profile": "hash", "jobs": "list", "setting": ""} {
+		states, err := client.Inspect(bg, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range states {
+			if st.Err != nil || st.Data != want || (key == "setting") != (st.Holder == "on") {
+				t.Errorf("Inspect(%q) on %s: %+v, want data %q", key, st.Node, st, want)
+			}
+		}
+	}
 	for i := range 3 {
 		if v := do(t, cluster.Node(i), "HGET", "profile", "name"); v != "ada" {
 			t.Errorf("node %d: the hash's field is %q, want ada", i, v)

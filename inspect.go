@@ -60,6 +60,10 @@ type NodeState struct {
 	// this node refused and the others granted may be counted until its
 	// entry lapses, though it holds the lock.
 	Waiting int
+	// Data is the type of the data the key holds when it holds neither a
+	// lock nor a lock's readers ("hash", "list", ...): another program's
+	// key, which no release frees; "" otherwise.
+	Data string
 	// ForcedBy is who last forced the lock free on the node
 	// (Client.ForceRelease), at ForcedAt by the forcing client's clock,
 	// taking it from the holders whose tokens are ForcedTokens; "", zero
@@ -134,21 +138,21 @@ func (c *Client) inspectKeys(onWire string) []string {
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,
 // marker, microseconds left recovering or -1, restarted, readers, waiting,
-// forced record}.
+// forced record, the type of data that is no lock}.
 type inspectReply struct {
-	holder, counter, marker, forced string
-	pttl, left, restarted, waiting  int64
-	readers                         []string
+	holder, counter, marker, forced, other string
+	pttl, left, restarted, waiting         int64
+	readers                                []string
 }
 
 // parseInspect checks the shape of the inspect script's reply.
 func parseInspect(v any) (inspectReply, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 9 {
-		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 9 elements): %v", v)
+	if !ok || len(a) != 10 {
+		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 10 elements): %v", v)
 	}
 	var r inspectReply
-	var oks [9]bool
+	var oks [10]bool
 	r.holder, oks[0] = a[0].(string)
 	r.pttl, oks[1] = a[1].(int64)
 	r.counter, oks[2] = a[2].(string)
@@ -158,6 +162,7 @@ func parseInspect(v any) (inspectReply, error) {
 	r.readers, oks[6] = stringsOf(a[6])
 	r.waiting, oks[7] = a[7].(int64)
 	r.forced, oks[8] = a[8].(string)
+	r.other, oks[9] = a[9].(string)
 	for i, ok := range oks {
 		if !ok {
 			return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (element %d): %v", i+1, v)
@@ -197,7 +202,8 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	// microseconds. A node sitting out a quarantine that a restart started
 	// has a marker of its own process, and fewer left.
 	whole := r.left > 0 && r.left == c.opts.RecoveryDelay.Microseconds()
-	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1 && whole, Waiting: int(r.waiting)}
+	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1 && whole, Waiting: int(r.waiting),
+		Data: r.other}
 	if r.holder != "" {
 		g := TokenGrant(r.holder)
 		s.Owner, s.Since = g.Owner, g.Since

@@ -80,7 +80,8 @@ func endAcquire(call *telemetry.Call, lock *Lock, err error) {
 }
 
 // noteAttempt records one attempt of an acquisition, which granted lock or
-// failed with err, once failFast has classified err.
+// failed with err, classified by failFast first: an attempt that no retry
+// fixes is recorded as such, not as one more wait.
 func noteAttempt(call *telemetry.Call, lock *Lock, err error) {
 	if call == nil {
 		return
@@ -89,6 +90,7 @@ func noteAttempt(call *telemetry.Call, lock *Lock, err error) {
 		call.Attempt(telemetry.Acquired, countOK(lock.nodes))
 		return
 	}
+	failFast(err)
 	ok := 0
 	if qe := (*QuorumError)(nil); errors.As(err, &qe) {
 		ok = qe.OK

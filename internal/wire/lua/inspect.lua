@@ -8,8 +8,11 @@
 -- (see QueueKeys); KEYS[k+6] its forced record (see Layout.ForcedKey).
 -- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off.
 -- Returns {holder, lock PTTL in ms, counter, marker, left, restarted,
--- readers, waiting, forced}, where waiting is the number of clients in the
--- key's queue, forced the forced record, and where an absent string is "", readers are the tokens of the
+-- readers, waiting, forced, other}, where waiting is the number of clients
+-- in the key's queue, forced the forced record, other the type of the data
+-- the key holds when it is neither a lock nor a lock's readers (a hash, a
+-- list...: another program's key), and where an absent string is "",
+-- readers are the tokens of the
 -- unexpired readers of a shared lock (see readers.lua), holder is "" when
 -- they hold it, left is the microseconds the node stays
 -- recovering (0 when it is not, the whole delay when it has no marker or
@@ -20,11 +23,12 @@ local function inspect(KEYS, ARGV, k, a, shared)
 	local marker, writer = restartMarker(shared, KEYS[k + 3], KEYS[k + 4])
 	local left, restarted, afterRestart = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
 	-- pcall: GET fails on the readers' sorted set.
-	local holder, readers = redis.pcall("GET", KEYS[k + 1]), {}
+	local holder, readers, other = redis.pcall("GET", KEYS[k + 1]), {}, ""
 	if type(holder) == "table" and holder.err then
 		holder = ""
-		if redis.call("TYPE", KEYS[k + 1]).ok == "zset" then
-			readers = redis.call("ZRANGEBYSCORE", KEYS[k + 1], "(" .. nodeMillis(shared), "+inf")
+		other = redis.call("TYPE", KEYS[k + 1]).ok
+		if other == "zset" then
+			readers, other = redis.call("ZRANGEBYSCORE", KEYS[k + 1], "(" .. nodeMillis(shared), "+inf"), ""
 		end
 	end
 	return {
@@ -37,5 +41,6 @@ local function inspect(KEYS, ARGV, k, a, shared)
 		readers,
 		redis.call("ZCARD", KEYS[k + 5]),
 		redis.call("GET", KEYS[k + 6]) or "",
+		other,
 	}
 end

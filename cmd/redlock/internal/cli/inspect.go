@@ -26,7 +26,8 @@ holder's --owner, by default host:pid) and since when it holds the grant
 by the holder's clock, or the readers held on a majority ("held shared
 by 3 readers"), each with its owner and since when.
 
-Output: a table with one row per node, its HOLDER a token or "N readers";
+Output: a table with one row per node, its HOLDER a token, "N readers",
+or "(TYPE, no lock)" when the key holds another program's data there;
 when readers hold KEY, a list of their tokens and how many nodes each is
 on; "forced free by WHO at TIME, from TOKEN" when an operator forced it
 free (release --force) and the record stands (until the lock would have
@@ -34,8 +35,10 @@ expired); then the verdict. With --json one object: {"key", "quorum", "holder",
 "owner", "since", "age_ms", "readers", "reader_grants", "nodes": [{"node",
 "holder", "owner", "since", "readers", "reader_grants", "ttl_ms", "fence",
 "recovering", "recovering_left_ms", "no_marker", "forced_by",
-"forced_at", "error"}]}; "forced_by" and "forced_at", when an operator
-forced the lock free (release --force) since, say who and when. "owner" and
+"forced_at", "data", "error"}]}; "forced_by" and "forced_at", when an
+operator forced the lock free (release --force) since, say who and when;
+"data", the type of data the key holds on the node when it is no lock
+("hash", "list", ...: another program's key). "owner" and
 "since" (RFC 3339, UTC) are "" for a token that does not carry them
 (another library's); "reader_grants" are [{"token", "owner", "since",
 "age_ms"}], one per token in "readers". "holder" is ""
@@ -83,6 +86,7 @@ type nodeStateJSON struct {
 	NoMarker         bool        `json:"no_marker"`
 	ForcedBy         string      `json:"forced_by,omitempty"` // who last forced the lock free there (release --force)
 	ForcedAt         string      `json:"forced_at,omitempty"`
+	Data             string      `json:"data,omitempty"` // the type of data the key holds there when it is no lock ("hash", ...)
 	Error            string      `json:"error,omitempty"`
 }
 
@@ -190,12 +194,26 @@ func writeLock(w io.Writer, key string, states []redlock.NodeState) {
 	case len(readers) > 0:
 		fmt.Fprintf(w, "held shared by %s, each on at least %d of %d nodes\n",
 			countReaders(len(readers)), quorum, len(states))
+	case dataOn(states) > 0:
+		fmt.Fprintf(w, "not held: %q holds data of another type than a lock's on %d of %d nodes (another program's key?)\n",
+			key, dataOn(states), len(states))
 	case holding > 0:
 		fmt.Fprintf(w, "not held: no token is on a majority (the most is %d of %d nodes, %d needed): "+
 			"an acquisition in progress, or leftovers that expire with their TTL\n", holding, len(states), quorum)
 	default:
 		fmt.Fprintf(w, "not held\n")
 	}
+}
+
+// dataOn counts the nodes where the key holds data that is no lock.
+func dataOn(states []redlock.NodeState) int {
+	n := 0
+	for _, st := range states {
+		if st.Err == nil && st.Data != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // lockStateJSON describes what every node holds for the lock key.
@@ -210,7 +228,7 @@ func lockStateJSON(key string, quorum int, holder string, states []redlock.NodeS
 		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, Owner: st.Owner, Since: sinceText(st.Since),
 			Readers: append([]string{}, st.Readers...), ReaderGrants: grantsJSON(st.Readers), TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
 			Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker,
-			ForcedBy: st.ForcedBy, ForcedAt: sinceText(st.ForcedAt)}
+			ForcedBy: st.ForcedBy, ForcedAt: sinceText(st.ForcedAt), Data: st.Data}
 		if st.TTL < 0 {
 			n.TTLMs = -1
 		}

@@ -73,6 +73,8 @@ func nodeHolder(st redlock.NodeState) string {
 		return shown(st.Holder)
 	case len(st.Readers) > 0:
 		return countReaders(len(st.Readers))
+	case st.Data != "":
+		return "(" + st.Data + ", no lock)"
 	}
 	return "-"
 }

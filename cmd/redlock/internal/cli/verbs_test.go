@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -264,6 +265,39 @@ func TestVerbs_permanentRefusalIsAConfigError(t *testing.T) {
 	r.expect(t, exitConfig, "acquire with the fencing counter a list on two of three nodes")
 	if !strings.Contains(r.stderr, "WRONGTYPE") || !strings.Contains(r.stderr, "no retry fixes") {
 		t.Errorf("stderr does not name the cause:\n%s", r.stderr)
+	}
+}
+
+// A lock name whose key holds another program's data (a hash without an
+// expiry) ends a writer's and a reader's acquire at once, with the
+// configuration exit code and no line saying they wait; inspect says what
+// the key holds.
+func TestVerbs_keyHoldingOtherData(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for i := range 3 {
+		if _, err := cluster.Node(i).Do(context.Background(), "HSET", "profile", "name", "ada"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, shared := range []bool{false, true} {
+		args := []string{"acquire", "--nodes", nodes, "--wait", "1m"}
+		if shared {
+			args = append(args, "--shared")
+		}
+		r := cli(t, append(args, "profile")...)
+		r.expect(t, exitConfig, fmt.Sprintf("acquire of a hash's key (shared %v)", shared))
+		if !strings.Contains(r.stderr, "another type than a lock's") || strings.Contains(r.stderr, "waiting for") {
+			t.Errorf("acquire of a hash's key (shared %v), stderr:\n%s", shared, r.stderr)
+		}
+	}
+	text := cli(t, "inspect", "--nodes", nodes, "profile").expect(t, exitOK, "inspect").stdout
+	if !strings.Contains(text, "(hash, no lock)") || !strings.Contains(text, "holds data of another type than a lock's on 3 of 3 nodes") {
+		t.Errorf("inspect of a hash's key:\n%s", text)
+	}
+	var state inspectJSON
+	cli(t, "inspect", "--nodes", nodes, "--json", "profile").expect(t, exitOK, "inspect --json").decode(t, &state)
+	if len(state.Nodes) != 3 || state.Nodes[0].Data != "hash" {
+		t.Errorf("inspect --json of a hash's key: %+v", state.Nodes)
 	}
 }
 
