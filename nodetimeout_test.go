@@ -252,3 +252,52 @@ func testNodeTimeoutRisesOverOneNode(t *testing.T, a adapter) {
 		return l.Release(bg) == nil
 	})
 }
+
+// A set's or a permit's waiter that gives up returns by its deadline: it
+// leaves the queues in the background, not waiting for a silent node to
+// answer the leave (up to its node timeout, 1 s here).
+func TestNodeTimeout_waiterThatGivesUpDoesNotWaitForASilentNode(t *testing.T) {
+	const nodeTimeout, deadline = time.Second, 300 * time.Millisecond
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	opts := &redlock.Options{NodeTimeout: nodeTimeout, MaxNodeTimeout: nodeTimeout}
+	holder, waiter := newClient(t, cluster, adapters[0], opts), newClient(t, cluster, adapters[0], opts)
+	set, err := holder.TryAcquireAll(bg, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Release(bg)
+	permit, err := holder.TryAcquire(bg, "sem", redlock.WithLimit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer permit.Release(bg)
+	// The permit's lock key is the semaphore's first permit.
+	eventually(t, "the set and the permit held on every node", func() bool {
+		for _, n := range cluster.Nodes() {
+			if keyOn(t, n, "b") != set.Locks()[1].Token() || keyOn(t, n, "sem:permit:1") != permit.Token() {
+				return false
+			}
+		}
+		return true
+	})
+	if err := cluster.Node(2).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resumeAll(t, cluster) })
+	for name, acquire := range map[string]func(context.Context) error{
+		"AcquireAll": func(ctx context.Context) error { _, err := waiter.AcquireAll(ctx, []string{"a", "b"}); return err },
+		"a permit":   func(ctx context.Context) error { _, err := waiter.Acquire(ctx, "sem", redlock.WithLimit(1)); return err },
+	} {
+		ctx, cancel := context.WithTimeout(bg, deadline)
+		start := time.Now()
+		err := acquire(ctx)
+		took := time.Since(start)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: %v, want DeadlineExceeded", name, err)
+		}
+		if took >= deadline+nodeTimeout {
+			t.Errorf("%s returned %v after it began, past its deadline of %v plus a node timeout", name, took, deadline)
+		}
+	}
+}
