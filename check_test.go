@@ -110,3 +110,31 @@ func TestCheck_tooFewNodes(t *testing.T) {
 		}
 	})
 }
+
+// A lock renewed for longer than its fencing counter first lasted (its TTL
+// plus the recovery delay) keeps the counter: its fencing token stays
+// current for CheckFence and Inspect for as long as it holds the lock.
+func TestCheckFence_renewedLockKeepsItsCounter(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		const ttl, recovery = 300 * time.Millisecond, 400 * time.Millisecond
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		c := newClient(t, cluster, a, &redlock.Options{TTL: ttl, RecoveryDelay: recovery, NodeTimeout: 100 * time.Millisecond})
+		lock, err := c.TryAcquire(bg, "res", redlock.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Release(bg)
+		// Checked throughout three times the counter's first lifetime.
+		for end := time.Now().Add(3 * (ttl + recovery)); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			select {
+			case <-lock.Done():
+				t.Fatalf("the lock was lost: %v", lock.Err())
+			default:
+			}
+			r, err := c.CheckFence(bg, "res", lock.Fence())
+			if err != nil || !r.Current || r.Fence != lock.Fence() {
+				t.Fatalf("CheckFence of a renewed lock's token %d = %+v, %v; want current", lock.Fence(), r, err)
+			}
+		}
+	})
+}

@@ -229,7 +229,8 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return err
 	}
 	c := l.client
-	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key}, Args: []string{l.token, c.wire.millis(ttl + l.delay)}}
+	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key, c.keys.FenceKey(l.key)},
+		Args: []string{l.token, c.wire.millis(ttl + l.delay), c.wire.counterMillis(ttl + l.delay)}}
 	start := time.Now()
 	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
 	c.observeNodes(ctx, call, telemetry.OpExtend, results)
