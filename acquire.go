@@ -439,8 +439,7 @@ func (a *acquisition) listen() {
 // end stops listening and gives the turn back, telling the next in line
 // whether the lock is now held here. An offer that a release took with it
 // as the call gave up is seen through, and its lock, if it won, released;
-// a call that gave up leaves the key's queue on every node, in the
-// background (leaveQueues).
+// a call that gave up leaves the key's queue (giveUpQueues).
 func (a *acquisition) end(acquired *Lock) {
 	a.stopListening()
 	if a.offer != nil && acquired == nil && !a.offer.Withdraw() {
@@ -454,11 +453,10 @@ func (a *acquisition) end(acquired *Lock) {
 		acquired.holding = holding
 		return
 	}
-	if a.place.since != "" && !a.c.closing() {
+	if a.place.since != "" {
 		// It gave up: its entry would keep readers out, and the first
-		// place in line, until it lapsed. In the background, so that the
-		// call still returns by its deadline plus its attempt's clean-up.
-		go a.c.leaveQueues(a.ctx, []string{a.key}, a.place.since, a.cfg.ttl)
+		// place in line, until it lapsed.
+		a.c.giveUpQueues(a.ctx, []string{a.key}, a.place.since, a.cfg.ttl)
 	}
 }
 

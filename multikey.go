@@ -197,10 +197,8 @@ func (m *multiAcquisition) run() (*Locks, error) {
 		m.places[i] = queuePlace{since: since, set: true, newcomer: true}
 	}
 	locks, err := retryLoop(m.ctx, m.c.closed, m.cfg.retry, shape[*Locks](m), false)
-	if err != nil && !m.c.closing() {
-		// In the background, as a mutex's waiter leaves (see
-		// acquisition.end): the call returns by its deadline.
-		go m.c.leaveQueues(m.ctx, m.keys, since, m.cfg.ttl)
+	if err != nil {
+		m.c.giveUpQueues(m.ctx, m.keys, since, m.cfg.ttl)
 	}
 	return locks, err
 }

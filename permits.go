@@ -105,10 +105,8 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 		p.wokenBy = func() string { return r.wake.From() }
 	}
 	lock, err := r.acquire(once)
-	if err != nil && p.places != nil && !c.closing() {
-		// In the background, as a mutex's waiter leaves (see
-		// acquisition.end): the call returns by its deadline.
-		go c.leaveQueues(ctx, p.queuedKeys(-1), p.places[0].since, cfg.ttl)
+	if err != nil && p.places != nil {
+		c.giveUpQueues(ctx, p.queuedKeys(-1), p.places[0].since, cfg.ttl)
 	}
 	c.permitClaims.release(p, p.claimed)
 	return lock, err

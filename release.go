@@ -439,15 +439,47 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 	return nodeResults(results), ok, unfinished
 }
 
+// giveUpQueues takes this client out of the queues of keys (leaveQueues)
+// after a call that waited for them gave up: it returns once a quorum of
+// the nodes left each queue, so that a reader or another client's attempt
+// right after the call returned is not refused for the waiter that gave
+// up, but no later than NodeTimeout after the call's deadline (or after
+// now, for a call cancelled without one), so that a silent node does not
+// hold the call back; the leave goes on in the background.
+func (c *Client) giveUpQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
+	if c.closing() {
+		return // nothing more is sent: the entries lapse (QueueLasts)
+	}
+	until := time.Now().Add(c.opts.NodeTimeout)
+	if deadline, ok := ctx.Deadline(); ok && deadline.Before(time.Now()) {
+		until = deadline.Add(c.opts.NodeTimeout)
+	}
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		c.leaveQueues(ctx, keys, since, ttl)
+	}()
+	wait := time.NewTimer(time.Until(until))
+	defer wait.Stop()
+	select {
+	case <-left:
+	case <-wait.C:
+	}
+}
+
 // leaveQueues takes this client out of the queues of keys on every node,
 // where its entry is still the one of the call that began waiting at
 // since: after a call that gave up, or that took another of the keys it
 // waited for, so that the nodes do not keep those keys free for it. The
 // release of a token nobody holds leaves the queue, and, where the key is
-// free, names the next clients in line (see lua/release.lua).
+// free, names the next clients in line (see lua/release.lua). It returns
+// once a quorum of the nodes answered for each key; the requests to the
+// others go on.
 func (c *Client) leaveQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
 	ctx = nodes.Uncancelled(ctx)
 	timeout := c.nodeTimeout(ttl)
+	answered := func(any) bool { return true }
+	enough := func(ok, others int) bool { return ok >= c.quorum || ok+others >= len(c.conns) }
 	forEach(len(keys), func(i int) {
 		token, _, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, 0, c.opts.Owner, "", false)
 		req := announcedReleaser(keys[i], token, c.id, since, c.keys)
@@ -455,6 +487,6 @@ func (c *Client) leaveQueues(ctx context.Context, keys []string, since string, t
 		// and so behind the attempt: an attempt that landed after the
 		// leave would queue the call again.
 		trailing := c.waiters.Trailing(keys[i]).Within(timeout)
-		c.trackedFanout(ctx, timeout, req, trailing, nodes.IsOne, c.everyNode)
+		c.trackedFanout(ctx, timeout, req, trailing, answered, enough)
 	})
 }
