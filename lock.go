@@ -413,6 +413,14 @@ func (l *Lock) endLocked(err error) {
 	l.stopRenewalLocked()
 }
 
+// stopRenewal stops the lock's automatic renewal, if any: it stays held
+// until its deadline, unless released or extended.
+func (l *Lock) stopRenewal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopRenewalLocked()
+}
+
 // stopRenewalLocked stops the lock's automatic renewal, if any.
 func (l *Lock) stopRenewalLocked() {
 	if l.renewal != nil {

@@ -54,7 +54,9 @@ type Locks struct {
 // fine: each key is a lock of its own.
 //
 // The options apply to every lock: WithTTL, WithAutoRenew, which renews
-// each lock once the set is held, and WithShared, which takes every key as
+// each lock once the set is held, until one of them ends (then the set is
+// over, and the others expire at their deadlines unless released first),
+// and WithShared, which takes every key as
 // a reader. WithLimit does not combine with AcquireAll (ErrInvalidOptions).
 //
 // Errors are those of Acquire, for the set: a failed attempt's error says
@@ -326,11 +328,21 @@ func (m *multiAcquisition) place(i int) *queuePlace {
 }
 
 // held returns the set of locks, every one granted, renewing them if the
-// call asked for it.
+// call asked for it: until one of them ends (released, lost or expired),
+// when the set is over and the others stop being renewed, to expire at
+// their deadlines unless released first.
 func (m *multiAcquisition) held(locks []*Lock) *Locks {
 	if m.cfg.autoRenew {
 		for _, l := range locks {
 			l.startRenewal()
+		}
+		stopAll := func() {
+			for _, l := range locks {
+				l.stopRenewal()
+			}
+		}
+		for _, l := range locks {
+			context.AfterFunc(l.ownerContext(), stopAll)
 		}
 	}
 	return &Locks{locks: locks}
@@ -400,10 +412,14 @@ func (s *Locks) Until() time.Time {
 // expired (ErrLockExpired); otherwise the first in name order
 // (ErrNotExtended, ErrReleased, ErrExtendLimit, ...).
 // The locks that were extended stay extended: Until is the earliest
-// deadline still.
+// deadline still. Once a lock of the set ended (see Err), the set is over:
+// Extend extends none, and returns that lock's error.
 func (s *Locks) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return errNilContext // each lock's Extend refuses a closed Client
+	}
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("redlock: the set is over, no key extended: %w", err)
 	}
 	errs := make([]error, len(s.locks))
 	forEach(len(s.locks), func(i int) { errs[i] = s.locks[i].Extend(ctx, ttl) })

@@ -243,6 +243,11 @@ func loseY(t *testing.T, cluster *redlocktest.Cluster, set *redlock.Locks, done 
 	if err := set.Locks()[0].Err(); err != nil {
 		t.Errorf("x after y's loss: %v, want it still held", err)
 	}
+	// The set is over: a later Extend extends none of the others.
+	extensions := set.Locks()[0].Extensions()
+	if err := set.Extend(bg, 0); !errors.Is(err, redlock.ErrLockLost) || set.Locks()[0].Extensions() != extensions {
+		t.Errorf("Extend after y's loss: %v, x extended %d times more; want ErrLockLost, none", err, set.Locks()[0].Extensions()-extensions)
+	}
 	if err := set.Release(bg); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Errorf("Release of a set with y lost: %v, want ErrNotHeld", err)
 	}
@@ -251,6 +256,35 @@ func loseY(t *testing.T, cluster *redlocktest.Cluster, set *redlock.Locks, done 
 	if err := set.Release(bg); !errors.Is(err, redlock.ErrReleased) {
 		t.Errorf("second Release: %v, want ErrReleased", err)
 	}
+}
+
+// A renewed set whose lock is lost stops renewing the others: they expire
+// at their deadlines, and another client takes them, though the holder
+// never releases the set.
+func TestLocks_lossStopsTheOthersRenewal(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	opts := &redlock.Options{TTL: time.Second, NodeTimeout: 300 * time.Millisecond}
+	holder, other := newClient(t, cluster, adapters[0], opts), newClient(t, cluster, adapters[0], opts)
+	set, err := holder.AcquireAll(bg, []string{"q1", "q2"}, redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Release(bg)
+	if _, err := other.ForceRelease(bg, "q2", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, set.Done(), "Done after a lock of the set was taken")
+	if err := set.Err(); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Err after the loss: %v, want ErrLockLost", err)
+	}
+	// q1 expires within its TTL of its last renewal.
+	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	defer cancel()
+	lock, err := other.Acquire(ctx, "q1")
+	if err != nil {
+		t.Fatalf("q1 after q2 of its set was lost: %v, want it freed by its TTL", err)
+	}
+	lock.Release(bg)
 }
 
 // waitClosed fails the test unless ch is closed within a few seconds.
