@@ -286,7 +286,10 @@ func TestNodeTimeout_waiterThatGivesUpDoesNotWaitForASilentNode(t *testing.T) {
 	t.Cleanup(func() { resumeAll(t, cluster) })
 	for name, acquire := range map[string]func(context.Context) error{
 		"AcquireAll": func(ctx context.Context) error { _, err := waiter.AcquireAll(ctx, []string{"a", "b"}); return err },
-		"a permit":   func(ctx context.Context) error { _, err := waiter.Acquire(ctx, "sem", redlock.WithLimit(1)); return err },
+		"a permit": func(ctx context.Context) error {
+			_, err := waiter.Acquire(ctx, "sem", redlock.WithLimit(1))
+			return err
+		},
 	} {
 		ctx, cancel := context.WithTimeout(bg, deadline)
 		start := time.Now()
