@@ -175,15 +175,17 @@ func (e *Election) leadExpiry(ctx context.Context) time.Time {
 
 // Resign gives up the lead, so that the next candidate is elected at once,
 // and returns Release's error; it does nothing and returns nil when this
-// candidate does not lead. Like Release it runs even when ctx has ended.
+// candidate does not lead, nor when its lead ended (Done) with a
+// lock-delay, which then stands (see WithLockDelay): the next candidate is
+// elected once it is over. Like Release it runs even when ctx has ended.
 // The lead ends either way; when the release fails (ErrNotReleased), the
 // lock stands until its TTL passes, and Resign may be called again to
 // retry it, as may Campaign.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
-	lock, retry := e.lock, false
+	lock := e.lock
 	if lock == nil {
-		lock, retry = e.unreleased, true
+		lock = e.unreleased
 	}
 	e.lock, e.unreleased = nil, nil
 	if lock != nil {
@@ -194,9 +196,10 @@ func (e *Election) Resign(ctx context.Context) error {
 		return nil
 	}
 	err := lock.Release(ctx)
-	if err == nil || errors.Is(err, ErrReleased) || retry && errors.Is(err, ErrNotHeld) {
-		// A retry may find the lock gone: the sweep of leftovers sends
-		// a failed release again once the nodes answer.
+	if err == nil || errors.Is(err, ErrReleased) || errors.Is(err, ErrNotHeld) {
+		// The lead had ended: the lock expired, or its lock-delay stands
+		// (see Lock.Release). A retry may find the lock gone: the sweep
+		// of leftovers sends a failed release again once the nodes answer.
 		return nil
 	}
 	if errors.Is(err, ErrNotReleased) {
@@ -246,10 +249,14 @@ func (e *Election) Term() uint64 {
 }
 
 // Lock returns the lock that this candidate leads by, nil when it does not
-// lead: its Until, Fence and Done are the lead's.
+// lead, or no longer does (Done is closed): its Until, Fence and Done are
+// the lead's.
 func (e *Election) Lock() *Lock {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.lock == nil || e.lock.Err() != nil {
+		return nil
+	}
 	return e.lock
 }
 

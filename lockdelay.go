@@ -23,7 +23,8 @@ var ErrInvalidLockDelay = errors.New("redlock: invalid lock-delay")
 // the nodes, and its TTL ran out), nobody can take it for d more, so that
 // the late requests of the old holder reach the protected resource before
 // the next holder's first; a release (Release, Do's return) frees it at
-// once. It is for resources that can check neither a fencing token nor the
+// once, but not one that comes after the lock ended (Err: lost, or past
+// its validity), which leaves the delay standing. It is for resources that can check neither a fencing token nor the
 // lock: where they can, fencing (Lock.Fence) is the stronger protection.
 //
 // The nodes keep the lock's key d longer than its TTL, at acquisition and

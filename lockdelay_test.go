@@ -102,6 +102,62 @@ func TestWithLockDelay_releaseFreesAtOnce(t *testing.T) {
 	})
 }
 
+// A release that comes after the lock ended (its holder worked past its
+// validity, or was told it lost the lock) leaves the delay standing, as for
+// a holder that died: Release says so with ErrNotHeld, the key stays, and
+// an election's Resign after its lead ended does nothing.
+func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	next := newClient(t, cluster, adapters[0], fast())
+	const ttl, delay = 300 * time.Millisecond, 10 * time.Second
+	lock, err := holder.Acquire(bg, "job", redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-lock.Done()
+	err = lock.Release(bg)
+	if !errors.Is(err, redlock.ErrNotHeld) || !errors.Is(err, redlock.ErrLockExpired) {
+		t.Errorf("Release after the lock expired: %v, want ErrNotHeld wrapping ErrLockExpired", err)
+	}
+	if err := lock.Release(bg); !errors.Is(err, redlock.ErrReleased) {
+		t.Errorf("a second Release: %v, want ErrReleased", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, "job") != lock.Token() {
+			t.Errorf("%s: the key is gone, want it kept by the delay", n.URL())
+		}
+	}
+	if _, err := next.TryAcquire(bg, "job"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("another client during the delay: %v, want ErrNotAcquired", err)
+	}
+
+	// A lead lost the same way: Lock says nobody leads here, and Resign
+	// leaves the delay standing.
+	e, err := holder.NewElection("lead", redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Campaign(bg, "a"); err != nil {
+		t.Fatal(err)
+	}
+	won := e.Lock()
+	pauseAll(t, cluster)
+	<-e.Done()
+	if l := e.Lock(); l != nil {
+		t.Errorf("Lock after the lead ended: %v, want nil", l)
+	}
+	resumeAll(t, cluster)
+	if err := e.Resign(bg); err != nil {
+		t.Errorf("Resign after the lead ended: %v, want nil", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, won.Key()) != won.Token() {
+			t.Errorf("%s: the lead's key is gone after Resign, want it kept by the delay", n.URL())
+		}
+	}
+}
+
 // Every shape keeps the delay on the nodes at acquisition and through each
 // extension, explicit or automatic, while its validity counts from the TTL:
 // a lock, a permit, and a writer, whose delay keeps readers out too.

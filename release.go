@@ -30,7 +30,10 @@ import (
 // ErrNotHeld when no node that answered still held the lock (it had expired:
 // harmless); ErrNotReleased when fewer than a quorum answered (the lock may
 // stand until its TTL passes; Release may be called again); ErrReleased
-// when the lock was already released. Release stops the lock's automatic
+// when the lock was already released. A lock with a lock-delay
+// (WithLockDelay) that ended before its release (lost or expired: Err) is
+// not released: the delay keeps the key from the next holder, and Release
+// returns ErrNotHeld, wrapping Err. Release stops the lock's automatic
 // renewal (WithAutoRenew, Do) first: a lock whose release failed ends at
 // its deadline, as one that expired (ErrLockExpired), unless it is extended.
 func (l *Lock) Release(ctx context.Context) error {
@@ -57,9 +60,23 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 		l.stopRenewalLocked()
 		l.keep = false
 	}
+	// Ended: declared lost or expired (Err), or its validity is over.
+	delayed := !released && l.delay > 0 && (l.err != nil || !time.Now().Before(l.until))
+	if delayed {
+		l.checkDeadlineLocked()
+		l.released = true
+	}
+	ended := l.err
 	l.mu.Unlock()
 	if released {
 		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
+	}
+	if delayed {
+		// It ended without a release (see WithLockDelay): the delay
+		// stands, as if its holder had died.
+		c.waiters.Released(l.key, l.holding)
+		return fmt.Errorf("%w: %s ended before its release, and its %s lock-delay keeps the key from the next holder, "+
+			"as for a holder that died: %w", ErrNotHeld, quoteKey(l.key), l.delay, ended)
 	}
 
 	results, ok, finishing := l.release(nodes.Uncancelled(ctx))
