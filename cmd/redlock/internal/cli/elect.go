@@ -29,9 +29,11 @@ elects the next candidate at once, not after a TTL. Everything else is as
 'redlock run NAME -- COMMAND': --wait, --conflict-exit-code (not elected
 within --wait), signals forwarded, and the command stopped before the lead
 is lost: if renewals keep failing, its process group gets SIGTERM
-max(TTL/10, 100ms) before the lock's validity deadline, before any other
-candidate can be elected, SIGKILL --kill-grace later, and redlock exits
-with 76.
+max(TTL/10, 100ms) before the lock's validity deadline, and SIGKILL
+--kill-grace later: by default at that deadline, before any other
+candidate can be elected (a longer --kill-grace needs a --lock-delay as
+long as the difference to keep the next leader out; redlock warns
+otherwise); redlock then exits with 76.
 
 The command's environment is run's: REDLOCK_KEY (NAME), REDLOCK_TOKEN,
 REDLOCK_FENCE (the leader's term: it strictly increases from one leader to
@@ -83,7 +85,8 @@ func setupElect(fs *flag.FlagSet) runner {
 	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when not elected within --wait")
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
-	secondsVar(fs, &c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lead is lost: a `duration`, or a bare number of seconds")
+	secondsVar(fs, &c.killGrace, "kill-grace", 0, fmt.Sprintf(killGraceUsage, "lead"))
+	c.flags = fs
 	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
 	fs.BoolVar(&c.verbose, "verbose", false, "report the election, renewals, forwarded signals and the resignation on stderr")
 	fs.BoolVar(&c.listen, "listen", false, "print each leader of NAME as it changes, until interrupted, instead of campaigning")

@@ -109,7 +109,7 @@ func TestHelp_defaultsShown(t *testing.T) {
 		"--retry-delay duration", "(default 200ms)",
 		"--wait duration", "(default forever)",
 		"--conflict-exit-code int", "(default 75)",
-		"--kill-grace duration", "(default 5s)",
+		"--kill-grace duration", "(default: until the lock's validity deadline",
 		"(default redis://127.0.0.1:6379)",
 		"(default 30s)",
 		"REDLOCK_KEY", "REDLOCK_TOKEN", "REDLOCK_FENCE", "REDLOCK_DEADLINE", "REDLOCK_HELD",

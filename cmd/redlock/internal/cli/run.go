@@ -30,12 +30,12 @@ const (
 	// loaded machine, for short TTLs.
 	stopMarginDivisor = 10
 	minStopMargin     = 100 * time.Millisecond
-	// defaultKillGrace is how long the command's process group has between
-	// SIGTERM and SIGKILL after the lock is lost, as with consul lock:
-	// enough for a clean shutdown. A command that ignores SIGTERM for longer
-	// than the stop margin outlives the lock; one that must not should exit
-	// on SIGTERM, or be run with a shorter --kill-grace.
-	defaultKillGrace = 5 * time.Second
+	// killGraceUsage describes --kill-grace, whose default is the stop
+	// margin: SIGKILL then comes at the lock's validity deadline, before
+	// anyone else can take it. A longer grace lets the command outlive the
+	// lock, unless --lock-delay covers it (see warnKillGrace).
+	killGraceUsage = "time between SIGTERM and SIGKILL when the %s is lost: a `duration`, or a bare number of seconds " +
+		"(default: until the lock's validity deadline, max(TTL/10, 100ms) after the SIGTERM)"
 	// signalSettle is how long a cancelled context waits for the signal that
 	// cancelled it to be forwarded, before the command gets SIGTERM for it:
 	// a signal reaches redlock's forwarding and the context's handler at the
@@ -115,8 +115,12 @@ Losing the lock: the lock is renewed once a third of its TTL has passed. If
 renewals keep failing (a majority of nodes is down or unreachable), the
 command's whole process group gets SIGTERM max(TTL/10, 100ms) before the
 lock's validity deadline, measured by this host's monotonic clock, not when a
-server notices; SIGKILL follows --kill-grace later. redlock then exits with
-76. A lock found taken over gets the same treatment at once.
+server notices; SIGKILL follows --kill-grace later, by default at the
+validity deadline, before anyone else can take the lock. A longer
+--kill-grace lets a command that is slow to stop outlive the lock, and
+overlap the next holder, unless --lock-delay covers the difference (redlock
+warns when it does not). redlock then exits with 76. A lock found taken
+over gets the same treatment at once.
 
 Signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 sent to redlock
 are forwarded to the command's process group; the lock is released once the
@@ -184,6 +188,7 @@ type runConfig struct {
 	killGrace    time.Duration
 	shell        bool
 	verbose      bool
+	flags        *flag.FlagSet // the flags parsed, to tell a --kill-grace given from its default
 }
 
 func setupRun(fs *flag.FlagSet) runner {
@@ -197,7 +202,8 @@ func setupRun(fs *flag.FlagSet) runner {
 	registerWait(fs, &c.wait)
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
-	secondsVar(fs, &c.killGrace, "kill-grace", defaultKillGrace, "time between SIGTERM and SIGKILL when the lock is lost: a `duration`, or a bare number of seconds")
+	secondsVar(fs, &c.killGrace, "kill-grace", 0, fmt.Sprintf(killGraceUsage, "lock"))
+	c.flags = fs
 	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
 	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, renewals, forwarded signals and the release on stderr")
 	return c.run
@@ -293,7 +299,26 @@ func (c *runConfig) checkFlags(stderr io.Writer, keys int) int {
 	case c.killGrace < 0:
 		return usageError(stderr, c.name(), "--kill-grace must not be negative")
 	}
+	c.warnKillGrace(stderr)
 	return exitOK
+}
+
+// warnKillGrace sets --kill-grace to its default, the stop margin, when it
+// was not given, and otherwise warns when it lets the command outlive the
+// lock: SIGKILL would come after the lock's validity deadline plus its
+// lock-delay, when the next holder may start.
+func (c *runConfig) warnKillGrace(stderr io.Writer) {
+	margin := stopMargin(c.nodes.ttl)
+	given := false
+	c.flags.Visit(func(f *flag.Flag) { given = given || f.Name == "kill-grace" })
+	switch {
+	case !given:
+		c.killGrace = margin
+	case c.killGrace > margin+c.lock.delay:
+		sayf(stderr, slog.LevelWarn, c.name(), "--kill-grace %s is longer than the %s between the SIGTERM of a lost lock and "+
+			"its validity deadline plus --lock-delay (%s): a command still running then overlaps the next holder; "+
+			"give --lock-delay %s or more to keep it out", c.killGrace, margin, c.lock.delay, c.killGrace-margin)
+	}
 }
 
 // logAcquired reports, with --verbose, each lock that held holds.

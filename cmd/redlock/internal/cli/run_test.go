@@ -454,3 +454,43 @@ func TestRun_verboseReportsEachRenewal(t *testing.T) {
 		t.Errorf("%d renewals reported, want one a second:\n%s", n, r.stderr)
 	}
 }
+
+// By default a command that ignores SIGTERM is killed at the lock's
+// validity deadline, before anyone else can take the lock; a longer
+// --kill-grace without a --lock-delay to cover it draws a warning.
+func TestRun_defaultKillGraceEndsAtTheDeadline(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	script := `trap '' TERM; echo > ` + started + `; while :; do sleep 0.05; done`
+	cmd := binaryCommand(nodes, "run", "--ttl", "1s", "--shell", "k", "--", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitForFile(t, started, 10*time.Second)
+	for _, i := range []int{0, 1} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
+		t.Fatalf("exit status %d, want %d\n%s", code, exitLockLost, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "SIGKILL in 100ms") || strings.Contains(stderr.String(), "--kill-grace") {
+		t.Errorf("stderr, want SIGKILL at the deadline, 100ms after SIGTERM, and no warning:\n%s", stderr.String())
+	}
+
+	r := cli(t, "run", "--nodes", cluster.Node(2).URL(), "--kill-grace", "3", "--ttl", "2s", "k2", "--", "true")
+	r.expect(t, exitOK, "run --kill-grace 3 --ttl 2s")
+	if !strings.Contains(r.stderr, "--kill-grace 3s is longer than the 200ms") || !strings.Contains(r.stderr, "give --lock-delay 2.8s") {
+		t.Errorf("run with a kill grace past the deadline, stderr:\n%s", r.stderr)
+	}
+	r = cli(t, "run", "--nodes", cluster.Node(2).URL(), "--kill-grace", "3", "--lock-delay", "3s", "--ttl", "2s", "k3", "--", "true")
+	if r.expect(t, exitOK, "run --kill-grace 3 --lock-delay 3s"); strings.Contains(r.stderr, "--kill-grace") {
+		t.Errorf("run with a lock-delay that covers the kill grace, stderr:\n%s", r.stderr)
+	}
+}
