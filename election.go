@@ -103,6 +103,9 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	if err := e.client.checkCall(ctx); err != nil {
 		return err
 	}
+	if err := checkOwner(value, "Campaign's value"); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	leading := e.lock != nil && e.lock.Err() == nil
 	unreleased := e.unreleased

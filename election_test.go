@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -323,5 +324,18 @@ func wantLeadGone(t *testing.T, cluster *redlocktest.Cluster, first, next *redlo
 	defer next.Resign(bg)
 	if next.Term() <= first.Term() {
 		t.Errorf("next term %d not above %d", next.Term(), first.Term())
+	}
+}
+
+// A campaign value that cannot be an owner fails, naming the value.
+func TestElection_badValueNamesIt(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	e, err := newClient(t, cluster, adapters[0], fast()).NewElection("lead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Campaign(bg, "a b")
+	if !errors.Is(err, redlock.ErrInvalidOwner) || !strings.Contains(err.Error(), `Campaign's value "a b"`) {
+		t.Errorf("Campaign with a space in its value: %v, want ErrInvalidOwner naming the value", err)
 	}
 }

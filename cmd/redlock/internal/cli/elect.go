@@ -110,7 +110,7 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	}
 	name, value, argv := args[0], args[1], args[2:]
 	if msg := checkKeys([]string{name}); msg != "" {
-		return usageError(s.stderr, "elect", msg)
+		return usageError(s.stderr, "elect", strings.Replace(msg, "KEY", "NAME", 1))
 	}
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
