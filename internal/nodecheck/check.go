@@ -91,6 +91,8 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 		return verdict{listErr: r.listErr}
 	case r.err == nil && r.reply != "PONG":
 		return verdict{refused: fmt.Errorf("unexpected PING reply %v", r.reply)}
+	case r.err != nil && isCredentialError(r.err):
+		return verdict{refused: fmt.Errorf("%w (credentials refused: check the URL's user and password)", r.err)}
 	case r.err != nil && isConfigError(r.err):
 		return verdict{refused: r.err}
 	case r.err != nil && nodeurl.IsTLSRefusal(r.err):
@@ -289,6 +291,17 @@ func duplicates(conns []redlock.Conn, verdicts []verdict) []error {
 // (protected mode).
 var configErrors = []string{"WRONGPASS", "NOAUTH", "NOPERM", "AUTH ", "Client sent AUTH", "invalid password", "DB index", "invalid DB index",
 	"unknown command", "This instance has cluster support disabled", "DENIED"}
+
+// credentialErrors begin the server errors that refuse the URL's user or
+// password (of configErrors).
+var credentialErrors = []string{"WRONGPASS", "NOAUTH", "AUTH ", "Client sent AUTH", "invalid password"}
+
+// isCredentialError reports an error that refuses the URL's user or
+// password.
+func isCredentialError(err error) bool {
+	msg := strings.TrimPrefix(err.Error(), "ERR ")
+	return slices.ContainsFunc(credentialErrors, func(prefix string) bool { return strings.HasPrefix(msg, prefix) })
+}
 
 // isConfigError reports server errors that retrying will not cure; also a
 // Sentinel that knows no master by the URL's master_name, which each

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -24,14 +25,18 @@ func (f *forceFlags) register(fs *flag.FlagSet) {
 		"with --force, record `WHO` forced it, as an owner: printable ASCII without spaces")
 }
 
-// defaultBy is who forces a lock free by default: "$USER@host".
+// defaultBy is who forces a lock free by default: "$USER@host", with the
+// name of the process's user where $USER is unset (cron, systemd).
 func defaultBy() string {
 	host, _ := os.Hostname()
-	user := os.Getenv("USER")
-	if user == "" {
-		user = "unknown"
+	name := os.Getenv("USER")
+	if u, err := user.Current(); name == "" && err == nil {
+		name = u.Username
 	}
-	return user + "@" + host
+	if name == "" {
+		name = "unknown"
+	}
+	return name + "@" + host
 }
 
 // forceRelease is release --force KEY: it frees the lock KEY whoever holds

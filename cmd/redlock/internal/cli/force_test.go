@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os/user"
 	"strings"
 	"testing"
 	"time"
@@ -57,4 +58,16 @@ func TestRelease_force(t *testing.T) {
 	}
 	cli(t, "release", "--nodes", nodes, "--force", "k", lock.Token).expect(t, exitUsage, "release --force KEY TOKEN")
 	cli(t, "release", "--nodes", nodes, "--force", "--by", "two words", "k").expect(t, exitUsage, "release --force --by with a space")
+}
+
+// Without $USER (cron, systemd), the default forcer is the process's user.
+func TestDefaultBy_withoutUSER(t *testing.T) {
+	t.Setenv("USER", "")
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := defaultBy(); !strings.HasPrefix(by, u.Username+"@") {
+		t.Errorf("defaultBy() = %q without $USER, want %s@host", by, u.Username)
+	}
 }
