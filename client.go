@@ -81,7 +81,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalidOptions, i)
 		}
 		if j, dup := seen[c.Name()]; dup {
-			return nil, fmt.Errorf("%w: %s is node %d and node %d", ErrDuplicateNode, c.Name(), j, i)
+			return nil, fmt.Errorf("%w: %s is entries %d and %d of the node list (counting from 1)", ErrDuplicateNode, c.Name(), j+1, i+1)
 		}
 		seen[c.Name()] = i
 	}

@@ -106,12 +106,20 @@ func writeCheck(r report, key, held string, res redlock.CheckResult) {
 		return
 	}
 	took := res.Took.Round(time.Microsecond)
+	_, byFence := strconv.ParseUint(held, 10, 64)
 	key, held = shown(key), shown(held)
+	if byFence == nil {
+		held = "fence " + held
+	}
 	switch {
 	case res.Current && res.Holder.Token == "":
 		// A reader: the fencing counter is the writers'.
 		fmt.Fprintf(r.s.stdout, "current: %s holds %s as a reader on %d of %d nodes; checked in %s\n", held, key,
 			res.Nodes, res.All, took)
+		return
+	case res.Current && byFence == nil:
+		fmt.Fprintf(r.s.stdout, "current: %s is the holder's, %s, which holds %s on %d of %d nodes%s; checked in %s\n", held,
+			shown(res.Holder.Token), key, res.Nodes, res.All, withOwner(res.Holder.Token), took)
 		return
 	case res.Current:
 		fmt.Fprintf(r.s.stdout, "current: %s holds %s on %d of %d nodes (fence %d%s); checked in %s\n", held, key,
@@ -125,6 +133,6 @@ func writeCheck(r report, key, held string, res redlock.CheckResult) {
 	case res.Holder.Token != "":
 		now = fmt.Sprintf("held by %s (fence %d%s)", shown(res.Holder.Token), res.Fence, withOwner(res.Holder.Token))
 	}
-	fmt.Fprintf(r.s.stdout, "not current: %s holds %s on %d of %d nodes (%d answered); %s; checked in %s\n", held, key,
-		res.Nodes, res.All, res.Answered, now, took)
+	fmt.Fprintf(r.s.stdout, "not current: %s holds %s on only %d of %d nodes (%d answered), short of a majority; %s; checked in %s\n",
+		held, key, res.Nodes, res.All, res.Answered, now, took)
 }

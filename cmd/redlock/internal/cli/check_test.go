@@ -21,7 +21,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check --json: %+v", out)
 	}
 	text := cli(t, "check", "--nodes", nodes, "res", strconv.FormatUint(lock.Fence, 10)).expect(t, exitOK, "check FENCE").stdout
-	if !strings.HasPrefix(text, "current: "+strconv.FormatUint(lock.Fence, 10)+" holds res on 3 of 3 nodes") {
+	if !strings.HasPrefix(text, "current: fence "+strconv.FormatUint(lock.Fence, 10)+" is the holder's, "+lock.Token+", which holds res on 3 of 3 nodes") {
 		t.Errorf("check FENCE:\n%s", text)
 	}
 	cli(t, "check", "--nodes", nodes, "res", strconv.FormatUint(lock.Fence-1, 10)).expect(t, exitLockLost, "check of an older fence")
