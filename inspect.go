@@ -56,9 +56,10 @@ type NodeState struct {
 	RecoveringLeft time.Duration
 	// Waiting is how many clients the node queues as waiting for the
 	// lock (see the package documentation, The algorithm): those whose
-	// attempt it refused in the last two seconds. A client whose attempt
-	// this node refused and the others granted may be counted until its
-	// entry lapses, though it holds the lock.
+	// attempt it refused in the last two seconds. A client that waited and
+	// holds the lock now (its last attempt won) may be counted until its
+	// entry lapses there, though it holds the lock: its release takes the
+	// entry out.
 	Waiting int
 	// Data is the type of the data the key holds when it holds neither a
 	// lock nor a lock's readers ("hash", "list", ...): another program's

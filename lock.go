@@ -268,6 +268,9 @@ func (l *Lock) extendable() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checkDeadlineLocked()
+	if l.err == ErrReleased {
+		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
+	}
 	if l.err != nil {
 		return l.err
 	}

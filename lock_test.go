@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,8 +179,8 @@ func TestRelease_twice(t *testing.T) {
 	if err := lock.Release(bg); !errors.Is(err, redlock.ErrReleased) {
 		t.Fatalf("second release: %v, want ErrReleased", err)
 	}
-	if err := lock.Extend(bg, 0); !errors.Is(err, redlock.ErrReleased) {
-		t.Fatalf("extend after release: %v, want ErrReleased", err)
+	if err := lock.Extend(bg, 0); !errors.Is(err, redlock.ErrReleased) || !strings.Contains(err.Error(), lock.Key()) {
+		t.Fatalf("extend after release: %v, want ErrReleased naming the key", err)
 	}
 	if !errors.Is(lock.Err(), redlock.ErrReleased) {
 		t.Fatalf("Err() = %v", lock.Err())

@@ -205,7 +205,11 @@ func (r *repeated) notAsked() error { return r.c.notAsked(r.key, r.ctx) }
 // read-write lock: any number of readers hold it at once, and no writer,
 // which takes it by the same name without WithShared. A writer waiting in
 // Acquire keeps new readers out until it got the lock (writers first), so
-// readers cannot starve it. A reader's Lock has everything a lock has:
+// readers cannot starve it; a writer that only calls TryAcquire never
+// waits, and a stream of readers can keep it out: wait in Acquire, with a
+// deadline in its context. Locks are not reentrant, as sync.RWMutex's
+// are not: a reader that takes the lock again while a writer waits waits
+// behind that writer, which waits for the first reading to end. A reader's Lock has everything a lock has:
 // validity, Extend, auto-renewal, Done, Release, and a fencing token from
 // the same counter as the writers' (see Lock.Fence for how a resource
 // compares them).
