@@ -79,7 +79,7 @@ func TestPipe_batchAnswersEachRequestAsAlone(t *testing.T) {
 				testAcquirer(c, "free", "tok-free", 10*time.Second, replies[0]),
 				testAcquirer(c, "held", "tok-held", 10*time.Second, replies[1]),
 				releaser("mine", "tok-mine"),
-				{Script: wire.ExtendScript, Keys: []string{"ext"}, Args: []string{"tok-ext", "60000"}},
+				{Script: wire.ExtendScript, Keys: []string{"ext", FenceKey("ext")}, Args: []string{"tok-ext", "60000", "90000"}},
 				testAcquirer(c, "broken", "tok-broken", 10*time.Second, replies[2]),
 				releaser("held", "wrong-token"),
 			}

@@ -116,7 +116,7 @@ func TestCheck_tooFewNodes(t *testing.T) {
 // current for CheckFence and Inspect for as long as it holds the lock.
 func TestCheckFence_renewedLockKeepsItsCounter(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		const ttl, recovery = 300 * time.Millisecond, 400 * time.Millisecond
+		const ttl, recovery = time.Second, time.Second
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		c := newClient(t, cluster, a, &redlock.Options{TTL: ttl, RecoveryDelay: recovery, NodeTimeout: 100 * time.Millisecond})
 		lock, err := c.TryAcquire(bg, "res", redlock.WithAutoRenew())
@@ -124,8 +124,8 @@ func TestCheckFence_renewedLockKeepsItsCounter(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer lock.Release(bg)
-		// Checked throughout three times the counter's first lifetime.
-		for end := time.Now().Add(3 * (ttl + recovery)); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		// Checked throughout twice the counter's first lifetime.
+		for end := time.Now().Add(2 * (ttl + recovery)); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			select {
 			case <-lock.Done():
 				t.Fatalf("the lock was lost: %v", lock.Err())

@@ -186,9 +186,9 @@ func (e *Election) leadExpiry(ctx context.Context) time.Time {
 // retry it, as may Campaign.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
-	lock := e.lock
+	lock, retry := e.lock, false
 	if lock == nil {
-		lock = e.unreleased
+		lock, retry = e.unreleased, true
 	}
 	e.lock, e.unreleased = nil, nil
 	if lock != nil {
@@ -198,8 +198,9 @@ func (e *Election) Resign(ctx context.Context) error {
 	if lock == nil {
 		return nil
 	}
+	ended := lock.Err() != nil
 	err := lock.Release(ctx)
-	if err == nil || errors.Is(err, ErrReleased) || errors.Is(err, ErrNotHeld) {
+	if err == nil || errors.Is(err, ErrReleased) || (retry || ended) && errors.Is(err, ErrNotHeld) {
 		// The lead had ended: the lock expired, or its lock-delay stands
 		// (see Lock.Release). A retry may find the lock gone: the sweep
 		// of leftovers sends a failed release again once the nodes answer.

@@ -277,3 +277,10 @@ func (c *Client) Leftovers() int { return int(c.leftovers.count.Load()) }
 
 // PermitKey is the key of a semaphore's permit i, from 1.
 func PermitKey(name string, i int) string { return wire.PermitKey(name, i) }
+
+// StartAndStopRenewal starts the lock's automatic renewal and stops it at
+// once, before its goroutine ran when the caller holds the only P.
+func (l *Lock) StartAndStopRenewal() {
+	l.startRenewal()
+	l.stopRenewal()
+}

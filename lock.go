@@ -71,6 +71,9 @@ type Lock struct {
 	keep     bool
 	err      error // why the lock is no longer held; nil while held
 	released bool
+	// releaseSent: a Release was made, which a later one repeats even
+	// once the lock ended, where a first one keeps its lock-delay.
+	releaseSent bool
 	// handedOff: its release carried the attempt of a goroutine of this
 	// client waiting for a permit (see permitHandoff), which the permit
 	// goes to unless the nodes refuse it.
@@ -99,7 +102,7 @@ func (l *Lock) startRenewal() {
 		return
 	}
 	l.renewal = make(chan struct{})
-	go l.renew()
+	go l.renew(l.renewal)
 }
 
 // Nodes returns each node's answer to the acquisition that granted the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -999,4 +1000,27 @@ func TestRelease_waitsNoLongerThanTheLock(t *testing.T) {
 			t.Errorf("Release returned %v after the lock's validity ended: %v", late, err)
 		}
 	})
+}
+
+// A renewal stopped before its goroutine ran stays stopped: the lock
+// expires at its deadline (a set stops its survivors' renewal so, see
+// TestLocks_lossStopsTheOthersRenewal).
+func TestLock_renewalStoppedBeforeItRan(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 300 * time.Millisecond})
+	lock, err := c.TryAcquire(bg, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	lock.StartAndStopRenewal()
+	select {
+	case <-lock.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatalf("the lock is still held 3 s after its 300ms TTL, after %d extensions", lock.Extensions())
+	}
+	if n := lock.Extensions(); n != 0 || !errors.Is(lock.Err(), redlock.ErrLockExpired) {
+		t.Errorf("%d extensions, Err %v; want none, expired", n, lock.Err())
+	}
 }

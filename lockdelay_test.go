@@ -132,6 +132,20 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 		t.Errorf("another client during the delay: %v, want ErrNotAcquired", err)
 	}
 
+	// A lock its holder extended, then let lapse, was lost, not expired:
+	// Release says so, whether or not Err was asked first.
+	kept, err := holder.Acquire(bg, "kept", redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Extend(bg, ttl); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(kept.Until()))
+	if err := kept.Release(bg); !errors.Is(err, redlock.ErrNotHeld) || !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("Release after an extended lock lapsed: %v, want ErrNotHeld wrapping ErrLockLost", err)
+	}
+
 	// A lead lost the same way: Lock says nobody leads here, and Resign
 	// leaves the delay standing.
 	e, err := holder.NewElection("lead", redlock.WithTTL(ttl), redlock.WithLockDelay(delay))

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -54,17 +55,20 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	defer l.releasing.Unlock()
 	l.mu.Lock()
 	released := l.released
+	delayed := false
 	if !released {
+		// Ended (lost or expired, as Err would say now) before a first
+		// release, the lock keeps its lock-delay; a release sent while it
+		// held is sent again. One taken over has no delay to keep.
+		if l.delay > 0 {
+			l.checkDeadlineLocked()
+		}
+		delayed = l.delay > 0 && l.err != nil && !l.releaseSent && !errors.Is(l.err, ErrTakenOver)
+		l.released, l.releaseSent = delayed, true
 		// The holder lets the lock go: should the release fail, the lock
 		// runs out at its TTL rather than being renewed by nobody's will.
 		l.stopRenewalLocked()
 		l.keep = false
-	}
-	// Ended: declared lost or expired (Err), or its validity is over.
-	delayed := !released && l.delay > 0 && (l.err != nil || !time.Now().Before(l.until))
-	if delayed {
-		l.checkDeadlineLocked()
-		l.released = true
 	}
 	ended := l.err
 	l.mu.Unlock()
@@ -75,8 +79,8 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 		// It ended without a release (see WithLockDelay): the delay
 		// stands, as if its holder had died.
 		c.waiters.Released(l.key, l.holding)
-		return fmt.Errorf("%w: %s ended before its release, and its %s lock-delay keeps the key from the next holder, "+
-			"as for a holder that died: %w", ErrNotHeld, quoteKey(l.key), l.delay, ended)
+		return fmt.Errorf("%w: %s ended before its release, which was not sent: its %s lock-delay stands where the nodes "+
+			"still keep it, as for a holder that died: %w", ErrNotHeld, quoteKey(l.key), l.delay, ended)
 	}
 
 	results, ok, finishing := l.release(nodes.Uncancelled(ctx))

@@ -22,10 +22,9 @@ const (
 // its Client is closed. It never declares the loss itself: the deadline timer armed by watchLocked
 // does, at the validity deadline at the latest, and Extend does earlier when
 // a majority of nodes no longer holds the lock.
-func (l *Lock) renew() {
-	l.mu.Lock()
-	stop := l.renewal
-	l.mu.Unlock()
+// stop is the renewal's channel, which stopRenewalLocked closes: passed
+// in, not read here, since it may be closed and cleared before this runs.
+func (l *Lock) renew(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Until(l.Until()) - l.ttl*(renewAfterDivisor-1)/renewAfterDivisor)
 	defer timer.Stop()
 	for {

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -38,6 +39,10 @@ func (w *worker) campaign(ctx context.Context) (*held, error) {
 		return nil, err
 	}
 	lock := w.election.Lock()
+	if lock == nil {
+		// The lead ended between its grant and here: nothing is held.
+		return nil, fmt.Errorf("the lead ended as it was won: %w", w.election.Err())
+	}
 	return &held{holding: lead{Lock: lock, election: w.election}, locks: []*redlock.Lock{lock}}, nil
 }
 

@@ -611,8 +611,8 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case err == nil:
 		c.logf(s, "released %s", name)
 	case errors.Is(err, redlock.ErrNotHeld) && c.lock.delay > 0 && (errors.Is(err, redlock.ErrLockLost) || errors.Is(err, redlock.ErrLockExpired)):
-		sayf(s.stderr, slog.LevelWarn, c.name(), "%s was lost before the command ended: not released, its %s lock-delay keeps "+
-			"the next holder out, as after a crash", name, c.lock.delay)
+		sayf(s.stderr, slog.LevelWarn, c.name(), "%s: lost before the command ended, so not released where lost: the %s "+
+			"lock-delay stands where the nodes still keep the key, as after a crash", name, c.lock.delay)
 	case errors.Is(err, redlock.ErrNotHeld):
 		sayf(s.stderr, slog.LevelWarn, c.name(), "%s had already expired on the nodes when released", name)
 	default:
