@@ -640,8 +640,9 @@ func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
 		do(t, cluster.Node(i), "HSET", "profile", "name", "ada")
 		do(t, cluster.Node(i), "RPUSH", "jobs", "j1")
 		do(t, cluster.Node(i), "SET", "setting", "on")
+		do(t, cluster.Node(i), "ZADD", "scores", "1", "ada") // a sorted set, as readers are, but without expiry
 	}
-	for _, key := range []string{"profile", "jobs", "setting"} {
+	for _, key := range []string{"profile", "jobs", "setting", "scores"} {
 		for _, opts := range [][]redlock.LockOption{nil, {redlock.WithShared()}} {
 			ctx, cancel := context.WithTimeout(bg, 2*time.Second)
 			_, err := client.Acquire(ctx, key, opts...)
@@ -659,7 +660,7 @@ func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
 		}
 	}
 	// Inspect says what each node's key holds when it is no lock.
-	for key, want := range map[string]string{"profile": "hash", "jobs": "list", "setting": ""} {
+	for key, want := range map[string]string{"profile": "hash", "jobs": "list", "setting": "", "scores": "zset"} {
 		states, err := client.Inspect(bg, key)
 		if err != nil {
 			t.Fatal(err)
@@ -676,6 +677,10 @@ func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
 		}
 		if v := keyOn(t, cluster.Node(i), "setting"); v != "on" {
 			t.Errorf("node %d: the string is %q, want on", i, v)
+		}
+		n, score, ttl := do(t, cluster.Node(i), "ZCARD", "scores"), do(t, cluster.Node(i), "ZSCORE", "scores", "ada"), do(t, cluster.Node(i), "PTTL", "scores")
+		if n != "1" || score != "1" || ttl != "-1" {
+			t.Errorf("node %d: the sorted set has %s members, ada's score %q, PTTL %s; want ada alone at 1, no expiry", i, n, score, ttl)
 		}
 	}
 }

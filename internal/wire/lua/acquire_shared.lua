@@ -18,11 +18,13 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 	end
 	local key = KEYS[k + 1]
 	local kind = redis.call("TYPE", key).ok
+	-- A readers' set always has an expiry: a sorted set without one is
+	-- another program's, which a reader must not touch.
+	local notLock = kind ~= "none" and kind ~= "string" and notALock(key)
+	if notLock then
+		return notLock
+	end
 	if kind ~= "none" and kind ~= "zset" then
-		local notLock = kind ~= "string" and notALock(key)
-		if notLock then
-			return notLock
-		end
 		markWaiting(KEYS[k + 7], tonumber(ARGV[a + 6]))
 		return {0, "0", 0} -- a writer holds it
 	end

@@ -27,7 +27,8 @@ local function inspect(KEYS, ARGV, k, a, shared)
 	if type(holder) == "table" and holder.err then
 		holder = ""
 		other = redis.call("TYPE", KEYS[k + 1]).ok
-		if other == "zset" then
+		-- A readers' set always has an expiry (see acquireShared).
+		if other == "zset" and redis.call("PTTL", KEYS[k + 1]) ~= -1 then
 			readers, other = redis.call("ZRANGEBYSCORE", KEYS[k + 1], "(" .. nodeMillis(shared), "+inf"), ""
 		end
 	end
