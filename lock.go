@@ -477,7 +477,8 @@ func (o Options) lossMargin(ttl time.Duration) time.Duration {
 // The validity the lock had before the call is unknown here, so a failure
 // says nothing reassuring about it. Errors: ErrLockLost (with each node's
 // outcome in a *QuorumError) when too many nodes no longer hold token: the
-// lock expired or was taken over, and whoever held it must stop;
+// lock expired (also one kept only by its lock-delay now) or was taken
+// over, and whoever held it must stop;
 // ErrNotExtended when too few nodes answered in time: the lock may still be
 // held, until a deadline this call cannot know; ErrInvalidKey, ErrInvalidTTL.
 func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
@@ -505,7 +506,8 @@ func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Du
 // Lock.Release does: it runs even when ctx has ended, and returns once a
 // quorum answered; its errors are Release's: ErrNotHeld when no node that
 // answered held token (the lock had expired: harmless, but its holder
-// overran it); ErrNotReleased when fewer than a quorum answered in time (the
+// overran it; a lock with a lock-delay whose TTL ran out is not deleted,
+// and the delay stands); ErrNotReleased when fewer than a quorum answered in time (the
 // lock may stand until its TTL passes); ErrInvalidKey.
 func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 	l, err := c.tokenLock(key, token, c.opts.TTL)

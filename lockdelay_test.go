@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -130,6 +131,28 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 	}
 	if _, err := next.TryAcquire(bg, "job"); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Errorf("another client during the delay: %v, want ErrNotAcquired", err)
+	}
+	// By token too, from another client, once its TTL ran out on the nodes
+	// (Done came a loss margin before): the delay stands, and the lock does
+	// not come back.
+	eventually(t, "the lock's TTL run out on every node", func() bool {
+		for _, n := range cluster.Nodes() {
+			if ms, _ := strconv.Atoi(do(t, n, "PTTL", "job")); ms > int(delay.Milliseconds()) {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := next.ExtendToken(bg, "job", lock.Token(), ttl); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("ExtendToken after the lock's TTL ran out: %v, want ErrLockLost", err)
+	}
+	if err := next.ReleaseToken(bg, "job", lock.Token()); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Errorf("ReleaseToken after the lock's TTL ran out: %v, want ErrNotHeld", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, "job") != lock.Token() {
+			t.Errorf("%s: the key is gone after ReleaseToken, want it kept by the delay", n.URL())
+		}
 	}
 
 	// A lock its holder extended, then let lapse, was lost, not expired:

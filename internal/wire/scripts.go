@@ -79,6 +79,8 @@ var (
 	shardedReleaseSource string
 	//go:embed lua/extend.lua
 	extendSource string
+	//go:embed lua/delay.lua
+	delaySource string
 	//go:embed lua/raise.lua
 	raiseSource string
 	//go:embed lua/inspect.lua
@@ -140,10 +142,11 @@ var (
 	listenedFunc      = &luaFunction{name: "listened", source: listenedSource}
 	leaveQueueFunc    = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
 	announceFunc      = &luaFunction{name: "sendAnnouncement", source: announceSource}
+	delayStandsFunc   = &luaFunction{name: "delayStands", source: delaySource}
 	releaseFunc       = &luaFunction{name: "release", source: releaseSource,
-		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, announceFunc, listenedFunc}}
+		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, announceFunc, listenedFunc, delayStandsFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
-	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc}}
+	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc, delayStandsFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}
 	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, nodeMillisFunc}}
 	markerStateFunc    = &luaFunction{name: "markerState", source: markerStateSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, processIDFunc}}

@@ -14,7 +14,9 @@ local function extend(KEYS, ARGV, k, a, shared)
 	-- pcall: GET fails on the readers' sorted set.
 	local holder = redis.pcall("GET", KEYS[k + 1])
 	local extended = 0
-	if holder == ARGV[a + 1] then
+	if holder == ARGV[a + 1] and delayStands(KEYS[k + 1], holder) then
+		return 0 -- its TTL ran out here: the lock ended, its lock-delay stands
+	elseif holder == ARGV[a + 1] then
 		extended = redis.call("PEXPIRE", KEYS[k + 1], ARGV[a + 2])
 	elseif type(holder) == "table" and holder.err and extendShared(KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], shared) then
 		extended = 1

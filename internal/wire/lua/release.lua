@@ -35,6 +35,7 @@
 -- key's channel (see listened): no client waits for it unqueued. Nor is
 -- one where the key has no waiting mark: every client that waits for the
 -- key sets it (a refused acquisition, a refused reader, an observer).
+-- A key kept only by its lock-delay (see delayStands) is not deleted.
 -- Returns 1 when deleted, 0 otherwise.
 local function release(KEYS, ARGV, k, a, shared, announce)
 	local key = KEYS[k + 1]
@@ -58,7 +59,9 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 		left = leaveQueue(KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 5])
 	end
 	local released = 1
-	if holder == ARGV[a + 1] then
+	if holder == ARGV[a + 1] and delayStands(key, holder) then
+		return 0 -- its TTL ran out here: the lock-delay stands
+	elseif holder == ARGV[a + 1] then
 		redis.call("DEL", key)
 	elseif type(holder) == "table" and holder.err then
 		if not leaveShared(key, ARGV[a + 1], shared) then
