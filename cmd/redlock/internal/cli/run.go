@@ -613,6 +613,9 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case errors.Is(err, redlock.ErrNotHeld) && c.lock.delay > 0 && (errors.Is(err, redlock.ErrLockLost) || errors.Is(err, redlock.ErrLockExpired)):
 		sayf(s.stderr, slog.LevelWarn, c.name(), "%s: lost before the command ended, so not released where lost: the %s "+
 			"lock-delay stands where the nodes still keep the key, as after a crash", name, c.lock.delay)
+	case errors.Is(err, redlock.ErrNotHeld) && strings.HasPrefix(name, "locks "):
+		// Of several keys, the others were released.
+		sayf(s.stderr, slog.LevelWarn, c.name(), "%s released, but not every one was still held: %s", name, errText(err))
 	case errors.Is(err, redlock.ErrNotHeld):
 		sayf(s.stderr, slog.LevelWarn, c.name(), "%s had already expired on the nodes when released", name)
 	default:
