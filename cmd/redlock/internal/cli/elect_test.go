@@ -195,19 +195,8 @@ func TestElect_lostLeadStopsCommand(t *testing.T) {
 	dir := t.TempDir()
 	started, term := filepath.Join(dir, "started"), filepath.Join(dir, "term")
 	script := `trap 'echo > ` + term + `; exit 0' TERM; echo > ` + started + `; sleep 60 & wait $!`
-	cmd := binaryCommand(nodes, "elect", "--ttl", "1s", "--kill-grace", "2s", "--shell", "svc", "a", "--", script)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitForFile(t, started, 10*time.Second)
-	for _, i := range []int{0, 1, 2} {
-		if err := cluster.Node(i).Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cmd, stderr := startCommand(t, nodes, started, "elect", "--ttl", "1s", "--kill-grace", "2s", "--shell", "svc", "a", "--", script)
+	killNodes(t, cluster, 0, 1, 2)
 	err := cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
 		t.Fatalf("exit status %d (%v), want %d\n%s", code, err, exitLockLost, stderr.String())

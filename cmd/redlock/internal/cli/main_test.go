@@ -189,3 +189,29 @@ func assertHeld(t *testing.T, c *redlocktest.Cluster, key, token, when string) {
 		t.Errorf("%s: %q is not held by %s on a majority: %s", when, key, token, strings.Join(other, ", "))
 	}
 }
+
+// startCommand starts the built command with args on nodes, its stderr
+// kept, killed at the end of the test, and waits for it to write the file
+// started.
+func startCommand(t *testing.T, nodes, started string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := binaryCommand(nodes, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitForFile(t, started, 10*time.Second)
+	return cmd, &stderr
+}
+
+// killNodes kills the nodes of cluster numbered in which.
+func killNodes(t *testing.T, cluster *redlocktest.Cluster, which ...int) {
+	t.Helper()
+	for _, i := range which {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

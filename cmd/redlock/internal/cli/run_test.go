@@ -226,19 +226,8 @@ func TestRun_majorityLostStopsCommandBeforeDeadline(t *testing.T) {
 	// The trap records when SIGTERM arrived, in nanoseconds since the epoch;
 	// waiting on a background sleep lets it run at once.
 	script := `trap 'date +%s%N > ` + term + `; exit 0' TERM; echo $REDLOCK_DEADLINE > ` + started + `; sleep 60 & wait $!`
-	cmd := binaryCommand(nodes, "run", "--ttl", "1s", "--kill-grace", "2s", "--shell", "k", "--", script)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitForFile(t, started, 10*time.Second)
-	for _, i := range []int{0, 1, 2} {
-		if err := cluster.Node(i).Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cmd, stderr := startCommand(t, nodes, started, "run", "--ttl", "1s", "--kill-grace", "2s", "--shell", "k", "--", script)
+	killNodes(t, cluster, 0, 1, 2)
 	killed := time.Now()
 	err := cmd.Wait()
 	t.Logf("redlock run's stderr:\n%s", stderr.String())
@@ -463,19 +452,8 @@ func TestRun_defaultKillGraceEndsAtTheDeadline(t *testing.T) {
 	dir := t.TempDir()
 	started := filepath.Join(dir, "started")
 	script := `trap '' TERM; echo > ` + started + `; while :; do sleep 0.05; done`
-	cmd := binaryCommand(nodes, "run", "--ttl", "1s", "--shell", "k", "--", script)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitForFile(t, started, 10*time.Second)
-	for _, i := range []int{0, 1} {
-		if err := cluster.Node(i).Kill(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cmd, stderr := startCommand(t, nodes, started, "run", "--ttl", "1s", "--shell", "k", "--", script)
+	killNodes(t, cluster, 0, 1)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
 		t.Fatalf("exit status %d, want %d\n%s", code, exitLockLost, stderr.String())
