@@ -195,15 +195,9 @@ func assertHeld(t *testing.T, c *redlocktest.Cluster, key, token, when string) {
 // started.
 func startCommand(t *testing.T, nodes, started string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := binaryCommand(nodes, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
+	cmd, stderr := startRun(t, nodes, args...)
 	waitForFile(t, started, 10*time.Second)
-	return cmd, &stderr
+	return cmd, stderr
 }
 
 // killNodes kills the nodes of cluster numbered in which.
