@@ -278,3 +278,39 @@ func TestClose_queuedGoroutineMakesNoAttempt(t *testing.T) {
 		}
 	})
 }
+
+// A renewed lock, and an election's lead, end at their deadline once their
+// Client closed, with an error that says so: ErrLockLost wrapping
+// ErrClosed, which tells a program's own shutdown from a loss.
+func TestClose_renewedLockEndsWithErrClosed(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], fast())
+	lock, err := c.Acquire(bg, "k", redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	election, err := c.NewElection("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := election.Campaign(bg, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, end := range map[string]struct {
+		done <-chan struct{}
+		err  func() error
+	}{"lock": {lock.Done(), lock.Err}, "lead": {election.Done(), election.Err}} {
+		select {
+		case <-end.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not end within 10 s of Close (TTL 2 s)", name)
+		}
+		err := end.err()
+		if !errors.Is(err, redlock.ErrLockLost) || !errors.Is(err, redlock.ErrClosed) {
+			t.Errorf("%s ended with %v, want ErrLockLost and ErrClosed", name, err)
+		}
+	}
+}

@@ -382,7 +382,9 @@ func (l *Lock) checkDeadlineLocked() {
 	var limit error // the cause of a loss at Options.MaxExtensions
 	if l.keep {
 		verdict, why = ErrLockLost, "without an extension"
-		if max := l.client.opts.MaxExtensions; max > 0 && l.extensions >= max {
+		if l.client.closing() {
+			why, limit = "as its Client was closed", ErrClosed
+		} else if max := l.client.opts.MaxExtensions; max > 0 && l.extensions >= max {
 			why, limit = fmt.Sprintf("after its last extension (Options.MaxExtensions, %d)", max), ErrExtendLimit
 		}
 	}
