@@ -246,6 +246,36 @@ func TestDial_oneServerUnderTwoNames(t *testing.T) {
 	})
 }
 
+// A replica, or a Sentinel, named as a node fails Dial with ErrInvalidURL,
+// however few such nodes there are: a replica refuses the locks' writes
+// (and would vote with its master's data), a Sentinel holds none, and a
+// majority of masters granting without them would hide that the list has
+// fewer independent nodes than it seems.
+func TestDial_replicaOrSentinelAsNodeFails(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	master := strconv.Itoa(cluster.Node(0).Port())
+	do(t, cluster.Node(2), "REPLICAOF", "127.0.0.1", master)
+	sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": cluster.Node(0).Port()}})
+	for name, tc := range map[string]struct {
+		urls []string
+		want string
+	}{
+		"replica":  {cluster.URLs(), cluster.Node(2).Addr() + ": a replica of 127.0.0.1:" + master},
+		"sentinel": {[]string{cluster.Node(0).URL(), cluster.Node(1).URL(), "redis://" + sentinel.Addr()}, sentinel.Addr() + ": a Sentinel"},
+	} {
+		forEachDialer(t, func(t *testing.T, d dialer) {
+			client, err := d.dial(bg, tc.urls, fast())
+			if err == nil {
+				client.Close()
+				t.Fatalf("Dial with a %s in the node list succeeded", name)
+			}
+			if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Dial = %v, want ErrInvalidURL with %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // A rediss:// URL to a plaintext port fails Dial with the reason, instead
 // of dialing "successfully" and timing out on every request, and without
 // waiting out the first PING's 3 s: the port answers the probe at once.

@@ -62,7 +62,8 @@ const sentinelRefreshInterval = 5 * time.Second
 // refuses, naming each node: a node that answers but refuses its URL (no
 // password where one is needed, a wrong one, a database that does not
 // exist, a cluster URL to a server outside cluster mode, anything but
-// PONG), be it one node of many, and a rediss:// node whose port answers
+// PONG), a replica or a Sentinel named as a node, be it one node of many,
+// and a rediss:// node whose port answers
 // in plaintext, both wrapping ErrInvalidURL; a rediss:// node whose TLS
 // handshake fails on a certificate (a CA that did not sign the server's,
 // an expired certificate, a client certificate missing or refused), with

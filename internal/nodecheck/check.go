@@ -38,7 +38,8 @@ type verdict struct {
 //
 //   - a node answers but refuses its configuration (bad credentials, a
 //     database that does not exist, a cluster URL to a server outside
-//     cluster mode, anything but PONG): the error wraps
+//     cluster mode, anything but PONG), or is a replica or a Sentinel,
+//     which cannot hold locks: the error wraps
 //     nodeurl.ErrInvalidURL, with the node's name and its answer, however
 //     few such nodes there are: no retry fixes them;
 //   - a node's TLS handshake fails on a certificate (see
@@ -105,7 +106,37 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 		return down
 	}
 	ids := identities(ctx, conn)
+	if err := roleRefusal(ctx, conn); err != nil {
+		return verdict{ids: ids, refused: err}
+	}
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
+}
+
+// roleRefusal returns why the server behind conn cannot hold locks by its
+// role: a replica refuses the scripts' writes, and would vote with its
+// master's data if it took them; a Sentinel holds no data. It returns nil
+// for a master, a Redis Cluster (whose masters its client finds), and a
+// server that refuses ROLE.
+func roleRefusal(ctx context.Context, conn redlock.Conn) error {
+	if c, ok := conn.(interface{ IsCluster() bool }); ok && c.IsCluster() {
+		return nil
+	}
+	v, err := conn.Do(ctx, "ROLE")
+	reply, _ := v.([]any)
+	if err != nil || len(reply) == 0 {
+		return nil
+	}
+	switch role, _ := reply[0].(string); role {
+	case "slave", "replica":
+		of := ""
+		if len(reply) > 2 {
+			of = fmt.Sprintf(" of %v:%v", reply[1], reply[2])
+		}
+		return fmt.Errorf("a replica%s, which refuses the locks' writes: name masters only", of)
+	case "sentinel":
+		return errors.New("a Sentinel, which holds no data: name the master it watches with a sentinel:// URL")
+	}
+	return nil
 }
 
 // probeAfter is how long a node's first PING goes unanswered before the
