@@ -509,7 +509,7 @@ func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Du
 // quorum answered; its errors are Release's: ErrNotHeld when no node that
 // answered held token (the lock had expired: harmless, but its holder
 // overran it; a lock with a lock-delay whose TTL ran out is not deleted,
-// and the delay stands); ErrNotReleased when fewer than a quorum answered in time (the
+// a reader's not taken out of the readers, and the delay stands); ErrNotReleased when fewer than a quorum answered in time (the
 // lock may stand until its TTL passes); ErrInvalidKey.
 func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 	l, err := c.tokenLock(key, token, c.opts.TTL)

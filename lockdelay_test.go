@@ -195,6 +195,42 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 	}
 }
 
+// A reader's lock-delay stands by token too: once the reader's TTL ran out
+// on the nodes, ReleaseToken from another client does not take it out of
+// the readers, nor ExtendToken revive it, and writers stay out.
+func TestWithLockDelay_readerByTokenAfterItsEndKeepsTheDelay(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	next := newClient(t, cluster, adapters[0], fast())
+	const ttl, delay = 300 * time.Millisecond, 10 * time.Second
+	reader, err := holder.Acquire(bg, "doc", redlock.WithShared(), redlock.WithTTL(ttl), redlock.WithLockDelay(delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reader's TTL run out on every node", func() bool {
+		for _, n := range cluster.Nodes() {
+			if ms, _ := strconv.Atoi(do(t, n, "PTTL", "doc")); ms > int(delay.Milliseconds()) {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := next.ExtendToken(bg, "doc", reader.Token(), ttl); !errors.Is(err, redlock.ErrLockLost) {
+		t.Errorf("ExtendToken of the reader after its TTL ran out: %v, want ErrLockLost", err)
+	}
+	if err := next.ReleaseToken(bg, "doc", reader.Token()); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Errorf("ReleaseToken of the reader after its TTL ran out: %v, want ErrNotHeld", err)
+	}
+	for _, n := range cluster.Nodes() {
+		if do(t, n, "ZSCORE", "doc", reader.Token()) == "" {
+			t.Errorf("%s: the reader is gone after ReleaseToken, want it kept by the delay", n.URL())
+		}
+	}
+	if _, err := next.TryAcquire(bg, "doc"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("a writer during the reader's delay: %v, want ErrNotAcquired", err)
+	}
+}
+
 // Every shape keeps the delay on the nodes at acquisition and through each
 // extension, explicit or automatic, while its validity counts from the TTL:
 // a lock, a permit, and a writer, whose delay keeps readers out too.

@@ -79,8 +79,12 @@ var (
 	shardedReleaseSource string
 	//go:embed lua/extend.lua
 	extendSource string
+	//go:embed lua/token_delay.lua
+	tokenDelaySource string
 	//go:embed lua/delay.lua
 	delaySource string
+	//go:embed lua/reader_delay.lua
+	readerDelaySource string
 	//go:embed lua/raise.lua
 	raiseSource string
 	//go:embed lua/inspect.lua
@@ -125,25 +129,27 @@ var (
 	admitFunc             = &luaFunction{name: "admit", source: admitSource, calls: []*luaFunction{votesFunc, quarantineFunc, nextFenceFunc, repeatedGrantFunc}}
 	nodeMillisFunc        = &luaFunction{name: "nodeMillis", source: nodeMillisSource, calls: []*luaFunction{nodeClockFunc}}
 	expireWithReadersFunc = &luaFunction{name: "expireWithReaders", source: readersSource}
-	leaveSharedFunc       = &luaFunction{name: "leaveShared", source: leaveSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
-	extendSharedFunc      = &luaFunction{name: "extendShared", source: extendSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc}}
+	leaveSharedFunc       = &luaFunction{name: "leaveShared", source: leaveSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc, readerDelayStandsFunc}}
+	extendSharedFunc      = &luaFunction{name: "extendShared", source: extendSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc, readerDelayStandsFunc}}
 
 	notALockFunc      = &luaFunction{name: "notALock", source: notALockSource}
 	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc, notALockFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
 		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc, notALockFunc}}
-	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc, enterQueueFunc}}
-	markWaitingFunc   = &luaFunction{name: "markWaiting", source: waitingSource}
-	enterQueueFunc    = &luaFunction{name: "enterQueue", source: enterQueueSource, calls: []*luaFunction{markWaitingFunc}}
-	keepPlaceFunc     = &luaFunction{name: "keepPlace", source: keepPlaceSource, calls: []*luaFunction{enterQueueFunc}}
-	listenFunc        = &luaFunction{name: "listen", source: listenSource, calls: []*luaFunction{markWaitingFunc}}
-	nextWaitersFunc   = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
-	publishFunc       = &luaFunction{name: "publish", source: publishSource}
-	listenedFunc      = &luaFunction{name: "listened", source: listenedSource}
-	leaveQueueFunc    = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
-	announceFunc      = &luaFunction{name: "sendAnnouncement", source: announceSource}
-	delayStandsFunc   = &luaFunction{name: "delayStands", source: delaySource}
-	releaseFunc       = &luaFunction{name: "release", source: releaseSource,
+	queuedAcquireFunc     = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc, enterQueueFunc}}
+	markWaitingFunc       = &luaFunction{name: "markWaiting", source: waitingSource}
+	enterQueueFunc        = &luaFunction{name: "enterQueue", source: enterQueueSource, calls: []*luaFunction{markWaitingFunc}}
+	keepPlaceFunc         = &luaFunction{name: "keepPlace", source: keepPlaceSource, calls: []*luaFunction{enterQueueFunc}}
+	listenFunc            = &luaFunction{name: "listen", source: listenSource, calls: []*luaFunction{markWaitingFunc}}
+	nextWaitersFunc       = &luaFunction{name: "nextWaiters", source: nextWaitersSource}
+	publishFunc           = &luaFunction{name: "publish", source: publishSource}
+	listenedFunc          = &luaFunction{name: "listened", source: listenedSource}
+	leaveQueueFunc        = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
+	announceFunc          = &luaFunction{name: "sendAnnouncement", source: announceSource}
+	tokenDelayFunc        = &luaFunction{name: "tokenDelay", source: tokenDelaySource}
+	delayStandsFunc       = &luaFunction{name: "delayStands", source: delaySource, calls: []*luaFunction{tokenDelayFunc}}
+	readerDelayStandsFunc = &luaFunction{name: "readerDelayStands", source: readerDelaySource, calls: []*luaFunction{tokenDelayFunc}}
+	releaseFunc           = &luaFunction{name: "release", source: releaseSource,
 		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, announceFunc, listenedFunc, delayStandsFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc, delayStandsFunc}}
