@@ -36,7 +36,8 @@ Output: a table, one row per lock: KEY, KIND (lock, permit, shared), OWNER
 (each reader's, comma-separated), SINCE (how long ago the grant began, by
 the holder's clock), TTL, NODES (on how many nodes of all, "*" when not a
 majority: an acquisition under way or leftovers that expire) and WAITING;
-then "N locks held". With --json one object: {"prefix", "quorum", "nodes",
+then "N locks held", counting those on a majority, and how many more are
+not. With --json one object: {"prefix", "quorum", "nodes",
 "locks": [{"key", "kind", "semaphore", "permit", "grants": [{"token",
 "owner", "since", "age_ms"}], "nodes", "answered", "majority", "ttl_ms",
 "waiting"}], "complete", "error"}.`,
@@ -168,5 +169,21 @@ func writeHeld(w io.Writer, held []redlock.HeldLock) {
 			h.TTL.Round(time.Millisecond), nodes, h.Waiting)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%s held\n", plural(len(held), "lock"))
+	fmt.Fprintln(w, heldSummary(held))
+}
+
+// heldSummary says how many of held stand on a majority of nodes, and how
+// many more (marked "*") do not.
+func heldSummary(held []redlock.HeldLock) string {
+	standing := 0
+	for _, h := range held {
+		if h.Quorum {
+			standing++
+		}
+	}
+	summary := plural(standing, "lock") + " held"
+	if short := len(held) - standing; short > 0 {
+		summary += fmt.Sprintf(", %d more on fewer than a majority of nodes (*)", short)
+	}
+	return summary
 }

@@ -48,12 +48,25 @@ func TestList(t *testing.T) {
 		t.Errorf("list:\n%s", text)
 	}
 
+	// A lock left on one node of three is listed, marked, and not counted
+	// as held.
+	cli(t, "acquire", "--nodes", nodes, "left").expect(t, exitOK, "acquire left")
+	for _, n := range cluster.Nodes()[1:] {
+		if _, err := n.Do(bg, "DEL", "left"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text = cli(t, "list", "--nodes", nodes, "left").expect(t, exitOK, "list left").stdout
+	if !regexp.MustCompile(`(?m)^left +lock .* 1/3\* +0\n0 locks held, 1 more on fewer than a majority of nodes \(\*\)\n$`).MatchString(text) {
+		t.Errorf("list of a lock left on one node:\n%s", text)
+	}
+
 	if err := cluster.Node(2).Kill(); err != nil {
 		t.Fatal(err)
 	}
 	r := cli(t, "list", "--nodes", nodes, "--json").expect(t, exitUnavailable, "list with a node down")
 	r.decode(t, &out)
-	if out.Complete || len(out.Locks) != 3 || out.Locks[1].Answered != 2 || !strings.Contains(r.stderr, "list incomplete") {
+	if out.Complete || len(out.Locks) != 4 || out.Locks[2].Answered != 2 || !strings.Contains(r.stderr, "list incomplete") {
 		t.Errorf("list with a node down: %+v\n%s", out, r.stderr)
 	}
 }
