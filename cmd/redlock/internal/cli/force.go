@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -60,7 +63,7 @@ func forceRelease(ctx context.Context, r report, nodes *nodeFlags, lf *lockFlags
 	defer nodes.close(client)
 	grants, err := client.ForceRelease(ctx, key, by)
 	if err != nil {
-		return r.failed(err)
+		return r.failed(otherData(ctx, client, key, err))
 	}
 	if r.json {
 		out := releasedJSON{Key: key, Released: true, ForcedBy: by, Grants: []grantJSON{}}
@@ -83,4 +86,58 @@ func holderText(g redlock.Grant) string {
 		return shown(g.Token)
 	}
 	return fmt.Sprintf("%s since %s (%s ago)", g.Owner, sinceText(g.Since), ageOf(g.Since).Round(time.Millisecond))
+}
+
+// errOtherData is a force release refused by so many nodes, because the
+// key holds data that is no lock there (another program's key), that a
+// majority cannot answer it: no retry frees it.
+var errOtherData = errors.New("the key holds other data than a lock")
+
+// otherData explains err, a failed force release of key, when the nodes
+// that refused it hold other data than a lock under key, so many of them
+// that no majority can answer: it wraps errOtherData with the key, the
+// type of that data and on how many nodes. It returns err otherwise.
+func otherData(ctx context.Context, client *redlock.Client, key string, err error) error {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || qe.Op != "force release" {
+		return err
+	}
+	states, ierr := client.Inspect(ctx, key)
+	if ierr != nil || len(states) != len(qe.Nodes) {
+		return err
+	}
+	var kinds []string
+	n := 0
+	for i, res := range qe.Nodes {
+		kind := dataKind(states[i])
+		if res.Outcome != redlock.OutcomeError || kind == "" {
+			continue
+		}
+		n++
+		if !slices.Contains(kinds, kind) {
+			kinds = append(kinds, kind)
+		}
+	}
+	if n == 0 || len(qe.Nodes)-n >= qe.Quorum {
+		return err
+	}
+	text := fmt.Sprintf("%q holds other data than a lock on %d of %d nodes (%s: another program's key?): "+
+		"--force frees only locks, and left it as it is; lock another name, or delete that key", key, n, len(qe.Nodes), strings.Join(kinds, " or "))
+	return fmt.Errorf("%w: %w", err, &detail{sentinel: errOtherData, text: text})
+}
+
+// dataKind describes the data a node keeps under a key that is no lock a
+// force release frees: "a hash", "a list"..., or "a string without an
+// expiry", which no lock client writes; "" for a lock, readers, or
+// nothing.
+func dataKind(st redlock.NodeState) string {
+	switch {
+	case st.Err != nil:
+		return ""
+	case st.Data != "":
+		return "a " + st.Data
+	case st.Holder != "" && st.TTL < 0:
+		return "a string without an expiry"
+	}
+	return ""
 }

@@ -60,6 +60,37 @@ func TestRelease_force(t *testing.T) {
 	cli(t, "release", "--nodes", nodes, "--force", "--by", "two words", "k").expect(t, exitUsage, "release --force --by with a space")
 }
 
+// release --force of a key that holds another program's data on a
+// majority exits 78, saying which key holds what, and leaves the data as
+// it is; on a minority, the others decide as for any key.
+func TestRelease_forceOtherData(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "HSET", "settings", "f", "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli(t, "release", "--nodes", nodes, "--force", "settings").expect(t, exitConfig, "release --force of a hash")
+	if !strings.Contains(r.stderr, `"settings" holds other data than a lock on 3 of 3 nodes (a hash: another program's key?)`) {
+		t.Errorf("release --force of a hash: stderr:\n%s", r.stderr)
+	}
+	var f failureJSON
+	cli(t, "release", "--nodes", nodes, "--json", "--force", "settings").expect(t, exitConfig, "release --force --json of a hash").decode(t, &f)
+	if f.Reason != failConfig || f.ExitCode != exitConfig || f.Key != "settings" || !strings.Contains(f.Error, "a hash") {
+		t.Errorf("release --force --json of a hash: %+v", f)
+	}
+	for _, n := range cluster.Nodes() {
+		if v, err := n.Do(bg, "HGET", "settings", "f"); err != nil || v != "v" {
+			t.Errorf("node %d: the hash's field is %q (%v) after release --force, want it left as it was", n.Index(), v, err)
+		}
+	}
+
+	if _, err := cluster.Node(0).Do(bg, "RPUSH", "jobs", "a"); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, "release", "--nodes", nodes, "--force", "jobs").expect(t, exitLockLost, "release --force of a list on one node of 3")
+}
+
 // Without $USER (cron, systemd), the default forcer is the process's user.
 func TestDefaultBy_withoutUSER(t *testing.T) {
 	t.Setenv("USER", "")

@@ -135,6 +135,7 @@ var sentinelFailures = []struct {
 	err error
 	f   failure
 }{
+	{errOtherData, failConfig},
 	{redlock.ErrInvalidKey, failInvalid}, {redlock.ErrInvalidTTL, failInvalid}, {redlock.ErrInvalidOwner, failInvalid},
 	{redlock.ErrInvalidLockDelay, failInvalid},
 	{redlock.ErrInvalidOptions, failConfig}, {redlock.ErrDuplicateNode, failConfig},
@@ -278,8 +279,23 @@ func failureLines(err error) (summary, hints []string) {
 			hints = append(hints, unprefixed(why.Error()))
 		}
 	}
+	var d *detail
+	if errors.As(err, &d) {
+		hints = append(hints, d.text)
+	}
 	return summary, hints
 }
+
+// detail is a reason for a failure, in words about the case at hand: its
+// text is a hint after the nodes' outcomes, and errors.Is finds its
+// sentinel, which sorts the failure.
+type detail struct {
+	sentinel error
+	text     string
+}
+
+func (d *detail) Error() string { return d.text }
+func (d *detail) Unwrap() error { return d.sentinel }
 
 // causeText words what ended an operation's context: the end of --wait,
 // or a signal; Go's own words for them mean nothing to an operator.

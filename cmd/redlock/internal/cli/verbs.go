@@ -396,7 +396,10 @@ extension that an operator took the lock over ('redlock run' stops its
 command and exits 77; extend and release of its token exit 77), and the
 clients waiting for KEY are woken at once. Forcing a lock free is as
 unsafe as a lock that expires under its holder: until its next extension
-it may still act, so protect the resource with the fencing token. Output:
+it may still act, so protect the resource with the fencing token. A KEY
+that holds other data than a lock (another program's hash, list...) is
+left as it is: the exit status is 78 when it does on so many nodes that
+no majority can free the lock. Output:
 "forced KEY free, held by OWNER since TIME" (a line per holder), or with
 --json {"key", "released": true, "forced_by", "grants": [{"token",
 "owner", "since", "age_ms"}]}.`,
