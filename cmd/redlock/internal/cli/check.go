@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -32,15 +34,19 @@ between clocks). Act at once; where the resource can keep the highest
 fencing token it saw, compare fencing tokens instead, or as well.
 
 Output: "current: ..." or "not current: ..." with who holds KEY now, its
-fencing token, on how many nodes, and how long the check took. With
---json one object: {"key", "current", "holder", "owner", "since",
-"fence", "shared", "nodes", "answered", "all", "took_ms"}; "shared" when
-readers hold KEY on a majority.`,
+fencing token, on how many nodes, and how long the check took; when
+nobody holds KEY and it holds other data than a lock (another program's
+hash, list...), the type of that data and on how many nodes: not current.
+With --json one object: {"key", "current", "holder", "owner", "since",
+"fence", "shared", "data", "data_nodes", "nodes", "answered", "all",
+"took_ms"}; "shared" when readers hold KEY on a majority; "data" the type
+of the data that is no lock ("hash", "list", ...) on the most nodes, and
+"data_nodes" on how many nodes KEY holds such data, "" and 0 when none.`,
 		exits: []exitDoc{
 			{"0", "current: a majority of the nodes hold KEY with TOKEN (or FENCE)"},
 			docUsage,
 			docUnavailable,
-			{code(exitLockLost), "not current: TOKEN (or FENCE) does not hold KEY on a majority; refuse it"},
+			{code(exitLockLost), "not current: TOKEN (or FENCE) does not hold KEY on a majority, or KEY holds other data than a lock; refuse it"},
 			docConfig,
 		},
 		setup: setupCheck,
@@ -49,17 +55,19 @@ readers hold KEY on a majority.`,
 
 // checkJSON is check's JSON output.
 type checkJSON struct {
-	Key      string `json:"key"`
-	Current  bool   `json:"current"`
-	Holder   string `json:"holder"` // the writer a majority holds KEY with, "" if none
-	Owner    string `json:"owner"`
-	Since    string `json:"since"`
-	Fence    uint64 `json:"fence"`
-	Shared   bool   `json:"shared"` // readers hold KEY on a majority
-	Nodes    int    `json:"nodes"`  // nodes that hold KEY with TOKEN or FENCE
-	Answered int    `json:"answered"`
-	All      int    `json:"all"`
-	TookMs   int64  `json:"took_ms"`
+	Key       string `json:"key"`
+	Current   bool   `json:"current"`
+	Holder    string `json:"holder"` // the writer a majority holds KEY with, "" if none
+	Owner     string `json:"owner"`
+	Since     string `json:"since"`
+	Fence     uint64 `json:"fence"`
+	Shared    bool   `json:"shared"`     // readers hold KEY on a majority
+	Data      string `json:"data"`       // the type of the data that is no lock under KEY on the most nodes ("hash", ...), "" if none
+	DataNodes int    `json:"data_nodes"` // nodes where KEY holds such data: another program's key
+	Nodes     int    `json:"nodes"`      // nodes that hold KEY with TOKEN or FENCE
+	Answered  int    `json:"answered"`
+	All       int    `json:"all"`
+	TookMs    int64  `json:"took_ms"`
 }
 
 func setupCheck(fs *flag.FlagSet) runner {
@@ -89,7 +97,11 @@ func setupCheck(fs *flag.FlagSet) runner {
 			// failure says so, as every verb's does.
 			return r.failed(err)
 		}
-		writeCheck(r, key, held, res)
+		var data otherKinds
+		if !res.Current && res.Holder.Token == "" && !res.Shared {
+			data = otherKindsOf(ctx, client, key)
+		}
+		writeCheck(r, key, held, res, data)
 		if res.Current {
 			return exitOK
 		}
@@ -97,16 +109,58 @@ func setupCheck(fs *flag.FlagSet) runner {
 	}
 }
 
-// writeCheck prints check's answer for held, a token or a fencing token.
-func writeCheck(r report, key, held string, res redlock.CheckResult) {
+// otherKinds is the data other than a lock that nodes keep under a key:
+// its types, on the most nodes first, and on how many nodes.
+type otherKinds struct {
+	kinds []string
+	nodes int
+}
+
+// otherKindsOf reads what the nodes keep under key, for a check that
+// found it held by nobody, and returns the data that is no lock there;
+// none when the nodes cannot be read.
+func otherKindsOf(ctx context.Context, client *redlock.Client, key string) otherKinds {
+	states, err := client.Inspect(ctx, key)
+	if err != nil {
+		return otherKinds{}
+	}
+	var o otherKinds
+	count := map[string]int{}
+	for _, st := range states {
+		if st.Err != nil || st.Data == "" {
+			continue
+		}
+		if count[st.Data] == 0 {
+			o.kinds = append(o.kinds, st.Data)
+		}
+		count[st.Data]++
+		o.nodes++
+	}
+	slices.SortStableFunc(o.kinds, func(a, b string) int { return count[b] - count[a] })
+	return o
+}
+
+// main returns the type on the most nodes, "" when none.
+func (o otherKinds) main() string {
+	if len(o.kinds) == 0 {
+		return ""
+	}
+	return o.kinds[0]
+}
+
+// writeCheck prints check's answer for held, a token or a fencing token,
+// with data, what KEY holds that is no lock when nobody holds it.
+func writeCheck(r report, key, held string, res redlock.CheckResult, data otherKinds) {
 	if r.json {
 		out := checkJSON{Key: key, Current: res.Current, Holder: res.Holder.Token, Owner: res.Holder.Owner, Since: sinceText(res.Holder.Since),
-			Fence: res.Fence, Shared: res.Shared, Nodes: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
+			Fence: res.Fence, Shared: res.Shared, Data: data.main(), DataNodes: data.nodes,
+			Nodes: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
 		writeJSON(r.s.stdout, out)
 		return
 	}
 	took := res.Took.Round(time.Microsecond)
 	_, byFence := strconv.ParseUint(held, 10, 64)
+	quoted := strconv.Quote(key)
 	key, held = shown(key), shown(held)
 	if byFence == nil {
 		held = "fence " + held
@@ -132,6 +186,9 @@ func writeCheck(r report, key, held string, res redlock.CheckResult) {
 		now = "readers hold it on a majority (a reader is checked by its token, not by its fencing token)"
 	case res.Holder.Token != "":
 		now = fmt.Sprintf("held by %s (fence %d%s)", shown(res.Holder.Token), res.Fence, withOwner(res.Holder.Token))
+	case data.nodes > 0:
+		now += fmt.Sprintf("; %s holds other data than a lock on %d of %d nodes (a %s: another program's key?)",
+			quoted, data.nodes, res.All, strings.Join(data.kinds, " or a "))
 	}
 	fmt.Fprintf(r.s.stdout, "not current: %s holds %s on only %d of %d nodes (%d answered), short of a majority; %s; checked in %s\n",
 		held, key, res.Nodes, res.All, res.Answered, now, took)

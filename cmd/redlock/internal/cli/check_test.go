@@ -67,3 +67,29 @@ func TestCheck(t *testing.T) {
 	}
 	cli(t, "check", "--nodes", nodes, "res").expect(t, exitUsage, "check without TOKEN")
 }
+
+// check of a key that holds another program's data says so, in text and
+// in JSON: no token is current there.
+func TestCheck_otherData(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "HSET", "settings", "f", "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := cli(t, "check", "--nodes", nodes, "settings", "some-token").expect(t, exitLockLost, "check of a hash").stdout
+	if !strings.HasPrefix(text, "not current: ") ||
+		!strings.Contains(text, `; "settings" holds other data than a lock on 3 of 3 nodes (a hash: another program's key?); `) {
+		t.Errorf("check of a hash:\n%s", text)
+	}
+	var out checkJSON
+	cli(t, "check", "--nodes", nodes, "--json", "settings", "some-token").expect(t, exitLockLost, "check --json of a hash").decode(t, &out)
+	if out.Current || out.Data != "hash" || out.DataNodes != 3 {
+		t.Errorf("check --json of a hash: %+v, want data hash on 3 nodes", out)
+	}
+	out = checkJSON{}
+	cli(t, "check", "--nodes", nodes, "--json", "free", "some-token").expect(t, exitLockLost, "check --json of a free key").decode(t, &out)
+	if out.Data != "" || out.DataNodes != 0 {
+		t.Errorf("check --json of a free key: %+v, want no data", out)
+	}
+}
