@@ -14,9 +14,10 @@ import (
 
 func checkCommand() *command {
 	return &command{
-		name:     "check",
-		synopsis: "[flags] KEY TOKEN|FENCE",
-		summary:  "say whether TOKEN (or the fencing token FENCE) is the current holder of KEY, by a majority",
+		name:       "check",
+		jsonReport: true,
+		synopsis:   "[flags] KEY TOKEN|FENCE",
+		summary:    "say whether TOKEN (or the fencing token FENCE) is the current holder of KEY, by a majority",
 		about: `
 Asks every node whether the lock KEY is still held by TOKEN (as its writer
 or one of its readers), or, given a number, by the writer whose fencing

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -50,6 +51,10 @@ type command struct {
 	summary  string // one line, for the command list
 	about    string // paragraphs of help after the usage line
 	exits    []exitDoc
+	// jsonReport: with --json, the command prints one JSON object on
+	// stdout whatever happens (see report), and its arguments are names,
+	// never a command's.
+	jsonReport bool
 	// setup registers the command's flags on fs and returns its runner.
 	setup func(fs *flag.FlagSet) runner
 }
@@ -91,8 +96,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	c := lookup(name)
 	if c == nil {
-		fmt.Fprintf(stderr, "redlock: unknown command %q\nRun 'redlock help' for the list of commands.\n", name)
-		return exitUsage
+		return unknownCommand(s, args)
 	}
 	fs := newFlagSet(c.name)
 	run := c.setup(fs)
@@ -112,10 +116,76 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			err = errors.New(msg)
 		}
 	}
+	if err == nil && c.jsonReport {
+		if msg := flagAfterArgs(c, fs, args[1:]); msg != "" {
+			err = errors.New(msg)
+		}
+	}
 	if err != nil {
 		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
 	}
 	return run(ctx, s, fs.Args())
+}
+
+// unknownCommand reports that args[0] names no command, with --json also
+// as JSON, and returns exitUsage. A flag given before the command is told
+// to go after it.
+func unknownCommand(s streams, args []string) int {
+	msg, cmd := fmt.Sprintf("unknown command %q", args[0]), ""
+	if i := slices.IndexFunc(args, func(a string) bool { return lookup(a) != nil }); i > 0 && strings.HasPrefix(args[0], "-") {
+		cmd = args[i]
+		msg = fmt.Sprintf("flags go after the command; %q came before %s", args[0], cmd)
+	}
+	if wantsJSON(args) {
+		writeJSON(s.stdout, failureJSON{Error: msg, Reason: failInvalid, ExitCode: exitUsage})
+	}
+	if cmd != "" {
+		return usageError(s.stderr, cmd, msg)
+	}
+	fmt.Fprintf(s.stderr, "redlock: %s\nRun 'redlock help' for the list of commands.\n", msg)
+	return exitUsage
+}
+
+// flagAfterArgs says which flag of fs came after the first of c's
+// arguments in args, the command line after c's name, which the flag
+// package leaves among the arguments; "" when none did, or -- ended the
+// flags. A flag there is an error rather than an argument: c's arguments
+// are names, and a name such as --json is a flag put in the wrong place.
+func flagAfterArgs(c *command, fs *flag.FlagSet, args []string) string {
+	rest := fs.Args()
+	if len(rest) == 0 || (len(rest) < len(args) && args[len(args)-len(rest)-1] == "--") {
+		return ""
+	}
+	for _, a := range rest {
+		if a == "--" {
+			return ""
+		}
+		if isFlagOf(fs, a) {
+			if first := firstArg(c); first != "" {
+				return fmt.Sprintf("flags go before %s; %q came after", first, a)
+			}
+			return fmt.Sprintf("takes no arguments, and flags go right after the command; %q came after %q", a, rest[0])
+		}
+	}
+	return ""
+}
+
+// isFlagOf reports whether arg is a flag of fs: -name or --name, with or
+// without =value.
+func isFlagOf(fs *flag.FlagSet, arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	name, _, _ = strings.Cut(strings.TrimPrefix(name, "-"), "=")
+	return ok && name != "" && fs.Lookup(name) != nil
+}
+
+// firstArg names the first argument of c, as its synopsis does: KEY,
+// PREFIX; "" when it takes none.
+func firstArg(c *command) string {
+	words := strings.Fields(c.synopsis)
+	if len(words) < 2 || words[0] != "[flags]" {
+		return ""
+	}
+	return strings.Trim(words[1], "[]")
 }
 
 // help prints the command list, or the help of the command args names.

@@ -20,9 +20,10 @@ import (
 
 func doctorCommand() *command {
 	return &command{
-		name:     "doctor",
-		synopsis: "[flags]",
-		summary:  "audit the nodes for settings that make locks unsafe",
+		name:       "doctor",
+		jsonReport: true,
+		synopsis:   "[flags]",
+		summary:    "audit the nodes for settings that make locks unsafe",
 		about: `
 Inspects every node, read-only, and prints a table with one row per node,
 then one line per finding with its remedy, most severe first. It checks:

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
 	"regexp"
 	"strings"
@@ -166,6 +167,47 @@ func TestUsageErrors(t *testing.T) {
 		if !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("redlock %s: stderr lacks %q:\n%s", strings.Join(tc.args, " "), tc.want, r.stderr)
 		}
+	}
+}
+
+// A flag after KEY, or before the command, is refused, as JSON too under
+// --json, wherever --json is; no argument order that worked before stops
+// working, and a command's arguments that look like flags are its own.
+func TestUsageErrors_flagOutOfPlace(t *testing.T) {
+	cluster, _ := newCluster(t, 1)
+	nodes := cluster.URLs()[0]
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--nodes", nodes, "k", "tok", "--json"}, `flags go before KEY; "--json" came after`},
+		{[]string{"check", "--nodes", nodes, "k", "--json"}, `flags go before KEY; "--json" came after`},
+		{[]string{"check", "--json", "k", "tok", "--nodes", nodes}, `flags go before KEY; "--nodes" came after`},
+		{[]string{"--json", "check", "k", "tok", "--nodes", nodes}, `flags go after the command; "--json" came before check`},
+		{[]string{"acquire", "--nodes", nodes, "k", "--json"}, `flags go before KEY; "--json" came after`},
+		{[]string{"release", "--nodes", nodes, "--force", "k", "--json"}, `flags go before KEY; "--json" came after`},
+		{[]string{"list", "--nodes", nodes, "p", "--json"}, `flags go before PREFIX; "--json" came after`},
+		{[]string{"doctor", "--nodes", nodes, "extra", "--json"}, `flags go right after the command; "--json" came after "extra"`},
+		{[]string{"doctor", "--json", "--nodes", nodes, "extra", "-x"}, "takes no arguments, got 2"},
+		{[]string{"frobnicate", "--json"}, `unknown command "frobnicate"`},
+	} {
+		r := cli(t, tc.args...)
+		var f failureJSON
+		if err := json.Unmarshal([]byte(r.stdout), &f); err != nil || r.code != exitUsage || f.ExitCode != exitUsage ||
+			f.Reason != failInvalid || !strings.Contains(f.Error, tc.want) || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("redlock %s: exit %d, want %d and %q as JSON on stdout and on stderr\nstdout:\n%s\nstderr:\n%s",
+				strings.Join(tc.args, " "), r.code, exitUsage, tc.want, r.stdout, r.stderr)
+		}
+	}
+	cli(t, "init", "--nodes", nodes, "extra", "-x").expect(t, exitUsage, "init with arguments")
+	var out checkJSON
+	cli(t, "check", "--json", "--nodes", nodes, "--", "-k", "--json").expect(t, exitLockLost, "check -- -k --json").decode(t, &out)
+	if out.Key != "-k" || out.Current {
+		t.Errorf("check -- -k --json: %+v", out)
+	}
+	r := runBinary(t, nodes, "run", "k", "echo", "--json", "--wait").expect(t, exitOK, "run k echo --json --wait")
+	if r.stdout != "--json --wait\n" {
+		t.Errorf("run k echo --json --wait printed %q", r.stdout)
 	}
 }
 

@@ -13,9 +13,10 @@ import (
 
 func inspectCommand() *command {
 	return &command{
-		name:     "inspect",
-		synopsis: "[flags] KEY [KEY...]",
-		summary:  "show each node's holder or readers, TTL, fence counter and state for KEY, or several (or its permits)",
+		name:       "inspect",
+		jsonReport: true,
+		synopsis:   "[flags] KEY [KEY...]",
+		summary:    "show each node's holder or readers, TTL, fence counter and state for KEY, or several (or its permits)",
 		about: `
 Reads, from every node at once and without changing anything, who holds the
 lock KEY there (a writer's token, or the readers that hold it shared), its

@@ -15,9 +15,10 @@ import (
 
 func listCommand() *command {
 	return &command{
-		name:     "list",
-		synopsis: "[flags] [PREFIX]",
-		summary:  "list the held locks, permits and readers whose names begin with PREFIX, over every node",
+		name:       "list",
+		jsonReport: true,
+		synopsis:   "[flags] [PREFIX]",
+		summary:    "list the held locks, permits and readers whose names begin with PREFIX, over every node",
 		about: `
 Lists the locks of this library held on the nodes whose names begin with
 PREFIX (all when absent; PREFIX is a plain prefix, not a pattern): mutexes,

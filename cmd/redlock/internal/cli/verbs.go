@@ -28,7 +28,7 @@ func keyArgs(args []string) string {
 // arguments, none of them empty. It returns the usage error, or "".
 func positional(args []string, names ...string) string {
 	for _, a := range args {
-		if strings.HasPrefix(a, "-") && len(a) > 1 && len(args) > len(names) {
+		if strings.HasPrefix(a, "-") && len(a) > 1 && len(args) > len(names) && len(names) > 0 {
 			return fmt.Sprintf("flags go before %s; %q came after", names[0], a)
 		}
 	}
@@ -48,9 +48,10 @@ func positional(args []string, names ...string) string {
 
 func acquireCommand() *command {
 	return &command{
-		name:     "acquire",
-		synopsis: "[flags] KEY [KEY...]",
-		summary:  "take the lock KEY, or several together (shared: --shared; a permit: --limit N), print the tokens",
+		name:       "acquire",
+		jsonReport: true,
+		synopsis:   "[flags] KEY [KEY...]",
+		summary:    "take the lock KEY, or several together (shared: --shared; a permit: --limit N), print the tokens",
 		about: `
 Acquires the lock KEY and prints its token, fencing token and validity
 deadline. The lock is not renewed: it expires after --ttl unless
@@ -259,9 +260,10 @@ const limitByTokenUsage = "KEY names a semaphore of `N` permits, one of which TO
 
 func extendCommand() *command {
 	return &command{
-		name:     "extend",
-		synopsis: "[flags] KEY TOKEN",
-		summary:  "extend a lock taken with 'redlock acquire'",
+		name:       "extend",
+		jsonReport: true,
+		synopsis:   "[flags] KEY TOKEN",
+		summary:    "extend a lock taken with 'redlock acquire'",
 		about: `
 Resets the time-to-live of the lock KEY held by TOKEN on every node that
 still holds it, to --ttl when given, else to the TTL the lock was acquired
@@ -369,9 +371,10 @@ func setupExtend(fs *flag.FlagSet) runner {
 
 func releaseCommand() *command {
 	return &command{
-		name:     "release",
-		synopsis: "[flags] KEY TOKEN | --force KEY",
-		summary:  "release a lock taken with 'redlock acquire'; --force frees any lock, without its token",
+		name:       "release",
+		jsonReport: true,
+		synopsis:   "[flags] KEY TOKEN | --force KEY",
+		summary:    "release a lock taken with 'redlock acquire'; --force frees any lock, without its token",
 		about: `
 Deletes the lock KEY on every node where TOKEN still holds it, and never
 another holder's lock. A permit of a semaphore is released by its key,
