@@ -131,6 +131,7 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		if err != nil {
 			return r.failedAs(failConfig, err)
 		}
+		note := nodes.unsetNote()
 		// A node listed twice would make Dial fail; it is a finding instead,
 		// and the audit goes on with each node once.
 		urls, dups, err := dedupe(listed)
@@ -164,7 +165,7 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		if err != nil {
 			return r.failedAs(failInterrupted, err)
 		}
-		findings := withRefusal(append(dups, report.Findings...), refused)
+		findings := withNote(withRefusal(append(dups, report.Findings...), refused), note)
 		unsafe := report.Unsafe() || len(dups) > 0 || refused != nil
 		if *asJSON {
 			writeJSON(s.stdout, doctorReportJSON(report, findings, unsafe))
@@ -190,6 +191,21 @@ func withRefusal(findings []doctor.Finding, refused error) []doctor.Finding {
 	}
 	return append([]doctor.Finding{{Severity: doctor.Critical, Check: "nodes",
 		Message: errText(refused), Remedy: "fix the node list: every other verb refuses it as it is"}}, findings...)
+}
+
+// withNote returns findings with an info finding of note, why the audit
+// reads the nodes it does, when there is one: before the other info
+// findings, which come last.
+func withNote(findings []doctor.Finding, note string) []doctor.Finding {
+	if note == "" {
+		return findings
+	}
+	i := slices.IndexFunc(findings, func(f doctor.Finding) bool { return f.Severity == doctor.Info })
+	if i < 0 {
+		i = len(findings)
+	}
+	return slices.Insert(findings, i, doctor.Finding{Severity: doctor.Info, Check: "nodes", Message: note,
+		Remedy: "give the nodes to audit with --nodes URL,URL,... or $" + envNodes})
 }
 
 // auditClient returns a Client over urls with opts that, unlike

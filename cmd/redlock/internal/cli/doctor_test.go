@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -132,4 +133,46 @@ func TestDoctor_clusterMemberWithoutClusterParameter(t *testing.T) {
 	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitFailure, "doctor with a cluster member as a plain node")
 	wantDoctorSays(t, r.stdout, "one master of a Redis Cluster", "UNSAFE")
 	cli(t, "acquire", "--nodes", nodes, "k").expect(t, exitConfig, "acquire with that node list")
+}
+
+// With neither --nodes nor $REDLOCK_NODES, a command that cannot reach the
+// default node says, once, that it is the default; doctor says it too.
+func TestNodes_defaultIsSaid(t *testing.T) {
+	cluster, _ := newCluster(t, 1)
+	url := cluster.URLs()[0]
+	killNodes(t, cluster, 0)
+	was := defaultNodes
+	defaultNodes = url
+	t.Cleanup(func() { defaultNodes = was })
+	t.Setenv(envNodes, "")
+	os.Unsetenv(envNodes)
+	note := cluster.Addrs()[0] + " is the default node: neither --nodes nor $REDLOCK_NODES is set"
+
+	r := cli(t, "acquire", "--wait", "1s", "k").expect(t, exitUnavailable, "acquire --wait 1s of the default node, down")
+	if !strings.Contains(r.stderr, `waiting for "k" (0s so far): `+cluster.Addrs()[0]+" error: ") || strings.Count(r.stderr, note) != 1 {
+		t.Errorf("acquire --wait 1s of the default node, down: want the note once in the waiting message:\n%s", r.stderr)
+	}
+	r = cli(t, "acquire", "--wait", "0", "k").expect(t, exitUnavailable, "acquire --wait 0 of the default node, down")
+	if strings.Count(r.stderr, note) != 1 {
+		t.Errorf("acquire --wait 0 of the default node, down: want the note once:\n%s", r.stderr)
+	}
+	r = cli(t, "doctor").expect(t, exitFailure, "doctor of the default node, down")
+	wantDoctorSays(t, r.stdout, "info      nodes", note, "--nodes URL,URL,... or $REDLOCK_NODES")
+
+	for _, tc := range []struct {
+		env  string
+		args []string
+	}{
+		{"", []string{"acquire", "--nodes", url, "--wait", "0", "k"}},
+		{url, []string{"acquire", "--wait", "0", "k"}},
+		{url, []string{"doctor"}},
+	} {
+		t.Setenv(envNodes, tc.env)
+		if tc.env == "" {
+			os.Unsetenv(envNodes)
+		}
+		if r := cli(t, tc.args...); strings.Contains(r.stdout+r.stderr, "default node") {
+			t.Errorf("$%s=%q redlock %s: says the node is the default:\n%s%s", envNodes, tc.env, strings.Join(tc.args, " "), r.stdout, r.stderr)
+		}
+	}
 }

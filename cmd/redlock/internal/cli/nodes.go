@@ -17,8 +17,9 @@ import (
 )
 
 // defaultNodes is the node list when neither --nodes nor REDLOCK_NODES is
-// given: one Redis on this host's default port.
-const defaultNodes = "redis://127.0.0.1:6379"
+// given: one Redis on this host's default port. The tests point it at a
+// node of their own.
+var defaultNodes = "redis://127.0.0.1:6379"
 
 // envNodes names the environment variable that lists the nodes.
 const envNodes = "REDLOCK_NODES"
@@ -147,6 +148,17 @@ func (n *nodeFlags) urls() ([]string, error) {
 		urls = append(urls, u)
 	}
 	return n.tls.apply(n.fs, urls)
+}
+
+// unsetNote says that the node is the default one when neither --nodes
+// nor $REDLOCK_NODES gives the nodes, and returns "" otherwise: for the
+// messages about a node that fails, so that a forgotten --nodes does not
+// look like a node that is down.
+func (n *nodeFlags) unsetNote() string {
+	if _, ok := os.LookupEnv(envNodes); ok || setFlags(n.fs)["nodes"] {
+		return ""
+	}
+	return fmt.Sprintf("%s is the default node: neither --nodes nor $%s is set", strings.TrimPrefix(defaultNodes, "redis://"), envNodes)
 }
 
 // options returns the client options the flags describe.

@@ -393,7 +393,7 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 	go func() {
 		var r result
 		w := waiting{client: client, keys: keys, limit: int(c.lock.limit), shared: c.lock.shared, wait: c.wait,
-			stderr: s.stderr, cmd: c.name(),
+			stderr: s.stderr, cmd: c.name(), note: c.nodes.unsetNote(),
 			opts: append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
 		r.held, r.err = w.acquire(actx)
 		done <- r

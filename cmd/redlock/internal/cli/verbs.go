@@ -179,7 +179,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		}
 		defer nodes.close(client)
 		w := waiting{client: client, keys: keys, limit: int(lf.limit), shared: lf.shared, wait: wait,
-			stderr: s.stderr, cmd: "acquire", opts: lf.options()}
+			stderr: s.stderr, cmd: "acquire", opts: lf.options(), note: nodes.unsetNote()}
 		held, err := w.acquire(ctx)
 		if err != nil {
 			f := classify(err)

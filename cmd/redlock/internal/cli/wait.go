@@ -40,6 +40,9 @@ type waiting struct {
 	stderr io.Writer
 	cmd    string
 	opts   []redlock.LockOption
+	// note is said once, with the first reason that names a node that
+	// failed: why the command reaches the nodes it does (unsetNote).
+	note string
 
 	began  time.Time
 	said   string // the last reason told, without its timings
@@ -58,6 +61,16 @@ type waiting struct {
 // the end of the wait cut short, before any node answered, gives none
 // (see reason).
 func (w *waiting) acquire(ctx context.Context) (holding, error) {
+	held, err := w.attempts(ctx)
+	if err != nil && w.note != "" && failingNodes(err) {
+		err = fmt.Errorf("%w: %w", err, &detail{text: w.note})
+	}
+	return held, err
+}
+
+// attempts is acquire without the note: the attempts, and what it says
+// while they fail.
+func (w *waiting) attempts(ctx context.Context) (holding, error) {
 	if w.wait > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(w.wait))
@@ -164,8 +177,23 @@ func (w *waiting) tell(ctx context.Context, err error) {
 		return
 	}
 	w.said, w.saidAt = reason, time.Now()
+	why := w.describe(ctx, qe)
+	if w.note != "" && failingNodes(err) {
+		why += " (" + w.note + ")"
+		w.note = ""
+	}
 	sayf(w.stderr, slog.LevelInfo, w.cmd, "waiting for %s (%s so far): %s",
-		quoteKeys(w.keys), time.Since(w.began).Round(time.Second), w.describe(ctx, qe))
+		quoteKeys(w.keys), time.Since(w.began).Round(time.Second), why)
+}
+
+// failingNodes reports whether err, a failed acquisition, has nodes that
+// failed: no answer in time, or an error.
+func failingNodes(err error) bool {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		return false
+	}
+	return len(nodesWith(qe, redlock.OutcomeTimeout))+len(nodesWith(qe, redlock.OutcomeError)) > 0
 }
 
 // waitReason names what kept the last attempt from a quorum as describe
