@@ -48,7 +48,8 @@ or with --json one object a line: {"name", "vacant", "value", "term",
 "since", "token"}. Leaders come in the order of their terms; a vacancy is
 printed when the lead ends without a new leader yet. A leader that came
 and went between two reads of the nodes (every TTL/20, from 50ms to
-500ms, and at each announced release) may go unprinted.
+500ms, and at each announced release) may go unprinted. A listener takes
+no lock: its --ttl, at most --recovery-delay, only paces the reads.
 
 Examples:
   redlock elect scheduler "$(hostname):8080" -- ./scheduler
@@ -139,7 +140,8 @@ func (c *electConfig) listenTo(ctx context.Context, s streams, args []string) in
 		return report{s: s, cmd: "elect"}.failedAs(f, err)
 	}
 	defer c.nodes.close(client)
-	election, err := client.NewElection(args[0], redlock.WithTTL(c.nodes.ttl))
+	// The TTL paces the reads: a listener takes no lock.
+	election, err := client.NewElection(args[0], redlock.WithTTL(c.nodes.clientTTL()))
 	if err != nil {
 		printFailure(s.stderr, "elect", err)
 		return exitFor(classify(err))

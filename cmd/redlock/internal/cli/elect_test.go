@@ -221,3 +221,47 @@ func TestElect_nestedRunIsWarned(t *testing.T) {
 		t.Errorf("no warning naming elect:\n%s", r.stderr)
 	}
 }
+
+// elect --listen takes no lock, so the default --ttl does not have to be
+// within a shorter --recovery-delay; a candidate's does, and the refusal
+// says which --ttl to give.
+func TestElect_shortRecoveryDelay(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	cmd := binaryCommand(nodes, "elect", "--listen", "--recovery-delay", "3s", "svc")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	first := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(out)
+		lines.Scan()
+		first <- lines.Text()
+	}()
+	select {
+	case line := <-first:
+		if line != "vacant" {
+			t.Fatalf("elect --listen --recovery-delay 3s: first line %q, want vacant\n%s", line, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("elect --listen --recovery-delay 3s printed nothing\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("elect --listen --recovery-delay 3s: %v\n%s", err, stderr.String())
+	}
+
+	r := cli(t, "elect", "--nodes", nodes, "--recovery-delay", "3s", "svc", "a", "--", "true").expect(t, exitUsage, "elect --recovery-delay 3s")
+	if !strings.Contains(r.stderr, "--ttl 10s (the default) is above --recovery-delay 3s") || !strings.Contains(r.stderr, "give --ttl 3s or less") {
+		t.Errorf("elect --recovery-delay 3s: stderr:\n%s", r.stderr)
+	}
+	runBinary(t, nodes, "elect", "--ttl", "3s", "--recovery-delay", "3s", "svc", "a", "--", "true").expect(t, exitOK, "elect --ttl 3s --recovery-delay 3s")
+}

@@ -277,9 +277,11 @@ func (n *nodeFlags) defaultNote(flag string) string {
 
 // ttlApplies reports whether --ttl is the TTL of the locks the command
 // takes or extends: it is a flag of the command, and for extend, given
-// (without it, extend keeps the TTL the token was acquired with).
+// (without it, extend keeps the TTL the token was acquired with); elect
+// --listen takes no lock.
 func (n *nodeFlags) ttlApplies() bool {
-	return n.withTTL && (n.fs.Name() != "extend" || setFlags(n.fs)["ttl"])
+	listen := n.fs.Lookup("listen")
+	return n.withTTL && (n.fs.Name() != "extend" || setFlags(n.fs)["ttl"]) && (listen == nil || listen.Value.String() != "true")
 }
 
 // clientTTL returns the client's TTL (Options.TTL): --ttl where it
@@ -306,6 +308,9 @@ func (n *nodeFlags) longWork() string {
 	case "run":
 		return "'redlock run' renews the lock as long as its command runs, so a --ttl within " +
 			"--recovery-delay holds it however long the command takes"
+	case "elect":
+		return fmt.Sprintf("give --ttl %s or less: 'redlock elect' renews the lead as long as its command runs, "+
+			"so such a --ttl keeps it however long the command takes", n.recoveryDelay)
 	default:
 		return "for long work, renew a --ttl within --recovery-delay ('redlock run' does)"
 	}
