@@ -279,11 +279,24 @@ func failureLines(err error) (summary, hints []string) {
 			hints = append(hints, unprefixed(why.Error()))
 		}
 	}
-	var d *detail
-	if errors.As(err, &d) {
-		hints = append(hints, d.text)
+	return summary, append(hints, detailTexts(err)...)
+}
+
+// detailTexts returns the texts of the details in err's tree, in order.
+func detailTexts(err error) []string {
+	var texts []string
+	if d, ok := err.(*detail); ok {
+		texts = append(texts, d.text)
 	}
-	return summary, hints
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		texts = append(texts, detailTexts(e.Unwrap())...)
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			texts = append(texts, detailTexts(inner)...)
+		}
+	}
+	return texts
 }
 
 // detail is a reason for a failure, in words about the case at hand: its

@@ -279,3 +279,32 @@ func keyCount(t *testing.T, n *redlocktest.Node, key string) string {
 	}
 	return v
 }
+
+// A writer refused because readers hold the key says so, and how many,
+// in text and in JSON; refused by a writer, it does not.
+func TestAcquire_writerRefusedByReadersSaysSo(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	for range 2 {
+		cli(t, "acquire", "--nodes", nodes, "--shared", "--ttl", "20s", "orders").expect(t, exitOK, "a reader")
+	}
+	says := regexp.MustCompile(`"orders" is held shared by 2 readers on [23] of 3 nodes \(the last expires in \S+ unless extended\)`)
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "0", "orders").expect(t, exitConflict, "a writer while readers hold the key")
+	if !says.MatchString(r.stderr) {
+		t.Errorf("a writer while readers hold the key: stderr:\n%s", r.stderr)
+	}
+	var f failureJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--wait", "0", "orders").expect(t, exitConflict, "--json").decode(t, &f)
+	if !says.MatchString(f.Error) {
+		t.Errorf("a writer while readers hold the key, --json: %+v", f)
+	}
+	r = cli(t, "run", "--nodes", nodes, "--wait", "0", "orders", "--", "true").expect(t, exitConflict, "run while readers hold the key")
+	if !says.MatchString(r.stderr) {
+		t.Errorf("run while readers hold the key: stderr:\n%s", r.stderr)
+	}
+
+	cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", "plain").expect(t, exitOK, "a writer")
+	r = cli(t, "acquire", "--nodes", nodes, "--wait", "0", "plain").expect(t, exitConflict, "a writer while a writer holds the key")
+	if strings.Contains(r.stderr, "reader") {
+		t.Errorf("a writer while a writer holds the key: stderr:\n%s", r.stderr)
+	}
+}

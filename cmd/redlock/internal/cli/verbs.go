@@ -121,7 +121,7 @@ the permits are held), which nodes are recovering or do not answer. When
 			{"0", "acquired"},
 			docUsage,
 			docUnavailable,
-			{code(exitConflict), "not acquired: held by another holder, or, for --shared, a writer is waiting"},
+			{code(exitConflict), "not acquired: held by another holder, or readers, or, for --shared, a writer is waiting"},
 			docConfig,
 			docInterrupted,
 		},

@@ -59,17 +59,46 @@ type waiting struct {
 // progressRepeat. A bounded wait that ends returns the last attempt's
 // error, so that its exit code is that of the last reason; an attempt that
 // the end of the wait cut short, before any node answered, gives none
-// (see reason).
+// (see reason). The error adds the note when it was not said yet, and
+// says when readers hold the key a writer was refused (sharedNote).
 func (w *waiting) acquire(ctx context.Context) (holding, error) {
 	held, err := w.attempts(ctx)
 	if err != nil && w.note != "" && failingNodes(err) {
 		err = fmt.Errorf("%w: %w", err, &detail{text: w.note})
 	}
+	if err != nil {
+		err = w.sharedNote(ctx, err)
+	}
 	return held, err
 }
 
-// attempts is acquire without the note: the attempts, and what it says
-// while they fail.
+// sharedNote explains err, a writer's failed acquisition, when readers
+// hold the key it found held: the nodes' answers say only that the key
+// is held, and Inspect says by whom, as heldBy does while waiting. It
+// returns err otherwise.
+func (w *waiting) sharedNote(ctx context.Context, err error) error {
+	var qe *redlock.QuorumError
+	if w.shared || w.limit > 0 || classify(err) != failConflict || !errors.As(err, &qe) {
+		return err
+	}
+	key := w.keys[0]
+	if len(w.keys) > 1 {
+		key = qe.Key // the client has no key prefix: the key is the name
+	}
+	states, ierr := w.client.Inspect(ctx, key)
+	if ierr != nil {
+		return err
+	}
+	shared := sharedText(states)
+	if shared == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, &detail{text: fmt.Sprintf("%q is held %s: a writer gets it once the last of them "+
+		"is released or expires", key, shared)})
+}
+
+// attempts is acquire without what it adds to the error: the attempts,
+// and what it says while they fail.
 func (w *waiting) attempts(ctx context.Context) (holding, error) {
 	if w.wait > 0 {
 		var cancel context.CancelFunc
@@ -288,18 +317,33 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 		return fmt.Sprintf("%s by another holder on %d of %d nodes (token %s, %s)",
 			what, holding, len(states), token, expiresText(states, token))
 	}
-	readers := sharedBy(states, quorum)
-	if len(readers) == 0 {
+	shared := sharedText(states)
+	if shared == "" {
 		return unknown
 	}
-	s := fmt.Sprintf("%s shared by %s on %d of %d nodes (the last expires in %s unless extended)",
-		what, countReaders(len(readers)), nodesWithReaders(states), len(states),
-		longestTTL(states, "").Round(100*time.Millisecond))
+	s := what + " " + shared
 	if w.shared {
 		// Readers refuse a reader only while a writer waits.
 		s += "; a writer waits for it, and new readers wait until it has had its turn"
 	}
 	return s
+}
+
+// sharedText says that readers hold the lock whose nodes' states are
+// states, how many of them, on how many nodes and until when: "shared by 2
+// readers on 3 of 3 nodes (...)"; "" when no readers hold it on a quorum,
+// or a writer does.
+func sharedText(states []redlock.NodeState) string {
+	quorum := len(states)/2 + 1
+	if token, _, _ := verdict(states, quorum); token != "" {
+		return ""
+	}
+	readers := sharedBy(states, quorum)
+	if len(readers) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("shared by %s on %d of %d nodes (the last expires in %s unless extended)",
+		countReaders(len(readers)), nodesWithReaders(states), len(states), longestTTL(states, "").Round(100*time.Millisecond))
 }
 
 // refusedOn says on how many of the nodes of qe the attempt was refused,
