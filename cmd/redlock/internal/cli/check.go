@@ -121,7 +121,7 @@ type otherKinds struct {
 // found it held by nobody, and returns the data that is no lock there;
 // none when the nodes cannot be read.
 func otherKindsOf(ctx context.Context, client *redlock.Client, key string) otherKinds {
-	states, err := client.Inspect(ctx, key)
+	states, err := lookAgain(ctx, client, key)
 	if err != nil {
 		return otherKinds{}
 	}

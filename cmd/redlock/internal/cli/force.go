@@ -102,7 +102,7 @@ func otherData(ctx context.Context, client *redlock.Client, key string, err erro
 	if !errors.As(err, &qe) || qe.Op != "force release" {
 		return err
 	}
-	states, ierr := client.Inspect(ctx, key)
+	states, ierr := lookAgain(ctx, client, key)
 	if ierr != nil || len(states) != len(qe.Nodes) {
 		return err
 	}

@@ -206,6 +206,20 @@ func writeLock(w io.Writer, key string, states []redlock.NodeState) {
 	}
 }
 
+// secondLook bounds the read of the nodes that explains an outcome a
+// command has already (who holds a key a writer was refused, what data a
+// key holds): a node that does not answer must not make a one-attempt
+// acquire, or a check, last seconds longer.
+const secondLook = 500 * time.Millisecond
+
+// lookAgain reads what the nodes hold for key, within secondLook: a node
+// that did not answer by then has an error in its state.
+func lookAgain(ctx context.Context, client *redlock.Client, key string) ([]redlock.NodeState, error) {
+	ctx, cancel := context.WithTimeout(ctx, secondLook)
+	defer cancel()
+	return client.Inspect(ctx, key)
+}
+
 // dataOn counts the nodes where the key holds data that is no lock.
 func dataOn(states []redlock.NodeState) int {
 	n := 0

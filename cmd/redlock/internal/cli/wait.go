@@ -85,7 +85,7 @@ func (w *waiting) sharedNote(ctx context.Context, err error) error {
 	if len(w.keys) > 1 {
 		key = qe.Key // the client has no key prefix: the key is the name
 	}
-	states, ierr := w.client.Inspect(ctx, key)
+	states, ierr := lookAgain(ctx, w.client, key)
 	if ierr != nil {
 		return err
 	}
