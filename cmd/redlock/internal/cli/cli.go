@@ -307,7 +307,8 @@ Exit codes (each command's help lists its own):
   %-5d  the lock is held by another holder (run: see --conflict-exit-code)
   %-5d  the lock was lost, or this token no longer holds it
   %-5d  an operator forced the lock free (release --force): stop using it
-  %-5d  bad node list: an invalid URL, a node given twice, credentials refused;
+  %-5d  bad node list: an invalid URL, a node given twice, credentials refused,
+         nodes that refuse locks (ACL, a replica, a key of another type);
          or --metrics-addr cannot listen (a port in use): nothing runs
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
