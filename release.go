@@ -123,7 +123,8 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishReport) {
 	c := l.client
 	enough := func(ok, _ int) bool { return ok >= c.quorum }
-	valid := time.Now().Before(l.until)
+	// Under mu: a renewal in flight may still move the deadline.
+	valid := time.Now().Before(l.Until())
 	var results []NodeResult
 	var ok int
 	var unfinished *nodes.Flight

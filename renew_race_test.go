@@ -1,0 +1,38 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Do's release reads the lock's deadline while its renewal may still be
+// moving it: with short TTLs the two meet often, and the race detector
+// (the suite runs with -race) sees any access outside the lock's mutex.
+func TestDo_releaseWhileRenewingIsRaceFree(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], nil)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				hold := time.Duration((g*25+i)%20) * time.Millisecond
+				err := c.Do(bg, fmt.Sprintf("renewed-%d-%d", g, i), func(context.Context) error {
+					time.Sleep(hold) // the work the lock protects: renewals run meanwhile
+					return nil
+				}, redlock.WithTTL(15*time.Millisecond))
+				if err != nil && !errors.Is(err, redlock.ErrLockLost) {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
