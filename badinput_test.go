@@ -251,3 +251,32 @@ func TestTTL_refusedAsGiven(t *testing.T) {
 
 // second returns the second of two results.
 func second[T any](_ T, err error) error { return err }
+
+// An empty token, or a fencing token 0, names no lock: Check, CheckFence,
+// ReleaseToken and ExtendToken fail with ErrInvalidToken and send nothing,
+// and Do with a nil fn fails with ErrInvalidOptions and takes nothing.
+func TestEmptyTokenAndNilFn_failFast(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], fast())
+	node := cluster.Node(0)
+	sent := scriptCallsOn(t, node)
+	for call, err := range map[string]error{
+		"Check":        second(c.Check(bg, "k", "")),
+		"CheckFence":   second(c.CheckFence(bg, "k", 0)),
+		"ReleaseToken": c.ReleaseToken(bg, "k", ""),
+		"ExtendToken":  second(c.ExtendToken(bg, "k", "", 0)),
+	} {
+		if !errors.Is(err, redlock.ErrInvalidToken) {
+			t.Errorf("%s of an empty token: %v, want ErrInvalidToken", call, err)
+		}
+	}
+	if err := c.Do(bg, "k", nil); !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("Do with a nil fn: %v, want ErrInvalidOptions", err)
+	}
+	if now := scriptCallsOn(t, node); now != sent {
+		t.Errorf("%d script calls sent for calls that fail on their arguments", now-sent)
+	}
+	if v := keyOn(t, node, "k"); v != "" {
+		t.Errorf("Do with a nil fn left the key set to %q", v)
+	}
+}

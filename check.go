@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -68,8 +69,11 @@ type CheckResult struct {
 //
 // Errors: ErrNotChecked, with the result, when fewer than a quorum
 // answered, in a *QuorumError that gives every node's outcome;
-// ErrInvalidKey; a nil ctx.
+// ErrInvalidKey; ErrInvalidToken for an empty token; a nil ctx.
 func (c *Client) Check(ctx context.Context, key, token string) (CheckResult, error) {
+	if token == "" {
+		return CheckResult{}, fmt.Errorf("%w: Check's token is empty", ErrInvalidToken)
+	}
 	return c.check(ctx, key, func(st NodeState, _ string) bool {
 		return st.Holder == token || slices.Contains(st.Readers, token)
 	})
@@ -81,6 +85,9 @@ func (c *Client) Check(ctx context.Context, key, token string) (CheckResult, err
 // fence is that writer's. A reader's fencing token is not checked this
 // way (readers share the counter): check a reader by its token.
 func (c *Client) CheckFence(ctx context.Context, key string, fence uint64) (CheckResult, error) {
+	if fence == 0 {
+		return CheckResult{}, fmt.Errorf("%w: CheckFence's fencing token is 0, which no lock has", ErrInvalidToken)
+	}
 	return c.check(ctx, key, func(st NodeState, holder string) bool {
 		return holder != "" && st.Holder == holder && st.Fence == fence
 	})

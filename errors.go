@@ -77,6 +77,10 @@ var (
 	// in a lock's token: it is empty, longer than MaxOwnerBytes, or holds a
 	// byte outside printable ASCII or a space.
 	ErrInvalidOwner = errors.New("redlock: invalid owner")
+	// ErrInvalidToken means a token given to Check, ReleaseToken or
+	// ExtendToken is empty, or a fencing token given to CheckFence is 0:
+	// no lock has either.
+	ErrInvalidToken = errors.New("redlock: invalid token")
 )
 
 // ErrClosed means a call was made after the Client's Close, or was waiting

@@ -482,7 +482,8 @@ func (o Options) lossMargin(ttl time.Duration) time.Duration {
 // lock expired (also one kept only by its lock-delay now) or was taken
 // over, and whoever held it must stop;
 // ErrNotExtended when too few nodes answered in time: the lock may still be
-// held, until a deadline this call cannot know; ErrInvalidKey, ErrInvalidTTL.
+// held, until a deadline this call cannot know; ErrInvalidKey, ErrInvalidTTL,
+// ErrInvalidToken (an empty token).
 func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Duration) (time.Time, error) {
 	info, ours := wire.ParseToken(token)
 	if ttl == 0 {
@@ -510,7 +511,8 @@ func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Du
 // answered held token (the lock had expired: harmless, but its holder
 // overran it; a lock with a lock-delay whose TTL ran out is not deleted,
 // a reader's not taken out of the readers, and the delay stands); ErrNotReleased when fewer than a quorum answered in time (the
-// lock may stand until its TTL passes); ErrInvalidKey.
+// lock may stand until its TTL passes); ErrInvalidKey; ErrInvalidToken (an
+// empty token).
 func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 	l, err := c.tokenLock(key, token, c.opts.TTL)
 	if err != nil {
@@ -526,6 +528,9 @@ func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 // by a measured one on success, and a failed Release waits for its
 // background tries up to it at most, a TTL: as long as the key may stand.
 func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error) {
+	if token == "" {
+		return nil, fmt.Errorf("%w: the token is empty", ErrInvalidToken)
+	}
 	key, err := c.key(name)
 	if err != nil {
 		return nil, err

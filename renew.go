@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -56,8 +57,12 @@ func (l *Lock) renew(stop <-chan struct{}) {
 //
 // Do returns fn's error, joined with ErrLockLost if the lock was lost while
 // fn ran, and with the release error if the release failed. When fn
-// panics, Do releases the lock and the panic goes on.
+// panics, Do releases the lock and the panic goes on. A nil fn fails with
+// ErrInvalidOptions, and takes nothing.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) error {
+	if fn == nil {
+		return fmt.Errorf("%w: Do's fn is nil", ErrInvalidOptions)
+	}
 	lock, err := c.Acquire(ctx, key, append(opts[:len(opts):len(opts)], WithAutoRenew())...)
 	if err != nil {
 		return err

@@ -82,6 +82,9 @@ func setupCheck(fs *flag.FlagSet) runner {
 		}
 		key, held := args[0], args[1]
 		r.key = key
+		if fence, perr := strconv.ParseUint(held, 10, 64); perr == nil && fence == 0 {
+			return r.usage("the fencing token is 0, which no lock has")
+		}
 		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)

@@ -136,6 +136,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run"}, "missing KEY"},
 		{[]string{"run", "k"}, "missing COMMAND"},
 		{[]string{"run", "k", "--"}, "missing COMMAND"},
+		{[]string{"run", "--", "true"}, `missing COMMAND after KEY "true" (if "true" is the command, put the KEY before it)`},
+		{[]string{"check", "k", "0"}, "fencing token is 0"},
 		{[]string{"run", "--bogus", "k", "--", "true"}, "flag provided but not defined: -bogus"},
 		{[]string{"run", "k", "--wait", "0", "--", "true"}, "flags go before KEY"},
 		{[]string{"run", "--ttl", "100ms", "k", "--", "true"}, "below the 500ms minimum"},

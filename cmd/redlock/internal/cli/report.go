@@ -136,7 +136,7 @@ var sentinelFailures = []struct {
 	f   failure
 }{
 	{errOtherData, failConfig},
-	{redlock.ErrInvalidKey, failInvalid}, {redlock.ErrInvalidTTL, failInvalid}, {redlock.ErrInvalidOwner, failInvalid},
+	{redlock.ErrInvalidKey, failInvalid}, {redlock.ErrInvalidTTL, failInvalid}, {redlock.ErrInvalidOwner, failInvalid}, {redlock.ErrInvalidToken, failInvalid},
 	{redlock.ErrInvalidLockDelay, failInvalid},
 	{redlock.ErrInvalidOptions, failConfig}, {redlock.ErrDuplicateNode, failConfig},
 	{redlock.ErrTakenOver, failTakenOver},

@@ -333,6 +333,16 @@ func (c *runConfig) logAcquired(s streams, keys []string, held holding) {
 	}
 }
 
+// missingCommand says that no command follows keys, and, of one key, that
+// it may be the command given without its KEY ("run -- true": the flags
+// end at --, and true is taken for the KEY).
+func missingCommand(keys []string) string {
+	if len(keys) == 1 {
+		return fmt.Sprintf("missing COMMAND after KEY %s (if %s is the command, put the KEY before it)", quoteKeys(keys), quoteKeys(keys))
+	}
+	return "missing COMMAND after the keys and --"
+}
+
 // parseArgs splits the keys from the command, and applies --shell: every
 // argument before the first -- is a key; without --, the first argument is
 // the one key and the rest is the command.
@@ -352,7 +362,7 @@ func (c *runConfig) parseArgs(stderr io.Writer, args []string) ([]string, []stri
 		return nil, nil, usageError(stderr, c.name(), fmt.Sprintf("flags go before KEY, and the command after --; %q came after KEY", rest[0]))
 	}
 	if len(rest) == 0 {
-		return nil, nil, usageError(stderr, c.name(), "missing COMMAND after KEY")
+		return nil, nil, usageError(stderr, c.name(), missingCommand(keys))
 	}
 	if c.shell {
 		rest = []string{"sh", "-c", strings.Join(rest, " ")}
