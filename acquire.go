@@ -373,6 +373,9 @@ func (a *acquisition) takeTurn() error {
 func (a *acquisition) wait(delay time.Duration) (live, named bool) {
 	freed := a.turn.Freed
 	a.turn.Freed = nil // a closed channel: use it once
+	if freed == nil {
+		freed = a.cfg.nudge
+	}
 	offer := a.offer
 	a.offer = nil
 	wake := a.wake

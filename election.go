@@ -70,6 +70,8 @@ type Election struct {
 	// unreleased is the last lead when Resign failed to release it: the
 	// next Resign, or Campaign, tries again.
 	unreleased *Lock
+	// campaigns ends each Campaign call under way, by its context.
+	campaigns map[*context.Context]context.CancelCauseFunc
 }
 
 // NewElection returns the election on name, whose leader holds the lock of
@@ -85,7 +87,8 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 	if cfg.limited || cfg.shared {
 		return nil, fmt.Errorf("%w: an election's lock is a plain lock: no WithLimit, no WithShared", ErrInvalidOptions)
 	}
-	return &Election{client: c, name: name, key: key, opts: slices.Clone(opts), ttl: cfg.ttl}, nil
+	return &Election{client: c, name: name, key: key, opts: slices.Clone(opts), ttl: cfg.ttl,
+		campaigns: map[*context.Context]context.CancelCauseFunc{}}, nil
 }
 
 // Campaign blocks until this candidate is elected with value, or ctx ends.
@@ -98,7 +101,11 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 // joined with ctx's error when ctx ended first, ErrClosed once the Client
 // closed (a leading candidate's too). A waiting candidate is
 // elected at once after the leader's Resign, and as the lead's TTL runs
-// out after a leader that stopped without one.
+// out after a leader that stopped without one. Waiting candidates are
+// elected in the order they began to campaign, each keeping its place in
+// the nodes' queue however long the lead lasts. Of several Campaign calls
+// of one candidate at once, the first elected ends the others, which
+// return nil.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	if err := e.client.checkCall(ctx); err != nil {
 		return err
@@ -126,24 +133,68 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 			e.mu.Unlock()
 		}
 	}
-	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value))
-	for {
-		// A resign wakes the waiting candidates at once; a lead that ends
-		// without one is announced by nobody, so each wait also ends when
-		// the lead's key expires on a quorum, and the next attempt goes
-		// out then rather than a retry pause later.
-		wait, stop := context.WithDeadline(ctx, e.leadExpiry(ctx))
-		lock, err := e.client.Acquire(wait, e.name, opts...)
-		stop()
-		if err == nil {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.lock, e.unreleased = lock, nil // elected: the old lead is gone
-			return nil
+	// A resign wakes the waiting candidates at once; a lead that ends
+	// without one is announced by nobody, so the wait is also nudged into
+	// an attempt when the lead's key expires on a quorum, rather than a
+	// retry pause later. One Acquire waits throughout, keeping this
+	// candidate's place in the queue: candidates are elected in the order
+	// they came.
+	nudge := make(chan struct{}, 1)
+	stopNudging := e.nudgeAtLeadExpiry(ctx, nudge)
+	defer stopNudging()
+	actx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	e.mu.Lock()
+	e.campaigns[&actx] = stop
+	e.mu.Unlock()
+	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value), withNudge(nudge))
+	lock, err := e.client.Acquire(actx, e.name, opts...)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.campaigns, &actx)
+	if err != nil {
+		if errors.Is(context.Cause(actx), errLeadsAlready) && ctx.Err() == nil {
+			return nil // another Campaign call of this candidate won
 		}
-		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return err
+		return err
+	}
+	e.lock, e.unreleased = lock, nil // elected: the old lead is gone
+	for _, other := range e.campaigns {
+		other(errLeadsAlready)
+	}
+	return nil
+}
+
+// errLeadsAlready ends the other Campaign calls of a candidate once one of
+// them won: each returns nil, as a candidate that leads already does.
+var errLeadsAlready = errors.New("redlock: this candidate leads already")
+
+// nudgeAtLeadExpiry sends on nudge each time the current lead's key
+// expires on a quorum (see leadExpiry), until ctx ends or the returned stop
+// is called, which waits for it to end.
+func (e *Election) nudgeAtLeadExpiry(ctx context.Context, nudge chan<- struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			// At least a request's time between reads of the nodes.
+			t := time.NewTimer(max(time.Until(e.leadExpiry(ctx)), e.client.requestTimeout()))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			select {
+			case nudge <- struct{}{}:
+			default:
+			}
 		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

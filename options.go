@@ -331,6 +331,16 @@ type lockConfig struct {
 	// delay is the lock-delay (WithLockDelay): the nodes keep the key this
 	// much longer than ttl, which the validity still counts from.
 	delay time.Duration
+	// nudge makes a waiting Acquire try at once each time it receives,
+	// keeping its place in the queue (see withNudge); nil for none.
+	nudge <-chan struct{}
+}
+
+// withNudge makes a waiting Acquire try at once each time nudge receives,
+// rather than at its next retry: an election's candidate, when the lead's
+// key expires, which no release announces.
+func withNudge(nudge <-chan struct{}) LockOption {
+	return lockOption(func(c *lockConfig) { c.nudge = nudge })
 }
 
 // WithTTL sets the lock's time-to-live for this call instead of Options.TTL.

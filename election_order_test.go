@@ -1,0 +1,100 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Candidates that lead longer than their TTL (the lead renewed meanwhile)
+// and campaign again after each Resign are elected in the order they came:
+// a waiting candidate keeps its place in the queue while the lead is
+// renewed, and waits at most the other candidates' leads (SAFETY.md,
+// "Waiting clients", point 4). Before, each Campaign gave up its wait,
+// and its place, at every expiry the lead had when the wait began, and
+// went behind the candidates that had queued later.
+func TestElection_candidatesElectedInTheOrderTheyCame(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	const candidates, leads, ttl, hold = 4, 4, 500 * time.Millisecond, 600 * time.Millisecond
+	// k turns ahead, each a hold and a round trip, plus a retry pause and
+	// a scheduling stall.
+	bound := (candidates-1)*hold + time.Second
+	var mu sync.Mutex
+	var order []int
+	var longest time.Duration
+	var wg sync.WaitGroup
+	for i := range candidates {
+		c := newClient(t, cluster, adapters[i%len(adapters)], nil)
+		e, err := c.NewElection("ordered", redlock.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for range leads {
+				ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+				start := time.Now()
+				err := e.Campaign(ctx, fmt.Sprintf("candidate-%d", i))
+				cancel()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				longest = max(longest, time.Since(start))
+				mu.Unlock()
+				time.Sleep(hold) // the leader's work, across renewals
+				if err := e.Resign(bg); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if longest > bound {
+		t.Errorf("a candidate waited %s to be elected, past the %s bound of %d leads ahead; order %v",
+			longest, bound, candidates-1, order)
+	}
+}
+
+// Two Campaign calls of one candidate at once: once one is elected, the
+// other returns nil too, as a candidate that leads already does, and after
+// Resign nobody leads: the other call does not take the lead later.
+func TestElection_concurrentCampaignsOfOneCandidate(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], fast())
+	e, err := c.NewElection("twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for _, value := range []string{"first", "second"} {
+		go func() { errs <- e.Campaign(bg, value) }()
+	}
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("Campaign: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a Campaign of a candidate that leads did not return within 10 s")
+		}
+	}
+	if err := e.Err(); err != nil {
+		t.Fatalf("after both Campaign calls returned: %v, want a lead", err)
+	}
+	if err := e.Resign(bg); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := e.Leader(bg); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Errorf("Leader after Resign: %+v, %v; want ErrNoLeader", l, err)
+	}
+}
