@@ -35,11 +35,17 @@ const (
 // closes (then the channel is closed). A vacancy is sent as a Leader whose Vacant is true. The
 // leaders come in the order of their terms, each once: an observer may
 // miss a leader that came and went between two of its reads, never see
-// one after a later one. It wakes on each announced release of the
-// election's lock (a leader that resigns), when the leader's key expires
-// on the nodes (a leader that died), and reads the nodes every twentieth
-// of the TTL (50 ms to 500 ms) meanwhile, each read waiting for the nodes
-// at most four per-node timeouts or the poll. Reads that too few nodes
+// one after a later one. As Leader, it reports what a quorum of nodes
+// hold, which may be a campaign whose attempt reached a quorum and then
+// failed (its validity spent), until its clean-up: act on the leader's
+// term (fencing), not on having observed it. It wakes on each release of
+// the election's lock announced to all (a leader that resigns while no
+// candidate waits: with candidates waiting, the release wakes only the
+// next of them, and the observer sees the new leader at its next read),
+// when the leader's key expires on the nodes (a leader that died), and
+// reads the nodes every twentieth of the TTL (50 ms to 500 ms) meanwhile,
+// each read waiting for the nodes at most four per-node timeouts or the
+// poll. Reads that too few nodes
 // answer are retried; nothing is sent for them. A receiver that does not keep up
 // holds the observer back: it reads again once its last change was taken.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
