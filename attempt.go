@@ -170,6 +170,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	key, token, ttl := a.key, a.token, a.ttl
 	lag := unfinished.Lagging()
 	noteRecovering(results, a.replies)
+	c.noteVotes(results)
 	c.notePlace(a, results, ok)
 	if c.tel != nil {
 		c.observeNodes(ctx, nil, telemetry.OpAcquire, results)
@@ -390,6 +391,16 @@ func isGranted(v any) bool { s, ok := v.(int64); return ok && s == acquireGrante
 // noteRecovering turns the refusals of recovering nodes into
 // OutcomeRecovering, with the time they have left, and marks the refusals
 // of a reader for a writer that waits.
+// noteVotes remembers the nodes of results that granted the attempt (see
+// Client.voted).
+func (c *Client) noteVotes(results []NodeResult) {
+	for i := range results {
+		if results[i].Outcome == OutcomeOK && !c.voted[i].Load() {
+			c.voted[i].Store(true)
+		}
+	}
+}
+
 func noteRecovering(results []NodeResult, replies []acquireReply) {
 	for i := range results {
 		if results[i].Outcome != OutcomeHeld {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/dialreport"
@@ -62,6 +63,10 @@ type Client struct {
 	// permit (wait.Lanes), by semaphore key: up to the semaphore's limit
 	// of them try at once.
 	permitLanes wait.Lanes
+	// voted marks the nodes that granted this client a lock: each was
+	// ready then, and one that is not ready now lost its data since
+	// (MarkReady refuses it unless forced).
+	voted []atomic.Bool
 	// closed is closed by Close: the renewals of locks still held stop.
 	closed    chan struct{}
 	closeOnce sync.Once // Close's work, done once
@@ -111,6 +116,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 		c.nodes.RememberReplies(o.NodeTimeout / 2)
 	}
 	c.keys.Cluster = slices.ContainsFunc(conns, isRedisCluster)
+	c.voted = make([]atomic.Bool, len(conns))
 	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys, c.requestTimeout)
 	c.tel = c.newTelemetry(given)
 	return c, nil

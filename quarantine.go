@@ -31,8 +31,11 @@ import (
 // marks no node either when a node's marker cannot be read: that node may
 // be a ready one. When no node is ready (none has a marker, or each sits out
 // its delay), the deployment cannot be told from a new one, and is marked:
-// so is one whose nodes all lost their data at once. The rule sees only the
-// client's nodes: give MarkReady every node of the deployment.
+// so is one whose nodes all lost their data at once, unless they granted
+// this Client a lock, which shows they were ready: a node that did and is
+// not ready now lost its data since, and is refused as one that restarted.
+// The rule sees only the client's nodes: give MarkReady every node of the
+// deployment.
 //
 // The check runs in the client before the marking, not atomically across
 // the nodes. A node that restarted or failed over between the two, or lost
@@ -181,6 +184,10 @@ func (c *Client) notBrandNew(states []markerState) string {
 		switch {
 		case s.restarted:
 			restarted = append(restarted, name)
+		case !s.ready && !c.keys.Cluster && c.voted[i].Load():
+			// It granted this client a lock, so it was ready: it lost
+			// its marker since, with its data (a restart, a flush).
+			restarted = append(restarted, name+" (which granted this client's locks)")
 		case s.ready:
 			ready = append(ready, name)
 		default:

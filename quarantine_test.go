@@ -461,3 +461,27 @@ func TestQuarantine_aNodeThatVotedIsJudgedAgainOnChange(t *testing.T) {
 		wantRecovering("a marker another process wrote", client, opts.RecoveryDelay/2)
 	})
 }
+
+// A Client that its nodes granted a lock knows they were ready then: once
+// they all lost their data (restarted without persistence), they look
+// brand new, and its MarkReady refuses them unless forced, naming them,
+// while that lock may still be held.
+func TestMarkReady_nodesThatGrantedThisClientAreNotBrandNew(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], fast())
+	if _, err := c.Acquire(bg, "held"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cluster.Nodes() {
+		if err := n.Restart(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := c.MarkReady(bg, false)
+	if !errors.Is(err, redlock.ErrNotBrandNew) || !strings.Contains(err.Error(), cluster.Node(0).Addr()+" (which granted this client's locks)") {
+		t.Fatalf("MarkReady after every node that granted a lock lost its data: %v, want ErrNotBrandNew naming them", err)
+	}
+	if err := c.MarkReady(bg, true); err != nil {
+		t.Fatalf("forced: %v", err)
+	}
+}
