@@ -22,9 +22,11 @@ import (
 // a release queued past its deadline) is sent the release again in the
 // background, for a few seconds at most, until Close; when fewer than a
 // quorum answered in time, Release waits for those tries (eight over about
-// 2.5 s, each waiting up to a per-node timeout) until a quorum answered,
-// ctx ends, or the lock's key expires on the nodes anyway (its validity,
-// Until, plus the drift allowance and its lock-delay).
+// 2.5 s, each waiting up to a per-node timeout, and, on a node of several
+// that stopped answering, up to half a second more for a late reply: 3 to
+// 6 s in all) until a quorum answered, ctx ends, or the lock's key expires
+// on the nodes anyway (its validity, Until, plus the drift allowance and
+// its lock-delay). Give ctx a deadline to bound it, on a shutdown say.
 //
 // It succeeds once a quorum of nodes has answered, each having deleted the
 // key or no longer holding it, and at least one having deleted it. Errors:
