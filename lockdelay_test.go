@@ -135,14 +135,7 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 	// By token too, from another client, once its TTL ran out on the nodes
 	// (Done came a loss margin before): the delay stands, and the lock does
 	// not come back.
-	eventually(t, "the lock's TTL run out on every node", func() bool {
-		for _, n := range cluster.Nodes() {
-			if ms, _ := strconv.Atoi(do(t, n, "PTTL", "job")); ms > int(delay.Milliseconds()) {
-				return false
-			}
-		}
-		return true
-	})
+	onlyTheDelayLeft(t, cluster, "job", delay)
 	if _, err := next.ExtendToken(bg, "job", lock.Token(), ttl); !errors.Is(err, redlock.ErrLockLost) {
 		t.Errorf("ExtendToken after the lock's TTL ran out: %v, want ErrLockLost", err)
 	}
@@ -207,14 +200,7 @@ func TestWithLockDelay_readerByTokenAfterItsEndKeepsTheDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the reader's TTL run out on every node", func() bool {
-		for _, n := range cluster.Nodes() {
-			if ms, _ := strconv.Atoi(do(t, n, "PTTL", "doc")); ms > int(delay.Milliseconds()) {
-				return false
-			}
-		}
-		return true
-	})
+	onlyTheDelayLeft(t, cluster, "doc", delay)
 	if _, err := next.ExtendToken(bg, "doc", reader.Token(), ttl); !errors.Is(err, redlock.ErrLockLost) {
 		t.Errorf("ExtendToken of the reader after its TTL ran out: %v, want ErrLockLost", err)
 	}
@@ -385,4 +371,19 @@ func delayedThenReleased(t *testing.T, c *redlock.Client, nodes int) {
 		t.Fatalf("after a release: %v", err)
 	}
 	again.Release(bg)
+}
+
+// onlyTheDelayLeft waits until key has at most delay left on every node of
+// cluster: the TTL of the lock that holds it ran out there, and only its
+// lock-delay keeps it.
+func onlyTheDelayLeft(t *testing.T, cluster *redlocktest.Cluster, key string, delay time.Duration) {
+	t.Helper()
+	eventually(t, "the TTL of "+key+" run out on every node", func() bool {
+		for _, n := range cluster.Nodes() {
+			if ms, _ := strconv.Atoi(do(t, n, "PTTL", key)); ms > int(delay.Milliseconds()) {
+				return false
+			}
+		}
+		return true
+	})
 }
