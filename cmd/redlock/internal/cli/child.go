@@ -58,8 +58,8 @@ func signalNumber(sig os.Signal) int {
 type child struct {
 	cmd  *exec.Cmd
 	pgid int
-	// endWatch ends the watchdog's watch of the group (startWatchdog).
-	endWatch func()
+	// watchdog watches the group (startWatchdog); nil without one.
+	watchdog *watch
 	// tty is the terminal whose foreground the command was given, or -1.
 	tty int
 }
@@ -86,19 +86,34 @@ func startChild(argv, env []string, s streams) (*child, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	return &child{cmd: cmd, pgid: cmd.Process.Pid, tty: tty, endWatch: func() {}}, nil
+	return &child{cmd: cmd, pgid: cmd.Process.Pid, tty: tty}, nil
 }
 
 // watch starts the watchdog of the command's process group (see
 // startWatchdog), or says why it could not.
 func (c *child) watch(s streams, name string) {
-	end, err := startWatchdog(c.pgid)
+	w, err := startWatchdog(c.pgid)
 	if err != nil {
 		sayf(s.stderr, slog.LevelWarn, name, "no watchdog for the command's process group: %v; "+
-			"should redlock be killed, the processes the command started outlive it", err)
+			"should redlock be killed or stopped, the processes the command started outlive it", err)
 		return
 	}
-	c.endWatch = end
+	c.watchdog = w
+}
+
+// killAt tells the watchdog when to kill the group unless told later (see
+// watch.killAt).
+func (c *child) killAt(t time.Time) {
+	if c.watchdog != nil {
+		c.watchdog.killAt(t)
+	}
+}
+
+// endWatch ends the watchdog's watch: it kills nothing.
+func (c *child) endWatch() {
+	if c.watchdog != nil {
+		c.watchdog.end()
+	}
 }
 
 // startErrorCode returns the exit status for a command that could not start:

@@ -32,6 +32,41 @@ func TestRun_commandDiesWithRedlock(t *testing.T) {
 	}
 }
 
+// A redlock that stops without dying (SIGSTOP, Ctrl-Z on it, a hang)
+// renews nothing, and cannot stop the command by the lock's deadline: its
+// watchdog kills the command's group then, while redlock is still stopped,
+// rather than let the command run on past the lock, beside the next holder.
+func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd, _ := startRun(t, nodes, "run", "--ttl", "1s", "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
+	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Signal(syscall.SIGCONT)
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command (pid %d) still runs 10s after redlock stopped, with a 1s TTL", pid)
+		}
+	}
+	if !stopped(cmd.Process.Pid) {
+		t.Fatal("redlock runs again: the command's end proves nothing of the watchdog")
+	}
+}
+
+// stopped reports whether process pid is stopped (by a signal).
+func stopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return err == nil && i >= 0 && i+2 < len(s) && s[i+2] == 'T'
+}
+
 // alive reports whether process pid exists and has not exited: a zombie
 // that nobody reaped yet counts as gone.
 func alive(pid int) bool {

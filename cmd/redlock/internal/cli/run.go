@@ -120,7 +120,10 @@ validity deadline, before anyone else can take the lock. A longer
 --kill-grace lets a command that is slow to stop outlive the lock, and
 overlap the next holder, unless --lock-delay covers the difference (redlock
 warns when it does not). redlock then exits with 76. A lock found taken
-over gets the same treatment at once.
+over gets the same treatment at once. Should redlock itself stop renewing
+without dying (stopped by SIGSTOP or by Ctrl-Z sent to it, hung), a
+watchdog process it started kills the command's group at that same SIGKILL
+time; should redlock die, at once.
 
 Signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 sent to redlock
 are forwarded to the command's process group; the lock is released once the
@@ -450,17 +453,17 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 	sv := &supervision{c: c, s: s, held: held, name: name, ch: ch, margin: stopMargin(c.nodes.ttl)}
 	sv.stopAt = held.Until().Add(-sv.margin)
 	sv.deadline = time.NewTimer(time.Until(sv.stopAt))
+	ch.killAt(sv.killAt(held.Until()))
 	defer sv.deadline.Stop()
 	sv.logged = held.Until()
 	lockDone := held.Done()
 	ctxDone := ctx.Done()
 	var settle <-chan time.Time
-	var renewals <-chan time.Time
-	if c.verbose {
-		t := time.NewTicker(max(c.nodes.ttl/10, 100*time.Millisecond))
-		defer t.Stop()
-		renewals = t.C
-	}
+	// Renewals are looked for every tenth of the TTL: each moves the
+	// watchdog's deadline, and --verbose reports it.
+	renewalTicks := time.NewTicker(max(c.nodes.ttl/10, 100*time.Millisecond))
+	defer renewalTicks.Stop()
+	renewals := renewalTicks.C
 
 	for {
 		select {
@@ -507,17 +510,26 @@ type supervision struct {
 	kill       <-chan time.Time
 	terminated bool  // the command was sent a terminating signal
 	lost       error // why the lock was lost while the command ran, or nil
-	// logged is the validity deadline --verbose last reported.
+	// logged is the validity deadline last noted (see noteRenewal).
 	logged time.Time
 }
 
-// noteRenewal reports, with --verbose, a renewal of the lock since the last
-// one reported: the validity deadline moved later.
+// noteRenewal notes a renewal of the lock since the last one noted: the
+// validity deadline moved later. The watchdog is told the new deadline,
+// and --verbose reports it.
 func (sv *supervision) noteRenewal() {
 	if until := sv.held.Until(); until.After(sv.logged) {
 		sv.logged = until
+		sv.ch.killAt(sv.killAt(until))
 		sv.c.logf(sv.s, "renewed %s: valid until %s", sv.name, formatTime(until))
 	}
+}
+
+// killAt returns when redlock would send the command's group SIGKILL,
+// were the lock not renewed past until: --kill-grace after the SIGTERM
+// due a margin before until.
+func (sv *supervision) killAt(until time.Time) time.Time {
+	return until.Add(sv.c.killGrace - sv.margin)
 }
 
 // stop records why the lock was lost, and sends the command's process group

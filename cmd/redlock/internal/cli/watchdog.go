@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // watchdogVerb is the hidden verb of the process that kills the command's
@@ -15,16 +19,41 @@ const watchdogVerb = "_watchdog"
 
 // watchdogDone is what redlock writes to its watchdog once it is done
 // with the command: the watchdog then exits and kills nothing.
-const watchdogDone = "done\n"
+const watchdogDone = "done"
+
+// watchdogKillAt begins what redlock writes to its watchdog each time the
+// lock's deadline moves: the time, in Unix milliseconds, at which redlock
+// would kill the command's group if the lock were not renewed by then.
+const watchdogKillAt = "kill-at "
+
+// watch is redlock's end of the pipe to its watchdog.
+type watch struct {
+	w *os.File
+}
+
+// killAt tells the watchdog to kill the command's group at t unless told
+// a later time first: a redlock that stops renewing the lock (stopped by
+// SIGSTOP or Ctrl-Z, hung) cannot stop the command by the lock's deadline
+// itself.
+func (w *watch) killAt(t time.Time) {
+	fmt.Fprintf(w.w, "%s%d\n", watchdogKillAt, t.UnixMilli())
+}
+
+// end tells the watchdog that redlock is done with the command.
+func (w *watch) end() {
+	w.w.WriteString(watchdogDone + "\n")
+	w.w.Close()
+}
 
 // startWatchdog starts a process, in a process group of its own, that
 // kills the command's process group pgid with SIGKILL when this redlock
 // dies while the command runs (SIGKILL, the OOM killer): the kernel then
-// closes this process's end of a pipe to it, and nobody renews the lock.
-// The kernel itself kills only the command's own process (see
-// dieWithRedlock), not what it started. It returns the function that ends
-// the watch, which leaves the group alone.
-func startWatchdog(pgid int) (end func(), err error) {
+// closes this process's end of a pipe to it, and nobody renews the lock;
+// and when the time last given by watch.killAt passes, so that a redlock
+// that stopped without dying does not let the command run on past the
+// lock. The kernel itself kills only the command's own process (see
+// dieWithRedlock), not what it started.
+func startWatchdog(pgid int) (*watch, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -42,16 +71,14 @@ func startWatchdog(pgid int) (end func(), err error) {
 		return nil, err
 	}
 	go cmd.Wait() // reaps it once the watch ends
-	return func() {
-		w.WriteString(watchdogDone)
-		w.Close()
-	}, nil
+	return &watch{w: w}, nil
 }
 
-// watchdog runs the hidden verb: it reads stdin to its end, and kills the
-// process group args[0] with SIGKILL unless redlock wrote watchdogDone
-// first. It ignores the signals that end redlock, which redlock forwards
-// to the command itself.
+// watchdog runs the hidden verb: it reads stdin line by line, and kills
+// the process group args[0] with SIGKILL when stdin ends before redlock
+// wrote watchdogDone, or when the last time redlock gave (watchdogKillAt)
+// passes first. It ignores the signals that end redlock, which redlock
+// forwards to the command itself.
 func watchdog(stdin io.Reader, args []string) int {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM)
 	if len(args) != 1 {
@@ -61,9 +88,33 @@ func watchdog(stdin io.Reader, args []string) int {
 	if err != nil || pgid <= 1 {
 		return exitUsage
 	}
-	said, _ := io.ReadAll(stdin)
-	if string(said) != watchdogDone {
-		syscall.Kill(-pgid, syscall.SIGKILL)
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(stdin); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	for {
+		select {
+		case line, ok := <-lines:
+			if line == watchdogDone {
+				return exitOK
+			}
+			if !ok {
+				syscall.Kill(-pgid, syscall.SIGKILL) // redlock died
+				return exitOK
+			}
+			if ms, ok := strings.CutPrefix(line, watchdogKillAt); ok {
+				if at, err := strconv.ParseInt(ms, 10, 64); err == nil {
+					due.Reset(time.Until(time.UnixMilli(at)))
+				}
+			}
+		case <-due.C:
+			syscall.Kill(-pgid, syscall.SIGKILL) // redlock stopped renewing
+			return exitOK
+		}
 	}
-	return exitOK
 }
