@@ -134,7 +134,8 @@ func roleRefusal(ctx context.Context, conn redlock.Conn) error {
 		}
 		return fmt.Errorf("a replica%s, which refuses the locks' writes: name masters only", of)
 	case "sentinel":
-		return errors.New("a Sentinel, which holds no data: name the master it watches with a sentinel:// URL")
+		return errors.New("a Sentinel, which holds no data: name the master it watches through it, with " +
+			"?master_name=NAME added to this URL")
 	}
 	return nil
 }

@@ -47,7 +47,10 @@ under some failure.
 
 Output: the table and findings; with --json one object: {"unsafe", "available", "quorum",
 "reachable", "nodes": [...], "findings": [{"node", "shard", "severity",
-"check", "message", "remedy"}]}; a Redis Cluster node has "shards": [...].`,
+"check", "message", "remedy"}]}; a Redis Cluster node has "shards": [...].
+"available" says whether a lock can be taken now: a majority votes, and
+the node list is one the other verbs accept (no node twice, no node that
+refuses its URL, no replica or Sentinel named as a node).`,
 		exits: []exitDoc{
 			{"0", "no finding makes locks unsafe, and a majority votes now (warnings may remain)"},
 			{code(exitFailure), "a critical finding: eviction policy, a node listed twice, credentials refused, an unreachable majority, a clock beyond the drift allowance, a replica, ..."},
@@ -167,8 +170,11 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		}
 		findings := withNote(withRefusal(append(dups, report.Findings...), refused), note)
 		unsafe := report.Unsafe() || len(dups) > 0 || refused != nil
+		// A node list that every other verb refuses takes no lock,
+		// whatever the nodes' votes.
+		available := report.Available() && len(dups) == 0 && refused == nil
 		if *asJSON {
-			writeJSON(s.stdout, doctorReportJSON(report, findings, unsafe))
+			writeJSON(s.stdout, doctorReportJSON(report, findings, unsafe, available))
 		} else {
 			writeAudit(s.stdout, report, findings, unsafe)
 		}
@@ -283,8 +289,8 @@ func nodeAddr(raw string) (string, error) {
 	return o.Addr, nil
 }
 
-func doctorReportJSON(r *doctor.Report, findings []doctor.Finding, unsafe bool) doctorJSON {
-	out := doctorJSON{Unsafe: unsafe, Available: r.Available(), Quorum: r.Quorum, Reachable: r.Reachable, Nodes: []auditNodeJSON{}, Findings: []findingJSON{}}
+func doctorReportJSON(r *doctor.Report, findings []doctor.Finding, unsafe, available bool) doctorJSON {
+	out := doctorJSON{Unsafe: unsafe, Available: available, Quorum: r.Quorum, Reachable: r.Reachable, Nodes: []auditNodeJSON{}, Findings: []findingJSON{}}
 	for _, n := range r.Nodes {
 		j := auditNodeOf(n)
 		j.UncoveredSlots = slotStrings(n.Uncovered)

@@ -107,8 +107,9 @@ func TestDoctor_refusedCredentialsFailWithAMajority(t *testing.T) {
 	wantDoctorSays(t, r.stdout, "credentials refused: WRONGPASS", "UNSAFE")
 	var report doctorJSON
 	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitFailure, "doctor --json").decode(t, &report)
-	if !report.Unsafe || report.Reachable != 2 {
-		t.Errorf("doctor --json: unsafe %v, %d reachable; want unsafe, 2", report.Unsafe, report.Reachable)
+	if !report.Unsafe || report.Available || report.Reachable != 2 {
+		t.Errorf("doctor --json: unsafe %v, available %v, %d reachable; want unsafe, not available (no verb takes a lock "+
+			"with that node list), 2", report.Unsafe, report.Available, report.Reachable)
 	}
 	cli(t, "acquire", "--nodes", nodes, "k").expect(t, exitConfig, "acquire with that node list")
 }
