@@ -113,6 +113,9 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	if msg := checkKeys([]string{name}); msg != "" {
 		return usageError(s.stderr, "elect", strings.Replace(msg, "KEY", "NAME", 1))
 	}
+	if msg := checkValue(value); msg != "" {
+		return usageError(s.stderr, "elect", msg)
+	}
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
@@ -127,6 +130,16 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	}
 	c.lock.owner = value // the leader's value: the owner of its lock, as Election.Campaign sets it
 	return c.runHolding(ctx, s, []string{name}, argv)
+}
+
+// checkValue says what is wrong with an election's VALUE, which is the
+// owner of the leader's lock (see redlock.WithOwner); "" when nothing.
+func checkValue(v string) string {
+	if v == "" || len(v) > redlock.MaxOwnerBytes || strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		return fmt.Sprintf("VALUE %q must be 1 to %d bytes of printable ASCII without spaces: it names the leader",
+			v, redlock.MaxOwnerBytes)
+	}
+	return ""
 }
 
 // listenTo prints the leader of the election named in args, then each
