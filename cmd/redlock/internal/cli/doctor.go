@@ -25,7 +25,9 @@ func doctorCommand() *command {
 		synopsis:   "[flags]",
 		summary:    "audit the nodes for settings that make locks unsafe",
 		about: `
-Inspects every node, read-only, and prints a table with one row per node,
+Inspects every node, changing nothing a lock depends on (it loads the
+library's Redis functions where they are missing, as any client of the
+library does), and prints a table with one row per node,
 then one line per finding with its remedy, most severe first. It checks:
 reachability, credentials and the majority, the Redis version, that each node is an
 independent master, persistence (appendonly, appendfsync), a maxmemory-policy

@@ -88,7 +88,7 @@ func setupElect(fs *flag.FlagSet) runner {
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
 	secondsVar(fs, &c.killGrace, "kill-grace", 0, fmt.Sprintf(killGraceUsage, "lead"))
 	c.flags = fs
-	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
+	fs.BoolVar(&c.shell, "shell", false, "run the command with /bin/sh -c, its words joined by spaces")
 	fs.BoolVar(&c.verbose, "verbose", false, "report the election, renewals, forwarded signals and the resignation on stderr")
 	fs.BoolVar(&c.listen, "listen", false, "print each leader of NAME as it changes, until interrupted, instead of campaigning")
 	fs.BoolVar(&c.json, "json", false, "with --listen: one JSON object a line")
@@ -123,7 +123,7 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 		return usageError(s.stderr, "elect", "missing COMMAND after NAME VALUE")
 	}
 	if c.shell {
-		argv = []string{"sh", "-c", strings.Join(argv, " ")}
+		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
 	}
 	if code := c.checkFlags(s.stderr, 1); code != exitOK {
 		return code

@@ -207,7 +207,7 @@ func setupRun(fs *flag.FlagSet) runner {
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
 	secondsVar(fs, &c.killGrace, "kill-grace", 0, fmt.Sprintf(killGraceUsage, "lock"))
 	c.flags = fs
-	fs.BoolVar(&c.shell, "shell", false, "run the command with sh -c, its words joined by spaces")
+	fs.BoolVar(&c.shell, "shell", false, "run the command with /bin/sh -c, its words joined by spaces")
 	fs.BoolVar(&c.verbose, "verbose", false, "report acquisition, renewals, forwarded signals and the release on stderr")
 	return c.run
 }
@@ -368,7 +368,7 @@ func (c *runConfig) parseArgs(stderr io.Writer, args []string) ([]string, []stri
 		return nil, nil, usageError(stderr, c.name(), missingCommand(keys))
 	}
 	if c.shell {
-		rest = []string{"sh", "-c", strings.Join(rest, " ")}
+		rest = []string{"/bin/sh", "-c", strings.Join(rest, " ")}
 	}
 	return keys, rest, exitOK
 }

@@ -472,3 +472,14 @@ func TestRun_defaultKillGraceEndsAtTheDeadline(t *testing.T) {
 		t.Errorf("run with a lock-delay that covers the kill grace, stderr:\n%s", r.stderr)
 	}
 }
+
+// --shell runs /bin/sh, which needs no PATH: a cron or systemd unit with
+// an empty environment runs the command as flock's "sh -c" would.
+func TestRun_shellWithoutPath(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	t.Setenv("PATH", "")
+	r := cli(t, "run", "--nodes", nodes, "--shell", "k", "--", "exit", "3")
+	if r.code != 3 {
+		t.Errorf("run --shell with an empty PATH: exit %d, want the command's 3\n%s", r.code, r.stderr)
+	}
+}
