@@ -478,8 +478,16 @@ func TestMarkReady_nodesThatGrantedThisClientAreNotBrandNew(t *testing.T) {
 		}
 	}
 	err := c.MarkReady(bg, false)
-	if !errors.Is(err, redlock.ErrNotBrandNew) || !strings.Contains(err.Error(), cluster.Node(0).Addr()+" (which granted this client's locks)") {
-		t.Fatalf("MarkReady after every node that granted a lock lost its data: %v, want ErrNotBrandNew naming them", err)
+	// Acquire returned at a quorum: the nodes it heard from in time are
+	// those it knows granted the lock.
+	named := 0
+	for _, n := range cluster.Nodes() {
+		if err != nil && strings.Contains(err.Error(), n.Addr()+" (which granted this client's locks)") {
+			named++
+		}
+	}
+	if !errors.Is(err, redlock.ErrNotBrandNew) || named < 2 {
+		t.Fatalf("MarkReady after every node that granted a lock lost its data: %v, want ErrNotBrandNew naming at least a majority of them", err)
 	}
 	if err := c.MarkReady(bg, true); err != nil {
 		t.Fatalf("forced: %v", err)
