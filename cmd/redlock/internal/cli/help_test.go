@@ -138,6 +138,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "k", "--"}, "missing COMMAND"},
 		{[]string{"run", "--", "true"}, `missing COMMAND after KEY "true" (if "true" is the command, put the KEY before it)`},
 		{[]string{"check", "k", "0"}, "fencing token is 0"},
+		{[]string{"acquire", "--nodes", "redis://127.0.0.1:1", "-n", "--owner", "", "k"}, "empty: give 1 to 255 bytes, or leave --owner out for the default"},
 		{[]string{"elect", "el", "bad value", "--", "true"}, `VALUE "bad value" must be 1 to 255 bytes of printable ASCII without spaces`},
 		{[]string{"run", "--bogus", "k", "--", "true"}, "flag provided but not defined: -bogus"},
 		{[]string{"run", "k", "--wait", "0", "--", "true"}, "flags go before KEY"},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -28,7 +29,18 @@ const ownerUsage = "name the holder `OWNER` in the lock's token, which inspect a
 
 // registerOwner adds --owner to fs.
 func (l *lockFlags) registerOwner(fs *flag.FlagSet) {
-	fs.Var(describedString{&l.owner, "this host's name and the process id, host:pid"}, "owner", ownerUsage)
+	fs.Var(ownerValue{describedString{&l.owner, "this host's name and the process id, host:pid"}}, "owner", ownerUsage)
+}
+
+// ownerValue is --owner's value: an empty one is refused, where it would
+// quietly stand for the default.
+type ownerValue struct{ describedString }
+
+func (o ownerValue) Set(s string) error {
+	if s == "" {
+		return errors.New("empty: give 1 to 255 bytes, or leave --owner out for the default")
+	}
+	return o.describedString.Set(s)
 }
 
 // lockDelayUsage describes --lock-delay for the verbs that take a lock.
