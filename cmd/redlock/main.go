@@ -26,5 +26,5 @@ func main() {
 	ctx, stop := cli.SignalContext(context.Background())
 	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(code)
+	cli.Exit(ctx, code)
 }

@@ -146,6 +146,13 @@ func (c *child) status() int {
 	return c.cmd.ProcessState.ExitCode()
 }
 
+// interruptedAtTerminal reports whether the command, given the terminal,
+// was killed by SIGINT: Ctrl-C there.
+func (c *child) interruptedAtTerminal() bool {
+	ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return c.tty >= 0 && ok && ws.Signaled() && ws.Signal() == syscall.SIGINT
+}
+
 // restoreTerminal takes the terminal's foreground back after the command
 // ended, if it was given to it.
 func (c *child) restoreTerminal() {

@@ -8,3 +8,8 @@ import "syscall"
 // its parent dies: the watchdog of the command's process group kills it
 // (see startWatchdog).
 func dieWithRedlock(*syscall.SysProcAttr) {}
+
+// stopped reports false where redlock does not look for the command's
+// stops: Ctrl-Z at the terminal the command was given stops the command
+// alone.
+func (c *child) stopped() bool { return false }

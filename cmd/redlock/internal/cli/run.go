@@ -121,7 +121,7 @@ validity deadline, before anyone else can take the lock. A longer
 overlap the next holder, unless --lock-delay covers the difference (redlock
 warns when it does not). redlock then exits with 76. A lock found taken
 over gets the same treatment at once. Should redlock itself stop renewing
-without dying (stopped by SIGSTOP or by Ctrl-Z sent to it, hung), a
+without dying (stopped by SIGSTOP, hung, its job stopped by Ctrl-Z), a
 watchdog process it started kills the command's group at that same SIGKILL
 time; should redlock die, at once.
 
@@ -129,7 +129,11 @@ Signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 sent to redlock
 are forwarded to the command's process group; the lock is released once the
 command has ended. While waiting for the lock, the first four stop the wait.
 Standard input, output and error are the command's; when standard input is
-the terminal, the command runs in the terminal's foreground.
+the terminal, the command runs in the terminal's foreground. Ctrl-C there
+interrupts the command, then ends redlock by SIGINT once the lock is
+released, so that a script running redlock stops too. Ctrl-Z (SIGTSTP)
+stops redlock with the command, and continuing redlock (fg, bg, SIGCONT)
+continues the command; nothing renews the lock meanwhile.
 
 The command's environment has, for one KEY:
   REDLOCK_KEY       the key held: KEY, or with --limit the permit's, KEY:permit:i
@@ -259,6 +263,8 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 	name := heldName(keys, held) // `lock "KEY"` (a permit's key for a permit), or `locks "K1", "K2"`
 	c.logAcquired(s, keys, held)
 
+	jobs := watchJobs() // from the start: a Ctrl-Z may come at once
+	defer jobs.end()
 	ch, err := startChild(argv, c.environment(keys, held), s)
 	if err != nil {
 		sayf(s.stderr, slog.LevelError, c.name(), "%v", err)
@@ -266,7 +272,8 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 		return startErrorCode(err)
 	}
 	ch.watch(s, c.name())
-	lost := c.supervise(ctx, s, held, name, ch, sigs)
+	jobs.ch = ch
+	lost := c.supervise(ctx, s, held, name, ch, sigs, jobs)
 	ch.endWatch()
 	ch.restoreTerminal()
 	status := ch.status()
@@ -282,6 +289,9 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 			return exitTakenOver
 		}
 		return exitLockLost
+	}
+	if ch.interruptedAtTerminal() {
+		interruptedAtTerminal.Store(true) // see Exit
 	}
 	return status
 }
@@ -446,7 +456,8 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 // supervise waits for the command to exit while forwarding signals and
 // watching what it holds, held, which messages call name. It returns why
 // the lock, or a lock of several, was lost while the command ran, or nil.
-func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name string, ch *child, sigs <-chan os.Signal) (lost error) {
+func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name string, ch *child, sigs <-chan os.Signal,
+	jobs *jobControl) (lost error) {
 	exited := make(chan error, 1)
 	go func() { exited <- ch.cmd.Wait() }()
 
@@ -471,6 +482,10 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 			return sv.commandExited(err)
 		case sig := <-sigs:
 			sv.forward(sig)
+		case sig := <-jobs.sigs:
+			if jobs.suspends(sig) {
+				sv.suspend(jobs)
+			}
 		case <-ctxDone:
 			ctxDone = nil
 			settle = time.After(signalSettle)
@@ -598,6 +613,19 @@ func (sv *supervision) stopDue() {
 		sv.stop(fmt.Errorf("%s could not be renewed: its validity ends at %s, in %s",
 			sv.name, formatTime(until), time.Until(until).Round(time.Millisecond)))
 	}
+}
+
+// suspend stops redlock's job with the command (see jobControl), and once
+// redlock is continued, stops the command if the lock's validity ran out
+// meanwhile, then continues it.
+func (sv *supervision) suspend(jobs *jobControl) {
+	sv.c.logf(sv.s, "stopping redlock's job with the command (Ctrl-Z)")
+	jobs.suspend()
+	sv.c.logf(sv.s, "continued: continuing process group %d", sv.ch.pgid)
+	if !time.Now().Before(sv.stopAt) {
+		sv.stopDue()
+	}
+	jobs.resume()
 }
 
 // killGroup sends SIGKILL to the command's process group.

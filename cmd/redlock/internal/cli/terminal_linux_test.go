@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// terminal is a shell run as the session leader of a new pseudo-terminal,
+// as in a terminal window: what it prints is kept, and keys are typed with
+// press.
+type terminal struct {
+	cmd  *exec.Cmd
+	ptmx *os.File
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{} // closed once the terminal's output ends
+}
+
+// startTerminal starts bash on a new pseudo-terminal, with REDLOCK_NODES
+// set to nodes: running script as a shell script does, or, with script
+// empty, at a prompt, with job control, reading the lines typed.
+func startTerminal(t *testing.T, nodes, script string) *terminal {
+	t.Helper()
+	args := []string{"--norc", "--noprofile", "-i"}
+	if script != "" {
+		args = []string{"--norc", "--noprofile", "-c", script}
+	}
+	cmd := exec.Command("bash", args...)
+	cmd.Env = append(os.Environ(), envNodes+"="+nodes, "PS1=$ ")
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{cmd: cmd, ptmx: ptmx, done: make(chan struct{})}
+	go term.copyOutput()
+	t.Cleanup(term.close)
+	return term
+}
+
+// close hangs the terminal up, as closing its window does, then kills
+// whatever still runs in its session: the shell's jobs run in process
+// groups of their own.
+func (term *terminal) close() {
+	term.ptmx.Close()
+	sid := term.cmd.Process.Pid
+	syscall.Kill(sid, syscall.SIGKILL)
+	term.cmd.Wait()
+	for _, pid := range inSession(sid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// inSession returns the processes of session sid.
+func inSession(sid int) []int {
+	dirs, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		// After the name: state, ppid, pgrp, session.
+		if f := strings.Fields(s[i+1:]); len(f) > 3 && f[3] == strconv.Itoa(sid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func (term *terminal) copyOutput() {
+	defer close(term.done)
+	buf := make([]byte, 4096)
+	for {
+		n, err := term.ptmx.Read(buf)
+		term.mu.Lock()
+		term.out.Write(buf[:n])
+		term.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// output returns what the terminal showed so far.
+func (term *terminal) output() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.out.String()
+}
+
+// press types key, as a user at the keyboard.
+func (term *terminal) press(t *testing.T, key byte) {
+	t.Helper()
+	if _, err := term.ptmx.Write([]byte{key}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wait waits up to timeout for the shell to end, and returns how.
+func (term *terminal) wait(t *testing.T, timeout time.Duration) syscall.WaitStatus {
+	t.Helper()
+	ended := make(chan error, 1)
+	go func() { ended <- term.cmd.Wait() }()
+	select {
+	case <-ended:
+	case <-time.After(timeout):
+		t.Fatalf("the shell still runs %s later; the terminal shows:\n%s", timeout, term.output())
+	}
+	return term.cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// waitFor waits up to timeout for the terminal to show s.
+func (term *terminal) waitFor(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !strings.Contains(term.output(), s); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal did not show %q within %s; it shows:\n%s", s, timeout, term.output())
+		}
+	}
+}
+
+const (
+	ctrlC = 0x03 // the terminal's interrupt key (VINTR)
+	ctrlZ = 0x1a // the terminal's suspend key (VSUSP)
+)
+
+// readPid reads the pid a command in the terminal wrote to path.
+func (term *terminal) readPid(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within 10s; the terminal shows:\n%s", path, term.output())
+		}
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, path, time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// Ctrl-C on a command that redlock runs from a script in a terminal ends the
+// script too, as it would have, had the script run the command itself:
+// redlock, which gave the command the terminal, ends by the same SIGINT
+// once it has released the lock, so that the shell knows it was
+// interrupted.
+func TestRun_ctrlCInATerminalEndsTheScript(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	pidFile, after := filepath.Join(dir, "pid"), filepath.Join(dir, "after")
+	script := binary + ` run k -- sh -c 'echo $$ > ` + pidFile + `; exec sleep 60'; echo "status $?" > ` + after
+	term := startTerminal(t, nodes, script)
+	term.readPid(t, pidFile)
+	term.press(t, ctrlC)
+	ws := term.wait(t, 10*time.Second)
+	if b, err := os.ReadFile(after); err == nil {
+		t.Errorf("the script went on after Ctrl-C (%s); the terminal shows:\n%s", strings.TrimSpace(string(b)), term.output())
+	}
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("the shell ended with %v, want killed by SIGINT", ws)
+	}
+	assertReleased(t, cluster, "k", "after Ctrl-C")
+}
+
+// Ctrl-C while redlock waits for the lock, in a script in a terminal, ends
+// the script as well.
+func TestRun_ctrlCWhileWaitingInATerminalEndsTheScript(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", "busy").expect(t, exitOK, "acquire")
+	dir := t.TempDir()
+	ran, after := filepath.Join(dir, "ran"), filepath.Join(dir, "after")
+	script := binary + ` run busy -- touch ` + ran + `; echo "status $?" > ` + after
+	term := startTerminal(t, nodes, script)
+	awaitCampaigning(t, cluster, "busy")
+	term.press(t, ctrlC)
+	ws := term.wait(t, 10*time.Second)
+	if b, err := os.ReadFile(after); err == nil {
+		t.Errorf("the script went on after Ctrl-C (%s); the terminal shows:\n%s", strings.TrimSpace(string(b)), term.output())
+	}
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("the shell ended with %v, want killed by SIGINT", ws)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// typeLine types line and Enter at the shell's prompt.
+func (term *terminal) typeLine(t *testing.T, line string) {
+	t.Helper()
+	if _, err := term.ptmx.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gatedCommand returns a shell command that writes its pid to pidFile, then
+// waits for the file gate to exist and prints "command done".
+func gatedCommand(pidFile, gate string) string {
+	return `sh -c 'echo $$ > ` + pidFile + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done; echo command done'`
+}
+
+// awaitState waits up to 10 s for process pid to be stopped, or running.
+func (term *terminal) awaitState(t *testing.T, pid int, wantStopped bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); stopped(pid) != wantStopped; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: process %d stopped %v after 10s, want %v; the terminal shows:\n%s",
+				what, pid, stopped(pid), wantStopped, term.output())
+		}
+	}
+}
+
+// Ctrl-Z on a command that redlock runs at an interactive shell's prompt
+// stops the job, command and redlock, and gives the prompt back, as for any
+// command; fg runs both on, the lock still held, and the command ends as
+// it would have.
+func TestRun_ctrlZStopsTheJobAndFgContinuesIt(t *testing.T) {
+	for _, stdin := range []string{"the terminal", "not the terminal"} {
+		t.Run(stdin, func(t *testing.T) {
+			cluster, nodes := newCluster(t, 3)
+			dir := t.TempDir()
+			pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+			line := binary + ` run --ttl 10s k -- ` + gatedCommand(pidFile, gate)
+			if stdin != "the terminal" {
+				line += " < /dev/null"
+			}
+			term := startTerminal(t, nodes, "")
+			term.typeLine(t, line)
+			pid := term.readPid(t, pidFile)
+			term.press(t, ctrlZ)
+			term.waitFor(t, "Stopped", 10*time.Second)
+			term.awaitState(t, pid, true, "after Ctrl-Z")
+			held := 0
+			for _, n := range cluster.Nodes() {
+				if keyOn(t, n, "k") != "" {
+					held++
+				}
+			}
+			if held < 2 {
+				t.Fatalf("the lock is held on %d of 3 nodes while the job is stopped", held)
+			}
+			term.typeLine(t, "fg")
+			term.awaitState(t, pid, false, "after fg")
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			term.waitFor(t, "command done", 10*time.Second)
+			term.typeLine(t, `echo "status $?"`)
+			term.waitFor(t, "status 0", 10*time.Second)
+			assertReleased(t, cluster, "k", "after the command ended")
+			term.typeLine(t, "exit")
+		})
+	}
+}
+
+// A job stopped longer than the lock's validity loses the lock: nothing
+// renews it. The watchdog kills the command at its deadline, while it is
+// stopped, and fg finds it gone: redlock says the lock was lost.
+func TestRun_ctrlZLongerThanTheLockKillsTheCommand(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	term := startTerminal(t, nodes, "")
+	term.typeLine(t, binary+` run --ttl 1s k -- `+gatedCommand(pidFile, gate))
+	pid := term.readPid(t, pidFile)
+	term.press(t, ctrlZ)
+	term.waitFor(t, "Stopped", 10*time.Second)
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command (pid %d) still runs 10s after its job stopped, with a 1s TTL", pid)
+		}
+	}
+	term.typeLine(t, "fg")
+	term.typeLine(t, `echo "status $?"`)
+	term.waitFor(t, "status "+strconv.Itoa(exitLockLost), 10*time.Second)
+	term.typeLine(t, "exit")
+}
