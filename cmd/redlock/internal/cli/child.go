@@ -109,6 +109,15 @@ func (c *child) killAt(t time.Time) {
 	}
 }
 
+// watchdogExited returns a channel closed if the watchdog exits; nil
+// without one.
+func (c *child) watchdogExited() <-chan struct{} {
+	if c.watchdog == nil {
+		return nil
+	}
+	return c.watchdog.exited
+}
+
 // endWatch ends the watchdog's watch: it kills nothing.
 func (c *child) endWatch() {
 	if c.watchdog != nil {

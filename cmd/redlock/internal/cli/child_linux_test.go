@@ -160,3 +160,68 @@ func pidOf(path string) int {
 	pid, _ := strconv.Atoi(strings.Split(strings.TrimPrefix(path, "/proc/"), "/")[0])
 	return pid
 }
+
+// A watchdog that dies (killed by someone) leaves the command unprotected
+// should redlock die or stop: redlock says so at once, while it can.
+func TestRun_watchdogDeathIsReported(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	pidFile, errFile := filepath.Join(dir, "pid"), filepath.Join(dir, "stderr")
+	stderr, err := os.Create(errFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd := binaryCommand(nodes, "run", "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Signal(syscall.SIGTERM)
+	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dog := childWith(t, cmd.Process.Pid, watchdogVerb)
+	if err := syscall.Kill(dog, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	want := "watchdog of process group " + strconv.Itoa(pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(errFile)
+		if strings.Contains(string(b), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10s after its watchdog was killed, redlock has not said so; stderr:\n%s", b)
+		}
+	}
+}
+
+// childWith returns the pid of the child of process parent whose command
+// line has word, waiting up to 10 s for it.
+func childWith(t *testing.T, parent int, word string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			stat, _ := os.ReadFile("/proc/" + d.Name() + "/stat")
+			cmdline, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+			s := string(stat)
+			i := strings.LastIndexByte(s, ')')
+			if i < 0 || !strings.Contains(string(cmdline), word) {
+				continue
+			}
+			if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(parent) {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no child of %d runs %q", parent, word)
+	return 0
+}

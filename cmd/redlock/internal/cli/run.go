@@ -475,6 +475,7 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 	renewalTicks := time.NewTicker(max(c.nodes.ttl/10, 100*time.Millisecond))
 	defer renewalTicks.Stop()
 	renewals := renewalTicks.C
+	watchdogExited := ch.watchdogExited()
 
 	for {
 		select {
@@ -497,6 +498,11 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 			sv.lockLost()
 		case <-renewals:
 			sv.noteRenewal()
+		case <-watchdogExited:
+			watchdogExited = nil
+			sayf(s.stderr, slog.LevelWarn, c.name(), "the watchdog of process group %d (pid %d) exited: "+
+				"should redlock be killed or stopped now, the processes the command started outlive it",
+				ch.pgid, ch.watchdog.pid)
 		case <-sv.deadline.C:
 			sv.stopDue()
 		case <-sv.kill:

@@ -29,6 +29,9 @@ const watchdogKillAt = "kill-at "
 // watch is redlock's end of the pipe to its watchdog.
 type watch struct {
 	w *os.File
+	// exited is closed when the watchdog exited; pid is its process.
+	exited chan struct{}
+	pid    int
 }
 
 // killAt tells the watchdog to kill the command's group at t unless told
@@ -70,8 +73,12 @@ func startWatchdog(pgid int) (*watch, error) {
 		w.Close()
 		return nil, err
 	}
-	go cmd.Wait() // reaps it once the watch ends
-	return &watch{w: w}, nil
+	wd := &watch{w: w, exited: make(chan struct{}), pid: cmd.Process.Pid}
+	go func() {
+		cmd.Wait()
+		close(wd.exited)
+	}()
+	return wd, nil
 }
 
 // watchdog runs the hidden verb: it reads stdin line by line, and kills
