@@ -158,6 +158,19 @@ func (term *terminal) readPid(t *testing.T, path string) int {
 	return pid
 }
 
+// assertInterrupted waits for the shell running a script to end, and fails
+// the test unless SIGINT ended it before the script wrote the file after.
+func (term *terminal) assertInterrupted(t *testing.T, after string) {
+	t.Helper()
+	ws := term.wait(t, 10*time.Second)
+	if b, err := os.ReadFile(after); err == nil {
+		t.Errorf("the script went on after Ctrl-C (%s); the terminal shows:\n%s", strings.TrimSpace(string(b)), term.output())
+	}
+	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("the shell ended with %v, want killed by SIGINT", ws)
+	}
+}
+
 // Ctrl-C on a command that redlock runs from a script in a terminal ends the
 // script too, as it would have, had the script run the command itself:
 // redlock, which gave the command the terminal, ends by the same SIGINT
@@ -171,13 +184,7 @@ func TestRun_ctrlCInATerminalEndsTheScript(t *testing.T) {
 	term := startTerminal(t, nodes, script)
 	term.readPid(t, pidFile)
 	term.press(t, ctrlC)
-	ws := term.wait(t, 10*time.Second)
-	if b, err := os.ReadFile(after); err == nil {
-		t.Errorf("the script went on after Ctrl-C (%s); the terminal shows:\n%s", strings.TrimSpace(string(b)), term.output())
-	}
-	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
-		t.Errorf("the shell ended with %v, want killed by SIGINT", ws)
-	}
+	term.assertInterrupted(t, after)
 	assertReleased(t, cluster, "k", "after Ctrl-C")
 }
 
@@ -192,13 +199,7 @@ func TestRun_ctrlCWhileWaitingInATerminalEndsTheScript(t *testing.T) {
 	term := startTerminal(t, nodes, script)
 	awaitCampaigning(t, cluster, "busy")
 	term.press(t, ctrlC)
-	ws := term.wait(t, 10*time.Second)
-	if b, err := os.ReadFile(after); err == nil {
-		t.Errorf("the script went on after Ctrl-C (%s); the terminal shows:\n%s", strings.TrimSpace(string(b)), term.output())
-	}
-	if !ws.Signaled() || ws.Signal() != syscall.SIGINT {
-		t.Errorf("the shell ended with %v, want killed by SIGINT", ws)
-	}
+	term.assertInterrupted(t, after)
 	if _, err := os.Stat(ran); err == nil {
 		t.Error("the command ran")
 	}
