@@ -155,17 +155,21 @@ func (c *child) status() int {
 	return c.cmd.ProcessState.ExitCode()
 }
 
-// interruptedAtTerminal reports whether the command, given the terminal,
-// was killed by SIGINT: Ctrl-C there.
-func (c *child) interruptedAtTerminal() bool {
+// killedBy reports whether the command was killed by sig.
+func (c *child) killedBy(sig syscall.Signal) bool {
 	ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	return c.tty >= 0 && ok && ws.Signaled() && ws.Signal() == syscall.SIGINT
+	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
-// restoreTerminal takes the terminal's foreground back after the command
-// ended, if it was given to it.
+// restoreTerminal takes the terminal's foreground back from the command
+// (after it ended or stopped), if it has it still: a shell that took it
+// back meanwhile (redlock's job stopped, or put in the background) keeps
+// it.
 func (c *child) restoreTerminal() {
 	if c.tty < 0 {
+		return
+	}
+	if fg, ok := foregroundGroup(c.tty); !ok || fg != c.pgid {
 		return
 	}
 	// A process outside the foreground group that changes it gets SIGTTOU,

@@ -9,7 +9,7 @@ import "syscall"
 // (see startWatchdog).
 func dieWithRedlock(*syscall.SysProcAttr) {}
 
-// stopped reports false where redlock does not look for the command's
+// stopSignal reports false where redlock does not look for the command's
 // stops: Ctrl-Z at the terminal the command was given stops the command
 // alone.
-func (c *child) stopped() bool { return false }
+func (c *child) stopSignal() (syscall.Signal, bool) { return 0, false }

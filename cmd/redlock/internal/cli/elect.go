@@ -41,7 +41,8 @@ the next, for the resources the leader writes to), REDLOCK_DEADLINE,
 REDLOCK_HELD=1.
 
 With --listen, it campaigns for nothing: it prints the leader of NAME, then
-each change, until interrupted (exit 0), one line each:
+each change, until interrupted (exit 0; SIGINT, as Ctrl-C, ends it by
+SIGINT, so that a shell running it stops too), one line each:
   leader VALUE term TERM since TIME
   vacant
 or with --json one object a line: {"name", "vacant", "value", "term",
@@ -57,7 +58,7 @@ Examples:
   redlock elect --listen --json scheduler | jq .value`,
 		exits: []exitDoc{
 			{"n", "the command's exit status; 128+n when it was killed by signal n"},
-			{"0", "with --listen: interrupted"},
+			{"0", "with --listen: ended by SIGHUP, SIGQUIT or SIGTERM"},
 			docUsage,
 			docUnavailable,
 			{code(exitConflict), "not elected within --wait (--conflict-exit-code)"},

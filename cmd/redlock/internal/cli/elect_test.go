@@ -132,11 +132,11 @@ func TestElect_listenPrintsEachLeader(t *testing.T) {
 			if l := next(); !l.Vacant {
 				t.Fatalf("line %+v after the release, want vacant", l)
 			}
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			if err := cmd.Wait(); err != nil {
-				t.Fatalf("elect --listen interrupted: %v\n%s", err, stderr.String())
+				t.Fatalf("elect --listen ended by SIGTERM: %v\n%s", err, stderr.String())
 			}
 		})
 	}
@@ -252,7 +252,7 @@ func TestElect_shortRecoveryDelay(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("elect --listen --recovery-delay 3s printed nothing\n%s", stderr.String())
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {

@@ -49,13 +49,25 @@ func (j *jobControl) end() {
 }
 
 // suspends reports whether sig, received while the command runs, asks
-// redlock's job to stop.
+// redlock's job to stop: a SIGTSTP, passed on to the command, or the
+// command, given the terminal, stopped. A command stopped for reading
+// from the terminal, or changing it, while redlock has it (fg after bg)
+// is given it and continued instead, as a shell gives it to a job in the
+// foreground.
 func (j *jobControl) suspends(sig os.Signal) bool {
 	if sig == syscall.SIGTSTP {
 		j.ch.signal(syscall.SIGTSTP)
 		return true
 	}
-	return j.ch.tty >= 0 && j.ch.stopped()
+	if j.ch.tty < 0 {
+		return false
+	}
+	stopSig, stopped := j.ch.stopSignal()
+	if stopped && (stopSig == syscall.SIGTTIN || stopSig == syscall.SIGTTOU) && inForeground() {
+		j.resume()
+		return false
+	}
+	return stopped
 }
 
 // suspend stops redlock, with its whole process group when the command had
@@ -85,4 +97,11 @@ func (j *jobControl) resume() {
 		syscall.Syscall(syscall.SYS_IOCTL, uintptr(j.ch.tty), syscall.TIOCSPGRP, uintptr(unsafe.Pointer(&pgrp)))
 	}
 	j.ch.signal(syscall.SIGCONT)
+}
+
+// inForeground reports whether standard input is a terminal whose
+// foreground is redlock's process group.
+func inForeground() bool {
+	fg, ok := foregroundGroup(0)
+	return ok && fg == syscall.Getpgrp()
 }

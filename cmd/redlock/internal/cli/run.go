@@ -129,11 +129,11 @@ Signals: SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 sent to redlock
 are forwarded to the command's process group; the lock is released once the
 command has ended. While waiting for the lock, the first four stop the wait.
 Standard input, output and error are the command's; when standard input is
-the terminal, the command runs in the terminal's foreground. Ctrl-C there
-interrupts the command, then ends redlock by SIGINT once the lock is
-released, so that a script running redlock stops too. Ctrl-Z (SIGTSTP)
-stops redlock with the command, and continuing redlock (fg, bg, SIGCONT)
-continues the command; nothing renews the lock meanwhile.
+the terminal, the command runs in the terminal's foreground. A SIGINT
+(Ctrl-C) that kills the command, or ends a wait, ends redlock by SIGINT
+once the lock is released, so that a script running redlock stops too.
+Ctrl-Z (SIGTSTP) stops redlock with the command, and continuing redlock
+(fg, bg, SIGCONT) continues the command; nothing renews the lock meanwhile.
 
 The command's environment has, for one KEY:
   REDLOCK_KEY       the key held: KEY, or with --limit the permit's, KEY:permit:i
@@ -283,15 +283,14 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 		}
 	}
 	c.release(s, held, name)
+	commandEnded(ctx, ch)
 	if lost != nil {
+		ending.Store(endByStatus) // the loss says more than an interruption
 		sayf(s.stderr, slog.LevelError, c.name(), "the command exited with status %d after the lock was lost", status)
 		if errors.Is(lost, redlock.ErrTakenOver) {
 			return exitTakenOver
 		}
 		return exitLockLost
-	}
-	if ch.interruptedAtTerminal() {
-		interruptedAtTerminal.Store(true) // see Exit
 	}
 	return status
 }
@@ -487,6 +486,8 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 			if jobs.suspends(sig) {
 				sv.suspend(jobs)
 			}
+		case <-jobs.conts:
+			sv.continued(jobs)
 		case <-ctxDone:
 			ctxDone = nil
 			settle = time.After(signalSettle)
@@ -621,12 +622,18 @@ func (sv *supervision) stopDue() {
 	}
 }
 
-// suspend stops redlock's job with the command (see jobControl), and once
-// redlock is continued, stops the command if the lock's validity ran out
-// meanwhile, then continues it.
+// suspend stops redlock's job with the command (see jobControl), and
+// continues the command once redlock is continued.
 func (sv *supervision) suspend(jobs *jobControl) {
 	sv.c.logf(sv.s, "stopping redlock's job with the command (Ctrl-Z)")
 	jobs.suspend()
+	sv.continued(jobs)
+}
+
+// continued runs when redlock was continued (fg, bg, SIGCONT): it stops
+// the command if the lock's validity ran out meanwhile, gives the command
+// the terminal again if redlock has it (fg after bg), and continues it.
+func (sv *supervision) continued(jobs *jobControl) {
 	sv.c.logf(sv.s, "continued: continuing process group %d", sv.ch.pgid)
 	if !time.Now().Before(sv.stopAt) {
 		sv.stopDue()

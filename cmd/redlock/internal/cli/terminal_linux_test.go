@@ -171,37 +171,43 @@ func (term *terminal) assertInterrupted(t *testing.T, after string) {
 	}
 }
 
-// Ctrl-C on a command that redlock runs from a script in a terminal ends the
-// script too, as it would have, had the script run the command itself:
-// redlock, which gave the command the terminal, ends by the same SIGINT
-// once it has released the lock, so that the shell knows it was
-// interrupted.
+// Ctrl-C on a command that redlock runs from a script in a terminal, or
+// while it waits for the lock, ends the script too, loop and all, as it
+// would have, had the script run the command itself: redlock ends by
+// SIGINT once it has released the lock, so that the shell knows it was
+// interrupted. With standard input the terminal, the command has the
+// terminal to itself, and redlock passes the SIGINT on to its own process
+// group; otherwise the terminal interrupts them all.
 func TestRun_ctrlCInATerminalEndsTheScript(t *testing.T) {
-	cluster, nodes := newCluster(t, 3)
-	dir := t.TempDir()
-	pidFile, after := filepath.Join(dir, "pid"), filepath.Join(dir, "after")
-	script := binary + ` run k -- sh -c 'echo $$ > ` + pidFile + `; exec sleep 60'; echo "status $?" > ` + after
-	term := startTerminal(t, nodes, script)
-	term.readPid(t, pidFile)
-	term.press(t, ctrlC)
-	term.assertInterrupted(t, after)
-	assertReleased(t, cluster, "k", "after Ctrl-C")
-}
-
-// Ctrl-C while redlock waits for the lock, in a script in a terminal, ends
-// the script as well.
-func TestRun_ctrlCWhileWaitingInATerminalEndsTheScript(t *testing.T) {
-	cluster, nodes := newCluster(t, 3)
-	cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", "busy").expect(t, exitOK, "acquire")
-	dir := t.TempDir()
-	ran, after := filepath.Join(dir, "ran"), filepath.Join(dir, "after")
-	script := binary + ` run busy -- touch ` + ran + `; echo "status $?" > ` + after
-	term := startTerminal(t, nodes, script)
-	awaitCampaigning(t, cluster, "busy")
-	term.press(t, ctrlC)
-	term.assertInterrupted(t, after)
-	if _, err := os.Stat(ran); err == nil {
-		t.Error("the command ran")
+	for _, stdin := range []string{"", " < /dev/null"} {
+		t.Run("stdin"+stdin, func(t *testing.T) {
+			t.Run("running", func(t *testing.T) {
+				cluster, nodes := newCluster(t, 3)
+				dir := t.TempDir()
+				pidFile, after := filepath.Join(dir, "pid"), filepath.Join(dir, "after")
+				script := `for i in 1 2; do ` + binary + ` run k -- sh -c 'echo $$ > ` + pidFile + `; exec sleep 60'` + stdin +
+					`; echo "status $?" >> ` + after + `; done`
+				term := startTerminal(t, nodes, script)
+				term.readPid(t, pidFile)
+				term.press(t, ctrlC)
+				term.assertInterrupted(t, after)
+				assertReleased(t, cluster, "k", "after Ctrl-C")
+			})
+			t.Run("waiting", func(t *testing.T) {
+				cluster, nodes := newCluster(t, 3)
+				cli(t, "acquire", "--nodes", nodes, "--ttl", "20s", "busy").expect(t, exitOK, "acquire")
+				dir := t.TempDir()
+				ran, after := filepath.Join(dir, "ran"), filepath.Join(dir, "after")
+				script := binary + ` run busy -- touch ` + ran + stdin + `; echo "status $?" > ` + after
+				term := startTerminal(t, nodes, script)
+				awaitCampaigning(t, cluster, "busy")
+				term.press(t, ctrlC)
+				term.assertInterrupted(t, after)
+				if _, err := os.Stat(ran); err == nil {
+					t.Error("the command ran")
+				}
+			})
+		})
 	}
 }
 
@@ -293,5 +299,76 @@ func TestRun_ctrlZLongerThanTheLockKillsTheCommand(t *testing.T) {
 	term.typeLine(t, "fg")
 	term.typeLine(t, `echo "status $?"`)
 	term.waitFor(t, "status "+strconv.Itoa(exitLockLost), 10*time.Second)
+	term.typeLine(t, "exit")
+}
+
+// awaitForegroundNot waits up to 10 s for the foreground group of process
+// pid's terminal to be another than group.
+func (term *terminal) awaitForegroundNot(t *testing.T, pid, group int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		s := string(b)
+		// After the name: state, ppid, pgrp, session, tty_nr, tpgid.
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			if f := strings.Fields(s[i+1:]); len(f) > 5 && f[5] != strconv.Itoa(group) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal's foreground is still group %d after 10s; the terminal shows:\n%s", group, term.output())
+		}
+	}
+}
+
+// Ctrl-Z, bg, then fg: the command runs in the background after bg, and
+// gets the terminal back after fg, as directly, and reads what is typed
+// (redlock gives it the terminal when it reads: a shell sends a job that
+// runs in the background no signal when it puts it in the foreground).
+func TestRun_ctrlZBgThenFgGivesTheCommandTheTerminal(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	term := startTerminal(t, nodes, "")
+	term.typeLine(t, binary+` run k -- sh -c 'echo $$ > `+pidFile+`; while [ ! -e `+gate+` ]; do sleep 0.05; done; read x; echo "got=$x"'`)
+	pid := term.readPid(t, pidFile)
+	term.press(t, ctrlZ)
+	term.waitFor(t, "Stopped", 10*time.Second)
+	term.typeLine(t, "bg")
+	term.awaitState(t, pid, false, "after bg")
+	term.typeLine(t, "fg")
+	term.awaitForegroundNot(t, pid, term.cmd.Process.Pid) // the shell's
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	term.typeLine(t, "hello")
+	term.waitFor(t, "got=hello", 10*time.Second)
+	term.typeLine(t, "exit")
+}
+
+// A job put in the background that ends there leaves the terminal to the
+// shell, which goes on reading commands.
+func TestRun_ctrlZBgJobEndsAndTheShellKeepsTheTerminal(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	term := startTerminal(t, nodes, "")
+	term.typeLine(t, binary+` run k -- `+gatedCommand(pidFile, gate))
+	pid := term.readPid(t, pidFile)
+	term.press(t, ctrlZ)
+	term.waitFor(t, "Stopped", 10*time.Second)
+	term.typeLine(t, "bg")
+	term.awaitState(t, pid, false, "after bg")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shell := term.cmd.Process.Pid
+	for deadline := time.Now().Add(10 * time.Second); len(inSession(shell)) > 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job still runs 10s after its command could end; the terminal shows:\n%s", term.output())
+		}
+	}
+	term.typeLine(t, `echo "shell alive"`)
+	term.waitFor(t, "shell alive\r\n", 10*time.Second)
 	term.typeLine(t, "exit")
 }
