@@ -50,7 +50,8 @@ under some failure.
 Output: the table and findings; with --json one object: {"unsafe", "available", "quorum",
 "reachable", "nodes": [...], "findings": [{"node", "shard", "severity",
 "check", "message", "remedy"}]}; a Redis Cluster node has "shards": [...].
-"available" says whether a lock can be taken now: a majority votes, and
+"available" says whether a lock can be taken now: a majority votes (a
+Redis Cluster whose masters say cluster_state fail votes for no key), and
 the node list is one the other verbs accept (no node twice, no node that
 refuses its URL, no replica or Sentinel named as a node).`,
 		exits: []exitDoc{

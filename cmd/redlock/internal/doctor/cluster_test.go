@@ -253,7 +253,8 @@ func TestAudit_redisClusterEvictingShard(t *testing.T) {
 }
 
 // Slots that no master serves, and masters whose cluster_state is fail,
-// are critical.
+// are critical; such a node votes for no key (CLUSTERDOWN), so no lock can
+// be taken on it.
 func TestAudit_redisClusterUncovered(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
 	// Every node forgets slots 16000-16383, so that all views agree.
@@ -285,6 +286,9 @@ func TestAudit_redisClusterUncovered(t *testing.T) {
 	}
 	if !r.Unsafe() {
 		t.Error("Unsafe() = false with uncovered slots")
+	}
+	if r.Available() {
+		t.Error("Available() = true while every master's cluster_state is fail: the node votes for no key")
 	}
 }
 

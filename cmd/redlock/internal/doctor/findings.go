@@ -91,26 +91,33 @@ func (r *Report) recoveringSeverity() Severity {
 	return Info
 }
 
-// voting counts the nodes that would vote in an acquisition now: reachable,
-// not recovering nor loading, and not a replica.
+// voting counts the nodes that would vote in an acquisition now, for some
+// key at least: reachable, not recovering nor loading, not a replica, and
+// for a Redis Cluster node, with a master that serves its slots.
 func (r *Report) voting() int {
 	usable := 0
 	for _, n := range r.Nodes {
-		if n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" {
+		if n.votes() {
 			usable++
 		}
 	}
 	return usable
 }
 
+// votes reports whether n would vote in an acquisition now, for some key
+// at least (see voting).
+func (n Node) votes() bool {
+	return n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" && n.servesSomeSlot()
+}
+
 // votingForEveryKey counts the nodes that would vote now whatever the
 // lock's key: voting, and, for a Redis Cluster node, serving every slot
 // (see servesEverySlot).
 func (r *Report) votingForEveryKey() int {
-	usable := r.voting()
+	usable := 0
 	for _, n := range r.Nodes {
-		if n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" && !n.servesEverySlot() {
-			usable--
+		if n.votes() && n.servesEverySlot() {
+			usable++
 		}
 	}
 	return usable
@@ -130,6 +137,22 @@ func (n Node) servesEverySlot() bool {
 		}
 	}
 	return true
+}
+
+// servesSomeSlot reports whether a Redis Cluster node would vote for a
+// lock of some key: a master reachable with its cluster state ok. Where
+// every master's state is fail, the cluster answers CLUSTERDOWN whatever
+// the key. It is true for any other node.
+func (n Node) servesSomeSlot() bool {
+	if len(n.Shards) == 0 {
+		return true
+	}
+	for _, s := range n.Shards {
+		if s.Master.Reachable && (s.ClusterState == "" || s.ClusterState == "ok") {
+			return true
+		}
+	}
+	return false
 }
 
 // Available reports whether a quorum of the nodes would vote in an
