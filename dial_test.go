@@ -276,6 +276,33 @@ func TestDial_replicaOrSentinelAsNodeFails(t *testing.T) {
 	}
 }
 
+// A rediss:// URL of a Sentinel-managed master or of a Redis Cluster whose
+// sentinels or seeds answer in plaintext fails Dial with the reason too,
+// rather than dialing, as for a node that is down, and timing out on
+// every request.
+func TestDial_tlsToPlaintextSentinelOrCluster(t *testing.T) {
+	master := redlocktest.Start(t, redlocktest.Options{Nodes: 1}).Node(0)
+	sentinel := redlocktest.StartSentinel(t, redlocktest.SentinelOptions{Masters: map[string]int{"locks": master.Port()}})
+	cluster := redlocktest.Start(t, redlocktest.Options{RedisCluster: true})
+	for name, url := range map[string]string{
+		"sentinel": "rediss://" + sentinel.Addr() + "?master_name=locks",
+		"cluster":  "rediss://" + cluster.Node(0).Addr() + "?cluster=1",
+	} {
+		t.Run(name, func(t *testing.T) {
+			forEachDialer(t, func(t *testing.T, d dialer) {
+				client, err := d.dial(bg, []string{url}, nil)
+				if err == nil {
+					client.Close()
+					t.Fatalf("Dial of %s succeeded", url)
+				}
+				if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "plaintext") {
+					t.Errorf("Dial = %v, want ErrInvalidURL saying the server answers in plaintext", err)
+				}
+			})
+		})
+	}
+}
+
 // A rediss:// URL to a plaintext port fails Dial with the reason, instead
 // of dialing "successfully" and timing out on every request, and without
 // waiting out the first PING's 3 s: the port answers the probe at once.

@@ -49,6 +49,9 @@ func newClusterConn(raw string, u *url.URL, lone bool) (*Conn, error) {
 	o.ContextTimeoutEnabled = lone
 	c := NewOwned(redis.NewClusterClient(o))
 	c.name = "cluster:" + strings.Join(o.Addrs, ",")
+	if o.TLSConfig != nil {
+		c.tlsAddrs, c.tlsConf = o.Addrs, o.TLSConfig
+	}
 	return c, nil
 }
 

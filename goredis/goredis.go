@@ -75,6 +75,7 @@ package goredis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sort"
@@ -111,6 +112,11 @@ type Conn struct {
 	// (Redis before 7.0), so Listen subscribes by SUBSCRIBE there, as its
 	// nodes announce releases by PUBLISH.
 	classicPubSub atomic.Bool
+	// tlsAddrs are the sentinels or seeds that a rediss:// URL of a
+	// Sentinel-managed master or a Redis Cluster names, with tlsConf, for
+	// Dial's probe (see probeTLS).
+	tlsAddrs []string
+	tlsConf  *tls.Config
 }
 
 // New wraps client. The node is named after the client's address. Close does

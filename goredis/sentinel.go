@@ -47,6 +47,9 @@ func newSentinelConn(raw string, u *url.URL, lone bool) (*Conn, error) {
 	o.ContextTimeoutEnabled = lone
 	c := NewOwned(redis.NewFailoverClient(o))
 	c.name = o.MasterName + "@sentinel:" + strings.Join(o.SentinelAddrs, ",")
+	if o.TLSConfig != nil {
+		c.tlsAddrs, c.tlsConf = o.SentinelAddrs, o.TLSConfig
+	}
 	return c, nil
 }
 

@@ -165,12 +165,16 @@ func RedactURL(raw string) string { return nodeurl.Redact(raw) }
 
 // probeTLS is Dial's probe of a node that did not answer PING
 // (see nodecheck.Probe): for a *redis.Client set up for TLS over TCP (a
-// rediss:// URL), it returns an error when the port answers in plaintext,
-// or when the TLS handshake fails on a certificate.
+// rediss:// URL), or the sentinels or seeds of a rediss:// URL, it returns
+// an error when a port answers in plaintext, or when the TLS handshake
+// fails on a certificate.
 func probeTLS(conn redlock.Conn) error {
 	c, ok := conn.(*Conn)
 	if !ok {
 		return nil
+	}
+	if c.tlsAddrs != nil {
+		return nodecheck.ProbeTLSAll(c.Name(), c.tlsAddrs, c.tlsConf)
 	}
 	client, ok := c.client.(*redis.Client)
 	if !ok || client.Options().TLSConfig == nil || client.Options().Network == "unix" {

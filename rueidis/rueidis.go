@@ -63,7 +63,9 @@ type Conn struct {
 	name    string
 	owned   bool
 	cluster bool
-	tlsAddr string // the address a rediss:// URL names, for Dial's probe
+	// tlsAddrs are the addresses a rediss:// URL names (the server, the
+	// sentinels or the seeds), for Dial's probe.
+	tlsAddrs []string
 	tlsConf *tls.Config
 	// classicPubSub: the cluster refused SSUBSCRIBE as an unknown command
 	// (Redis before 7.0), so Listen subscribes by SUBSCRIBE there, as its

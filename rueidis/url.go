@@ -130,8 +130,8 @@ func NewURL(raw string) (*Conn, error) {
 	f.setUp(&opt, u)
 	setUpForLocking(&opt)
 	c := &Conn{name: f.name(opt, u), owned: true, cluster: f == clusterForm}
-	if f == serverForm && opt.TLSConfig != nil {
-		c.tlsAddr, c.tlsConf = opt.InitAddress[0], opt.TLSConfig
+	if opt.TLSConfig != nil {
+		c.tlsAddrs, c.tlsConf = opt.InitAddress, opt.TLSConfig
 	}
 	c.connect = &connector{connect: func() (rueidis.Client, error) { return f.connect(opt) }}
 	return c, nil
@@ -263,13 +263,17 @@ func setUpForLocking(o *rueidis.ClientOption) {
 }
 
 // probeTLS is Dial's probe of a node that did not answer PING
-// (see nodecheck.Probe): for a Conn from a rediss:// URL naming one server,
-// it returns an error when the port answers in plaintext, or when the TLS
-// handshake fails on a certificate.
+// (see nodecheck.Probe): for a Conn from a rediss:// URL, it returns an
+// error when a port the URL names (the server, the sentinels or the
+// seeds) answers in plaintext, or when the TLS handshake fails on a
+// certificate.
 func probeTLS(conn redlock.Conn) error {
 	c, ok := conn.(*Conn)
-	if !ok || c.tlsAddr == "" {
+	if !ok || len(c.tlsAddrs) == 0 {
 		return nil
 	}
-	return nodecheck.ProbeTLS(c.Name(), c.tlsAddr, c.tlsConf)
+	if len(c.tlsAddrs) == 1 {
+		return nodecheck.ProbeTLS(c.Name(), c.tlsAddrs[0], c.tlsConf)
+	}
+	return nodecheck.ProbeTLSAll(c.Name(), c.tlsAddrs, c.tlsConf)
 }

@@ -58,3 +58,16 @@ func ProbeTLS(name, addr string, config *tls.Config) error {
 	}
 	return TLSRefused(name, addr, config)
 }
+
+// ProbeTLSAll is ProbeTLS for a node reached through several addresses over
+// TLS: the sentinels of a Sentinel-managed master, or the seeds of a Redis
+// Cluster. The first address that answers in plaintext or refuses the
+// certificate decides.
+func ProbeTLSAll(name string, addrs []string, config *tls.Config) error {
+	for _, addr := range addrs {
+		if err := ProbeTLS(name+" at "+addr, addr, config); err != nil {
+			return err
+		}
+	}
+	return nil
+}
