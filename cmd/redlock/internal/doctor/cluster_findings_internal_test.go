@@ -41,3 +41,18 @@ func TestClusterFindings_masterWithoutReplica(t *testing.T) {
 		t.Errorf("no master with a replica: %v; want none", fs)
 	}
 }
+
+// Grants that wait for every replica a master has leave a promoted replica
+// short of one: a warning; waiting for fewer is information only.
+func TestReplicaFindings_waitingForEveryReplica(t *testing.T) {
+	for _, tc := range []struct {
+		replicas, wait int
+		want           Severity
+	}{{1, 1, Warning}, {2, 2, Warning}, {2, 1, Info}} {
+		var fs findingList
+		replicaFindings(&fs, Node{Node: "a", Role: "master", Replicas: tc.replicas}, Limits{Quarantine: true, WaitReplicas: tc.wait})
+		if len(fs) != 1 || fs[0].Severity != tc.want {
+			t.Errorf("%d replicas, WaitReplicas %d: %v; want one %v", tc.replicas, tc.wait, fs, tc.want)
+		}
+	}
+}

@@ -559,8 +559,9 @@ func TestAudit_severityString(t *testing.T) {
 
 // A master with a replica is safe while the quarantine is on (a promoted
 // replica is another process, and sits out the recovery delay) but can
-// lose locks (a warning), unsafe without it, and fine when grants wait for
-// the replica; waiting for more replicas than the master has is critical.
+// lose locks (a warning), unsafe without it, and safe when grants wait for
+// the replica, but with a warning when they wait for all its replicas;
+// waiting for more replicas than the master has is critical.
 func TestAudit_masterWithReplica(t *testing.T) {
 	master := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	redlocktest.Start(t, redlocktest.Options{Nodes: 1, // its replica
@@ -577,8 +578,13 @@ func TestAudit_masterWithReplica(t *testing.T) {
 	conns := goredisConns(t, master.Addrs())
 	r := audit(t, conns, nil)
 	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Warning)
+	// Grants that wait for its only replica: a failover hands the locks
+	// over, but the new master has no replica left to confirm the next.
 	r = audit(t, conns, &redlock.Options{WaitReplicas: 1, DisableQuarantine: true})
-	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Info)
+	f := wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Warning)
+	if !strings.Contains(f.Message, "leaves the new master with 0") {
+		t.Errorf("message %q does not say what a failover leaves", f.Message)
+	}
 	r = audit(t, conns, &redlock.Options{WaitReplicas: 2})
 	wantFinding(t, r, r.Nodes[0].Node, "replica", doctor.Critical)
 	r = audit(t, conns, &redlock.Options{DisableQuarantine: true})

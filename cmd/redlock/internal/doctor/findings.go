@@ -190,6 +190,11 @@ func replicaFindings(fs *findingList, n Node, l Limits) {
 	case l.WaitReplicas > n.Replicas:
 		fs.add(n.Node, Critical, "replica", "lower --wait-replicas (Options.WaitReplicas) to the replicas the node has, or attach more",
 			"grants wait for %d replica(s) but the master has %d connected: it counts none of its grants", l.WaitReplicas, n.Replicas)
+	case n.Replicas > 0 && l.WaitReplicas == n.Replicas:
+		fs.add(n.Node, Warning, "replica", "attach another replica, or lower --wait-replicas (Options.WaitReplicas) below the replicas the node has",
+			"master with %d replica(s), all of which grants wait for (WAIT): a failover hands the locks over, but leaves the new master "+
+				"with %d until the old one syncs again as a replica, and until then it counts none of its grants or extensions "+
+				"(the locks held through it are lost when they are renewed)", n.Replicas, n.Replicas-1)
 	case n.Replicas > 0 && l.WaitReplicas > 0:
 		fs.add(n.Node, Info, "replica", "nothing to do",
 			"master with %d replica(s); grants wait for %d of them (WAIT), so a failover to one of them hands the locks over", n.Replicas, l.WaitReplicas)
