@@ -112,6 +112,11 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 		return c.tryAcquire(ctx, key, cfg, call)
 	}
 	a := acquisition{c: c, ctx: ctx, key: key, cfg: cfg, call: call, stopListening: func() {}}
+	// Nudged waiters (an election's candidates, at the lead's expiry) try
+	// all at once: after its first attempt, each defers to the clients
+	// queued before it, as a set waiter does, so that they take the key
+	// in the order they came.
+	a.place.set = cfg.nudge != nil
 	if err := a.takeTurn(); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -97,4 +98,75 @@ func TestElection_concurrentCampaignsOfOneCandidate(t *testing.T) {
 	if l, err := e.Leader(bg); !errors.Is(err, redlock.ErrNoLeader) {
 		t.Errorf("Leader after Resign: %+v, %v; want ErrNoLeader", l, err)
 	}
+}
+
+// Candidates waiting behind a leader that dies without resigning (its
+// Client closed, as in a crash) are elected in the order they came, one
+// lead after another: each lead's expiry nudges every waiting candidate
+// into an attempt at once, and only the first in line takes the free key.
+// Before, whoever reached the nodes first after the expiry won.
+func TestElection_afterLeadersDieCandidatesAreElectedInOrder(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	const candidates, ttl = 4, time.Second
+	queue, _ := redlock.QueueKeys("crashing")
+	clients := make([]*redlock.Client, candidates)
+	elected := make(chan int, candidates)
+	for i := range candidates {
+		clients[i] = newClient(t, cluster, adapters[i%len(adapters)], nil)
+		e, err := clients[i].NewElection("crashing", redlock.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if err := e.Campaign(bg, fmt.Sprintf("candidate-%d", i)); err == nil {
+				elected <- i
+			}
+		}()
+		if i == 0 {
+			if got := <-elected; got != 0 {
+				t.Fatalf("candidate %d elected first, alone", got)
+			}
+			continue
+		}
+		awaitQueueLength(t, cluster, queue, i) // in line before the next one comes
+	}
+	for leader := range candidates - 1 {
+		if err := clients[leader].Close(); err != nil { // dies leading
+			t.Fatal(err)
+		}
+		select {
+		case next := <-elected:
+			if next != leader+1 {
+				t.Fatalf("candidate %d elected after candidate %d died, want %d, the next in line", next, leader, leader+1)
+			}
+		case <-time.After(10 * ttl):
+			t.Fatalf("nobody elected %s after candidate %d died", 10*ttl, leader)
+		}
+	}
+}
+
+// awaitQueueLength waits until the sorted set queue holds at least n
+// clients on a quorum of the nodes.
+func awaitQueueLength(t *testing.T, cluster *redlocktest.Cluster, queue string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		queued := 0
+		for _, node := range cluster.Nodes() {
+			if v, err := node.Do(bg, "ZCARD", queue); err == nil && atoi(v) >= n {
+				queued++
+			}
+		}
+		if queued >= len(cluster.Nodes())/2+1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d clients queued in %s on a quorum of nodes", n, queue)
+		}
+	}
+}
+
+// atoi returns s as an int, 0 when it is not one.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

@@ -338,7 +338,9 @@ type lockConfig struct {
 
 // withNudge makes a waiting Acquire try at once each time nudge receives,
 // rather than at its next retry: an election's candidate, when the lead's
-// key expires, which no release announces.
+// key expires, which no release announces. As every candidate is nudged at
+// once, its attempts after the first defer to the clients queued before it
+// (see lua/queued_acquire.lua, mode 2): the first in line takes the key.
 func withNudge(nudge <-chan struct{}) LockOption {
 	return lockOption(func(c *lockConfig) { c.nudge = nudge })
 }

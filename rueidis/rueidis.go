@@ -66,7 +66,7 @@ type Conn struct {
 	// tlsAddrs are the addresses a rediss:// URL names (the server, the
 	// sentinels or the seeds), for Dial's probe.
 	tlsAddrs []string
-	tlsConf *tls.Config
+	tlsConf  *tls.Config
 	// classicPubSub: the cluster refused SSUBSCRIBE as an unknown command
 	// (Redis before 7.0), so Listen subscribes by SUBSCRIBE there, as its
 	// nodes announce releases by PUBLISH.
