@@ -39,7 +39,7 @@ func TestNew_refusesOptionsNoNodeCanMeet(t *testing.T) {
 }
 
 // Every call given a nil context fails with ErrNilContext, but a release,
-// which runs whatever its context.
+// which runs whatever its context, and the lookups that cannot fail.
 func TestNilContext_failsClearlyOrReleases(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
@@ -78,6 +78,20 @@ func TestNilContext_failsClearlyOrReleases(t *testing.T) {
 		//lint:ignore SA1012 as above
 		if err := locks.Release(nil); err != nil {
 			t.Fatalf("Locks.Release(nil) = %v", err)
+		}
+		// LockFromContext finds no lock in a nil context; Observe takes it
+		// as context.Background(), ending with the Client.
+		//lint:ignore SA1012 as above
+		if l, ok := redlock.LockFromContext(nil); l != nil || ok {
+			t.Errorf("LockFromContext(nil) = %v, %v; want nil, false", l, ok)
+		}
+		e, err := c.NewElection("nil-ctx-election")
+		if err != nil {
+			t.Fatal(err)
+		}
+		//lint:ignore SA1012 as above
+		if l, ok := <-e.Observe(nil); !ok || !l.Vacant() {
+			t.Errorf("Observe(nil) sent %+v, %v; want the vacancy", l, ok)
 		}
 		for i, n := range cluster.Nodes() {
 			// Release returns at a quorum; the other nodes follow.

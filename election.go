@@ -234,7 +234,9 @@ func (e *Election) leadExpiry(ctx context.Context) time.Time {
 // elected once it is over. Like Release it runs even when ctx has ended.
 // The lead ends either way; when the release fails (ErrNotReleased), the
 // lock stands until its TTL passes, and Resign may be called again to
-// retry it, as may Campaign.
+// retry it, as may Campaign, unless the Client closed: nothing is sent
+// then, and the lock stands until its TTL passes (resign before Close to
+// hand the lead over at once).
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
 	lock, retry := e.lock, false
@@ -331,9 +333,21 @@ var closedChan = func() chan struct{} {
 // fails with ErrNoLeader
 // when there is none, ErrLeaderUnknown (in a *QuorumError) when too few
 // nodes answered to tell, within the larger of Options.NodeTimeout and 3 s
-// or until ctx ends.
+// or until ctx ends. A node that has not answered within four node
+// timeouts is left out when the others settle it, as an observer's reads
+// do: a paused minority does not slow it.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	r, err := e.read(ctx)
+	if err := e.client.checkCall(ctx); err != nil {
+		return Leader{}, err
+	}
+	// As an observer's reads: a node that does not answer within a few node
+	// timeouts (paused, cut off) is left out when the others settle it.
+	rctx, cancel := context.WithTimeout(ctx, observeReadNodeTimeouts*e.client.requestTimeout())
+	r, err := e.read(rctx)
+	cancel()
+	if errors.Is(err, ErrLeaderUnknown) && ctx.Err() == nil {
+		r, err = e.read(ctx) // the nodes left out may tell
+	}
 	if err != nil {
 		return Leader{}, err
 	}

@@ -43,12 +43,19 @@ const (
 // candidate waits: with candidates waiting, the release wakes only the
 // next of them, and the observer sees the new leader at its next read),
 // when the leader's key expires on the nodes (a leader that died), and
-// reads the nodes every twentieth of the TTL (50 ms to 500 ms) meanwhile,
+// reads the nodes every twentieth of the TTL (50 ms to 500 ms) meanwhile:
+// the leader's, as its token says, or the observer's own (WithTTL) while
+// nobody leads,
 // each read waiting for the nodes at most four per-node timeouts or the
 // poll. Reads that too few nodes
 // answer are retried; nothing is sent for them. A receiver that does not keep up
 // holds the observer back: it reads again once its last change was taken.
+// A nil ctx is taken as context.Background(): the observer then ends with
+// the Client.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	if ctx == nil {
+		ctx = context.Background() // it ends with the Client
+	}
 	out := make(chan Leader)
 	go e.observe(ctx, out)
 	return out
@@ -59,16 +66,19 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer close(out)
 	wake, stop := e.client.waker.ListenForAll([]string{e.key}, true)
 	defer stop()
-	poll := min(max(e.ttl/observePollDivisor, minObservePoll), maxObservePoll)
 	var seen observed
 	var marked time.Time
 	closed := e.client.closed
+	poll := observePoll(e.ttl)
 	for ctx.Err() == nil && !isClosed(closed) {
 		marked = e.markListening(ctx, marked)
 		next := time.Now().Add(poll)
 		rctx, cancel := context.WithTimeout(ctx, max(poll, observeReadNodeTimeouts*e.client.requestTimeout()))
 		r, err := e.read(rctx)
 		cancel()
+		if err == nil {
+			poll = r.leader.poll(e.ttl)
+		}
 		if err == nil && seen.changed(r.leader) {
 			select {
 			case out <- r.leader:
@@ -86,6 +96,22 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		}
 		waitObserved(ctx, closed, wake, time.Until(next))
 	}
+}
+
+// observePoll returns the pace of an observer's reads for leads of the
+// given TTL (see observePollDivisor).
+func observePoll(ttl time.Duration) time.Duration {
+	return min(max(ttl/observePollDivisor, minObservePoll), maxObservePoll)
+}
+
+// poll returns the pace of an observer's reads while l leads: after the
+// TTL l's token says its lead has, which the candidates chose, or ttl,
+// the observer's own, when vacant or not said.
+func (l Leader) poll(ttl time.Duration) time.Duration {
+	if info, ok := wire.ParseToken(l.Token); ok && info.TTL > 0 {
+		ttl = info.TTL
+	}
+	return observePoll(ttl)
 }
 
 // markListening sets the election key's waiting mark on the nodes, so that

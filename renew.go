@@ -95,6 +95,9 @@ type lockContextKey struct{}
 // lock (Fence, Until, Key, Nodes) and may Extend it; Do renews and releases
 // it, so fn must not Release it (Do would then return ErrReleased).
 func LockFromContext(ctx context.Context) (*Lock, bool) {
+	if ctx == nil {
+		return nil, false
+	}
 	l, ok := ctx.Value(lockContextKey{}).(*Lock)
 	return l, ok
 }
