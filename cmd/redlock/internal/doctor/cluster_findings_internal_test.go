@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,5 +55,16 @@ func TestReplicaFindings_waitingForEveryReplica(t *testing.T) {
 		if len(fs) != 1 || fs[0].Severity != tc.want {
 			t.Errorf("%d replicas, WaitReplicas %d: %v; want one %v", tc.replicas, tc.wait, fs, tc.want)
 		}
+	}
+}
+
+// A Sentinel-managed node whose Sentinels know no master by its name is a
+// configuration error, not a node that does not run.
+func TestUnreachableFindings_unknownMasterName(t *testing.T) {
+	var fs findingList
+	unreachableFindings(&fs, Node{Node: "nosuch@sentinel:10.0.0.1:26379",
+		Err: errors.New("redis: all sentinels specified in configuration are unreachable: redis: nil (no such master: the Sentinels know no master by this URL's master_name)")})
+	if len(fs) != 1 || fs[0].Severity != Critical || fs[0].Check != "config" || !strings.Contains(fs[0].Remedy, "master_name") {
+		t.Errorf("unknown master name: %v; want one critical config finding naming master_name", fs)
 	}
 }

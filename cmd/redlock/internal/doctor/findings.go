@@ -58,6 +58,12 @@ func unreachableFindings(fs *findingList, n Node) {
 			"credentials refused: %s; no client takes a lock with this node list until it is fixed", why)
 		return
 	}
+	if n.MasterUnknown() {
+		fs.add(n.Node, Critical, "config",
+			"give the master_name of the URL as the Sentinels monitor it (SENTINEL MASTERS lists them)",
+			"%s; no client takes a lock with this node list until it is fixed", why)
+		return
+	}
 	if isTimeout(n.Err) {
 		why = fmt.Sprintf("no answer within %s", NodeTimeout)
 	}

@@ -249,6 +249,13 @@ func (n *Node) readConfig(ctx context.Context, conn redlock.Conn) error {
 	return nil
 }
 
+// MasterUnknown reports a Sentinel-managed node whose Sentinels answered
+// but know no master by its URL's master_name: a configuration error, as
+// each client library reports it in its own words.
+func (n Node) MasterUnknown() bool {
+	return n.Err != nil && strings.Contains(strings.ToLower(n.Err.Error()), "no such master")
+}
+
 // CredentialsRefused reports a node that answered but refused the
 // connection's credentials, or asked for some (WRONGPASS, NOAUTH): it runs
 // and is reached, but cannot vote with this configuration.
