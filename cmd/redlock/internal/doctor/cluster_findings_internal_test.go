@@ -68,3 +68,24 @@ func TestUnreachableFindings_unknownMasterName(t *testing.T) {
 		t.Errorf("unknown master name: %v; want one critical config finding naming master_name", fs)
 	}
 }
+
+// A replica or a Sentinel named as a node gets one critical finding that
+// says so, not the checks of a lock node (functions, eviction, clock), and
+// does not vote.
+func TestServerFindings_replicaOrSentinelAsNode(t *testing.T) {
+	for _, info := range []map[string]string{
+		{"role": "slave", "redis_version": "7.0.15"},
+		{"redis_mode": "sentinel", "role": "master", "redis_version": "7.0.15"},
+	} {
+		n := Node{Node: "a", Reachable: true}
+		n.applyInfo(info)
+		var fs findingList
+		serverFindings(&fs, n, Limits{Quarantine: true})
+		if len(fs) != 1 || fs[0].Severity != Critical || fs[0].Check != "replica" {
+			t.Errorf("%v: findings %v; want one critical replica finding", info, fs)
+		}
+		if n.votes() {
+			t.Errorf("%v: votes", info)
+		}
+	}
+}

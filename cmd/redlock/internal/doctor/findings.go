@@ -30,7 +30,9 @@ func (r *Report) findings(l Limits) []Finding {
 			clusterFindings(&fs, n, l, recoveringSev)
 		default:
 			serverFindings(&fs, n, l)
-			recoveringFindings(&fs, n, recoveringSev)
+			if n.lockNode() {
+				recoveringFindings(&fs, n, recoveringSev)
+			}
 			if n.Cluster {
 				fs.add(n.Node, Info, "cluster", "allow CLUSTER SHARDS (CLUSTER SLOTS before Redis 7) for this user, so that doctor audits every master",
 					"a Redis Cluster, one node of the quorum, whose masters could not be listed (%s): these checks ran on one of its masters only; its restart quarantine works per hash slot",
@@ -74,8 +76,13 @@ func unreachableFindings(fs *findingList, n Node) {
 // serverFindings runs the checks of one server: a standalone node, or a
 // master of a Redis Cluster node.
 func serverFindings(fs *findingList, n Node, l Limits) {
-	for _, check := range []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings,
-		persistenceFindings, configFindings, clockFindings, functionsFindings} {
+	checks := []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings,
+		persistenceFindings, configFindings, clockFindings, functionsFindings}
+	if !n.lockNode() {
+		// Not a node for locks at all: what it lacks as one is noise.
+		checks = checks[:2]
+	}
+	for _, check := range checks {
 		check(fs, n, l)
 	}
 }
@@ -110,10 +117,25 @@ func (r *Report) voting() int {
 	return usable
 }
 
+// recovering counts the reachable nodes that sit out a recovery delay.
+func (r *Report) recovering() int {
+	n := 0
+	for _, node := range r.Nodes {
+		if node.Reachable && (node.Recovering || node.PartlyRecovering) {
+			n++
+		}
+	}
+	return n
+}
+
+// lockNode reports whether n is a server that can hold locks at all: not
+// a replica, nor a Sentinel.
+func (n Node) lockNode() bool { return n.Role != "replica" && n.Role != "sentinel" }
+
 // votes reports whether n would vote in an acquisition now, for some key
 // at least (see voting).
 func (n Node) votes() bool {
-	return n.Reachable && !n.Recovering && !n.Loading && n.Role != "replica" && n.servesSomeSlot()
+	return n.Reachable && !n.Recovering && !n.Loading && n.lockNode() && n.servesSomeSlot()
 }
 
 // votingForEveryKey counts the nodes that would vote now whatever the
@@ -193,6 +215,9 @@ func replicaFindings(fs *findingList, n Node, l Limits) {
 	case n.Role == "replica":
 		fs.add(n.Node, Critical, "replica", "point the client at independent masters only, with no replication between them",
 			"a replica, not an independent master: it refuses lock writes or loses them at the next sync")
+	case n.Role == "sentinel":
+		fs.add(n.Node, Critical, "replica", "name a Sentinel-managed master by its Sentinels' URL with ?master_name=NAME",
+			"a Sentinel, not a master: it holds no keys")
 	case l.WaitReplicas > n.Replicas:
 		fs.add(n.Node, Critical, "replica", "lower --wait-replicas (Options.WaitReplicas) to the replicas the node has, or attach more",
 			"grants wait for %d replica(s) but the master has %d connected: it counts none of its grants", l.WaitReplicas, n.Replicas)
@@ -337,10 +362,13 @@ func (r *Report) quorumFindings(fs *findingList) {
 	case r.Reachable < r.Quorum:
 		fs.add("", Critical, "quorum", "bring nodes back, or point the client at reachable ones",
 			"%d of %d nodes reachable, %d needed: no lock can be acquired", r.Reachable, total, r.Quorum)
-	case r.voting() < r.Quorum:
+	case r.voting() < r.Quorum && r.recovering() > 0:
 		fs.add("", Warning, "quorum", "on a brand-new deployment with no lock outstanding, run 'redlock init'; otherwise wait: a node's delay starts at the next acquisition that reaches it",
 			"%d of %d nodes vote now, %d needed: no lock can be acquired until the others sit out their recovery delay",
 			r.voting(), total, r.Quorum)
+	case r.voting() < r.Quorum:
+		fs.add("", Warning, "quorum", "see the findings of the nodes that do not vote",
+			"%d of %d nodes vote now, %d needed: no lock can be acquired", r.voting(), total, r.Quorum)
 	case r.votingForEveryKey() < r.Quorum:
 		fs.add("", Warning, "quorum", "for slots that sit out, nothing: each one's delay starts at its next acquisition and keeps safe the locks it held before; for slots no master serves, restore the cluster",
 			"%d of %d nodes vote now for every key, %d needed: a Redis Cluster node refuses the locks whose keys hash to a slot that sits out its recovery delay, or that no reachable master serves (see its findings); the others are taken",

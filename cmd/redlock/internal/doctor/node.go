@@ -39,7 +39,8 @@ type Node struct {
 	// RunID identifies the server process (INFO run_id). Two nodes with the
 	// same RunID are the same server.
 	RunID string
-	// Role is "master" or "replica". A replica is not an independent master.
+	// Role is "master", "replica" or "sentinel". A replica is not an
+	// independent master, and a Sentinel holds no keys.
 	Role string
 	// Replicas is the number of replicas connected to a master.
 	Replicas int
@@ -170,10 +171,12 @@ func applyQuarantine(ctx context.Context, client *redlock.Client, nodes []Node) 
 func (n *Node) applyInfo(f map[string]string) {
 	n.Version = f["redis_version"]
 	n.RunID = f["run_id"]
-	switch f["role"] {
-	case "master":
+	switch {
+	case f["redis_mode"] == "sentinel":
+		n.Role = "sentinel"
+	case f["role"] == "master":
 		n.Role = "master"
-	case "slave", "replica":
+	case f["role"] == "slave", f["role"] == "replica":
 		n.Role = "replica"
 	}
 	n.Replicas, _ = strconv.Atoi(f["connected_slaves"])
