@@ -167,28 +167,34 @@ func setupDoctor(fs *flag.FlagSet) runner {
 			return r.failedAs(failConfig, err)
 		}
 		defer closeAll(conns)
-		report, err := doctor.Audit(ctx, client, conns, limits)
+		audit, err := doctor.Audit(ctx, client, conns, limits)
 		if err != nil {
 			return r.failedAs(failInterrupted, err)
 		}
-		findings := withNote(withRefusal(append(dups, report.Findings...), refused), note)
-		unsafe := report.Unsafe() || len(dups) > 0 || refused != nil
-		// A node list that every other verb refuses takes no lock,
-		// whatever the nodes' votes.
-		available := report.Available() && len(dups) == 0 && refused == nil
-		if *asJSON {
-			writeJSON(s.stdout, doctorReportJSON(report, findings, unsafe, available))
-		} else {
-			writeAudit(s.stdout, report, findings, unsafe)
-		}
-		switch {
-		case unsafe:
-			return exitFailure
-		case !report.Available():
-			return exitUnavailable
-		}
-		return exitOK
+		return r.audited(audit, withNote(withRefusal(append(dups, audit.Findings...), refused), note), len(dups) > 0 || refused != nil)
 	}
+}
+
+// audited prints the audit with its findings, and returns doctor's exit
+// status; refused says that the node list is one the other verbs refuse
+// (a node twice, a node that refuses its URL).
+func (r report) audited(audit *doctor.Report, findings []doctor.Finding, refused bool) int {
+	unsafe := audit.Unsafe() || refused
+	// A node list that every other verb refuses takes no lock, whatever
+	// the nodes' votes.
+	available := audit.Available() && !refused
+	if r.json {
+		writeJSON(r.s.stdout, doctorReportJSON(audit, findings, unsafe, available))
+	} else {
+		writeAudit(r.s.stdout, audit, findings, unsafe)
+	}
+	switch {
+	case unsafe:
+		return exitFailure
+	case !audit.Available():
+		return exitUnavailable
+	}
+	return exitOK
 }
 
 // withRefusal returns findings with, first, a critical finding of refused,
