@@ -501,9 +501,7 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 			sv.noteRenewal()
 		case <-watchdogExited:
 			watchdogExited = nil
-			sayf(s.stderr, slog.LevelWarn, c.name(), "the watchdog of process group %d (pid %d) exited: "+
-				"should redlock be killed or stopped now, the processes the command started outlive it",
-				ch.pgid, ch.watchdog.pid)
+			sv.watchdogExited()
 		case <-sv.deadline.C:
 			sv.stopDue()
 		case <-sv.kill:
@@ -639,6 +637,20 @@ func (sv *supervision) continued(jobs *jobControl) {
 		sv.stopDue()
 	}
 	jobs.resume()
+}
+
+// watchdogExited reports the end of the watchdog while the command runs:
+// it killed the command's group at the lock's deadline (redlock was
+// stopped past it), or it died, leaving the command unprotected.
+func (sv *supervision) watchdogExited() {
+	if sv.ch.watchdog.killed {
+		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "the watchdog killed process group %d at the lock's deadline, "+
+			"as redlock had not renewed it", sv.ch.pgid)
+		return
+	}
+	sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "the watchdog of process group %d (pid %d) exited: "+
+		"should redlock be killed or stopped now, the processes the command started outlive it",
+		sv.ch.pgid, sv.ch.watchdog.pid)
 }
 
 // killGroup sends SIGKILL to the command's process group.

@@ -299,6 +299,10 @@ func TestRun_ctrlZLongerThanTheLockKillsTheCommand(t *testing.T) {
 	term.typeLine(t, "fg")
 	term.typeLine(t, `echo "status $?"`)
 	term.waitFor(t, "status "+strconv.Itoa(exitLockLost), 10*time.Second)
+	// The watchdog that did its job is not reported as one that died.
+	if strings.Contains(term.output(), "exited: should redlock be killed") {
+		t.Errorf("the watchdog that killed the command is reported as dead; the terminal shows:\n%s", term.output())
+	}
 	term.typeLine(t, "exit")
 }
 

@@ -21,6 +21,10 @@ const watchdogVerb = "_watchdog"
 // with the command: the watchdog then exits and kills nothing.
 const watchdogDone = "done"
 
+// watchdogKilled is the watchdog's exit status once it killed the
+// command's group at the deadline redlock gave it.
+const watchdogKilled = exitLockLost
+
 // watchdogKillAt begins what redlock writes to its watchdog each time the
 // lock's deadline moves: the time, in Unix milliseconds, at which redlock
 // would kill the command's group if the lock were not renewed by then.
@@ -29,9 +33,12 @@ const watchdogKillAt = "kill-at "
 // watch is redlock's end of the pipe to its watchdog.
 type watch struct {
 	w *os.File
-	// exited is closed when the watchdog exited; pid is its process.
+	// exited is closed when the watchdog exited; pid is its process;
+	// killed, once exited is closed, says that it killed the group at the
+	// deadline redlock last gave it.
 	exited chan struct{}
 	pid    int
+	killed bool
 }
 
 // killAt tells the watchdog to kill the command's group at t unless told
@@ -76,6 +83,7 @@ func startWatchdog(pgid int) (*watch, error) {
 	wd := &watch{w: w, exited: make(chan struct{}), pid: cmd.Process.Pid}
 	go func() {
 		cmd.Wait()
+		wd.killed = cmd.ProcessState.ExitCode() == watchdogKilled
 		close(wd.exited)
 	}()
 	return wd, nil
@@ -121,7 +129,7 @@ func watchdog(stdin io.Reader, args []string) int {
 			}
 		case <-due.C:
 			syscall.Kill(-pgid, syscall.SIGKILL) // redlock stopped renewing
-			return exitOK
+			return watchdogKilled
 		}
 	}
 }
