@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +59,25 @@ func (term *terminal) close() {
 	for _, pid := range inSession(sid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// processes describes the processes of the terminal's session: pid, state,
+// process group and command line, one a line.
+func (term *terminal) processes() string {
+	var b strings.Builder
+	for _, pid := range inSession(term.cmd.Process.Pid) {
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		s := string(stat)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			s = s[i+2:]
+		}
+		f := strings.Fields(s)
+		if len(f) > 5 {
+			fmt.Fprintf(&b, "%d %s pgrp %s tpgid %s: %s\n", pid, f[0], f[2], f[5], strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return b.String()
 }
 
 // inSession returns the processes of session sid.
@@ -130,7 +150,7 @@ func (term *terminal) waitFor(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(timeout); !strings.Contains(term.output(), s); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the terminal did not show %q within %s; it shows:\n%s", s, timeout, term.output())
+			t.Fatalf("the terminal did not show %q within %s; it shows:\n%s\nits processes:\n%s", s, timeout, term.output(), term.processes())
 		}
 	}
 }
@@ -220,9 +240,34 @@ func (term *terminal) typeLine(t *testing.T, line string) {
 }
 
 // gatedCommand returns a shell command that writes its pid to pidFile, then
-// waits for the file gate to exist and prints "command done".
+// waits for a line from the FIFO gate (see newGate) and prints "command
+// done". It forks nothing meanwhile: a Ctrl-Z that stops a child the shell
+// has just forked, before it runs its program, leaves the shell waiting
+// for it in the kernel, never stopped, which no shell can tell apart from
+// a command that runs on.
 func gatedCommand(pidFile, gate string) string {
-	return `sh -c 'echo $$ > ` + pidFile + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done; echo command done'`
+	return `sh -c 'echo $$ > ` + pidFile + `; read g < ` + gate + `; echo command done'`
+}
+
+// newGate makes a FIFO in dir for gatedCommand to wait on.
+func newGate(t *testing.T, dir string) string {
+	t.Helper()
+	gate := filepath.Join(dir, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return gate
+}
+
+// openGate lets the command waiting on gate go on: it writes a line to the
+// FIFO once the command opens it.
+func openGate(t *testing.T, gate string) {
+	go func() {
+		if f, err := os.OpenFile(gate, os.O_WRONLY, 0); err == nil {
+			f.WriteString("go\n")
+			f.Close()
+		}
+	}()
 }
 
 // awaitState waits up to 10 s for process pid to be stopped, or running.
@@ -245,7 +290,7 @@ func TestRun_ctrlZStopsTheJobAndFgContinuesIt(t *testing.T) {
 		t.Run(stdin, func(t *testing.T) {
 			cluster, nodes := newCluster(t, 3)
 			dir := t.TempDir()
-			pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+			pidFile, gate := filepath.Join(dir, "pid"), newGate(t, dir)
 			line := binary + ` run --ttl 10s k -- ` + gatedCommand(pidFile, gate)
 			if stdin != "the terminal" {
 				line += " < /dev/null"
@@ -267,9 +312,7 @@ func TestRun_ctrlZStopsTheJobAndFgContinuesIt(t *testing.T) {
 			}
 			term.typeLine(t, "fg")
 			term.awaitState(t, pid, false, "after fg")
-			if err := os.WriteFile(gate, nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			openGate(t, gate)
 			term.waitFor(t, "command done", 10*time.Second)
 			term.typeLine(t, `echo "status $?"`)
 			term.waitFor(t, "status 0", 10*time.Second)
@@ -285,7 +328,7 @@ func TestRun_ctrlZStopsTheJobAndFgContinuesIt(t *testing.T) {
 func TestRun_ctrlZLongerThanTheLockKillsTheCommand(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	dir := t.TempDir()
-	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	pidFile, gate := filepath.Join(dir, "pid"), newGate(t, dir)
 	term := startTerminal(t, nodes, "")
 	term.typeLine(t, binary+` run --ttl 1s k -- `+gatedCommand(pidFile, gate))
 	pid := term.readPid(t, pidFile)
@@ -332,9 +375,9 @@ func (term *terminal) awaitForegroundNot(t *testing.T, pid, group int) {
 func TestRun_ctrlZBgThenFgGivesTheCommandTheTerminal(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	dir := t.TempDir()
-	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	pidFile, gate := filepath.Join(dir, "pid"), newGate(t, dir)
 	term := startTerminal(t, nodes, "")
-	term.typeLine(t, binary+` run k -- sh -c 'echo $$ > `+pidFile+`; while [ ! -e `+gate+` ]; do sleep 0.05; done; read x; echo "got=$x"'`)
+	term.typeLine(t, binary+` run k -- sh -c 'echo $$ > `+pidFile+`; read g < `+gate+`; read x; echo "got=$x"'`)
 	pid := term.readPid(t, pidFile)
 	term.press(t, ctrlZ)
 	term.waitFor(t, "Stopped", 10*time.Second)
@@ -342,9 +385,7 @@ func TestRun_ctrlZBgThenFgGivesTheCommandTheTerminal(t *testing.T) {
 	term.awaitState(t, pid, false, "after bg")
 	term.typeLine(t, "fg")
 	term.awaitForegroundNot(t, pid, term.cmd.Process.Pid) // the shell's
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	openGate(t, gate)
 	term.typeLine(t, "hello")
 	term.waitFor(t, "got=hello", 10*time.Second)
 	term.typeLine(t, "exit")
@@ -355,7 +396,7 @@ func TestRun_ctrlZBgThenFgGivesTheCommandTheTerminal(t *testing.T) {
 func TestRun_ctrlZBgJobEndsAndTheShellKeepsTheTerminal(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	dir := t.TempDir()
-	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	pidFile, gate := filepath.Join(dir, "pid"), newGate(t, dir)
 	term := startTerminal(t, nodes, "")
 	term.typeLine(t, binary+` run k -- `+gatedCommand(pidFile, gate))
 	pid := term.readPid(t, pidFile)
@@ -363,9 +404,7 @@ func TestRun_ctrlZBgJobEndsAndTheShellKeepsTheTerminal(t *testing.T) {
 	term.waitFor(t, "Stopped", 10*time.Second)
 	term.typeLine(t, "bg")
 	term.awaitState(t, pid, false, "after bg")
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	openGate(t, gate)
 	shell := term.cmd.Process.Pid
 	for deadline := time.Now().Add(10 * time.Second); len(inSession(shell)) > 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
