@@ -80,7 +80,9 @@ const namedWaiters = 2
 // place.behind.
 //
 // shared makes it a shared (read) attempt instead (see
-// lua/acquire_shared.lua); place is then nil.
+// lua/acquire_shared.lua): place, when not nil, is then the reader's, which
+// goes in the key's queue as its client's reader entry when refused, and
+// the lock keeps no place (a reader's release leaves the queue alone).
 func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, place *queuePlace, shared bool) *attempt {
 	a := &attempt{key: key, ttl: ttl, delay: delay}
 	if n := len(c.conns); n <= nodes.InlineNodes {
@@ -92,9 +94,15 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl+delay, a.replies)
 	if shared {
-		a.acquire.share(queue, deadlines, waiting, c.wire.queueLastsMillis)
-	}
-	if place != nil {
+		var entry, since string
+		if place != nil {
+			if place.since == "" {
+				place.since = clock
+			}
+			entry, since = c.readerEntry, place.since
+		}
+		a.acquire.share(queue, deadlines, waiting, c.wire.queueLastsMillis, entry, since)
+	} else if place != nil {
 		first := place.since == ""
 		if first {
 			place.since = clock
@@ -141,9 +149,11 @@ func (c *Client) tryAttempt(ctx context.Context, key string, ttl, delay time.Dur
 }
 
 // attemptShared is attempt for a shared (read) lock: the node grants it
-// while no writer holds the key or waits for it.
-func (c *Client) attemptShared(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) (*Lock, error) {
-	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, nil, true), autoRenew)
+// while no writer holds the key or waits for it since before the reader
+// (place.since; place nil for TryAcquire, which yields to every writer
+// waiting).
+func (c *Client) attemptShared(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool, place *queuePlace) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, place, true), autoRenew)
 }
 
 // run sends attempt a to every node and concludes; it asks none when ctx
@@ -329,11 +339,13 @@ func (r *acquireRequest) queue(queue, deadlines, waiting, id, since, lasts, mode
 
 // share turns r into the request of a shared (read) acquisition, which
 // reads the key's queue of waiting clients and, refused, sets its waiting
-// mark for lasts milliseconds (see lua/acquire_shared.lua).
-func (r *acquireRequest) share(queue, deadlines, waiting, lasts string) {
+// mark for lasts milliseconds (see lua/acquire_shared.lua); entry and since
+// are the reader entry of a reader that waits in Acquire, and when it began
+// waiting, both "" for TryAcquire.
+func (r *acquireRequest) share(queue, deadlines, waiting, lasts, entry, since string) {
 	r.keys[4], r.keys[5], r.keys[6] = queue, deadlines, waiting
-	r.args[5] = lasts
-	r.Request.Script, r.Request.Keys, r.Request.Args = wire.AcquireSharedScript, r.keys[:], r.args[:6]
+	r.args[5], r.args[6], r.args[7] = lasts, entry, since
+	r.Request.Script, r.Request.Keys, r.Request.Args = wire.AcquireSharedScript, r.keys[:], r.args[:8]
 }
 
 // acquireRequest is an acquisition's request with its keys, arguments and

@@ -59,7 +59,8 @@ type NodeState struct {
 	// attempt it refused in the last two seconds. A client that waited and
 	// holds the lock now (its last attempt won) may be counted until its
 	// entry lapses there, though it holds the lock: its release takes the
-	// entry out.
+	// entry out. A client's readers waiting in Acquire (WithShared) count
+	// once, apart from its writer.
 	Waiting int
 	// Data is the type of the data the key holds when it holds neither a
 	// lock nor a lock's readers ("hash", "list", ...): another program's

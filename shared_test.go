@@ -134,8 +134,7 @@ func holdInTurns(ctx context.Context, t *testing.T, client *redlock.Client, writ
 			t.Errorf("release: %v", err)
 		}
 		if write {
-			// Writers first: with writers back to back, readers would
-			// wait until none waits.
+			// A pause between writes, in which the readers' turns come.
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
@@ -213,6 +212,92 @@ func TestShared_writerNotStarved(t *testing.T) {
 		w.Release(bg)
 		cancel()
 	})
+}
+
+// A reader waiting in Acquire gets the key while writers of other clients
+// take it back to back, each waiting again right after its release: the
+// writers that came after the reader defer to it, so that it waits only
+// for the writers ahead of it when it came. Each reader's wait is counted
+// in grants to writers: at most writerBound, a few rounds of the writers
+// (one per writer would do with queues that always agree); a starved
+// reader waits out its ten seconds through thousands.
+func TestShared_readerNotStarvedByWriters(t *testing.T) {
+	const writers, writerBound = 4, 12
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	ctx, cancel := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	var writes atomic.Int64
+	for i := range writers {
+		writer := newClient(t, cluster, adapters[i%len(adapters)], fast())
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lock, err := writer.Acquire(ctx, "hot")
+				if err != nil {
+					return
+				}
+				writes.Add(1)
+				time.Sleep(2 * time.Millisecond) // the writer's work
+				lock.Release(bg)
+			}
+		})
+	}
+	eventually(t, "the writers taking the key in turns", func() bool { return writes.Load() >= 40 })
+	for i, a := range []adapter{adapters[0], adapters[1], adapters[0]} {
+		reader := newClient(t, cluster, a, fast())
+		rctx, rcancel := context.WithTimeout(bg, 10*time.Second)
+		before := writes.Load()
+		r, err := reader.Acquire(rctx, "hot", redlock.WithShared())
+		rcancel()
+		during := writes.Load() - before
+		t.Logf("reader %d (%s) waited through %d writes", i, a.name, during)
+		if err != nil {
+			t.Fatalf("reader %d starved through %d writes: %v", i, during, err)
+		}
+		if during > writerBound {
+			t.Errorf("reader %d waited through %d writes, want at most %d", i, during, writerBound)
+		}
+		if err := r.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A writer's later attempts defer to a reader first in line that began
+// waiting before it: where the key frees without a release (its holder's
+// TTL ran out, so nobody is woken), a writer retrying every few
+// milliseconds finds it free long before the reader's next try, nearly a
+// second later, and still leaves it to the reader.
+func TestShared_laterWriterDefersToAnEarlierReader(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	if _, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan string, 2)
+	acquire := func(c *redlock.Client, who string, opts ...redlock.LockOption) {
+		go func() {
+			l := <-acquireLater(c, "doc", opts...)
+			if l == nil {
+				granted <- who + " not acquired"
+				return
+			}
+			granted <- who
+			l.Release(bg)
+		}()
+	}
+	acquire(readers, "reader", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(800*time.Millisecond, 900*time.Millisecond)))
+	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
+	acquire(writers, "writer", redlock.WithRetry(redlock.Jittered(2*time.Millisecond, 5*time.Millisecond)))
+	eventually(t, "the writer queued behind it on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID()))
+	for _, want := range []string{"reader", "writer"} {
+		if got := <-granted; got != want {
+			t.Fatalf("granted to the %s, want the %s first", got, want)
+		}
+	}
 }
 
 // A writer waiting in Acquire gets the key while readers of its own
@@ -304,10 +389,10 @@ func TestShared_readersReleaseKeepsTheWritersPlace(t *testing.T) {
 	wantWoken(t, writer, "the writer, by the last reader's release")
 }
 
-// A release that names a Client wakes its writer waiting for the key, also
-// when the Client's readers began waiting before it: they do not take the
-// wake-up meant for the writer, which keeps them out meanwhile.
-func TestShared_releaseWakesTheWriterBehindItsClientsReaders(t *testing.T) {
+// A release that names a Client wakes its reader and its writer waiting
+// for the key: the reader, which began waiting first, takes it first, and
+// the writer, which defers to it, at the reader's release.
+func TestShared_releaseWakesTheReaderAndTheWriterOfItsClientInTurn(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
 	// Only a wake-up makes its waiters try again: their first attempts
@@ -323,11 +408,12 @@ func TestShared_releaseWakesTheWriterBehindItsClientsReaders(t *testing.T) {
 	reader := acquireLater(client, "doc", redlock.WithShared())
 	eventually(t, "the reader refused and listening", func() bool { return client.Listening("doc") == 1 })
 	writer := acquireLater(client, "doc")
-	eventually(t, "the writer queued on every node", queuedOnEveryNode(t, cluster, "doc", client))
+	eventually(t, "the reader and the writer queued on every node, in that order",
+		queuedInOrder(t, cluster, "doc", client.ID()+"+r", client.ID()))
 	listeningOnEveryNode(t, cluster, client, "doc", 2)
 	held.Release(bg)
-	wantWoken(t, writer, "the writer, by the release naming its client")
-	wantWoken(t, reader, "the reader, by the writer's release")
+	wantWoken(t, reader, "the reader, by the release naming its client")
+	wantWoken(t, writer, "the writer, by the reader's release")
 }
 
 // patientNodes returns opts with a per-node timeout that a node of a loaded
@@ -341,10 +427,16 @@ func patientNodes(opts *redlock.Options) *redlock.Options {
 // queuedOnEveryNode returns a check that c's client id is the only one in
 // the queue of key on every node of cluster.
 func queuedOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, key string, c *redlock.Client) func() bool {
+	return queuedInOrder(t, cluster, key, c.ID())
+}
+
+// queuedInOrder returns a check that the queue of key holds entries, in
+// that order, on every node of cluster.
+func queuedInOrder(t *testing.T, cluster *redlocktest.Cluster, key string, entries ...string) func() bool {
 	queue, _ := redlock.QueueKeys(key)
 	return func() bool {
 		for _, n := range cluster.Nodes() {
-			if do(t, n, "ZRANGE", queue, "0", "-1") != c.ID() {
+			if do(t, n, "ZRANGE", queue, "0", "-1") != strings.Join(entries, "\n") {
 				return false
 			}
 		}

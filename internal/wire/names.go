@@ -52,6 +52,11 @@ func FenceKey(key string) string { return FencePrefix + key }
 // script appends the key, so that a release does not build the name.
 const ReleaseChannelPrefix = "redlock:released:"
 
+// ReaderEntry returns the entry in a key's queue of the readers of client
+// id that wait for the key (lua/reader_entries.lua): id and "+r", which no
+// client id contains.
+func ReaderEntry(id string) string { return id + "+r" }
+
 // QueuePrefix and QueueDeadlinePrefix start the names of the two keys that
 // queue the clients waiting for a lock key (see QueueKeys).
 const (
