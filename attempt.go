@@ -24,8 +24,9 @@ type attempt struct {
 	// place, when not nil, is the caller's place in the key's queue of
 	// waiting clients, which the attempt goes through (see newAttempt).
 	place *queuePlace
-	// queuedSince is the lock's, if the attempt wins (see Lock.queuedSince).
-	queuedSince string
+	// queuedSince and queuedAs are the lock's, if the attempt wins (see
+	// Lock.queuedSince).
+	queuedSince, queuedAs string
 	// settle: when it fails, it returns once its clean-up is done (see
 	// Client.tryAttempt).
 	settle bool
@@ -82,7 +83,7 @@ const namedWaiters = 2
 // shared makes it a shared (read) attempt instead (see
 // lua/acquire_shared.lua): place, when not nil, is then the reader's, which
 // goes in the key's queue as its client's reader entry when refused, and
-// the lock keeps no place (a reader's release leaves the queue alone).
+// which the lock's release leaves.
 func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, place *queuePlace, shared bool) *attempt {
 	a := &attempt{key: key, ttl: ttl, delay: delay}
 	if n := len(c.conns); n <= nodes.InlineNodes {
@@ -100,6 +101,7 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 				place.since = clock
 			}
 			entry, since = c.readerEntry, place.since
+			a.queuedSince, a.queuedAs = since, entry
 		}
 		a.acquire.share(queue, deadlines, waiting, c.wire.queueLastsMillis, entry, since)
 	} else if place != nil {
@@ -117,7 +119,7 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 			mode = "2"
 		}
 		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, mode)
-		a.place, a.queuedSince = place, place.since
+		a.place, a.queuedSince, a.queuedAs = place, place.since, c.id
 	}
 	a.start = time.Now()
 	return a
@@ -231,7 +233,7 @@ func (c *Client) notePlace(a *attempt, results []NodeResult, ok int) {
 func (c *Client) granted(ctx context.Context, a *attempt, until time.Time, fence uint64, results []NodeResult, lag *nodes.Lagging, autoRenew bool) *Lock {
 	lock := newLock(c, a.key, a.token, a.ttl, a.delay, until, autoRenew)
 	lock.fence = fence
-	lock.queuedSince = a.queuedSince
+	lock.queuedSince, lock.queuedAs = a.queuedSince, a.queuedAs
 	if len(results) <= nodes.InlineNodes {
 		// results may live in the fan-out's own memory.
 		lock.nodes = append(lock.nodesBuf[:0], results...)

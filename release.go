@@ -138,7 +138,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		l.mu.Unlock()
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*permitHandoff).bind(l.key), enough)
 	} else {
-		release := announcedReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
+		release := announcedReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.keys)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
 	c.waiters.AddTrailing(l.key, unfinished.Lagging())
@@ -456,7 +456,7 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *nodes.Flight) {
 	c := l.client
 	h.launch()
-	release := handingOffReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
+	release := handingOffReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.keys)
 	f := c.nodes.Towing(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), h.flight, h.attempt.req)
 	close(h.sent)
 	results, ok, unfinished := f.Collect(nodes.IsOne, enough)

@@ -774,6 +774,100 @@ func TestShared_readerRefusedForWaitingWriter(t *testing.T) {
 	}
 }
 
+// A reader that waited in Acquire leaves the key's queue with its release,
+// on every node, also where the entry outlived its grant: a reader's place
+// left behind would make the writers that came after it defer to it.
+func TestShared_readersReleaseLeavesItsPlace(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := acquireLater(readers, "doc", redlock.WithShared())
+	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	r := <-reader
+	if r == nil {
+		t.Fatal("the reader: not acquired")
+	}
+	queue, _ := redlock.QueueKeys("doc")
+	entries := func() (queued int) {
+		for _, n := range cluster.Nodes() {
+			if do(t, n, "ZSCORE", queue, readers.ID()+"+r") != "" {
+				queued++
+			}
+		}
+		return queued
+	}
+	if queued := entries(); queued < 2 {
+		t.Fatalf("the reader's entry on %d nodes while it holds, want it on a quorum at least until its release", queued)
+	}
+	if err := r.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	if queued := entries(); queued > 1 {
+		t.Fatalf("the reader's entry on %d nodes after its release returned, want a quorum without it", queued)
+	}
+	for entries() > 0 {
+		if time.Since(released) > redlock.QueueLasts*3/4 {
+			t.Fatalf("the reader's entry still queued %v after its release", redlock.QueueLasts*3/4)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A reader waiting in Acquire that gives up leaves the key's queue: it
+// returns once a quorum of the nodes took its entry out, so that a writer
+// that comes right after is not held back for it, and the other nodes
+// follow at once, well before its entry would lapse (QueueLasts).
+func TestShared_readerThatGaveUpLetsWritersIn(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	readers := newClient(t, cluster, adapters[1], fast())
+	writers := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	_, err = readers.Acquire(ctx, "doc", redlock.WithShared())
+	cancel()
+	gaveUp := time.Now()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the reader: %v, want DeadlineExceeded", err)
+	}
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(bg, redlock.QueueLasts/4)
+	w, err := writers.Acquire(ctx, "doc")
+	cancel()
+	if err != nil {
+		t.Fatalf("a writer right after the waiting reader gave up: %v", err)
+	}
+	w.Release(bg)
+	queue, _ := redlock.QueueKeys("doc")
+	for left := gaveUp.Add(redlock.QueueLasts * 3 / 4); ; time.Sleep(5 * time.Millisecond) {
+		queued := 0
+		for _, n := range cluster.Nodes() {
+			if do(t, n, "ZSCORE", queue, readers.ID()+"+r") != "" {
+				queued++
+			}
+		}
+		if queued == 0 {
+			break
+		}
+		if time.Now().After(left) {
+			t.Fatalf("the reader that gave up is still queued on %d nodes %v later", queued, redlock.QueueLasts*3/4)
+		}
+	}
+}
+
 // A writer that gives up leaves the key's queue on every node as it
 // returns: the readers it kept out get in at once, not once its entry
 // lapsed, two seconds later.

@@ -142,7 +142,7 @@ var (
 		calls: []*luaFunction{acquireFunc, nextWaitersFunc, readerEntriesFunc, enterQueueFunc}}
 	markWaitingFunc       = &luaFunction{name: "markWaiting", source: waitingSource}
 	readerEntriesFunc     = &luaFunction{name: "readerFirst", source: readerEntriesSource}
-	enterQueueFunc        = &luaFunction{name: "enterQueue", source: enterQueueSource, calls: []*luaFunction{markWaitingFunc, readerEntriesFunc}}
+	enterQueueFunc        = &luaFunction{name: "enterQueue", source: enterQueueSource, calls: []*luaFunction{markWaitingFunc}}
 	keepPlaceFunc         = &luaFunction{name: "keepPlace", source: keepPlaceSource, calls: []*luaFunction{enterQueueFunc}}
 	listenFunc            = &luaFunction{name: "listen", source: listenSource, calls: []*luaFunction{markWaitingFunc}}
 	nextWaitersFunc       = &luaFunction{name: "nextWaiters", source: nextWaitersSource}

@@ -26,8 +26,9 @@ end
 -- ARGV[a+7] the caller's reader entry (its client id and "+r") and
 -- ARGV[a+8] when it began waiting, in microseconds on its clock, for a
 -- reader waiting in Acquire: refused, it enters the queue for as long as
--- the mark lasts; granted, it leaves it. Both "" for a reader that does not
--- wait (TryAcquire), which yields to every writer queued.
+-- the mark lasts, or keeps its place there, which its release or its
+-- giving up takes out. Both "" for a reader that does not wait
+-- (TryAcquire), which yields to every writer queued.
 -- Returns as acquire does, and {3, "0", 0} when no writer holds the key but
 -- one waits for it.
 local function acquireShared(KEYS, ARGV, k, a, shared)
@@ -50,10 +51,6 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 	if waiting and writerBefore(KEYS[k + 5], KEYS[k + 6], ARGV[a + 8], tonumber(ARGV[a + 5])) then
 		waitAsReader(KEYS, ARGV, k, a)
 		return {3, "0", 0} -- a writer waits for it
-	end
-	if waiting and ARGV[a + 7] ~= "" then
-		redis.call("ZREM", KEYS[k + 5], ARGV[a + 7])
-		redis.call("HDEL", KEYS[k + 6], ARGV[a + 7])
 	end
 	local now = nodeMillis(shared)
 	redis.call("ZADD", key, now + tonumber(ARGV[a + 2]), ARGV[a + 1])

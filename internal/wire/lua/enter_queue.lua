@@ -3,16 +3,10 @@
 -- microseconds on its clock), with a deadline lasts microseconds past
 -- clock (the caller's clock now, in microseconds); the queue expires that
 -- long after, and the key's waiting mark (see markWaiting) a second more.
--- A reader's entry (see reader_entries.lua) keeps the earliest time of its
--- client's readers that wait.
 -- Returns the client's place in the queue (0 for the first in line).
 local function enterQueue(queue, deadlines, waiting, id, since, clock, lasts)
 	lasts = tonumber(lasts)
-	if isReaderEntry(id) then
-		redis.call("ZADD", queue, "LT", since, id)
-	else
-		redis.call("ZADD", queue, since, id)
-	end
+	redis.call("ZADD", queue, since, id)
 	redis.call("HSET", deadlines, id, string.format("%.0f", tonumber(clock) + lasts))
 	local ms = math.ceil(lasts / 1000)
 	redis.call("PEXPIRE", queue, ms)

@@ -1,12 +1,14 @@
 -- A reader waiting in Acquire (WithShared) has an entry of its own in the
 -- key's queue of waiting clients (see queuedAcquire): its client's id and
 -- "+r", which no client id contains, scored, as a writer's entry is, by
--- when it began waiting; one entry per client, at the time of the client's
--- reader that has waited longest (ZADD LT). A writer's later attempts defer
--- to a reader first in line that began waiting before them, and a reader
--- waits only for the writers queued before it: readers and writers are
--- served in the order they came, the readers that come together taking the
--- key together (see SAFETY.md, "Read-write lock").
+-- when it began waiting. One entry per client, as for its writers: the
+-- reader refused last sets its time, and its release (or its giving up)
+-- takes the entry out while it still has that time, on every node. A
+-- writer's later attempts defer to a reader first in line that began
+-- waiting before them, and a reader waits only for the writers queued
+-- before it: readers and writers are served in the order they came, the
+-- readers that come together taking the key together (see SAFETY.md,
+-- "Read-write lock").
 --
 -- isReaderEntry reports whether a queue entry is a reader's.
 local function isReaderEntry(entry)
