@@ -66,6 +66,9 @@ type queuePlace struct {
 	// the key carries (see handoff), which defers to the clients queued
 	// before it; newAttempt clears it.
 	handoff bool
+	// entry is a reader's entry in the key's queue (wire.ReaderEntry);
+	// the client's id stands for the client's other waiters.
+	entry string
 }
 
 // namedWaiters is how many clients, first in a key's queue, a release
@@ -100,7 +103,7 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 			if place.since == "" {
 				place.since = clock
 			}
-			entry, since = c.readerEntry, place.since
+			entry, since = place.entry, place.since
 			a.queuedSince, a.queuedAs = since, entry
 		}
 		a.acquire.share(queue, deadlines, waiting, c.wire.queueLastsMillis, entry, since)

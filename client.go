@@ -52,9 +52,11 @@ type Client struct {
 	leftovers leftovers
 	keys      wire.Layout // the names of the keys kept beside each lock key
 	// id names this client in the queues of clients waiting for a key
-	// (see wire.QueueKeys): random, URL-safe base64; readerEntry, its
-	// readers' entry there (wire.ReaderEntry).
-	id, readerEntry string
+	// (see wire.QueueKeys): random, URL-safe base64.
+	id string
+	// readers numbers the readers of this client that wait in Acquire,
+	// each with an entry of its own in the key's queue (wire.ReaderEntry).
+	readers atomic.Uint64
 	// tel records metrics, spans and log records (telemetry.go); nil when
 	// Options has no logger and no provider.
 	tel *telemetry.Telemetry
@@ -102,7 +104,6 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	}
 	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), setTurn: make(chan struct{}, 1), id: newClientID(),
 		closed: make(chan struct{})}
-	c.readerEntry = wire.ReaderEntry(c.id)
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {
 			if _, ok := conn.(ReplicaWaiter); !ok || isRedisCluster(conn) {

@@ -464,7 +464,7 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 }
 
 // giveUpQueues takes this client's entry out of the queues of keys
-// (leaveQueues): its id, or its readers' entry (Client.readerEntry),
+// (leaveQueues): its id, or a reader's entry (wire.ReaderEntry),
 // after a call that waited for them gave up: it returns once a quorum of
 // the nodes left each queue, so that a reader or another client's attempt
 // right after the call returned is not refused for the waiter that gave

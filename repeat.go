@@ -7,6 +7,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wait"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // repeated is the retry loop of an acquisition that is not a mutex's: a
@@ -222,16 +223,16 @@ func WithShared() LockOption {
 // acquireShared takes the lock key shared: once, or until ctx ends. This
 // client's readers of one key try at once, and a release wakes them all:
 // they do not split votes among themselves. A reader that waits has a
-// place in the key's queue, its client's reader entry, dated when it began
-// waiting: the writers that came later defer to it (see
-// lua/reader_entries.lua). It keeps the place while it waits, and leaves
-// it when it gives up.
+// place of its own in the key's queue, dated when it began waiting: the
+// writers that came later defer to it (see lua/reader_entries.lua). It
+// keeps the place while it waits, and leaves it when it gives up; its
+// lock's release leaves it otherwise.
 func (c *Client) acquireShared(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
 	var place *queuePlace
 	keep := func() { c.keepMarks(ctx, []string{key}) }
 	if !once {
-		place = &queuePlace{}
-		keep = func() { c.keepPlaces(ctx, c.readerEntry, []string{key}, place.since) }
+		place = &queuePlace{entry: wire.ReaderEntry(c.id, c.readers.Add(1))}
+		keep = func() { c.keepPlaces(ctx, place.entry, []string{key}, place.since) }
 	}
 	try := func() (*Lock, error) {
 		lock, err := c.attemptShared(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew, place)
@@ -243,7 +244,7 @@ func (c *Client) acquireShared(ctx context.Context, key string, cfg lockConfig, 
 	if err != nil && place != nil && place.since != "" {
 		// It gave up: its entry would hold back the writers that came
 		// after it until it lapsed.
-		c.giveUpQueues(ctx, c.readerEntry, []string{key}, place.since, cfg.ttl)
+		c.giveUpQueues(ctx, place.entry, []string{key}, place.since, cfg.ttl)
 	}
 	return lock, err
 }

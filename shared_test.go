@@ -277,27 +277,114 @@ func TestShared_laterWriterDefersToAnEarlierReader(t *testing.T) {
 	if _, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	granted := make(chan string, 2)
-	acquire := func(c *redlock.Client, who string, opts ...redlock.LockOption) {
-		go func() {
-			l := <-acquireLater(c, "doc", opts...)
-			if l == nil {
-				granted <- who + " not acquired"
-				return
-			}
-			granted <- who
-			l.Release(bg)
-		}()
-	}
-	acquire(readers, "reader", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(800*time.Millisecond, 900*time.Millisecond)))
+	var order grantOrder = make(chan string, 2)
+	order.acquire(readers, "reader", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(800*time.Millisecond, 900*time.Millisecond)))
 	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
-	acquire(writers, "writer", redlock.WithRetry(redlock.Jittered(2*time.Millisecond, 5*time.Millisecond)))
+	order.acquire(writers, "writer", redlock.WithRetry(redlock.Jittered(2*time.Millisecond, 5*time.Millisecond)))
 	eventually(t, "the writer queued behind it on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID()))
-	for _, want := range []string{"reader", "writer"} {
-		if got := <-granted; got != want {
-			t.Fatalf("granted to the %s, want the %s first", got, want)
+	order.want(t, "reader", "writer")
+}
+
+// A reader keeps its own place in line, whatever the other readers of its
+// Client do: one that came after a writer does not move the place of one
+// that came before it behind that writer. Before, a Client's readers had
+// one place, which its latest refused reader dated.
+func TestShared_readersOfOneClientKeepTheirOwnPlaces(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
+	var order grantOrder = make(chan string, 3)
+	order.acquire(readers, "first reader", redlock.WithShared(), wakeOnly)
+	eventually(t, "the first reader queued", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
+	order.acquire(writers, "writer", wakeOnly)
+	eventually(t, "the writer queued", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID()))
+	order.acquire(readers, "second reader", redlock.WithShared(), wakeOnly)
+	eventually(t, "the second reader queued", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID(), readers.ID()+"+r"))
+	listeningOnEveryNode(t, cluster, readers, "doc", 2)
+	listeningOnEveryNode(t, cluster, writers, "doc", 1)
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	order.want(t, "first reader", "writer", "second reader")
+}
+
+// A release that names a writer first wakes no other writer: with a
+// reader second in line, its announcement went to the key's channel too,
+// and woke every writer waiting, which raced the first in line and took
+// the key ahead of it and of the reader. The first writer here hears no
+// announcement (its Conns cannot listen) and retries every 50 ms; the
+// others try only when woken.
+func TestShared_releaseNamingAWriterFirstWakesNoLaterWriter(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	first, err := redlock.New(deafConns(goredisConns(t, cluster.Addrs())), patientNodes(fast()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Close() })
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	later := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
+	var order grantOrder = make(chan string, 3)
+	order.acquire(first, "first writer", redlock.WithRetry(redlock.Jittered(50*time.Millisecond, 60*time.Millisecond)))
+	eventually(t, "the first writer queued", queuedInOrder(t, cluster, "doc", first.ID()))
+	order.acquire(readers, "reader", redlock.WithShared(), wakeOnly)
+	eventually(t, "the reader queued", queuedInOrder(t, cluster, "doc", first.ID(), readers.ID()+"+r"))
+	order.acquire(later, "later writer", wakeOnly)
+	eventually(t, "the later writer queued", queuedInOrder(t, cluster, "doc", first.ID(), readers.ID()+"+r", later.ID()))
+	listeningOnEveryNode(t, cluster, later, "doc", 1)
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	order.want(t, "first writer", "reader", "later writer")
+}
+
+// grantOrder records the order in which waiters get the key "doc": each
+// takes it, sends its name and releases it at once.
+type grantOrder chan string
+
+// acquire starts who's Acquire of "doc" on c.
+func (g grantOrder) acquire(c *redlock.Client, who string, opts ...redlock.LockOption) {
+	go func() {
+		l := <-acquireLater(c, "doc", opts...)
+		if l == nil {
+			g <- who + " (not acquired)"
+			return
+		}
+		g <- who
+		l.Release(bg)
+	}()
+}
+
+// want fails the test unless the waiters get the key in order.
+func (g grantOrder) want(t *testing.T, order ...string) {
+	t.Helper()
+	for _, want := range order {
+		if got := <-g; got != want {
+			t.Fatalf("granted to the %s, want the %s next (order %q)", got, want, order)
 		}
 	}
+}
+
+// deafConns returns conns as plain Conns, without their optional
+// capabilities: a Client over them hears no release announcement, and
+// its waiters try at their retry delays.
+func deafConns(conns []redlock.Conn) []redlock.Conn {
+	deaf := make([]redlock.Conn, len(conns))
+	for i, c := range conns {
+		deaf[i] = struct{ redlock.Conn }{c}
+	}
+	return deaf
 }
 
 // A writer waiting in Acquire gets the key while readers of its own
@@ -430,18 +517,44 @@ func queuedOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, key string, c
 	return queuedInOrder(t, cluster, key, c.ID())
 }
 
-// queuedInOrder returns a check that the queue of key holds entries, in
-// that order, on every node of cluster.
-func queuedInOrder(t *testing.T, cluster *redlocktest.Cluster, key string, entries ...string) func() bool {
-	queue, _ := redlock.QueueKeys(key)
+// queuedInOrder returns a check that the queue of key holds one entry
+// for each of prefixes, in that order, on every node of cluster: a
+// client's id, or a reader's entry (the id and "+r", then its number).
+func queuedInOrder(t *testing.T, cluster *redlocktest.Cluster, key string, prefixes ...string) func() bool {
 	return func() bool {
 		for _, n := range cluster.Nodes() {
-			if do(t, n, "ZRANGE", queue, "0", "-1") != strings.Join(entries, "\n") {
+			entries := queueEntries(t, n, key)
+			if len(entries) != len(prefixes) {
 				return false
+			}
+			for i, p := range prefixes {
+				if !strings.HasPrefix(entries[i], p) {
+					return false
+				}
 			}
 		}
 		return true
 	}
+}
+
+// queueEntries returns the entries of the queue of key on n, in order.
+func queueEntries(t *testing.T, n *redlocktest.Node, key string) []string {
+	queue, _ := redlock.QueueKeys(key)
+	if entries := do(t, n, "ZRANGE", queue, "0", "-1"); entries != "" {
+		return strings.Split(entries, "\n")
+	}
+	return nil
+}
+
+// readersQueued returns on how many nodes of cluster the queue of key
+// holds an entry of a reader of c.
+func readersQueued(t *testing.T, cluster *redlocktest.Cluster, key string, c *redlock.Client) (nodes int) {
+	for _, n := range cluster.Nodes() {
+		if slices.ContainsFunc(queueEntries(t, n, key), func(e string) bool { return strings.HasPrefix(e, c.ID()+"+r") }) {
+			nodes++
+		}
+	}
+	return nodes
 }
 
 // listeningOnEveryNode waits until n waiters of c listen for the releases
@@ -794,15 +907,7 @@ func TestShared_readersReleaseLeavesItsPlace(t *testing.T) {
 	if r == nil {
 		t.Fatal("the reader: not acquired")
 	}
-	queue, _ := redlock.QueueKeys("doc")
-	entries := func() (queued int) {
-		for _, n := range cluster.Nodes() {
-			if do(t, n, "ZSCORE", queue, readers.ID()+"+r") != "" {
-				queued++
-			}
-		}
-		return queued
-	}
+	entries := func() int { return readersQueued(t, cluster, "doc", readers) }
 	if queued := entries(); queued < 2 {
 		t.Fatalf("the reader's entry on %d nodes while it holds, want it on a quorum at least until its release", queued)
 	}
@@ -851,14 +956,8 @@ func TestShared_readerThatGaveUpLetsWritersIn(t *testing.T) {
 		t.Fatalf("a writer right after the waiting reader gave up: %v", err)
 	}
 	w.Release(bg)
-	queue, _ := redlock.QueueKeys("doc")
 	for left := gaveUp.Add(redlock.QueueLasts * 3 / 4); ; time.Sleep(5 * time.Millisecond) {
-		queued := 0
-		for _, n := range cluster.Nodes() {
-			if do(t, n, "ZSCORE", queue, readers.ID()+"+r") != "" {
-				queued++
-			}
-		}
+		queued := readersQueued(t, cluster, "doc", readers)
 		if queued == 0 {
 			break
 		}

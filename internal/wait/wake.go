@@ -298,11 +298,11 @@ func (w *Waker) deliver(channel, message string) {
 }
 
 // namedFirst reports whether names, a release's named clients, names
-// this client first: by its id, or by its readers' entry
+// this client first: by its id, or by one of its readers' entries
 // (wire.ReaderEntry).
 func (w *Waker) namedFirst(names string) bool {
 	first, _, _ := strings.Cut(names, " ")
-	return first == w.id || first == wire.ReaderEntry(w.id)
+	return wire.EntryClient(first) == w.id
 }
 
 // wakeLater wakes the waiter on channel for the release whose token is

@@ -1,27 +1,22 @@
 -- A reader waiting in Acquire (WithShared) has an entry of its own in the
--- key's queue of waiting clients (see queuedAcquire): its client's id and
--- "+r", which no client id contains, scored, as a writer's entry is, by
--- when it began waiting. One entry per client, as for its writers: the
--- reader refused last sets its time, and its release (or its giving up)
--- takes the entry out while it still has that time, on every node. A
--- writer's later attempts defer to a reader first in line that began
--- waiting before them, and a reader waits only for the writers queued
--- before it: readers and writers are served in the order they came, the
--- readers that come together taking the key together (see SAFETY.md,
--- "Read-write lock").
+-- key's queue of waiting clients (see queuedAcquire): its client's id, "+r"
+-- (no client id has a "+") and a number of the client's, scored, as a
+-- writer's entry is, by when it began waiting; its release, or its giving
+-- up, takes the entry out on every node. A writer's later attempts defer
+-- to a reader first in line that began waiting before them, and a reader
+-- waits only for the writers queued before it: readers and writers are
+-- served in the order they came, the readers that come together taking
+-- the key together (see SAFETY.md, "Read-write lock").
 --
 -- isReaderEntry reports whether a queue entry is a reader's.
 local function isReaderEntry(entry)
-	return string.sub(entry, -2) == "+r"
+	return string.find(entry, "+r", 1, true) ~= nil
 end
 
 -- clientOf returns the id of the client of a queue entry: the entry
--- itself, or a reader's without its "+r".
+-- itself, or a reader's up to its "+r".
 local function clientOf(entry)
-	if isReaderEntry(entry) then
-		return string.sub(entry, 1, -3)
-	end
-	return entry
+	return (string.match(entry, "^[^+]*"))
 end
 
 -- readerFirst reports whether the first entry of a key's queue (queue,
@@ -42,13 +37,13 @@ end
 -- reader's clock; "" for a reader that does not wait, TryAcquire, which
 -- then yields to every writer queued), now being the reader's clock in
 -- microseconds: a reader is then refused, and waits behind it. It looks
--- at the first 16 entries before since, readers' and stale ones included.
+-- at the first 64 entries before since, readers' and stale ones included.
 local function writerBefore(queue, deadlines, since, now)
 	local before = "+inf"
 	if since ~= "" then
 		before = "(" .. since
 	end
-	local ids = redis.call("ZRANGEBYSCORE", queue, "-inf", before, "LIMIT", 0, 16)
+	local ids = redis.call("ZRANGEBYSCORE", queue, "-inf", before, "LIMIT", 0, 64)
 	for _, id in ipairs(ids) do
 		if not isReaderEntry(id) then
 			local ends = redis.call("HGET", deadlines, id)
