@@ -26,8 +26,8 @@ end
 -- ARGV[a+7] the caller's reader entry (its client id and "+r") and
 -- ARGV[a+8] when it began waiting, in microseconds on its clock, for a
 -- reader waiting in Acquire: refused, it enters the queue for as long as
--- the mark lasts, or keeps its place there, which its release or its
--- giving up takes out. Both "" for a reader that does not wait
+-- the mark lasts, or keeps its place there; granted, it leaves it, and its
+-- release or its giving up takes it out on the nodes that refused it. Both "" for a reader that does not wait
 -- (TryAcquire), which yields to every writer queued.
 -- Returns as acquire does, and {3, "0", 0} when no writer holds the key but
 -- one waits for it.
@@ -51,6 +51,12 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 	if waiting and writerBefore(KEYS[k + 5], KEYS[k + 6], ARGV[a + 8], tonumber(ARGV[a + 5])) then
 		waitAsReader(KEYS, ARGV, k, a)
 		return {3, "0", 0} -- a writer waits for it
+	end
+	if waiting and ARGV[a + 7] ~= "" then
+		-- Granted, it is no longer in line here: a writer refused while
+		-- the readers hold would count it ahead of itself.
+		redis.call("ZREM", KEYS[k + 5], ARGV[a + 7])
+		redis.call("HDEL", KEYS[k + 6], ARGV[a + 7])
 	end
 	local now = nodeMillis(shared)
 	redis.call("ZADD", key, now + tonumber(ARGV[a + 2]), ARGV[a + 1])
