@@ -349,6 +349,85 @@ func TestShared_releaseNamingAWriterFirstWakesNoLaterWriter(t *testing.T) {
 	order.want(t, "first writer", "reader", "later writer")
 }
 
+// A reader yields to a writer waiting behind many readers' places: here
+// 70 places of readers whose Client closed while they waited (their
+// entries stay until they lapse), more than a node looked through before.
+func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crowd := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	for range 70 {
+		acquireLater(crowd, "doc", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute)))
+	}
+	eventually(t, "70 readers queued on every node", func() bool {
+		return !slices.ContainsFunc(cluster.Nodes(), func(n *redlocktest.Node) bool { return len(queueEntries(t, n, "doc")) != 70 })
+	})
+	crowd.Close()
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	others := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	reading, err := others.TryAcquire(bg, "doc", redlock.WithShared())
+	if err != nil {
+		t.Fatalf("a reader, while no writer waits: %v", err)
+	}
+	defer reading.Release(bg)
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	acquireLater(writers, "doc", redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute)))
+	eventually(t, "the writer queued behind them on every node", func() bool {
+		return !slices.ContainsFunc(cluster.Nodes(), func(n *redlocktest.Node) bool {
+			entries := queueEntries(t, n, "doc")
+			return len(entries) != 71 || entries[70] != writers.ID()
+		})
+	})
+	if r, err := others.TryAcquire(bg, "doc", redlock.WithShared()); err == nil {
+		r.Release(bg)
+		t.Fatal("a reader got in while a writer waited")
+	}
+}
+
+// A release names the first live clients in line past the places that
+// lapsed, however many: here twelve of readers whose Client closed while
+// they waited. Before, a release looked at eight and, finding nobody live,
+// named nobody: it was announced on the key's channel, every writer woke,
+// and a later one could take the key ahead of the first.
+func TestShared_releaseNamesTheFirstWriterPastManyLapsedReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crowd := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
+	for range 12 {
+		acquireLater(crowd, "doc", redlock.WithShared(), wakeOnly)
+	}
+	queued := func(n int) func() bool {
+		return func() bool {
+			return !slices.ContainsFunc(cluster.Nodes(), func(node *redlocktest.Node) bool { return len(queueEntries(t, node, "doc")) != n })
+		}
+	}
+	eventually(t, "12 readers queued on every node", queued(12))
+	crowd.Close()
+	lapsed := time.Now().Add(redlock.QueueLasts)
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	acquireLater(writers, "doc", wakeOnly)
+	eventually(t, "a writer queued behind them", queued(13))
+	announced := subscribeReleases(t, cluster.Nodes()[0], "doc")
+	time.Sleep(time.Until(lapsed)) // the readers' places lapse: a time to wait out, not an event
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := announced(), redlock.ReleaseChannel("doc", false)+" "+writers.ID(); got != want {
+		t.Fatalf("the release announced on %q, want %q: naming the writer", got, want)
+	}
+}
+
 // grantOrder records the order in which waiters get the key "doc": each
 // takes it, sends its name and releases it at once.
 type grantOrder chan string

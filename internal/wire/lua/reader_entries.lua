@@ -37,19 +37,25 @@ end
 -- reader's clock; "" for a reader that does not wait, TryAcquire, which
 -- then yields to every writer queued), now being the reader's clock in
 -- microseconds: a reader is then refused, and waits behind it. It looks
--- at the first 64 entries before since, readers' and stale ones included.
+-- at the first 1,024 entries before since, readers' and stale ones
+-- included, 64 at a time.
 local function writerBefore(queue, deadlines, since, now)
 	local before = "+inf"
 	if since ~= "" then
 		before = "(" .. since
 	end
-	local ids = redis.call("ZRANGEBYSCORE", queue, "-inf", before, "LIMIT", 0, 64)
-	for _, id in ipairs(ids) do
-		if not isReaderEntry(id) then
-			local ends = redis.call("HGET", deadlines, id)
-			if ends and tonumber(ends) > now then
-				return true
+	for from = 0, 960, 64 do
+		local ids = redis.call("ZRANGEBYSCORE", queue, "-inf", before, "LIMIT", from, 64)
+		for _, id in ipairs(ids) do
+			if not isReaderEntry(id) then
+				local ends = redis.call("HGET", deadlines, id)
+				if ends and tonumber(ends) > now then
+					return true
+				end
 			end
+		end
+		if #ids < 64 then
+			return false
 		end
 	end
 	return false
