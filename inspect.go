@@ -56,12 +56,10 @@ type NodeState struct {
 	RecoveringLeft time.Duration
 	// Waiting is how many clients the node queues as waiting for the
 	// lock (see the package documentation, The algorithm): those whose
-	// attempt it refused, or who renewed their place, in the last two
-	// seconds. A client that waited and
+	// attempt it refused in the last two seconds. A client that waited and
 	// holds the lock now (its last attempt won) may be counted until its
 	// entry lapses there, though it holds the lock: its release takes the
-	// entry out. Each reader waiting in Acquire (WithShared) counts
-	// apart, as each waits in a place of its own.
+	// entry out.
 	Waiting int
 	// Data is the type of the data the key holds when it holds neither a
 	// lock nor a lock's readers ("hash", "list", ...): another program's
@@ -101,7 +99,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 // timeout for each node's answer.
 func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) ([]NodeState, []NodeResult) {
 	keys := c.inspectKeys(onWire)
-	args := []string{c.wire.recovery, strconv.FormatInt(time.Now().UnixMicro(), 10)}
+	args := []string{c.wire.recovery}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
@@ -136,9 +134,7 @@ func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Durati
 // onWire (see lua/inspect.lua).
 func (c *Client) inspectKeys(onWire string) []string {
 	marker, process := c.keys.MarkerKeys(onWire)
-	tag := c.keys.Tag(onWire)
-	return []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + tag + onWire, c.keys.ForcedKey(onWire),
-		wire.QueueDeadlinePrefix + tag + onWire}
+	return []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire, c.keys.ForcedKey(onWire)}
 }
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,
