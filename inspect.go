@@ -56,7 +56,8 @@ type NodeState struct {
 	RecoveringLeft time.Duration
 	// Waiting is how many clients the node queues as waiting for the
 	// lock (see the package documentation, The algorithm): those whose
-	// attempt it refused in the last two seconds. A client that waited and
+	// attempt it refused, or who renewed their place, in the last two
+	// seconds. A client that waited and
 	// holds the lock now (its last attempt won) may be counted until its
 	// entry lapses there, though it holds the lock: its release takes the
 	// entry out.
@@ -99,7 +100,7 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 // timeout for each node's answer.
 func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) ([]NodeState, []NodeResult) {
 	keys := c.inspectKeys(onWire)
-	args := []string{c.wire.recovery}
+	args := []string{c.wire.recovery, strconv.FormatInt(time.Now().UnixMicro(), 10)}
 	// read fills decoded[i]; a node that answers too late may still write its
 	// entry after the fan-out returned, so only answered entries are read.
 	decoded := make([]NodeState, len(c.conns))
@@ -134,7 +135,9 @@ func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Durati
 // onWire (see lua/inspect.lua).
 func (c *Client) inspectKeys(onWire string) []string {
 	marker, process := c.keys.MarkerKeys(onWire)
-	return []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + c.keys.Tag(onWire) + onWire, c.keys.ForcedKey(onWire)}
+	tag := c.keys.Tag(onWire)
+	return []string{onWire, c.keys.FenceKey(onWire), marker, process, wire.QueuePrefix + tag + onWire, c.keys.ForcedKey(onWire),
+		wire.QueueDeadlinePrefix + tag + onWire}
 }
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,

@@ -213,3 +213,56 @@ func wantVotingNode(t *testing.T, s redlock.NodeState, when string) {
 		t.Errorf("%s: %+v", when, s)
 	}
 }
+
+// Inspect counts the clients that wait, not the entries a client that
+// stopped waiting left behind: a Client closed while it waited sends
+// nothing, and its entry lapses (QueueLasts) while another waiter keeps
+// the queue.
+func TestInspect_waitingLeavesOutLapsedEntries(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(bg)
+	gone := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	stays := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	acquireLater(gone, "doc")
+	eventually(t, "the first waiter queued", queuedOnEveryNodeInOrder(t, cluster, "doc", gone.ID()))
+	acquireLater(stays, "doc")
+	eventually(t, "the second waiter queued", queuedOnEveryNodeInOrder(t, cluster, "doc", gone.ID(), stays.ID()))
+	gone.Close()
+	closed := time.Now()
+	for {
+		states, err := holder.Inspect(bg, "doc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := 0
+		for _, s := range states {
+			waiting = max(waiting, s.Waiting)
+		}
+		if waiting == 1 {
+			return
+		}
+		if time.Since(closed) > redlock.QueueLasts+time.Second {
+			t.Fatalf("%d waiting on a node %v after a waiter's Client closed, want 1: the other's entry lapsed", waiting, time.Since(closed))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// queuedOnEveryNodeInOrder returns a check that the queue of key holds
+// ids, in that order, on every node of cluster.
+func queuedOnEveryNodeInOrder(t *testing.T, cluster *redlocktest.Cluster, key string, ids ...string) func() bool {
+	queue, _ := redlock.QueueKeys(key)
+	return func() bool {
+		for _, n := range cluster.Nodes() {
+			if do(t, n, "ZRANGE", queue, "0", "-1") != strings.Join(ids, "\n") {
+				return false
+			}
+		}
+		return true
+	}
+}

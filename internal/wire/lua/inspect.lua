@@ -5,11 +5,15 @@
 -- KEYS[k+1] lock key; KEYS[k+2] fencing counter ("redlock:fence:" + lock
 -- key); KEYS[k+3] restart marker ("redlock:marker"); KEYS[k+4] its process
 -- key ("redlock:process"); KEYS[k+5] the key's queue of waiting clients
--- (see QueueKeys); KEYS[k+6] its forced record (see Layout.ForcedKey).
--- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off.
+-- (see QueueKeys); KEYS[k+6] its forced record (see Layout.ForcedKey);
+-- KEYS[k+7] the queue's deadlines.
+-- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off;
+-- ARGV[a+2] the caller's clock in microseconds.
 -- Returns {holder, lock PTTL in ms, counter, marker, left, restarted,
--- readers, waiting, forced, other}, where waiting is the number of clients
--- in the key's queue, forced the forced record, other the type of the data
+-- readers, waiting, forced, other}, where waiting is the number of live
+-- entries in the key's queue (their deadline not past: a client that
+-- stopped waiting without leaving lapses at its deadline, though the queue
+-- key lasts while others wait), forced the forced record, other the type of the data
 -- the key holds when it is neither a lock nor a lock's readers (a hash, a
 -- list...: another program's key), and where an absent string is "",
 -- readers are the tokens of the
@@ -19,6 +23,19 @@
 -- restarted, -1 when the marker is not a number), and restarted is 1 when
 -- the node's process changed since its marker was written, or it sits out a
 -- quarantine that a restart started, else 0.
+-- liveEntries counts the entries of a key's queue (queue, deadlines) whose
+-- deadline is not past now, the caller's clock in microseconds.
+local function liveEntries(queue, deadlines, now)
+	local live = 0
+	for _, id in ipairs(redis.call("ZRANGE", queue, 0, -1)) do
+		local ends = redis.call("HGET", deadlines, id)
+		if ends and tonumber(ends) > now then
+			live = live + 1
+		end
+	end
+	return live
+end
+
 local function inspect(KEYS, ARGV, k, a, shared)
 	local marker, writer = restartMarker(shared, KEYS[k + 3], KEYS[k + 4])
 	local left, restarted, afterRestart = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
@@ -40,7 +57,7 @@ local function inspect(KEYS, ARGV, k, a, shared)
 		left or -1,
 		(restarted or afterRestart) and 1 or 0,
 		readers,
-		redis.call("ZCARD", KEYS[k + 5]),
+		liveEntries(KEYS[k + 5], KEYS[k + 7], tonumber(ARGV[a + 2])),
 		redis.call("GET", KEYS[k + 6]) or "",
 		other,
 	}
