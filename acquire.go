@@ -402,7 +402,7 @@ func (a *acquisition) carrying() bool { return a.carried != nil }
 // listens for the key's releases.
 func (a *acquisition) keepPlace() {
 	if a.wake != nil && a.wake != wait.NoWakeup && a.place.since != "" {
-		a.c.keepPlaces(a.ctx, []string{a.key}, a.place.since)
+		a.c.keepPlaces(a.ctx, a.c.id, []string{a.key}, a.place.since)
 	}
 }
 
@@ -464,7 +464,7 @@ func (a *acquisition) end(acquired *Lock) {
 	if a.place.since != "" {
 		// It gave up: its entry would keep readers out, and the first
 		// place in line, until it lapsed.
-		a.c.giveUpQueues(a.ctx, []string{a.key}, a.place.since, a.cfg.ttl)
+		a.c.giveUpQueues(a.ctx, a.c.id, []string{a.key}, a.place.since, a.cfg.ttl)
 	}
 }
 

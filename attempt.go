@@ -24,8 +24,9 @@ type attempt struct {
 	// place, when not nil, is the caller's place in the key's queue of
 	// waiting clients, which the attempt goes through (see newAttempt).
 	place *queuePlace
-	// queuedSince is the lock's, if the attempt wins (see Lock.queuedSince).
-	queuedSince string
+	// queuedSince and queuedAs are the lock's, if the attempt wins (see
+	// Lock.queuedSince).
+	queuedSince, queuedAs string
 	// settle: when it fails, it returns once its clean-up is done (see
 	// Client.tryAttempt).
 	settle bool
@@ -65,6 +66,9 @@ type queuePlace struct {
 	// the key carries (see handoff), which defers to the clients queued
 	// before it; newAttempt clears it.
 	handoff bool
+	// entry is a reader's entry in the key's queue (wire.ReaderEntry);
+	// the client's id stands for the client's other waiters.
+	entry string
 }
 
 // namedWaiters is how many clients, first in a key's queue, a release
@@ -80,7 +84,9 @@ const namedWaiters = 2
 // place.behind.
 //
 // shared makes it a shared (read) attempt instead (see
-// lua/acquire_shared.lua); place is then nil.
+// lua/acquire_shared.lua): place, when not nil, is then the reader's, which
+// goes in the key's queue as its client's reader entry when refused, and
+// which the lock's release leaves.
 func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, place *queuePlace, shared bool) *attempt {
 	a := &attempt{key: key, ttl: ttl, delay: delay}
 	if n := len(c.conns); n <= nodes.InlineNodes {
@@ -92,9 +98,16 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 	a.token = token
 	a.req = c.acquirer(&a.acquire, key, fenceKey, token, clock, ttl+delay, a.replies)
 	if shared {
-		a.acquire.share(queue, deadlines, waiting, c.wire.queueLastsMillis)
-	}
-	if place != nil {
+		var entry, since string
+		if place != nil {
+			if place.since == "" {
+				place.since = clock
+			}
+			entry, since = place.entry, place.since
+			a.queuedSince, a.queuedAs = since, entry
+		}
+		a.acquire.share(queue, deadlines, waiting, c.wire.queueLastsMillis, entry, since)
+	} else if place != nil {
 		first := place.since == ""
 		if first {
 			place.since = clock
@@ -109,7 +122,7 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 			mode = "2"
 		}
 		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, mode)
-		a.place, a.queuedSince = place, place.since
+		a.place, a.queuedSince, a.queuedAs = place, place.since, c.id
 	}
 	a.start = time.Now()
 	return a
@@ -141,9 +154,11 @@ func (c *Client) tryAttempt(ctx context.Context, key string, ttl, delay time.Dur
 }
 
 // attemptShared is attempt for a shared (read) lock: the node grants it
-// while no writer holds the key or waits for it.
-func (c *Client) attemptShared(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool) (*Lock, error) {
-	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, nil, true), autoRenew)
+// while no writer holds the key or waits for it since before the reader
+// (place.since; place nil for TryAcquire, which yields to every writer
+// waiting).
+func (c *Client) attemptShared(ctx context.Context, key string, ttl, delay time.Duration, owner string, autoRenew bool, place *queuePlace) (*Lock, error) {
+	return c.run(ctx, c.newAttempt(key, ttl, delay, owner, place, true), autoRenew)
 }
 
 // run sends attempt a to every node and concludes; it asks none when ctx
@@ -221,7 +236,7 @@ func (c *Client) notePlace(a *attempt, results []NodeResult, ok int) {
 func (c *Client) granted(ctx context.Context, a *attempt, until time.Time, fence uint64, results []NodeResult, lag *nodes.Lagging, autoRenew bool) *Lock {
 	lock := newLock(c, a.key, a.token, a.ttl, a.delay, until, autoRenew)
 	lock.fence = fence
-	lock.queuedSince = a.queuedSince
+	lock.queuedSince, lock.queuedAs = a.queuedSince, a.queuedAs
 	if len(results) <= nodes.InlineNodes {
 		// results may live in the fan-out's own memory.
 		lock.nodes = append(lock.nodesBuf[:0], results...)
@@ -329,11 +344,13 @@ func (r *acquireRequest) queue(queue, deadlines, waiting, id, since, lasts, mode
 
 // share turns r into the request of a shared (read) acquisition, which
 // reads the key's queue of waiting clients and, refused, sets its waiting
-// mark for lasts milliseconds (see lua/acquire_shared.lua).
-func (r *acquireRequest) share(queue, deadlines, waiting, lasts string) {
+// mark for lasts milliseconds (see lua/acquire_shared.lua); entry and since
+// are the reader entry of a reader that waits in Acquire, and when it began
+// waiting, both "" for TryAcquire.
+func (r *acquireRequest) share(queue, deadlines, waiting, lasts, entry, since string) {
 	r.keys[4], r.keys[5], r.keys[6] = queue, deadlines, waiting
-	r.args[5] = lasts
-	r.Request.Script, r.Request.Keys, r.Request.Args = wire.AcquireSharedScript, r.keys[:], r.args[:6]
+	r.args[5], r.args[6], r.args[7] = lasts, entry, since
+	r.Request.Script, r.Request.Keys, r.Request.Args = wire.AcquireSharedScript, r.keys[:], r.args[:8]
 }
 
 // acquireRequest is an acquisition's request with its keys, arguments and

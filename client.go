@@ -54,6 +54,9 @@ type Client struct {
 	// id names this client in the queues of clients waiting for a key
 	// (see wire.QueueKeys): random, URL-safe base64.
 	id string
+	// readers numbers the readers of this client that wait in Acquire,
+	// each with an entry of its own in the key's queue (wire.ReaderEntry).
+	readers atomic.Uint64
 	// tel records metrics, spans and log records (telemetry.go); nil when
 	// Options has no logger and no provider.
 	tel *telemetry.Telemetry

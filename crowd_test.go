@@ -361,3 +361,27 @@ func TestQueue_aGrantTakesOverTheClientsLeftoverEntry(t *testing.T) {
 	}
 	reader.Release(bg)
 }
+
+// subscribeReleases subscribes to the release channels of key on n, and
+// returns a function that waits for the next announcement there, up to
+// 10 s, and returns its channel.
+func subscribeReleases(t *testing.T, n *redlocktest.Node, key string) func() string {
+	t.Helper()
+	sub := goredisv9.NewClient(&goredisv9.Options{Addr: n.Addr()})
+	ps := sub.PSubscribe(bg, redlock.ReleaseChannel(key, false)+"*")
+	t.Cleanup(func() { ps.Close(); sub.Close() })
+	if _, err := ps.Receive(bg); err != nil {
+		t.Fatal(err)
+	}
+	messages := ps.Channel()
+	return func() string {
+		t.Helper()
+		select {
+		case m := <-messages:
+			return m.Channel
+		case <-time.After(10 * time.Second):
+			t.Fatal("no release announced within 10 s")
+			return ""
+		}
+	}
+}

@@ -203,7 +203,7 @@ func QueueKeyIn(key string, cluster bool) string {
 // LeaveQueues takes the client out of the queues of keys where its entry
 // is the one made at since, in microseconds on its clock.
 func (c *Client) LeaveQueues(ctx context.Context, keys []string, since string) {
-	c.leaveQueues(ctx, keys, since, c.opts.TTL)
+	c.leaveQueues(ctx, c.id, keys, since, c.opts.TTL)
 }
 
 // FunctionLibrary is the library's scripts as one function library, as
@@ -226,7 +226,7 @@ var FunctionNames = func() map[string]string {
 // KeepPlace renews this client's place in the queue of name, taken by a
 // call that began waiting at since (see keepPlaces).
 func (c *Client) KeepPlace(ctx context.Context, name, since string) {
-	c.keepPlaces(ctx, []string{c.opts.KeyPrefix + name}, since)
+	c.keepPlaces(ctx, c.id, []string{c.opts.KeyPrefix + name}, since)
 }
 
 // PaceAfterSplit sets this client's pause on name as after its TryAcquire

@@ -60,7 +60,8 @@ type NodeState struct {
 	// seconds. A client that waited and
 	// holds the lock now (its last attempt won) may be counted until its
 	// entry lapses there, though it holds the lock: its release takes the
-	// entry out.
+	// entry out. Each reader waiting in Acquire (WithShared) counts
+	// apart, as each waits in a place of its own.
 	Waiting int
 	// Data is the type of the data the key holds when it holds neither a
 	// lock nor a lock's readers ("hash", "list", ...): another program's

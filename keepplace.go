@@ -49,13 +49,14 @@ func waitKeepingPlace[T any](s shape[T], pause time.Duration) (live, named bool)
 
 // keepPlaces renews, on every node, the places in the queues of keys of
 // this client's call that began waiting at since (in microseconds on its
-// clock), and the keys' waiting marks. It returns once every node
+// clock), under entry (its id, or its readers' entry), and the keys'
+// waiting marks. It returns once every node
 // answered, or at the node timeout.
-func (c *Client) keepPlaces(ctx context.Context, keys []string, since string) {
+func (c *Client) keepPlaces(ctx context.Context, entry string, keys []string, since string) {
 	forEach(len(keys), func(i int) {
 		_, clock, queue, deadlines, waiting := wire.ReleaseStrings(keys[i], time.Now(), c.keys.Tag(keys[i]))
 		req := &nodes.Request{Script: wire.KeepPlaceScript, Keys: []string{queue, deadlines, waiting},
-			Args: []string{c.id, since, clock, c.wire.queueLasts}}
+			Args: []string{entry, since, clock, c.wire.queueLasts}}
 		c.fanout(ctx, c.requestTimeout(), req, isPlace, c.everyNode)
 	})
 }

@@ -48,10 +48,11 @@ type Lock struct {
 	// queuedSince is when the acquisition that won the lock began waiting
 	// in the key's queue of waiting clients on the nodes, as it sent it
 	// (see queuePlace.since), or "" when it never queued: the release
-	// takes this client's entry out of the queue only while the entry is
-	// still that acquisition's (lua/leave_queue.lua). Set once before the
-	// lock is handed out.
-	queuedSince string
+	// takes this client's entry, queuedAs (its id, or its readers' entry
+	// for a reader), out of the queue only while the entry is still that
+	// acquisition's (lua/leave_queue.lua), also on the nodes that refused
+	// the acquisition. Both set once before the lock is handed out.
+	queuedSince, queuedAs string
 	// granted is when the acquisition granted the lock, for its telemetry
 	// (telemetry.go); set once before the lock is handed out. Nil without
 	// telemetry, and for a lock rebuilt from a token (tokenLock). Set

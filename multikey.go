@@ -200,7 +200,7 @@ func (m *multiAcquisition) run() (*Locks, error) {
 	}
 	locks, err := retryLoop(m.ctx, m.c.closed, m.cfg.retry, shape[*Locks](m), false)
 	if err != nil {
-		m.c.giveUpQueues(m.ctx, m.keys, since, m.cfg.ttl)
+		m.c.giveUpQueues(m.ctx, m.c.id, m.keys, since, m.cfg.ttl)
 	}
 	return locks, err
 }
@@ -261,7 +261,7 @@ func (m *multiAcquisition) try() (*Locks, error) {
 	// released.
 	forEach(n, func(i int) {
 		if m.cfg.shared {
-			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false)
+			locks[i], errs[i] = m.c.attemptShared(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false, nil)
 		} else {
 			locks[i], errs[i] = m.c.attempt(m.ctx, m.keys[i], m.cfg.ttl, m.cfg.delay, m.cfg.owner, false, m.place(i))
 		}

@@ -106,7 +106,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 	}
 	lock, err := r.acquire(once)
 	if err != nil && p.places != nil {
-		c.giveUpQueues(ctx, p.queuedKeys(-1), p.places[0].since, cfg.ttl)
+		c.giveUpQueues(ctx, c.id, p.queuedKeys(-1), p.places[0].since, cfg.ttl)
 	}
 	c.permitClaims.release(p, p.claimed)
 	return lock, err
@@ -131,7 +131,7 @@ func (p *permits) granted(i int) {
 	if len(others) == 0 {
 		return
 	}
-	go p.c.leaveQueues(p.ctx, others, p.places[i].since, p.cfg.ttl)
+	go p.c.leaveQueues(p.ctx, p.c.id, others, p.places[i].since, p.cfg.ttl)
 }
 
 // queuedKeys returns the keys of the permits whose queues the call's tries

@@ -138,7 +138,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		l.mu.Unlock()
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*permitHandoff).bind(l.key), enough)
 	} else {
-		release := announcedReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
+		release := announcedReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.keys)
 		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
 	c.waiters.AddTrailing(l.key, unfinished.Lagging())
@@ -456,21 +456,22 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *nodes.Flight) {
 	c := l.client
 	h.launch()
-	release := handingOffReleaser(l.key, l.token, c.id, l.queuedSince, c.keys)
+	release := handingOffReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.keys)
 	f := c.nodes.Towing(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), h.flight, h.attempt.req)
 	close(h.sent)
 	results, ok, unfinished := f.Collect(nodes.IsOne, enough)
 	return nodeResults(results), ok, unfinished
 }
 
-// giveUpQueues takes this client out of the queues of keys (leaveQueues)
+// giveUpQueues takes this client's entry out of the queues of keys
+// (leaveQueues): its id, or a reader's entry (wire.ReaderEntry),
 // after a call that waited for them gave up: it returns once a quorum of
 // the nodes left each queue, so that a reader or another client's attempt
 // right after the call returned is not refused for the waiter that gave
 // up, but no later than NodeTimeout after the call's deadline (or after
 // now, for a call cancelled without one), so that a silent node does not
 // hold the call back; the leave goes on in the background.
-func (c *Client) giveUpQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
+func (c *Client) giveUpQueues(ctx context.Context, entry string, keys []string, since string, ttl time.Duration) {
 	if c.closing() {
 		return // nothing more is sent: the entries lapse (QueueLasts)
 	}
@@ -481,7 +482,7 @@ func (c *Client) giveUpQueues(ctx context.Context, keys []string, since string, 
 	left := make(chan struct{})
 	go func() {
 		defer close(left)
-		c.leaveQueues(ctx, keys, since, ttl)
+		c.leaveQueues(ctx, entry, keys, since, ttl)
 	}()
 	wait := time.NewTimer(time.Until(until))
 	defer wait.Stop()
@@ -491,22 +492,22 @@ func (c *Client) giveUpQueues(ctx context.Context, keys []string, since string, 
 	}
 }
 
-// leaveQueues takes this client out of the queues of keys on every node,
-// where its entry is still the one of the call that began waiting at
-// since: after a call that gave up, or that took another of the keys it
+// leaveQueues takes this client's entry (its id, or its readers' entry)
+// out of the queues of keys on every node, where the entry is still the
+// one of the call that began waiting at since: after a call that gave up, or that took another of the keys it
 // waited for, so that the nodes do not keep those keys free for it. The
 // release of a token nobody holds leaves the queue, and, where the key is
 // free, names the next clients in line (see lua/release.lua). It returns
 // once a quorum of the nodes answered for each key; the requests to the
 // others go on.
-func (c *Client) leaveQueues(ctx context.Context, keys []string, since string, ttl time.Duration) {
+func (c *Client) leaveQueues(ctx context.Context, entry string, keys []string, since string, ttl time.Duration) {
 	ctx = nodes.Uncancelled(ctx)
 	timeout := c.nodeTimeout(ttl)
 	answered := func(any) bool { return true }
 	enough := func(ok, others int) bool { return ok >= c.quorum || ok+others >= len(c.conns) }
 	forEach(len(keys), func(i int) {
 		token, _, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, 0, c.opts.Owner, "", false)
-		req := announcedReleaser(keys[i], token, c.id, since, c.keys)
+		req := announcedReleaser(keys[i], token, entry, since, c.keys)
 		// Behind the last attempt's clean-up still under way on a node,
 		// and so behind the attempt: an attempt that landed after the
 		// leave would queue the call again.

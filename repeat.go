@@ -7,6 +7,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wait"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // repeated is the retry loop of an acquisition that is not a mutex's: a
@@ -192,22 +193,24 @@ func (r *repeated) notAsked() error { return r.c.notAsked(r.key, r.ctx) }
 // without WithShared), and its readers (WithShared), kept at the same key
 // on each node as a sorted set of their tokens by expiry (lua/readers.lua):
 // a writer's SET NX fails while a reader holds the key, and a reader is
-// refused while the key holds a writer's token. A writer that waits
-// (Acquire) is queued on the nodes like any refused Acquire, and readers are
-// refused while a writer waits: the readers that hold the key drain, the
-// last one's release wakes the writer, and a stream of readers cannot
-// starve it. Between writers, readers waiting get in when a writer's
-// release names no other waiting writer. A reader and a writer exclude each
-// other by the Redlock argument: both need a majority of nodes, and a node
-// grants only one kind at a time.
+// refused while the key holds a writer's token. Waiting readers and writers
+// queue on the nodes (a refused Acquire), each dated when it began waiting,
+// and are served in that order: a reader is refused while a writer queued
+// before it waits, and a writer defers to a reader first in line that came
+// before it, so that neither a stream of readers nor one of writers starves
+// the other; the readers that come between two writers take the key
+// together. A reader and a writer exclude each other by the Redlock
+// argument: both need a majority of nodes, and a node grants only one kind
+// at a time.
 
 // WithShared makes the call take the named lock shared, as a reader of a
 // read-write lock: any number of readers hold it at once, and no writer,
-// which takes it by the same name without WithShared. A writer waiting in
-// Acquire keeps new readers out until it got the lock (writers first), so
-// readers cannot starve it; a writer that only calls TryAcquire never
-// waits, and a stream of readers can keep it out: wait in Acquire, with a
-// deadline in its context. Locks are not reentrant, as sync.RWMutex's
+// which takes it by the same name without WithShared. Readers and writers
+// waiting in Acquire are served in the order they came: a waiting writer
+// keeps out the readers that came after it, and a waiting reader the
+// writers that came after it, so that neither kind starves the other. A
+// caller that only calls TryAcquire never waits, and a stream of the other
+// kind can keep it out: wait in Acquire, with a deadline in its context. Locks are not reentrant, as sync.RWMutex's
 // are not: a reader that takes the lock again while a writer waits waits
 // behind that writer, which waits for the first reading to end. A reader's Lock has everything a lock has:
 // validity, Extend, auto-renewal, Done, Release, and a fencing token from
@@ -219,14 +222,29 @@ func WithShared() LockOption {
 
 // acquireShared takes the lock key shared: once, or until ctx ends. This
 // client's readers of one key try at once, and a release wakes them all:
-// they do not split votes among themselves.
+// they do not split votes among themselves. A reader that waits has a
+// place of its own in the key's queue, dated when it began waiting: the
+// writers that came later defer to it (see lua/reader_entries.lua). It
+// keeps the place while it waits, and leaves it when it gives up; its
+// lock's release leaves it otherwise.
 func (c *Client) acquireShared(ctx context.Context, key string, cfg lockConfig, once bool, call *telemetry.Call) (*Lock, error) {
+	var place *queuePlace
+	keep := func() { c.keepMarks(ctx, []string{key}) }
+	if !once {
+		place = &queuePlace{entry: wire.ReaderEntry(c.id, c.readers.Add(1))}
+		keep = func() { c.keepPlaces(ctx, place.entry, []string{key}, place.since) }
+	}
 	try := func() (*Lock, error) {
-		lock, err := c.attemptShared(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew)
+		lock, err := c.attemptShared(ctx, key, cfg.ttl, cfg.delay, cfg.owner, cfg.autoRenew, place)
 		noteAttempt(call, lock, err)
 		return lock, err
 	}
-	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, keys: func() []string { return []string{key} }, attempt: try,
-		keep: func() { c.keepMarks(ctx, []string{key}) }}
-	return r.acquire(once)
+	r := repeated{c: c, ctx: ctx, cfg: cfg, key: key, keys: func() []string { return []string{key} }, attempt: try, keep: keep}
+	lock, err := r.acquire(once)
+	if err != nil && place != nil && place.since != "" {
+		// It gave up: its entry would hold back the writers that came
+		// after it until it lapsed.
+		c.giveUpQueues(ctx, place.entry, []string{key}, place.since, cfg.ttl)
+	}
+	return lock, err
 }

@@ -134,8 +134,7 @@ func holdInTurns(ctx context.Context, t *testing.T, client *redlock.Client, writ
 			t.Errorf("release: %v", err)
 		}
 		if write {
-			// Writers first: with writers back to back, readers would
-			// wait until none waits.
+			// A pause between writes, in which the readers' turns come.
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
@@ -213,6 +212,258 @@ func TestShared_writerNotStarved(t *testing.T) {
 		w.Release(bg)
 		cancel()
 	})
+}
+
+// A reader waiting in Acquire gets the key while writers of other clients
+// take it back to back, each waiting again right after its release: the
+// writers that came after the reader defer to it, so that it waits only
+// for the writers ahead of it when it came. Each reader's wait is counted
+// in grants to writers: at most writerBound, a few rounds of the writers
+// (one per writer would do with queues that always agree); a starved
+// reader waits out its ten seconds through thousands.
+func TestShared_readerNotStarvedByWriters(t *testing.T) {
+	const writers, writerBound = 4, 12
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	ctx, cancel := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	var writes atomic.Int64
+	for i := range writers {
+		writer := newClient(t, cluster, adapters[i%len(adapters)], fast())
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lock, err := writer.Acquire(ctx, "hot")
+				if err != nil {
+					return
+				}
+				writes.Add(1)
+				time.Sleep(2 * time.Millisecond) // the writer's work
+				lock.Release(bg)
+			}
+		})
+	}
+	eventually(t, "the writers taking the key in turns", func() bool { return writes.Load() >= 40 })
+	for i, a := range []adapter{adapters[0], adapters[1], adapters[0]} {
+		reader := newClient(t, cluster, a, fast())
+		rctx, rcancel := context.WithTimeout(bg, 10*time.Second)
+		before := writes.Load()
+		r, err := reader.Acquire(rctx, "hot", redlock.WithShared())
+		rcancel()
+		during := writes.Load() - before
+		t.Logf("reader %d (%s) waited through %d writes", i, a.name, during)
+		if err != nil {
+			t.Fatalf("reader %d starved through %d writes: %v", i, during, err)
+		}
+		if during > writerBound {
+			t.Errorf("reader %d waited through %d writes, want at most %d", i, during, writerBound)
+		}
+		if err := r.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A writer's later attempts defer to a reader first in line that began
+// waiting before it: where the key frees without a release (its holder's
+// TTL ran out, so nobody is woken), a writer retrying every few
+// milliseconds finds it free long before the reader's next try, nearly a
+// second later, and still leaves it to the reader.
+func TestShared_laterWriterDefersToAnEarlierReader(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	if _, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var order grantOrder = make(chan string, 2)
+	order.acquire(readers, "reader", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(800*time.Millisecond, 900*time.Millisecond)))
+	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
+	order.acquire(writers, "writer", redlock.WithRetry(redlock.Jittered(2*time.Millisecond, 5*time.Millisecond)))
+	eventually(t, "the writer queued behind it on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID()))
+	order.want(t, "reader", "writer")
+}
+
+// A reader keeps its own place in line, whatever the other readers of its
+// Client do: one that came after a writer does not move the place of one
+// that came before it behind that writer. Before, a Client's readers had
+// one place, which its latest refused reader dated.
+func TestShared_readersOfOneClientKeepTheirOwnPlaces(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
+	var order grantOrder = make(chan string, 3)
+	order.acquire(readers, "first reader", redlock.WithShared(), wakeOnly)
+	eventually(t, "the first reader queued", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
+	order.acquire(writers, "writer", wakeOnly)
+	eventually(t, "the writer queued", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID()))
+	order.acquire(readers, "second reader", redlock.WithShared(), wakeOnly)
+	eventually(t, "the second reader queued", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID(), readers.ID()+"+r"))
+	listeningOnEveryNode(t, cluster, readers, "doc", 2)
+	listeningOnEveryNode(t, cluster, writers, "doc", 1)
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	order.want(t, "first reader", "writer", "second reader")
+}
+
+// A release that names a writer first wakes no other writer: with a
+// reader second in line, its announcement went to the key's channel too,
+// and woke every writer waiting, which raced the first in line and took
+// the key ahead of it and of the reader. The first writer here hears no
+// announcement (its Conns cannot listen) and retries every 50 ms; the
+// others try only when woken.
+func TestShared_releaseNamingAWriterFirstWakesNoLaterWriter(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	first, err := redlock.New(deafConns(goredisConns(t, cluster.Addrs())), patientNodes(fast()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Close() })
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	later := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
+	var order grantOrder = make(chan string, 3)
+	order.acquire(first, "first writer", redlock.WithRetry(redlock.Jittered(50*time.Millisecond, 60*time.Millisecond)))
+	eventually(t, "the first writer queued", queuedInOrder(t, cluster, "doc", first.ID()))
+	order.acquire(readers, "reader", redlock.WithShared(), wakeOnly)
+	eventually(t, "the reader queued", queuedInOrder(t, cluster, "doc", first.ID(), readers.ID()+"+r"))
+	order.acquire(later, "later writer", wakeOnly)
+	eventually(t, "the later writer queued", queuedInOrder(t, cluster, "doc", first.ID(), readers.ID()+"+r", later.ID()))
+	listeningOnEveryNode(t, cluster, later, "doc", 1)
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	order.want(t, "first writer", "reader", "later writer")
+}
+
+// A reader yields to a writer waiting behind many readers' places: here
+// 70 places of readers whose Client closed while they waited (their
+// entries stay until they lapse), more than a node looked through before.
+func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crowd := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	for range 70 {
+		acquireLater(crowd, "doc", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute)))
+	}
+	eventually(t, "70 readers queued on every node", func() bool {
+		return !slices.ContainsFunc(cluster.Nodes(), func(n *redlocktest.Node) bool { return len(queueEntries(t, n, "doc")) != 70 })
+	})
+	crowd.Close()
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	others := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	reading, err := others.TryAcquire(bg, "doc", redlock.WithShared())
+	if err != nil {
+		t.Fatalf("a reader, while no writer waits: %v", err)
+	}
+	defer reading.Release(bg)
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	acquireLater(writers, "doc", redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute)))
+	eventually(t, "the writer queued behind them on every node", func() bool {
+		return !slices.ContainsFunc(cluster.Nodes(), func(n *redlocktest.Node) bool {
+			entries := queueEntries(t, n, "doc")
+			return len(entries) != 71 || entries[70] != writers.ID()
+		})
+	})
+	if r, err := others.TryAcquire(bg, "doc", redlock.WithShared()); err == nil {
+		r.Release(bg)
+		t.Fatal("a reader got in while a writer waited")
+	}
+}
+
+// A release names the first live clients in line past the places that
+// lapsed, however many: here twelve of readers whose Client closed while
+// they waited. Before, a release looked at eight and, finding nobody live,
+// named nobody: it was announced on the key's channel, every writer woke,
+// and a later one could take the key ahead of the first.
+func TestShared_releaseNamesTheFirstWriterPastManyLapsedReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crowd := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
+	for range 12 {
+		acquireLater(crowd, "doc", redlock.WithShared(), wakeOnly)
+	}
+	queued := func(n int) func() bool {
+		return func() bool {
+			return !slices.ContainsFunc(cluster.Nodes(), func(node *redlocktest.Node) bool { return len(queueEntries(t, node, "doc")) != n })
+		}
+	}
+	eventually(t, "12 readers queued on every node", queued(12))
+	crowd.Close()
+	lapsed := time.Now().Add(redlock.QueueLasts)
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	acquireLater(writers, "doc", wakeOnly)
+	eventually(t, "a writer queued behind them", queued(13))
+	announced := subscribeReleases(t, cluster.Nodes()[0], "doc")
+	time.Sleep(time.Until(lapsed)) // the readers' places lapse: a time to wait out, not an event
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := announced(), redlock.ReleaseChannel("doc", false)+" "+writers.ID(); got != want {
+		t.Fatalf("the release announced on %q, want %q: naming the writer", got, want)
+	}
+}
+
+// grantOrder records the order in which waiters get the key "doc": each
+// takes it, sends its name and releases it at once.
+type grantOrder chan string
+
+// acquire starts who's Acquire of "doc" on c.
+func (g grantOrder) acquire(c *redlock.Client, who string, opts ...redlock.LockOption) {
+	go func() {
+		l := <-acquireLater(c, "doc", opts...)
+		if l == nil {
+			g <- who + " (not acquired)"
+			return
+		}
+		g <- who
+		l.Release(bg)
+	}()
+}
+
+// want fails the test unless the waiters get the key in order.
+func (g grantOrder) want(t *testing.T, order ...string) {
+	t.Helper()
+	for _, want := range order {
+		if got := <-g; got != want {
+			t.Fatalf("granted to the %s, want the %s next (order %q)", got, want, order)
+		}
+	}
+}
+
+// deafConns returns conns as plain Conns, without their optional
+// capabilities: a Client over them hears no release announcement, and
+// its waiters try at their retry delays.
+func deafConns(conns []redlock.Conn) []redlock.Conn {
+	deaf := make([]redlock.Conn, len(conns))
+	for i, c := range conns {
+		deaf[i] = struct{ redlock.Conn }{c}
+	}
+	return deaf
 }
 
 // A writer waiting in Acquire gets the key while readers of its own
@@ -304,10 +555,10 @@ func TestShared_readersReleaseKeepsTheWritersPlace(t *testing.T) {
 	wantWoken(t, writer, "the writer, by the last reader's release")
 }
 
-// A release that names a Client wakes its writer waiting for the key, also
-// when the Client's readers began waiting before it: they do not take the
-// wake-up meant for the writer, which keeps them out meanwhile.
-func TestShared_releaseWakesTheWriterBehindItsClientsReaders(t *testing.T) {
+// A release that names a Client wakes its reader and its writer waiting
+// for the key: the reader, which began waiting first, takes it first, and
+// the writer, which defers to it, at the reader's release.
+func TestShared_releaseWakesTheReaderAndTheWriterOfItsClientInTurn(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
 	// Only a wake-up makes its waiters try again: their first attempts
@@ -323,11 +574,12 @@ func TestShared_releaseWakesTheWriterBehindItsClientsReaders(t *testing.T) {
 	reader := acquireLater(client, "doc", redlock.WithShared())
 	eventually(t, "the reader refused and listening", func() bool { return client.Listening("doc") == 1 })
 	writer := acquireLater(client, "doc")
-	eventually(t, "the writer queued on every node", queuedOnEveryNode(t, cluster, "doc", client))
+	eventually(t, "the reader and the writer queued on every node, in that order",
+		queuedInOrder(t, cluster, "doc", client.ID()+"+r", client.ID()))
 	listeningOnEveryNode(t, cluster, client, "doc", 2)
 	held.Release(bg)
-	wantWoken(t, writer, "the writer, by the release naming its client")
-	wantWoken(t, reader, "the reader, by the writer's release")
+	wantWoken(t, reader, "the reader, by the release naming its client")
+	wantWoken(t, writer, "the writer, by the reader's release")
 }
 
 // patientNodes returns opts with a per-node timeout that a node of a loaded
@@ -341,15 +593,47 @@ func patientNodes(opts *redlock.Options) *redlock.Options {
 // queuedOnEveryNode returns a check that c's client id is the only one in
 // the queue of key on every node of cluster.
 func queuedOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, key string, c *redlock.Client) func() bool {
-	queue, _ := redlock.QueueKeys(key)
+	return queuedInOrder(t, cluster, key, c.ID())
+}
+
+// queuedInOrder returns a check that the queue of key holds one entry
+// for each of prefixes, in that order, on every node of cluster: a
+// client's id, or a reader's entry (the id and "+r", then its number).
+func queuedInOrder(t *testing.T, cluster *redlocktest.Cluster, key string, prefixes ...string) func() bool {
 	return func() bool {
 		for _, n := range cluster.Nodes() {
-			if do(t, n, "ZRANGE", queue, "0", "-1") != c.ID() {
+			entries := queueEntries(t, n, key)
+			if len(entries) != len(prefixes) {
 				return false
+			}
+			for i, p := range prefixes {
+				if !strings.HasPrefix(entries[i], p) {
+					return false
+				}
 			}
 		}
 		return true
 	}
+}
+
+// queueEntries returns the entries of the queue of key on n, in order.
+func queueEntries(t *testing.T, n *redlocktest.Node, key string) []string {
+	queue, _ := redlock.QueueKeys(key)
+	if entries := do(t, n, "ZRANGE", queue, "0", "-1"); entries != "" {
+		return strings.Split(entries, "\n")
+	}
+	return nil
+}
+
+// readersQueued returns on how many nodes of cluster the queue of key
+// holds an entry of a reader of c.
+func readersQueued(t *testing.T, cluster *redlocktest.Cluster, key string, c *redlock.Client) (nodes int) {
+	for _, n := range cluster.Nodes() {
+		if slices.ContainsFunc(queueEntries(t, n, key), func(e string) bool { return strings.HasPrefix(e, c.ID()+"+r") }) {
+			nodes++
+		}
+	}
+	return nodes
 }
 
 // listeningOnEveryNode waits until n waiters of c listen for the releases
@@ -679,6 +963,85 @@ func TestShared_readerRefusedForWaitingWriter(t *testing.T) {
 	msg := err.Error()
 	if strings.Count(msg, "a writer is waiting") < readers.Quorum() || strings.Contains(msg, "held by another") {
 		t.Errorf("a reader while a writer waits: %q, want a writer waiting on a quorum of nodes", msg)
+	}
+}
+
+// A reader that waited in Acquire leaves the key's queue where a node
+// granted it, and, with its release, on the nodes that refused it: a
+// reader's place left behind would make the writers that came after it
+// defer to it. One node here still holds another client's lock when the
+// others free it.
+func TestShared_readersReleaseLeavesItsPlace(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, "doc", held.Token())
+	reader := acquireLater(readers, "doc", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(20*time.Millisecond, 30*time.Millisecond)))
+	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
+	for _, n := range cluster.Nodes()[:2] {
+		do(t, n, "DEL", "doc")
+	}
+	r := <-reader
+	if r == nil {
+		t.Fatal("the reader: not acquired")
+	}
+	if queued := readersQueued(t, cluster, "doc", readers); queued != 1 {
+		t.Fatalf("the reader's entry on %d nodes while it holds, want 1: the node that refused it", queued)
+	}
+	if err := r.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	for readersQueued(t, cluster, "doc", readers) > 0 {
+		if time.Since(released) > redlock.QueueLasts*3/4 {
+			t.Fatalf("the reader's entry still queued %v after its release", redlock.QueueLasts*3/4)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A reader waiting in Acquire that gives up leaves the key's queue: it
+// returns once a quorum of the nodes took its entry out, so that a writer
+// that comes right after is not held back for it, and the other nodes
+// follow at once, well before its entry would lapse (QueueLasts).
+func TestShared_readerThatGaveUpLetsWritersIn(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	readers := newClient(t, cluster, adapters[1], fast())
+	writers := newClient(t, cluster, adapters[0], fast())
+	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	_, err = readers.Acquire(ctx, "doc", redlock.WithShared())
+	cancel()
+	gaveUp := time.Now()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the reader: %v, want DeadlineExceeded", err)
+	}
+	if err := held.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(bg, redlock.QueueLasts/4)
+	w, err := writers.Acquire(ctx, "doc")
+	cancel()
+	if err != nil {
+		t.Fatalf("a writer right after the waiting reader gave up: %v", err)
+	}
+	w.Release(bg)
+	for left := gaveUp.Add(redlock.QueueLasts * 3 / 4); ; time.Sleep(5 * time.Millisecond) {
+		queued := readersQueued(t, cluster, "doc", readers)
+		if queued == 0 {
+			break
+		}
+		if time.Now().After(left) {
+			t.Fatalf("the reader that gave up is still queued on %d nodes %v later", queued, redlock.QueueLasts*3/4)
+		}
 	}
 }
 

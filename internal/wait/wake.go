@@ -283,7 +283,7 @@ func (w *Waker) deliver(channel, message string) {
 	a.nodes++
 	switch {
 	case a.woken || !named && a.nodes < w.quorum:
-	case named && w.behind() > 0 && !strings.HasPrefix(names, w.id+" ") && names != w.id:
+	case named && w.behind() > 0 && !w.namedFirst(names):
 		if a.later == nil {
 			a.later = time.AfterFunc(w.behind(), func() { w.wakeLater(channel, token) })
 		}
@@ -295,6 +295,14 @@ func (w *Waker) deliver(channel, message string) {
 		w.signalFirstLocked(channel)
 	}
 	w.heard[channel] = a
+}
+
+// namedFirst reports whether names, a release's named clients, names
+// this client first: by its id, or by one of its readers' entries
+// (wire.ReaderEntry).
+func (w *Waker) namedFirst(names string) bool {
+	first, _, _ := strings.Cut(names, " ")
+	return wire.EntryClient(first) == w.id
 }
 
 // wakeLater wakes the waiter on channel for the release whose token is

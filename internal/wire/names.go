@@ -52,6 +52,18 @@ func FenceKey(key string) string { return FencePrefix + key }
 // script appends the key, so that a release does not build the name.
 const ReleaseChannelPrefix = "redlock:released:"
 
+// ReaderEntry returns the entry in a key's queue of a reader of client id
+// that waits for the key (lua/reader_entries.lua): id, "+r" (no client id
+// has a "+") and n, which numbers the client's waiting readers.
+func ReaderEntry(id string, n uint64) string { return id + "+r" + strconv.FormatUint(n, 10) }
+
+// EntryClient returns the id of the client of a queue entry: the entry
+// itself, or a reader's (ReaderEntry) up to its "+r".
+func EntryClient(entry string) string {
+	id, _, _ := strings.Cut(entry, "+")
+	return id
+}
+
 // QueuePrefix and QueueDeadlinePrefix start the names of the two keys that
 // queue the clients waiting for a lock key (see QueueKeys).
 const (

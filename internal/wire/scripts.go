@@ -103,6 +103,8 @@ var (
 	listenSource string
 	//go:embed lua/enter_queue.lua
 	enterQueueSource string
+	//go:embed lua/reader_entries.lua
+	readerEntriesSource string
 	//go:embed lua/keep_place.lua
 	keepPlaceSource string
 	//go:embed lua/list_scan.lua
@@ -135,9 +137,11 @@ var (
 	notALockFunc      = &luaFunction{name: "notALock", source: notALockSource}
 	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc, notALockFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
-		calls: []*luaFunction{admitFunc, nextWaitersFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc, notALockFunc}}
-	queuedAcquireFunc     = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource, calls: []*luaFunction{acquireFunc, nextWaitersFunc, enterQueueFunc}}
+		calls: []*luaFunction{admitFunc, readerEntriesFunc, enterQueueFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc, notALockFunc}}
+	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource,
+		calls: []*luaFunction{acquireFunc, nextWaitersFunc, readerEntriesFunc, enterQueueFunc}}
 	markWaitingFunc       = &luaFunction{name: "markWaiting", source: waitingSource}
+	readerEntriesFunc     = &luaFunction{name: "readerFirst", source: readerEntriesSource}
 	enterQueueFunc        = &luaFunction{name: "enterQueue", source: enterQueueSource, calls: []*luaFunction{markWaitingFunc}}
 	keepPlaceFunc         = &luaFunction{name: "keepPlace", source: keepPlaceSource, calls: []*luaFunction{enterQueueFunc}}
 	listenFunc            = &luaFunction{name: "listen", source: listenSource, calls: []*luaFunction{markWaitingFunc}}
@@ -145,7 +149,7 @@ var (
 	publishFunc           = &luaFunction{name: "publish", source: publishSource}
 	listenedFunc          = &luaFunction{name: "listened", source: listenedSource}
 	leaveQueueFunc        = &luaFunction{name: "leaveQueue", source: leaveQueueSource}
-	announceFunc          = &luaFunction{name: "sendAnnouncement", source: announceSource}
+	announceFunc          = &luaFunction{name: "sendAnnouncement", source: announceSource, calls: []*luaFunction{readerEntriesFunc}}
 	tokenDelayFunc        = &luaFunction{name: "tokenDelay", source: tokenDelaySource}
 	delayStandsFunc       = &luaFunction{name: "delayStands", source: delaySource, calls: []*luaFunction{tokenDelayFunc}}
 	readerDelayStandsFunc = &luaFunction{name: "readerDelayStands", source: readerDelaySource, calls: []*luaFunction{tokenDelayFunc}}

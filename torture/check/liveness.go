@@ -51,9 +51,6 @@ type Bound struct {
 	// processes that start one after another load the machine until the
 	// last one has; 0 for none.
 	Settle time.Duration
-	// ReadersExempt, when not empty, says why the waits of readers of a
-	// read-write lock are measured but not held to Wait or MinServed.
-	ReadersExempt string
 	// Derivation says how Wait and MinServed follow from the row's holds,
 	// waiters and retry policy, or why the row states no bound.
 	Derivation string
@@ -69,9 +66,6 @@ type Waits struct {
 	// was.
 	Longest time.Duration
 	Waiter  string
-	// Exempt is the longest wait of a reader not held to the bound (see
-	// Bound.ReadersExempt).
-	Exempt time.Duration
 	// Acquisitions counts the acquisitions held to the bound, Served those
 	// granted.
 	Acquisitions, Served int
@@ -271,10 +265,6 @@ func (l *liveness) measure(a acquisition) {
 	if l.bound.Loops {
 		stretch = l.longestFree(a)
 		wait = time.Duration(stretch.to - stretch.from)
-	}
-	if a.shared() && l.bound.ReadersExempt != "" {
-		l.waits.Exempt = max(l.waits.Exempt, wait)
-		return
 	}
 	if wait > l.waits.Longest {
 		l.waits.Longest, l.waits.Waiter = wait, a.worker

@@ -140,20 +140,12 @@ func TestCheckLiveness_faultFreeBoundLeavesOutWhatFaultsTouch(t *testing.T) {
 	}
 }
 
-// Readers exempt from the bound are measured apart and not judged.
-func TestCheckLiveness_exemptReaders(t *testing.T) {
+// Readers are held to the bound as writers are.
+func TestCheckLiveness_readers(t *testing.T) {
 	b := newBuilder()
 	b.op("worker-1", history.OpAcquire, 0, 400*ms, history.Fail, func(ev *history.Event) { ev.Shared = true })
 	b.grant("worker-0", 0, 1*ms, 500*ms, 10*ms, 11*ms, 1)
-	bound := waiting
-	bound.ReadersExempt = "writers go first"
-	r := liveness(t, b, bound)
-	wantStarved(t, r, 0)
-	if r.Waits.Exempt != 400*time.Millisecond || r.Waits.Acquisitions != 1 {
-		t.Fatalf("readers' longest wait %v, %d acquisitions judged; want 400ms, 1", r.Waits.Exempt, r.Waits.Acquisitions)
-	}
-	bound.ReadersExempt = ""
-	wantStarved(t, liveness(t, b, bound), 2, "worker-1 (reader) waited 400 ms")
+	wantStarved(t, liveness(t, b, waiting), 2, "worker-1 (reader) waited 400 ms")
 }
 
 // A call that never returned waited until the end of the history.

@@ -204,9 +204,6 @@ func LivenessSummary(o *torture.Outcome) string {
 	case w.Outside > 0:
 		fmt.Fprintf(&s, "; %d touched by a fault and left out", w.Outside)
 	}
-	if b.ReadersExempt != "" {
-		fmt.Fprintf(&s, "; readers' longest wait %s, not bounded", duration(w.Exempt))
-	}
 	s.WriteString(".")
 	return s.String()
 }

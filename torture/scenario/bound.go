@@ -149,11 +149,6 @@ func (s Scenario) waitBound() check.Bound {
 		Derivation: fmt.Sprintf("%d turns ahead (%s) × (hold %v + round %v) + %s %v + stall %v; every acquisition served",
 			ahead, who, s.hold(), roundTrip, pause, retry, stall),
 	}
-	if writers := s.writers(); s.readers() && writers > 1 {
-		b.ReadersExempt = fmt.Sprintf("writers go first, and %d writers that wait again within %v of their release "+
-			"keep one waiting nearly always", writers, DefaultRetryMax)
-		b.Derivation += "; readers not bounded: " + b.ReadersExempt
-	}
 	return b
 }
 

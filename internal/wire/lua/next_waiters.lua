@@ -1,11 +1,12 @@
 -- nextWaiters returns the first two clients in a key's queue of waiting
 -- clients (see queuedAcquire), each after a space, or "" when none waits.
--- It drops the stale entries it meets on the way: a client that stopped
--- waiting without taking the key. queue and deadlines are the queue's keys;
--- now is the caller's clock in microseconds.
+-- It drops the stale entries it meets on the way, up to 64: a client that
+-- stopped waiting without taking the key (a process that died with many
+-- readers waiting leaves one for each). queue and deadlines are the
+-- queue's keys; now is the caller's clock in microseconds.
 local function nextWaiters(queue, deadlines, now)
 	local names, found = "", 0
-	for _ = 1, 4 do
+	for _ = 1, 32 do
 		local ids = redis.call("ZRANGE", queue, found, found + 1)
 		if #ids == 0 then
 			return names

@@ -14,7 +14,11 @@
 -- queue for it: it is refused as if the key were held, and queues behind
 -- them, instead of racing the clients the release woke. Only the first
 -- attempt defers, so that nodes whose queues differ (an entry lost with a
--- request) cannot keep a key from everyone.
+-- request) cannot keep a key from everyone; but every attempt defers to a
+-- reader first in line that began waiting before the caller (see
+-- reader_entries.lua), so that writers cannot starve readers. A reader and
+-- a writer never defer to each other: each defers only to the other that
+-- began waiting first.
 -- KEYS[k+1..k+4] and ARGV[a+1..a+5] as for acquire; KEYS[k+5] the key's
 -- queue (a sorted set of client ids by the time they began waiting);
 -- KEYS[k+6] the queue's deadlines (a hash of client id to the caller's
@@ -111,6 +115,10 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 		if first ~= "" and first ~= " " .. id then
 			reply = {0, "0", 0}
 		end
+	elseif not reply and waiting and not held and readerFirst(queue, deadlines, ARGV[a + 7], tonumber(ARGV[a + 5])) then
+		-- A later attempt takes a free key whoever is queued, but for a
+		-- reader first in line that came before it.
+		reply = {0, "0", 0}
 	end
 	reply = reply or grant(KEYS, ARGV, k, a, shared, counter, held)
 	if reply[1] == 1 and (waiting or ARGV[a + 9] ~= "1") then

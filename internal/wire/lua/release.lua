@@ -9,7 +9,7 @@
 -- still the one the released lock's acquisition made: its score is
 -- ARGV[a+5], when that acquisition began waiting. Another goroutine of the
 -- client that waits for the key since then has moved the entry to its own
--- time, and keeps it; a lock that never queued (a reader, TryAcquire)
+-- time, and keeps it; a lock that never queued (TryAcquire, a reader's too)
 -- sends "" and leaves the queue alone. So a waiter leaves the queue by its
 -- own release, or when it stops renewing its entry (see nextWaiters), never
 -- by someone else's release. Its message is the token, then the first
@@ -24,7 +24,8 @@
 -- "". When announcing: KEYS[k+2] and KEYS[k+3] the key's queue and its
 -- deadlines, KEYS[k+4] its waiting mark (see markWaiting), without which
 -- nobody waits and nothing is read or announced; ARGV[a+3] the caller's clock in microseconds; ARGV[a+4] the
--- caller's client id; ARGV[a+5] when the released lock's acquisition began
+-- caller's entry in the queue (its client id, or its readers' entry: see
+-- reader_entries.lua); ARGV[a+5] when the released lock's acquisition began
 -- waiting, in microseconds on the caller's clock, or "";
 -- ARGV[a+6] "1" when the release carries the attempt of the caller's next
 -- goroutine (a handoff, see handoffAcquire), "" otherwise: it then

@@ -55,7 +55,7 @@ func (l *lockFlags) registerLockDelay(fs *flag.FlagSet) {
 
 // sharedUsage describes --shared for the verbs that take a lock.
 const sharedUsage = "take KEY shared, as one of its readers: any number of readers hold it at once, " +
-	"and no writer (a command without --shared); a writer that waits keeps new readers out"
+	"and no writer (a command without --shared); readers and writers that wait are served in the order they came"
 
 // registerShared adds --shared to fs, described by usage.
 func (l *lockFlags) registerShared(fs *flag.FlagSet, usage string) {

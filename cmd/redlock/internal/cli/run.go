@@ -72,8 +72,11 @@ KEY and the rest is COMMAND.
 Readers and writers: with --shared, redlock takes KEY as one of its readers.
 Any number of 'run --shared KEY' hold KEY at once, and none while a 'run KEY'
 without --shared (a writer) holds it; a writer waits until the readers are
-done. A writer that waits keeps new readers out, so that readers coming one
-after the other cannot starve it. Many readers or one writer on this table:
+done. Waiting readers and writers are served in the order they came: a
+writer that waits keeps the readers that came after it out, and a reader
+that waits the writers that came after it, so that neither readers nor
+writers coming one after the other starve the other kind. Many readers or
+one writer on this table:
   redlock run --shared orders -- ./export-orders.sh   # any number at once
   redlock run orders -- ./migrate-orders.sh           # alone
 

@@ -74,8 +74,9 @@ different things, and every holder of one semaphore should give the same N.
 
 With --shared it takes KEY as a reader of a read-write lock: any number of
 readers hold KEY at once, and no writer (acquire or run without --shared).
-A writer that waits keeps new readers out until it has had its turn. A
-reader's token is extended and released as any: 'redlock release KEY TOKEN'.
+Readers and writers that wait are served in the order they came: a writer
+that waits keeps new readers out until it has had its turn, and a reader
+that waits new writers. A reader's token is extended and released as any: 'redlock release KEY TOKEN'.
 
 Output, one field per line (or one JSON object with --json):
   key       KEY, or with --limit the permit's key, KEY:permit:i
