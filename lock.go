@@ -319,7 +319,7 @@ func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Re
 	channel, clock, queue, deadlines, waiting := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
 	r.keys[1], r.keys[2], r.keys[3] = queue, deadlines, waiting
 	r.args[1], r.args[2], r.args[3], r.args[4] = channel, clock, id, since
-	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:], Args: r.args[:]}
+	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:], Args: r.args[:], LeavesQueue: since != ""}
 	return &r.Request
 }
 

@@ -588,17 +588,21 @@ func (lag *Lagging) holds(node int) bool {
 // a node that stopped answering would otherwise hold a chain of the key's
 // requests, each waiting for the one before it, that grows with every
 // request. A release cancels its acquisition's call that has not left yet,
-// and is answered for the node without asking it (the key is not there);
-// past the bound, any other call fails unsent (errStillLagging), a vote not
-// given.
+// and is answered for the node without asking it (the key is not there),
+// unless it leaves the key's queue (Request.LeavesQueue): an earlier
+// attempt of the same call may have queued it there, and it is sent, once
+// the earlier requests ended, to take that place out; past the bound, any
+// other call fails unsent (errStillLagging), a vote not given.
 func (lag *Lagging) submitAfter(p *pipe, calls ...*call) {
 	depth := int32(1)
 	if prior := lag.earlier.callTo(calls[0].node); prior != nil && prior.state.Load() == callDeferred {
 		switch {
 		case lag.release && prior.state.CompareAndSwap(callDeferred, callCancelled):
-			p.deliver(calls[0], int64(0), nil) // "not held"
-			p.refuseWith(calls[1:], errStillLagging)
-			return
+			if !calls[0].req.LeavesQueue {
+				p.deliver(calls[0], int64(0), nil) // "not held"
+				p.refuseWith(calls[1:], errStillLagging)
+				return
+			}
 		case prior.depth >= maxLagChain:
 			p.refuseWith(calls, errStillLagging)
 			return

@@ -63,6 +63,11 @@ type Request struct {
 	// that waited for the key's earlier requests there (see
 	// Lagging.submitAfter) is about to leave: their replies are in by then.
 	LocalAfterLag func(node int) (v any, ok bool)
+	// LeavesQueue: the request, a release, also takes its caller's place
+	// out of the key's queue, which an earlier request may have made on a
+	// node where the acquisition's own request never left: it is sent
+	// there anyway (see Lagging.submitAfter).
+	LeavesQueue bool
 	// alone holds the result of a fan-out to the client's only node made
 	// inline, so that it costs no allocation of its own.
 	alone [1]Result
