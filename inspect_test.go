@@ -229,9 +229,9 @@ func TestInspect_waitingLeavesOutLapsedEntries(t *testing.T) {
 	gone := newClient(t, cluster, adapters[1], patientNodes(fast()))
 	stays := newClient(t, cluster, adapters[0], patientNodes(fast()))
 	acquireLater(gone, "doc")
-	eventually(t, "the first waiter queued", queuedOnEveryNodeInOrder(t, cluster, "doc", gone.ID()))
+	eventually(t, "the first waiter queued", queuedInOrder(t, cluster, "doc", gone.ID()))
 	acquireLater(stays, "doc")
-	eventually(t, "the second waiter queued", queuedOnEveryNodeInOrder(t, cluster, "doc", gone.ID(), stays.ID()))
+	eventually(t, "the second waiter queued", queuedInOrder(t, cluster, "doc", gone.ID(), stays.ID()))
 	gone.Close()
 	closed := time.Now()
 	for {
@@ -250,19 +250,5 @@ func TestInspect_waitingLeavesOutLapsedEntries(t *testing.T) {
 			t.Fatalf("%d waiting on a node %v after a waiter's Client closed, want 1: the other's entry lapsed", waiting, time.Since(closed))
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// queuedOnEveryNodeInOrder returns a check that the queue of key holds
-// ids, in that order, on every node of cluster.
-func queuedOnEveryNodeInOrder(t *testing.T, cluster *redlocktest.Cluster, key string, ids ...string) func() bool {
-	queue, _ := redlock.QueueKeys(key)
-	return func() bool {
-		for _, n := range cluster.Nodes() {
-			if do(t, n, "ZRANGE", queue, "0", "-1") != strings.Join(ids, "\n") {
-				return false
-			}
-		}
-		return true
 	}
 }
