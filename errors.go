@@ -173,8 +173,9 @@ type NodeResult struct {
 	// votes again, by its own clock.
 	RecoveringLeft time.Duration
 	// WriterWaits is, for OutcomeHeld in a reader's acquisition, that no
-	// writer holds the key on the node but one waits for it: the node
-	// refuses readers until that writer has had its turn.
+	// writer holds the key on the node but one that began waiting before
+	// the reader waits for it: the node refuses the reader until that
+	// writer has had its turn.
 	WriterWaits bool
 }
 
