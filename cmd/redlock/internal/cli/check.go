@@ -39,7 +39,7 @@ fencing token, on how many nodes, and how long the check took; when
 nobody holds KEY and it holds other data than a lock (another program's
 hash, list...), the type of that data and on how many nodes: not current.
 With --json one object: {"key", "current", "holder", "owner", "since",
-"fence", "shared", "data", "data_nodes", "nodes", "answered", "all",
+"fence", "shared", "data", "data_nodes", "holding", "answered", "all",
 "took_ms"}; "shared" when readers hold KEY on a majority; "data" the type
 of the data that is no lock ("hash", "list", ...) on the most nodes, and
 "data_nodes" on how many nodes KEY holds such data, "" and 0 when none.`,
@@ -65,7 +65,7 @@ type checkJSON struct {
 	Shared    bool   `json:"shared"`     // readers hold KEY on a majority
 	Data      string `json:"data"`       // the type of the data that is no lock under KEY on the most nodes ("hash", ...), "" if none
 	DataNodes int    `json:"data_nodes"` // nodes where KEY holds such data: another program's key
-	Nodes     int    `json:"nodes"`      // nodes that hold KEY with TOKEN or FENCE
+	Holding   int    `json:"holding"`    // nodes that hold KEY with TOKEN or FENCE
 	Answered  int    `json:"answered"`
 	All       int    `json:"all"`
 	TookMs    int64  `json:"took_ms"`
@@ -158,7 +158,7 @@ func writeCheck(r report, key, held string, res redlock.CheckResult, data otherK
 	if r.json {
 		out := checkJSON{Key: key, Current: res.Current, Holder: res.Holder.Token, Owner: res.Holder.Owner, Since: sinceText(res.Holder.Since),
 			Fence: res.Fence, Shared: res.Shared, Data: data.main(), DataNodes: data.nodes,
-			Nodes: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
+			Holding: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
 		writeJSON(r.s.stdout, out)
 		return
 	}

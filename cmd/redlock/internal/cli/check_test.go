@@ -17,7 +17,7 @@ func TestCheck(t *testing.T) {
 
 	var out checkJSON
 	cli(t, "check", "--nodes", nodes, "--json", "res", lock.Token).expect(t, exitOK, "check TOKEN").decode(t, &out)
-	if !out.Current || out.Holder != lock.Token || out.Owner != "writer-1" || out.Fence != lock.Fence || out.Nodes != 3 {
+	if !out.Current || out.Holder != lock.Token || out.Owner != "writer-1" || out.Fence != lock.Fence || out.Holding != 3 {
 		t.Errorf("check --json: %+v", out)
 	}
 	text := cli(t, "check", "--nodes", nodes, "res", strconv.FormatUint(lock.Fence, 10)).expect(t, exitOK, "check FENCE").stdout
@@ -35,7 +35,7 @@ func TestCheck(t *testing.T) {
 	var reader acquiredJSON
 	cli(t, "acquire", "--nodes", nodes, "--json", "--shared", "doc").expect(t, exitOK, "acquire --shared").decode(t, &reader)
 	out = checkJSON{}
-	for deadline := time.Now().Add(10 * time.Second); !out.Current || out.Nodes < 3; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !out.Current || out.Holding < 3; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the reader never held doc on every node: %+v", out)
 		}

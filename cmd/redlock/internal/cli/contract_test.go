@@ -354,3 +354,33 @@ func TestContract_waitForAKeyWithoutExpiry(t *testing.T) {
 		t.Errorf("the wait does not say that the key has no expiry:\n%s", r.stderr)
 	}
 }
+
+// In every JSON object a command prints, on success or failure, "nodes" is
+// the list of per-node outcomes or absent, never a count, so that a script
+// reads it one way whatever happened.
+func TestContract_jsonNodesIsAlwaysAList(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	nodesField := func(what string, r result) {
+		t.Helper()
+		var out map[string]any
+		r.decode(t, &out)
+		if v, ok := out["nodes"]; ok {
+			if _, list := v.([]any); !list {
+				t.Errorf("%s: \"nodes\" is %T (%v), want a list of the nodes' outcomes or none:\n%s", what, v, v, r.stdout)
+			}
+		}
+	}
+	nodesField("check --json, current", cli(t, "check", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitOK, "check"))
+	nodesField("check --json, not current", cli(t, "check", "--nodes", nodes, "--json", "job", "other").expect(t, exitLockLost, "check"))
+	nodesField("list --json", cli(t, "list", "--nodes", nodes, "--json").expect(t, exitOK, "list"))
+	nodesField("inspect --json", cli(t, "inspect", "--nodes", nodes, "--json", "job").expect(t, exitOK, "inspect"))
+	for _, i := range []int{1, 2} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodesField("check --json, 2 of 3 nodes down", cli(t, "check", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitUnavailable, "check"))
+	nodesField("list --json, 2 of 3 nodes down", cli(t, "list", "--nodes", nodes, "--json").expect(t, exitUnavailable, "list"))
+}

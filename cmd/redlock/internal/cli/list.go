@@ -38,10 +38,10 @@ Output: a table, one row per lock: KEY, KIND (lock, permit, shared), OWNER
 the holder's clock), TTL, NODES (on how many nodes of all, "*" when not a
 majority: an acquisition under way or leftovers that expire) and WAITING;
 then "N locks held", counting those on a majority, and how many more are
-not. With --json one object: {"prefix", "quorum", "nodes",
+not. With --json one object: {"prefix", "quorum", "all" (the nodes),
 "locks": [{"key", "kind", "semaphore", "permit", "grants": [{"token",
-"owner", "since", "age_ms"}], "nodes", "answered", "majority", "ttl_ms",
-"waiting"}], "complete", "error"}.`,
+"owner", "since", "age_ms"}], "holding" (the nodes that hold it),
+"answered", "majority", "ttl_ms", "waiting"}], "complete", "error"}.`,
 		exits: []exitDoc{
 			{"0", "every node was listed"},
 			docUsage,
@@ -59,7 +59,7 @@ type heldJSON struct {
 	Semaphore string      `json:"semaphore,omitempty"`
 	Permit    int         `json:"permit,omitempty"`
 	Grants    []grantJSON `json:"grants"`
-	Nodes     int         `json:"nodes"`
+	Holding   int         `json:"holding"` // nodes that hold it
 	Answered  int         `json:"answered"`
 	Majority  bool        `json:"majority"`
 	TTLMs     int64       `json:"ttl_ms"`
@@ -70,7 +70,7 @@ type heldJSON struct {
 type listJSON struct {
 	Prefix   string     `json:"prefix"`
 	Quorum   int        `json:"quorum"`
-	Nodes    int        `json:"nodes"`
+	All      int        `json:"all"` // the nodes
 	Locks    []heldJSON `json:"locks"`
 	Complete bool       `json:"complete"`
 	Error    string     `json:"error,omitempty"`
@@ -112,7 +112,7 @@ func setupList(fs *flag.FlagSet) runner {
 // the listing's ErrListIncomplete, or nil.
 func writeList(r report, prefix string, nodes int, held []redlock.HeldLock, err error) {
 	if r.json {
-		out := listJSON{Prefix: prefix, Nodes: nodes, Quorum: nodes/2 + 1, Locks: []heldJSON{}, Complete: err == nil}
+		out := listJSON{Prefix: prefix, All: nodes, Quorum: nodes/2 + 1, Locks: []heldJSON{}, Complete: err == nil}
 		if err != nil {
 			out.Error = errText(err)
 		}
@@ -128,7 +128,7 @@ func writeList(r report, prefix string, nodes int, held []redlock.HeldLock, err 
 // newHeldJSON describes one lock held.
 func newHeldJSON(h redlock.HeldLock) heldJSON {
 	out := heldJSON{Key: h.Key, Kind: heldKind(h), Semaphore: h.Semaphore, Permit: h.Permit, Grants: []grantJSON{},
-		Nodes: h.Nodes, Answered: h.Answered, Majority: h.Quorum, TTLMs: h.TTL.Milliseconds(), Waiting: h.Waiting}
+		Holding: h.Nodes, Answered: h.Answered, Majority: h.Quorum, TTLMs: h.TTL.Milliseconds(), Waiting: h.Waiting}
 	for _, g := range h.Grants {
 		out.Grants = append(out.Grants, newGrantJSON(g.Token))
 	}

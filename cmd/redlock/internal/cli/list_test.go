@@ -19,20 +19,20 @@ func TestList(t *testing.T) {
 
 	var out listJSON
 	cli(t, "list", "--nodes", nodes, "--json").expect(t, exitOK, "list --json").decode(t, &out)
-	if !out.Complete || out.Nodes != 3 || out.Quorum != 2 || len(out.Locks) != 3 {
+	if !out.Complete || out.All != 3 || out.Quorum != 2 || len(out.Locks) != 3 {
 		t.Fatalf("list --json: %+v", out)
 	}
 	var none listJSON
 	cli(t, "list", "--nodes", nodes, "--json", "nothing-here").expect(t, exitOK, "list --json of no lock").decode(t, &none)
-	if !none.Complete || none.Nodes != 3 || none.Quorum != 2 || len(none.Locks) != 0 {
+	if !none.Complete || none.All != 3 || none.Quorum != 2 || len(none.Locks) != 0 {
 		t.Errorf("list --json of no lock: %+v", none)
 	}
 	doc, orders, permit := out.Locks[0], out.Locks[1], out.Locks[2]
-	if doc.Key != "doc" || doc.Kind != "shared" || len(doc.Grants) != 2 || doc.Nodes != 3 || !doc.Majority {
+	if doc.Key != "doc" || doc.Kind != "shared" || len(doc.Grants) != 2 || doc.Holding != 3 || !doc.Majority {
 		t.Errorf("doc: %+v", doc)
 	}
 	if orders.Key != "orders" || orders.Kind != "lock" || len(orders.Grants) != 1 || orders.Grants[0].Owner != "billing" ||
-		orders.Grants[0].Since == "" || orders.TTLMs <= 0 || orders.Nodes != 3 {
+		orders.Grants[0].Since == "" || orders.TTLMs <= 0 || orders.Holding != 3 {
 		t.Errorf("orders: %+v", orders)
 	}
 	if permit.Kind != "permit" || permit.Semaphore != "sem" || permit.Permit < 1 || permit.Grants[0].Owner != "api-client" {
