@@ -124,7 +124,34 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
 	}
-	return run(ctx, s, fs.Args())
+	return run(ctx, s, withEndOfFlags(c, fs, args[1:]))
+}
+
+// withEndOfFlags returns the arguments the flags of fs left in args, the
+// command line after c's name, with the -- that ended the flags put back
+// for run and elect: there a -- separates the keys from the command, and
+// "run -- echo hi" has no key, rather than the key echo.
+func withEndOfFlags(c *command, fs *flag.FlagSet, args []string) []string {
+	rest := fs.Args()
+	if c.name != "run" && c.name != "elect" {
+		return rest
+	}
+	i := len(args) - len(rest) - 1
+	if i < 0 || args[i] != "--" || (i > 0 && takesValue(fs, args[i-1])) {
+		return rest
+	}
+	return append([]string{"--"}, rest...)
+}
+
+// takesValue reports whether arg is a flag of fs that takes its value
+// from the next argument: not a boolean, and without =value.
+func takesValue(fs *flag.FlagSet, arg string) bool {
+	if !isFlagOf(fs, arg) || strings.Contains(arg, "=") {
+		return false
+	}
+	f := fs.Lookup(strings.TrimLeft(arg, "-"))
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }
 
 // unknownCommand reports that args[0] names no command, with --json also

@@ -126,8 +126,8 @@ func TestRun_severalKeysShared(t *testing.T) {
 	cli(t, "acquire", "--nodes", nodes, "--wait", "0", "t1").expect(t, exitOK, "a writer of t1 after the run")
 }
 
-// Several keys with --limit, --limit with --shared, and a key given twice
-// are usage errors, found before any node is asked: the nodes here do not
+// Several keys with --limit, --limit with --shared, a key given twice, and
+// no key before the -- that ends the flags are usage errors, found before any node is asked: the nodes here do not
 // answer.
 func TestRun_severalKeysUsageErrors(t *testing.T) {
 	const nodes = "redis://127.0.0.1:1"
@@ -143,6 +143,9 @@ func TestRun_severalKeysUsageErrors(t *testing.T) {
 		{[]string{"run", "k1", "", "--", "touch", marker}, "KEY is empty"},
 		{[]string{"run", "k1", "--shared", "k2", "--", "touch", marker}, `flags go before KEY; "--shared" came after`},
 		{[]string{"run", "--", "--", "touch", marker}, "missing KEY before --"},
+		{[]string{"run", "--", "touch", marker}, "missing KEY before --"},
+		{[]string{"run", "--wait", "1", "--", "touch", marker}, "missing KEY before --"},
+		{[]string{"elect", "--", "leader", "v1", "touch", marker}, "want NAME VALUE -- COMMAND"},
 	} {
 		r := cli(t, append([]string{tc.args[0], "--nodes", nodes}, tc.args[1:]...)...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
