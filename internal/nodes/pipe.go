@@ -390,6 +390,17 @@ func (p *pipe) requestContext(cl *call) (context.Context, context.CancelFunc) {
 	return cl.to.nodeContext(cl)
 }
 
+// batchScript returns the batch script for the calls of batch: the one
+// that runs on a node out of memory when each of their scripts may.
+func batchScript(batch []*call) *wire.Script {
+	for _, cl := range batch {
+		if !cl.req.Script.AllowOOM {
+			return wire.BatchScript
+		}
+	}
+	return wire.BatchOOMScript
+}
+
 // sendBatch runs the calls of batch in one batch script call.
 func (p *pipe) sendBatch(batch []*call) {
 	var deadline time.Time
@@ -413,7 +424,7 @@ func (p *pipe) sendBatch(batch []*call) {
 		ends = deadline.Add(lateReplyWait) // see requestContext
 	}
 	ctx := p.batchDeadlines.until(ends)
-	v, acked, err := p.eval(ctx, deadline, wire.BatchScript, keys, args)
+	v, acked, err := p.eval(ctx, deadline, batchScript(batch), keys, args)
 	replies, ok := v.([]any)
 	if err == nil && (!ok || len(replies) != len(batch)) {
 		err = fmt.Errorf("redlock: unexpected reply to the batch script: %d replies for %d requests", len(replies), len(batch))
@@ -473,7 +484,7 @@ func replicasBehind(err error) *errReplicasBehind {
 // then WAIT on the same connection, up to deadline (acked is -1 otherwise).
 func (p *pipe) eval(ctx context.Context, deadline time.Time, s *wire.Script, keys, args []string) (v any, acked int64, err error) {
 	s = s.ForNode(p.cluster)
-	if p.replicas == 0 || !s.Replicated && s != wire.BatchScript {
+	if p.replicas == 0 || !s.Replicated && !s.IsBatch() {
 		v, err = p.functions.call(ctx, p.conn, s, keys, args)
 		return v, -1, asNoAuth(err)
 	}

@@ -38,7 +38,7 @@ func newLibrary(scripts []*Script) (source, name string) {
 	body := definitions(append(fns, batchFunc)...)
 	var calls strings.Builder
 	for _, s := range scripts {
-		calls.WriteString(s.Name() + " " + s.call + "\n")
+		calls.WriteString(s.Name() + s.suffix + " " + s.call + " " + s.flags() + "\n")
 	}
 	sum := sha1.Sum([]byte(body + calls.String()))
 	name = LibraryPrefix + hex.EncodeToString(sum[:6])
@@ -46,8 +46,17 @@ func newLibrary(scripts []*Script) (source, name string) {
 	b.WriteString("#!lua name=" + name + "\n")
 	b.WriteString(body)
 	for _, s := range scripts {
-		s.Function = name + "_" + s.Name()
-		b.WriteString("redis.register_function('" + s.Function + "', function(KEYS, ARGV) return " + s.call + " end)\n")
+		s.Function = name + "_" + s.Name() + s.suffix
+		b.WriteString("redis.register_function{function_name='" + s.Function + "', callback=function(KEYS, ARGV) return " +
+			s.call + " end, flags={" + s.flags() + "}}\n")
 	}
 	return b.String(), name
+}
+
+// flags returns the flags of s's function, as a Lua list's items.
+func (s *Script) flags() string {
+	if s.AllowOOM {
+		return "'allow-oom'"
+	}
+	return ""
 }

@@ -187,9 +187,17 @@ type Script struct {
 	// Replicated: its writes that grant or extend a lock must reach the
 	// replicas that Options.WaitReplicas asks for.
 	Replicated bool
+	// AllowOOM: the script only frees memory or refreshes expiries (a
+	// release, an extension), so that its function runs on a node out of
+	// memory (maxmemory with noeviction), as DEL and PEXPIRE do; a script
+	// sent by EVALSHA is judged command by command anyway.
+	AllowOOM bool
 	// onCluster, when set, is the script to run instead on a Redis Cluster
 	// node, with the same keys and arguments (see ForNode).
 	onCluster *Script
+	// suffix sets its function's name apart from another script's of the
+	// same name (see BatchOOMScript).
+	suffix string
 }
 
 // ForNode returns the script to run on a node: s, or its variant for a
@@ -207,15 +215,15 @@ var (
 	AcquireScript       = replicatedScript(acquireFunc)
 	QueuedAcquireScript = replicatedScript(queuedAcquireFunc)
 	AcquireSharedScript = replicatedScript(acquireSharedFunc)
-	ReleaseScript       = newScript(releaseFunc).withClusterVariant(ShardedReleaseScript)
-	ExtendScript        = replicatedScript(extendFunc)
+	ReleaseScript       = newScript(releaseFunc).withClusterVariant(ShardedReleaseScript).allowingOOM()
+	ExtendScript        = replicatedScript(extendFunc).allowingOOM()
 	RaiseScript         = replicatedScript(raiseFunc)
 	InspectScript       = newScript(inspectFunc)
 	MarkReadyScript     = newScript(markReadyFunc)
 	MarkerStateScript   = newScript(markerStateFunc)
 	// ShardedReleaseScript is ReleaseScript on a Redis Cluster node: it
 	// announces by SPUBLISH (see Layout.ReleaseChannel).
-	ShardedReleaseScript = newScript(shardedReleaseFunc)
+	ShardedReleaseScript = newScript(shardedReleaseFunc).allowingOOM()
 	// ListScanScript takes one step of a listing's SCAN of a node; it is
 	// sent by itself, never in a batch.
 	ListScanScript = newScript(listScanFunc)
@@ -236,7 +244,27 @@ var (
 	BatchScript = newBatchScript(AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript,
 		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript,
 		KeepPlaceScript)
+	// BatchOOMScript is BatchScript for a batch of requests whose scripts
+	// all AllowOOM: its function runs on a node out of memory too.
+	BatchOOMScript = BatchScript.oomVariant()
 )
+
+// allowingOOM sets s.AllowOOM, and returns s.
+func (s *Script) allowingOOM() *Script {
+	s.AllowOOM = true
+	return s
+}
+
+// oomVariant returns s run by a function of its own that AllowOOM: the
+// same source, so the same script by EVALSHA.
+func (s *Script) oomVariant() *Script {
+	v := *s
+	v.AllowOOM, v.suffix = true, "_oom"
+	return &v
+}
+
+// IsBatch reports whether s is a batch script (see BatchScript).
+func (s *Script) IsBatch() bool { return s.fn == nil }
 
 // withClusterVariant sets the script to run instead of s on a Redis Cluster
 // node, and returns s.
@@ -314,7 +342,7 @@ func definitions(fns ...*luaFunction) string {
 
 // Scripts are all the library's scripts, the batch script last.
 var Scripts = []*Script{AcquireScript, QueuedAcquireScript, AcquireSharedScript, ReleaseScript, ShardedReleaseScript,
-	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, KeepPlaceScript, BatchScript}
+	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, KeepPlaceScript, BatchScript, BatchOOMScript}
 
 // Name returns the name of the function of lua/ that the script runs, or
 // "batch" for the batch script.

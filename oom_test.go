@@ -1,0 +1,63 @@
+package redlock_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A node out of memory (maxmemory with noeviction, the policy SAFETY.md
+// asks for) refuses new locks, and still takes releases and extensions,
+// as it takes DEL and PEXPIRE: with the scripts as functions (the
+// default) as with EVALSHA, and for requests sent alone or batched.
+func TestOOM_releaseAndExtendRunOnANodeOutOfMemory(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		for _, disable := range []bool{false, true} {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+			opts := fast()
+			opts.DisableFunctions = disable
+			c := newClient(t, cluster, a, opts)
+			const n = 8
+			locks := make([]*redlock.Lock, n)
+			for i := range locks {
+				var err error
+				if locks[i], err = c.TryAcquire(bg, "oom-"+string(rune('a'+i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, node := range cluster.Nodes() {
+				do(t, node, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+				do(t, node, "CONFIG", "SET", "maxmemory", "1")
+			}
+			if _, err := c.TryAcquire(bg, "oom-new"); err == nil {
+				t.Errorf("functions off %v: a new lock was granted on nodes out of memory", disable)
+			}
+			if err := locks[0].Extend(bg, 0); err != nil {
+				t.Errorf("functions off %v: extend on nodes out of memory: %v", disable, err)
+			}
+			// At once, so that the requests of several calls share one
+			// script call to a node.
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i, l := range locks {
+				wg.Go(func() { errs[i] = l.Release(bg) })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("functions off %v: release %d on nodes out of memory: %v", disable, i, err)
+				}
+			}
+			for _, node := range cluster.Nodes() {
+				for i := range locks {
+					if v := keyOn(t, node, locks[i].Key()); v != "" {
+						t.Errorf("functions off %v: %s still on %s after its release", disable, locks[i].Key(), node.Addr())
+					}
+				}
+				do(t, node, "CONFIG", "SET", "maxmemory", "0")
+			}
+		}
+	})
+}
