@@ -12,6 +12,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/dialreport"
 	"github.com/redlock-go/redlock/internal/nodeurl"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // checkTimeout bounds the first PING to each node: long enough for a TLS
@@ -38,8 +39,9 @@ type verdict struct {
 //
 //   - a node answers but refuses its configuration (bad credentials, a
 //     database that does not exist, a cluster URL to a server outside
-//     cluster mode, anything but PONG), or is a replica or a Sentinel,
-//     which cannot hold locks: the error wraps
+//     cluster mode, anything but PONG), is a replica or a Sentinel,
+//     which cannot hold locks, or refuses the URL's user the release
+//     channels (PUBLISH on channel, an ACL without them): the error wraps
 //     nodeurl.ErrInvalidURL, with the node's name and its answer, however
 //     few such nodes there are: no retry fixes them;
 //   - a node's TLS handshake fails on a certificate (see
@@ -51,8 +53,8 @@ type verdict struct {
 //
 // Nodes that cannot be reached pass, since Redlock works while a majority
 // answers: Check returns them, with the error of their PING.
-func Check(ctx context.Context, conns []redlock.Conn, probe Probe) ([]dialreport.Down, error) {
-	verdicts := checkAll(ctx, conns, probe)
+func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel string) ([]dialreport.Down, error) {
+	verdicts := checkAll(ctx, conns, probe, channel)
 	errs := listErrors(conns, verdicts)
 	var down []dialreport.Down
 	for i, v := range verdicts {
@@ -70,13 +72,13 @@ func Check(ctx context.Context, conns []redlock.Conn, probe Probe) ([]dialreport
 }
 
 // checkAll checks every node at once, and returns each one's verdict.
-func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe) []verdict {
+func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe, channel string) []verdict {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	verdicts := make([]verdict, len(conns))
 	var wg sync.WaitGroup
 	for i, conn := range conns {
-		wg.Go(func() { verdicts[i] = checkNode(ctx, conn, probe) })
+		wg.Go(func() { verdicts[i] = checkNode(ctx, conn, probe, channel) })
 	}
 	wg.Wait()
 	return verdicts
@@ -84,7 +86,7 @@ func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe) []verdict 
 
 // checkNode pings one node, and reads the identities of a node that
 // answers PONG; a node that does not answer goes to probe.
-func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
+func checkNode(ctx context.Context, conn redlock.Conn, probe Probe, channel string) verdict {
 	start := time.Now()
 	r := ping(ctx, conn, probe)
 	switch {
@@ -107,6 +109,9 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe) verdict {
 	}
 	ids := identities(ctx, conn)
 	if err := roleRefusal(ctx, conn); err != nil {
+		return verdict{ids: ids, refused: err}
+	}
+	if err := channelRefusal(ctx, conn, channel); err != nil {
 		return verdict{ids: ids, refused: err}
 	}
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
@@ -138,6 +143,21 @@ func roleRefusal(ctx context.Context, conn redlock.Conn) error {
 			"?master_name=NAME added to this URL")
 	}
 	return nil
+}
+
+// channelRefusal returns why the node refuses its URL's user the channels
+// on which releases are announced, which waiters subscribe to: PUBLISH on
+// channel, a channel of theirs that no waiter listens on, is refused with
+// NOPERM (an ACL user without &redlock:released:*; Redis 7 gives a new
+// user no channel unless acl-pubsub-default says allchannels). It returns
+// nil when PUBLISH is allowed, or fails otherwise.
+func channelRefusal(ctx context.Context, conn redlock.Conn, channel string) error {
+	_, err := conn.Do(ctx, "PUBLISH", channel, "")
+	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		return nil
+	}
+	return fmt.Errorf("%w (the user may not use the channels that announce releases to waiters: "+
+		"grant them, as in ACL SETUSER <user> &%s*, or allchannels)", err, wire.ReleaseChannelPrefix)
 }
 
 // probeAfter is how long a node's first PING goes unanswered before the

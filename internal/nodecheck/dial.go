@@ -9,6 +9,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/dialreport"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Dial returns a redlock.Client over one Conn per URL, each built by
@@ -35,7 +36,11 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 		closeAll(conns)
 		return nil, err
 	}
-	down, err := Check(ctx, conns, probe)
+	prefix := ""
+	if opts != nil {
+		prefix = opts.KeyPrefix
+	}
+	down, err := Check(ctx, conns, probe, wire.ReleaseChannelPrefix+prefix+"redlock-dial-check")
 	if err != nil {
 		client.Close()
 		return nil, err

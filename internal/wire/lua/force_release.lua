@@ -39,7 +39,7 @@ local function forceRelease(KEYS, ARGV, k, a, shared, sharded)
 		send = function(ch, msg)
 			local sent = redis.pcall("SPUBLISH", ch, msg)
 			if type(sent) == "table" and sent.err then
-				redis.call("PUBLISH", ch, msg)
+				redis.pcall("PUBLISH", ch, msg)
 			end
 		end
 	end

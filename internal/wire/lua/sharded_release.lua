@@ -11,7 +11,7 @@ local function shardedRelease(KEYS, ARGV, k, a, shared)
 	return release(KEYS, ARGV, k, a, shared, function(channel, message)
 		local sent = redis.pcall("SPUBLISH", channel, message)
 		if type(sent) == "table" and sent.err then
-			redis.call("PUBLISH", channel, message)
+			redis.pcall("PUBLISH", channel, message)
 		end
 	end)
 end

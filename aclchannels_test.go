@@ -1,0 +1,102 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/rueidis"
+)
+
+// A Redis 7 ACL user made with ~* +@all gets no pub/sub channel
+// (acl-pubsub-default resetchannels): it may take and release locks, but
+// not announce releases to waiters. Dial refuses such a node as it
+// refuses a wrong password, and a Client made without Dial still
+// releases for real and says so when a waiter was to be told: the
+// announcement refused does not undo or fail the release.
+func TestACL_userWithoutTheReleaseChannels(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	for _, n := range cluster.Nodes() {
+		do(t, n, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "+@all", "resetchannels")
+	}
+	var urls []string
+	for _, addr := range cluster.Addrs() {
+		urls = append(urls, "redis://locker:pw@"+addr)
+	}
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, urls, fast())
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial took nodes that refuse the user the release channels")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "channels") {
+			t.Errorf("Dial: %v, want %v saying the channels are refused", err, d.errInvalidURL)
+		}
+	})
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		holder := newClient(t, cluster, a, fast())
+		var conns []redlock.Conn
+		for _, u := range urls {
+			conns = append(conns, urlConn(t, a, u))
+		}
+		c, err := redlock.New(conns, fast())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		lock, err := c.TryAcquire(bg, "acl-job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A waiter, so that the release announces.
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		waited := make(chan error, 1)
+		go func() {
+			l, err := holder.Acquire(ctx, "acl-job")
+			if err == nil {
+				err = l.Release(bg)
+			}
+			waited <- err
+		}()
+		eventually(t, "the waiter queued", func() bool { return waitingOn(t, cluster.Node(0), "acl-job") })
+		if err := lock.Release(bg); err != nil {
+			t.Errorf("release with a waiter, by a user without the channels: %v", err)
+		}
+		if err := <-waited; err != nil {
+			t.Errorf("the waiter: %v", err)
+		}
+	})
+}
+
+// urlConn returns a Conn of adapter a for a node URL.
+func urlConn(t testing.TB, a adapter, url string) redlock.Conn {
+	t.Helper()
+	var conn redlock.Conn
+	var err error
+	switch a.name {
+	case "goredis":
+		conn, err = goredis.NewURL(url)
+	default:
+		conn, err = rueidis.NewURL(url)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// waitingOn reports whether a client waits in the queue of key on n.
+func waitingOn(t testing.TB, n *redlocktest.Node, key string) bool {
+	queue, _ := redlock.QueueKeys(key)
+	v, err := n.Do(bg, "ZCARD", queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v != "0"
+}
