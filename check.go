@@ -107,6 +107,13 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 	timeout := c.requestTimeout()
 	states, results := c.inspect(ctx, onWire, timeout)
 	r.Took, r.All = time.Since(r.Started), len(states)
+	for i := range states {
+		if states[i].DelayOnly {
+			// The holder's TTL ran out there: only its lock-delay
+			// keeps the key, and its grant is over.
+			states[i].Holder = ""
+		}
+	}
 	r.tally(states, c.quorum, holds)
 	if !r.Current && r.Answered < c.quorum {
 		return r, &QuorumError{Op: "check", Key: onWire, OK: r.Answered, Quorum: c.quorum, Nodes: results, Err: ErrNotChecked, Cause: ctx.Err()}

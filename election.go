@@ -379,7 +379,7 @@ func (e *Election) read(ctx context.Context) (reading, error) {
 	for _, s := range states {
 		if s.Err == nil {
 			answered++
-			if s.Holder != "" {
+			if s.Holder != "" && !s.DelayOnly {
 				counts[s.Holder]++
 			}
 		}

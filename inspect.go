@@ -35,6 +35,12 @@ type NodeState struct {
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
 	TTL time.Duration
+	// DelayOnly reports that Holder's own TTL ran out on the node, and
+	// the key stays only for the lock-delay its token carries
+	// (WithLockDelay): it keeps other clients out, but Holder's grant
+	// there has ended. Check and an election's Leader count such a node
+	// as held by nobody.
+	DelayOnly bool
 	// Fence is the node's fencing counter for the key ("redlock:fence:" +
 	// key), 0 when it has none.
 	Fence uint64
@@ -222,6 +228,9 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 		s.TTL = time.Duration(r.pttl) * time.Millisecond
 	case r.pttl == -1:
 		s.TTL = -1
+	}
+	if d := TokenGrant(r.holder).LockDelay; d > 0 && s.TTL >= 0 && s.TTL <= d {
+		s.DelayOnly = true // as the scripts judge it: see lua/delay.lua
 	}
 	if r.counter != "" {
 		n, err := strconv.ParseUint(r.counter, 10, 64)

@@ -397,3 +397,49 @@ func onlyTheDelayLeft(t *testing.T, cluster *redlocktest.Cluster, key string, de
 		return true
 	})
 }
+
+// Once a holder's TTL ran out, a lock kept only by its lock-delay keeps
+// others out, but its holder is no longer current: Check, CheckFence and
+// an election's Leader say so, as its own Lock and ExtendToken do.
+func TestWithLockDelay_expiredHolderIsNotCurrent(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], &redlock.Options{TTL: time.Second, RecoveryDelay: 10 * time.Second})
+	lock, err := c.TryAcquire(bg, "delayed", redlock.WithLockDelay(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Check(bg, "delayed", lock.Token())
+	if err != nil || !r.Current {
+		t.Fatalf("Check while the lock is valid: %+v %v, want current", r, err)
+	}
+	// Past its TTL on every node (the delay keeps the key for 5 s more).
+	eventually(t, "the TTL ran out on every node", func() bool {
+		states, err := c.Inspect(bg, "delayed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range states {
+			if st.Holder != lock.Token() || !st.DelayOnly {
+				return false
+			}
+		}
+		return true
+	})
+	if r, err := c.Check(bg, "delayed", lock.Token()); err != nil || r.Current || r.Holder.Token != "" {
+		t.Errorf("Check once only the lock-delay keeps the key: %+v %v, want not current, held by nobody", r, err)
+	}
+	if r, err := c.CheckFence(bg, "delayed", lock.Fence()); err != nil || r.Current {
+		t.Errorf("CheckFence once only the lock-delay keeps the key: %+v %v, want not current", r, err)
+	}
+	if _, err := c.TryAcquire(bg, "delayed"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("TryAcquire during the lock-delay: %v, want ErrNotAcquired", err)
+	}
+	// The lock of an election's name is its leader's lead.
+	e, err := c.NewElection("delayed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := e.Leader(bg); !errors.Is(err, redlock.ErrNoLeader) {
+		t.Errorf("Leader once only the lock-delay keeps the key: %+v %v, want ErrNoLeader", l, err)
+	}
+}
