@@ -120,8 +120,11 @@ func (l *Lock) Nodes() []NodeResult { return slices.Clone(l.nodes) }
 func (l *Lock) Key() string { return strings.TrimPrefix(l.key, l.client.opts.KeyPrefix) }
 
 // Token returns the value that identifies this acquisition on the nodes:
-// 160 random bits in URL-safe base64, then "." and the TTL the lock was
-// acquired with, in milliseconds, which ExtendToken uses when given none.
+// <random>.<granted µs>.<owner>.<ttl ms>[+<lock-delay ms>]: 160 random
+// bits in URL-safe base64, when the acquisition began by the holder's
+// clock, its owner (WithOwner), the TTL the lock was acquired with, which
+// ExtendToken uses when given none, and its lock-delay when it has one
+// (WithLockDelay). TokenGrant reads them back.
 func (l *Lock) Token() string { return l.token }
 
 // Until returns the validity deadline: the lock is held, at the latest, until

@@ -15,9 +15,11 @@ import (
 
 // MarkReady declares every node ready to vote at once: it sets the restart
 // marker to "0" on each node where the marker is missing or the node is
-// recovering, and leaves the others alone. Each node gets the larger of
-// Options.NodeTimeout and 3 s (an operator's call, not a lock operation);
-// MarkReady blocks until every node answered or timed out.
+// recovering, and leaves the others alone. Each request to a node gets the
+// larger of Options.NodeTimeout and 3 s (an operator's call, not a lock
+// operation), and a read of the markers that a node did not answer in time
+// is asked again once: MarkReady blocks until every node answered or timed
+// out, up to three such timeouts with a node that never answers.
 //
 // MarkReady is safe only for a brand-new, empty deployment, or when no lock
 // can be outstanding (every client stopped for longer than the largest TTL):

@@ -153,7 +153,9 @@ func (s Scenario) waitBound() check.Bound {
 }
 
 // ahead returns how many turns may be ahead of a waiter, and says why:
-// every other waiter's; a semaphore's waiters take their turns limit at a
+// every other waiter's (clients take turns, and a client's goroutines its
+// turns: g × C − 1 for a goroutine of a client of g among C clients, which
+// is every other waiter's as every worker runs Goroutines); a semaphore's waiters take their turns limit at a
 // time; a read-write lock's writers take a turn each, and its readers one
 // together: a reader may wait for those holding when a writer came, then
 // for every writer.
