@@ -33,7 +33,8 @@ func TestRelease_force(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not stop its command after the lock was forced free")
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitTakenOver || !strings.Contains(stderr.String(), "taken over by an operator (ops:bob") {
+	if code := cmd.ProcessState.ExitCode(); code != exitTakenOver || !strings.Contains(stderr.String(), "taken over by an operator (ops:bob") ||
+		strings.Contains(stderr.String(), "expired") {
 		t.Errorf("run: exit %d, want %d\n%s", code, exitTakenOver, stderr.String())
 	}
 

@@ -618,8 +618,15 @@ func (sv *supervision) stopDue() {
 		return
 	}
 	if sv.lost == nil {
+		left := time.Until(until).Round(time.Millisecond)
+		if left <= 0 {
+			// redlock itself was stopped or starved past the deadline.
+			sv.stop(fmt.Errorf("%s could not be renewed: its validity ended at %s, %s ago",
+				sv.name, formatTime(until), -left))
+			return
+		}
 		sv.stop(fmt.Errorf("%s could not be renewed: its validity ends at %s, in %s",
-			sv.name, formatTime(until), time.Until(until).Round(time.Millisecond)))
+			sv.name, formatTime(until), left))
 	}
 }
 
@@ -694,6 +701,8 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case errors.Is(err, redlock.ErrNotHeld) && strings.HasPrefix(name, "locks "):
 		// Of several keys, the others were released.
 		sayf(s.stderr, slog.LevelWarn, c.name(), "%s released, but not every one was still held: %s", name, errText(err))
+	case errors.Is(err, redlock.ErrNotHeld) && errors.Is(held.Err(), redlock.ErrTakenOver):
+		sayf(s.stderr, slog.LevelWarn, c.name(), "%s had been forced free by an operator (release --force) when released", name)
 	case errors.Is(err, redlock.ErrNotHeld):
 		sayf(s.stderr, slog.LevelWarn, c.name(), "%s had already expired on the nodes when released", name)
 	default:
