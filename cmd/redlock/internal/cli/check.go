@@ -74,6 +74,7 @@ type checkJSON struct {
 func setupCheck(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
+	nodes.readOnly = true
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "check", json: *asJSON}

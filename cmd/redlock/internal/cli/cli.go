@@ -336,7 +336,9 @@ Exit codes (each command's help lists its own):
   %-5d  an operator forced the lock free (release --force): stop using it
   %-5d  bad node list: an invalid URL, a node given twice, credentials refused,
          nodes that refuse locks (ACL, a replica, a key of another type);
-         or --metrics-addr cannot listen (a port in use): nothing runs
+         or --metrics-addr cannot listen (a port in use): nothing runs;
+         inspect, list, check and elect --listen, which change nothing,
+         show what the other nodes answer past a node that refuses them
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
 

@@ -149,6 +149,7 @@ func (c *electConfig) listenTo(ctx context.Context, s streams, args []string) in
 	if msg := positional(args, "NAME"); msg != "" {
 		return usageError(s.stderr, "elect", msg)
 	}
+	c.nodes.readOnly = true
 	client, f, err := c.nodes.dial(ctx, s.stderr)
 	if err != nil {
 		return report{s: s, cmd: "elect"}.failedAs(f, err)

@@ -107,6 +107,7 @@ type inspectJSON struct {
 func setupInspect(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
+	nodes.readOnly = true
 	var lf lockFlags
 	lf.registerLimit(fs, "show the `N` permits of the semaphore KEY, and how many are held, instead of the lock KEY")
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")

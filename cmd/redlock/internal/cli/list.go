@@ -79,6 +79,7 @@ type listJSON struct {
 func setupList(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
+	nodes.readOnly = true
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "list", json: *asJSON}

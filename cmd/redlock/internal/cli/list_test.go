@@ -116,3 +116,25 @@ func TestInspect_foreignTokenQuoted(t *testing.T) {
 		}
 	}
 }
+
+// A node that refuses its configuration (here its password) keeps the
+// commands that change nothing from none of the others: inspect, list and
+// check show what the other nodes answer, saying what is wrong with that
+// node, as with a node down; a command that takes a lock still refuses
+// the node list.
+func TestReadOnlyVerbs_showTheOtherNodesPastARefusingNode(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "30s", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	if _, err := cluster.Node(2).Do(bg, "CONFIG", "SET", "requirepass", "s3cret-pw"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"inspect", "job"}, {"list"}, {"check", "job", lock.Token}} {
+		r := cli(t, append([]string{args[0], "--nodes", nodes}, args[1:]...)...)
+		if r.code == exitConfig || !strings.Contains(r.stdout, "job") || !strings.Contains(r.stderr, "NOAUTH") {
+			t.Errorf("redlock %s with a node that refuses its password: exit %d\nstdout:\n%s\nstderr:\n%s",
+				strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+	cli(t, "acquire", "--nodes", nodes, "--wait", "0", "other").expect(t, exitConfig, "acquire with a node that refuses its password")
+}

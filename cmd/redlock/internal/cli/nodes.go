@@ -65,6 +65,10 @@ type nodeFlags struct {
 	telemetry     observe.Config
 	started       *observe.Telemetry // the exporters dial started
 	tls           tlsFlags
+	// readOnly: the command changes nothing (inspect, list, check, elect
+	// --listen), so that a node that refuses its configuration does not
+	// keep it from showing what the other nodes hold (see dial).
+	readOnly bool
 }
 
 // register adds the node flags to fs. withTTL adds --ttl, and withRetry
@@ -204,6 +208,9 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	}
 	opts.MeterProvider, opts.TracerProvider = n.started.MeterProvider, n.started.TracerProvider
 	client, err := goredis.Dial(ctx, urls, opts)
+	if err != nil && n.readOnly && ctx.Err() == nil {
+		client, err = dialRefused(urls, opts, err, stderr, n.fs.Name())
+	}
 	if err != nil {
 		n.started.Shutdown()
 	}
@@ -217,6 +224,39 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 		return nil, failInterrupted, err
 	}
 	return nil, failConfig, err
+}
+
+// dialRefused returns, for a command that changes nothing, a client of
+// the nodes that Dial refused with refusal because some node refuses its
+// configuration (credentials, ACL, a replica...), having said so on stderr:
+// that node's requests fail, and the command shows what the other nodes
+// hold, as it does with a node down. A list that is wrong in itself (a
+// malformed URL, a node given twice) stays refused.
+func dialRefused(urls []string, opts *redlock.Options, refusal error, stderr io.Writer, cmd string) (*redlock.Client, error) {
+	if !errors.Is(refusal, goredis.ErrInvalidURL) || errors.Is(refusal, redlock.ErrDuplicateNode) {
+		return nil, refusal
+	}
+	conns := make([]redlock.Conn, 0, len(urls))
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	for _, u := range urls {
+		c, err := goredis.NewURL(u)
+		if err != nil {
+			closeAll()
+			return nil, refusal
+		}
+		conns = append(conns, c)
+	}
+	client, err := redlock.New(conns, opts)
+	if err != nil {
+		closeAll()
+		return nil, refusal
+	}
+	sayf(stderr, slog.LevelWarn, cmd, "%s; showing what the other nodes answer", errText(refusal))
+	return client, nil
 }
 
 // warnUnreachable logs each of the n nodes that client could not reach as
