@@ -357,7 +357,8 @@ func TestContract_waitForAKeyWithoutExpiry(t *testing.T) {
 
 // In every JSON object a command prints, on success or failure, "nodes" is
 // the list of per-node outcomes or absent, never a count, so that a script
-// reads it one way whatever happened.
+// reads it one way whatever happened; and a failure has a failure's
+// fields, inspect's too.
 func TestContract_jsonNodesIsAlwaysAList(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
 	var lock acquiredJSON
@@ -383,4 +384,12 @@ func TestContract_jsonNodesIsAlwaysAList(t *testing.T) {
 	}
 	nodesField("check --json, 2 of 3 nodes down", cli(t, "check", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitUnavailable, "check"))
 	nodesField("list --json, 2 of 3 nodes down", cli(t, "list", "--nodes", nodes, "--json").expect(t, exitUnavailable, "list"))
+	r := cli(t, "inspect", "--nodes", nodes, "--json", "job").expect(t, exitUnavailable, "inspect")
+	nodesField("inspect --json, 2 of 3 nodes down", r)
+	// A failure's fields, as every failure has them.
+	var failed failureJSON
+	r.decode(t, &failed)
+	if failed.Error == "" || failed.Reason != failUnavailable || failed.ExitCode != exitUnavailable {
+		t.Errorf("inspect --json with 2 of 3 nodes down: %+v, want a failure's error, reason and exit_code:\n%s", failed, r.stdout)
+	}
 }

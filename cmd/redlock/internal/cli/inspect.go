@@ -102,6 +102,11 @@ type inspectJSON struct {
 	Readers      []string        `json:"readers"`       // readers holding it on a quorum, sorted
 	ReaderGrants []grantJSON     `json:"reader_grants"` // each reader's owner and since, as in readers
 	Nodes        []nodeStateJSON `json:"nodes"`
+	// Error, Reason and ExitCode are a failure's (see failureJSON), when
+	// too few nodes answered to tell who holds the lock; else absent.
+	Error    string  `json:"error,omitempty"`
+	Reason   failure `json:"reason,omitempty"`
+	ExitCode int     `json:"exit_code,omitempty"`
 }
 
 func setupInspect(fs *flag.FlagSet) runner {
@@ -158,10 +163,13 @@ func inspectLocks(ctx context.Context, r report, client *redlock.Client, keys []
 	for i, key := range keys {
 		quorum := len(all[i])/2 + 1
 		holder, _, answered := verdict(all[i], quorum)
+		lock := lockStateJSON(key, quorum, holder, all[i])
 		if answered < quorum {
 			code = exitUnavailable
+			lock.Error = fmt.Sprintf("too few nodes answered: %d of %d, %d needed", answered, len(all[i]), quorum)
+			lock.Reason, lock.ExitCode = failUnavailable, exitUnavailable
 		}
-		set.Locks = append(set.Locks, lockStateJSON(key, quorum, holder, all[i]))
+		set.Locks = append(set.Locks, lock)
 		if !r.json {
 			if i > 0 {
 				fmt.Fprintln(r.s.stdout)
