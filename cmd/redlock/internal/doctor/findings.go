@@ -322,7 +322,8 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 			n.RecoveringLeft.Round(time.Second))
 	case n.Recovering:
 		fs.add(n.Node, sev, "recovering", "wait: 'redlock init --force' is safe only when no lock can be outstanding",
-			"restarted: out of every quorum for %s more", n.RecoveringLeft.Round(time.Millisecond))
+			"sitting out its recovery delay (it restarted, lost its data, or was never used before): out of every quorum for %s more",
+			n.RecoveringLeft.Round(time.Millisecond))
 	}
 }
 
@@ -358,10 +359,16 @@ func (r *Report) duplicateFindings(fs *findingList) {
 // that tolerate no failure or no more than one node fewer would.
 func (r *Report) quorumFindings(fs *findingList) {
 	total := len(r.Nodes)
+	// A node that answers but refuses this client's credentials counts
+	// as one it cannot use, not as one that is down.
+	back, reachable := "bring the unreachable nodes back", "reachable"
+	if slices.ContainsFunc(r.Nodes, Node.CredentialsRefused) {
+		back, reachable = "fix the nodes that refuse this client's credentials, and bring any unreachable one back", "usable"
+	}
 	switch {
 	case r.Reachable < r.Quorum:
-		fs.add("", Critical, "quorum", "bring nodes back, or point the client at reachable ones",
-			"%d of %d nodes reachable, %d needed: no lock can be acquired", r.Reachable, total, r.Quorum)
+		fs.add("", Critical, "quorum", back+", or point the client at usable ones",
+			"%d of %d nodes %s, %d needed: no lock can be acquired", r.Reachable, total, reachable, r.Quorum)
 	case r.voting() < r.Quorum && r.recovering() > 0:
 		fs.add("", Warning, "quorum", "on a brand-new deployment with no lock outstanding, run 'redlock init'; otherwise wait: a node's delay starts at the next acquisition that reaches it",
 			"%d of %d nodes vote now, %d needed: no lock can be acquired until the others sit out their recovery delay",
@@ -377,8 +384,8 @@ func (r *Report) quorumFindings(fs *findingList) {
 		fs.add("", Warning, "quorum", "use 3 or 5 independent masters, so that locking survives a node failure",
 			"%d of %d nodes reachable, %d needed: every node is needed, one failure stops locking", r.Reachable, total, r.Quorum)
 	case total > 1 && r.Reachable == r.Quorum:
-		fs.add("", Warning, "quorum", "bring the unreachable nodes back",
-			"%d of %d nodes reachable, %d needed: one more failure stops locking", r.Reachable, total, r.Quorum)
+		fs.add("", Warning, "quorum", back,
+			"%d of %d nodes %s, %d needed: one more failure stops locking", r.Reachable, total, reachable, r.Quorum)
 	}
 	switch {
 	case total == 1:
