@@ -484,6 +484,9 @@ func replicasBehind(err error) *errReplicasBehind {
 // then WAIT on the same connection, up to deadline (acked is -1 otherwise).
 func (p *pipe) eval(ctx context.Context, deadline time.Time, s *wire.Script, keys, args []string) (v any, acked int64, err error) {
 	s = s.ForNode(p.cluster)
+	if !p.cluster {
+		keys = wire.ServerKeys(keys)
+	}
 	if p.replicas == 0 || !s.Replicated && !s.IsBatch() {
 		v, err = p.functions.call(ctx, p.conn, s, keys, args)
 		return v, -1, asNoAuth(err)

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,6 +165,35 @@ func (l Layout) MarkerKeys(key string) (marker, process string) {
 func SlotMarkerKeys(slot int) (marker, process string) {
 	tag := "{" + hashslot.Tag(slot) + "}"
 	return MarkerKey + ":" + tag, ProcessKey + ":" + tag
+}
+
+// ServerKeys returns keys as a node that is not a Redis Cluster names
+// them, in a request built for a node list that has one (Layout.Cluster):
+// a slot's restart marker and process key are the server's one marker
+// and process key there, as all of a server's slots restart together,
+// and its marker is the one 'redlock init' of that server alone wrote.
+// It returns keys itself when none is a slot's.
+func ServerKeys(keys []string) []string {
+	var out []string
+	for i, k := range keys {
+		server := ""
+		switch {
+		case strings.HasPrefix(k, MarkerKey+":{"):
+			server = MarkerKey
+		case strings.HasPrefix(k, ProcessKey+":{"):
+			server = ProcessKey
+		default:
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(keys)
+		}
+		out[i] = server
+	}
+	if out == nil {
+		return keys
+	}
+	return out
 }
 
 // ReleaseChannel returns the name of the pub/sub channel on which releases
