@@ -294,3 +294,17 @@ func TestEmptyTokenAndNilFn_failFast(t *testing.T) {
 		t.Errorf("Do with a nil fn left the key set to %q", v)
 	}
 }
+
+// A release that nodes refuse for a reason no retry fixes (the key holds
+// another program's hash) says so: ErrNotReleased with ErrInvalidOptions.
+func TestReleaseToken_keyOfAnotherTypeFailsForGood(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], fast())
+	for _, n := range cluster.Nodes() {
+		do(t, n, "HSET", "settings", "f", "v")
+	}
+	err := c.ReleaseToken(bg, "settings", "some-token")
+	if !errors.Is(err, redlock.ErrNotReleased) || !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("ReleaseToken of a hash: %v, want ErrNotReleased and ErrInvalidOptions", err)
+	}
+}

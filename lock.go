@@ -515,7 +515,9 @@ func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Du
 // answered held token (the lock had expired: harmless, but its holder
 // overran it; a lock with a lock-delay whose TTL ran out is not deleted,
 // a reader's not taken out of the readers, and the delay stands); ErrNotReleased when fewer than a quorum answered in time (the
-// lock may stand until its TTL passes); ErrInvalidKey; ErrInvalidToken (an
+// lock may stand until its TTL passes), with ErrInvalidOptions when so many
+// nodes refused for a reason no retry fixes (the key holds another type
+// of data, an ACL) that no quorum can; ErrInvalidKey; ErrInvalidToken (an
 // empty token).
 func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 	l, err := c.tokenLock(key, token, c.opts.TTL)

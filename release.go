@@ -102,7 +102,11 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	}
 	if answered < c.quorum {
 		// The lock may still stand on a quorum until its TTL passes.
-		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased, Cause: c.closedCause()}
+		qe := &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased, Cause: c.closedCause()}
+		if qe.Cause == nil {
+			qe.failFast() // a key of another type, an ACL: no retry fixes it
+		}
+		return qe
 	}
 
 	l.mu.Lock()
