@@ -295,8 +295,9 @@ func TestEmptyTokenAndNilFn_failFast(t *testing.T) {
 	}
 }
 
-// A release that nodes refuse for a reason no retry fixes (the key holds
-// another program's hash) says so: ErrNotReleased with ErrInvalidOptions.
+// A release or an extension that nodes refuse for a reason no retry fixes
+// (the key holds another program's hash) says so: ErrInvalidOptions, with
+// ErrNotReleased for the release.
 func TestReleaseToken_keyOfAnotherTypeFailsForGood(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	c := newClient(t, cluster, adapters[0], fast())
@@ -306,5 +307,9 @@ func TestReleaseToken_keyOfAnotherTypeFailsForGood(t *testing.T) {
 	err := c.ReleaseToken(bg, "settings", "some-token")
 	if !errors.Is(err, redlock.ErrNotReleased) || !errors.Is(err, redlock.ErrInvalidOptions) {
 		t.Errorf("ReleaseToken of a hash: %v, want ErrNotReleased and ErrInvalidOptions", err)
+	}
+	_, err = c.ExtendToken(bg, "settings", "some-token", time.Second)
+	if !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("ExtendToken of a hash: %v, want ErrInvalidOptions", err)
 	}
 }

@@ -264,6 +264,8 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	qe := &QuorumError{Op: "extend", Key: l.key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotExtended}
 	if ctx.Err() != nil {
 		qe.Cause = ctx.Err()
+	} else {
+		qe.failFast() // a key of another type, an ACL: no retry fixes it
 	}
 	l.extendFailedLocked(qe, forced)
 	return qe

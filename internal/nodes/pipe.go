@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -401,6 +402,26 @@ func batchScript(batch []*call) *wire.Script {
 	return wire.BatchOOMScript
 }
 
+// oomRetry returns the calls of batch whose scripts run on a node out of
+// memory (wire.Script.AllowOOM) when err is that node's refusal of the
+// whole batch for want of memory and the batch also held calls that may
+// not run there; nil otherwise.
+func oomRetry(batch []*call, err error) []*call {
+	if err == nil || !strings.Contains(err.Error(), "OOM ") {
+		return nil
+	}
+	var freeing []*call
+	for _, cl := range batch {
+		if cl.req.Script.AllowOOM {
+			freeing = append(freeing, cl)
+		}
+	}
+	if len(freeing) == len(batch) {
+		return nil
+	}
+	return freeing
+}
+
 // sendBatch runs the calls of batch in one batch script call.
 func (p *pipe) sendBatch(batch []*call) {
 	var deadline time.Time
@@ -425,6 +446,21 @@ func (p *pipe) sendBatch(batch []*call) {
 	}
 	ctx := p.batchDeadlines.until(ends)
 	v, acked, err := p.eval(ctx, deadline, batchScript(batch), keys, args)
+	if freeing := oomRetry(batch, err); freeing != nil {
+		// The node is out of memory: the batch's acquisitions are
+		// refused, and its releases and extensions, which free memory
+		// or refresh an expiry, are sent again by themselves, as each
+		// would have run alone (see wire.Script.AllowOOM). A release
+		// that ran before the refusal (EVALSHA runs a script up to its
+		// first refused command) finds its key gone the second time.
+		for _, cl := range batch {
+			if !cl.req.Script.AllowOOM {
+				p.deliver(cl, nil, err)
+			}
+		}
+		p.send(freeing)
+		return
+	}
 	replies, ok := v.([]any)
 	if err == nil && (!ok || len(replies) != len(batch)) {
 		err = fmt.Errorf("redlock: unexpected reply to the batch script: %d replies for %d requests", len(replies), len(batch))
