@@ -383,13 +383,14 @@ func TestContract_jsonNodesIsAlwaysAList(t *testing.T) {
 		}
 	}
 	nodesField("check --json, 2 of 3 nodes down", cli(t, "check", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitUnavailable, "check"))
-	nodesField("list --json, 2 of 3 nodes down", cli(t, "list", "--nodes", nodes, "--json").expect(t, exitUnavailable, "list"))
-	r := cli(t, "inspect", "--nodes", nodes, "--json", "job").expect(t, exitUnavailable, "inspect")
-	nodesField("inspect --json, 2 of 3 nodes down", r)
-	// A failure's fields, as every failure has them.
-	var failed failureJSON
-	r.decode(t, &failed)
-	if failed.Error == "" || failed.Reason != failUnavailable || failed.ExitCode != exitUnavailable {
-		t.Errorf("inspect --json with 2 of 3 nodes down: %+v, want a failure's error, reason and exit_code:\n%s", failed, r.stdout)
+	for _, args := range [][]string{{"inspect", "job"}, {"list"}} {
+		r := cli(t, append([]string{args[0], "--nodes", nodes, "--json"}, args[1:]...)...).expect(t, exitUnavailable, args[0])
+		nodesField(args[0]+" --json, 2 of 3 nodes down", r)
+		// A failure's fields, as every failure has them.
+		var failed failureJSON
+		r.decode(t, &failed)
+		if failed.Error == "" || failed.Reason != failUnavailable || failed.ExitCode != exitUnavailable {
+			t.Errorf("%s --json with 2 of 3 nodes down: %+v, want a failure's error, reason and exit_code:\n%s", args[0], failed, r.stdout)
+		}
 	}
 }

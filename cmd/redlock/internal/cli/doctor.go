@@ -368,6 +368,9 @@ func writeAudit(w io.Writer, r *doctor.Report, findings []doctor.Finding, unsafe
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n%d of %d nodes reachable, %d needed.\n", r.Reachable, len(r.Nodes), r.Quorum)
+	if refused := countRefused(r); refused > 0 {
+		fmt.Fprintf(w, "(%d more answered but refused this client's credentials: see the findings.)\n", refused)
+	}
 	if len(findings) > 0 {
 		fmt.Fprintln(w, "\nFindings:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -476,4 +479,16 @@ func or(s string) string {
 		return "?"
 	}
 	return s
+}
+
+// countRefused returns how many nodes of r answered but refused the
+// credentials of their URLs, which count as unreachable.
+func countRefused(r *doctor.Report) int {
+	n := 0
+	for _, node := range r.Nodes {
+		if node.CredentialsRefused() {
+			n++
+		}
+	}
+	return n
 }

@@ -105,7 +105,8 @@ func TestDoctor_refusedCredentialsFailWithAMajority(t *testing.T) {
 	nodes := wrongPasswordOnFirst(t, cluster)
 	r := cli(t, "doctor", "--nodes", nodes).expect(t, exitFailure, "doctor with one node of three refusing its credentials")
 	// The node answered: the quorum finding does not call it unreachable.
-	wantDoctorSays(t, r.stdout, "credentials refused: WRONGPASS", "2 of 3 nodes usable", "fix the nodes that refuse this client's credentials", "UNSAFE")
+	wantDoctorSays(t, r.stdout, "credentials refused: WRONGPASS", "2 of 3 nodes usable", "fix the nodes that refuse this client's credentials",
+		"1 more answered but refused this client's credentials", "UNSAFE")
 	var report doctorJSON
 	cli(t, "doctor", "--nodes", nodes, "--json").expect(t, exitFailure, "doctor --json").decode(t, &report)
 	if !report.Unsafe || report.Available || report.Reachable != 2 {

@@ -73,7 +73,11 @@ type listJSON struct {
 	All      int        `json:"all"` // the nodes
 	Locks    []heldJSON `json:"locks"`
 	Complete bool       `json:"complete"`
-	Error    string     `json:"error,omitempty"`
+	// Error, Reason and ExitCode are a failure's (see failureJSON), when
+	// some node could not be listed; else absent.
+	Error    string  `json:"error,omitempty"`
+	Reason   failure `json:"reason,omitempty"`
+	ExitCode int     `json:"exit_code,omitempty"`
 }
 
 func setupList(fs *flag.FlagSet) runner {
@@ -115,7 +119,7 @@ func writeList(r report, prefix string, nodes int, held []redlock.HeldLock, err 
 	if r.json {
 		out := listJSON{Prefix: prefix, All: nodes, Quorum: nodes/2 + 1, Locks: []heldJSON{}, Complete: err == nil}
 		if err != nil {
-			out.Error = errText(err)
+			out.Error, out.Reason, out.ExitCode = errText(err), failUnavailable, exitUnavailable
 		}
 		for _, h := range held {
 			out.Locks = append(out.Locks, newHeldJSON(h))

@@ -255,7 +255,7 @@ func dialRefused(urls []string, opts *redlock.Options, refusal error, stderr io.
 		closeAll()
 		return nil, refusal
 	}
-	sayf(stderr, slog.LevelWarn, cmd, "%s; showing what the other nodes answer", errText(refusal))
+	sayf(stderr, slog.LevelWarn, cmd, "%s; showing what every node answers, the refusing ones as errors", errText(refusal))
 	return client, nil
 }
 
