@@ -89,10 +89,10 @@ func startChild(argv, env []string, s streams) (*child, error) {
 	return &child{cmd: cmd, pgid: cmd.Process.Pid, tty: tty}, nil
 }
 
-// watch starts the watchdog of the command's process group (see
-// startWatchdog), or says why it could not.
-func (c *child) watch(s streams, name string) {
-	w, err := startWatchdog(c.pgid)
+// watch starts the watchdog of the command's process group, armed to
+// kill it at killAt (see startWatchdog), or says why it could not.
+func (c *child) watch(s streams, name string, killAt time.Time) {
+	w, err := startWatchdog(c.pgid, killAt)
 	if err != nil {
 		sayf(s.stderr, slog.LevelWarn, name, "no watchdog for the command's process group: %v; "+
 			"should redlock be killed or stopped, the processes the command started outlive it", err)

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,6 +47,13 @@ func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
+	// Its watchdog runs, armed from its start: a redlock stopped before
+	// it started one has none, and the command outlives it.
+	for deadline := time.Now().Add(10 * time.Second); !watchdogRuns(strconv.Itoa(pid)); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no watchdog of process group %d", pid)
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +148,8 @@ func TestRun_watchdogLeavesABackgroundJobAfterANormalEnd(t *testing.T) {
 	}
 }
 
-// watchdogRuns reports whether a watchdog of the process group group runs.
+// watchdogRuns reports whether a watchdog of the process group group runs:
+// a process "<redlock> _watchdog <group> <kill-at>".
 func watchdogRuns(group string) bool {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
@@ -148,7 +158,7 @@ func watchdogRuns(group string) bool {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 3 && args[1] == watchdogVerb && args[2] == group && alive(pidOf(p)) {
+		if len(args) == 4 && args[1] == watchdogVerb && args[2] == group && alive(pidOf(p)) {
 			return true
 		}
 	}
@@ -224,4 +234,30 @@ func childWith(t *testing.T, parent int, word string) int {
 	}
 	t.Fatalf("no child of %d runs %q", parent, word)
 	return 0
+}
+
+// A watchdog is armed from its start: told nothing by redlock (stopped
+// right after it started the command), it kills the group at the time it
+// was started with.
+func TestWatchdog_armedFromItsStart(t *testing.T) {
+	sleeper := exec.Command("sleep", "60")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	exited := make(chan error, 1)
+	go func() { exited <- sleeper.Wait() }()
+	silent, w := io.Pipe() // redlock's end, open and silent
+	defer w.Close()
+	at := time.Now().Add(200 * time.Millisecond)
+	code := watchdog(silent, []string{strconv.Itoa(sleeper.Process.Pid), strconv.FormatInt(at.UnixMilli(), 10)})
+	if code != watchdogKilled {
+		t.Fatalf("watchdog: exit %d, want %d", code, watchdogKilled)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group outlived its watchdog's deadline")
+	}
 }

@@ -274,7 +274,7 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 		c.release(s, held, name)
 		return startErrorCode(err)
 	}
-	ch.watch(s, c.name())
+	ch.watch(s, c.name(), c.killAt(held.Until()))
 	jobs.ch = ch
 	lost := c.supervise(ctx, s, held, name, ch, sigs, jobs)
 	ch.endWatch()
@@ -552,7 +552,13 @@ func (sv *supervision) noteRenewal() {
 // were the lock not renewed past until: --kill-grace after the SIGTERM
 // due a margin before until.
 func (sv *supervision) killAt(until time.Time) time.Time {
-	return until.Add(sv.c.killGrace - sv.margin)
+	return sv.c.killAt(until)
+}
+
+// killAt returns when redlock would send the command's group SIGKILL,
+// were the lock not renewed past until (see supervision.killAt).
+func (c *runConfig) killAt(until time.Time) time.Time {
+	return until.Add(c.killGrace - stopMargin(c.nodes.ttl))
 }
 
 // stop records why the lock was lost, and sends the command's process group

@@ -63,7 +63,9 @@ func (w *watch) end() {
 // that stopped without dying does not let the command run on past the
 // lock. The kernel itself kills only the command's own process (see
 // dieWithRedlock), not what it started.
-func startWatchdog(pgid int) (*watch, error) {
+// It is armed from its start with the time killAt: a redlock stopped
+// before it said any other still has the command killed then.
+func startWatchdog(pgid int, killAt time.Time) (*watch, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -73,7 +75,7 @@ func startWatchdog(pgid int) (*watch, error) {
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, watchdogVerb, strconv.Itoa(pgid))
+	cmd := exec.Command(exe, watchdogVerb, strconv.Itoa(pgid), strconv.FormatInt(killAt.UnixMilli(), 10))
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -91,16 +93,18 @@ func startWatchdog(pgid int) (*watch, error) {
 
 // watchdog runs the hidden verb: it reads stdin line by line, and kills
 // the process group args[0] with SIGKILL when stdin ends before redlock
-// wrote watchdogDone, or when the last time redlock gave (watchdogKillAt)
-// passes first. It ignores the signals that end redlock, which redlock
-// forwards to the command itself.
+// wrote watchdogDone, or when the last time redlock gave (args[1], in
+// Unix milliseconds, then each watchdogKillAt) passes first. It ignores
+// the signals that end redlock, which redlock forwards to the command
+// itself.
 func watchdog(stdin io.Reader, args []string) int {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM)
-	if len(args) != 1 {
+	if len(args) != 2 {
 		return exitUsage
 	}
 	pgid, err := strconv.Atoi(args[0])
-	if err != nil || pgid <= 1 {
+	first, ferr := strconv.ParseInt(args[1], 10, 64)
+	if err != nil || ferr != nil || pgid <= 1 {
 		return exitUsage
 	}
 	lines := make(chan string)
@@ -110,8 +114,7 @@ func watchdog(stdin io.Reader, args []string) int {
 			lines <- sc.Text()
 		}
 	}()
-	due := time.NewTimer(time.Hour)
-	due.Stop()
+	due := time.NewTimer(time.Until(time.UnixMilli(first)))
 	for {
 		select {
 		case line, ok := <-lines:
