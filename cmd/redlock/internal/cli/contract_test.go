@@ -383,7 +383,7 @@ func TestContract_jsonNodesIsAlwaysAList(t *testing.T) {
 		}
 	}
 	nodesField("check --json, 2 of 3 nodes down", cli(t, "check", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitUnavailable, "check"))
-	for _, args := range [][]string{{"inspect", "job"}, {"list"}} {
+	for _, args := range [][]string{{"inspect", "job"}, {"inspect", "job", "other"}, {"inspect", "--limit", "2", "sem"}, {"list"}} {
 		r := cli(t, append([]string{args[0], "--nodes", nodes, "--json"}, args[1:]...)...).expect(t, exitUnavailable, args[0])
 		nodesField(args[0]+" --json, 2 of 3 nodes down", r)
 		// A failure's fields, as every failure has them.

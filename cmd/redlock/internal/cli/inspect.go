@@ -143,6 +143,11 @@ func setupInspect(fs *flag.FlagSet) runner {
 type inspectSetJSON struct {
 	Keys  []string      `json:"keys"`
 	Locks []inspectJSON `json:"locks"`
+	// Error, Reason and ExitCode are a failure's (see failureJSON), when
+	// too few nodes answered for some key; else absent.
+	Error    string  `json:"error,omitempty"`
+	Reason   failure `json:"reason,omitempty"`
+	ExitCode int     `json:"exit_code,omitempty"`
 }
 
 // inspectLocks shows what every node holds for each lock of keys, one
@@ -181,6 +186,11 @@ func inspectLocks(ctx context.Context, r report, client *redlock.Client, keys []
 	case r.json && len(keys) == 1:
 		writeJSON(r.s.stdout, set.Locks[0])
 	case r.json:
+		for _, l := range set.Locks {
+			if l.Error != "" && set.Error == "" {
+				set.Error, set.Reason, set.ExitCode = l.Key+": "+l.Error, l.Reason, l.ExitCode
+			}
+		}
 		writeJSON(r.s.stdout, set)
 	}
 	return code

@@ -17,7 +17,13 @@ type semaphoreJSON struct {
 	Limit   int           `json:"limit"`
 	Quorum  int           `json:"quorum"`
 	Held    int           `json:"held"`
+	Unknown int           `json:"unknown"` // permits too few nodes answered for
 	Permits []inspectJSON `json:"permits"`
+	// Error, Reason and ExitCode are a failure's (see failureJSON), when
+	// too few nodes answered for some permit; else absent.
+	Error    string  `json:"error,omitempty"`
+	Reason   failure `json:"reason,omitempty"`
+	ExitCode int     `json:"exit_code,omitempty"`
 }
 
 // permitVerdict is one permit of a semaphore, what the nodes hold for it
@@ -51,9 +57,13 @@ func inspectSemaphore(ctx context.Context, r report, client *redlock.Client, key
 		}
 	}
 	if r.json {
-		out := semaphoreJSON{Key: key, Limit: limit, Quorum: quorum, Held: held}
+		out := semaphoreJSON{Key: key, Limit: limit, Quorum: quorum, Held: held, Unknown: unknown}
 		for _, v := range verdicts {
 			out.Permits = append(out.Permits, lockStateJSON(v.key, quorum, v.holder, v.states))
+		}
+		if unknown > 0 {
+			out.Error = fmt.Sprintf("too few nodes answered for %d of %d permits: fewer than %d", unknown, limit, quorum)
+			out.Reason, out.ExitCode = failUnavailable, exitUnavailable
 		}
 		writeJSON(r.s.stdout, out)
 	} else {
