@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,11 +247,21 @@ func TestWatchdog_armedFromItsStart(t *testing.T) {
 	defer sleeper.Process.Kill()
 	exited := make(chan error, 1)
 	go func() { exited <- sleeper.Wait() }()
-	silent, w := io.Pipe() // redlock's end, open and silent
-	defer w.Close()
+	// A process of its own, as redlock starts it (TestMain runs the
+	// verb): the watchdog ignores the signals that end redlock, which
+	// this test process must not.
 	at := time.Now().Add(200 * time.Millisecond)
-	code := watchdog(silent, []string{strconv.Itoa(sleeper.Process.Pid), strconv.FormatInt(at.UnixMilli(), 10)})
-	if code != watchdogKilled {
+	wd := exec.Command(os.Args[0], watchdogVerb, strconv.Itoa(sleeper.Process.Pid), strconv.FormatInt(at.UnixMilli(), 10))
+	silent, err := wd.StdinPipe() // redlock's end, open and silent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if err := wd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wd.Wait()
+	if code := wd.ProcessState.ExitCode(); code != watchdogKilled {
 		t.Fatalf("watchdog: exit %d, want %d", code, watchdogKilled)
 	}
 	select {
