@@ -77,8 +77,9 @@ type Lock struct {
 	releaseSent bool
 	// handedOff: its release carried the attempt of a goroutine of this
 	// client waiting for a permit (see permitHandoff), which the permit
-	// goes to unless the nodes refuse it.
-	handedOff bool
+	// goes to unless the nodes refuse it; handedOffAt is when.
+	handedOff   bool
+	handedOffAt time.Time
 	// Set up on first use of Done or Context, or at once with auto-renewal.
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -551,9 +552,11 @@ func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error)
 }
 
 // wasHandedOff reports whether the lock's release carried the attempt of
-// a goroutine of this client waiting for a permit.
+// a goroutine of this client waiting for a permit, less than a TTL ago:
+// a grant of that attempt that nobody collected has expired since, on
+// every node, so that the permit is no longer on its way here.
 func (l *Lock) wasHandedOff() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.handedOff
+	return l.handedOff && time.Since(l.handedOffAt) < l.ttl
 }

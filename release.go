@@ -138,7 +138,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*handoff), enough)
 	} else if h := c.permitOffers.Take(l.key); h != nil {
 		l.mu.Lock()
-		l.handedOff = true
+		l.handedOff, l.handedOffAt = true, time.Now()
 		l.mu.Unlock()
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*permitHandoff).bind(l.key), enough)
 	} else {
