@@ -199,6 +199,20 @@ func stringsOf(v any) ([]string, bool) {
 	return out, true
 }
 
+// keyTTL returns a lock key's TTL from its PTTL reply (see
+// NodeState.TTL), and whether only the lock-delay of holder, its token,
+// keeps it (NodeState.DelayOnly), as the scripts judge it (lua/delay.lua).
+func keyTTL(pttl int64, holder string) (ttl time.Duration, delayOnly bool) {
+	switch {
+	case pttl >= 0:
+		ttl = time.Duration(pttl) * time.Millisecond
+	case pttl == -1:
+		ttl = -1
+	}
+	d := TokenGrant(holder).LockDelay
+	return ttl, d > 0 && ttl >= 0 && ttl <= d
+}
+
 // decodeInspect decodes the inspect script's reply into a NodeState.
 func (c *Client) decodeInspect(v any) (NodeState, error) {
 	r, err := parseInspect(v)
@@ -223,15 +237,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 		s.ReaderGrants = append(s.ReaderGrants, TokenGrant(token))
 	}
 	s.ForcedBy, s.ForcedAt, s.ForcedTokens = parseForced(r.forced)
-	switch {
-	case r.pttl >= 0:
-		s.TTL = time.Duration(r.pttl) * time.Millisecond
-	case r.pttl == -1:
-		s.TTL = -1
-	}
-	if d := TokenGrant(r.holder).LockDelay; d > 0 && s.TTL >= 0 && s.TTL <= d {
-		s.DelayOnly = true // as the scripts judge it: see lua/delay.lua
-	}
+	s.TTL, s.DelayOnly = keyTTL(r.pttl, r.holder)
 	if r.counter != "" {
 		n, err := strconv.ParseUint(r.counter, 10, 64)
 		if err != nil {

@@ -102,11 +102,7 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 	}
 	if answered < c.quorum {
 		// The lock may still stand on a quorum until its TTL passes.
-		qe := &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased, Cause: c.closedCause()}
-		if qe.Cause == nil {
-			qe.failFast() // a key of another type, an ACL: no retry fixes it
-		}
-		return qe
+		return l.notReleased(ok, results)
 	}
 
 	l.mu.Lock()
@@ -118,6 +114,19 @@ func (l *Lock) releaseCall(ctx context.Context, call *telemetry.Call) error {
 		return &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotHeld}
 	}
 	return nil
+}
+
+// notReleased returns the error of a release that fewer than a quorum
+// answered, ok of them deleting the key, with every node's outcome; it
+// wraps ErrInvalidOptions too when so many nodes refused for a reason no
+// retry fixes (a key of another type, an ACL) that no quorum can.
+func (l *Lock) notReleased(ok int, results []NodeResult) error {
+	c := l.client
+	qe := &QuorumError{Op: "release", Key: l.key, OK: ok, Quorum: c.quorum, Nodes: results, Err: ErrNotReleased, Cause: c.closedCause()}
+	if qe.Cause == nil {
+		qe.failFast()
+	}
+	return qe
 }
 
 // release runs the release script on every node: announced, or carrying
