@@ -116,6 +116,8 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Acquire returned at a quorum: a node may never have seen the lock.
+	held := holdingNodes(t, cluster, "job", lock.Token())
 	<-lock.Done()
 	err = lock.Release(bg)
 	if !errors.Is(err, redlock.ErrNotHeld) || !errors.Is(err, redlock.ErrLockExpired) {
@@ -124,7 +126,7 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 	if err := lock.Release(bg); !errors.Is(err, redlock.ErrReleased) {
 		t.Errorf("a second Release: %v, want ErrReleased", err)
 	}
-	for _, n := range cluster.Nodes() {
+	for _, n := range held {
 		if keyOn(t, n, "job") != lock.Token() {
 			t.Errorf("%s: the key is gone, want it kept by the delay", n.URL())
 		}
@@ -142,7 +144,7 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 	if err := next.ReleaseToken(bg, "job", lock.Token()); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Errorf("ReleaseToken after the lock's TTL ran out: %v, want ErrNotHeld", err)
 	}
-	for _, n := range cluster.Nodes() {
+	for _, n := range held {
 		if keyOn(t, n, "job") != lock.Token() {
 			t.Errorf("%s: the key is gone after ReleaseToken, want it kept by the delay", n.URL())
 		}
@@ -172,6 +174,7 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	won := e.Lock()
+	led := holdingNodes(t, cluster, won.Key(), won.Token())
 	pauseAll(t, cluster)
 	<-e.Done()
 	if l := e.Lock(); l != nil {
@@ -181,7 +184,7 @@ func TestWithLockDelay_releaseAfterTheEndKeepsTheDelay(t *testing.T) {
 	if err := e.Resign(bg); err != nil {
 		t.Errorf("Resign after the lead ended: %v, want nil", err)
 	}
-	for _, n := range cluster.Nodes() {
+	for _, n := range led {
 		if keyOn(t, n, won.Key()) != won.Token() {
 			t.Errorf("%s: the lead's key is gone after Resign, want it kept by the delay", n.URL())
 		}
@@ -386,6 +389,23 @@ func delayedThenReleased(t *testing.T, c *redlock.Client, nodes int) {
 // onlyTheDelayLeft waits until key has at most delay left on every node of
 // cluster: the TTL of the lock that holds it ran out there, and only its
 // lock-delay keeps it.
+// holdingNodes returns the nodes where key holds token, failing the test
+// unless they are a majority. Acquire returns at a quorum, so a node may
+// never have seen the lock: a test judges only the nodes that did.
+func holdingNodes(t *testing.T, cluster *redlocktest.Cluster, key, token string) []*redlocktest.Node {
+	t.Helper()
+	var held []*redlocktest.Node
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, key) == token {
+			held = append(held, n)
+		}
+	}
+	if nodes := len(cluster.Nodes()); len(held) <= nodes/2 {
+		t.Fatalf("%s is held on %d of %d nodes after its acquisition, want a majority", key, len(held), nodes)
+	}
+	return held
+}
+
 func onlyTheDelayLeft(t *testing.T, cluster *redlocktest.Cluster, key string, delay time.Duration) {
 	t.Helper()
 	eventually(t, "the TTL of "+key+" run out on every node", func() bool {
