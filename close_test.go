@@ -168,6 +168,11 @@ func closeLaterCallsFail(t *testing.T, a adapter, n int) {
 	if err := election.Campaign(bg, "me"); err != nil {
 		t.Fatal(err)
 	}
+	// Both returned at a quorum: every node has them before Close, which
+	// waits for the requests in flight only so long.
+	waitForKey(t, cluster, "k", lock.Token())
+	lead := election.Lock()
+	waitForKey(t, cluster, lead.Key(), lead.Token())
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,15 +47,16 @@ func TestQueue_refusedClientsAreQueuedAndNamedInOrder(t *testing.T) {
 			}
 			got[i] <- l
 		}()
-		time.Sleep(50 * time.Millisecond) // one after the other
+		// One after the other: the next begins once this one was refused.
+		eventually(t, fmt.Sprintf("waiter %d refused and listening", i), func() bool { return w.Listening("crowd") == 1 })
 	}
 	queue, deadlines := redlock.QueueKeys("crowd")
-	time.Sleep(200 * time.Millisecond)
+	// A refusal returns at a quorum: the last node queues the waiter after.
+	want := waiters[0].ID() + " " + waiters[1].ID() + " " + waiters[2].ID()
 	for _, n := range cluster.Nodes() {
-		want := waiters[0].ID() + " " + waiters[1].ID() + " " + waiters[2].ID()
-		if q := strings.Join(strings.Fields(do(t, n, "ZRANGE", queue, "0", "-1")), " "); q != want {
-			t.Fatalf("node %d: queue %q, want %q", n.Index(), q, want)
-		}
+		eventually(t, fmt.Sprintf("node %d: queue %q", n.Index(), want), func() bool {
+			return strings.Join(strings.Fields(do(t, n, "ZRANGE", queue, "0", "-1")), " ") == want
+		})
 	}
 
 	// The release goes to the channels of the first two in line only: not

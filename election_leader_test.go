@@ -34,6 +34,10 @@ func TestElection_leaderDoesNotWaitForAPausedMinority(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Resign(bg)
+	// Campaign returned at a quorum: the nodes left running hold the lead
+	// before node 2 is paused.
+	lead := e.Lock()
+	waitForKey(t, cluster, lead.Key(), lead.Token())
 	if err := cluster.Node(2).Pause(); err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,6 @@ func forEachAdapter(t *testing.T, f func(t *testing.T, a adapter)) {
 	}
 }
 
-// keyOn returns the value of key on node n, or "" when it is absent.
 // nodesFree counts the nodes of cluster that do not hold key.
 func nodesFree(t testing.TB, cluster *redlocktest.Cluster, key string) int {
 	t.Helper()
@@ -150,6 +149,7 @@ func nodesFree(t testing.TB, cluster *redlocktest.Cluster, key string) int {
 	return free
 }
 
+// keyOn returns the value of key on node n, or "" when it is absent.
 func keyOn(t testing.TB, n *redlocktest.Node, key string) string {
 	t.Helper()
 	v, err := n.Do(context.Background(), "GET", key)
@@ -160,6 +160,23 @@ func keyOn(t testing.TB, n *redlocktest.Node, key string) string {
 		t.Fatalf("GET %s on node %d: %v", key, n.Index(), err)
 	}
 	return v
+}
+
+// holdingNodes returns the nodes where key holds token, failing the test
+// unless they are a majority. Acquire returns at a quorum, so a node may
+// never have seen the lock: a test judges only the nodes that did.
+func holdingNodes(t *testing.T, cluster *redlocktest.Cluster, key, token string) []*redlocktest.Node {
+	t.Helper()
+	var held []*redlocktest.Node
+	for _, n := range cluster.Nodes() {
+		if keyOn(t, n, key) == token {
+			held = append(held, n)
+		}
+	}
+	if nodes := len(cluster.Nodes()); len(held) <= nodes/2 {
+		t.Fatalf("%s is held on %d of %d nodes after its acquisition, want a majority", key, len(held), nodes)
+	}
+	return held
 }
 
 // quorumError extracts the *QuorumError from err or fails the test.

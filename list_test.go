@@ -82,13 +82,15 @@ func waitForListed(t *testing.T, client *redlock.Client, prefix string, ok func(
 }
 
 // wantListed checks the list of the locks takeListedLocks took, with a
-// client waiting for orders.
+// client waiting for orders. Each acquisition returned at a quorum, and
+// the waiter's attempts may reach a node before the grant of orders: a
+// lock is held on a quorum, not necessarily on every node.
 func wantListed(t *testing.T, held []redlock.HeldLock) {
 	t.Helper()
 	keys := []string{}
 	for _, h := range held {
 		keys = append(keys, h.Key)
-		if h.Nodes != 3 || h.Answered != 3 || h.All != 3 || !h.Quorum || h.TTL <= 0 || h.TTL > 5*time.Second {
+		if h.Nodes < 2 || h.Nodes > 3 || h.Answered != 3 || h.All != 3 || !h.Quorum || h.TTL <= 0 || h.TTL > 5*time.Second {
 			t.Errorf("%s: %+v", h.Key, h)
 		}
 	}

@@ -389,23 +389,6 @@ func delayedThenReleased(t *testing.T, c *redlock.Client, nodes int) {
 // onlyTheDelayLeft waits until key has at most delay left on every node of
 // cluster: the TTL of the lock that holds it ran out there, and only its
 // lock-delay keeps it.
-// holdingNodes returns the nodes where key holds token, failing the test
-// unless they are a majority. Acquire returns at a quorum, so a node may
-// never have seen the lock: a test judges only the nodes that did.
-func holdingNodes(t *testing.T, cluster *redlocktest.Cluster, key, token string) []*redlocktest.Node {
-	t.Helper()
-	var held []*redlocktest.Node
-	for _, n := range cluster.Nodes() {
-		if keyOn(t, n, key) == token {
-			held = append(held, n)
-		}
-	}
-	if nodes := len(cluster.Nodes()); len(held) <= nodes/2 {
-		t.Fatalf("%s is held on %d of %d nodes after its acquisition, want a majority", key, len(held), nodes)
-	}
-	return held
-}
-
 func onlyTheDelayLeft(t *testing.T, cluster *redlocktest.Cluster, key string, delay time.Duration) {
 	t.Helper()
 	eventually(t, "the TTL of "+key+" run out on every node", func() bool {

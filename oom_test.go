@@ -2,8 +2,10 @@ package redlock_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
@@ -19,6 +21,8 @@ func TestOOM_releaseAndExtendRunOnANodeOutOfMemory(t *testing.T) {
 			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 			opts := fast()
 			opts.DisableFunctions = disable
+			// Longer than waitGone waits: a key gone was released, not expired.
+			opts.TTL = 30 * time.Second
 			c := newClient(t, cluster, a, opts)
 			const n = 8
 			locks := make([]*redlock.Lock, n)
@@ -27,6 +31,9 @@ func TestOOM_releaseAndExtendRunOnANodeOutOfMemory(t *testing.T) {
 				if locks[i], err = c.TryAcquire(bg, "oom-"+string(rune('a'+i))); err != nil {
 					t.Fatal(err)
 				}
+				// Every node holds it before running out of memory: the
+				// releases below run on each node out of memory.
+				waitForKey(t, cluster, locks[i].Key(), locks[i].Token())
 			}
 			for _, node := range cluster.Nodes() {
 				do(t, node, "CONFIG", "SET", "maxmemory-policy", "noeviction")
@@ -61,12 +68,14 @@ func TestOOM_releaseAndExtendRunOnANodeOutOfMemory(t *testing.T) {
 					t.Errorf("functions off %v: release %d on nodes out of memory: %v", disable, i, err)
 				}
 			}
+			// A release returns once a quorum answered: the last node
+			// follows.
 			for _, node := range cluster.Nodes() {
-				for i := range locks {
-					if v := keyOn(t, node, locks[i].Key()); v != "" {
-						t.Errorf("functions off %v: %s still on %s after its release", disable, locks[i].Key(), node.Addr())
-					}
+				for _, l := range locks {
+					waitGone(t, node, l.Key(), fmt.Sprintf("functions off %v: %s still on %s after its release", disable, l.Key(), node.Addr()))
 				}
+			}
+			for _, node := range cluster.Nodes() {
 				do(t, node, "CONFIG", "SET", "maxmemory", "0")
 			}
 		}

@@ -554,6 +554,9 @@ func TestLog_releaseWithoutQuorum(t *testing.T) {
 			t.Fatal(err)
 		}
 		locks = append(locks, lock)
+		// Acquire returned at a quorum: node 0's grant lands before the
+		// DEL below, which it would otherwise undo.
+		waitForKey(t, cluster, key, lock.Token())
 	}
 	// The first node no longer holds "a": it refuses the release.
 	do(t, cluster.Node(0), "DEL", "a")

@@ -27,12 +27,14 @@ func TestList(t *testing.T) {
 	if !none.Complete || none.All != 3 || none.Quorum != 2 || len(none.Locks) != 0 {
 		t.Errorf("list --json of no lock: %+v", none)
 	}
+	// Each acquire returned once a quorum granted it: a lock is held on 2
+	// or 3 nodes.
 	doc, orders, permit := out.Locks[0], out.Locks[1], out.Locks[2]
-	if doc.Key != "doc" || doc.Kind != "shared" || len(doc.Grants) != 2 || doc.Holding != 3 || !doc.Majority {
+	if doc.Key != "doc" || doc.Kind != "shared" || len(doc.Grants) != 2 || doc.Holding < 2 || doc.Holding > 3 || !doc.Majority {
 		t.Errorf("doc: %+v", doc)
 	}
 	if orders.Key != "orders" || orders.Kind != "lock" || len(orders.Grants) != 1 || orders.Grants[0].Owner != "billing" ||
-		orders.Grants[0].Since == "" || orders.TTLMs <= 0 || orders.Holding != 3 {
+		orders.Grants[0].Since == "" || orders.TTLMs <= 0 || orders.Holding < 2 || orders.Holding > 3 || !orders.Majority {
 		t.Errorf("orders: %+v", orders)
 	}
 	if permit.Kind != "permit" || permit.Semaphore != "sem" || permit.Permit < 1 || permit.Grants[0].Owner != "api-client" {
@@ -40,7 +42,7 @@ func TestList(t *testing.T) {
 	}
 
 	text := cli(t, "list", "--nodes", nodes, "ord").expect(t, exitOK, "list ord").stdout
-	if !regexp.MustCompile(`(?m)^KEY +KIND +OWNER +SINCE +TTL +NODES +WAITING\norders +lock +billing +\S+ ago +\S+ +3/3 +0\n1 lock held\n$`).MatchString(text) {
+	if !regexp.MustCompile(`(?m)^KEY +KIND +OWNER +SINCE +TTL +NODES +WAITING\norders +lock +billing +\S+ ago +\S+ +[23]/3 +0\n1 lock held\n$`).MatchString(text) {
 		t.Errorf("list ord:\n%s", text)
 	}
 	text = cli(t, "list", "--nodes", nodes).expect(t, exitOK, "list").stdout
@@ -49,13 +51,9 @@ func TestList(t *testing.T) {
 	}
 
 	// A lock left on one node of three is listed, marked, and not counted
-	// as held.
-	cli(t, "acquire", "--nodes", nodes, "left").expect(t, exitOK, "acquire left")
-	for _, n := range cluster.Nodes()[1:] {
-		if _, err := n.Do(bg, "DEL", "left"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// as held. It is taken on that node alone: one taken on all three
+	// returns at a quorum, and could reach a node after a DEL there.
+	cli(t, "acquire", "--nodes", cluster.URLs()[0], "left").expect(t, exitOK, "acquire left")
 	text = cli(t, "list", "--nodes", nodes, "left").expect(t, exitOK, "list left").stdout
 	if !regexp.MustCompile(`(?m)^left +lock .* 1/3\* +0\n0 locks held, 1 more on fewer than a majority of nodes \(\*\)\n$`).MatchString(text) {
 		t.Errorf("list of a lock left on one node:\n%s", text)

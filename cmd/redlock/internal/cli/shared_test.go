@@ -16,16 +16,22 @@ import (
 )
 
 // wantReadersShown fails the test unless text, what inspect printed for a
-// key that three readers hold on every node, shows them: a row per node
-// with 3 readers, each token on 3 of 3 nodes, and the verdict.
+// key that three readers hold, shows them: a row per node with the readers
+// it holds, each token on 2 or 3 of 3 nodes (each acquire returned once a
+// quorum granted it), and the verdict.
 func wantReadersShown(t *testing.T, text string, tokens []string) {
 	t.Helper()
-	rows := regexp.MustCompile(`(?m)^127\.0\.0\.1:\d+ +3 readers +\d[.\d]*m?s +\d+ +ready$`).FindAllString(text, -1)
-	if len(rows) != 3 || !strings.HasSuffix(text, "\nheld shared by 3 readers, each on at least 2 of 3 nodes\n") {
+	rows := regexp.MustCompile(`(?m)^127\.0\.0\.1:\d+ +(?:(\d) readers? +\d[.\d]*m?s|- +-) +\d+ +ready$`).FindAllStringSubmatch(text, -1)
+	shown := 0
+	for _, row := range rows {
+		n, _ := strconv.Atoi(row[1])
+		shown += n
+	}
+	if len(rows) != 3 || shown < 2*len(tokens) || !strings.HasSuffix(text, "\nheld shared by 3 readers, each on at least 2 of 3 nodes\n") {
 		t.Errorf("inspect of a key held by 3 readers:\n%s", text)
 	}
 	for _, token := range tokens {
-		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(token) + ` +on 3 of 3 nodes, owner \S+ since \S+ \(\S+ ago\)$`).MatchString(text) {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(token) + ` +on [23] of 3 nodes, owner \S+ since \S+ \(\S+ ago\)$`).MatchString(text) {
 			t.Errorf("inspect does not list the reader %s:\n%s", token, text)
 		}
 	}
@@ -221,10 +227,23 @@ func TestInspect_readers(t *testing.T) {
 	if state.Holder != "" || !slices.Equal(state.Readers, tokens) || len(state.Nodes) != 3 {
 		t.Fatalf("inspect --json: %+v, want the readers %q", state, tokens)
 	}
+	// A node may lack a reader whose acquire returned at a quorum.
+	on := map[string]int{}
 	for _, n := range state.Nodes {
-		if got := slices.Sorted(slices.Values(n.Readers)); !slices.Equal(got, tokens) || n.Holder != "" || n.TTLMs <= 0 {
+		for _, r := range n.Readers {
+			on[r]++
+		}
+		if n.Holder != "" || len(n.Readers) > 0 && n.TTLMs <= 0 {
 			t.Errorf("node %s: %+v, want the readers %q", n.Node, n, tokens)
 		}
+	}
+	for _, token := range tokens {
+		if on[token] < 2 {
+			t.Errorf("reader %s on %d nodes, want at least 2 of 3", token, on[token])
+		}
+	}
+	if len(on) != len(tokens) {
+		t.Errorf("the nodes hold the readers %v, want %q", on, tokens)
 	}
 
 	var free inspectJSON
