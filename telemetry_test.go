@@ -586,8 +586,6 @@ func TestLog_releaseWithoutQuorum(t *testing.T) {
 	}
 }
 
-// A release that carries a waiting goroutine's attempt counts as a
-// handoff.
 // The gauge redlock.node.timeout reports each client's per-node timeout
 // as it stands, one point per client on a shared meter: NodeTimeout,
 // raised while a node answers late (here a lone node's timeouts), and
@@ -645,6 +643,8 @@ func (o *observed) gauges(t testing.TB, name string) []float64 {
 	return values
 }
 
+// A release that carries a waiting goroutine's attempt counts as a
+// handoff.
 func TestMetric_handoff(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	o, opts := observe(t)
