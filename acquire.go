@@ -293,7 +293,9 @@ func (c *Client) lockOptions(opts []LockOption) lockConfig {
 		// allocates none.
 		withOpts := cfg
 		for _, o := range opts {
-			o.apply(&withOpts)
+			if o != nil { // a nil option changes nothing
+				o.apply(&withOpts)
+			}
 		}
 		cfg = withOpts
 	}

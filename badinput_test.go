@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -311,5 +312,21 @@ func TestReleaseToken_keyOfAnotherTypeFailsForGood(t *testing.T) {
 	_, err = c.ExtendToken(bg, "settings", "some-token", time.Second)
 	if !errors.Is(err, redlock.ErrInvalidOptions) {
 		t.Errorf("ExtendToken of a hash: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// A nil LockOption, as an option chosen by a condition may be, changes
+// nothing: the call runs with the others, and does not panic.
+func TestNilLockOption_changesNothing(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], fast())
+	var none redlock.LockOption
+	lock, err := c.TryAcquire(bg, "k", none, redlock.WithTTL(5*time.Second), nil)
+	if err != nil {
+		t.Fatalf("TryAcquire with nil options: %v", err)
+	}
+	defer lock.Release(bg)
+	if ms, _ := strconv.Atoi(do(t, cluster.Node(0), "PTTL", "k")); ms <= 1000 || ms > 5000 {
+		t.Errorf("PTTL %d ms, want the WithTTL given beside the nil options (5 s)", ms)
 	}
 }

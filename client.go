@@ -126,10 +126,10 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 }
 
 // Close closes every node connection. Locks still held expire with their TTL:
-// their renewal stops, and they end (Done, ErrLockLost) at their deadline;
-// a lock that was being renewed or extended, an election's lead among them,
-// ends with an error that wraps ErrClosed too, so that a program can tell
-// its own shutdown from a loss.
+// their renewal stops, and they end (Done) at their deadline, with
+// ErrLockExpired, or, for a lock that was being renewed or extended (an
+// election's lead among them), with ErrLockLost and ErrClosed, so that a
+// program can tell its own shutdown from a loss.
 // It first stops the releases being finished in the background and waits
 // for requests still in flight, so that the nodes a Release did not wait
 // for still get the deletion before a program that releases and exits

@@ -449,16 +449,36 @@ func TestFence_raiseNeedsTheLock(t *testing.T) {
 func TestFence_reservedKeys(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := keyOn(t, cluster.Node(0), redlock.FenceKey("x"))
 	for _, key := range []string{redlock.MarkerKey, redlock.FenceKey("x"), redlock.FenceKey("")} {
 		if _, err := client.TryAcquire(bg, key); !errors.Is(err, redlock.ErrInvalidKey) {
 			t.Errorf("lock on %q: err = %v, want ErrInvalidKey", key, err)
+		}
+		// By token too: a release of the fencing counter would let the
+		// next token go backwards, one of the marker would put the node
+		// in quarantine.
+		for _, token := range []string{"0", counter} {
+			if err := client.ReleaseToken(bg, key, token); !errors.Is(err, redlock.ErrInvalidKey) {
+				t.Errorf("ReleaseToken(%q, %q): err = %v, want ErrInvalidKey", key, token, err)
+			}
+			if _, err := client.ExtendToken(bg, key, token, time.Second); !errors.Is(err, redlock.ErrInvalidKey) {
+				t.Errorf("ExtendToken(%q, %q): err = %v, want ErrInvalidKey", key, token, err)
+			}
 		}
 	}
 	if v := keyOn(t, cluster.Node(0), redlock.MarkerKey); v != "0" {
 		t.Errorf("marker = %q after a refused lock on it", v)
 	}
+	if v := keyOn(t, cluster.Node(0), redlock.FenceKey("x")); v != counter {
+		t.Errorf("fencing counter = %q after refused calls on it, want %q", v, counter)
+	}
+	lock.Release(bg)
 	// A redsync-style name in the same namespace is fine.
-	lock, err := client.TryAcquire(bg, "redlock:orders")
+	lock, err = client.TryAcquire(bg, "redlock:orders")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -540,7 +540,7 @@ func (c *Client) tokenLock(name, token string, ttl time.Duration) (*Lock, error)
 	if token == "" {
 		return nil, fmt.Errorf("%w: the token is empty", ErrInvalidToken)
 	}
-	key, err := c.key(name)
+	key, err := c.lockKey(name)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,8 @@ type Options struct {
 	// to NodeTimeout to keep the timeout fixed.
 	MaxNodeTimeout time.Duration
 	// DriftFactor is the clock-drift allowance as a fraction of the TTL; 2 ms
-	// are always added. Default 0.01. Must be in [0, 0.5).
+	// are always added. Must be in (0, 0.5); 0 means the default, 0.01: the
+	// allowance for clock drift is never left out.
 	DriftFactor float64
 	// Retry paces Acquire's attempts. Default: random pauses growing from
 	// 10 ms to at most 200 ms, as ExponentialJitter gives. Acquire always

@@ -131,8 +131,8 @@ func TestKillRefusesConnectionsAndStartComesBackEmpty(t *testing.T) {
 	if err := syscall.Kill(oldPID, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("after Kill: kill(%d, 0) = %v, want ESRCH", oldPID, err)
 	}
-	if _, err := n.Do(t.Context(), "PING"); !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Fatalf("PING after Kill: err = %v, want connection refused", err)
+	if _, err := n.Do(t.Context(), "PING"); !errors.Is(err, syscall.ECONNREFUSED) || !errors.Is(err, redlocktest.ErrNotRunning) {
+		t.Fatalf("PING after Kill: err = %v, want connection refused and ErrNotRunning", err)
 	}
 	for name, f := range map[string]func() error{"Kill": n.Kill, "Stop": n.Stop, "Pause": n.Pause, "Resume": n.Resume} {
 		if err := f(); !errors.Is(err, redlocktest.ErrNotRunning) {

@@ -197,8 +197,9 @@ func (n *Node) Pause() error {
 	return nil
 }
 
-// Resume continues a paused node with SIGCONT. Resuming a node that is not
-// paused does nothing.
+// Resume continues a paused node with SIGCONT. Resuming a running node that
+// is not paused does nothing; a node that is not running (killed, or
+// stopped) gives ErrNotRunning.
 func (n *Node) Resume() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -400,10 +401,11 @@ func (n *Node) waitReady(ctx context.Context, p *process) error {
 func (n *Node) answers(ctx context.Context, pid int) bool {
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if pong, err := n.Do(ctx, "PING"); err != nil || pong != "PONG" {
+	// do, not Do: the caller holds n.mu, which Do's error takes.
+	if pong, err := do(ctx, n.Addr(), n.conf.password, []string{"PING"}); err != nil || pong != "PONG" {
 		return false
 	}
-	info, err := n.Do(ctx, "INFO", "server")
+	info, err := do(ctx, n.Addr(), n.conf.password, []string{"INFO", "server"})
 	return err == nil && infoPID(info) == pid
 }
 

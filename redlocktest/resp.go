@@ -32,9 +32,15 @@ func (e ServerError) Error() string { return string(e) }
 // joined by "\n" (nested arrays flattened, nil elements as ""). A nil reply
 // returns "" and ErrNil; an error reply returns a wrapped ServerError. Do
 // is for test set-up and inspection; it waits on a paused node until ctx is
-// done.
+// done, and fails on a node that is not running with an error wrapping
+// ErrNotRunning.
 func (n *Node) Do(ctx context.Context, args ...string) (string, error) {
-	return do(ctx, n.Addr(), n.conf.password, args)
+	v, err := do(ctx, n.Addr(), n.conf.password, args)
+	if err != nil && !n.Running() {
+		// A refused connection says less than why.
+		err = fmt.Errorf("%w: %w", ErrNotRunning, err)
+	}
+	return v, err
 }
 
 // do implements Node.Do.
