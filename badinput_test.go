@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
