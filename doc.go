@@ -96,6 +96,8 @@
 // of changes, vacancies included), Done and Err (the lead lost, a loss
 // margin before another candidate can be elected). The term is the lock's
 // fencing token, which strictly increases from one leader to the next.
+// Unlike etcd's, a leader's value stands for its whole term: there is no
+// Proclaim.
 //
 // # Lock-delay
 //

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Errors of leader elections.
@@ -42,7 +44,8 @@ func (l Leader) Vacant() bool { return l.Token == "" }
 // Election is a leader election on one name, with the semantics of etcd's
 // concurrency.Election: candidates Campaign with a value and block until
 // elected; the leader leads until it resigns or loses the lead; anyone may
-// read the current leader (Leader) or follow the changes (Observe).
+// read the current leader (Leader) or follow the changes (Observe). Unlike
+// etcd's, a leader's value stands for its whole term: there is no Proclaim.
 //
 // The leader holds the name's lock, renewed in the background
 // (WithAutoRenew), with every guarantee of a lock: at most one leader
@@ -97,7 +100,8 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 // which Leader and Observe show to everyone: 1 to MaxOwnerBytes bytes of
 // printable ASCII without spaces, such as "host-a:8080", or the call fails
 // with ErrInvalidOwner. A candidate that leads already returns nil at
-// once, keeping its value. Its error is otherwise Acquire's: ErrNotAcquired
+// once when value is its lead's, and ErrInvalidOptions when it is another:
+// a leader's value stands for its whole term (there is no Proclaim). Its error is otherwise Acquire's: ErrNotAcquired
 // joined with ctx's error when ctx ended first, ErrClosed once the Client
 // closed (a leading candidate's too). A waiting candidate is
 // elected at once after the leader's Resign, and as the lead's TTL runs
@@ -114,12 +118,13 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		return err
 	}
 	e.mu.Lock()
-	leading := e.lock != nil && e.lock.Err() == nil
+	lead := e.lock
+	leading := lead != nil && lead.Err() == nil
 	unreleased := e.unreleased
 	e.unreleased = nil
 	e.mu.Unlock()
 	if leading {
-		return nil
+		return leadsWith(lead, value)
 	}
 	if unreleased != nil {
 		// The last lead still stands where Resign could not release it:
@@ -267,6 +272,18 @@ func (e *Election) Resign(ctx context.Context) error {
 		e.mu.Unlock()
 	}
 	return err
+}
+
+// leadsWith is Campaign's answer for a candidate that leads already with
+// lead: nil when value is the lead's, else an error: a leader's value
+// stands for its whole term.
+func leadsWith(lead *Lock, value string) error {
+	info, _ := wire.ParseToken(lead.Token())
+	if info.Owner == value {
+		return nil
+	}
+	return fmt.Errorf("%w: %s leads already with value %q, which stands for its whole term: to lead with %q, "+
+		"Resign, then Campaign (etcd's Proclaim has no equivalent here)", ErrInvalidOptions, quoteKey(lead.Key()), info.Owner, value)
 }
 
 // Done returns a channel that is closed when this candidate's lead ends: it

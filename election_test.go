@@ -339,3 +339,33 @@ func TestElection_badValueNamesIt(t *testing.T) {
 		t.Errorf("Campaign with a space in its value: %v, want ErrInvalidOwner naming the value", err)
 	}
 }
+
+// A leader's value stands for its term: Campaign again with it returns nil,
+// with another value fails clearly, and the leader keeps leading with its
+// value either way.
+func TestElection_campaignAgainWhileLeading(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], fast())
+	e, err := c.NewElection("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Campaign(bg, "host-a"); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Resign(bg)
+	term := e.Lock().Fence()
+	if err := e.Campaign(bg, "host-a"); err != nil {
+		t.Errorf("Campaign again with the lead's value: %v, want nil", err)
+	}
+	if err := e.Campaign(bg, "host-b"); !errors.Is(err, redlock.ErrInvalidOptions) || !strings.Contains(err.Error(), `"host-a"`) {
+		t.Errorf("Campaign with another value while leading: %v, want ErrInvalidOptions naming the lead's value", err)
+	}
+	l, err := c.NewElection("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader, err := l.Leader(bg); err != nil || leader.Value != "host-a" || leader.Term != term {
+		t.Errorf("Leader: %+v %v, want host-a in term %d", leader, err, term)
+	}
+}
