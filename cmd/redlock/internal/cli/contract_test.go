@@ -270,7 +270,7 @@ func TestContract_waitNamesTheHolder(t *testing.T) {
 	var lock acquiredJSON
 	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire").decode(t, &lock)
 	r := cli(t, "acquire", "--nodes", nodes, "--wait", "300ms", "job").expect(t, exitConflict, "second acquire")
-	if !regexp.MustCompile(`held by another holder on [23] of 3 nodes \(token ` + regexp.QuoteMeta(lock.Token) + `, expires in`).MatchString(r.stderr) {
+	if !regexp.MustCompile(`held by another holder on [23] of 3 nodes \(token ` + regexp.QuoteMeta(lock.Token) + `, owner \S+, expires in`).MatchString(r.stderr) {
 		t.Errorf("stderr does not name the holder:\n%s", r.stderr)
 	}
 }

@@ -35,7 +35,7 @@ func TestRun_severalKeysBlockARunOfOne(t *testing.T) {
 		expect(t, exitConflict, "a run of acct-c and acct-a")
 	wantStderr(t, "a run of acct-c and acct-a", r.stderr,
 		`waiting for "acct-c", "acct-a" \(0s so far\): "acct-a" held by another holder on [23] of 3 nodes \(token `+
-			regexp.QuoteMeta(tokenA)+`, expires in `,
+			regexp.QuoteMeta(tokenA)+`, owner \S+, expires in `,
 		// 2 of 2 when the wait ran out during an attempt, acct-c's too.
 		`redlock run: [12] of 2 keys not acquired\nredlock run: "acct-a", one of them: not acquired: `)
 	assertReleased(t, cluster, "acct-c", "after a run that could not have acct-a")

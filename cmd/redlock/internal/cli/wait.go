@@ -47,6 +47,9 @@ type waiting struct {
 	began  time.Time
 	said   string // the last reason told, without its timings
 	saidAt time.Time
+	// holder is the token of the holder that the last reason told named,
+	// "" when it named none: a new holder is told at the next check.
+	holder string
 	// last is the failure of the last attempt that a node answered, the
 	// reason for the wait.
 	last error
@@ -202,11 +205,17 @@ func (w *waiting) tell(ctx context.Context, err error) {
 		return
 	}
 	reason := waitReason(qe)
-	if reason == w.said && time.Since(w.saidAt) < progressRepeat {
+	told := w.holder
+	unchanged := reason == w.said && time.Since(w.saidAt) < progressRepeat
+	if unchanged && len(nodesWith(qe, redlock.OutcomeHeld)) == 0 {
+		return
+	}
+	// Held still, maybe by another holder since: describe looks again.
+	why := w.describe(ctx, qe)
+	if unchanged && w.holder == told {
 		return
 	}
 	w.said, w.saidAt = reason, time.Now()
-	why := w.describe(ctx, qe)
 	if w.note != "" && failingNodes(err) {
 		why += " (" + w.note + ")"
 		w.note = ""
@@ -306,6 +315,7 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 	if writersWait(qe) == held {
 		unknown = fmt.Sprintf("%s%s for it %s, and new readers wait until it has had its turn", which, writerWaiting, on)
 	}
+	w.holder = ""
 	states, err := w.client.Inspect(ctx, key)
 	if err != nil {
 		return unknown
@@ -314,8 +324,13 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 	// The counts below are Inspect's, which asks every node, as
 	// 'redlock inspect' does.
 	if token, holding, _ := verdict(states, quorum); token != "" {
-		return fmt.Sprintf("%s by another holder on %d of %d nodes (token %s, %s)",
-			what, holding, len(states), token, expiresText(states, token))
+		w.holder = token
+		owner := ""
+		if g := redlock.TokenGrant(token); g.Owner != "" {
+			owner = ", owner " + g.Owner
+		}
+		return fmt.Sprintf("%s by another holder on %d of %d nodes (token %s%s, %s)",
+			what, holding, len(states), token, owner, expiresText(states, token))
 	}
 	shared := sharedText(states)
 	if shared == "" {

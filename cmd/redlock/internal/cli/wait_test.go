@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock"
 )
@@ -75,6 +80,95 @@ func TestWait_reasonIgnoresWhichNodesAnsweredFirst(t *testing.T) {
 	} {
 		if a, b := waitReason(other[0]), waitReason(other[1]); a == b {
 			t.Errorf("two reasons told as one: %q", a)
+		}
+	}
+}
+
+// A command that waits behind a queue tells the new holder once the lock
+// passed from the one it named to the next in line, at the next check,
+// not only when its reason's kind changes.
+func TestWait_tellsTheNextHolder(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	dir := t.TempDir()
+	tokens, gate := filepath.Join(dir, "tokens"), filepath.Join(dir, "gate")
+	var first acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire").decode(t, &first)
+
+	next := binaryCommand(nodes, "run", "--shell", "job", "--",
+		`echo $REDLOCK_TOKEN >> `+tokens+`; while [ ! -e `+gate+` ]; do sleep 0.02; done`)
+	nextErr := &lockedBuffer{}
+	next.Stderr = nextErr
+	if err := next.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { next.Process.Kill() })
+	waitForText(t, nextErr, "waiting for \"job\"", 10*time.Second)
+
+	last := binaryCommand(nodes, "run", "--wait", "60s", "job", "--", "true")
+	lastErr := &lockedBuffer{}
+	last.Stderr = lastErr
+	if err := last.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { last.Process.Kill() })
+	waitForText(t, lastErr, "token "+first.Token, 10*time.Second)
+
+	cli(t, "release", "--nodes", nodes, "job", first.Token).expect(t, exitOK, "release of the first holder")
+	var nextToken string
+	eventually(t, 10*time.Second, "the next holder runs", func() bool {
+		b, _ := os.ReadFile(tokens)
+		nextToken = strings.TrimSpace(string(b))
+		return nextToken != ""
+	})
+	// Checked every progressCheck: the new holder is told at the next one.
+	waitForText(t, lastErr, "token "+nextToken, progressCheck+10*time.Second)
+
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitTimeout(next, 20*time.Second); err != nil {
+		t.Errorf("the next holder's run: %v\n%s", err, nextErr)
+	}
+	if err := waitTimeout(last, 20*time.Second); err != nil {
+		t.Errorf("the last run: %v\n%s", err, lastErr)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitForText waits up to timeout for text to appear in b.
+func waitForText(t *testing.T, b *lockedBuffer, text string, timeout time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(timeout); !strings.Contains(b.String(), text); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("waited %s for %q in stderr:\n%s", timeout, text, b)
+		}
+	}
+}
+
+// eventually polls cond every 20 ms until it holds, failing the test with
+// what after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(timeout); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("waited %s for %s", timeout, what)
 		}
 	}
 }
