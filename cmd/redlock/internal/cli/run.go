@@ -532,6 +532,7 @@ type supervision struct {
 	// until the command is stopped, and once SIGKILL is sent.
 	kill       <-chan time.Time
 	terminated bool  // the command was sent a terminating signal
+	killed     bool  // redlock sent the command's group SIGKILL
 	lost       error // why the lock was lost while the command ran, or nil
 	// logged is the validity deadline last noted (see noteRenewal).
 	logged time.Time
@@ -659,7 +660,16 @@ func (sv *supervision) continued(jobs *jobControl) {
 // it killed the command's group at the lock's deadline (redlock was
 // stopped past it), or it died, leaving the command unprotected.
 func (sv *supervision) watchdogExited() {
-	if sv.ch.watchdog.killed {
+	switch {
+	case sv.ch.watchdog.killed && sv.killed:
+		// Both killed the group at the deadline: redlock said so.
+		return
+	case sv.ch.watchdog.killed && sv.terminated:
+		// Its kill came first, at the same deadline as redlock's.
+		sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "process group %d was killed at the lock's deadline, "+
+			"still running after it was told to stop", sv.ch.pgid)
+		return
+	case sv.ch.watchdog.killed:
 		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "the watchdog killed process group %d at the lock's deadline, "+
 			"as redlock had not renewed it", sv.ch.pgid)
 		return
@@ -672,6 +682,7 @@ func (sv *supervision) watchdogExited() {
 // killGroup sends SIGKILL to the command's process group.
 func (sv *supervision) killGroup() {
 	sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "sending SIGKILL to process group %d", sv.ch.pgid)
+	sv.killed = true
 	sv.ch.signal(syscall.SIGKILL)
 }
 

@@ -462,6 +462,11 @@ func TestRun_defaultKillGraceEndsAtTheDeadline(t *testing.T) {
 	if !strings.Contains(stderr.String(), "SIGKILL in 100ms") || strings.Contains(stderr.String(), "--kill-grace") {
 		t.Errorf("stderr, want SIGKILL at the deadline, 100ms after SIGTERM, and no warning:\n%s", stderr.String())
 	}
+	// redlock ran throughout: the watchdog's kill at the same deadline is
+	// not blamed on it.
+	if strings.Contains(stderr.String(), "as redlock had not renewed it") {
+		t.Errorf("stderr blames redlock for a kill at the deadline it sent itself:\n%s", stderr.String())
+	}
 
 	r := cli(t, "run", "--nodes", cluster.Node(2).URL(), "--kill-grace", "3", "--ttl", "2s", "k2", "--", "true")
 	r.expect(t, exitOK, "run --kill-grace 3 --ttl 2s")
