@@ -90,6 +90,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return help(s, args[1:])
 	case watchdogVerb:
 		return watchdog(stdin, args[1:])
+	case holdVerb:
+		return hold(stdout)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "redlock %s\n", version())
 		return exitOK

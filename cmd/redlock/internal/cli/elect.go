@@ -17,7 +17,7 @@ import (
 func electCommand() *command {
 	return &command{
 		name:     "elect",
-		synopsis: "[flags] NAME VALUE -- COMMAND [ARGS...]  |  elect --listen [flags] NAME",
+		synopsis: "[flags] NAME VALUE [-- COMMAND [ARGS...]]  |  elect --listen [flags] NAME",
 		summary:  "run a command while leading the election NAME with VALUE, or print each leader (--listen)",
 		about: `
 Campaigns in the leader election NAME with VALUE, as etcdctl elect does:
@@ -40,6 +40,11 @@ REDLOCK_FENCE (the leader's term: it strictly increases from one leader to
 the next, for the resources the leader writes to), REDLOCK_DEADLINE,
 REDLOCK_HELD=1.
 
+Without COMMAND it holds the lead until interrupted, as etcdctl elect
+does: once elected it prints "leading NAME, term TERM" on stdout; SIGHUP,
+SIGQUIT or SIGTERM resign the lead and end it with 0, SIGINT (Ctrl-C) by
+SIGINT.
+
 With --listen, it campaigns for nothing: it prints the leader of NAME, then
 each change, until interrupted (exit 0; SIGINT, as Ctrl-C, ends it by
 SIGINT, so that a shell running it stops too), one line each:
@@ -54,6 +59,7 @@ no lock: its --ttl, at most --recovery-delay, only paces the reads.
 
 Examples:
   redlock elect scheduler "$(hostname):8080" -- ./scheduler
+  redlock elect scheduler "$(hostname):8080"     # lead until interrupted
   redlock elect --listen scheduler
   redlock elect --listen --json scheduler | jq .value`,
 		exits: []exitDoc{
@@ -121,7 +127,13 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 		argv = argv[1:]
 	}
 	if len(argv) == 0 {
-		return usageError(s.stderr, "elect", "missing COMMAND after NAME VALUE")
+		// Hold the lead until interrupted, as etcdctl elect does.
+		cmd, err := holdCommand()
+		if err != nil {
+			sayf(s.stderr, slog.LevelError, "elect", "%v", err)
+			return exitCannotExecute
+		}
+		argv, c.shell = cmd, false
 	}
 	if c.shell {
 		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}

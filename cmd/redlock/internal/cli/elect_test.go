@@ -170,8 +170,7 @@ func TestElect_badArguments(t *testing.T) {
 	_, nodes := newCluster(t, 1)
 	for _, args := range [][]string{
 		{"svc"},
-		{"svc", "a"},
-		{"svc", "a", "--"},
+		{"svc", "--", "true"},
 		{"--json", "svc", "a", "--", "true"},
 		{"--listen", "svc", "a"},
 		{"--listen"},
@@ -264,4 +263,36 @@ func TestElect_shortRecoveryDelay(t *testing.T) {
 		t.Errorf("elect --recovery-delay 3s: stderr:\n%s", r.stderr)
 	}
 	runBinary(t, nodes, "elect", "--ttl", "3s", "--recovery-delay", "3s", "svc", "a", "--", "true").expect(t, exitOK, "elect --ttl 3s --recovery-delay 3s")
+}
+
+// Without a command, elect holds the lead until interrupted, as etcdctl
+// elect does: it says it leads on stdout, SIGTERM resigns the lead and
+// ends it with 0 (the next candidate leads at once), and SIGINT ends it
+// by SIGINT.
+func TestElect_withoutCommandHoldsTheLeadUntilInterrupted(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		leader := binaryCommand(nodes, "elect", "svc", "host-a")
+		stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+		leader.Stdout, leader.Stderr = stdout, stderr
+		if err := leader.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { leader.Process.Kill() })
+		waitForText(t, stdout, "leading svc, term ", 10*time.Second)
+		if err := leader.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err := waitTimeout(leader, 10*time.Second)
+		switch status := leader.ProcessState.Sys().(syscall.WaitStatus); {
+		case sig == syscall.SIGTERM && (err != nil || status.ExitStatus() != 0):
+			t.Errorf("after SIGTERM: %v, want exit 0\n%s", err, stderr)
+		case sig == syscall.SIGINT && (!status.Signaled() || status.Signal() != syscall.SIGINT):
+			t.Errorf("after SIGINT: %v, want the end by SIGINT\n%s", err, stderr)
+		}
+		// Resigned: the next candidate leads at once, not after a TTL.
+		runBinary(t, nodes, "elect", "--wait", "1s", "svc", "host-b", "--", "true").
+			expect(t, exitOK, "the next candidate after "+sig.String())
+		assertReleased(t, cluster, "svc", "after the next leader's command ended")
+	}
 }

@@ -31,6 +31,11 @@ func TestMain(m *testing.M) {
 		// watchdog (os.Executable): it must watch, not run the tests.
 		os.Exit(watchdog(os.Stdin, os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == holdVerb {
+		// An elect without a command in this process started the test
+		// binary to hold the lead (os.Executable).
+		os.Exit(hold(os.Stdout))
+	}
 	redis.SetLogger(quietLog{}) // dial failures to killed nodes are expected
 	dir, err := os.MkdirTemp("", "redlock-cli-test")
 	if err != nil {
