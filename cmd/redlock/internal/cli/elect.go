@@ -54,8 +54,11 @@ or with --json one object a line: {"name", "vacant", "value", "term",
 "since", "token"}. Leaders come in the order of their terms; a vacancy is
 printed when the lead ends without a new leader yet. A leader that came
 and went between two reads of the nodes (every TTL/20, from 50ms to
-500ms, and at each announced release) may go unprinted. A listener takes
-no lock: its --ttl, at most --recovery-delay, only paces the reads.
+500ms, and at each announced release) may go unprinted. While too few
+nodes answer to tell who leads, nothing is printed: the last line stands
+until they answer again, and stderr says why (a WARN line each time). A
+listener takes no lock: its --ttl, at most --recovery-delay, only paces
+the reads.
 
 Examples:
   redlock elect scheduler "$(hostname):8080" -- ./scheduler
