@@ -273,7 +273,7 @@ func TestElect_withoutCommandHoldsTheLeadUntilInterrupted(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		leader := binaryCommand(nodes, "elect", "svc", "host-a")
-		stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+		stdout, stderr := newLockedBuffer(), newLockedBuffer()
 		leader.Stdout, leader.Stderr = stdout, stderr
 		if err := leader.Start(); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,7 +95,7 @@ func TestWait_tellsTheNextHolder(t *testing.T) {
 
 	next := binaryCommand(nodes, "run", "--shell", "job", "--",
 		`echo $REDLOCK_TOKEN >> `+tokens+`; while [ ! -e `+gate+` ]; do sleep 0.02; done`)
-	nextErr := &lockedBuffer{}
+	nextErr := newLockedBuffer()
 	next.Stderr = nextErr
 	if err := next.Start(); err != nil {
 		t.Fatal(err)
@@ -105,7 +104,7 @@ func TestWait_tellsTheNextHolder(t *testing.T) {
 	waitForText(t, nextErr, "waiting for \"job\"", 10*time.Second)
 
 	last := binaryCommand(nodes, "run", "--wait", "60s", "job", "--", "true")
-	lastErr := &lockedBuffer{}
+	lastErr := newLockedBuffer()
 	last.Stderr = lastErr
 	if err := last.Start(); err != nil {
 		t.Fatal(err)
@@ -134,16 +133,17 @@ func TestWait_tellsTheNextHolder(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
+// lockedBuffer is a bytes.Buffer safe to read while a command writes it,
+// through the lockedWriter that the command's own logs use.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	lockedWriter
+	b bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+func newLockedBuffer() *lockedBuffer {
+	l := &lockedBuffer{}
+	l.w = &l.b
+	return l
 }
 
 func (l *lockedBuffer) String() string {
