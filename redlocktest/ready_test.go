@@ -35,9 +35,15 @@ func TestStart_nodesAreReadyUnlessUnmarked(t *testing.T) {
 			}
 			defer client.Close()
 			for _, key := range []string{"job", "orders:{42}", "other"} {
-				lock, err := client.TryAcquire(t.Context(), key)
+				// Acquire, within a deadline far below the recovery
+				// delay: a busy host may time out a cold node's first
+				// calls (loading the library), while recovering nodes
+				// would refuse it to the end.
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				lock, err := client.Acquire(ctx, key)
+				cancel()
 				if err != nil {
-					t.Fatalf("TryAcquire(%q) on new nodes: %v", key, err)
+					t.Fatalf("Acquire(%q) on new nodes: %v", key, err)
 				}
 				lock.Release(t.Context())
 			}
