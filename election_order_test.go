@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,4 +170,67 @@ func awaitQueueLength(t *testing.T, cluster *redlocktest.Cluster, queue string, 
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// A candidate elected from the queue keeps its place in line no longer
+// than its lead lasts: its entry's deadline on the nodes that elected it
+// is at most its TTL past the grant. Before, it lasted QueueLasts (2 s)
+// past its last attempt, and a leader that died soon after its election
+// kept the other candidates waiting, each deferring to the first live
+// client in line, until then, long after its lead had expired.
+func TestElection_aLeadersPlaceInLineEndsWithItsLead(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		const name, ttl = "short-lead", 300 * time.Millisecond
+		first := election(t, newClient(t, cluster, a, nil), name, redlock.WithTTL(ttl))
+		if err := first.Campaign(bg, "first"); err != nil {
+			t.Fatal(err)
+		}
+		next := election(t, newClient(t, cluster, a, nil), name, redlock.WithTTL(ttl))
+		elected := make(chan error, 1)
+		go func() { elected <- next.Campaign(bg, "next") }()
+		awaitQueued(t, cluster, name)
+		if err := first.Resign(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-elected:
+			if err != nil {
+				t.Fatalf("Campaign: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the next candidate was not elected within 10 s of the first one's Resign")
+		}
+		bound := time.Now().Add(ttl).UnixMicro() // the grant came before now
+		_, deadlines := redlock.QueueKeys(name)
+		held := holdingNodes(t, cluster, name, leadToken(t, cluster, name))
+		for _, n := range held {
+			v, err := n.Do(bg, "HVALS", deadlines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ends := strings.Fields(v)
+			if len(ends) != 1 {
+				t.Fatalf("node %d queues %d clients for the lead, want the leader alone: %q", n.Index(), len(ends), v)
+			}
+			if end, _ := strconv.ParseInt(ends[0], 10, 64); end > bound {
+				t.Errorf("node %d keeps the leader in line %v past its lead's end", n.Index(), time.Duration(end-bound)*time.Microsecond)
+			}
+		}
+	})
+}
+
+// leadToken returns the token that holds key on most of cluster's nodes.
+func leadToken(t *testing.T, cluster *redlocktest.Cluster, key string) string {
+	t.Helper()
+	seen := map[string]int{}
+	best := ""
+	for _, n := range cluster.Nodes() {
+		if v := keyOn(t, n, key); v != "" {
+			if seen[v]++; seen[v] > seen[best] {
+				best = v
+			}
+		}
+	}
+	return best
 }

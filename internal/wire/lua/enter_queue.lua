@@ -14,3 +14,23 @@ local function enterQueue(queue, deadlines, waiting, id, since, clock, lasts)
 	markWaiting(waiting, ms)
 	return redis.call("ZRANK", queue, id)
 end
+
+-- endWithLock makes client id's entry in a key's queue, when it has one,
+-- last no longer than the lock that its attempt was just granted: ttl
+-- milliseconds past clock (the caller's clock, in microseconds). A holder
+-- that dies without releasing then stops holding the line once its lock
+-- has expired, instead of up to the entry's whole life (QueueLasts) after
+-- its last attempt, which other waiters for a set of keys, or an election's
+-- candidates, defer to (see setAcquire). The entry keeps its score: the
+-- holder's next attempt, after one that failed on the other nodes, renews
+-- it in its place.
+local function endWithLock(deadlines, id, clock, ttl, lasts)
+	local cap = tonumber(clock) + tonumber(ttl) * 1000
+	if tonumber(ttl) * 1000 >= tonumber(lasts) then
+		return -- the entry lapses before the lock does
+	end
+	local ends = redis.call("HGET", deadlines, id)
+	if ends and tonumber(ends) > cap then
+		redis.call("HSET", deadlines, id, string.format("%.0f", cap))
+	end
+end

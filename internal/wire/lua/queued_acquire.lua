@@ -3,7 +3,8 @@
 -- waiting clients, which the key's release reads to name the clients to
 -- wake (see nextWaiters). Refused, the caller enters the queue or keeps its
 -- place there; granted, it keeps it too, until its release takes it out on
--- every node (see release): a node that left it out on granting an attempt
+-- every node (see release), but lasting no longer than the lock (see
+-- endWithLock): a node that left it out on granting an attempt
 -- that failed on the others would name other clients at the next release
 -- than the nodes that still queue it, and more clients would split the
 -- votes. A client has one entry per key, its id, which its goroutines
@@ -61,6 +62,8 @@ local function setAcquire(KEYS, ARGV, k, a, shared)
 	local reply = acquire(KEYS, ARGV, k, a, shared)
 	if reply[1] == 0 then
 		reply = {0, reply[2], redis.call("ZRANK", queue, id) or place}
+	elseif reply[1] == 1 then
+		endWithLock(deadlines, id, ARGV[a + 5], ARGV[a + 2], ARGV[a + 8])
 	end
 	return reply
 end
@@ -126,6 +129,7 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 		-- winner's, whose release takes it out (see release); an entry left
 		-- with an earlier acquisition's time would outlive every release.
 		redis.call("ZADD", queue, "XX", ARGV[a + 7], id)
+		endWithLock(deadlines, id, ARGV[a + 5], ARGV[a + 2], ARGV[a + 8])
 	end
 	if reply[1] == 0 then
 		reply = {0, reply[2], enqueue(KEYS, ARGV, k, a)}
