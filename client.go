@@ -21,7 +21,8 @@ import (
 // for concurrent use by multiple goroutines, and is best shared by all of a
 // process's: the requests of concurrent calls to a node go together in one
 // script call, and a release hands the lock to the next goroutine of the
-// same Client waiting in Acquire within one round trip.
+// same Client waiting in Acquire within one round trip. Make one with New
+// or Dial: the zero value is not usable.
 type Client struct {
 	nodes   *nodes.Set // the nodes, and the fan-out of requests to them
 	conns   []Conn     // the nodes, in order

@@ -58,7 +58,8 @@ func (l Leader) Vacant() bool { return l.Token == "" }
 // its lock-delay, WithLockDelay, if any).
 //
 // An Election is safe for concurrent use. One Election campaigns for one
-// candidate: a process with two candidates uses two Elections.
+// candidate: a process with two candidates uses two Elections. Make one
+// with Client.NewElection: the zero value is not usable.
 type Election struct {
 	client *Client
 	name   string

@@ -14,7 +14,8 @@ import (
 )
 
 // Lock is an acquired lock. It is safe for concurrent use; it must not be
-// copied.
+// copied. Only a Client's acquisitions make one: the zero value is not a
+// lock, and its methods panic.
 //
 // A Lock is held until Release, or until its validity deadline (Until)
 // comes within its loss margin (Options.LossMargin) without a successful
@@ -69,8 +70,12 @@ type Lock struct {
 	// keep is set once the holder asked to keep the lock: WithAutoRenew, or
 	// a call of Extend before its end. A lock that ends at its deadline is
 	// lost with it, expired without it.
-	keep     bool
-	err      error // why the lock is no longer held; nil while held
+	keep bool
+	err  error // why the lock is no longer held; nil while held
+	// refused is the last extension that failed without finding the lock
+	// gone, nil once one succeeds: a lock lost at its deadline reports
+	// each node's answer to it.
+	refused  *QuorumError
 	released bool
 	// releaseSent: a Release was made, which a later one repeats even
 	// once the lock ended, where a first one keeps its lock-delay.
@@ -143,7 +148,10 @@ func (l *Lock) Until() time.Time {
 // Extend), and its validity came within the loss margin, or an extension
 // found a majority no longer holding it; and an error wrapping
 // ErrLockExpired once a lock nobody asked to keep came within the loss
-// margin of its deadline. It does no I/O.
+// margin of its deadline. A loss is a *QuorumError with each node's
+// answer (errors.As) when an extension found a majority no longer holding
+// the lock, or when the last extension before the deadline failed: the
+// answers are that extension's. It does no I/O.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -257,6 +265,7 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	if ok >= c.quorum && validity > 0 {
 		l.until = until
 		l.extensions++
+		l.refused = nil
 		if l.timer != nil {
 			l.timer.Reset(validity - l.margin)
 		}
@@ -302,6 +311,7 @@ func (l *Lock) extendFailedLocked(qe *QuorumError, forced error) {
 		}
 		l.endLocked(qe)
 	} else {
+		l.refused = qe
 		l.checkDeadlineLocked()
 	}
 }
@@ -405,8 +415,20 @@ func (l *Lock) checkDeadlineLocked() {
 	}
 	if limit != nil {
 		err = fmt.Errorf("%w (%w)", err, limit)
+	} else if l.keep && l.refused != nil {
+		err = l.lostAfter(err)
 	}
 	l.endLocked(err)
+}
+
+// lostAfter returns err, a loss at the deadline, as a *QuorumError with
+// each node's answer to the last extension that failed; it wraps err, and
+// not ErrNotExtended, as the lock is not valid any more.
+func (l *Lock) lostAfter(err error) error {
+	qe := *l.refused
+	qe.Nodes = slices.Clone(qe.Nodes)
+	qe.Err, qe.Cause = err, nil
+	return &qe
 }
 
 // endLocked records why the lock ended and fires the signals, once: a lock

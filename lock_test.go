@@ -451,8 +451,19 @@ func TestRenew_majorityKilledFiresDoneByDeadline(t *testing.T) {
 		if late := at.Sub(deadline); late > 100*time.Millisecond {
 			t.Errorf("Done closed %s after the validity deadline", late)
 		}
-		if !errors.Is(lock.Err(), redlock.ErrLockLost) {
-			t.Errorf("Err() = %v, want ErrLockLost", lock.Err())
+		err = lock.Err()
+		if !errors.Is(err, redlock.ErrLockLost) || errors.Is(err, redlock.ErrNotExtended) {
+			t.Fatalf("Err() = %v, want ErrLockLost, not ErrNotExtended", err)
+		}
+		// The loss tells each node's answer to the last failed renewal.
+		qe := quorumError(t, err)
+		if qe.Op != "extend" || len(qe.Nodes) != 5 {
+			t.Fatalf("the loss's QuorumError: op %q, %d nodes; want extend, 5", qe.Op, len(qe.Nodes))
+		}
+		for _, i := range []int{0, 1, 2} {
+			if o := qe.Nodes[i].Outcome; o == redlock.OutcomeOK {
+				t.Errorf("killed node %d extended the lock: %v", i, err)
+			}
 		}
 	})
 }
