@@ -120,7 +120,7 @@ func (c *Client) acquireKey(ctx context.Context, key string, cfg lockConfig, onc
 	if err := a.takeTurn(); err != nil {
 		return nil, err
 	}
-	lock, err := retryLoop(ctx, c.closed, cfg.retry, shape[*Lock](&a), a.waitFirst)
+	lock, err := retryLoop(ctx, c.closed, cfg.retry, cfg.notify, shape[*Lock](&a), a.waitFirst)
 	a.end(lock)
 	return lock, err
 }
@@ -536,8 +536,9 @@ type shape[T any] interface {
 // that succeeds, or the last one's error once an attempt fails for a
 // reason no retry fixes, ctx ends, or retry gives up; ErrClosed once the
 // Client closed (closed). waitFirst makes it wait before the first attempt
-// too.
-func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetryStrategy, s shape[T], waitFirst bool) (T, error) {
+// too. notify, when not nil, is told each failed attempt it goes on
+// after (WithRetryNotify).
+func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetryStrategy, notify func(error), s shape[T], waitFirst bool) (T, error) {
 	var zero T
 	var lastErr error
 	named := false
@@ -575,6 +576,9 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 		lastErr = err
 		slow.note(err)
 		s.failed()
+		if notify != nil {
+			notify(detached(err))
+		}
 	}
 }
 
@@ -595,6 +599,21 @@ func isClosed(closed <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// detached returns a copy of err, a failed attempt's error, for
+// WithRetryNotify: the call may still complete the *QuorumError it wraps
+// (withCause) while the caller reads the copy.
+func detached(err error) error {
+	switch e := err.(type) {
+	case *QuorumError:
+		c := *e
+		c.Nodes = slices.Clone(e.Nodes)
+		return &c
+	case *detailed:
+		return &detailed{e.detail, detached(e.err)}
+	}
+	return err
 }
 
 // gaveUp returns the error of a call that stops waiting: the last

@@ -185,7 +185,7 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 func (m *multiAcquisition) run() (*Locks, error) {
 	defer func() { m.stopListening() }()
 	if m.cfg.shared {
-		return retryLoop(m.ctx, m.c.closed, m.cfg.retry, shape[*Locks](m), false)
+		return retryLoop(m.ctx, m.c.closed, m.cfg.retry, m.cfg.notify, shape[*Locks](m), false)
 	}
 	since := strconv.FormatInt(time.Now().UnixMicro(), 10)
 	select {
@@ -198,7 +198,7 @@ func (m *multiAcquisition) run() (*Locks, error) {
 	for i := range m.places {
 		m.places[i] = queuePlace{since: since, set: true, newcomer: true}
 	}
-	locks, err := retryLoop(m.ctx, m.c.closed, m.cfg.retry, shape[*Locks](m), false)
+	locks, err := retryLoop(m.ctx, m.c.closed, m.cfg.retry, m.cfg.notify, shape[*Locks](m), false)
 	if err != nil {
 		m.c.giveUpQueues(m.ctx, m.c.id, m.keys, since, m.cfg.ttl)
 	}

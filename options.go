@@ -335,6 +335,21 @@ type lockConfig struct {
 	// nudge makes a waiting Acquire try at once each time it receives,
 	// keeping its place in the queue (see withNudge); nil for none.
 	nudge <-chan struct{}
+	// notify is told each failed attempt of a waiting call
+	// (WithRetryNotify); nil for none.
+	notify func(error)
+}
+
+// WithRetryNotify calls fn with the error of each failed attempt that a
+// waiting Acquire or AcquireAll goes on after, in the calling goroutine,
+// before it waits for its next attempt: fn must return quickly. The error
+// is what the call would return if it gave up then, usually a
+// *QuorumError with each node's answer, so that a caller can tell why it
+// still waits while it keeps its place in line: ending the call and
+// calling again gives up that place. TryAcquire and TryAcquireAll make
+// one attempt and never call fn. A nil fn changes nothing.
+func WithRetryNotify(fn func(err error)) LockOption {
+	return lockOption(func(c *lockConfig) { c.notify = fn })
 }
 
 // withNudge makes a waiting Acquire try at once each time nudge receives,

@@ -108,7 +108,7 @@ func (r *repeated) acquire(once bool) (*Lock, error) {
 func (r *repeated) run() (*Lock, error) {
 	r.wake, r.stop = wait.NoWakeup, func() {}
 	defer func() { r.stop() }()
-	lock, err := retryLoop(r.ctx, r.c.closed, r.cfg.retry, shape[*Lock](r), false)
+	lock, err := retryLoop(r.ctx, r.c.closed, r.cfg.retry, r.cfg.notify, shape[*Lock](r), false)
 	if r.carried {
 		// The call gave up as a release took its attempt with it: see it
 		// through, and release what it won.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -115,31 +116,51 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 	}
 	w.began, w.last = time.Now(), err
 	w.tell(ctx, err)
-	for {
-		// Acquire keeps the client's place in the key's queue on the nodes
-		// across these slices: an entry lasts seconds past its last attempt.
-		slice, cancel := context.WithTimeout(ctx, progressCheck)
-		held, err = w.take(slice, false)
-		sliceEnded := slice.Err() != nil
-		cancel()
-		err = w.reason(err)
-		if err == nil || ctx.Err() != nil || !sliceEnded {
-			return held, err
+	// One Acquire waits to the end, keeping the client's place in the
+	// key's queue on the nodes, which a call that ends gives up; it tells
+	// each failed attempt, and every progressCheck the last one told is
+	// the reason said.
+	var told atomic.Pointer[error]
+	notify := redlock.WithRetryNotify(func(err error) { told.Store(&err) })
+	type taken struct {
+		held holding
+		err  error
+	}
+	done := make(chan taken, 1)
+	go func() {
+		held, err := w.take(ctx, false, notify)
+		done <- taken{held, err}
+	}()
+	check := time.NewTicker(progressCheck)
+	defer check.Stop()
+	latest := func() {
+		if err := told.Swap(nil); err != nil {
+			w.last = *err
 		}
-		w.tell(ctx, err)
+	}
+	for {
+		select {
+		case t := <-done:
+			latest()
+			return t.held, w.reason(t.err)
+		case <-check.C:
+			latest()
+			w.tell(ctx, w.last)
+		}
 	}
 }
 
 // take makes one attempt when once is set, else attempts until ctx ends:
 // those of Acquire for one key, those of AcquireAll for several, which
 // takes them all or none. It returns what it holds, or nil and why not.
-func (w *waiting) take(ctx context.Context, once bool) (holding, error) {
+func (w *waiting) take(ctx context.Context, once bool, more ...redlock.LockOption) (holding, error) {
+	opts := append(w.opts[:len(w.opts):len(w.opts)], more...)
 	if len(w.keys) > 1 {
 		acquireAll := w.client.AcquireAll
 		if once {
 			acquireAll = w.client.TryAcquireAll
 		}
-		set, err := acquireAll(ctx, w.keys, w.opts...)
+		set, err := acquireAll(ctx, w.keys, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +170,7 @@ func (w *waiting) take(ctx context.Context, once bool) (holding, error) {
 	if once {
 		acquire = w.client.TryAcquire
 	}
-	lock, err := acquire(ctx, w.keys[0], w.opts...)
+	lock, err := acquire(ctx, w.keys[0], opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,5 +171,67 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		if time.Now().After(end) {
 			t.Fatalf("waited %s for %s", timeout, what)
 		}
+	}
+}
+
+// A command that waits keeps its place in the key's queue for the whole
+// wait: its entry keeps the score it entered with past a progress check,
+// and it runs before a command that came to wait later. Before, each
+// check ended one Acquire and began another, which gave up the place and
+// queued again at the back, so that a later waiter could go first.
+func TestWait_keepsItsPlaceInLinePastAProgressCheck(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	order := filepath.Join(t.TempDir(), "order")
+	var first acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "line").expect(t, exitOK, "acquire").decode(t, &first)
+
+	start := func(name string) (*exec.Cmd, *lockedBuffer) {
+		cmd := binaryCommand(nodes, "run", "--shell", "line", "--", "echo "+name+" >> "+order)
+		stderr := newLockedBuffer()
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		waitForText(t, stderr, "waiting for \"line\"", 10*time.Second)
+		return cmd, stderr
+	}
+	early, earlyErr := start("early")
+	places := func() map[string]int {
+		seen := map[string]int{}
+		for _, n := range cluster.Nodes() {
+			if v, err := n.Do(bg, "ZRANGE", "redlock:queue:line", "0", "-1", "WITHSCORES"); err == nil && v != "" {
+				seen[v]++
+			}
+		}
+		return seen
+	}
+	var entered string
+	eventually(t, 10*time.Second, "the early command is queued on a quorum", func() bool {
+		for place, n := range places() {
+			if n >= 2 {
+				entered = place
+				return true
+			}
+		}
+		return false
+	})
+	// Not a wait for an event: the early command must pass a progress
+	// check while it waits, which only time brings.
+	time.Sleep(progressCheck + time.Second)
+	if got := places(); got[entered] < 2 {
+		t.Fatalf("the early command's place %q is no longer on a quorum after a progress check: %v", entered, got)
+	}
+	late, lateErr := start("late")
+
+	cli(t, "release", "--nodes", nodes, "line", first.Token).expect(t, exitOK, "release of the first holder")
+	if err := waitTimeout(early, 20*time.Second); err != nil {
+		t.Errorf("the early run: %v\n%s", err, earlyErr)
+	}
+	if err := waitTimeout(late, 20*time.Second); err != nil {
+		t.Errorf("the late run: %v\n%s", err, lateErr)
+	}
+	if b, _ := os.ReadFile(order); string(b) != "early\nlate\n" {
+		t.Errorf("ran in the order %q, want early then late", b)
 	}
 }
