@@ -145,6 +145,7 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 		return code
 	}
 	c.lock.owner = value // the leader's value: the owner of its lock, as Election.Campaign sets it
+	c.campaign = value
 	return c.runHolding(ctx, s, []string{name}, argv)
 }
 

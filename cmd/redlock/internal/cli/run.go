@@ -199,6 +199,9 @@ type runConfig struct {
 	shell        bool
 	verbose      bool
 	flags        *flag.FlagSet // the flags parsed, to tell a --kill-grace given from its default
+	// campaign is the candidate's value of elect, which waits as an
+	// election's candidate (redlock.Election.Campaign); "" for run.
+	campaign string
 }
 
 func setupRun(fs *flag.FlagSet) runner {
@@ -418,7 +421,7 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 	go func() {
 		var r result
 		w := waiting{client: client, keys: keys, limit: int(c.lock.limit), shared: c.lock.shared, wait: c.wait,
-			stderr: s.stderr, cmd: c.name(), note: c.nodes.unsetNote(),
+			stderr: s.stderr, cmd: c.name(), note: c.nodes.unsetNote(), campaign: c.campaign,
 			opts: append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
 		r.held, r.err = w.acquire(actx)
 		done <- r

@@ -54,6 +54,9 @@ type waiting struct {
 	// last is the failure of the last attempt that a node answered, the
 	// reason for the wait.
 	last error
+	// campaign is the value of an election's candidate, which waits by
+	// Campaign for the one key, its election's name; "" for a lock.
+	campaign string
 }
 
 // acquire takes the lock: one attempt when --wait is 0; otherwise attempts
@@ -166,6 +169,9 @@ func (w *waiting) take(ctx context.Context, once bool, more ...redlock.LockOptio
 		}
 		return set, nil
 	}
+	if !once && w.campaign != "" {
+		return w.elect(ctx, opts)
+	}
 	acquire := w.client.Acquire
 	if once {
 		acquire = w.client.TryAcquire
@@ -175,6 +181,24 @@ func (w *waiting) take(ctx context.Context, once bool, more ...redlock.LockOptio
 		return nil, err
 	}
 	return lock, nil
+}
+
+// elect waits as a candidate in the election on the one key, with the
+// value campaign, and returns the lock it leads by: Campaign tries again
+// at once when the lead's key expires, which no release announces, and
+// elects the candidates in the order they came.
+func (w *waiting) elect(ctx context.Context, opts []redlock.LockOption) (holding, error) {
+	e, err := w.client.NewElection(w.keys[0], opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Campaign(ctx, w.campaign); err != nil {
+		return nil, err
+	}
+	if lock := e.Lock(); lock != nil {
+		return lock, nil
+	}
+	return nil, e.Err() // lost in the instant it was won
 }
 
 // reason returns err, the failure of an Acquire, unless the end of its
