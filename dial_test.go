@@ -246,6 +246,73 @@ func TestDial_oneServerUnderTwoNames(t *testing.T) {
 	})
 }
 
+// One server listed under two names fails Dial even when it does not
+// answer then (paused, slow to start): the entries name one address once
+// resolved. Before, Dial passed it as unreachable, and once it answered
+// it counted as two votes: with the only other node down, a lock was
+// granted by that one server.
+func TestDial_unreachableServerUnderTwoNames(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	if err := cluster.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Node(0).Resume()
+	port := strconv.Itoa(cluster.Node(0).Port())
+	for _, urls := range [][]string{
+		{"redis://localhost:" + port, "redis://127.0.0.1:" + port + "/1", cluster.Node(1).URL()},
+		{"redis://127.0.0.1:" + port, cluster.Node(1).URL(), "redis://127.0.0.1:" + port + "?client_name=other"},
+	} {
+		forEachDialer(t, func(t *testing.T, d dialer) {
+			client, err := d.dial(bg, urls, fast())
+			if err == nil {
+				client.Close()
+				t.Fatalf("Dial of one unreachable server under two names succeeded: %q", urls)
+			}
+			if !errors.Is(err, redlock.ErrDuplicateNode) || !strings.Contains(err.Error(), "127.0.0.1:"+port) {
+				t.Errorf("Dial(%q) = %v, want ErrDuplicateNode naming the address", urls, err)
+			}
+		})
+	}
+}
+
+// Dial with a context that has ended fails with its error: no node could
+// be checked, and a Client whose every node went unchecked would look
+// like one whose nodes are all down.
+func TestDial_endedContext(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(ctx, cluster.URLs(), nil)
+		if err == nil {
+			client.Close()
+			t.Fatal("Dial with a cancelled context succeeded")
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Dial with a cancelled context: %v, want context.Canceled", err)
+		}
+	})
+}
+
+// A master_name URL whose address is a plain server, not a Sentinel,
+// fails Dial with ErrInvalidURL: the server answers, and refuses the
+// SENTINEL command, which no retry changes. Before, go-redis's words for
+// it ("all sentinels ... are unreachable") passed it as a node down.
+func TestDial_sentinelURLToAPlainServer(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	url := cluster.Node(0).URL() + "?master_name=mymaster"
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, []string{url}, fast())
+		if err == nil {
+			client.Close()
+			t.Fatal("Dial of a master_name URL to a plain server succeeded")
+		}
+		if !errors.Is(err, d.errInvalidURL) {
+			t.Errorf("Dial = %v, want ErrInvalidURL", err)
+		}
+	})
+}
+
 // A replica, or a Sentinel, named as a node fails Dial with ErrInvalidURL,
 // however few such nodes there are: a replica refuses the locks' writes
 // (and would vote with its master's data), a Sentinel holds none, and a

@@ -226,7 +226,9 @@ func (l *Lock) observeEnd(err error) {
 	limit := l.client.opts.MaxExtensions
 	if errors.Is(err, ErrTakenOver) {
 		reason = telemetry.ForcedFree
-	} else if qe := (*QuorumError)(nil); errors.As(err, &qe) {
+	} else if qe := (*QuorumError)(nil); errors.As(err, &qe) && goneOnMajority(qe.Nodes, qe.Quorum) {
+		// Not a loss at the deadline, which carries the answers to the
+		// last failed extension: nodes that did not answer took nothing.
 		reason = telemetry.TakenOver
 	} else if l.renewal != nil && (limit == 0 || l.extensions < limit) {
 		reason = telemetry.RenewalFailed

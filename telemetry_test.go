@@ -485,6 +485,40 @@ func TestTelemetry_lostLockCountedAndLoggedOnce(t *testing.T) {
 	}
 }
 
+// A renewed lock whose renewals fail because a majority of nodes stopped
+// answering is lost at its deadline as renewal_failed, not taken_over,
+// though its error carries the answers to the last failed renewal: the
+// nodes that did not answer took nothing.
+func TestTelemetry_renewalsToSilentNodesAreNotATakeOver(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	o, opts := observe(t)
+	c := newClient(t, cluster, adapters[0], opts)
+	lock, err := c.Acquire(bg, "silenced", redlock.WithTTL(time.Second), redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		if err := cluster.Node(i).Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-lock.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lock was never declared lost")
+	}
+	if !errors.Is(lock.Err(), redlock.ErrLockLost) {
+		t.Fatalf("lock ended with %v", lock.Err())
+	}
+	if n := o.logs.count(slog.LevelWarn, "redlock: lock lost", attrs{"key": "silenced", "reason": "renewal_failed"}); n != 1 {
+		t.Errorf("%d lock-lost records with reason renewal_failed, want 1", n)
+		o.logs.dump(t)
+	}
+	if n := o.sum(t, "redlock.locks.lost", attrs{"redlock.reason": "taken_over"}); n != 0 {
+		t.Errorf("%d locks lost as taken over, want 0", n)
+	}
+}
+
 // A lock that nobody extends, watches or releases is reported when its
 // deadline comes within the loss margin, without a call asking it: as
 // expired, since nobody tried to keep it (the "one runner per period"

@@ -63,11 +63,13 @@ const lockPoolSize = 8
 // handshake fails on a certificate (a CA that did not sign the server's,
 // an expired certificate, a client certificate missing or refused), with
 // ErrTLS and ErrInvalidURL; two entries that reach one
-// server under different names (localhost and 127.0.0.1, say: the same
+// server under different names (localhost and 127.0.0.1, say: one
+// address once resolved, whether or not the server answers; or the same
 // run_id), or one Redis Cluster (a node id in common), with
 // redlock.ErrDuplicateNode. Errors never contain passwords; a malformed URL
 // wraps ErrInvalidURL (a password must have '#', '/', '?' and '@'
-// percent-encoded: %23, %2F, %3F, %40), a nil ctx fails with redlock.ErrNilContext, and the
+// percent-encoded: %23, %2F, %3F, %40), a nil ctx fails with redlock.ErrNilContext, a ctx that has ended
+// with its error, and the
 // errors of redlock.New are returned as they are.
 // opts may be nil for the defaults. Close the Client when done: it closes
 // the pools.

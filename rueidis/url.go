@@ -68,11 +68,13 @@ const sentinelRefreshInterval = 5 * time.Second
 // handshake fails on a certificate (a CA that did not sign the server's,
 // an expired certificate, a client certificate missing or refused), with
 // ErrTLS and ErrInvalidURL; two entries that reach one
-// server under different names (localhost and 127.0.0.1, say: the same
+// server under different names (localhost and 127.0.0.1, say: one
+// address once resolved, whether or not the server answers; or the same
 // run_id), or one Redis Cluster (a node id in common), with
 // redlock.ErrDuplicateNode. Errors never contain passwords; a malformed URL
 // wraps ErrInvalidURL (a password must have '#', '/', '?' and '@'
-// percent-encoded: %23, %2F, %3F, %40), a nil ctx fails with redlock.ErrNilContext, and the
+// percent-encoded: %23, %2F, %3F, %40), a nil ctx fails with redlock.ErrNilContext, a ctx that has ended
+// with its error, and the
 // errors of redlock.New are returned as they are.
 // opts may be nil for the defaults. Close the Client when done: it closes
 // the rueidis clients.
@@ -93,7 +95,7 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.C
 //
 //	redis://sentinel-a:26379/0?master_name=locks&addr=sentinel-b:26379&password=s3cret
 //
-// A URL with a cluster parameter (any value) names a whole Redis Cluster,
+// A URL with a cluster parameter (cluster=1) names a whole Redis Cluster,
 // through its seed nodes: the host and each addr parameter.
 //
 //	redis://10.0.0.1:6379?cluster=1&addr=10.0.0.2:6379

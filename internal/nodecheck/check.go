@@ -362,7 +362,10 @@ func isConfigError(err error) bool {
 	if strings.Contains(strings.ToLower(err.Error()), "no such master") {
 		return true
 	}
-	msg := strings.TrimPrefix(err.Error(), "ERR ")
+	// go-redis puts the Sentinels' last answer after this: a server that
+	// is no Sentinel answers SENTINEL with "unknown command".
+	msg, _ := strings.CutPrefix(err.Error(), "redis: all sentinels specified in configuration are unreachable: ")
+	msg = strings.TrimPrefix(msg, "ERR ")
 	for _, prefix := range configErrors {
 		if strings.HasPrefix(msg, prefix) {
 			return true

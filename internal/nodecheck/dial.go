@@ -22,6 +22,9 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: pass context.Background() or a context that bounds the call", redlock.ErrNilContext)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redlock: dial: %w", err) // no node could be checked
+	}
 	conns := make([]redlock.Conn, 0, len(urls))
 	for _, raw := range urls {
 		c, err := newConn(raw)
@@ -35,6 +38,13 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 	if err != nil {
 		closeAll(conns)
 		return nil, err
+	}
+	resolve, cancel := context.WithTimeout(ctx, checkTimeout)
+	err = sameAddress(resolve, urls)
+	cancel()
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redlock: node check failed: %w", err)
 	}
 	prefix := ""
 	if opts != nil {

@@ -61,7 +61,25 @@ func Parse(raw string) (*url.URL, error) {
 			}
 		}
 	}
+	if err := checkCluster(u.Query()); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
+	}
 	return u, nil
+}
+
+// checkCluster refuses a cluster parameter that does not say yes: its
+// presence names a Redis Cluster, so "cluster=0" or "cluster=false" would
+// silently mean the opposite of what it says.
+func checkCluster(q url.Values) error {
+	for _, v := range q["cluster"] {
+		switch strings.ToLower(v) {
+		case "", "1", "true", "yes":
+		default:
+			return fmt.Errorf("cluster=%s: the cluster parameter names a Redis Cluster and takes 1 (or true); "+
+				"leave it out for a single server", v)
+		}
+	}
+	return nil
 }
 
 // checkUserinfo refuses a URL whose user name or password holds '#', '/'

@@ -62,3 +62,18 @@ func TestParse_emptyURL(t *testing.T) {
 		}
 	}
 }
+
+// A cluster parameter that says no is refused: its mere presence names a
+// Redis Cluster, so cluster=0 would mean the opposite of what it says.
+func TestParse_clusterParameterSaysYes(t *testing.T) {
+	for _, yes := range []string{"cluster", "cluster=", "cluster=1", "cluster=true", "cluster=YES"} {
+		if _, err := Parse("redis://127.0.0.1:6379?" + yes); err != nil {
+			t.Errorf("?%s: %v", yes, err)
+		}
+	}
+	for _, no := range []string{"cluster=0", "cluster=false", "cluster=no", "cluster=maybe"} {
+		if _, err := Parse("redis://127.0.0.1:6379?" + no); !errors.Is(err, ErrInvalidURL) {
+			t.Errorf("?%s: %v, want ErrInvalidURL", no, err)
+		}
+	}
+}

@@ -199,7 +199,7 @@ func exitFor(f failure) int {
 }
 
 // recoveringHint is added to errors where recovering nodes withheld the
-// quorum.
+// quorum, and to a failed acquisition that a node refused as recovering.
 const recoveringHint = "nodes that lost their data, or were never used, sit out every quorum for " +
 	"--recovery-delay: wait, or on a brand-new deployment run 'redlock init' once"
 
@@ -271,7 +271,10 @@ func failureLines(err error) (summary, hints []string) {
 		line = fmt.Sprintf("%q, %s: %s", qe.Key, which, line)
 	}
 	summary = append(summary, line)
-	if classify(err) == failRecovering {
+	if classify(err) == failRecovering || qe.Op == "acquire" && len(nodesWith(qe, redlock.OutcomeRecovering)) > 0 {
+		// Also where other nodes failed too: a node recovering is worth
+		// the hint on its own (brand-new nodes also answer late at
+		// first, as each loads the function library).
 		hints = append(hints, recoveringHint)
 	}
 	for _, why := range []error{errHeldByAnother, errHeldByReaders, errHeldByNobody, errForcedFree} {

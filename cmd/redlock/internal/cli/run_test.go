@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock"
 )
 
 func TestRun_exitStatusPropagates(t *testing.T) {
@@ -328,7 +331,9 @@ func TestRun_signalWhileWaiting(t *testing.T) {
 func TestRun_recoveringNodesNeedInit(t *testing.T) {
 	cluster := newFreshCluster(t, 3)
 	nodes := strings.Join(cluster.URLs(), ",")
-	r := runBinary(t, nodes, "run", "--wait", "0", "k", "--", "true")
+	// Brand-new nodes load the function library at their first request:
+	// on a busy host that can take longer than the default node timeout.
+	r := runBinary(t, nodes, "run", "--wait", "0", "--node-timeout", "1s", "k", "--", "true")
 	if r.code != exitUnavailable {
 		t.Fatalf("exit status %d on brand-new nodes, want %d\n%s", r.code, exitUnavailable, r.stderr)
 	}
@@ -487,5 +492,24 @@ func TestRun_shellWithoutPath(t *testing.T) {
 	r := cli(t, "run", "--nodes", nodes, "--shell", "k", "--", "exit", "3")
 	if r.code != 3 {
 		t.Errorf("run --shell with an empty PATH: exit %d, want the command's 3\n%s", r.code, r.stderr)
+	}
+}
+
+// A failed acquisition that a node refused as recovering points to
+// 'redlock init' even where other nodes failed too and recovering nodes
+// alone did not withhold the quorum: brand-new nodes also answer late at
+// first.
+func TestFailure_aRecoveringNodePointsToInit(t *testing.T) {
+	qe := &redlock.QuorumError{Op: "acquire", Key: "k", Quorum: 2, Err: redlock.ErrNotAcquired, Nodes: []redlock.NodeResult{
+		{Node: "a", Outcome: redlock.OutcomeRecovering, RecoveringLeft: 30 * time.Second},
+		{Node: "b", Outcome: redlock.OutcomeTimeout},
+		{Node: "c", Outcome: redlock.OutcomeTimeout},
+	}}
+	if _, hints := failureLines(qe); !slices.Contains(hints, recoveringHint) {
+		t.Errorf("hints %q, want the recovering hint", hints)
+	}
+	qe.Nodes[0].Outcome = redlock.OutcomeTimeout
+	if _, hints := failureLines(qe); slices.Contains(hints, recoveringHint) {
+		t.Errorf("hints %q without a recovering node, want no recovering hint", hints)
 	}
 }
