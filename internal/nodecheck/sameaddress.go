@@ -27,7 +27,7 @@ func sameAddress(ctx context.Context, urls []string) error {
 		addrs := addresses(ctx, raw)
 		for _, a := range addrs {
 			if j, seen := first[a]; seen && j != i {
-				errs = append(errs, fmt.Errorf("%w: %s and %s name one address (%s)", redlock.ErrDuplicateNode,
+				errs = append(errs, fmt.Errorf("%w: %s and %s reach one server (at %s)", redlock.ErrDuplicateNode,
 					nodeurl.Redact(urls[j]), nodeurl.Redact(raw), a))
 				break
 			}

@@ -51,7 +51,7 @@ func (w *waitFlag) defaultText() string { return "forever" }
 // -w SECONDS and -n.
 func registerWait(fs *flag.FlagSet, w *waitFlag) {
 	fs.Var(w, "wait", "how long to wait for the lock, a `duration` or a bare number of seconds: "+
-		"0 makes one attempt, \"forever\" never gives up")
+		"0 makes one attempt, \"forever\" never gives up; counted from the start, the first check of the nodes included")
 	aliasVar(fs, "w", "wait", "", "flock's -w: --wait `SECONDS`")
 	aliasVar(fs, "n", "wait", "0", "flock's -n: --wait 0, one attempt")
 }

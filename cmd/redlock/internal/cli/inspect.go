@@ -59,8 +59,9 @@ With --limit N it reads the N permits of the semaphore KEY, the locks
 KEY:permit:1 to KEY:permit:N, and prints a row per permit (its key, the
 holder, its owner and since when, the holder's TTL, the highest fence
 counter, and whether a majority holds it), a line per node that failed or is recovering, then "k of N
-permits held". With --json: {"key", "limit", "quorum", "held", "permits":
-[one object per permit, as above]}. The exit status is 69 when fewer than
+permits held". With --json: {"key", "limit", "quorum", "held", "unknown"
+(permits too few nodes answered for), "permits": [one object per permit,
+as above]}. The exit status is 69 when fewer than
 a majority answered for some permit.`,
 		exits: []exitDoc{
 			{"0", "a majority of the nodes answered"},

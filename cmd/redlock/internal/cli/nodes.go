@@ -63,8 +63,11 @@ type nodeFlags struct {
 	logLevel      string
 	logFormat     logFormat
 	telemetry     observe.Config
-	started       *observe.Telemetry // the exporters dial started
-	tls           tlsFlags
+	// checkBy, when set, bounds dial's check of the nodes: the end of a
+	// command's --wait, which counts from the command's start.
+	checkBy time.Time
+	started *observe.Telemetry // the exporters dial started
+	tls     tlsFlags
 	// readOnly: the command changes nothing (inspect, list, check, elect
 	// --listen), so that a node that refuses its configuration does not
 	// keep it from showing what the other nodes hold (see dial).
@@ -183,6 +186,28 @@ func (n *nodeFlags) options() *redlock.Options {
 // dial checks the flags, starts the exporters they ask for and connects
 // to the nodes. On failure it returns why, sorted for the exit code. Close
 // the client with close.
+// checkContext returns ctx, bounded by checkBy when set, but no sooner
+// than minCheck from now: nodes that do not answer by then are left out of
+// the check (see goredis.Dial), and a command whose --wait it spent makes
+// one attempt.
+func (n *nodeFlags) checkContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if n.checkBy.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, latest(n.checkBy, time.Now().Add(minCheck)))
+}
+
+// minCheck is the least time the check of the nodes gets within a --wait.
+const minCheck = 100 * time.Millisecond
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client, failure, error) {
 	if err := n.check(); err != nil {
 		return nil, failInvalid, err
@@ -207,7 +232,9 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 		return nil, failInvalid, err
 	}
 	opts.MeterProvider, opts.TracerProvider = n.started.MeterProvider, n.started.TracerProvider
-	client, err := goredis.Dial(ctx, urls, opts)
+	checkCtx, cancel := n.checkContext(ctx)
+	client, err := goredis.Dial(checkCtx, urls, opts)
+	cancel()
 	if err != nil && n.readOnly && ctx.Err() == nil {
 		client, err = dialRefused(urls, opts, err, stderr, n.fs.Name())
 	}

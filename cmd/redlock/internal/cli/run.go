@@ -256,13 +256,17 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
 
+	start := time.Now()
+	if c.wait > 0 {
+		c.nodes.checkBy = start.Add(time.Duration(c.wait))
+	}
 	client, f, err := c.nodes.dial(ctx, s.stderr)
 	if err != nil {
 		return report{s: s, cmd: c.name()}.failedAs(f, err)
 	}
 	defer c.nodes.close(client)
 
-	held, code := c.acquire(ctx, s, client, keys, sigs)
+	held, code := c.acquire(ctx, s, client, keys, sigs, start)
 	if held == nil {
 		return code // not acquired: exitOK too when --conflict-exit-code is 0
 	}
@@ -410,7 +414,7 @@ func checkKeys(keys []string) string {
 // acquire takes the lock, or the locks of several keys together, with
 // auto-renewal, waiting as --wait says. A terminating signal ends the
 // wait.
-func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Client, keys []string, sigs <-chan os.Signal) (holding, int) {
+func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Client, keys []string, sigs <-chan os.Signal, start time.Time) (holding, int) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -421,7 +425,7 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 	go func() {
 		var r result
 		w := waiting{client: client, keys: keys, limit: int(c.lock.limit), shared: c.lock.shared, wait: c.wait,
-			stderr: s.stderr, cmd: c.name(), note: c.nodes.unsetNote(), campaign: c.campaign,
+			stderr: s.stderr, cmd: c.name(), note: c.nodes.unsetNote(), campaign: c.campaign, start: start,
 			opts: append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
 		r.held, r.err = w.acquire(actx)
 		done <- r

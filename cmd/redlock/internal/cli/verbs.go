@@ -174,13 +174,17 @@ func setupAcquire(fs *flag.FlagSet) runner {
 		if msg := lf.delayConflict(&nodes); msg != "" {
 			return r.usage(msg)
 		}
+		start := time.Now()
+		if wait > 0 {
+			nodes.checkBy = start.Add(time.Duration(wait))
+		}
 		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
 			return r.failedAs(f, err)
 		}
 		defer nodes.close(client)
 		w := waiting{client: client, keys: keys, limit: int(lf.limit), shared: lf.shared, wait: wait,
-			stderr: s.stderr, cmd: "acquire", opts: lf.options(), note: nodes.unsetNote()}
+			stderr: s.stderr, cmd: "acquire", opts: lf.options(), note: nodes.unsetNote(), start: start}
 		held, err := w.acquire(ctx)
 		if err != nil {
 			f := classify(err)

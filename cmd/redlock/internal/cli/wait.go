@@ -45,15 +45,18 @@ type waiting struct {
 	// failed: why the command reaches the nodes it does (unsetNote).
 	note string
 
-	began  time.Time
+	began time.Time
+	// start is when the command began, which --wait counts from (the
+	// check of the nodes included); zero for when the attempts begin.
+	start  time.Time
 	said   string // the last reason told, without its timings
 	saidAt time.Time
 	// holder is the token of the holder that the last reason told named,
 	// "" when it named none: a new holder is told at the next check.
 	holder string
 	// last is the failure of the last attempt that a node answered, the
-	// reason for the wait.
-	last error
+	// reason for the wait; recent is the last attempt's, which is told.
+	last, recent error
 	// campaign is the value of an election's candidate, which waits by
 	// Campaign for the one key, its election's name; "" for a lock.
 	campaign string
@@ -107,17 +110,26 @@ func (w *waiting) sharedNote(ctx context.Context, err error) error {
 // attempts is acquire without what it adds to the error: the attempts,
 // and what it says while they fail.
 func (w *waiting) attempts(ctx context.Context) (holding, error) {
-	if w.wait > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(w.wait))
-		defer cancel()
-	}
+	// The first attempt is made whatever the check of the nodes left of
+	// the wait: it is bounded by the node timeout.
 	held, err := w.take(ctx, true)
 	if err == nil || w.wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) ||
 		errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
 		return held, err
 	}
-	w.began, w.last = time.Now(), err
+	if w.wait > 0 {
+		start := w.start
+		if start.IsZero() {
+			start = time.Now()
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, start.Add(time.Duration(w.wait)))
+		defer cancel()
+		if ctx.Err() != nil {
+			return nil, &cutShort{err: err, cause: ctx.Err()} // the wait ran out
+		}
+	}
+	w.began, w.last, w.recent = time.Now(), err, err
 	w.tell(ctx, err)
 	// One Acquire waits to the end, keeping the client's place in the
 	// key's queue on the nodes, which a call that ends gives up; it tells
@@ -138,7 +150,10 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 	defer check.Stop()
 	latest := func() {
 		if err := told.Swap(nil); err != nil {
-			w.last = *err
+			w.recent = *err
+			if answered(*err) {
+				w.last = *err
+			}
 		}
 	}
 	for {
@@ -148,7 +163,7 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 			return t.held, w.reason(t.err)
 		case <-check.C:
 			latest()
-			w.tell(ctx, w.last)
+			w.tell(ctx, w.recent)
 		}
 	}
 }
@@ -211,13 +226,26 @@ func (w *waiting) reason(err error) error {
 	if err == nil || !errors.As(err, &qe) || qe.Cause == nil || w.last == nil {
 		return err
 	}
-	for _, r := range qe.Nodes {
-		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer && r.Outcome != redlock.OutcomeNotAsked {
-			w.last = err
-			return err
-		}
+	if answered(err) {
+		w.last = err
+		return err
 	}
 	return &cutShort{err: w.last, cause: qe.Cause}
+}
+
+// answered reports that a node answered the failed attempt err: an
+// outcome other than no answer in time, or not asked.
+func answered(err error) bool {
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		return false
+	}
+	for _, r := range qe.Nodes {
+		if r.Outcome != redlock.OutcomeTimeout && r.Outcome != redlock.OutcomeNoAnswer && r.Outcome != redlock.OutcomeNotAsked {
+			return true
+		}
+	}
+	return false
 }
 
 // cutShort is the failure of the last attempt that a node answered, given

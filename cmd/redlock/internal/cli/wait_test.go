@@ -235,3 +235,29 @@ func TestWait_keepsItsPlaceInLinePastAProgressCheck(t *testing.T) {
 		t.Errorf("ran in the order %q, want early then late", b)
 	}
 }
+
+// A --wait bounds the check of the nodes too: dial's context ends at the
+// wait's end, counted from the command's start, but gives the check at
+// least minCheck. Before, the check took up to its own 3 s on nodes that
+// did not answer, and the wait began after it.
+func TestWait_boundsTheCheckOfTheNodes(t *testing.T) {
+	var n nodeFlags
+	ctx, cancel := n.checkContext(bg)
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("without a wait, the check has a deadline of its own")
+	}
+	cancel()
+	n.checkBy = time.Now().Add(time.Hour)
+	ctx, cancel = n.checkContext(bg)
+	if d, _ := ctx.Deadline(); !d.Equal(n.checkBy) {
+		t.Errorf("the check ends at %v, want the wait's end %v", d, n.checkBy)
+	}
+	cancel()
+	before := time.Now()
+	n.checkBy = before.Add(-time.Second) // spent already
+	ctx, cancel = n.checkContext(bg)
+	if d, _ := ctx.Deadline(); d.Before(before.Add(minCheck)) {
+		t.Errorf("a spent wait gives the check %v, want at least %v", d.Sub(before), minCheck)
+	}
+	cancel()
+}
