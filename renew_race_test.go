@@ -27,7 +27,10 @@ func TestDo_releaseWhileRenewingIsRaceFree(t *testing.T) {
 					time.Sleep(hold) // the work the lock protects: renewals run meanwhile
 					return nil
 				}, redlock.WithTTL(15*time.Millisecond))
-				if err != nil && !errors.Is(err, redlock.ErrLockLost) {
+				// With a 15 ms TTL, a busy host loses a lock, or times out
+				// its release (the node timeout stays within the TTL):
+				// what this test judges is the race detector's verdict.
+				if err != nil && !errors.Is(err, redlock.ErrLockLost) && !errors.Is(err, redlock.ErrNotReleased) {
 					t.Error(err)
 					return
 				}
