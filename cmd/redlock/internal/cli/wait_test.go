@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
 )
 
 // An attempt that the end of the wait cut short before any node answered
@@ -88,7 +89,7 @@ func TestWait_reasonIgnoresWhichNodesAnsweredFirst(t *testing.T) {
 // passed from the one it named to the next in line, at the next check,
 // not only when its reason's kind changes.
 func TestWait_tellsTheNextHolder(t *testing.T) {
-	_, nodes := newCluster(t, 3)
+	cluster, nodes := newCluster(t, 3)
 	dir := t.TempDir()
 	tokens, gate := filepath.Join(dir, "tokens"), filepath.Join(dir, "gate")
 	var first acquiredJSON
@@ -103,6 +104,9 @@ func TestWait_tellsTheNextHolder(t *testing.T) {
 	}
 	t.Cleanup(func() { next.Process.Kill() })
 	waitForText(t, nextErr, "waiting for \"job\"", 10*time.Second)
+	// The next in line, as the last command comes: a command prints that it
+	// waits after its first attempt, which does not queue it.
+	waitQueued(t, cluster, "job")
 
 	last := binaryCommand(nodes, "run", "--wait", "60s", "job", "--", "true")
 	lastErr := newLockedBuffer()
@@ -186,7 +190,10 @@ func TestWait_keepsItsPlaceInLinePastAProgressCheck(t *testing.T) {
 	cli(t, "acquire", "--nodes", nodes, "--json", "line").expect(t, exitOK, "acquire").decode(t, &first)
 
 	start := func(name string) (*exec.Cmd, *lockedBuffer) {
-		cmd := binaryCommand(nodes, "run", "--shell", "line", "--", "echo "+name+" >> "+order)
+		// A release names the first two in line, and the second tries one
+		// node timeout after the first: a long one, so that the first has
+		// tried by then on a busy host too.
+		cmd := binaryCommand(nodes, "run", "--node-timeout", "1s", "--shell", "line", "--", "echo "+name+" >> "+order)
 		stderr := newLockedBuffer()
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
@@ -197,29 +204,11 @@ func TestWait_keepsItsPlaceInLinePastAProgressCheck(t *testing.T) {
 		return cmd, stderr
 	}
 	early, earlyErr := start("early")
-	places := func() map[string]int {
-		seen := map[string]int{}
-		for _, n := range cluster.Nodes() {
-			if v, err := n.Do(bg, "ZRANGE", "redlock:queue:line", "0", "-1", "WITHSCORES"); err == nil && v != "" {
-				seen[v]++
-			}
-		}
-		return seen
-	}
-	var entered string
-	eventually(t, 10*time.Second, "the early command is queued on a quorum", func() bool {
-		for place, n := range places() {
-			if n >= 2 {
-				entered = place
-				return true
-			}
-		}
-		return false
-	})
+	entered := waitQueued(t, cluster, "line")
 	// Not a wait for an event: the early command must pass a progress
 	// check while it waits, which only time brings.
 	time.Sleep(progressCheck + time.Second)
-	if got := places(); got[entered] < 2 {
+	if got := queuePlaces(cluster, "line"); got[entered] < 2 {
 		t.Fatalf("the early command's place %q is no longer on a quorum after a progress check: %v", entered, got)
 	}
 	late, lateErr := start("late")
@@ -234,6 +223,36 @@ func TestWait_keepsItsPlaceInLinePastAProgressCheck(t *testing.T) {
 	if b, _ := os.ReadFile(order); string(b) != "early\nlate\n" {
 		t.Errorf("ran in the order %q, want early then late", b)
 	}
+}
+
+// queuePlaces counts, for each content of the key's queue, the nodes of
+// cluster whose queue holds just that: one waiter's entry and its score.
+func queuePlaces(cluster *redlocktest.Cluster, key string) map[string]int {
+	seen := map[string]int{}
+	for _, n := range cluster.Nodes() {
+		if v, err := n.Do(bg, "ZRANGE", "redlock:queue:"+key, "0", "-1", "WITHSCORES"); err == nil && v != "" {
+			seen[v]++
+		}
+	}
+	return seen
+}
+
+// waitQueued waits until one waiter, alone in the key's queue, is queued on
+// a quorum of cluster's nodes, and returns its entry: a waiter that comes
+// later is then behind it on a quorum.
+func waitQueued(t *testing.T, cluster *redlocktest.Cluster, key string) string {
+	t.Helper()
+	var entered string
+	eventually(t, 10*time.Second, "the first waiter is queued on a quorum", func() bool {
+		for place, n := range queuePlaces(cluster, key) {
+			if n >= len(cluster.Nodes())/2+1 {
+				entered = place
+				return true
+			}
+		}
+		return false
+	})
+	return entered
 }
 
 // A --wait bounds the check of the nodes too: dial's context ends at the
