@@ -474,7 +474,7 @@ func (a *acquisition) end(acquired *Lock) {
 // the nodes: it had ended already, or the call was queued behind another
 // goroutine of this client.
 func (c *Client) notAsked(key string, ctx context.Context) error {
-	return &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctx.Err()}
+	return &QuorumError{Op: "acquire", Key: key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotAcquired, Cause: ctxEnded(ctx)}
 }
 
 // withCause adds ctx's error to a QuorumError so that errors.Is sees both.
@@ -482,9 +482,32 @@ func (c *Client) notAsked(key string, ctx context.Context) error {
 // their text when it is read (see detailed), so that it shows the cause.
 func withCause(err error, ctx context.Context) error {
 	if qe := quorumError(err); qe != nil && qe.Cause == nil {
-		qe.Cause = ctx.Err()
+		qe.Cause = ctxEnded(ctx)
 	}
 	return err
+}
+
+// ctxEnded returns ctx's error, or context.DeadlineExceeded once its
+// deadline has passed: a call's requests end at ctx's deadline by timers
+// of their own, which may fire before ctx's, and the call's error must
+// still say that ctx ended it.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// closedIfClosing returns err, the failure of a call, wrapped in ErrClosed
+// when the Client is closing: Close cut the call's requests short.
+func (c *Client) closedIfClosing(err error) error {
+	if err == nil || !c.closing() || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return closedErr(err)
 }
 
 // detailed is an error that says more before the error it wraps. Its text

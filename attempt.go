@@ -210,9 +210,7 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	}
 	c.clearLeftovers(ctx, key, results, false)
 	qe := &QuorumError{Op: "acquire", Key: key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotAcquired}
-	if ctx.Err() != nil {
-		qe.Cause = ctx.Err()
-	}
+	qe.Cause = ctxEnded(ctx)
 	return nil, qe
 }
 

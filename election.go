@@ -110,7 +110,8 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 // elected in the order they began to campaign, each keeping its place in
 // the nodes' queue however long the lead lasts. Of several Campaign calls
 // of one candidate at once, the first elected ends the others, which
-// return nil.
+// return as a call made once it leads: nil with its value,
+// ErrInvalidOptions with another.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	if err := e.client.checkCall(ctx); err != nil {
 		return err
@@ -159,8 +160,11 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	defer e.mu.Unlock()
 	delete(e.campaigns, &actx)
 	if err != nil {
-		if errors.Is(context.Cause(actx), errLeadsAlready) && ctx.Err() == nil {
-			return nil // another Campaign call of this candidate won
+		if errors.Is(context.Cause(actx), errLeadsAlready) && ctx.Err() == nil && e.lock != nil {
+			// Another Campaign call of this candidate won: as for a
+			// candidate that leads already, nil when it won with this
+			// call's value.
+			return leadsWith(e.lock, value)
 		}
 		return err
 	}
@@ -172,7 +176,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 }
 
 // errLeadsAlready ends the other Campaign calls of a candidate once one of
-// them won: each returns nil, as a candidate that leads already does.
+// them won: each returns as a call made once it leads does (leadsWith).
 var errLeadsAlready = errors.New("redlock: this candidate leads already")
 
 // nudgeAtLeadExpiry sends on nudge each time the current lead's key
@@ -351,7 +355,8 @@ var closedChan = func() chan struct{} {
 // fails with ErrNoLeader
 // when there is none, ErrLeaderUnknown (in a *QuorumError) when too few
 // nodes answered to tell, within the larger of Options.NodeTimeout and 3 s
-// or until ctx ends. A node that has not answered within four node
+// or until ctx ends; that error wraps ctx's error when ctx ended it, and
+// ErrClosed wraps it when Close cut the read short. A node that has not answered within four node
 // timeouts is left out when the others settle it, as an observer's reads
 // do: a paused minority does not slow it.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
@@ -363,11 +368,11 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	rctx, cancel := context.WithTimeout(ctx, observeReadNodeTimeouts*e.client.requestTimeout())
 	r, err := e.read(rctx)
 	cancel()
-	if errors.Is(err, ErrLeaderUnknown) && ctx.Err() == nil {
+	if errors.Is(err, ErrLeaderUnknown) && ctxEnded(ctx) == nil {
 		r, err = e.read(ctx) // the nodes left out may tell
 	}
 	if err != nil {
-		return Leader{}, err
+		return Leader{}, e.client.closedIfClosing(err)
 	}
 	if r.leader.Vacant() {
 		return Leader{}, fmt.Errorf("%w: %s", ErrNoLeader, quoteKey(e.name))
@@ -412,7 +417,7 @@ func (e *Election) read(ctx context.Context) (reading, error) {
 		return e.leaderOf(top, states, start), nil
 	}
 	if most+len(states)-answered >= c.quorum || answered < c.quorum {
-		qe := &QuorumError{Op: "leader", Key: e.key, OK: answered, Quorum: c.quorum, Err: ErrLeaderUnknown, Cause: ctx.Err()}
+		qe := &QuorumError{Op: "leader", Key: e.key, OK: answered, Quorum: c.quorum, Err: ErrLeaderUnknown, Cause: ctxEnded(ctx)}
 		qe.Nodes = make([]NodeResult, len(states))
 		for i, s := range states {
 			qe.Nodes[i] = NodeResult{Node: s.Node, Outcome: OutcomeOK, Err: s.Err}

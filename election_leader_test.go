@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -54,5 +55,54 @@ func TestElection_leaderDoesNotWaitForAPausedMinority(t *testing.T) {
 	// against the 3 s an Inspect waits for the paused node.
 	if took >= 2500*time.Millisecond {
 		t.Errorf("Leader took %s with one node of three paused, want it to end within a few node timeouts", took)
+	}
+}
+
+// Leader says what ended it when too few nodes answer: its context's
+// deadline, which the nodes' requests share, and Close, which cuts them
+// short. Before, about half the reads that ctx's deadline ended did not
+// wrap context.DeadlineExceeded (the requests' timers fired before ctx's),
+// and one that Close cut short did not wrap ErrClosed.
+func TestElection_leaderCutShortSaysWhy(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], nil)
+	e, err := c.NewElection("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Campaign(bg, "host-a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cluster.Nodes()[1:] {
+		if err := n.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { resumeAll(t, cluster) })
+
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		_, err := e.Leader(ctx)
+		cancel()
+		if !errors.Is(err, redlock.ErrLeaderUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("read %d, ended by its context's deadline with 2 of 3 nodes paused: %v; want ErrLeaderUnknown and context.DeadlineExceeded", i, err)
+		}
+	}
+
+	started, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		close(started)
+		_, err := e.Leader(bg)
+		done <- err
+	}()
+	<-started
+	// Not a wait for an event: Leader must be reading when Close comes. Its
+	// second read waits 3 s for the paused nodes.
+	time.Sleep(time.Second)
+	c.Close()
+	err = <-done
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrClosed) || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrLeaderUnknown) {
+		t.Errorf("Leader cut short by Close: %v; want ErrClosed wrapping the read's *QuorumError (ErrLeaderUnknown)", err)
 	}
 }

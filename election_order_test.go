@@ -66,9 +66,11 @@ func TestElection_candidatesElectedInTheOrderTheyCame(t *testing.T) {
 	}
 }
 
-// Two Campaign calls of one candidate at once: once one is elected, the
-// other returns nil too, as a candidate that leads already does, and after
-// Resign nobody leads: the other call does not take the lead later.
+// Campaign calls of one candidate at once: once one is elected, the
+// others return as a call made once it leads does, nil with the lead's
+// value and ErrInvalidOptions with another (before, nil whatever their
+// value), and after Resign nobody leads: the other calls do not take the
+// lead later.
 func TestElection_concurrentCampaignsOfOneCandidate(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	c := newClient(t, cluster, adapters[0], fast())
@@ -76,22 +78,35 @@ func TestElection_concurrentCampaignsOfOneCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := make(chan error, 2)
-	for _, value := range []string{"first", "second"} {
-		go func() { errs <- e.Campaign(bg, value) }()
+	type campaign struct {
+		value string
+		err   error
 	}
-	for range 2 {
+	values := []string{"first", "first", "second"}
+	done := make(chan campaign, len(values))
+	for _, value := range values {
+		go func() { done <- campaign{value, e.Campaign(bg, value)} }()
+	}
+	var ended []campaign
+	for range values {
 		select {
-		case err := <-errs:
-			if err != nil {
-				t.Errorf("Campaign: %v", err)
-			}
+		case cp := <-done:
+			ended = append(ended, cp)
 		case <-time.After(10 * time.Second):
 			t.Fatal("a Campaign of a candidate that leads did not return within 10 s")
 		}
 	}
 	if err := e.Err(); err != nil {
-		t.Fatalf("after both Campaign calls returned: %v, want a lead", err)
+		t.Fatalf("after every Campaign call returned: %v, want a lead", err)
+	}
+	led := redlock.TokenGrant(e.Lock().Token()).Owner
+	for _, cp := range ended {
+		if cp.value == led && cp.err != nil {
+			t.Errorf("Campaign with the lead's value %q: %v, want nil", cp.value, cp.err)
+		}
+		if cp.value != led && !errors.Is(cp.err, redlock.ErrInvalidOptions) {
+			t.Errorf("Campaign with %q while the candidate leads with %q: %v, want ErrInvalidOptions", cp.value, led, cp.err)
+		}
 	}
 	if err := e.Resign(bg); err != nil {
 		t.Fatal(err)

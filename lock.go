@@ -272,9 +272,7 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return nil
 	}
 	qe := &QuorumError{Op: "extend", Key: l.key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotExtended}
-	if ctx.Err() != nil {
-		qe.Cause = ctx.Err()
-	} else {
+	if qe.Cause = ctxEnded(ctx); qe.Cause == nil {
 		qe.failFast() // a key of another type, an ACL: no retry fixes it
 	}
 	l.extendFailedLocked(qe, forced)

@@ -246,7 +246,7 @@ func (m *multiAcquisition) behind() bool {
 
 // notAsked is the error of a call that gave up before its first attempt.
 func (m *multiAcquisition) notAsked() error {
-	return &QuorumError{Op: "acquire", Key: m.keys[0], Quorum: m.c.quorum, Nodes: m.c.unasked(), Err: ErrNotAcquired, Cause: m.ctx.Err()}
+	return &QuorumError{Op: "acquire", Key: m.keys[0], Quorum: m.c.quorum, Nodes: m.c.unasked(), Err: ErrNotAcquired, Cause: ctxEnded(m.ctx)}
 }
 
 // try makes one attempt on every key at once, and returns the set when

@@ -304,5 +304,5 @@ func (c *Client) markReady(ctx context.Context, mark *nodes.Request) error {
 		return nil
 	}
 	return &QuorumError{Op: "mark ready", Key: mark.Keys[0], OK: ok, Quorum: len(c.conns), Nodes: results,
-		Err: errNotMarkedReady, Cause: ctx.Err()}
+		Err: errNotMarkedReady, Cause: ctxEnded(ctx)}
 }
