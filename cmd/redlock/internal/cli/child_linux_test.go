@@ -40,7 +40,7 @@ func TestRun_commandDiesWithRedlock(t *testing.T) {
 func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	cmd, _ := startRun(t, nodes, "run", "--ttl", "1s", "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
+	cmd, stderr := startRun(t, nodes, "run", "--ttl", "1s", "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
 	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +64,17 @@ func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
 	}
 	if !stopped(cmd.Process.Pid) {
 		t.Fatal("redlock runs again: the command's end proves nothing of the watchdog")
+	}
+	// Continued, redlock exits as for a lost lock, whichever it sees first
+	// of the command's end, its watchdog's and its own deadline. Before, it
+	// exited 137, the command's status, when it saw the command's end
+	// first.
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitTimeout(cmd, 20*time.Second)
+	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
+		t.Errorf("redlock continued after its watchdog killed the command: exit %d, want %d\n%s", code, exitLockLost, stderr)
 	}
 }
 
@@ -268,5 +279,63 @@ func TestWatchdog_armedFromItsStart(t *testing.T) {
 	case <-exited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the group outlived its watchdog's deadline")
+	}
+}
+
+// A redlock stopped just after a renewal, before it gave its watchdog the
+// new deadline, has the command killed at the deadline before, while the
+// lock is still valid: continued, it still exits as for a lost lock, and
+// says why, rather than with the command's 137 and no word of the kill.
+func TestRun_watchdogsKillExitsAsALostLockAfterARenewal(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd, stderr := startRun(t, nodes, "run", "--ttl", "3s", "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
+	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); !watchdogRuns(strconv.Itoa(pid)); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no watchdog of process group %d", pid)
+		}
+	}
+	// The first renewal, a third of the TTL in: the key's TTL on a node
+	// rises again. redlock is stopped as soon as it does.
+	node := cluster.Nodes()[0]
+	pttl := func() int {
+		v, err := node.Do(bg, "PTTL", "k")
+		if err != nil {
+			return -1
+		}
+		ms, _ := strconv.Atoi(v)
+		return ms
+	}
+	lowest := pttl()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		ms := pttl()
+		if ms > lowest+300 {
+			break
+		}
+		lowest = min(lowest, ms)
+		if time.Now().After(deadline) {
+			t.Fatalf("no renewal seen within 10 s of a 3 s TTL (PTTL %d ms)", ms)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Signal(syscall.SIGCONT)
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command (pid %d) still runs 10s after redlock stopped, with a 3s TTL", pid)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitTimeout(cmd, 20*time.Second)
+	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
+		t.Errorf("redlock continued after its watchdog killed the command: exit %d, want %d\n%s", code, exitLockLost, stderr)
 	}
 }

@@ -44,6 +44,15 @@ const (
 	// stragglerPoll is how often, after the command exited on a lost lock,
 	// redlock checks whether processes of its group are left.
 	stragglerPoll = 20 * time.Millisecond
+	// renewalPoll is how often redlock looks for a renewal of the lock, to
+	// pass its new deadline to the watchdog: a redlock stopped in the
+	// instant between a renewal and its next look has the command killed
+	// at the deadline before that renewal, early; this bounds the instant.
+	renewalPoll = 50 * time.Millisecond
+	// watchdogExitWait bounds how long redlock, seeing the command killed
+	// by SIGKILL that it did not send, waits to see whether its watchdog
+	// sent it: the watchdog exits right after its kill.
+	watchdogExitWait = time.Second
 )
 
 // stopMargin returns how long before the validity deadline the command is
@@ -479,9 +488,9 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 	lockDone := held.Done()
 	ctxDone := ctx.Done()
 	var settle <-chan time.Time
-	// Renewals are looked for every tenth of the TTL: each moves the
+	// Renewals are looked for every renewalPoll: each moves the
 	// watchdog's deadline, and --verbose reports it.
-	renewalTicks := time.NewTicker(max(c.nodes.ttl/10, 100*time.Millisecond))
+	renewalTicks := time.NewTicker(renewalPoll)
 	defer renewalTicks.Stop()
 	renewals := renewalTicks.C
 	watchdogExited := ch.watchdogExited()
@@ -511,6 +520,7 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 			sv.noteRenewal()
 		case <-watchdogExited:
 			watchdogExited = nil
+			sv.watchdogGone = true
 			sv.watchdogExited()
 		case <-sv.deadline.C:
 			sv.stopDue()
@@ -541,6 +551,8 @@ type supervision struct {
 	terminated bool  // the command was sent a terminating signal
 	killed     bool  // redlock sent the command's group SIGKILL
 	lost       error // why the lock was lost while the command ran, or nil
+	// watchdogGone: the end of the watchdog was seen (watchdogExited).
+	watchdogGone bool
 	// logged is the validity deadline last noted (see noteRenewal).
 	logged time.Time
 }
@@ -587,6 +599,16 @@ func (sv *supervision) commandExited(err error) error {
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "waiting for the command: %v", err)
+	}
+	if sv.lost == nil && !sv.killed && !sv.watchdogGone && sv.ch.killedBy(syscall.SIGKILL) && sv.ch.watchdog != nil {
+		// The watchdog's kill, whose end redlock sees apart from the
+		// command's: it exits right after the kill.
+		select {
+		case <-sv.ch.watchdog.exited:
+			sv.watchdogGone = true
+			sv.watchdogExited()
+		case <-time.After(watchdogExitWait):
+		}
 	}
 	if sv.lost != nil {
 		sv.c.killStragglers(sv.s, sv.ch, sv.kill)
@@ -677,8 +699,12 @@ func (sv *supervision) watchdogExited() {
 			"still running after it was told to stop", sv.ch.pgid)
 		return
 	case sv.ch.watchdog.killed:
-		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "the watchdog killed process group %d at the lock's deadline, "+
-			"as redlock had not renewed it", sv.ch.pgid)
+		// redlock was stopped, or starved, past the deadline it last gave
+		// the watchdog: the command was stopped for the lock, as redlock
+		// would have stopped it.
+		sv.lost = fmt.Errorf("%s: the watchdog killed process group %d at the deadline redlock last gave it, "+
+			"as redlock, stopped or starved, had not renewed the lock by then", sv.name, sv.ch.pgid)
+		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "%v", sv.lost)
 		return
 	}
 	sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "the watchdog of process group %d (pid %d) exited: "+
