@@ -31,10 +31,10 @@ type Client struct {
 	wire    wireArgs
 	waker   *wait.Waker // nil when no node can notify
 	waiters *wait.Turns
-	// setTurn is held by the one AcquireAll of this client that waits for
-	// its set: the others wait for it in the order they came, so that the
-	// client's one entry in each key's queue is that call's (multikey.go).
-	setTurn chan struct{}
+	// sets order the AcquireAll calls of this client whose sets share a
+	// key: the client's one entry in each key's queue is one call's
+	// (multikey.go).
+	sets    wait.Sets
 	permits localPermits // the permits of semaphores held here
 	// permitClaims say which call of this client asks for each permit.
 	permitClaims permitClaims
@@ -103,7 +103,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), setTurn: make(chan struct{}, 1), id: newClientID(),
+	c := &Client{opts: o, wire: newWireArgs(o), waiters: wait.NewTurns(), id: newClientID(),
 		closed: make(chan struct{})}
 	if o.WaitReplicas > 0 {
 		for _, conn := range conns {

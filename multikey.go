@@ -179,21 +179,20 @@ func (c *Client) multiRequest(ctx context.Context, names []string, opts []LockOp
 // oldest of them, which takes its keys one by one as their holders release
 // them, and then holds them all: it is never refused for long by waiters
 // that came later, and, as it holds none of its keys while it waits, no
-// two waiters wait for each other. The goroutines of this client take
-// turns (Client.setTurn), their places in the queues in the order they
-// came: the client has one entry per key.
+// two waiters wait for each other. The goroutines of this client whose
+// sets share a key take turns (Client.sets), in the order they came: the
+// client has one entry per key.
 func (m *multiAcquisition) run() (*Locks, error) {
 	defer func() { m.stopListening() }()
 	if m.cfg.shared {
 		return retryLoop(m.ctx, m.c.closed, m.cfg.retry, m.cfg.notify, shape[*Locks](m), false)
 	}
 	since := strconv.FormatInt(time.Now().UnixMicro(), 10)
-	select {
-	case m.c.setTurn <- struct{}{}:
-	case <-m.ctx.Done():
+	giveBack, taken := m.c.sets.Take(m.ctx, m.keys)
+	if !taken {
 		return nil, withCause(m.notAsked(), m.ctx)
 	}
-	defer func() { <-m.c.setTurn }()
+	defer giveBack()
 	m.places = make([]queuePlace, len(m.keys))
 	for i := range m.places {
 		m.places[i] = queuePlace{since: since, set: true, newcomer: true}

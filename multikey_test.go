@@ -729,3 +729,65 @@ func TestLocks_concurrentReleases(t *testing.T) {
 		}
 	}
 }
+
+// A goroutine waiting in AcquireAll for a held key keeps no other
+// AcquireAll of its Client waiting whose set shares no key with it: not
+// one for free keys, nor one of the goroutine that holds the key waited
+// for, which would never release it. Before, every AcquireAll of a Client
+// waited for the one under way: the first waited 10 s for free keys, the
+// second deadlocked.
+func TestAcquireAll_disjointSetsOfOneClientDoNotWaitForEachOther(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	other := newClient(t, cluster, adapters[0], fast())
+	c := newClient(t, cluster, adapters[0], fast())
+	waiting := func(key string) {
+		t.Helper()
+		eventually(t, "a set waiter queued for "+key+" on a quorum", func() bool {
+			states, err := c.Inspect(bg, key)
+			if err != nil {
+				return false
+			}
+			n := 0
+			for _, st := range states {
+				if st.Err == nil && st.Waiting > 0 {
+					n++
+				}
+			}
+			return n >= 2
+		})
+	}
+	wantSet := func(keys ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+		defer cancel()
+		set, err := c.AcquireAll(ctx, keys)
+		if err != nil {
+			t.Fatalf("AcquireAll of %v, free keys, while a set of the same Client waits: %v", keys, err)
+		}
+		set.Release(bg)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	// Held past the test: a key that expired would end the waits.
+	held, err := other.TryAcquire(bg, "acct:1", redlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(bg)
+	wg.Go(func() { c.AcquireAll(ctx, []string{"acct:1", "acct:2"}) })
+	waiting("acct:1")
+	wantSet("acct:7", "acct:9")
+
+	mine, err := c.TryAcquire(bg, "order:1", redlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Release(bg)
+	wg.Go(func() { c.AcquireAll(ctx, []string{"order:1", "z"}) })
+	waiting("order:1")
+	wantSet("x", "y")
+}
