@@ -501,15 +501,6 @@ func ctxEnded(ctx context.Context) error {
 	return nil
 }
 
-// closedIfClosing returns err, the failure of a call, wrapped in ErrClosed
-// when the Client is closing: Close cut the call's requests short.
-func (c *Client) closedIfClosing(err error) error {
-	if err == nil || !c.closing() || errors.Is(err, ErrClosed) {
-		return err
-	}
-	return closedErr(err)
-}
-
 // detailed is an error that says more before the error it wraps. Its text
 // is made when read, not when it is made: withCause may complete the
 // *QuorumError it wraps later.
@@ -575,7 +566,7 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 			var live bool
 			if live, named = waitKeepingPlace(s, slow.pause(paced(delay, named, s.behind()))); !live {
 				if isClosed(closed) {
-					return zero, closedErr(lastErr)
+					return zero, closedErr(gaveUp(lastErr, s))
 				}
 				return zero, withCause(gaveUp(lastErr, s), ctx)
 			}
@@ -583,7 +574,7 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 		if isClosed(closed) && !s.carrying() {
 			// Close came while this call waited for its turn, or at the
 			// same moment as the end of its wait: nothing more is sent.
-			return zero, closedErr(lastErr)
+			return zero, closedErr(gaveUp(lastErr, s))
 		}
 		v, err := s.try()
 		switch {
@@ -605,13 +596,10 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 	}
 }
 
-// closedErr returns the error of a call that Close ended: ErrClosed,
-// wrapping its last attempt's error when it made one.
-func closedErr(lastErr error) error {
-	if lastErr == nil {
-		return ErrClosed
-	}
-	return fmt.Errorf("%w: %w", ErrClosed, lastErr)
+// closedErr returns the error of a call that Close ended: ErrClosed
+// wrapping err, its last attempt's, or that of a call that made none.
+func closedErr(err error) error {
+	return fmt.Errorf("%w: %w", ErrClosed, err)
 }
 
 // isClosed reports that closed is closed.

@@ -26,6 +26,9 @@ func TestNew_refusesOptionsNoNodeCanMeet(t *testing.T) {
 		"max under timeout": {NodeTimeout: 100 * time.Millisecond, MaxNodeTimeout: 50 * time.Millisecond},
 		"max under default": {MaxNodeTimeout: 10 * time.Millisecond},
 		"negative max":      {MaxNodeTimeout: -time.Second},
+		// Every lock key would begin like the library's own keys.
+		"fence prefix":  {KeyPrefix: "redlock:fence:"},
+		"marker prefix": {KeyPrefix: "redlock:markers:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := redlock.New(goredisConns(t, cluster.Addrs()), &opts)

@@ -116,7 +116,7 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 	}
 	r.tally(states, c.quorum, holds)
 	if !r.Current && r.Answered < c.quorum {
-		return r, c.closedIfClosing(&QuorumError{Op: "check", Key: onWire, OK: r.Answered, Quorum: c.quorum,
+		return r, c.closedDuring(&QuorumError{Op: "check", Key: onWire, OK: r.Answered, Quorum: c.quorum,
 			Nodes: results, Err: ErrNotChecked, Cause: ctxEnded(ctx)})
 	}
 	return r, nil

@@ -246,7 +246,9 @@ func settledHolders(t *testing.T, cluster *redlocktest.Cluster, key, value strin
 // A goroutine queued behind another of its Client for a key's turn gets
 // the turn when Close ends the other's wait, and returns ErrClosed too,
 // without an attempt: even while Close still waits for a silent node's
-// requests, and the key has come free.
+// requests, and the key has come free. Both errors wrap ErrNotAcquired, as
+// every failed Acquire's does, wherever the call was in line (the second
+// was a bare ErrClosed before).
 func TestClose_queuedGoroutineMakesNoAttempt(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
@@ -293,8 +295,8 @@ func TestClose_queuedGoroutineMakesNoAttempt(t *testing.T) {
 		for name, ch := range map[string]chan error{"first": first, "second": second} {
 			select {
 			case err := <-ch:
-				if !errors.Is(err, redlock.ErrClosed) {
-					t.Errorf("the %s waiter returned %v, want ErrClosed", name, err)
+				if !errors.Is(err, redlock.ErrClosed) || !errors.Is(err, redlock.ErrNotAcquired) {
+					t.Errorf("the %s waiter returned %v, want ErrClosed and ErrNotAcquired", name, err)
 				}
 			case <-time.After(closeBound):
 				t.Errorf("the %s waiter still waits %v after Close", name, closeBound)

@@ -57,10 +57,12 @@
 // WithShared takes a name as a reader of a read-write lock whose writers
 // are the plain locks of that name: readers are a sorted set at the lock
 // key, so a writer's SET NX fails while one holds, and a node refuses
-// readers while a writer holds the key or waits for it in Acquire since
-// before them. Readers and writers waiting in Acquire are served first
-// come, first served, so that neither kind starves the other; the readers
-// that come between two writers hold together. Readers and writers share the
+// readers while a writer holds the key or waits for it since before them,
+// in Acquire or in AcquireAll (where a set keeps its place in the queue of
+// each of its keys while it waits for any of them, so readers of a free key
+// of the set wait for the set). Readers and writers waiting in Acquire are
+// served first come, first served, so that neither kind starves the other;
+// the readers that come between two writers hold together. Readers and writers share the
 // key's fencing counter; see fence.Store.ReadShared for the resource's side.
 // SAFETY.md has the argument for both.
 //

@@ -372,7 +372,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		r, err = e.read(ctx) // the nodes left out may tell
 	}
 	if err != nil {
-		return Leader{}, e.client.closedIfClosing(err)
+		return Leader{}, e.client.closedDuring(err)
 	}
 	if r.leader.Vacant() {
 		return Leader{}, fmt.Errorf("%w: %s", ErrNoLeader, quoteKey(e.name))

@@ -45,9 +45,12 @@ var (
 	// ErrExtendLimit means the lock was extended Options.MaxExtensions times.
 	ErrExtendLimit = errors.New("redlock: extension limit reached")
 
-	// ErrInvalidKey means the lock key is empty, or is one of the keys the
-	// library keeps beside the locks on every node: "redlock:marker", or a key
-	// beginning with "redlock:fence:", the fencing counters.
+	// ErrInvalidKey means the lock key is empty, or begins like one of the
+	// keys the library keeps beside the locks on every node, with
+	// Options.KeyPrefix: "redlock:marker", "redlock:process" (the restart
+	// marker), "redlock:fence:" (the fencing counters), "redlock:queue:",
+	// "redlock:queue-until:", "redlock:waiting:" (the waiters) or
+	// "redlock:forced:" (forced releases).
 	ErrInvalidKey = errors.New("redlock: invalid key")
 	// ErrInvalidTTL means the TTL leaves no validity after the drift
 	// allowance, or is below Redis's 1 ms resolution, or is above

@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Defaults used where an Options field is zero. Each one trades something off.
@@ -109,7 +111,8 @@ type Options struct {
 	Retry RetryStrategy
 	// KeyPrefix is prepended to every lock key on the wire. Default none, so
 	// that locks taken with redsync or node-redlock on the same key names
-	// exclude ours and the other way round.
+	// exclude ours and the other way round. A prefix that begins like the
+	// library's own keys (see ErrInvalidKey) is refused.
 	KeyPrefix string
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
 	// or by renewal; 0 means no bound. A renewing lock that reaches it is
@@ -243,6 +246,9 @@ func (o Options) check() error {
 		return fmt.Errorf("%w: WaitReplicas %d is negative", ErrInvalidOptions, o.WaitReplicas)
 	case o.RecoveryDelay < 0:
 		return fmt.Errorf("%w: RecoveryDelay %s is negative", ErrInvalidOptions, o.RecoveryDelay)
+	case wire.Reserved(o.KeyPrefix):
+		return fmt.Errorf("%w: KeyPrefix %q begins like the keys the library keeps beside the locks (see ErrInvalidKey): "+
+			"every lock key would be refused", ErrInvalidOptions, o.KeyPrefix)
 	}
 	if err := checkTTL(o.TTL, o.DriftFactor); err != nil {
 		return err
