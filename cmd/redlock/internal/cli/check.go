@@ -48,7 +48,7 @@ of the data that is no lock ("hash", "list", ...) on the most nodes, and
 			docUsage,
 			docUnavailable,
 			{code(exitLockLost), "not current: TOKEN (or FENCE) does not hold KEY on a majority, or KEY holds other data than a lock; refuse it"},
-			docConfig,
+			docConfigShown,
 		},
 		setup: setupCheck,
 	}

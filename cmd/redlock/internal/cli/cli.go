@@ -339,8 +339,10 @@ Exit codes (each command's help lists its own):
   %-5d  bad node list: an invalid URL, a node given twice, credentials refused,
          nodes that refuse locks (ACL, a replica, a key of another type);
          or --metrics-addr cannot listen (a port in use): nothing runs;
-         inspect, list, check and elect --listen, which change nothing,
-         show what the other nodes answer past a node that refuses them
+         but inspect, list, check and elect --listen, which change
+         nothing, warn of a node that refuses them (a wrong password, an
+         ACL), show it as an error and exit as the other nodes' answers
+         say, as with a node down (an incomplete list: 69)
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
 

@@ -55,6 +55,11 @@ var (
 	docUsage       = exitDoc{code(exitUsage), "bad flags or arguments"}
 	docUnavailable = exitDoc{code(exitUnavailable), "too few nodes answered, or nodes are recovering: nothing was decided"}
 	docConfig      = exitDoc{code(exitConfig), "bad node list: an invalid URL, a node given twice, credentials refused, nodes that refuse locks (ACL, replica, wrong key type); or the metrics endpoint cannot listen (a port in use)"}
+	// docConfigShown is docConfig for the commands that change nothing,
+	// which show what the other nodes answer past a node that refuses them.
+	docConfigShown = exitDoc{code(exitConfig), "bad node list: an invalid URL, a node given twice; or the metrics endpoint cannot " +
+		"listen (a port in use). A node that refuses the configuration (credentials, an ACL) is shown as an error, " +
+		"as a node down is, and the exit code is that of the other nodes' answers"}
 	docInterrupted = exitDoc{"128+n", "interrupted by signal n while waiting (130 for Ctrl-C)"}
 	docTakenOver   = exitDoc{code(exitTakenOver), "an operator forced the lock free (release --force): stop using it"}
 )

@@ -67,7 +67,7 @@ a majority answered for some permit.`,
 			{"0", "a majority of the nodes answered"},
 			docUsage,
 			{code(exitUnavailable), "fewer than a majority of the nodes answered (for some key, or some permit)"},
-			docConfig,
+			docConfigShown,
 		},
 		setup: setupInspect,
 	}

@@ -46,7 +46,7 @@ not. With --json one object: {"prefix", "quorum", "all" (the nodes),
 			{"0", "every node was listed"},
 			docUsage,
 			{code(exitUnavailable), "some node, or some master of a cluster, could not be listed (or more than 10000 locks): the locks found are shown"},
-			docConfig,
+			docConfigShown,
 		},
 		setup: setupList,
 	}
