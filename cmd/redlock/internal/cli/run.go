@@ -754,7 +754,10 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case errors.Is(err, redlock.ErrNotHeld) && errors.Is(held.Err(), redlock.ErrTakenOver):
 		sayf(s.stderr, slog.LevelWarn, c.name(), "%s had been forced free by an operator (release --force) when released", name)
 	case errors.Is(err, redlock.ErrNotHeld):
-		sayf(s.stderr, slog.LevelWarn, c.name(), "%s had already expired on the nodes when released", name)
+		// It expired, or another holder took it (a node restarted empty,
+		// the key deleted by hand): the release cannot tell which.
+		sayf(s.stderr, slog.LevelWarn, c.name(), "%s was no longer held on the nodes when released: "+
+			"it had expired, or another holder had taken it", name)
 	default:
 		printFailure(s.stderr, c.name(), err)
 	}
