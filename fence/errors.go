@@ -3,6 +3,8 @@ package fence
 import (
 	"errors"
 	"fmt"
+
+	"github.com/redlock-go/redlock"
 )
 
 // Sentinel errors; compare with errors.Is.
@@ -19,6 +21,9 @@ var (
 	// ErrInvalidResource means the resource name is empty.
 	ErrInvalidResource = errors.New("fence: invalid resource")
 )
+
+// errNilContext is the error of a call given a nil context.
+var errNilContext = fmt.Errorf("%w: pass context.Background() or a context that bounds the call", redlock.ErrNilContext)
 
 // StaleTokenError reports a refused write or read with both tokens. It
 // wraps ErrStaleToken.

@@ -79,9 +79,12 @@ func (s *Store) Key(resource string) string { return s.prefix + resource }
 //
 // A refused write returns a *StaleTokenError, which wraps ErrStaleToken, and
 // changes nothing. A zero token fails with ErrInvalidToken, an empty resource
-// name with ErrInvalidResource; other errors come from the connection or
+// name with ErrInvalidResource, a nil ctx with redlock.ErrNilContext; other errors come from the connection or
 // the server, and leave it unknown whether the write happened.
 func (s *Store) Write(ctx context.Context, resource string, token uint64, value string) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	if resource == "" {
 		return ErrInvalidResource
 	}
@@ -134,6 +137,9 @@ func (s *Store) ReadShared(ctx context.Context, resource string, token uint64) (
 
 // read runs one of the read scripts.
 func (s *Store) read(ctx context.Context, sha1, source, resource string, token uint64) (string, error) {
+	if ctx == nil {
+		return "", errNilContext
+	}
 	if resource == "" {
 		return "", ErrInvalidResource
 	}
@@ -164,6 +170,9 @@ func (s *Store) read(ctx context.Context, sha1, source, resource string, token u
 // A value read is only as current as the moment it was read: to act on it
 // safely, write with a token.
 func (s *Store) Read(ctx context.Context, resource string) (value string, lastFence uint64, err error) {
+	if ctx == nil {
+		return "", 0, errNilContext
+	}
 	if resource == "" {
 		return "", 0, ErrInvalidResource
 	}

@@ -1,6 +1,7 @@
 package fence_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -167,6 +168,17 @@ func TestWrite_invalidArguments(t *testing.T) {
 		}
 		if _, _, err := s.Read(t.Context(), ""); !errors.Is(err, fence.ErrInvalidResource) {
 			t.Errorf("Read of empty resource: %v, want ErrInvalidResource", err)
+		}
+		// A nil context fails as the library's calls do, rather than panic.
+		var nilCtx context.Context
+		if err := s.Write(nilCtx, "r", 1, "v"); !errors.Is(err, redlock.ErrNilContext) {
+			t.Errorf("Write with a nil ctx: %v, want ErrNilContext", err)
+		}
+		if _, err := s.ReadFenced(nilCtx, "r", 1); !errors.Is(err, redlock.ErrNilContext) {
+			t.Errorf("ReadFenced with a nil ctx: %v, want ErrNilContext", err)
+		}
+		if _, _, err := s.Read(nilCtx, "r"); !errors.Is(err, redlock.ErrNilContext) {
+			t.Errorf("Read with a nil ctx: %v, want ErrNilContext", err)
 		}
 		if v, last := mustRead(t, s, "r"); v != "" || last != 0 {
 			t.Errorf("a refused write left %q, %d", v, last)
