@@ -20,7 +20,8 @@ import (
 // apart from a failed attempt with a retry strategy that stopped. When so
 // many nodes refuse for a reason no retry fixes (an ACL, a replica, a key of
 // the wrong type, a lock name whose key holds data of another type than a
-// lock's, without an expiry) that no quorum is possible, it fails at once, with
+// lock's, without an expiry, or for a reader a sorted set that is no lock's
+// readers) that no quorum is possible, it fails at once, with
 // errors.Is(err, ErrInvalidOptions) and the first such node named. Bad input
 // fails at once, before any request: a nil ctx, an empty key or one above
 // 4096 bytes (ErrInvalidKey), a TTL that leaves no validity or exceeds the

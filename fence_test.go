@@ -706,3 +706,34 @@ func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
 		}
 	}
 }
+
+// A lock name whose key holds another program's sorted set with an expiry
+// fails a reader's Acquire at once too, and ForceRelease on every node,
+// and the set is left alone: its members are no tokens of a lock's
+// readers. Before, a reader joined the set, dropped the members whose
+// score had passed as expired readers and set the key's expiry to its
+// own; a forced release deleted the set.
+func TestAcquire_sortedSetWithAnExpiryIsNoReaders(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	for i := range 3 {
+		do(t, cluster.Node(i), "ZADD", "jobs", "1", "old-job", "99999999999999", "future-job")
+		do(t, cluster.Node(i), "EXPIRE", "jobs", "1000")
+	}
+	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	_, err := client.Acquire(ctx, "jobs", redlock.WithShared())
+	cancel()
+	if !errors.Is(err, redlock.ErrNotAcquired) || errors.Is(err, context.DeadlineExceeded) ||
+		!strings.Contains(err.Error(), "no lock's readers") {
+		t.Errorf("a reader's Acquire of a sorted set with an expiry = %v, want ErrNotAcquired at once, saying the key is no lock's readers", err)
+	}
+	if _, err := client.ForceRelease(bg, "jobs", "ops"); err == nil {
+		t.Error("ForceRelease of a sorted set with an expiry succeeded, want it refused")
+	}
+	for i := range 3 {
+		n, ttl := do(t, cluster.Node(i), "ZCARD", "jobs"), do(t, cluster.Node(i), "TTL", "jobs")
+		if ttlS, _ := strconv.Atoi(ttl); n != "2" || ttlS < 900 || ttlS > 1000 {
+			t.Errorf("node %d: the sorted set has %s members and TTL %s s; want both members, and its own TTL", i, n, ttl)
+		}
+	}
+}

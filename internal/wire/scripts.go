@@ -49,6 +49,8 @@ var (
 	repeatedGrantSource string
 	//go:embed lua/not_a_lock.lua
 	notALockSource string
+	//go:embed lua/not_readers.lua
+	notReadersSource string
 	//go:embed lua/acquire.lua
 	acquireSource string
 	//go:embed lua/node_millis.lua
@@ -135,9 +137,10 @@ var (
 	extendSharedFunc      = &luaFunction{name: "extendShared", source: extendSharedSource, calls: []*luaFunction{nodeMillisFunc, expireWithReadersFunc, readerDelayStandsFunc}}
 
 	notALockFunc      = &luaFunction{name: "notALock", source: notALockSource}
+	notReadersFunc    = &luaFunction{name: "notReaders", source: notReadersSource}
 	acquireFunc       = &luaFunction{name: "acquire", source: acquireSource, calls: []*luaFunction{admitFunc, nextFenceFunc, notALockFunc}}
 	acquireSharedFunc = &luaFunction{name: "acquireShared", source: acquireSharedSource,
-		calls: []*luaFunction{admitFunc, readerEntriesFunc, enterQueueFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc, notALockFunc}}
+		calls: []*luaFunction{admitFunc, readerEntriesFunc, enterQueueFunc, nodeMillisFunc, expireWithReadersFunc, nextFenceFunc, leaveSharedFunc, markWaitingFunc, notALockFunc, notReadersFunc}}
 	queuedAcquireFunc = &luaFunction{name: "queuedAcquire", source: queuedAcquireSource,
 		calls: []*luaFunction{acquireFunc, nextWaitersFunc, readerEntriesFunc, enterQueueFunc}}
 	markWaitingFunc       = &luaFunction{name: "markWaiting", source: waitingSource}
@@ -166,7 +169,7 @@ var (
 	batchFunc        = &luaFunction{name: "batch", source: batchSource}
 	listScanFunc     = &luaFunction{name: "listScan", source: listScanSource}
 	forceReleaseFunc = &luaFunction{name: "forceRelease", source: forceReleaseSource,
-		calls: []*luaFunction{nextWaitersFunc, publishFunc, announceFunc}}
+		calls: []*luaFunction{nextWaitersFunc, publishFunc, announceFunc, notReadersFunc}}
 	shardedForceReleaseFunc = &luaFunction{name: "shardedForceRelease", source: shardedForceReleaseSource, calls: []*luaFunction{forceReleaseFunc}}
 )
 

@@ -41,6 +41,9 @@ local function acquireShared(KEYS, ARGV, k, a, shared)
 	-- A readers' set always has an expiry: a sorted set without one is
 	-- another program's, which a reader must not touch.
 	local notLock = kind ~= "none" and kind ~= "string" and notALock(key)
+	if not notLock and kind == "zset" then
+		notLock = notReaders(key)
+	end
 	if notLock then
 		return notLock
 	end

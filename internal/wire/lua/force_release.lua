@@ -23,6 +23,12 @@ local function forceRelease(KEYS, ARGV, k, a, shared, sharded)
 	if pttl < 0 or (kind ~= "string" and kind ~= "zset") then
 		return redis.error_reply("ERR not a lock: " .. kind .. " without a lock's expiry")
 	end
+	if kind == "zset" then
+		local notLock = notReaders(key)
+		if notLock then
+			return notLock
+		end
+	end
 	local tokens
 	if kind == "string" then
 		tokens = {redis.call("GET", key)}
