@@ -7,6 +7,11 @@ import (
 
 // RetryStrategy decides how long Acquire waits between attempts. It holds no
 // per-call state, so one value may be shared by all calls and goroutines.
+// The pause is the longest a waiter waits: a release announced by the
+// nodes, or one of this client, ends it at once, and the attempt that
+// follows counts as the next, so that a strategy that gives up after n
+// attempts gives up after n attempts, not after n of its pauses. To bound
+// a wait by time, bound ctx instead.
 type RetryStrategy interface {
 	// NextDelay returns the pause before attempt number attempt (2 for the
 	// first retry), or false to give up.
