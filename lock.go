@@ -541,7 +541,10 @@ func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Du
 // lock may stand until its TTL passes), with ErrInvalidOptions when so many
 // nodes refused for a reason no retry fixes (the key holds another type
 // of data, an ACL) that no quorum can; ErrInvalidKey; ErrInvalidToken (an
-// empty token).
+// empty token). A permit of a semaphore is a lock of its own key, the
+// permit's Lock.Key, not the semaphore's name: released under that name,
+// its token is found nowhere (ErrNotHeld) and the permit stays held until
+// its TTL passes.
 func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 	l, err := c.tokenLock(key, token, c.opts.TTL)
 	if err != nil {
