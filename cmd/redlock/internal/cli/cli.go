@@ -349,8 +349,8 @@ Exit codes (each command's help lists its own):
 With --json, acquire, extend, release, inspect, list, check and doctor
 print exactly one JSON object on stdout whatever happens; a failure's is
 {"key", "error", "reason", "exit_code", "nodes"} ("keys" too, of several
-keys; a usage error, which asks no node, has only "error", "reason" and
-"exit_code"), its reason one of conflict, lost, taken_over, unavailable,
+keys; a usage error, which asks no node, has no "nodes", and "key" or
+"keys" only once they were read from the arguments), its reason one of conflict, lost, taken_over, unavailable,
 recovering, interrupted, invalid or config. With --log-format json, what a command writes on stderr is JSON
 records, one a line: {"time", "level", "msg", "cmd", ...}.
 `, envNodes, defaultNodes, envTLSCA, envTLSCert, envTLSKey, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitTakenOver, exitConfig)
