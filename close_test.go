@@ -157,7 +157,9 @@ var rueidisUnowned = adapter{"rueidis.New", func(t testing.TB, addrs []string) [
 func closeLaterCallsFail(t *testing.T, a adapter, n int) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: n})
 	c := newClientOrDial(t, cluster, a, fast())
-	lock, err := c.Acquire(bg, "k")
+	// Longer than the test: the check that a Release after Close leaves
+	// the lock on the nodes must not meet its expiry (fast's TTL is 2 s).
+	lock, err := c.Acquire(bg, "k", redlock.WithTTL(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
