@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,20 +40,7 @@ func TestRun_commandDiesWithRedlock(t *testing.T) {
 // rather than let the command run on past the lock, beside the next holder.
 func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
 	_, nodes := newCluster(t, 3)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	cmd, stderr := startRun(t, nodes, "run", "--ttl", "1s", "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
-	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
-	// Its watchdog runs, armed from its start: a redlock stopped before
-	// it started one has none, and the command outlives it.
-	for deadline := time.Now().Add(10 * time.Second); !watchdogRuns(strconv.Itoa(pid)); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no watchdog of process group %d", pid)
-		}
-	}
+	cmd, stderr, pid := startWatchedRun(t, nodes, "1s")
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +64,28 @@ func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
 		t.Errorf("redlock continued after its watchdog killed the command: exit %d, want %d\n%s", code, exitLockLost, stderr)
 	}
+}
+
+// startWatchedRun starts a run of a command that sleeps under a lock with
+// the TTL ttl, and returns it, its stderr and the command's pid, once the
+// command runs and its watchdog too, armed from its start: a redlock
+// stopped before it started one has none, and the command outlives it.
+// The command is killed at the end of the test.
+func startWatchedRun(t *testing.T, nodes, ttl string) (*exec.Cmd, *bytes.Buffer, int) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd, stderr := startRun(t, nodes, "run", "--ttl", ttl, "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
+	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	for deadline := time.Now().Add(10 * time.Second); !watchdogRuns(strconv.Itoa(pid)); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no watchdog of process group %d", pid)
+		}
+	}
+	return cmd, stderr, pid
 }
 
 // stopped reports whether process pid is stopped (by a signal).
@@ -288,18 +298,7 @@ func TestWatchdog_armedFromItsStart(t *testing.T) {
 // says why, rather than with the command's 137 and no word of the kill.
 func TestRun_watchdogsKillExitsAsALostLockAfterARenewal(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	cmd, stderr := startRun(t, nodes, "run", "--ttl", "3s", "k", "--", "sh", "-c", `echo $$ > `+pidFile+`; exec sleep 60`)
-	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
-	for deadline := time.Now().Add(10 * time.Second); !watchdogRuns(strconv.Itoa(pid)); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no watchdog of process group %d", pid)
-		}
-	}
+	cmd, stderr, pid := startWatchedRun(t, nodes, "3s")
 	// The first renewal, a third of the TTL in: the key's TTL on a node
 	// rises again. redlock is stopped as soon as it does.
 	node := cluster.Nodes()[0]
