@@ -73,8 +73,9 @@ type Locks struct {
 // a key that is free for the oldest such waiter until it takes them all:
 // waiters whose sets overlap are served in the order they called, none
 // starved by later ones that keep winning part of its set. The goroutines
-// of one Client waiting in AcquireAll take turns, in the order they
-// called. Acquire's waiters and TryAcquireAll do not defer to a set's
+// of one Client waiting in AcquireAll for sets that share a key take
+// turns, in the order they called; a set that shares no key with an
+// earlier call waits for none. Acquire's waiters and TryAcquireAll do not defer to a set's
 // place: those that keep taking one of its keys can still delay it. With
 // telemetry, each key's attempt is observed as its
 // node requests and its lock's hold; the call itself has no span and no
