@@ -274,7 +274,10 @@ func TestShared_laterWriterDefersToAnEarlierReader(t *testing.T) {
 	holder := newClient(t, cluster, adapters[0], patientNodes(fast()))
 	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
 	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
-	if _, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(3*time.Second)); err != nil {
+	// Held until both wait in line: a busy host may take seconds to queue
+	// them on every node, and a key that expired before would go to the
+	// reader at once.
+	if _, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	var order grantOrder = make(chan string, 2)
@@ -282,6 +285,10 @@ func TestShared_laterWriterDefersToAnEarlierReader(t *testing.T) {
 	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
 	order.acquire(writers, "writer", redlock.WithRetry(redlock.Jittered(2*time.Millisecond, 5*time.Millisecond)))
 	eventually(t, "the writer queued behind it on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r", writers.ID()))
+	// The holder's TTL runs out, without a release that would wake anyone.
+	for _, n := range cluster.Nodes() {
+		do(t, n, "PEXPIRE", "doc", "100")
+	}
 	order.want(t, "reader", "writer")
 }
 
