@@ -37,6 +37,10 @@ func (c *Client) ID() string { return c.id }
 // directly.
 var AcquireScriptSource = wire.AcquireScript.Source
 
+// RaiseScriptSource is the script that raises a fencing counter as sent,
+// for tests that run it directly.
+var RaiseScriptSource = wire.RaiseScript.Source
+
 // QueuedAcquireScriptSource is the acquire script of a waiting caller
 // (Acquire) as sent, for tests that run it directly.
 var QueuedAcquireScriptSource = wire.QueuedAcquireScript.Source

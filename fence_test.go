@@ -425,6 +425,52 @@ func (f *laggards) wantCounterTTL(t *testing.T, i int) {
 	}
 }
 
+func TestFence_raiseOnALostCounterStartsAtTheNodeClock(t *testing.T) {
+	// A counter that vanished after the caller's grant (the node's clock
+	// jumped past its TTL) may have handed out later tokens than the
+	// caller's before it went: a raise there starts it again where an
+	// acquisition would, from the node's clock, not from the caller's
+	// older token, or the node would hand those tokens out again.
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	raise := func(key, fence string) {
+		t.Helper()
+		if _, err := node.Do(bg, "EVAL", redlock.RaiseScriptSource, "2", key, redlock.FenceKey(key), "token", fence, "60000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secs, err := node.Do(bg, "EVAL", "return redis.call('TIME')[1]", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, _ := strconv.ParseUint(secs, 10, 64)
+	floor := (clock - 1) * 1_000_000
+
+	old := strconv.FormatUint(floor-5_000_000, 10) // five seconds behind the node's clock
+	raise("lost", old)
+	if got := counterOn(t, node, "lost"); got < floor {
+		t.Errorf("absent counter raised to %d, below the node's clock %d: want at least %d", got, clock*1_000_000, floor)
+	}
+
+	// A counter that is there is raised to the token exactly, however far
+	// behind the clock it is: it has handed out nothing above itself.
+	if _, err := node.Do(bg, "SET", redlock.FenceKey("kept"), "1"); err != nil {
+		t.Fatal(err)
+	}
+	raise("kept", old)
+	if got := counterOn(t, node, "kept"); strconv.FormatUint(got, 10) != old {
+		t.Errorf("counter 1 raised to %d, want the token %s", got, old)
+	}
+
+	// And an absent counter raised to a token ahead of the node's clock
+	// holds the token, which Check reads there.
+	ahead := strconv.FormatUint(floor+3_600_000_000, 10)
+	raise("ahead", ahead)
+	if got := counterOn(t, node, "ahead"); strconv.FormatUint(got, 10) != ahead {
+		t.Errorf("absent counter raised to %d, want the token %s", got, ahead)
+	}
+}
+
 func TestFence_raiseNeedsTheLock(t *testing.T) {
 	// Counters written by someone else are not trusted blindly: a counter
 	// that is not an integer is a node error, and the lock key is left alone.

@@ -160,7 +160,7 @@ var (
 		calls: []*luaFunction{leaveQueueFunc, nextWaitersFunc, leaveSharedFunc, publishFunc, announceFunc, listenedFunc, delayStandsFunc}}
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc, delayStandsFunc}}
-	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc}}
+	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc, nextFenceFunc}}
 	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, nodeMillisFunc}}
 	markerStateFunc    = &luaFunction{name: "markerState", source: markerStateSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, processIDFunc}}
 	asCheckedFunc      = &luaFunction{name: "asChecked", source: asCheckedSource}

@@ -1,3 +1,18 @@
+-- below reports whether decimal string a is smaller than decimal string b,
+-- neither with leading zeros: compared as strings, exact at any size, where
+-- Lua numbers are not beyond 2^53. A shorter one is smaller.
+local function below(a, b)
+	return #a < #b or (#a == #b and a < b)
+end
+
+-- restartFence returns, as a decimal string, the least value that a lost or
+-- expired fencing counter starts again from on this node: its clock, as the
+-- whole second before the current one, in microseconds. shared gives the
+-- node's clock (see clock.lua).
+local function restartFence(shared)
+	return string.format("%d000000", tonumber(nodeClock(shared)[1]) - 1)
+end
+
 -- nextFence sets the fencing counter fenceKey ("redlock:fence:" + lock key), which held counter
 -- (a decimal string, false when absent), to the fencing token of a new
 -- acquisition, with a TTL of ttl milliseconds, and returns the token as a
@@ -25,11 +40,9 @@ local function nextFence(fenceKey, counter, hint, ttl, shared)
 		-- Read back as a string: exact even beyond 2^53, where Lua numbers are not.
 		return redis.call("GET", fenceKey)
 	else
-		local floorSeconds = tonumber(nodeClock(shared)[1]) - 1
-		if tonumber(hint) >= floorSeconds * 1000000 then
+		fence = restartFence(shared)
+		if not below(hint, fence) then
 			fence = hint
-		else
-			fence = string.format("%d000000", floorSeconds)
 		end
 	end
 	if counter then

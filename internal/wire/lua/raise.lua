@@ -6,12 +6,13 @@
 -- ARGV[a+3] counter TTL in milliseconds.
 -- Returns 1 when the lock key holds ARGV[a+1], as its value or among its
 -- unexpired readers (see readers.lua), 0 otherwise. The counter is at least
--- ARGV[a+2] afterwards, unless another holder's token is the lock key's
--- value: that node's counter is its holder's fencing token, which Check,
--- CheckFence and an election's Leader read there, and a raise serves no
--- later token where the caller holds nothing (only the nodes that hold a
--- lock carry its token to the next quorum). Raising is otherwise always
--- safe: later tokens only grow. shared is the table that the requests of
+-- ARGV[a+2] afterwards (and, when it was absent, at least where a lost
+-- counter starts again: see restartFence), unless another holder's token
+-- is the lock key's value: that node's counter is its holder's fencing
+-- token, which Check, CheckFence and an election's Leader read there, and
+-- a raise serves no later token where the caller holds nothing (only the
+-- nodes that hold a lock carry its token to the next quorum). Raising is
+-- otherwise always safe: later tokens only grow. shared is the table that the requests of
 -- one script call share (see acquire.lua).
 local function raise(KEYS, ARGV, k, a, shared)
 	-- pcall: GET fails on the readers' sorted set.
@@ -27,9 +28,18 @@ local function raise(KEYS, ARGV, k, a, shared)
 	if counter and not string.match(counter, "^%d+$") then
 		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is not an integer")
 	end
-	-- Compared as decimal strings, exact at any size: a shorter one is smaller.
 	local token = ARGV[a + 2]
-	if not counter or #counter < #token or (#counter == #token and counter < token) then
+	if not counter then
+		-- Lost or expired since the caller's grant (this node's clock
+		-- jumped, say): the node may have handed out later tokens since,
+		-- from the counter that is gone. It starts again where an
+		-- acquisition would (see nextFence), above all of them.
+		local restart = restartFence(shared)
+		if below(token, restart) then
+			token = restart
+		end
+	end
+	if not counter or below(counter, token) then
 		redis.call("SET", KEYS[k + 2], token, "PX", ARGV[a + 3])
 	end
 	if holds then
