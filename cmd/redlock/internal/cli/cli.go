@@ -89,7 +89,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "help", "-h", "-help", "--help":
 		return help(s, args[1:])
 	case watchdogVerb:
-		return watchdog(stdin, args[1:])
+		return watchdog(stdin, stdout, args[1:])
 	case holdVerb:
 		return hold(stdout)
 	case "version", "-version", "--version":

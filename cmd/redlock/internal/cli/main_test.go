@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == watchdogVerb {
 		// A run in this process started the test binary as its
 		// watchdog (os.Executable): it must watch, not run the tests.
-		os.Exit(watchdog(os.Stdin, os.Args[2:]))
+		os.Exit(watchdog(os.Stdin, os.Stdout, os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == holdVerb {
 		// An elect without a command in this process started the test

@@ -49,10 +49,6 @@ const (
 	// instant between a renewal and its next look has the command killed
 	// at the deadline before that renewal, early; this bounds the instant.
 	renewalPoll = 50 * time.Millisecond
-	// watchdogExitWait bounds how long redlock, seeing the command killed
-	// by SIGKILL that it did not send, waits to see whether its watchdog
-	// sent it: the watchdog exits right after its kill.
-	watchdogExitWait = time.Second
 )
 
 // stopMargin returns how long before the validity deadline the command is
@@ -600,15 +596,12 @@ func (sv *supervision) commandExited(err error) error {
 	if err != nil && !errors.As(err, &exitErr) {
 		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "waiting for the command: %v", err)
 	}
-	if sv.lost == nil && !sv.killed && !sv.watchdogGone && sv.ch.killedBy(syscall.SIGKILL) && sv.ch.watchdog != nil {
+	if sv.lost == nil && !sv.killed && !sv.watchdogGone && sv.ch.killedBy(syscall.SIGKILL) && sv.ch.watchdog != nil &&
+		sv.ch.watchdog.saidKill() {
 		// The watchdog's kill, whose end redlock sees apart from the
-		// command's: it exits right after the kill.
-		select {
-		case <-sv.ch.watchdog.exited:
-			sv.watchdogGone = true
-			sv.watchdogExited()
-		case <-time.After(watchdogExitWait):
-		}
+		// command's: it said so before it killed.
+		sv.watchdogGone = true
+		sv.watchdogExited()
 	}
 	if sv.lost != nil {
 		sv.c.killStragglers(sv.s, sv.ch, sv.kill)
@@ -690,15 +683,15 @@ func (sv *supervision) continued(jobs *jobControl) {
 // stopped past it), or it died, leaving the command unprotected.
 func (sv *supervision) watchdogExited() {
 	switch {
-	case sv.ch.watchdog.killed && sv.killed:
+	case sv.ch.watchdog.didKill() && sv.killed:
 		// Both killed the group at the deadline: redlock said so.
 		return
-	case sv.ch.watchdog.killed && sv.terminated:
+	case sv.ch.watchdog.didKill() && sv.terminated:
 		// Its kill came first, at the same deadline as redlock's.
 		sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "process group %d was killed at the lock's deadline, "+
 			"still running after it was told to stop", sv.ch.pgid)
 		return
-	case sv.ch.watchdog.killed:
+	case sv.ch.watchdog.didKill():
 		// redlock was stopped, or starved, past the deadline it last gave
 		// the watchdog: the command was stopped for the lock, as redlock
 		// would have stopped it.

@@ -25,6 +25,17 @@ const watchdogDone = "done"
 // command's group at the deadline redlock gave it.
 const watchdogKilled = exitLockLost
 
+// watchdogKilling is the line the watchdog writes to its standard output
+// right before it kills the command's group at the deadline: redlock,
+// seeing the command killed by SIGKILL, finds it there at once if the kill
+// was the watchdog's.
+const watchdogKilling = "killing"
+
+// watchdogSaidWait bounds how long redlock looks for watchdogKilling once
+// it saw the command killed: the line was written before the kill, so it
+// is there unless the kill was someone else's.
+const watchdogSaidWait = 20 * time.Millisecond
+
 // watchdogKillAt begins what redlock writes to its watchdog each time the
 // lock's deadline moves: the time, in Unix milliseconds, at which redlock
 // would kill the command's group if the lock were not renewed by then.
@@ -39,6 +50,28 @@ type watch struct {
 	exited chan struct{}
 	pid    int
 	killed bool
+	// said is the watchdog's standard output, where it writes
+	// watchdogKilling; announced, that redlock read it there.
+	said      *os.File
+	announced bool
+}
+
+// didKill reports that the watchdog killed the command's group at the
+// deadline: it said so, or it exited saying so.
+func (w *watch) didKill() bool {
+	return w.announced || w.killed
+}
+
+// saidKill reports whether the watchdog wrote that it kills the command's
+// group, looking for the line for at most watchdogSaidWait.
+func (w *watch) saidKill() bool {
+	if !w.announced {
+		var line [len(watchdogKilling) + 1]byte
+		w.said.SetReadDeadline(time.Now().Add(watchdogSaidWait))
+		n, _ := io.ReadFull(w.said, line[:])
+		w.announced = string(line[:n]) == watchdogKilling+"\n"
+	}
+	return w.announced
 }
 
 // killAt tells the watchdog to kill the command's group at t unless told
@@ -53,6 +86,7 @@ func (w *watch) killAt(t time.Time) {
 func (w *watch) end() {
 	w.w.WriteString(watchdogDone + "\n")
 	w.w.Close()
+	w.said.Close()
 }
 
 // startWatchdog starts a process, in a process group of its own, that
@@ -75,14 +109,21 @@ func startWatchdog(pgid int, killAt time.Time) (*watch, error) {
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, watchdogVerb, strconv.Itoa(pgid), strconv.FormatInt(killAt.UnixMilli(), 10))
-	cmd.Stdin = r
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	said, sayer, err := os.Pipe()
+	if err != nil {
 		w.Close()
 		return nil, err
 	}
-	wd := &watch{w: w, exited: make(chan struct{}), pid: cmd.Process.Pid}
+	defer sayer.Close()
+	cmd := exec.Command(exe, watchdogVerb, strconv.Itoa(pgid), strconv.FormatInt(killAt.UnixMilli(), 10))
+	cmd.Stdin, cmd.Stdout = r, sayer
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		said.Close()
+		return nil, err
+	}
+	wd := &watch{w: w, said: said, exited: make(chan struct{}), pid: cmd.Process.Pid}
 	go func() {
 		cmd.Wait()
 		wd.killed = cmd.ProcessState.ExitCode() == watchdogKilled
@@ -94,10 +135,10 @@ func startWatchdog(pgid int, killAt time.Time) (*watch, error) {
 // watchdog runs the hidden verb: it reads stdin line by line, and kills
 // the process group args[0] with SIGKILL when stdin ends before redlock
 // wrote watchdogDone, or when the last time redlock gave (args[1], in
-// Unix milliseconds, then each watchdogKillAt) passes first. It ignores
-// the signals that end redlock, which redlock forwards to the command
-// itself.
-func watchdog(stdin io.Reader, args []string) int {
+// Unix milliseconds, then each watchdogKillAt) passes first, writing
+// watchdogKilling to stdout before that kill. It ignores the signals that
+// end redlock, which redlock forwards to the command itself.
+func watchdog(stdin io.Reader, stdout io.Writer, args []string) int {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM)
 	if len(args) != 2 {
 		return exitUsage
@@ -131,6 +172,7 @@ func watchdog(stdin io.Reader, args []string) int {
 				}
 			}
 		case <-due.C:
+			fmt.Fprintln(stdout, watchdogKilling)
 			syscall.Kill(-pgid, syscall.SIGKILL) // redlock stopped renewing
 			return watchdogKilled
 		}
