@@ -528,7 +528,7 @@ func newWireArgs(o Options) wireArgs {
 	w := wireArgs{
 		ttl:              o.TTL,
 		ttlMillis:        strconv.FormatInt(o.TTL.Milliseconds(), 10),
-		counterTTL:       strconv.FormatInt((o.TTL + o.RecoveryDelay).Milliseconds(), 10),
+		counterTTL:       strconv.FormatInt(counterLife(o.TTL, o.RecoveryDelay).Milliseconds(), 10),
 		recoveryDelay:    o.RecoveryDelay,
 		recovery:         "0",
 		queueLasts:       strconv.FormatInt(wire.QueueLasts.Microseconds(), 10),
@@ -541,16 +541,24 @@ func newWireArgs(o Options) wireArgs {
 }
 
 // counterMillis returns, in milliseconds for a script, how long a fencing
-// counter outlives the last acquisition of a lock with ttl: ttl plus
-// Options.RecoveryDelay. A counter that expired starts again from the
-// clocks, above every token handed out before as long as no clock runs
-// ahead of another by more than that (assumption A5 of SAFETY.md, which
-// the quarantine needs too): so nothing stays behind a lock name for longer.
+// counter outlives the last acquisition of a lock with ttl (see
+// counterLife).
 func (w *wireArgs) counterMillis(ttl time.Duration) string {
 	if ttl == w.ttl {
 		return w.counterTTL
 	}
-	return strconv.FormatInt((ttl + w.recoveryDelay).Milliseconds(), 10)
+	return strconv.FormatInt(counterLife(ttl, w.recoveryDelay).Milliseconds(), 10)
+}
+
+// counterLife returns how long a fencing counter outlives the last
+// acquisition of a lock with ttl: ttl plus Options.RecoveryDelay, and at
+// least a second. A counter that expired starts again from the clocks, a
+// second behind the node's (see lua/fence.lua), above every token handed out
+// before as long as no clock runs ahead of another by more than
+// RecoveryDelay (assumption A5 of SAFETY.md, which the quarantine needs
+// too): so nothing stays behind a lock name for longer.
+func counterLife(ttl, recoveryDelay time.Duration) time.Duration {
+	return max(ttl+recoveryDelay, time.Second)
 }
 
 // millis formats a TTL in milliseconds for a script.

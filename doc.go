@@ -258,11 +258,12 @@
 //
 // Every node keeps, beside each lock key, a counter: "redlock:fence:"
 // followed by the lock key, which expires the lock's TTL plus
-// Options.RecoveryDelay after the key's last acquisition. The acquire script raises it when it grants the lock, to the
+// Options.RecoveryDelay (at least a second) after the key's last acquisition. The acquire script raises it when it grants the lock, to the
 // largest of the old value plus one, the caller's clock in microseconds (the
 // same on every node) and the node's clock less a second. The lock's token (Lock.Fence) is the largest
 // counter among the nodes that granted it; when they disagree, a second
-// request raises the others to the token, and the lock is handed out only
+// request raises the others to the token (a node whose counter is gone, to
+// at least the node's clock less a second), and the lock is handed out only
 // once a quorum holds the token while still holding the lock.
 //
 // Tokens increase: lock 1 is handed out with token T only once a quorum Q1

@@ -471,6 +471,36 @@ func TestFence_raiseOnALostCounterStartsAtTheNodeClock(t *testing.T) {
 	}
 }
 
+func TestFence_counterLostToAClockJumpRestartsAboveItsTokens(t *testing.T) {
+	// A node that gave token X and whose clock then jumped a second
+	// forward, expiring the counter, looks to the acquire script like a
+	// node whose counter is gone and whose last token, X, is a second
+	// behind its clock. A request whose caller read its clock before X's
+	// (it waited in a queue) restarts the counter above X nonetheless.
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	micros, err := node.Do(bg, "EVAL", "local t = redis.call('TIME') return t[1] .. string.format('%06d', t[2])", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, _ := strconv.ParseUint(micros, 10, 64)
+	x := now - 1_000_000
+	late := strconv.FormatUint(x-50_000, 10) // read 50 ms before X's caller read its clock
+	v, err := node.Do(bg, "EVAL", redlock.AcquireScriptSource, "4", "jumped", redlock.FenceKey("jumped"), redlock.MarkerKey,
+		redlock.ProcessKey, "t1", "10000", "0", "60000", late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(v, "\n")
+	fence, err := strconv.ParseUint(got[1], 10, 64)
+	if got[0] != "1" || err != nil {
+		t.Fatalf("reply %q", got)
+	}
+	if fence <= x {
+		t.Errorf("fence %d after the jump, not above the token %d the node gave a second before its clock", fence, x)
+	}
+}
+
 func TestFence_raiseNeedsTheLock(t *testing.T) {
 	// Counters written by someone else are not trusted blindly: a counter
 	// that is not an integer is a node error, and the lock key is left alone.

@@ -6,11 +6,15 @@ local function below(a, b)
 end
 
 -- restartFence returns, as a decimal string, the least value that a lost or
--- expired fencing counter starts again from on this node: its clock, as the
--- whole second before the current one, in microseconds. shared gives the
--- node's clock (see clock.lua).
+-- expired fencing counter starts again from on this node: its clock less a
+-- second, in microseconds. A counter lives at least a second (TTL plus
+-- Options.RecoveryDelay) past the last token it gave, so that, by the
+-- node's clock, that token is older than this; and so is every token the
+-- node gave before a forward jump of its clock that expired the counter.
+-- shared gives the node's clock (see clock.lua).
 local function restartFence(shared)
-	return string.format("%d000000", tonumber(nodeClock(shared)[1]) - 1)
+	local t = nodeClock(shared)
+	return string.format("%d%06d", tonumber(t[1]) - 1, tonumber(t[2]))
 end
 
 -- nextFence sets the fencing counter fenceKey ("redlock:fence:" + lock key), which held counter
@@ -22,13 +26,13 @@ end
 -- node's clock (see clock.lua).
 -- The new counter is the largest of: the old one plus one; the caller's clock
 -- (hint, the same on every node, so that nodes that missed acquisitions agree
--- again); and, when the counter is absent, this node's clock, as the whole
--- second before the current one (so that it wins only when the caller's
--- clock is more than a second behind, not when a second ends between the
--- caller's reading and this script). A lost or expired counter thus
--- restarts above the tokens handed out before, which followed the clocks
--- too; a counter that is there is above them already, and is not compared
--- with the node's clock.
+-- again); and, when the counter is absent, this node's clock less a second
+-- (restartFence, which wins only when the caller's clock is more than a
+-- second behind: when the caller is that late, or the node's clock jumped
+-- forward). A lost or expired counter thus restarts above the tokens handed
+-- out before, which followed the clocks too, even those of callers whose
+-- clock was read later than this caller's; a counter that is there is above
+-- them already, and is not compared with the node's clock.
 local function nextFence(fenceKey, counter, hint, ttl, shared)
 	local current = tonumber(counter or "0")
 	local fence
