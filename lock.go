@@ -245,6 +245,10 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return err
 	}
 	c := l.client
+	if ctx.Err() != nil {
+		// Nothing is asked: the lock stays as it is, valid until Until.
+		return &QuorumError{Op: "extend", Key: l.key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotExtended, Cause: ctxEnded(ctx)}
+	}
 	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key, c.keys.FenceKey(l.key)},
 		Args: []string{l.token, c.wire.millis(ttl + l.delay), c.wire.counterMillis(ttl + l.delay)}}
 	start := time.Now()

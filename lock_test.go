@@ -225,6 +225,35 @@ func TestRelease_cancelledContextStillReleases(t *testing.T) {
 	}
 }
 
+func TestExtend_endedContextAsksNoNode(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], fast())
+	lock, err := client.TryAcquire(bg, "ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	until := lock.Until()
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	err = lock.Extend(ctx, 0)
+	if !errors.Is(err, redlock.ErrNotExtended) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Extend with a cancelled context: %v, want ErrNotExtended and context.Canceled", err)
+	}
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatalf("%v: no QuorumError", err)
+	}
+	for _, n := range qe.Nodes {
+		if n.Outcome != redlock.OutcomeNotAsked {
+			t.Errorf("node %s: %v, want not asked", n.Node, n.Outcome)
+		}
+	}
+	if lock.Err() != nil || !lock.Until().Equal(until) {
+		t.Errorf("after the call: Err %v, Until %v; want the lock as it was, valid until %v", lock.Err(), lock.Until(), until)
+	}
+}
+
 func TestRelease_scriptCacheFlushed(t *testing.T) {
 	// After a restart or SCRIPT FLUSH the node answers NOSCRIPT to EVALSHA.
 	forEachAdapter(t, func(t *testing.T, a adapter) {
