@@ -95,7 +95,11 @@ func TestWait_tellsTheNextHolder(t *testing.T) {
 	var first acquiredJSON
 	cli(t, "acquire", "--nodes", nodes, "--json", "job").expect(t, exitOK, "acquire").decode(t, &first)
 
-	next := binaryCommand(nodes, "run", "--shell", "job", "--",
+	// Both get a node timeout of a second: a release names the first two in
+	// line, and the second tries one node timeout later (SAFETY.md,
+	// Liveness, point 4), when a busy host may not have let the first try
+	// yet; the last would then come first, and never wait for next.
+	next := binaryCommand(nodes, "run", "--node-timeout", "1s", "--shell", "job", "--",
 		`echo $REDLOCK_TOKEN >> `+tokens+`; while [ ! -e `+gate+` ]; do sleep 0.02; done`)
 	nextErr := newLockedBuffer()
 	next.Stderr = nextErr
@@ -108,7 +112,7 @@ func TestWait_tellsTheNextHolder(t *testing.T) {
 	// waits after its first attempt, which does not queue it.
 	waitQueued(t, cluster, "job")
 
-	last := binaryCommand(nodes, "run", "--wait", "60s", "job", "--", "true")
+	last := binaryCommand(nodes, "run", "--node-timeout", "1s", "--wait", "60s", "job", "--", "true")
 	lastErr := newLockedBuffer()
 	last.Stderr = lastErr
 	if err := last.Start(); err != nil {
