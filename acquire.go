@@ -390,7 +390,9 @@ func (a *acquisition) wait(delay time.Duration) (live, named bool) {
 	if wake == nil {
 		wake = wait.NoWakeup
 	}
-	live, named = waitForRelease(a.ctx, a.c.closed, wake, freed, offer.sentOrNil(), delay)
+	var polled bool
+	live, named, polled = waitForRelease(a.ctx, a.c.closed, wake, freed, offer.sentOrNil(), delay)
+	a.place.polled = polled
 	if offer != nil && !offer.Withdraw() {
 		a.carried = offer // the release took the attempt with it
 		return true, false
@@ -671,29 +673,29 @@ const splitRetryMax = 10 * time.Millisecond
 const behindWait = wire.QueueLasts / 2
 
 // waitForRelease waits up to delay for a release, or for ctx to end or the
-// Client to close (closed), and reports whether the call may go on, and
-// whether a release announcement
-// named this client (wake.Now). A waiter that registered with the waker
+// Client to close (closed), and reports whether the call may go on,
+// whether a release announcement named this client (wake.Now), and
+// whether the delay ran out first (polled). A waiter that registered with the waker
 // before its last attempt wakes on any release announced since that names
 // it or nobody (see wait.Waker); freed, when not nil, is closed by a
 // release of this client, and sent when such a release took the waiter's
 // attempt with it (see handoff).
-func waitForRelease(ctx context.Context, closed <-chan struct{}, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named bool) {
+func waitForRelease(ctx context.Context, closed <-chan struct{}, wake *wait.Wakeup, freed, sent <-chan struct{}, delay time.Duration) (live, named, polled bool) {
 	t := nodes.GetTimer(delay)
 	defer nodes.PutTimer(t)
 	select {
 	case <-wake.Now(): // nil without a waker: never ready
-		return true, true
+		return true, true, false
 	case <-freed:
-		return true, false
+		return true, false, false
 	case <-sent:
-		return true, false
+		return true, false, false
 	case <-t.C:
-		return true, false
+		return true, false, true
 	case <-ctx.Done():
-		return false, false
+		return false, false, false
 	case <-closed:
-		return false, false
+		return false, false, false
 	}
 }
 

@@ -48,6 +48,11 @@ type queuePlace struct {
 	// second: likewise, but behind at least one other client, whom the
 	// next release names first (see wait.Wakeup.SetSecond).
 	second bool
+	// polled: the next attempt comes at the retry delay, no release
+	// having woken the caller; with second, it defers to the first in line
+	// on the nodes where the key is free (see lua/queued_acquire.lua,
+	// mode 4).
+	polled bool
 	// set: the caller waits for a set of keys (AcquireAll) or for one of
 	// a semaphore's permits, and since is set before its first attempt:
 	// every attempt defers to the clients queued before it (see
@@ -120,6 +125,8 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 			mode = "1"
 		case place.set:
 			mode = "2"
+		case place.second && place.polled:
+			mode = "4"
 		}
 		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, mode)
 		a.place, a.queuedSince, a.queuedAs = place, place.since, c.id

@@ -116,3 +116,52 @@ func pollNodes(t *testing.T, ctx context.Context, cluster *redlocktest.Cluster, 
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A waiter second in line that tries at its retry delay, no release having
+// woken it, finds the key free in the instant between a release and the
+// attempt of the first in line, which the release woke: it defers to the
+// first while the first's place lasts, and takes a free key once it is
+// first itself. An attempt that a release woke it for takes a free key.
+func TestQueue_secondInLinePollDefersToTheFirst(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	const key = "line"
+	queue, deadlines := "redlock:queue:"+key, "redlock:queue-until:"+key
+	now := time.Now().UnixMicro()
+	clock, lasts := fmt.Sprint(now), fmt.Sprint(time.Minute.Microseconds())
+	for _, cmd := range [][]string{
+		{"ZADD", queue, fmt.Sprint(now - 2000), "first"},
+		{"ZADD", queue, fmt.Sprint(now - 1000), "second"},
+		{"HSET", deadlines, "first", fmt.Sprint(now + time.Minute.Microseconds()), "second", fmt.Sprint(now + time.Minute.Microseconds())},
+		{"SET", redlock.WaitingKey(key), "1", "PX", "60000"},
+	} {
+		if _, err := node.Do(bg, cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempt := func(token, mode string) string {
+		t.Helper()
+		v, err := node.Do(bg, "EVAL", redlock.QueuedAcquireScriptSource, "7", key, redlock.FenceKey(key), redlock.MarkerKey,
+			redlock.ProcessKey, queue, deadlines, redlock.WaitingKey(key),
+			token, "10000", "0", "60000", clock, "second", fmt.Sprint(now-1000), lasts, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v[:1]
+	}
+	if got := attempt("t1", "4"); got != "0" {
+		t.Fatalf("the second's poll took the free key from the first in line: reply %q", got)
+	}
+	if got := attempt("t2", "0"); got != "1" {
+		t.Fatalf("the second's woken attempt: reply %q, want a grant", got)
+	}
+	if _, err := node.Do(bg, "DEL", key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.Do(bg, "ZREM", queue, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if got := attempt("t3", "4"); got != "1" {
+		t.Fatalf("the second's poll, first in line now: reply %q, want a grant", got)
+	}
+}

@@ -208,7 +208,8 @@ func (m *multiAcquisition) run() (*Locks, error) {
 // wait waits for the release of a key the last attempt was refused, or the
 // retry delay.
 func (m *multiAcquisition) wait(delay time.Duration) (live, named bool) {
-	return waitForRelease(m.ctx, m.c.closed, m.wake, nil, nil, delay)
+	live, named, _ = waitForRelease(m.ctx, m.c.closed, m.wake, nil, nil, delay)
+	return live, named
 }
 
 // keepPlace renews the waiting marks of the keys the call listens for, so

@@ -158,7 +158,7 @@ func (r *repeated) wait(delay time.Duration) (live, named bool) {
 	if r.carrier != nil {
 		sent = r.carrier.offer()
 	}
-	live, named = waitForRelease(r.ctx, r.c.closed, r.wake, freed, sent, delay)
+	live, named, _ = waitForRelease(r.ctx, r.c.closed, r.wake, freed, sent, delay)
 	if sent != nil && !r.carrier.withdraw() {
 		r.carried = true // the release took the attempt with it
 		return true, false

@@ -36,7 +36,14 @@
 -- client in line, so that the keys of a set are kept free for the oldest
 -- set waiter until it takes them all (see multikey.go); "3" on the attempt
 -- that a release of the caller's own client carries, right behind it in
--- the same script call (a handoff, see handoffAcquire).
+-- the same script call (a handoff, see handoffAcquire); "4" on an attempt
+-- that a waiter second in line makes at its retry delay, no release having
+-- woken it: finding the key free, it defers to the first live client in
+-- line, other than itself, as a newcomer does, so that it cannot take the
+-- key in the instant between a release and the attempt of the first in
+-- line, which the release woke. Every such refusal queues it again, so the
+-- nodes' queues agree after a round of attempts, and the first in line
+-- everywhere is second nowhere: it takes the key.
 -- Returns as acquire does, except that a refusal's third element is the
 -- caller's place in the queue (0 for the first in line): {0, "0", place}.
 -- enqueue puts or keeps the caller in the key's queue (see queuedAcquire)
@@ -116,6 +123,11 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	if not reply and waiting and not held and ARGV[a + 9] == "1" then
 		local first = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
 		if first ~= "" and first ~= " " .. id then
+			reply = {0, "0", 0}
+		end
+	elseif not reply and waiting and not held and ARGV[a + 9] == "4" then
+		local first = string.match(nextWaiters(queue, deadlines, tonumber(ARGV[a + 5])), "^ (%S+)")
+		if first ~= nil and first ~= id then
 			reply = {0, "0", 0}
 		end
 	elseif not reply and waiting and not held and readerFirst(queue, deadlines, ARGV[a + 7], tonumber(ARGV[a + 5])) then
