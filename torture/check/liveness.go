@@ -46,6 +46,13 @@ type Bound struct {
 	// Ignore lists kinds of faults (history.Fault.Kind) that do not count
 	// as faults for FaultFree: waiting stays bounded under them.
 	Ignore []string
+	// Costs lists kinds of faults (history.Fault.Kind) under which waiting
+	// stays bounded, but longer, with how much longer: a call that one
+	// touches, from its start to its cost past its end, is held to Wait
+	// plus the cost rather than left out (FaultFree), unless it is a call
+	// of the process the fault hit (its Target), which is left out. Loops
+	// count them as faults.
+	Costs map[string]time.Duration
 	// Settle is how long the history's start counts as a fault, as the
 	// nodes settle, and at least until every process made its first call:
 	// processes that start one after another load the machine until the
@@ -95,7 +102,7 @@ func (w Waits) Share() float64 {
 // for the times in the details.
 func CheckLiveness(ops []history.Op, grants []Grant, faults []history.Fault, b Bound, start int64) ([]Violation, Waits) {
 	l := liveness{bound: b, clock: relClock(start), windows: faultWindows(faults, b, start, started(ops)), held: newHoldings(grants),
-		readNames: map[string]bool{}}
+		costs: costWindows(faults, b), readNames: map[string]bool{}}
 	all := acquisitions(ops, b.Loops)
 	for _, a := range all {
 		if a.shared() {
@@ -117,6 +124,7 @@ type liveness struct {
 	bound      Bound
 	clock      relClock
 	windows    []span // the faults, each to Recovery after its end, merged
+	costs      []costly
 	held       *holdings
 	readNames  map[string]bool // the names that readers took
 	waits      Waits
@@ -126,6 +134,15 @@ type liveness struct {
 
 // span is an interval of the monotonic clock, [from, to).
 type span struct{ from, to int64 }
+
+// costly is a fault of a kind in Bound.Costs: the calls that its window
+// touches may wait cost more, but for those of its target.
+type costly struct {
+	window span // the fault, to cost past its end
+	cost   time.Duration
+	target string
+	kind   string
+}
 
 // request is what an attempt asks for: a lock, shared or not, a permit
 // of a semaphore of limit permits, or a set of names together.
@@ -219,11 +236,60 @@ func faultWindows(faults []history.Fault, b Bound, start, allStarted int64) []sp
 		spans = append(spans, span{math.MinInt64, max(start+int64(b.Settle), allStarted)})
 	}
 	for _, f := range faults {
-		if b.FaultFree && !slices.Contains(b.Ignore, f.Kind) {
+		if b.FaultFree && !slices.Contains(b.Ignore, f.Kind) && !b.costs(f.Kind) {
 			spans = append(spans, span{f.Start, f.End + int64(b.Recovery) + 1})
 		}
 	}
 	return merge(spans)
+}
+
+// costs reports whether calls are held to a longer bound under faults of
+// kind, rather than left out (see Costs).
+func (b Bound) costs(kind string) bool {
+	_, ok := b.Costs[kind]
+	return ok && !b.Loops
+}
+
+// MostCost returns the longest cost of Costs: the most a call may wait
+// past Wait.
+func (b Bound) MostCost() time.Duration {
+	var most time.Duration
+	for _, c := range b.Costs {
+		most = max(most, c)
+	}
+	return most
+}
+
+// costWindows returns the faults of faults whose kinds b holds calls to a
+// longer bound under (see Bound.Costs).
+func costWindows(faults []history.Fault, b Bound) []costly {
+	var out []costly
+	for _, f := range faults {
+		if b.FaultFree && b.costs(f.Kind) {
+			cost := b.Costs[f.Kind]
+			out = append(out, costly{window: span{f.Start, f.End + int64(cost) + 1}, cost: cost, target: f.Target, kind: f.Kind})
+		}
+	}
+	return out
+}
+
+// extra returns how much longer than Wait a may wait under the costly
+// faults that touch it, and the last of them; own reports that one of
+// them hit a's own process, which leaves a out.
+func (l *liveness) extra(a acquisition) (cost time.Duration, by *costly, own bool) {
+	for i := range l.costs {
+		c := &l.costs[i]
+		if !touched([]span{c.window}, a.start, a.end) {
+			continue
+		}
+		if c.target == a.worker {
+			return 0, nil, true
+		}
+		if c.cost >= cost {
+			cost, by = c.cost, c
+		}
+	}
+	return cost, by, false
 }
 
 // started returns when the last process of ops made its first call.
@@ -252,6 +318,8 @@ func touched(windows []span, from, to int64) bool {
 // out of the share served.
 func (l *liveness) measure(a acquisition) {
 	faulted := touched(l.windows, a.start, a.end)
+	cost, by, own := l.extra(a)
+	faulted = faulted || own
 	if faulted {
 		l.waits.Outside++
 		if !l.bound.Loops {
@@ -269,8 +337,8 @@ func (l *liveness) measure(a acquisition) {
 	if wait > l.waits.Longest {
 		l.waits.Longest, l.waits.Waiter = wait, a.worker
 	}
-	if l.bound.Wait > 0 && wait > l.bound.Wait {
-		l.violations = append(l.violations, l.tooLong(a, wait, stretch))
+	if l.bound.Wait > 0 && wait > l.bound.Wait+cost {
+		l.violations = append(l.violations, l.tooLong(a, wait, stretch, by))
 	}
 	if faulted {
 		return
@@ -308,8 +376,9 @@ func (l *liveness) longestFree(a acquisition) span {
 
 // tooLong returns the violation of a, which waited wait, past the bound:
 // a call's whole wait, or the stretch of a loop's run in which the lock
-// was free for it.
-func (l *liveness) tooLong(a acquisition, wait time.Duration, stretch span) Violation {
+// was free for it; by is the costly fault that lengthened the bound, or
+// nil.
+func (l *liveness) tooLong(a acquisition, wait time.Duration, stretch span, by *costly) Violation {
 	req := requestOf(a.attempts[0].Invoked)
 	var what string
 	if l.bound.Loops {
@@ -318,9 +387,14 @@ func (l *liveness) tooLong(a acquisition, wait time.Duration, stretch span) Viol
 	} else {
 		what = fmt.Sprintf("%s%s waited %s for %s from %s %s", a.worker, l.role(a), ms(wait), req, l.clock.at(a.start), l.ending(a))
 	}
+	bound := ms(l.bound.Wait)
+	if by != nil {
+		bound = fmt.Sprintf("%s (%s, and %s for the %s of %s at %s)", ms(l.bound.Wait+by.cost), bound, ms(by.cost),
+			by.kind, by.target, l.clock.at(by.window.from))
+	}
 	return Violation{
 		Checker: Liveness, Start: stretch.from, End: stretch.to, Workers: []string{a.worker},
-		Detail: fmt.Sprintf("%s: past the bound of %s", what, ms(l.bound.Wait)),
+		Detail: fmt.Sprintf("%s: past the bound of %s", what, bound),
 	}
 }
 

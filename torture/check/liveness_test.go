@@ -140,6 +140,43 @@ func TestCheckLiveness_faultFreeBoundLeavesOutWhatFaultsTouch(t *testing.T) {
 	}
 }
 
+// A fault of a kind in Costs does not leave out the calls it touches: they
+// are held to the bound plus its cost, but for the calls of the process it
+// hit, which are left out.
+func TestCheckLiveness_costlyFaultsLengthenTheBound(t *testing.T) {
+	bound := waiting
+	bound.FaultFree, bound.Recovery = true, 50*time.Millisecond
+	bound.Costs = map[string]time.Duration{"kill-holder": 300 * time.Millisecond}
+	// worker-0 holds from 1 ms and is killed at 10 ms, holding: it never
+	// releases, and its next call never returns, waiting past any bound. worker-1 waits from 5 ms
+	// for its grant at granted.
+	stranded := func(granted int64) *builder {
+		b := newBuilder()
+		b.grant("worker-0", 0, 1*ms, 500*ms, 0, 0, 1)
+		b.op("worker-0", history.OpAcquire, 9*ms, 0, "", nil)
+		b.grant("worker-1", 5*ms, granted, granted+500*ms, granted+5*ms, granted+6*ms, 2)
+		b.events = append(b.events, history.Event{Time: 10 * ms, Process: history.ProcNemesis, Type: history.Info,
+			Op: "kill-holder", ID: 1, Target: "worker-0"})
+		b.op("worker-2", history.OpRead, 800*ms, 801*ms, history.OK, nil) // the history ends at 801 ms
+		return b
+	}
+	r := liveness(t, stranded(395*ms), bound)
+	wantStarved(t, r, 0)
+	if r.Waits.Outside != 1 || r.Waits.Measured != 2 || r.Waits.Longest != 390*time.Millisecond {
+		t.Fatalf("%d left out, %d measured, longest %v; want the killed holder's call left out, 2 measured, 390ms",
+			r.Waits.Outside, r.Waits.Measured, r.Waits.Longest)
+	}
+	wantStarved(t, liveness(t, stranded(420*ms), bound), 1, "worker-1 waited 415 ms",
+		"past the bound of 400 ms (100 ms, and 300 ms for the kill-holder of worker-0 at +0.010s)")
+	// Not in Costs, the same fault leaves out every call it touches.
+	bound.Costs = nil
+	r = liveness(t, stranded(420*ms), bound)
+	wantStarved(t, r, 0)
+	if r.Waits.Outside != 2 {
+		t.Fatalf("%d left out, want worker-0's second call and worker-1's", r.Waits.Outside)
+	}
+}
+
 // Readers are held to the bound as writers are.
 func TestCheckLiveness_readers(t *testing.T) {
 	b := newBuilder()

@@ -155,7 +155,8 @@ A scenario expected to <em>hold</em> passes with no violation, one expected to b
 Liveness is checked apart, in every scenario that states a bound on waiting: a wait past the bound, or a share of
 acquisitions served below the least, fails the scenario whatever it expects. <em>wait</em> is the longest wait held
 to the bound: for workers that loop TryAcquire ("free"), the longest the lock stayed free while one tried;
-a bound marked * holds outside faults only.</p>
+a bound marked +d may be passed by d by a waiter that some faults touch (a holder killed, other waiters stopped);
+one marked * holds outside faults only.</p>
 <table class="sum"><tr><th>scenario</th><th>register</th><th>ops</th><th>grants</th>{{range .Kinds}}<th>{{.}}</th>{{end}}{{range .LivenessHeader}}<th>{{.}}</th>{{end}}<th>expected</th><th>verdict</th></tr>
 {{range .Rows}}<tr><td><a href="#{{.ID}}">{{.O.Scenario.Name}}</a></td><td>{{.O.Scenario.Register}}</td><td>{{.O.Result.Ops}}</td><td>{{.O.Result.Grants}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{.O.Scenario.Expect}}</td><td class="{{.O.Verdict}}">{{.O.Verdict}}</td></tr>
 {{end}}</table>

@@ -125,8 +125,9 @@ func judged(o *torture.Outcome, k check.Kind) bool {
 // LivenessCells renders what the liveness checker found for o: the number
 // of its violations ("-" when the scenario states no bound), the longest
 // wait, the bound ("free" when it bounds how long the lock stays free
-// while workers loop TryAcquire, "*" when it holds outside faults only,
-// "none" when there is none), the share of acquisitions served and the
+// while workers loop TryAcquire, "+d" when a waiter that some faults touch
+// may wait d more, "*" when it holds outside faults only, "none" when
+// there is none), the share of acquisitions served and the
 // least share the scenario asks ("-" for none).
 func LivenessCells(o *torture.Outcome) []string {
 	r := o.Result
@@ -136,6 +137,9 @@ func LivenessCells(o *torture.Outcome) []string {
 		bound = duration(b.Wait)
 		if b.Loops {
 			bound += " free"
+		}
+		if c := b.MostCost(); c > 0 {
+			bound += "+" + duration(c)
 		}
 		if b.FaultFree {
 			bound += "*"

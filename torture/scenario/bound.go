@@ -50,6 +50,11 @@ const (
 	// a key that it stranded on a node expires within one, and a
 	// restarted node withholds its vote for another (RecoveryDelay).
 	recoveryTTLs = 2
+	// queueLasts is how long a waiter's place in a key's queue lasts past
+	// its last attempt or renewal (the library's wire.QueueLasts): a
+	// waiter that stopped trying holds those behind it back for as long,
+	// when the lock expires unreleased (SAFETY.md, Liveness point 4).
+	queueLasts = 2 * time.Second
 	// replicaSettle is how long the start of a run whose grants wait for
 	// replicas (WaitReplicas) counts as a fault: no grant counts until the
 	// replicas, started with their nodes, caught up with them, which took
@@ -92,6 +97,15 @@ func (s Scenario) Liveness() check.Bound {
 				b.Ignore = append(b.Ignore, kind)
 				b.Derivation += "; " + why
 			}
+			if kinds, cost, why := s.costly(f); len(kinds) > 0 {
+				if b.Costs == nil {
+					b.Costs = map[string]time.Duration{}
+				}
+				for _, kind := range kinds {
+					b.Costs[kind] = cost
+				}
+				b.Derivation += "; " + why
+			}
 		}
 		if b.Loops {
 			b.MinServed = 0
@@ -116,15 +130,34 @@ func harmless(f faults.Fault) (kind, why string) {
 	return "", ""
 }
 
+// costly returns the kinds under which f is recorded, with how much
+// longer than the bound a waiter may wait under it, and says why, when
+// waiting stays bounded all along f, but longer: a holder killed and the
+// waiters but one stopped (StrandWaiters) hold the survivor back until the
+// lock expires and the stopped waiters' places in line lapse, whichever
+// comes last. Its kinds are nil for other faults.
+func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, why string) {
+	if _, ok := f.(faults.StrandWaiters); !ok || !s.Wait {
+		return nil, 0, ""
+	}
+	cost = max(s.TTL, queueLasts)
+	return []string{faults.KindKillHolder, faults.KindStopWaiter}, cost, fmt.Sprintf("a waiter that the holder's death "+
+		"and the other waiters' stop touch may wait %v more, the longer of the TTL %v (the lock expires unreleased) "+
+		"and the %v a stopped waiter's place in line lasts unrenewed, which the waiters behind it respect; the "+
+		"killed and stopped workers' own calls are left out", cost, s.TTL, queueLasts)
+}
+
 // WaitFor returns how long a waiting worker (Wait) waits before it gives
-// up: four TTLs, or a TTL past the bound on waiting if that is longer, so
-// that a give-up always means a wait past the bound.
+// up: four TTLs, or a TTL past the longest a waiter may wait (the bound on
+// waiting and the most a fault lengthens it by) if that is longer, so that
+// a give-up always means a wait past the bound.
 func (s Scenario) WaitFor() time.Duration {
 	s = s.WithDefaults()
 	if !s.Wait {
 		return 0
 	}
-	return max(4*s.TTL, s.Liveness().Wait+s.TTL)
+	b := s.Liveness()
+	return max(4*s.TTL, b.Wait+b.MostCost()+s.TTL)
 }
 
 // waitBound returns the bound of waiters in Acquire or AcquireAll: the

@@ -1,6 +1,10 @@
 package scenario
 
-import "time"
+import (
+	"time"
+
+	"github.com/redlock-go/redlock/torture/faults"
+)
 
 // livenessDuration is how long each "liveness/" row runs: long enough for
 // a starved waiter to stand out from a slow one, short enough for the
@@ -20,6 +24,11 @@ const longRetryPause = 12 * time.Second
 
 // longHoldTTL is the TTL of that row, whose holds take half a second.
 const longHoldTTL = 2 * time.Second
+
+// strandStop is how long the "liveness/stranded-waiter" row stops the
+// waiters it strands: past the two seconds a place in line lasts
+// unrenewed, so that theirs lapse while they are stopped.
+const strandStop = 3 * time.Second
 
 // livenessNames are the ten names of the "liveness/multikey-random-3-of-10"
 // row, of which each acquisition takes three at random.
@@ -57,6 +66,17 @@ func livenessRows() []Scenario {
 				"that makes it next",
 			Workers: 6, Wait: true, TTL: longHoldTTL, ThinkMin: 400 * time.Millisecond, ThinkMax: 600 * time.Millisecond,
 			RetryPause: longRetryPause, Duration: livenessDuration,
+		},
+		{
+			Name: "liveness/stranded-waiter",
+			About: "six worker processes, each its own client, wait in Acquire for one lock; three times, the holder " +
+				"is killed inside its hold and every waiter but one stopped for 3 s: the lock expires unreleased " +
+				"and the waiters ahead of the survivor in line stop renewing their places, which it must wait out " +
+				"(2 s), not the stopped waiters themselves",
+			Workers: 6, Wait: true, Duration: livenessDuration,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.StrandWaiters{Stop: strandStop, Every: time.Second}}
+			},
 		},
 		{
 			Name: "liveness/multikey-random-3-of-10",
