@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/torture/traffic"
@@ -41,46 +40,18 @@ func (f StrandWaiters) Name() string {
 
 // Run implements Fault.
 func (f StrandWaiters) Run(ctx context.Context, env *Env, rng *rand.Rand) error {
-	var (
-		mu      sync.Mutex
-		stopped bool // set once ctx ends, before wg.Wait: no wg.Go after
-		busy    bool
-		next    = time.Now().Add(f.Every)
-		errs    []error
-		wg      sync.WaitGroup
-	)
-	env.Register.OnRead(func(name string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || busy || time.Now().Before(next) || ctx.Err() != nil {
-			return
-		}
+	begun := time.Now()
+	return atReads(ctx, env, f.Every, func(name string) (func() error, error) {
 		holder, others := split(env.Workers, name)
-		if holder == nil || len(others) < 2 {
-			return
+		if time.Since(begun) < f.Every || holder == nil || len(others) < 2 {
+			return nil, nil
 		}
-		survivor := rng.IntN(len(others))
-		paused, err := f.strand(env, holder, others, survivor)
-		errs = append(errs, err)
-		busy = true
-		wg.Go(func() {
+		paused, err := f.strand(env, holder, others, rng.IntN(len(others)))
+		return func() error {
 			sleep(ctx, f.Stop)
-			err := resume(env, paused)
-			mu.Lock()
-			defer mu.Unlock()
-			busy, next = false, time.Now().Add(f.Every)
-			errs = append(errs, err)
-		})
+			return resume(env, paused)
+		}, err
 	})
-	<-ctx.Done()
-	env.Register.OnRead(nil)
-	mu.Lock()
-	stopped = true
-	mu.Unlock()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return errors.Join(errs...)
 }
 
 // split returns the live worker named name, and the other live workers.

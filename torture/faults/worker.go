@@ -130,6 +130,18 @@ func (f KillWorkerAtRead) Run(ctx context.Context, env *Env, _ *rand.Rand) error
 // returned, with their errors.
 func atRead(ctx context.Context, env *Env, i int, cooldown time.Duration, act func() (undo func() error, err error)) error {
 	w := env.Workers[i]
+	return atReads(ctx, env, cooldown, func(name string) (func() error, error) {
+		if name != w.Name() {
+			return nil, nil
+		}
+		return act()
+	})
+}
+
+// atReads is atRead for the reads of every worker: act, given the name of
+// the worker whose read the register serves, returns a nil undo when it
+// started no fault.
+func atReads(ctx context.Context, env *Env, cooldown time.Duration, act func(name string) (undo func() error, err error)) error {
 	var (
 		mu      sync.Mutex
 		stopped bool // set once ctx ends, before wg.Wait: no wg.Go after
@@ -141,12 +153,14 @@ func atRead(ctx context.Context, env *Env, i int, cooldown time.Duration, act fu
 	env.Register.OnRead(func(name string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if name != w.Name() || stopped || busy || time.Since(resumed) < cooldown || ctx.Err() != nil {
+		if stopped || busy || time.Since(resumed) < cooldown || ctx.Err() != nil {
 			return
 		}
-		undo, err := act()
+		undo, err := act(name)
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if undo == nil {
 			return
 		}
 		busy = true
