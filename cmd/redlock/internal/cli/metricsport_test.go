@@ -20,7 +20,6 @@ func TestRun_metricsPortInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	addr := ln.Addr().String()
-	_, port, _ := net.SplitHostPort(addr)
 
 	says := func(t *testing.T, what string, r result, from string) {
 		t.Helper()
@@ -57,9 +56,31 @@ func TestRun_metricsPortInUse(t *testing.T) {
 		expect(t, exitConfig, "doctor with the metrics port in use")
 	says(t, "doctor", r, "(--metrics-addr)")
 
-	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
-	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port)
+	t.Setenv("REDLOCK_METRICS_ADDR", addr)
 	r = cli(t, "run", "--nodes", nodes, "--metrics", "prometheus", "job", "--", "touch", marker).
 		expect(t, exitConfig, "run with the metrics port of the environment in use")
-	says(t, "run, address from the environment", r, "($OTEL_EXPORTER_PROMETHEUS_HOST and _PORT)")
+	says(t, "run, address from the environment", r, "($REDLOCK_METRICS_ADDR)")
+}
+
+// OpenTelemetry's variables are the wrapped program's: set for a service
+// that serves its metrics on a port, they do not make redlock serve its own
+// there, nor fail for the port the service took.
+func TestRun_otelVariablesAreTheCommands(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", port)
+	marker := filepath.Join(t.TempDir(), "ran")
+	cli(t, "run", "--nodes", nodes, "job", "--", "touch", marker).expect(t, exitOK, "run with the service's OTEL_* variables")
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the command did not run: %v", err)
+	}
+	cli(t, "list", "--nodes", nodes).expect(t, exitOK, "list with the service's OTEL_* variables")
 }

@@ -112,14 +112,14 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	fs.Var(&n.logFormat, "log-format", logFormatUsage)
 	fs.StringVar(&n.telemetry.Metrics, "metrics", "",
 		"export the library's metrics: prometheus (text on --metrics-addr, /metrics), otlp (over HTTP, to "+
-			"where the OTEL_EXPORTER_OTLP_* variables say) or none; $OTEL_METRICS_EXPORTER when absent; "+
+			"where the OTEL_EXPORTER_OTLP_* variables say) or none; $REDLOCK_METRICS when absent (not "+
+			"$OTEL_METRICS_EXPORTER, which is the wrapped command's); "+
 			"a failed export is said on stderr, at most once a minute")
-	fs.Var(describedString{&n.telemetry.PrometheusAddr, "$OTEL_EXPORTER_PROMETHEUS_HOST:$OTEL_EXPORTER_PROMETHEUS_PORT, " +
-		"each when set, else localhost:9464"},
+	fs.Var(describedString{&n.telemetry.PrometheusAddr, "$REDLOCK_METRICS_ADDR, else localhost:9464"},
 		"metrics-addr", "`host:port` of the Prometheus endpoint of --metrics prometheus; a port in use there "+
 			"is an error (exit 78) and nothing runs")
 	fs.StringVar(&n.telemetry.Traces, "traces", "",
-		"export a span per acquire, extend and release: otlp or none; $OTEL_TRACES_EXPORTER when absent")
+		"export a span per acquire, extend and release: otlp or none; $REDLOCK_TRACES when absent")
 	secondsVar(fs, &n.recoveryDelay, "recovery-delay", defaultRecoveryDelay,
 		"how long a node that restarted without its data sits out of every quorum, "+
 			"a `duration` (a bare number is seconds); "+

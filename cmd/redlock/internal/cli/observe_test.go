@@ -89,7 +89,7 @@ func (c *collector) sent(path string) []byte {
 // 'redlock acquire --metrics otlp --traces otlp' pushes the library's
 // metrics and its span to the collector the standard OTEL_EXPORTER_OTLP_*
 // variables name, before it exits; the same choice through
-// OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER without the flags.
+// REDLOCK_METRICS and REDLOCK_TRACES without the flags.
 func TestAcquire_otlpExportsMetricsAndSpans(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	for _, tc := range []struct {
@@ -98,7 +98,7 @@ func TestAcquire_otlpExportsMetricsAndSpans(t *testing.T) {
 		env  []string
 	}{
 		{"flags", []string{"--metrics", "otlp", "--traces", "otlp"}, nil},
-		{"environment", nil, []string{"OTEL_METRICS_EXPORTER=otlp", "OTEL_TRACES_EXPORTER=otlp"}},
+		{"environment", nil, []string{"REDLOCK_METRICS=otlp", "REDLOCK_TRACES=otlp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &collector{received: map[string][]byte{}}

@@ -33,24 +33,31 @@ const (
 	OTLP       = "otlp"
 )
 
-// Standard environment variables (OpenTelemetry's) that choose exporters and
-// the Prometheus endpoint when the flags do not.
+// The command's own environment variables that choose exporters and the
+// Prometheus endpoint when the flags do not. Not OpenTelemetry's
+// OTEL_METRICS_EXPORTER, OTEL_TRACES_EXPORTER and
+// OTEL_EXPORTER_PROMETHEUS_HOST and _PORT: the command runs other programs,
+// whose environment it shares, and those are most likely set for them. A
+// Prometheus endpoint chosen by them took the port of the service that
+// redlock run wrapped, and made every other redlock on the host exit 78.
 const (
-	envMetricsExporter = "OTEL_METRICS_EXPORTER"
-	envTracesExporter  = "OTEL_TRACES_EXPORTER"
-	envPrometheusHost  = "OTEL_EXPORTER_PROMETHEUS_HOST"
-	envPrometheusPort  = "OTEL_EXPORTER_PROMETHEUS_PORT"
+	EnvMetrics     = "REDLOCK_METRICS"
+	EnvMetricsAddr = "REDLOCK_METRICS_ADDR"
+	EnvTraces      = "REDLOCK_TRACES"
+)
+
+// OpenTelemetry's variables that say how to reach an OTLP collector, read
+// once the flags or the command's own variables asked for OTLP.
+const (
 	envProtocol        = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	envMetricsProtocol = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
 	envTracesProtocol  = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 )
 
-// Defaults of the Prometheus endpoint, as OpenTelemetry's specification
-// sets them: loopback only, so that nothing is exposed by accident.
-const (
-	defaultPrometheusHost = "localhost"
-	defaultPrometheusPort = "9464"
-)
+// defaultPrometheusAddr is where the Prometheus endpoint listens unless
+// told: OpenTelemetry's default, on loopback only, so that nothing is
+// exposed by accident.
+const defaultPrometheusAddr = "localhost:9464"
 
 // ErrEndpoint is the error Start returns, wrapped with the address and the
 // cause, when the Prometheus endpoint cannot listen: the port is in use, or
@@ -62,8 +69,9 @@ var ErrEndpoint = errors.New("cannot serve the Prometheus endpoint")
 // command exits: an unreachable collector must not hold the exit up.
 const shutdownTimeout = 3 * time.Second
 
-// Config chooses the exporters. Empty fields fall back to the standard
-// environment variables, then to none.
+// Config chooses the exporters. Empty fields fall back to the command's own
+// environment variables (EnvMetrics, EnvMetricsAddr, EnvTraces), then to
+// none, and to defaultPrometheusAddr.
 type Config struct {
 	// Metrics is "none", "prometheus" or "otlp".
 	Metrics string
@@ -96,7 +104,7 @@ type Telemetry struct {
 // Prometheus endpoint that cannot listen.
 func Start(ctx context.Context, cfg Config) (*Telemetry, error) {
 	t := &Telemetry{}
-	metrics, traces := choice(cfg.Metrics, envMetricsExporter), choice(cfg.Traces, envTracesExporter)
+	metrics, traces := choice(cfg.Metrics, EnvMetrics), choice(cfg.Traces, EnvTraces)
 	if metrics == None && traces == None {
 		return t, nil
 	}
@@ -135,11 +143,13 @@ func choice(flag, env string) string {
 }
 
 // newResource describes this process to the backends: service.name
-// "redlock", which OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override.
+// "redlock", whatever OTEL_SERVICE_NAME says (it names the program that
+// redlock runs, most likely), with the attributes of
+// OTEL_RESOURCE_ATTRIBUTES.
 func newResource(ctx context.Context) (*resource.Resource, error) {
 	return resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "redlock")),
-		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost())
+		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost(),
+		resource.WithAttributes(attribute.String("service.name", "redlock")))
 }
 
 // startMetrics sets up the metrics exporter named by exporter.
@@ -176,12 +186,12 @@ func (t *Telemetry) startMetrics(ctx context.Context, exporter, addr string, res
 // over a registry of its own, and returns its reader.
 func (t *Telemetry) servePrometheus(addr string) (sdkmetric.Reader, error) {
 	from := "--metrics-addr"
-	if addr == "" {
-		addr = net.JoinHostPort(envOr(envPrometheusHost, defaultPrometheusHost), envOr(envPrometheusPort, defaultPrometheusPort))
-		from = "the default address"
-		if os.Getenv(envPrometheusHost) != "" || os.Getenv(envPrometheusPort) != "" {
-			from = "$" + envPrometheusHost + " and _PORT"
-		}
+	switch {
+	case addr != "":
+	case os.Getenv(EnvMetricsAddr) != "":
+		addr, from = os.Getenv(EnvMetricsAddr), "$"+EnvMetricsAddr
+	default:
+		addr, from = defaultPrometheusAddr, "the default address"
 	}
 	reg := promclient.NewRegistry()
 	exp, err := prometheus.New(prometheus.WithRegisterer(reg))
@@ -219,14 +229,6 @@ func checkProtocol(signalVar string) error {
 		return nil
 	}
 	return fmt.Errorf("%s=%s: this command exports OTLP over HTTP only (http/protobuf, port 4318)", name, p)
-}
-
-// envOr returns the environment variable name, or def when it is empty.
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // startTraces sets up the span exporter named by exporter.

@@ -31,16 +31,41 @@ func TestStart_prometheusServesWhatIsRecorded(t *testing.T) {
 	}
 }
 
+// The command's own variables choose the exporters and the endpoint;
+// OpenTelemetry's, set for the program redlock runs, choose nothing, and
+// OTEL_SERVICE_NAME does not rename the command.
 func TestStart_environmentChoosesAndBadNamesFail(t *testing.T) {
-	t.Setenv(envMetricsExporter, "prometheus")
-	t.Setenv(envPrometheusHost, "127.0.0.1")
-	t.Setenv(envPrometheusPort, "0")
+	t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", "0")
+	t.Setenv("OTEL_SERVICE_NAME", "the-wrapped-service")
 	tel, err := Start(context.Background(), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tel.MeterProvider != nil || tel.TracerProvider != nil || tel.PrometheusAddr != "" {
+		t.Errorf("OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER alone: provider %v and %v, endpoint %q; want none",
+			tel.MeterProvider, tel.TracerProvider, tel.PrometheusAddr)
+	}
+	tel.Shutdown()
+
+	t.Setenv(EnvMetrics, "prometheus")
+	t.Setenv(EnvMetricsAddr, "127.0.0.1:0")
+	tel, err = Start(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if tel.MeterProvider == nil || !strings.HasPrefix(tel.PrometheusAddr, "127.0.0.1:") {
-		t.Errorf("OTEL_METRICS_EXPORTER=prometheus: provider %v, endpoint %q", tel.MeterProvider, tel.PrometheusAddr)
+		t.Errorf("%s=prometheus: provider %v, endpoint %q", EnvMetrics, tel.MeterProvider, tel.PrometheusAddr)
+	}
+	counter, err := tel.MeterProvider.Meter("test").Int64Counter("test.things")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter.Add(context.Background(), 1)
+	if body := scrape(t, tel.PrometheusAddr); !strings.Contains(body, `service_name="redlock"`) {
+		t.Errorf("/metrics names another service than redlock:\n%s", body)
 	}
 	tel.Shutdown()
 
