@@ -192,6 +192,35 @@ func TestContract_releaseSaysWhyTheTokenHeldNothing(t *testing.T) {
 	}
 }
 
+// A release of a token that holds the lock on fewer than a majority of the
+// nodes (the others lost it: they expired it, restarted or were flushed)
+// releases it where it stands, and exits 76 as the lock was lost, where
+// 'check' and 'extend' say so too.
+func TestContract_releaseOfALostLockSaysItWasLost(t *testing.T) {
+	cluster, nodes := newCluster(t, 5)
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "20s", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	for _, n := range cluster.Nodes()[2:] {
+		if _, err := n.Do(bg, "DEL", "job"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli(t, "release", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitLockLost, "release of a lost lock")
+	var f failureJSON
+	r.decode(t, &f)
+	if f.Reason != failLost || !strings.Contains(f.Error, "of 5 nodes, fewer than a majority, and was released there") {
+		t.Errorf("release of a lost lock: JSON %+v", f)
+	}
+	eventually(t, 5*time.Second, "the lock released on the nodes that held it", func() bool {
+		for _, n := range cluster.Nodes() {
+			if keyOn(t, n, "job") != "" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // extend without --ttl keeps the TTL the lock was acquired with.
 func TestContract_extendKeepsTheAcquiredTTL(t *testing.T) {
 	_, nodes := newCluster(t, 3)

@@ -394,7 +394,10 @@ answered, the exit status is 76 and the message says whether another holder
 has the lock (a wrong token, or this one expired and was taken over) or
 nobody does (released already, or expired): either way, work done under a
 lock that had expired may have overrun its validity; 77 when an operator
-forced it free.
+forced it free. The nodes are asked first whether TOKEN holds the lock on a
+majority of them (as 'redlock check' does, one round trip more): when it
+holds it on some, fewer than a majority, they are released all the same,
+and the exit status is 76 too, as the lock was lost before the release.
 
 With --force, KEY alone: frees the lock KEY in one step whoever holds it
 (a writer, all its readers, or the permit KEY:permit:i), as an operator
@@ -415,7 +418,7 @@ no majority can free the lock. Output:
 			{"0", "released (with --force: freed)"},
 			docUsage,
 			docUnavailable,
-			{code(exitLockLost), "TOKEN held the lock on no node that answered: released already, expired, or another holder's; with --force, nobody held KEY"},
+			{code(exitLockLost), "TOKEN held the lock on fewer than a majority of the nodes (released where it did): released already, expired, or another holder's; with --force, nobody held KEY"},
 			docTakenOver,
 			docConfig,
 		},
@@ -458,11 +461,15 @@ func setupRelease(fs *flag.FlagSet) runner {
 			return r.failed(err)
 		}
 		r.key = key
+		held, checkErr := client.Check(ctx, key, token)
 		if err := client.ReleaseToken(ctx, key, token); err != nil {
 			if errors.Is(err, redlock.ErrNotHeld) {
 				err = notHeldBy(ctx, client, key, token, err)
 			}
 			return r.failed(err)
+		}
+		if checkErr == nil && !held.Current {
+			return r.failed(heldByTooFew(held))
 		}
 		if *asJSON {
 			writeJSON(s.stdout, releasedJSON{Key: key, Released: true})
@@ -481,6 +488,15 @@ var (
 	errHeldByNobody  = errors.New("nobody holds the lock: released already, or it expired")
 	errForcedFree    = fmt.Errorf("%w: an operator forced it free with 'redlock release --force' ('redlock inspect KEY' says who)", redlock.ErrTakenOver)
 )
+
+// heldByTooFew is the error of a release whose token held the lock on some
+// nodes, fewer than a quorum, as Check found just before: the lock was
+// lost before the release, which deleted it where it still stood.
+func heldByTooFew(held redlock.CheckResult) error {
+	return fmt.Errorf("%w: the token held the lock on %d of %d nodes, fewer than a majority, and was released there: "+
+		"the lock was lost before this release (it expired on the others, or they restarted or were flushed without it), "+
+		"so work done under it may have overrun it", redlock.ErrLockLost, held.Nodes, held.All)
+}
 
 // notHeldBy explains err, a release of key by token that found the token
 // on no node, by whether another token, or other readers, hold the lock
