@@ -77,6 +77,10 @@ func TestRun_flockHabits(t *testing.T) {
 			{[]string{"acquire", "--node-timeout", "50", "busy"}, `"50" has no unit: write 50ms or 50s`},
 			{[]string{"acquire", "--retry-delay", "1", "busy"}, "has no unit"},
 			{[]string{"acquire", "--node-timeout", "100ms", "--max-node-timeout", "50ms", "busy"}, "--max-node-timeout 50ms is below --node-timeout 100ms"},
+			{[]string{"run", "--wait", "3s", "--retry-delay", "0s", "busy", "--", "true"}, "--retry-delay 0s is below 10ms: a waiter would ask every node again without a pause"},
+			{[]string{"acquire", "--retry-delay", "1ns", "busy"}, "--retry-delay 1ns is below 10ms"},
+			{[]string{"run", "--node-timeout", "20s", "-n", "busy", "--", "true"}, "--node-timeout 20s is not small against --ttl 10s (the default)"},
+			{[]string{"acquire", "--ttl", "1s", "--node-timeout", "600ms", "busy"}, "--node-timeout 600ms is not small against --ttl 1s:"},
 		} {
 			r := cli(t, append(tc.args[:1:1], append([]string{"--nodes", nodes}, tc.args[1:]...)...)...)
 			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {

@@ -318,8 +318,12 @@ func (n *nodeFlags) check() error {
 		return errors.New("--node-timeout must be positive")
 	case n.maxTimeout != 0 && n.maxTimeout < n.nodeTimeout:
 		return fmt.Errorf("--max-node-timeout %s is below --node-timeout %s", n.maxTimeout, n.nodeTimeout)
-	case n.retryDelay < 0:
-		return errors.New("--retry-delay must not be negative")
+	case n.retryDelay < retryFloor:
+		return fmt.Errorf("--retry-delay %s is below %s: a waiter would ask every node again without a pause", n.retryDelay, retryFloor)
+	case n.ttlApplies() && 2*n.nodeTimeout > n.ttl:
+		return fmt.Errorf("--node-timeout %s is not small against --ttl %s%s: a node that answers that late leaves "+
+			"a lock less than half its validity; keep it a small fraction of the TTL (the default is %s)",
+			n.nodeTimeout, n.ttl, n.defaultNote("ttl"), defaultNodeTimeout)
 	case n.recoveryDelay <= 0:
 		return errors.New("--recovery-delay must be positive")
 	case n.waitReplicas < 0:
