@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/redlock-go/redlock"
 )
@@ -32,11 +33,15 @@ func quoteKeys(keys []string) string {
 	return strings.Join(quoted, ", ")
 }
 
-// shownKey renders a key for a table or a line of output: as it is when
-// it is made of printable characters other than spaces, else quoted, so
-// that a key with a newline, a tab or a terminal escape cannot forge a row
+// shown renders a key for a table or a line of output: as it is when it
+// is UTF-8 made of printable characters other than spaces, else quoted, so
+// that a key with a newline, a tab, a terminal escape or bytes that are no
+// UTF-8 (0x9b alone starts an escape on some terminals) cannot forge a row
 // or drive the terminal.
 func shown(k string) string {
+	if !utf8.ValidString(k) {
+		return strconv.Quote(k)
+	}
 	for _, r := range k {
 		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
 			return strconv.Quote(k)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redlock-go/redlock"
 )
@@ -39,7 +41,8 @@ the holder's clock), TTL, NODES (on how many nodes of all, "*" when not a
 majority: an acquisition under way or leftovers that expire) and WAITING;
 then "N locks held", counting those on a majority, and how many more are
 not. With --json one object: {"prefix", "quorum", "all" (the nodes),
-"locks": [{"key", "kind", "semaphore", "permit", "grants": [{"token",
+"locks": [{"key", "key_base64" (only for a key that is no UTF-8, which
+"key" cannot carry), "kind", "semaphore", "permit", "grants": [{"token",
 "owner", "since", "age_ms"}], "holding" (the nodes that hold it),
 "answered", "majority", "ttl_ms", "waiting"}], "complete", "error"}.`,
 		exits: []exitDoc{
@@ -54,7 +57,10 @@ not. With --json one object: {"prefix", "quorum", "all" (the nodes),
 
 // heldJSON is one lock in list's JSON output.
 type heldJSON struct {
-	Key       string      `json:"key"`
+	Key string `json:"key"`
+	// KeyBase64 is Key in base64 when Key is no UTF-8, which JSON strings
+	// cannot carry: "key" then has U+FFFD for the bytes that are not.
+	KeyBase64 string      `json:"key_base64,omitempty"`
 	Kind      string      `json:"kind"` // lock, permit or shared
 	Semaphore string      `json:"semaphore,omitempty"`
 	Permit    int         `json:"permit,omitempty"`
@@ -134,6 +140,9 @@ func writeList(r report, prefix string, nodes int, held []redlock.HeldLock, err 
 func newHeldJSON(h redlock.HeldLock) heldJSON {
 	out := heldJSON{Key: h.Key, Kind: heldKind(h), Semaphore: h.Semaphore, Permit: h.Permit, Grants: []grantJSON{},
 		Holding: h.Nodes, Answered: h.Answered, Majority: h.Quorum, TTLMs: h.TTL.Milliseconds(), Waiting: h.Waiting}
+	if !utf8.ValidString(h.Key) {
+		out.KeyBase64 = base64.StdEncoding.EncodeToString([]byte(h.Key))
+	}
 	for _, g := range h.Grants {
 		out.Grants = append(out.Grants, newGrantJSON(g.Token))
 	}

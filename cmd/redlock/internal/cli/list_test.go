@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"encoding/base64"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // list shows the held locks, permits and readers under a prefix, with
@@ -90,6 +92,40 @@ func TestList_controlCharactersQuoted(t *testing.T) {
 	if strings.Contains(out, "\x1b") || strings.Count(out, "\n") != 1 {
 		t.Errorf("release --force: %q", out)
 	}
+}
+
+// A key whose bytes are no UTF-8 is shown quoted too: 0x9b alone starts a
+// terminal escape on some terminals, and 0xff broke the table's columns.
+func TestList_bytesThatAreNoUTF8Quoted(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	for _, key := range []string{"\xff\xfe", "\x9b31mC1"} {
+		cli(t, "acquire", "--nodes", nodes, key).expect(t, exitOK, "acquire a key that is no UTF-8")
+	}
+	text := cli(t, "list", "--nodes", nodes).expect(t, exitOK, "list").stdout
+	for _, want := range []string{`"\xff\xfe"`, `"\x9b31mC1"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("list: want the key as %s:\n%q", want, text)
+		}
+	}
+	if strings.Contains(text, "\xff") || strings.Contains(text, "\x9b") || !utf8.ValidString(text) {
+		t.Errorf("list prints bytes that are no UTF-8:\n%q", text)
+	}
+	// In JSON, which cannot carry them, the key comes in base64 as well,
+	// to be given back to release --force or inspect.
+	var out listJSON
+	cli(t, "list", "--nodes", nodes, "--json").expect(t, exitOK, "list --json").decode(t, &out)
+	got := map[string]bool{}
+	for _, l := range out.Locks {
+		key, err := base64.StdEncoding.DecodeString(l.KeyBase64)
+		if err != nil || l.KeyBase64 == "" {
+			t.Errorf("list --json: key %q with key_base64 %q", l.Key, l.KeyBase64)
+		}
+		got[string(key)] = true
+	}
+	if len(got) != 2 || !got["\xff\xfe"] || !got["\x9b31mC1"] {
+		t.Errorf("list --json: keys %v", got)
+	}
+	cli(t, "release", "--nodes", nodes, "--force", "\xff\xfe").expect(t, exitOK, "release --force of a key that is no UTF-8")
 }
 
 // A holder's token that another writer set on the nodes, with a terminal
