@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,6 +176,27 @@ func dialRefusing(t *testing.T, d dialer, urls, addrs []string, bad map[int]stri
 	if strings.Contains(err.Error(), "not-it-pw") || strings.Contains(err.Error(), "s3cret-pw") {
 		t.Errorf("error shows a password: %v", err)
 	}
+}
+
+// A node whose address another kind of server answers (here HTTP) fails
+// Dial as a node that refuses its URL does: it answered, in another
+// protocol, and no retry makes it Redis.
+func TestDial_serverThatSpeaksNoRESP(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	web := httptest.NewServer(http.NotFoundHandler())
+	defer web.Close()
+	other := strings.TrimPrefix(web.URL, "http://")
+	urls := append(cluster.URLs(), "redis://"+other)
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, urls, fast())
+		if err == nil {
+			client.Close()
+			t.Fatal("Dial with an HTTP server as a node succeeded")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), other+": not a Redis server") {
+			t.Errorf("Dial = %v, want ErrInvalidURL naming %s as not a Redis server", err, other)
+		}
+	})
 }
 
 // Nodes that cannot be reached pass Dial, as Redlock works while a majority

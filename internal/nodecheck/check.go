@@ -98,6 +98,8 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe, channel stri
 		return verdict{refused: fmt.Errorf("%w (credentials refused: check the URL's user and password)", r.err)}
 	case r.err != nil && isConfigError(r.err):
 		return verdict{refused: r.err}
+	case r.err != nil && isNotRESP(r.err):
+		return verdict{refused: fmt.Errorf("not a Redis server, its answer is no RESP (%w): check the URL's host and port", r.err)}
 	case r.err != nil && nodeurl.IsTLSRefusal(r.err):
 		return verdict{refused: fmt.Errorf("%w: %w", nodeurl.ErrTLS, tlsRefusal(r.err))}
 	case r.err != nil:
@@ -343,6 +345,18 @@ func duplicates(conns []redlock.Conn, verdicts []verdict) []error {
 // (protected mode).
 var configErrors = []string{"WRONGPASS", "NOAUTH", "NOPERM", "AUTH ", "Client sent AUTH", "invalid password", "DB index", "invalid DB index",
 	"unknown command", "This instance has cluster support disabled", "DENIED"}
+
+// notRESPErrors are what the client libraries say of an answer that is no
+// RESP, as from an HTTP server behind the node's address: go-redis, then
+// rueidis.
+var notRESPErrors = []string{"redis: invalid reply", "redis: can't parse", "received unknown message type",
+	"received unexpected number byte", "received unexpected simple string message ending without CRLF"}
+
+// isNotRESP reports an error that says the node answered, but not in the
+// Redis protocol: another server listens at its address.
+func isNotRESP(err error) bool {
+	return slices.ContainsFunc(notRESPErrors, func(s string) bool { return strings.Contains(err.Error(), s) })
+}
 
 // credentialErrors begin the server errors that refuse the URL's user or
 // password (of configErrors).
