@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +85,57 @@ func (c gatedSubscriptions) Listen(ctx context.Context, subscribe, unsubscribe <
 		}
 	}()
 	return c.Conn.(redlock.Listener).Listen(ctx, gated, unsubscribe, onMessage)
+}
+
+// A waiter for many keys at once (here every permit of a semaphore of
+// 300) has every one of their channels subscribed on the nodes, and every
+// one ends once nobody waits and the linger passes. Before, a node's queue
+// of 256 subscription changes dropped the rest: the waiter polled for
+// the permits whose channels it missed, and dropped ends left channels
+// subscribed for the life of the connection.
+func TestAcquire_manyChannelsAllSubscribedAndAllEnded(t *testing.T) {
+	const permits = 300
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+		holder := newClient(t, cluster, a, fast())
+		waiter := newClient(t, cluster, a, fast())
+		var held []*redlock.Lock
+		for range permits {
+			lock, err := holder.TryAcquire(bg, "big", redlock.WithLimit(permits))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, lock)
+		}
+		got := acquireLater(waiter, "big", redlock.WithLimit(permits))
+		node := cluster.Node(0)
+		subscribed := func() int {
+			v, err := node.Do(bg, "PUBSUB", "CHANNELS", "redlock:released:*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v == "" {
+				return 0
+			}
+			return strings.Count(v, "\n") + 1
+		}
+		// Each permit's channel, and the waiter's own for it.
+		eventually(t, "every permit's channels subscribed", func() bool { return subscribed() == 2*permits })
+		if err := held[0].Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case l := <-got:
+			if l == nil {
+				t.Fatal("the waiter was not granted a permit")
+			}
+			l.Release(bg)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter was not granted the permit released")
+		}
+		for _, l := range held[1:] {
+			l.Release(bg)
+		}
+		eventually(t, "every channel unsubscribed after the linger", func() bool { return subscribed() == 0 })
+	})
 }

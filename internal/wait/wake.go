@@ -6,7 +6,9 @@
 package wait
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,9 +23,6 @@ const (
 	// failed: waiters fall back to their retry delays meanwhile, so a slow
 	// reconnect costs latency, never correctness.
 	listenRetryDelay = 500 * time.Millisecond
-	// subscribeQueue bounds pending subscription changes per node; a full
-	// queue drops the change and the affected waiters poll instead.
-	subscribeQueue = 256
 	// subscriptionLinger keeps a key's channel subscribed this long after its
 	// last waiter left: a contended key sees waiters come and go at every
 	// handoff, and a fresh subscription can miss the very release it waits
@@ -80,7 +79,8 @@ type Waker struct {
 	// confirmed counts, per key channel, the nodes that confirmed its
 	// subscription since it was last sent (see confirmLocked).
 	confirmed map[string]int
-	ops       []chan subscription // per node
+	pending   []*pendingSubs // per node
+	changes   uint64         // numbers the subscription changes, in order
 	started   bool
 	ctx       context.Context
 	stop      context.CancelFunc
@@ -147,6 +147,26 @@ type announcement struct {
 type subscription struct {
 	channel string
 	add     bool
+}
+
+// pendingSubs is what one node's listen goroutine is yet to send: the
+// latest change asked of each channel, numbered in the order they were
+// asked (see Waker.changes). Changes of a channel coalesce: a subscription
+// and its end that the goroutine has not sent yet cost the node nothing,
+// and none is ever dropped. Before, a queue of 256 dropped what did not
+// fit: the waiters of a dropped subscription polled, and a dropped end
+// left its channel subscribed for the life of the connection (77 channels
+// 8 s after a waiter for a semaphore of 1,024 permits was served, and more
+// after every burst of hundreds of waiters). Guarded by the Waker's mu.
+type pendingSubs struct {
+	changes map[string]pendingSub
+	ready   chan struct{} // holds a token while changes has any
+}
+
+// pendingSub is the latest change asked of a channel, and its number.
+type pendingSub struct {
+	add bool
+	seq uint64
 }
 
 // NewWaker returns the Waker of a client whose nodes that can notify are
@@ -383,20 +403,39 @@ func (wake *Wakeup) signal() {
 
 func (w *Waker) startLocked() {
 	w.started = true
-	w.ops = make([]chan subscription, len(w.listeners))
+	w.pending = make([]*pendingSubs, len(w.listeners))
 	for i, l := range w.listeners {
-		w.ops[i] = make(chan subscription, subscribeQueue)
-		go w.listen(l, w.ops[i])
+		w.pending[i] = &pendingSubs{changes: map[string]pendingSub{}, ready: make(chan struct{}, 1)}
+		go w.listen(l, w.pending[i])
 	}
 }
 
+// sendLocked asks every node's listen goroutine to make the change s.
 func (w *Waker) sendLocked(s subscription) {
-	for _, ops := range w.ops {
+	w.changes++
+	for _, p := range w.pending {
+		p.changes[s.channel] = pendingSub{add: s.add, seq: w.changes}
 		select {
-		case ops <- s:
-		default: // queue full: waiters on this channel poll
+		case p.ready <- struct{}{}:
+		default: // already told
 		}
 	}
+}
+
+// takePending returns the changes p holds, in the order they were last
+// asked (a client's channel for a key is subscribed before the key's
+// channel: see registerAs), and empties it.
+func (w *Waker) takePending(p *pendingSubs) []subscription {
+	w.mu.Lock()
+	changes := p.changes
+	p.changes = map[string]pendingSub{}
+	w.mu.Unlock()
+	out := make([]subscription, 0, len(changes))
+	for ch, c := range changes {
+		out = append(out, subscription{channel: ch, add: c.add})
+	}
+	slices.SortFunc(out, func(a, b subscription) int { return cmp.Compare(changes[a.channel].seq, changes[b.channel].seq) })
+	return out
 }
 
 // listen keeps one node's subscription connection up while the client is
@@ -404,7 +443,7 @@ func (w *Waker) sendLocked(s subscription) {
 // a Redis Cluster ended as its slot moved), it calls it again after
 // listenRetryDelay and subscribes again the channels that are still
 // subscribed here, those with waiters and those lingering.
-func (w *Waker) listen(l Listener, ops chan subscription) {
+func (w *Waker) listen(l Listener, p *pendingSubs) {
 	channels := map[string]bool{}
 	for w.ctx.Err() == nil {
 		sub, unsub := make(chan string), make(chan string)
@@ -434,13 +473,8 @@ func (w *Waker) listen(l Listener, ops chan subscription) {
 		}
 		for alive {
 			select {
-			case s := <-ops:
-				if s.add {
-					channels[s.channel] = true
-				} else {
-					delete(channels, s.channel)
-				}
-				alive = forward(s)
+			case <-p.ready:
+				alive = w.apply(w.takePending(p), channels, forward)
 			case <-done:
 				alive = false
 			}
@@ -449,6 +483,26 @@ func (w *Waker) listen(l Listener, ops chan subscription) {
 		<-done
 		Sleep(w.ctx, listenRetryDelay)
 	}
+}
+
+// apply makes the changes that differ from channels, the node's
+// subscriptions, by forward, and records every one in channels; it returns
+// false once forward fails (the connection ended), when the next one
+// subscribes channels afresh.
+func (w *Waker) apply(changes []subscription, channels map[string]bool, forward func(subscription) bool) bool {
+	alive := true
+	for _, s := range changes {
+		if channels[s.channel] == s.add {
+			continue
+		}
+		if s.add {
+			channels[s.channel] = true
+		} else {
+			delete(channels, s.channel)
+		}
+		alive = alive && forward(s)
+	}
+	return alive
 }
 
 // Close stops listening; nil is closed.
