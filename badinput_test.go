@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -39,6 +40,33 @@ func TestNew_refusesOptionsNoNodeCanMeet(t *testing.T) {
 				t.Fatalf("New(%+v) = %v, want ErrInvalidOptions", opts, err)
 			}
 		})
+	}
+}
+
+// A node list holding nil, or a Conn that is a nil pointer (declared and
+// never dialed), fails New with ErrInvalidOptions rather than a panic.
+func TestNew_nilConnRefused(t *testing.T) {
+	var undialed *goredis.Conn
+	for name, conns := range map[string][]redlock.Conn{"nil": {nil}, "nil pointer": {undialed}} {
+		if c, err := redlock.New(conns, nil); !errors.Is(err, redlock.ErrInvalidOptions) || c != nil {
+			t.Errorf("%s: New = %v, %v; want ErrInvalidOptions", name, c, err)
+		}
+	}
+}
+
+// ExponentialJitter keeps its delays within max, even a max below base.
+func TestExponentialJitter_staysWithinMax(t *testing.T) {
+	for _, tc := range []struct{ base, max, want time.Duration }{
+		{time.Second, 10 * time.Millisecond, 10 * time.Millisecond},
+		{10 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond},
+		{0, 0, time.Millisecond},
+	} {
+		r := redlock.ExponentialJitter(tc.base, tc.max)
+		for attempt := 2; attempt < 40; attempt++ {
+			if d, ok := r.NextDelay(attempt); !ok || d > tc.want || d < 0 {
+				t.Fatalf("ExponentialJitter(%v, %v).NextDelay(%d) = %v, %v; want at most %v", tc.base, tc.max, attempt, d, ok, tc.want)
+			}
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,16 @@ type Client struct {
 	closeOnce sync.Once // Close's work, done once
 }
 
+// isNil reports whether c is nil, or holds a nil pointer (a *goredis.Conn
+// declared and never dialed), whose methods would panic.
+func isNil(c Conn) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // New returns a Client over conns, one per independent Redis master. It does
 // no I/O. opts may be nil for the defaults. It fails with ErrInvalidOptions
 // when conns is empty or holds nil, ErrDuplicateNode when two conns have the
@@ -86,7 +97,7 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	}
 	seen := make(map[string]int, len(conns))
 	for i, c := range conns {
-		if c == nil {
+		if isNil(c) {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalidOptions, i)
 		}
 		if j, dup := seen[c.Name()]; dup {

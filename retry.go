@@ -21,12 +21,17 @@ type RetryStrategy interface {
 type exponential struct{ base, max time.Duration }
 
 // ExponentialJitter doubles the delay from base after every attempt up to max,
-// and waits a random time between half of it and all of it.
+// and waits a random time between half of it and all of it. A base of 0
+// or less starts from 1 ms; a max below base keeps the delay at max.
 func ExponentialJitter(base, max time.Duration) RetryStrategy {
 	if base <= 0 {
 		base = time.Millisecond
 	}
 	if max < base {
+		base = max
+		if base <= 0 {
+			base = time.Millisecond
+		}
 		max = base
 	}
 	return exponential{base: base, max: max}
