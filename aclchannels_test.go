@@ -105,3 +105,45 @@ func waitingOn(t testing.TB, n *redlocktest.Node, key string) bool {
 	}
 	return v != "0"
 }
+
+// A user that may run no script (neither EVALSHA nor FCALL) could take no
+// lock on the node: Dial refuses the node as it refuses a wrong password,
+// rather than count it among the nodes and fail every request there. A
+// user that may run functions only still passes: the library runs its
+// scripts as functions.
+func TestACL_userWithoutScripts(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	for _, n := range cluster.Nodes() {
+		do(t, n, "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-@scripting")
+		do(t, n, "ACL", "SETUSER", "functions", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval")
+	}
+	urls := func(user string) []string {
+		var out []string
+		for _, addr := range cluster.Addrs() {
+			out = append(out, "redis://"+user+":pw@"+addr)
+		}
+		return out
+	}
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, urls("noscripts"), fast())
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial took nodes that refuse the user every script")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "may run none of the scripts") {
+			t.Errorf("Dial: %v, want %v saying the scripts are refused", err, d.errInvalidURL)
+		}
+		c, err = d.dial(bg, urls("functions"), fast())
+		if err != nil {
+			t.Fatalf("Dial with a user that may run functions: %v", err)
+		}
+		defer c.Close()
+		lock, err := c.TryAcquire(bg, "functions-only")
+		if err != nil {
+			t.Fatalf("TryAcquire by functions: %v", err)
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -39,9 +39,10 @@ type verdict struct {
 //
 //   - a node answers but refuses its configuration (bad credentials, a
 //     database that does not exist, a cluster URL to a server outside
-//     cluster mode, anything but PONG), is a replica or a Sentinel,
-//     which cannot hold locks, or refuses the URL's user the release
-//     channels (PUBLISH on channel, an ACL without them): the error wraps
+//     cluster mode, anything but PONG, an answer that is no RESP), is a
+//     replica or a Sentinel, which cannot hold locks, or refuses the URL's
+//     user the release channels (PUBLISH on channel, an ACL without them)
+//     or every way to run the scripts (EVALSHA and FCALL): the error wraps
 //     nodeurl.ErrInvalidURL, with the node's name and its answer, however
 //     few such nodes there are: no retry fixes them;
 //   - a node's TLS handshake fails on a certificate (see
@@ -116,6 +117,9 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe, channel stri
 	if err := channelRefusal(ctx, conn, channel); err != nil {
 		return verdict{ids: ids, refused: err}
 	}
+	if err := scriptRefusal(ctx, conn); err != nil {
+		return verdict{ids: ids, refused: err}
+	}
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
 }
 
@@ -160,6 +164,26 @@ func channelRefusal(ctx context.Context, conn redlock.Conn, channel string) erro
 	}
 	return fmt.Errorf("%w (the user may not use the channels that announce releases to waiters: "+
 		"grant them, as in ACL SETUSER <user> &%s*, or allchannels)", err, wire.ReleaseChannelPrefix)
+}
+
+// scriptRefusal returns why the node refuses its URL's user every way of
+// running the scripts that take, extend and release locks: EVALSHA (of a
+// script no node has, which runs nothing) refused with NOPERM, and FCALL
+// (of a function no node has) refused too, or not used, on a Redis
+// Cluster. It returns nil when either may run, or the answers say nothing.
+func scriptRefusal(ctx context.Context, conn redlock.Conn) error {
+	_, err := conn.Do(ctx, "EVALSHA", strings.Repeat("0", 40), "0")
+	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		return nil
+	}
+	if c, ok := conn.(interface{ IsCluster() bool }); !ok || !c.IsCluster() {
+		_, ferr := conn.Do(ctx, "FCALL", "redlock_no_such_function", "0")
+		if ferr != nil && strings.Contains(ferr.Error(), "Function not found") {
+			return nil // it runs them as functions
+		}
+	}
+	return fmt.Errorf("%w (the user may run none of the scripts that take, extend and release locks: grant it "+
+		"+@scripting, or at least +evalsha +eval +fcall +function|load)", err)
 }
 
 // probeAfter is how long a node's first PING goes unanswered before the
