@@ -54,30 +54,29 @@ const sentinelRefreshInterval = 5 * time.Second
 // library's own: go-redis's read_timeout or pool_size mean nothing to
 // rueidis, and NewURL refuses them.
 //
-// Dial pings every node at once, bounded by ctx and a few seconds. What
-// it tolerates: nodes that cannot be reached (refused connections,
-// timeouts, a server still loading), however many, since Redlock works
-// while a majority answers and each call tries them again; the Client
-// lists them, with their errors, in Client.UnreachableAtDial. What it
-// refuses, naming each node: a node that answers but refuses its URL (no
-// password where one is needed, a wrong one, a database that does not
-// exist, a cluster URL to a server outside cluster mode, a user that may
-// run no script, anything but PONG, an answer that is no RESP), a
-// replica or a Sentinel named as a node, be it one node of many, and a
-// rediss:// node whose port answers in plaintext, both wrapping ErrInvalidURL; a rediss:// node whose TLS
-// handshake fails on a certificate (a CA that did not sign the server's,
-// an expired certificate, a client certificate missing or refused), with
-// ErrTLS and ErrInvalidURL; two entries that reach one
-// server under different names (localhost and 127.0.0.1, say: one
-// address once resolved, whether or not the server answers; or the same
-// run_id), or one Redis Cluster (a node id in common), with
-// redlock.ErrDuplicateNode. Errors never contain passwords; a malformed URL
-// wraps ErrInvalidURL (a password must have '#', '/', '?' and '@'
-// percent-encoded: %23, %2F, %3F, %40), a nil ctx fails with redlock.ErrNilContext, a ctx that has ended
-// with its error, and the
-// errors of redlock.New are returned as they are.
-// opts may be nil for the defaults. Close the Client when done: it closes
-// the rueidis clients.
+// Dial pings every node at once, bounded by ctx and a few seconds. What it
+// tolerates: nodes that cannot be reached (refused connections, timeouts, a
+// server still loading), however many, since Redlock works while a majority
+// answers and each call tries them again; the Client lists them, with their
+// errors, in Client.UnreachableAtDial. What it refuses, naming each node: a
+// node that answers but refuses its URL (no password where one is needed, a
+// wrong one, a database that does not exist, a cluster URL to a server
+// outside cluster mode, a user that may run no script, anything but PONG,
+// an answer that is no RESP), a replica or a Sentinel named as a node, be
+// it one node of many, and a rediss:// node whose port answers in
+// plaintext, both wrapping ErrInvalidURL; a rediss:// node whose TLS
+// handshake fails on a certificate (a CA that did not sign the server's, an
+// expired certificate, a client certificate missing or refused), with
+// ErrTLS and ErrInvalidURL; two entries that reach one server under
+// different names (localhost and 127.0.0.1, say: one address once resolved,
+// whether or not the server answers; or the same run_id), or one Redis
+// Cluster (a node id in common), with redlock.ErrDuplicateNode. Errors
+// never contain passwords; a malformed URL wraps ErrInvalidURL (a password
+// must have '#', '/', '?' and '@' percent-encoded: %23, %2F, %3F, %40), a
+// nil ctx fails with redlock.ErrNilContext, a ctx that has ended with its
+// error, and the errors of redlock.New are returned as they are. opts may
+// be nil for the defaults. Close the Client when done: it closes the
+// rueidis clients.
 func Dial(ctx context.Context, urls []string, opts *redlock.Options) (*redlock.Client, error) {
 	newConn := func(raw string) (redlock.Conn, error) { return NewURL(raw) }
 	return nodecheck.Dial(ctx, urls, opts, newConn, probeTLS)
