@@ -113,10 +113,10 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 		return usageError(s.stderr, "elect", "--json goes with --listen")
 	}
 	if len(args) < 2 || args[0] == "--" || args[1] == "--" {
-		return usageError(s.stderr, "elect", "want NAME VALUE -- COMMAND")
+		return usageError(s.stderr, "elect", "want NAME VALUE [-- COMMAND [ARGS...]]")
 	}
 	if dashes := slices.Index(args, "--"); dashes > 2 {
-		return usageError(s.stderr, "elect", fmt.Sprintf("want NAME VALUE -- COMMAND: %d words before the first --; "+
+		return usageError(s.stderr, "elect", fmt.Sprintf("want NAME VALUE [-- COMMAND [ARGS...]]: %d words before the first --; "+
 			"put -- right after VALUE when the command has a -- of its own", dashes))
 	}
 	name, value, argv := args[0], args[1], args[2:]

@@ -145,7 +145,7 @@ func TestRun_severalKeysUsageErrors(t *testing.T) {
 		{[]string{"run", "--", "--", "touch", marker}, "missing KEY before --"},
 		{[]string{"run", "--", "touch", marker}, "missing KEY before --"},
 		{[]string{"run", "--wait", "1", "--", "touch", marker}, "missing KEY before --"},
-		{[]string{"elect", "--", "leader", "v1", "touch", marker}, "want NAME VALUE -- COMMAND"},
+		{[]string{"elect", "--", "leader", "v1", "touch", marker}, "want NAME VALUE [-- COMMAND [ARGS...]]"},
 	} {
 		r := cli(t, append([]string{tc.args[0], "--nodes", nodes}, tc.args[1:]...)...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {

@@ -72,11 +72,20 @@ func TestInspect_ownersOfReadersAndPermits(t *testing.T) {
 	}
 }
 
-// An owner that cannot go in a token is bad input.
+// An owner that cannot go in a token is bad input, said with the flag
+// that gave it, not the library's name for it.
 func TestAcquire_invalidOwner(t *testing.T) {
 	_, nodes := newCluster(t, 1)
-	r := cli(t, "acquire", "--nodes", nodes, "--owner", "two words", "k").expect(t, exitUsage, "acquire --owner with a space")
-	if !strings.Contains(r.stderr, "invalid owner") {
-		t.Errorf("stderr: %s", r.stderr)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"acquire", "--nodes", nodes, "--owner", "two words", "k"}, `invalid owner: --owner "two words"`},
+		{[]string{"release", "--nodes", nodes, "--force", "--by", "two words", "k"}, `invalid owner: --by "two words"`},
+	} {
+		r := cli(t, tc.args...).expect(t, exitUsage, strings.Join(tc.args, " "))
+		if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "WithOwner") || strings.Contains(r.stderr, "ForceRelease") {
+			t.Errorf("%s: stderr: %s", tc.args[0], r.stderr)
+		}
 	}
 }

@@ -110,10 +110,18 @@ func errText(err error) string {
 	return unprefixed(err.Error())
 }
 
-// unprefixed is msg without the library's "redlock: " prefixes.
+// unprefixed is msg without the library's "redlock: " prefixes, and with
+// the command's words for what the library names by its own API: the
+// flag or argument that set it.
 func unprefixed(msg string) string {
-	return strings.ReplaceAll(msg, "redlock: ", "")
+	return apiWords.Replace(strings.ReplaceAll(msg, "redlock: ", ""))
 }
+
+// apiWords replaces the library's names of the values that the command's
+// flags and arguments set, as its errors quote them, by those flags and
+// arguments.
+var apiWords = strings.NewReplacer(`WithOwner "`, `--owner "`, `Options.Owner "`, `--owner "`,
+	`ForceRelease by "`, `--by "`, `Campaign's value "`, `VALUE "`)
 
 // failure sorts a failed lock operation into the reason scripts act on.
 type failure string
