@@ -29,6 +29,10 @@ func Parse(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: an empty URL (a list with a comma too many?)", ErrInvalidURL)
 	}
 	if !strings.Contains(raw, "://") {
+		if scheme, rest, typo := missingColon(raw); typo {
+			fixed := Redact(scheme + "://" + rest)
+			return nil, fmt.Errorf("%w: %s//…: the scheme lacks its ':': write %s", ErrInvalidURL, scheme, fixed)
+		}
 		if err := checkUserinfo("redis://" + raw); err != nil {
 			return nil, err
 		}
@@ -80,6 +84,17 @@ func checkCluster(q url.Values) error {
 		}
 	}
 	return nil
+}
+
+// missingColon reports a URL whose scheme lost its colon ("redis//host",
+// "rediss//:pw@host"), with the scheme and the rest after its "//".
+func missingColon(raw string) (scheme, rest string, typo bool) {
+	for _, scheme := range []string{"rediss", "redis", "unix"} {
+		if rest, ok := strings.CutPrefix(raw, scheme+"//"); ok {
+			return scheme, rest, true
+		}
+	}
+	return "", "", false
 }
 
 // checkUserinfo refuses a URL whose user name or password holds '#', '/'

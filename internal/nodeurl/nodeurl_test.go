@@ -77,3 +77,19 @@ func TestParse_clusterParameterSaysYes(t *testing.T) {
 		}
 	}
 }
+
+// A scheme that lost its colon is said so, with the URL as it should be
+// (its password hidden), not taken for a password to encode or a host
+// named "redis".
+func TestParse_schemeWithoutItsColon(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis//127.0.0.1:6379":          "redis//…: the scheme lacks its ':': write redis://127.0.0.1:6379",
+		"rediss//:s3cret@127.0.0.1:6380": "rediss//…: the scheme lacks its ':': write rediss://:xxxxx@127.0.0.1:6380",
+		"unix///tmp/redis.sock":          "unix//…: the scheme lacks its ':': write unix:///tmp/redis.sock",
+	} {
+		_, err := Parse(raw)
+		if !errors.Is(err, ErrInvalidURL) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Parse(%q): %v, want %q", raw, err, want)
+		}
+	}
+}
