@@ -32,7 +32,9 @@ quarantine and can let two clients hold the same lock. init therefore refuses,
 unless --force is given, when a node restarted or failed over since its
 marker was written (its Redis process changed: it is not new), or when some
 nodes are already ready and others are not; it marks no node then, nor
-when a node cannot be reached.`,
+when a node cannot be reached. It judges only the nodes it is given: give
+it the whole node list, as the clients have it. Given only nodes that lost
+their data together, it cannot tell them from a new deployment.`,
 		exits: []exitDoc{
 			{"0", "every node is ready"},
 			{code(exitFailure), "refused: a node restarted, or some nodes are ready and others are not (see --force)"},
