@@ -111,8 +111,11 @@ type Options struct {
 	Retry RetryStrategy
 	// KeyPrefix is prepended to every lock key on the wire. Default none, so
 	// that locks taken with redsync or node-redlock on the same key names
-	// exclude ours and the other way round. A prefix that begins like the
-	// library's own keys (see ErrInvalidKey) is refused.
+	// exclude ours and the other way round. A prefix that begins with the
+	// name of one of the library's own keys, which every lock key would then
+	// begin with ("redlock:fence:", "redlock:marker"...: see ErrInvalidKey),
+	// is refused; a shorter one ("redlock:") is not, and a key that it makes
+	// one of those names is refused when locked.
 	KeyPrefix string
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
 	// or by renewal; 0 means no bound. A renewing lock that reaches it is
