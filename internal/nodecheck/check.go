@@ -200,25 +200,30 @@ type pinged struct {
 	listErr error // what the probe found wrong with the node's URL
 }
 
-// ping sends conn its first PING. When it goes unanswered for probeAfter,
-// probe (when not nil) looks at the node meanwhile, and a fault it finds
-// in the URL ends the wait at once.
+// ping sends conn its first PING, and waits for its answer until ctx
+// ends: a client library may keep waiting for a silent node past ctx
+// (go-redis, its context timeouts off, for its read timeout), and the
+// caller's bound on the check is what counts. When the PING goes
+// unanswered for probeAfter, probe (when not nil) looks at the node
+// meanwhile, and a fault it finds in the URL ends the wait at once.
 func ping(ctx context.Context, conn redlock.Conn, probe Probe) pinged {
-	if probe == nil {
-		v, err := conn.Do(ctx, "PING")
-		return pinged{reply: v, err: err}
-	}
 	answered := make(chan pinged, 1)
 	go func() {
 		v, err := conn.Do(ctx, "PING")
 		answered <- pinged{reply: v, err: err}
 	}()
-	timer := time.NewTimer(probeAfter)
-	defer timer.Stop()
+	var probeAt <-chan time.Time
+	if probe != nil {
+		timer := time.NewTimer(probeAfter)
+		defer timer.Stop()
+		probeAt = timer.C
+	}
 	select {
 	case r := <-answered:
 		return r
-	case <-timer.C:
+	case <-ctx.Done():
+		return pinged{err: unanswered(ctx)}
+	case <-probeAt:
 	}
 	probed := make(chan error, 1)
 	go func() { probed <- probe(conn) }()
@@ -235,10 +240,21 @@ func ping(ctx context.Context, conn redlock.Conn, probe Probe) pinged {
 		if err != nil {
 			return pinged{probed: true, listErr: err}
 		}
+	case <-ctx.Done():
+		return pinged{err: unanswered(ctx), probed: true}
 	}
-	r := <-answered
-	r.probed = true
-	return r
+	select {
+	case r := <-answered:
+		r.probed = true
+		return r
+	case <-ctx.Done():
+		return pinged{err: unanswered(ctx), probed: true}
+	}
+}
+
+// unanswered is the error of a PING that ctx ended before its answer.
+func unanswered(ctx context.Context) error {
+	return fmt.Errorf("no answer to PING within the check: %w", ctx.Err())
 }
 
 // shardOfCluster returns an error wrapping nodeurl.ErrInvalidURL when a

@@ -262,7 +262,7 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 	defer stopSignals()
 
 	start := time.Now()
-	if c.wait > 0 {
+	if c.wait >= 0 {
 		c.nodes.checkBy = start.Add(time.Duration(c.wait))
 	}
 	client, f, err := c.nodes.dial(ctx, s.stderr)

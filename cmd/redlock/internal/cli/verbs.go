@@ -175,7 +175,7 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			return r.usage(msg)
 		}
 		start := time.Now()
-		if wait > 0 {
+		if wait >= 0 {
 			nodes.checkBy = start.Add(time.Duration(wait))
 		}
 		client, f, err := nodes.dial(ctx, s.stderr)

@@ -284,3 +284,26 @@ func TestWait_boundsTheCheckOfTheNodes(t *testing.T) {
 	}
 	cancel()
 }
+
+// -n (--wait 0) bounds the check of the nodes as a --wait does, to
+// minCheck: a node that does not answer is left out of the check then,
+// not waited for until the client library's own read timeout (a second),
+// and the PING's deadline, not the library's timeout, is what it says.
+// Both a silent node's PING and the library's read timeout end later than
+// the check's bound, whatever the load.
+func TestWait_noWaitBoundsTheCheckOfTheNodes(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	if err := cluster.Node(2).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Node(2).Resume()
+	for _, args := range [][]string{
+		{"acquire", "--nodes", nodes, "-n", "job"},
+		{"run", "--nodes", nodes, "-n", "job2", "--", "true"},
+	} {
+		r := cli(t, args...).expect(t, exitOK, strings.Join(args, " ")+" with a node paused")
+		if !strings.Contains(r.stderr, "no answer to PING within the check") {
+			t.Errorf("%s: the check waited past its bound for the paused node:\n%s", args[0], r.stderr)
+		}
+	}
+}
