@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,6 +39,11 @@ func TestMain(m *testing.M) {
 		os.Exit(hold(os.Stdout))
 	}
 	redis.SetLogger(quietLog{}) // dial failures to killed nodes are expected
+	// The tests send the commands they start SIGHUP, as a terminal's
+	// hangup would. Run under nohup, this process ignores it, and so
+	// would every command it starts: an ignored signal stays ignored
+	// across exec. Caught here, it reaches them with its default action.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	dir, err := os.MkdirTemp("", "redlock-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
