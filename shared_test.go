@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,9 +278,7 @@ func TestShared_laterWriterDefersToAnEarlierReader(t *testing.T) {
 	// Held until both wait in line: a busy host may take seconds to queue
 	// them on every node, and a key that expired before would go to the
 	// reader at once.
-	if _, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	var order grantOrder = make(chan string, 2)
 	order.acquire(readers, "reader", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(800*time.Millisecond, 900*time.Millisecond)))
 	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
@@ -301,10 +300,7 @@ func TestShared_readersOfOneClientKeepTheirOwnPlaces(t *testing.T) {
 	holder := newClient(t, cluster, adapters[0], fast())
 	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
 	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
-	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
 	var order grantOrder = make(chan string, 3)
 	order.acquire(readers, "first reader", redlock.WithShared(), wakeOnly)
@@ -337,10 +333,7 @@ func TestShared_releaseNamingAWriterFirstWakesNoLaterWriter(t *testing.T) {
 	t.Cleanup(func() { first.Close() })
 	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
 	later := newClient(t, cluster, adapters[0], patientNodes(fast()))
-	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
 	var order grantOrder = make(chan string, 3)
 	order.acquire(first, "first writer", redlock.WithRetry(redlock.Jittered(50*time.Millisecond, 60*time.Millisecond)))
@@ -362,10 +355,7 @@ func TestShared_releaseNamingAWriterFirstWakesNoLaterWriter(t *testing.T) {
 func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
-	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	crowd := newClient(t, cluster, adapters[1], patientNodes(fast()))
 	for range 70 {
 		acquireLater(crowd, "doc", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute)))
@@ -405,10 +395,7 @@ func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
 func TestShared_releaseNamesTheFirstWriterPastManyLapsedReaders(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
-	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	crowd := newClient(t, cluster, adapters[1], patientNodes(fast()))
 	wakeOnly := redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute))
 	for range 12 {
@@ -615,10 +602,7 @@ func TestShared_releaseWakesTheReaderAndTheWriterOfItsClientInTurn(t *testing.T)
 	slow := patientNodes(fast())
 	slow.Retry = redlock.Jittered(time.Minute, time.Minute)
 	client := newClient(t, cluster, adapters[1], slow)
-	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	waitForKey(t, cluster, "doc", held.Token())
 	reader := acquireLater(client, "doc", redlock.WithShared())
 	eventually(t, "the reader refused and listening", func() bool { return client.Listening("doc") == 1 })
@@ -643,6 +627,30 @@ func patientNodes(opts *redlock.Options) *redlock.Options {
 // the queue of key on every node of cluster.
 func queuedOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, key string, c *redlock.Client) func() bool {
 	return queuedInOrder(t, cluster, key, c.ID())
+}
+
+// holdOnEveryNode takes key for holder with ttl, and makes sure that the
+// lock stands on every node of cluster, as the tests that queue waiters on
+// every node need: TryAcquire returns at a quorum, and on a busy host a
+// node's grant may come after it, or not at all (the key free there, a
+// waiter is granted it rather than queued). Such a node is given the
+// lock's token here, as its grant would have set it.
+func holdOnEveryNode(t *testing.T, cluster *redlocktest.Cluster, holder *redlock.Client, key string, ttl time.Duration) *redlock.Lock {
+	t.Helper()
+	lock, err := holder.TryAcquire(bg, key, redlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := strconv.FormatInt(time.Until(lock.Until()).Milliseconds(), 10)
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "SET", key, lock.Token(), "NX", "PX", left); err != nil && !errors.Is(err, redlocktest.ErrNil) {
+			t.Fatal(err)
+		}
+		if v := do(t, n, "GET", key); v != lock.Token() {
+			t.Fatalf("node %d holds %q under %s, not the holder's token", n.Index(), v, key)
+		}
+	}
+	return lock
 }
 
 // queuedInOrder returns a check that the queue of key holds one entry
@@ -1024,10 +1032,7 @@ func TestShared_readersReleaseLeavesItsPlace(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
 	readers := newClient(t, cluster, adapters[1], patientNodes(fast()))
-	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	waitForKey(t, cluster, "doc", held.Token())
 	reader := acquireLater(readers, "doc", redlock.WithShared(), redlock.WithRetry(redlock.Jittered(20*time.Millisecond, 30*time.Millisecond)))
 	eventually(t, "the reader queued on every node", queuedInOrder(t, cluster, "doc", readers.ID()+"+r"))
@@ -1062,12 +1067,9 @@ func TestShared_readerThatGaveUpLetsWritersIn(t *testing.T) {
 	holder := newClient(t, cluster, adapters[0], fast())
 	readers := newClient(t, cluster, adapters[1], fast())
 	writers := newClient(t, cluster, adapters[0], fast())
-	held, err := holder.TryAcquire(bg, "doc", redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdOnEveryNode(t, cluster, holder, "doc", 20*time.Second)
 	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
-	_, err = readers.Acquire(ctx, "doc", redlock.WithShared())
+	_, err := readers.Acquire(ctx, "doc", redlock.WithShared())
 	cancel()
 	gaveUp := time.Now()
 	if !errors.Is(err, context.DeadlineExceeded) {
