@@ -297,9 +297,11 @@ func TestWait_noWaitBoundsTheCheckOfTheNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cluster.Node(2).Resume()
+	// A node timeout of a second, so that the one attempt of -n is granted
+	// by the two other nodes on a busy host.
 	for _, args := range [][]string{
-		{"acquire", "--nodes", nodes, "-n", "job"},
-		{"run", "--nodes", nodes, "-n", "job2", "--", "true"},
+		{"acquire", "--nodes", nodes, "--node-timeout", "1s", "-n", "job"},
+		{"run", "--nodes", nodes, "--node-timeout", "1s", "-n", "job2", "--", "true"},
 	} {
 		r := cli(t, args...).expect(t, exitOK, strings.Join(args, " ")+" with a node paused")
 		if !strings.Contains(r.stderr, "no answer to PING within the check") {
