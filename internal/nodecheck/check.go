@@ -86,24 +86,15 @@ func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe, channel st
 }
 
 // checkNode pings one node, and reads the identities of a node that
-// answers PONG; a node that does not answer goes to probe.
+// answers PONG, then what it may refuse its URL's user; a node that does
+// not answer goes to probe.
 func checkNode(ctx context.Context, conn redlock.Conn, probe Probe, channel string) verdict {
 	start := time.Now()
 	r := ping(ctx, conn, probe)
-	switch {
-	case r.listErr != nil:
-		return verdict{listErr: r.listErr}
-	case r.err == nil && r.reply != "PONG":
-		return verdict{refused: fmt.Errorf("unexpected PING reply %v", r.reply)}
-	case r.err != nil && isCredentialError(r.err):
-		return verdict{refused: fmt.Errorf("%w (credentials refused: check the URL's user and password)", r.err)}
-	case r.err != nil && isConfigError(r.err):
-		return verdict{refused: r.err}
-	case r.err != nil && isNotRESP(r.err):
-		return verdict{refused: fmt.Errorf("not a Redis server, its answer is no RESP (%w): check the URL's host and port", r.err)}
-	case r.err != nil && nodeurl.IsTLSRefusal(r.err):
-		return verdict{refused: fmt.Errorf("%w: %w", nodeurl.ErrTLS, tlsRefusal(r.err))}
-	case r.err != nil:
+	if v, settled := pingVerdict(r); settled {
+		return v
+	}
+	if r.err != nil {
 		down := verdict{down: r.err, took: time.Since(start)}
 		if probe != nil && !r.probed {
 			down.listErr = probe(conn)
@@ -121,6 +112,29 @@ func checkNode(ctx context.Context, conn redlock.Conn, probe Probe, channel stri
 		return verdict{ids: ids, refused: err}
 	}
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
+}
+
+// pingVerdict returns the verdict that r, a node's first PING, settles by
+// itself, and true: a fault in its URL, or an answer that refuses it. It
+// returns false for PONG and for an error that says the node is down.
+func pingVerdict(r pinged) (v verdict, settled bool) {
+	switch {
+	case r.listErr != nil:
+		return verdict{listErr: r.listErr}, true
+	case r.err == nil && r.reply != "PONG":
+		return verdict{refused: fmt.Errorf("unexpected PING reply %v", r.reply)}, true
+	case r.err == nil:
+		return verdict{}, false
+	case isCredentialError(r.err):
+		return verdict{refused: fmt.Errorf("%w (credentials refused: check the URL's user and password)", r.err)}, true
+	case isConfigError(r.err):
+		return verdict{refused: r.err}, true
+	case isNotRESP(r.err):
+		return verdict{refused: fmt.Errorf("not a Redis server, its answer is no RESP (%w): check the URL's host and port", r.err)}, true
+	case nodeurl.IsTLSRefusal(r.err):
+		return verdict{refused: fmt.Errorf("%w: %w", nodeurl.ErrTLS, tlsRefusal(r.err))}, true
+	}
+	return verdict{}, false
 }
 
 // roleRefusal returns why the server behind conn cannot hold locks by its
