@@ -14,6 +14,11 @@
 //
 //	go run ./cmd/scriptcost -cycles 20000 -rounds 5
 //
+// With -nodes N it starts N servers and sends each request to all of them
+// at once, a goroutine per node, as a Redlock client of N nodes does, and
+// waits for every reply; with -lan-delay D (the bench's LAN cases use
+// 250µs) every node sits behind a proxy that delays each way by D.
+//
 // Each round runs every kind in turn on the same server; the table gives
 // the median over the rounds, and the commands the server ran per cycle
 // (INFO commandstats).
@@ -23,6 +28,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -33,6 +39,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock/bench/internal/delayproxy"
 	"github.com/redlock-go/redlock/bench/internal/drivers"
 	"github.com/redlock-go/redlock/bench/internal/nodes"
 	"github.com/redlock-go/redlock/internal/wire"
@@ -200,25 +207,45 @@ type result struct {
 }
 
 func main() {
+	delayproxy.RunIfChild() // the -lan-delay proxy runs as a copy of this binary
 	cycles := flag.Int("cycles", 20000, "cycles per kind and round")
 	rounds := flag.Int("rounds", 5, "rounds, each running every kind in turn")
 	server := flag.String("redis-server", "redis-server", "redis-server binary")
+	count := flag.Int("nodes", 1, "redis-server nodes; each request goes to all of them at once, a goroutine per node")
+	delay := flag.Duration("lan-delay", 0, "`delay` added each way in front of every node, as over a network (0: loopback)")
 	flag.Parse()
-	if err := run(context.Background(), *server, *cycles, *rounds); err != nil {
+	if *count < 1 || *delay < 0 {
+		fmt.Fprintln(os.Stderr, "scriptcost: -nodes must be at least 1, -lan-delay not negative")
+		os.Exit(2)
+	}
+	if err := run(context.Background(), os.Stdout, *server, *count, *delay, *cycles, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "scriptcost:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, server string, cycles, rounds int) error {
-	set, err := nodes.Start(ctx, server, 1)
+func run(ctx context.Context, w io.Writer, server string, count int, delay time.Duration, cycles, rounds int) error {
+	set, err := nodes.Start(ctx, server, count)
 	if err != nil {
 		return err
 	}
 	defer set.Close()
-	c := redis.NewClient(&redis.Options{Addr: set.Addrs()[0]})
-	defer c.Close()
-	if err := load(ctx, c); err != nil {
+	addrs := set.Addrs()
+	if delay > 0 {
+		p, _, err := delayproxy.StartCalibrated(ctx, delayproxy.Spec{Upstreams: addrs, Delay: delay, BothWays: true})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		addrs = p.Addrs()
+	}
+	var c fanout
+	for _, addr := range addrs {
+		node := redis.NewClient(&redis.Options{Addr: addr})
+		defer node.Close()
+		c = append(c, node)
+	}
+	if err := c.each(func(node *redis.Client) error { return load(ctx, node) }); err != nil {
 		return err
 	}
 	ks := kinds()
@@ -238,14 +265,14 @@ func run(ctx context.Context, server string, cycles, rounds int) error {
 			results[i] = append(results[i], res)
 		}
 	}
-	fmt.Printf("%d cycles per kind in each of %d rounds, one connection, a new key per cycle; medians over the rounds.\n\n", cycles, rounds)
-	fmt.Println("| kind of cycle | Redis CPU per cycle | in scripts or functions | client CPU per cycle | commands per cycle |")
-	fmt.Println("|---|---:|---:|---:|---|")
+	fmt.Fprintf(w, "%d cycles per kind in each of %d rounds, %d node(s) %s, one connection to each, a new key per cycle; medians over the rounds.\n\n", cycles, rounds, count, reach(delay))
+	fmt.Fprintln(w, "| kind of cycle | Redis CPU per cycle | in scripts or functions | client CPU per cycle | commands per cycle |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|")
 	for i, k := range ks {
 		cpu, scripts, client := medians(results[i])
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", k.name, micros(cpu), micros(scripts), micros(client), commands(results[i][len(results[i])-1].commands))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", k.name, micros(cpu), micros(scripts), micros(client), commands(results[i][len(results[i])-1].commands))
 	}
-	printRatios(ks, results)
+	printRatios(w, ks, results)
 	return nil
 }
 
@@ -253,17 +280,17 @@ func run(ctx context.Context, server string, cycles, rounds int) error {
 // in the same round, as the median and the range over the rounds: the
 // machine's speed drifts between rounds more than between the kinds of
 // one round.
-func printRatios(ks []kind, results [][]result) {
+func printRatios(w io.Writer, ks []kind, results [][]result) {
 	bsm, redsync := reference(ks, bsmName), reference(ks, redsyncName)
-	fmt.Println()
-	fmt.Println("Ratios within each round: median (lowest–highest) over the rounds.")
-	fmt.Println()
-	fmt.Println("| kind of cycle | Redis CPU vs bsm/redislock | Redis CPU vs redsync's commands | client CPU vs bsm/redislock |")
-	fmt.Println("|---|---:|---:|---:|")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Ratios within each round: median (lowest–highest) over the rounds.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| kind of cycle | Redis CPU vs bsm/redislock | Redis CPU vs redsync's commands | client CPU vs bsm/redislock |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|")
 	server := func(r result) time.Duration { return r.cpu }
 	client := func(r result) time.Duration { return r.client }
 	for i, k := range ks {
-		fmt.Printf("| %s | %s | %s | %s |\n", k.name, ratios(results[i], results[bsm], server),
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", k.name, ratios(results[i], results[bsm], server),
 			ratios(results[i], results[redsync], server), ratios(results[i], results[bsm], client))
 	}
 }
@@ -318,8 +345,8 @@ func prepare(ctx context.Context, c *redis.Client) error {
 }
 
 // measure runs cycles cycles of k on new keys starting with prefix.
-func measure(ctx context.Context, set *nodes.Set, c *redis.Client, k kind, prefix string, cycles int) (result, error) {
-	if err := prepare(ctx, c); err != nil {
+func measure(ctx context.Context, set *nodes.Set, c fanout, k kind, prefix string, cycles int) (result, error) {
+	if err := c.each(func(node *redis.Client) error { return prepare(ctx, node) }); err != nil {
 		return result{}, err
 	}
 	// Warm up: the scripts cached, the connection busy.
@@ -361,13 +388,49 @@ func ownCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// cycle acquires key by k, then releases it.
-func cycle(ctx context.Context, c *redis.Client, k kind, key string) error {
+// cycle acquires key by k on every node, then releases it on every node.
+func cycle(ctx context.Context, c fanout, k kind, key string) error {
 	token := "tok" + key
-	if err := k.acquire(ctx, c, key, token); err != nil && err != redis.Nil {
+	err := c.each(func(node *redis.Client) error {
+		if err := k.acquire(ctx, node, key, token); err != nil && err != redis.Nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	return k.release(ctx, c, key, token)
+	return c.each(func(node *redis.Client) error { return k.release(ctx, node, key, token) })
+}
+
+// reach says how the client reaches the nodes.
+func reach(delay time.Duration) string {
+	if delay > 0 {
+		return "behind a delay of " + delay.String() + " each way"
+	}
+	return "on loopback"
+}
+
+// fanout is one client per node.
+type fanout []*redis.Client
+
+// each runs do on every node, at once when they are several, and returns
+// the first error.
+func (f fanout) each(do func(*redis.Client) error) error {
+	if len(f) == 1 {
+		return do(f[0])
+	}
+	errs := make(chan error, len(f))
+	for _, node := range f {
+		go func() { errs <- do(node) }()
+	}
+	var first error
+	for range f {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // medians are the median server CPU per cycle of rs, the median time in
