@@ -84,19 +84,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		writeMainHelp(stderr)
 		return exitUsage
 	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		return help(s, args[1:])
-	case watchdogVerb:
-		return watchdog(stdin, stdout, args[1:])
-	case holdVerb:
-		return hold(stdout)
-	case "version", "-version", "--version":
-		fmt.Fprintf(stdout, "redlock %s\n", version())
-		return exitOK
+	if code, ok := runBuiltin(s, args); ok {
+		return code
 	}
-	c := lookup(name)
+	c := lookup(args[0])
 	if c == nil {
 		return unknownCommand(s, args)
 	}
@@ -114,19 +105,44 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	s, endLog := logTo(s, c.name, asJSON)
 	defer endLog()
 	if err == nil {
-		if msg := aliasClash(fs); msg != "" {
-			err = errors.New(msg)
-		}
-	}
-	if err == nil && c.jsonReport {
-		if msg := flagAfterArgs(c, fs, args[1:]); msg != "" {
-			err = errors.New(msg)
-		}
+		err = checkFlags(c, fs, args[1:])
 	}
 	if err != nil {
 		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
 	}
 	return run(ctx, s, withEndOfFlags(c, fs, args[1:]))
+}
+
+// runBuiltin runs the verbs that take no flags of a command: help, version
+// and the internal ones. ok is false for any other verb.
+func runBuiltin(s streams, args []string) (code int, ok bool) {
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return help(s, args[1:]), true
+	case watchdogVerb:
+		return watchdog(s.stdin, s.stdout, args[1:]), true
+	case holdVerb:
+		return hold(s.stdout), true
+	case "version", "-version", "--version":
+		fmt.Fprintf(s.stdout, "redlock %s\n", version())
+		return exitOK, true
+	}
+	return 0, false
+}
+
+// checkFlags returns the usage error of flags that parsed but do not go
+// together: a flag given under two of its names, or, for a command that
+// reports in JSON, a flag after its arguments.
+func checkFlags(c *command, fs *flag.FlagSet, args []string) error {
+	if msg := aliasClash(fs); msg != "" {
+		return errors.New(msg)
+	}
+	if c.jsonReport {
+		if msg := flagAfterArgs(c, fs, args); msg != "" {
+			return errors.New(msg)
+		}
+	}
+	return nil
 }
 
 // withEndOfFlags returns the arguments the flags of fs left in args, the
