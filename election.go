@@ -151,9 +151,11 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	defer stopNudging()
 	actx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	e.mu.Lock()
-	e.campaigns[&actx] = stop
-	e.mu.Unlock()
+	if lead := e.register(&actx, stop); lead != nil {
+		// Another Campaign call won since this one began: it would wait
+		// for ever behind its own candidate's lead.
+		return leadsWith(lead, value)
+	}
 	opts := append(slices.Clone(e.opts), WithAutoRenew(), WithOwner(value), withNudge(nudge))
 	lock, err := e.client.Acquire(actx, e.name, opts...)
 	e.mu.Lock()
@@ -172,6 +174,19 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	for _, other := range e.campaigns {
 		other(errLeadsAlready)
 	}
+	return nil
+}
+
+// register records the end of a Campaign call under way, ctx's stop, for
+// the call that wins to end it; it returns the lead instead when this
+// candidate leads already, won by another call since this one began.
+func (e *Election) register(ctx *context.Context, stop context.CancelCauseFunc) (lead *Lock) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lock != nil && e.lock.Err() == nil {
+		return e.lock
+	}
+	e.campaigns[ctx] = stop
 	return nil
 }
 
@@ -239,9 +254,10 @@ func (e *Election) leadExpiry(ctx context.Context) time.Time {
 
 // Resign gives up the lead, so that the next candidate is elected at once,
 // and returns Release's error; it does nothing and returns nil when this
-// candidate does not lead, nor when its lead ended (Done) with a
-// lock-delay, which then stands (see WithLockDelay): the next candidate is
-// elected once it is over. Like Release it runs even when ctx has ended.
+// candidate never led or resigned already, nor when its lead ended (Done)
+// with a lock-delay, which then stands (see WithLockDelay): the next
+// candidate is elected once it is over. A lead that ended otherwise (lost,
+// taken over) is released where its lock still stands, as Release does. Like Release it runs even when ctx has ended.
 // The lead ends either way; when the release fails (ErrNotReleased), the
 // lock stands until its TTL passes, and Resign may be called again to
 // retry it, as may Campaign, unless the Client closed: nothing is sent
