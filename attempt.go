@@ -200,6 +200,9 @@ func (c *Client) conclude(ctx context.Context, a *attempt, results []NodeResult,
 	until := a.start.Add(ttl - drift(ttl, c.opts.DriftFactor))
 	validity := time.Until(until)
 	if ok >= c.quorum && validity > 0 {
+		// Won: the nodes not asked yet are asked even if ctx ends once
+		// Acquire returns, lest the lock rest on a bare majority.
+		unfinished.Keep()
 		fence, behind := fenceOf(results, a.replies)
 		if behind > 0 {
 			results, ok = c.raiseFences(ctx, key, token, fence, ttl+a.delay, results, a.replies)

@@ -204,7 +204,8 @@ func listeners(conns []Conn) []wait.Listener {
 func init() { dialreport.Attach = attachUnreachable }
 
 // attachUnreachable records on client, a *Client, the nodes its Dial could
-// not reach (see UnreachableAtDial).
+// not reach (see UnreachableAtDial), and holds each out of its calls until
+// it is checked (see holdUntilIdentified).
 func attachUnreachable(client any, down []dialreport.Down) {
 	c := client.(*Client)
 	c.unreachable = make([]NodeResult, len(down))
@@ -214,6 +215,9 @@ func attachUnreachable(client any, down []dialreport.Down) {
 			outcome = OutcomeTimeout
 		}
 		c.unreachable[i] = NodeResult{Node: c.conns[d.Node].Name(), Outcome: outcome, Err: d.Err, Latency: d.Latency}
+		if d.Identify != nil {
+			c.holdUntilIdentified(d)
+		}
 	}
 }
 
@@ -223,5 +227,10 @@ func attachUnreachable(client any, down []dialreport.Down) {
 // from New, which does no I/O. Dial tolerates such nodes, as Redlock works
 // while a majority answers, and each call tries them again. The list does
 // not change afterwards: how a node fares since shows in each call's
-// outcomes (Lock.Nodes, QuorumError) and in Inspect.
+// outcomes (Lock.Nodes, QuorumError) and in Inspect. Of several nodes, one
+// that Dial could not reach votes only once it answered and is no other
+// entry's server under another name (by its run_id, or its cluster's node
+// ids): its calls fail unsent meanwhile, and for good with
+// ErrDuplicateNode when it is another entry's, which Options.Logger is
+// told.
 func (c *Client) UnreachableAtDial() []NodeResult { return slices.Clone(c.unreachable) }

@@ -252,7 +252,10 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key, c.keys.FenceKey(l.key)},
 		Args: []string{l.token, c.wire.millis(ttl + l.delay), c.wire.counterMillis(ttl + l.delay)}}
 	start := time.Now()
-	results, ok, _ := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
+	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
+	if ok >= c.quorum {
+		unfinished.Keep() // as an acquisition keeps what it won (see conclude)
+	}
 	c.observeNodes(ctx, call, telemetry.OpExtend, results)
 	var forced error
 	if goneOnMajority(results, c.quorum) {

@@ -65,7 +65,9 @@ const lockPoolSize = 8
 // ErrTLS and ErrInvalidURL; two entries that reach one server under
 // different names (localhost and 127.0.0.1, say: one address once resolved,
 // whether or not the server answers; or the same run_id), or one Redis
-// Cluster (a node id in common), with redlock.ErrDuplicateNode. Errors
+// Cluster (a node id in common), with redlock.ErrDuplicateNode; a node that
+// does not answer then casts no vote until it answers and its run_id is no
+// other entry's (see Client.UnreachableAtDial). Errors
 // never contain passwords; a malformed URL wraps ErrInvalidURL (a password
 // must have '#', '/', '?' and '@' percent-encoded: %23, %2F, %3F, %40), a
 // nil ctx fails with redlock.ErrNilContext, a ctx that has ended with its

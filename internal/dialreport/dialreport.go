@@ -4,14 +4,28 @@
 // is initialised, and internal/nodecheck calls it.
 package dialreport
 
-import "time"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // Down is a node that Dial could not reach.
 type Down struct {
 	Node    int           // its index in the Client's node list
 	Err     error         // the error of its PING
 	Latency time.Duration // time to that error
+	// Identify, when not nil, finishes Dial's check of duplicates on the
+	// node once it answers: the Client counts none of its votes until
+	// Identify returns nil. It returns an error wrapping ErrNoAnswer while
+	// the node does not answer, and one wrapping redlock.ErrDuplicateNode
+	// when another entry of the node list reaches the same server. It is
+	// nil for a list of one node.
+	Identify func(ctx context.Context) error
 }
+
+// ErrNoAnswer is Identify's error while the node does not answer.
+var ErrNoAnswer = errors.New("no answer")
 
 // Attach records down on client, a *redlock.Client that no goroutine uses
 // yet. Package redlock sets it at initialisation, before any Dial can run.

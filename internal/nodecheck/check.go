@@ -53,17 +53,24 @@ type verdict struct {
 //   - probe found a node's URL wrong.
 //
 // Nodes that cannot be reached pass, since Redlock works while a majority
-// answers: Check returns them, with the error of their PING.
+// answers: Check returns them, with the error of their PING and, in a list
+// of several, the check of duplicates to finish once they answer
+// (dialreport.Down.Identify).
 func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel string) ([]dialreport.Down, error) {
 	verdicts := checkAll(ctx, conns, probe, channel)
-	errs := listErrors(conns, verdicts)
+	ids := newRegistry(conns)
+	errs := listErrors(ids, verdicts)
 	var down []dialreport.Down
 	for i, v := range verdicts {
 		switch {
 		case v.refused != nil:
 			errs = append(errs, fmt.Errorf("%w: %s: %w", nodeurl.ErrInvalidURL, conns[i].Name(), v.refused))
 		case v.down != nil:
-			down = append(down, dialreport.Down{Node: i, Err: v.down, Latency: v.took})
+			d := dialreport.Down{Node: i, Err: v.down, Latency: v.took}
+			if len(conns) > 1 {
+				d.Identify = ids.lateCheck(i)
+			}
+			down = append(down, d)
 		}
 	}
 	if len(errs) > 0 {
@@ -301,14 +308,14 @@ func shardOfCluster(ctx context.Context, conn redlock.Conn, ids []string) error 
 
 // listErrors returns what is wrong with the node list itself, whatever the
 // nodes' state: the probes' findings, then the duplicates.
-func listErrors(conns []redlock.Conn, verdicts []verdict) []error {
+func listErrors(r *registry, verdicts []verdict) []error {
 	var errs []error
 	for _, v := range verdicts {
 		if v.listErr != nil {
 			errs = append(errs, v.listErr)
 		}
 	}
-	return append(errs, duplicates(conns, verdicts)...)
+	return append(errs, duplicates(r, verdicts)...)
 }
 
 // identities returns what identifies the servers behind conn, each as
@@ -371,22 +378,13 @@ func runID(ctx context.Context, conn redlock.Conn) string {
 
 // duplicates returns an error wrapping redlock.ErrDuplicateNode for each
 // entry of conns that shares an identity with an earlier one (see
-// identities), naming both: two votes from one server would break the
-// quorum's independence.
-func duplicates(conns []redlock.Conn, verdicts []verdict) []error {
+// identities and registry.admit), naming both, after recording every
+// entry's identities in r.
+func duplicates(r *registry, verdicts []verdict) []error {
 	var errs []error
-	first := map[string]int{}
 	for i, v := range verdicts {
-		for _, id := range v.ids {
-			if j, seen := first[id]; seen && j != i {
-				errs = append(errs, fmt.Errorf("%w: %s and %s reach one server (%s)", redlock.ErrDuplicateNode, conns[j].Name(), conns[i].Name(), id))
-				break
-			}
-		}
-		for _, id := range v.ids {
-			if _, seen := first[id]; !seen {
-				first[id] = i
-			}
+		if err := r.admit(i, v.ids); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errs

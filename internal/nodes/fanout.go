@@ -28,6 +28,8 @@ type Set struct {
 	patientCalls callerDeadline
 	// replies remembers the long reply times (see RecentReplyTime).
 	replies replyTimes
+	// gates hold nodes out of every fan-out (see Hold).
+	gates gates
 }
 
 // New returns the Set of conns. replicas is how many replicas must confirm
@@ -41,6 +43,7 @@ func New(conns []Conn, replicas int, functions bool) *Set {
 	n.closed = make(chan struct{})
 	n.patientCalls.detached = true
 	n.pipes = make([]*pipe, len(conns))
+	n.gates = make(gates, len(conns))
 	for i, conn := range n.conns {
 		n.pipes[i] = &pipe{conn: conn, node: i, cluster: IsCluster(conn), replicas: replicas,
 			inline: honoursContext(conn), patient: len(conns) > 1, patientCalls: &n.patientCalls, work: make(chan []*call), stop: n.closed, functions: newFunctions(conn, functions)}
@@ -133,7 +136,7 @@ func (n *Set) Fanout(ctx context.Context, timeout time.Duration, req *Request, i
 // node answered. On the nodes of lag, req waits for their earlier request
 // to end (see Lagging).
 func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Request, lag *Lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []Result, ok int, unfinished *Flight) {
-	if len(n.conns) == 1 && !lag.holds(0) && n.pipes[0].tryInline() {
+	if len(n.conns) == 1 && !lag.holds(0) && n.held(0) == nil && n.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.
 		start := time.Now()
 		val, err := n.ask(n.pipes[0].callers.until(ctx, start.Add(timeout), timeout), req, 0)
@@ -166,6 +169,9 @@ type Flight struct {
 	// asking it; set by calls.
 	sent []*call
 	done atomic.Bool // every node answered
+	// keep has the calls still queued sent once the caller's context
+	// ended (see Keep).
+	keep atomic.Bool
 	// tallied is what Collect returned, when some nodes had not answered.
 	tallied []Result
 
@@ -261,6 +267,18 @@ func Uncancelled(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
+// Keep has f's calls that are still queued sent even once the caller's
+// context ends, up to their deadline: the caller keeps what the fan-out
+// won (a grant, an extension), and the nodes not asked yet should hold it
+// too, lest it rest on a bare majority. A nil Flight has nothing queued.
+// The caller must call it before it returns what the fan-out won, and so
+// before its context can end.
+func (f *Flight) Keep() {
+	if f != nil {
+		f.keep.Store(true)
+	}
+}
+
 // AfterLanding runs fn once every node answered: at once if they have.
 func (f *Flight) AfterLanding(fn func()) {
 	f.mu.Lock()
@@ -277,7 +295,8 @@ func (f *Flight) AfterLanding(fn func()) {
 }
 
 // calls returns req's call to each node, nil for the nodes req answers
-// itself (see request.local), whose answers are delivered at once.
+// itself (see request.local) and those held out (see Hold), whose answers
+// are delivered at once.
 func (f *Flight) calls(req *Request) []*call {
 	var calls []*call
 	var slab []call
@@ -288,6 +307,10 @@ func (f *Flight) calls(req *Request) []*call {
 		calls, slab = make([]*call, n), make([]call, n)
 	}
 	for i := range calls {
+		if err := f.nodes.held(i); err != nil {
+			f.deliver(answer{node: i, err: err})
+			continue
+		}
 		if req.Local != nil {
 			if v, ok := req.Local(i); ok {
 				f.deliver(answer{node: i, val: v})
@@ -390,9 +413,14 @@ func (n *Set) Towing(ctx context.Context, timeout time.Duration, first *Request,
 	f := n.NewFlight(ctx, timeout)
 	firsts, thens := f.calls(first), then.calls(thenReq)
 	for i, cl := range firsts {
-		group := append(make([]*call, 0, 2), cl)
-		if thens[i] != nil {
-			group = append(group, thens[i])
+		group := make([]*call, 0, 2)
+		for _, c := range [2]*call{cl, thens[i]} {
+			if c != nil { // answered unsent (see calls)
+				group = append(group, c)
+			}
+		}
+		if len(group) == 0 {
+			continue
 		}
 		if lag.holds(i) {
 			lag.submitAfter(n.pipes[i], group...)

@@ -342,10 +342,7 @@ func (p *pipe) send(batch []*call) {
 	now := time.Now()
 	live := batch[:0]
 	for _, cl := range batch {
-		if err := cl.ctx.Err(); err != nil || !now.Before(cl.deadline) {
-			if err == nil {
-				err = context.DeadlineExceeded
-			}
+		if err := abandoned(cl, now); err != nil {
 			// Nobody waits for it any more: skip it rather than ask.
 			p.deliver(cl, nil, fmt.Errorf("%w: %w", err, errWaitedPastTimeout))
 			continue
@@ -363,6 +360,25 @@ func (p *pipe) send(batch []*call) {
 	default:
 		p.sendBatch(live)
 	}
+}
+
+// abandoned returns why cl, still queued at now, is not to be sent: its
+// caller's context ended, unless its fan-out keeps it (see Flight.Keep),
+// or its deadline passed. It returns nil for a call to send.
+func abandoned(cl *call, now time.Time) error {
+	if err := cl.ctx.Err(); err != nil && !kept(cl) {
+		return err
+	}
+	if !now.Before(cl.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// kept reports whether cl's fan-out keeps it (see Flight.Keep).
+func kept(cl *call) bool {
+	f, ok := cl.to.(*Flight)
+	return ok && f.keep.Load()
 }
 
 // lateReplyWait is how long past its fan-out's deadline a request to a

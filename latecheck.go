@@ -1,0 +1,72 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/dialreport"
+)
+
+// lateCheckPause is the pause between two checks of a node that Dial could
+// not reach (see holdUntilIdentified), and lateCheckBound bounds each one.
+const (
+	lateCheckPause = 200 * time.Millisecond
+	lateCheckBound = 3 * time.Second
+)
+
+// holdUntilIdentified keeps the node of d, which Dial could not reach, out
+// of every call until d.Identify finds that no other entry of the node
+// list reaches its server: checked only when they all answer, two names of
+// one server would count its vote twice. It checks the node every
+// lateCheckPause until then, or until the Client closes. A node found to
+// be another entry's server stays out for good: its calls fail with that
+// error, wrapping ErrDuplicateNode, and the Logger is told at once.
+func (c *Client) holdUntilIdentified(d dialreport.Down) {
+	name := c.conns[d.Node].Name()
+	c.nodes.Hold(d.Node, fmt.Errorf("not counted yet: it did not answer when the Client was dialed (%v), "+
+		"and votes once it answers and no other entry of the node list reaches its server", d.Err))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		select {
+		case <-c.closed:
+		case <-ctx.Done():
+		}
+	}()
+	go func() {
+		defer cancel()
+		err := identify(ctx, d.Identify)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			c.nodes.Hold(d.Node, err)
+			c.opts.Logger.Error("redlock: node left out: another entry of the node list reaches its server, whose vote would count twice",
+				"node", name, "error", err)
+		default:
+			c.nodes.Open(d.Node)
+		}
+	}()
+}
+
+// identify calls check every lateCheckPause until the node answers, and
+// returns check's verdict, or nil once ctx ends.
+func identify(ctx context.Context, check func(context.Context) error) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		bounded, cancel := context.WithTimeout(ctx, lateCheckBound)
+		err := check(bounded)
+		cancel()
+		if !errors.Is(err, dialreport.ErrNoAnswer) {
+			return err
+		}
+		t.Reset(lateCheckPause)
+	}
+}
