@@ -26,7 +26,11 @@ import (
 // that stopped answering, up to half a second more for a late reply: 3 to
 // 6 s in all) until a quorum answered, ctx ends, or the lock's key expires
 // on the nodes anyway (its validity, Until, plus the drift allowance and
-// its lock-delay). Give ctx a deadline to bound it, on a shutdown say.
+// its lock-delay). Give ctx a deadline to bound it, on a shutdown say. A
+// node that failed at once (the connection refused, an error reply) is
+// neither waited for nor tried again: Release returns ErrNotReleased at
+// once when too few nodes are left to answer, and the key expires there
+// with its TTL.
 //
 // It succeeds once a quorum of nodes has answered, each having deleted the
 // key or no longer holding it, and at least one having deleted it. Errors:
