@@ -131,10 +131,14 @@ func runBuiltin(s streams, args []string) (code int, ok bool) {
 }
 
 // checkFlags returns the usage error of flags that parsed but do not go
-// together: a flag given under two of its names, or, for a command that
-// reports in JSON, a flag after its arguments.
+// together: a flag given under two of its names, one that may be given
+// once given again, or, for a command that reports in JSON, a flag after
+// its arguments.
 func checkFlags(c *command, fs *flag.FlagSet, args []string) error {
 	if msg := aliasClash(fs); msg != "" {
+		return errors.New(msg)
+	}
+	if msg := repeatedFlags(fs); msg != "" {
 		return errors.New(msg)
 	}
 	if c.jsonReport {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -37,7 +38,11 @@ func (w *waitFlag) Set(s string) error {
 	d, err := parseSeconds(s)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%q is not a duration such as 0, 500ms, 30s or 5m, nor a number of seconds, nor \"forever\"", s)
+		parsed := s
+		if bareSeconds.MatchString(s) {
+			parsed += "s"
+		}
+		return durationError(s, parsed, `a duration such as 0, 500ms, 30s or 5m, nor a number of seconds, nor "forever"`)
 	case d < 0:
 		return fmt.Errorf("%s is negative", s)
 	}
@@ -57,8 +62,22 @@ func registerWait(fs *flag.FlagSet, w *waitFlag) {
 }
 
 // bareSeconds matches a number without a unit, which flags that people
-// think of in seconds take as seconds, as flock -w and timeout do: 30, 0.5.
-var bareSeconds = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$|^\.[0-9]+$`)
+// think of in seconds take as seconds, as flock -w and timeout do: 30, 0.5;
+// a negative one too, so that -1 is said to be negative, not no duration.
+var bareSeconds = regexp.MustCompile(`^-?([0-9]+(\.[0-9]+)?|\.[0-9]+)$`)
+
+// durationForm matches what time.ParseDuration parses, whatever its size:
+// a value of this form that does not parse is too long.
+var durationForm = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+$`)
+
+// durationError is the error of s, a flag's value that is no duration:
+// want says what it should be; parsed is s as it was parsed.
+func durationError(s, parsed, want string) error {
+	if durationForm.MatchString(parsed) {
+		return fmt.Errorf("%q is too long: a duration is at most %dh (about 292 years)", s, math.MaxInt64/int64(time.Hour))
+	}
+	return fmt.Errorf("%q is not %s", s, want)
+}
 
 // parseSeconds parses a Go duration (500ms, 30s, 1m30s) or a bare number
 // of seconds.
@@ -92,7 +111,11 @@ func (f secondsFlag) String() string {
 func (f secondsFlag) Set(s string) error {
 	d, err := parseSeconds(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 500ms, 30s or 5m, nor a number of seconds", s)
+		parsed := s
+		if bareSeconds.MatchString(s) {
+			parsed += "s"
+		}
+		return durationError(s, parsed, "a duration such as 500ms, 30s or 5m, nor a number of seconds")
 	}
 	*f.d = d
 	return nil
@@ -122,7 +145,7 @@ func (f unitFlag) Set(s string) error {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 50ms or 1s", s)
+		return durationError(s, s, "a duration such as 50ms or 1s")
 	}
 	*f.d = d
 	return nil
@@ -198,6 +221,40 @@ func aliasClash(fs *flag.FlagSet) string {
 		}
 	}
 	return ""
+}
+
+// onceString is a string flag that may be given once: given again, it
+// keeps the last value, and repeated says so (see repeatedFlags), where a
+// plain string flag would silently drop the earlier ones.
+type onceString struct {
+	s     *string
+	given int
+}
+
+func (o *onceString) String() string {
+	if o == nil || o.s == nil {
+		return ""
+	}
+	return *o.s
+}
+
+func (o *onceString) Set(s string) error {
+	*o.s = s
+	o.given++
+	return nil
+}
+
+// repeatedFlags says which flag that may be given once (onceString) was
+// given more than once, and returns "" when none was: --nodes a --nodes b
+// would otherwise lock over b alone.
+func repeatedFlags(fs *flag.FlagSet) string {
+	msg := ""
+	fs.Visit(func(f *flag.Flag) {
+		if o, ok := f.Value.(*onceString); ok && o.given > 1 && msg == "" {
+			msg = fmt.Sprintf("--%s given %d times: give it once, with every value in it (comma-separated for --nodes)", f.Name, o.given)
+		}
+	})
+	return msg
 }
 
 // dashed returns a flag's name as the help writes it: -n for one letter,

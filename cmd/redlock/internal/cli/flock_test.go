@@ -81,6 +81,11 @@ func TestRun_flockHabits(t *testing.T) {
 			{[]string{"acquire", "--retry-delay", "1ns", "busy"}, "--retry-delay 1ns is below 10ms"},
 			{[]string{"run", "--node-timeout", "20s", "-n", "busy", "--", "true"}, "--node-timeout 20s is not small against --ttl 10s (the default)"},
 			{[]string{"acquire", "--ttl", "1s", "--node-timeout", "600ms", "busy"}, "--node-timeout 600ms is not small against --ttl 1s:"},
+			{[]string{"acquire", "--nodes", "redis://127.0.0.1:1", "busy"}, "--nodes given 2 times: give it once, with every value in it"},
+			{[]string{"acquire", "--wait=-1", "busy"}, `"-1" for flag -wait: -1 is negative`},
+			{[]string{"acquire", "--ttl", "99999999999", "busy"}, `"99999999999" is too long: a duration is at most 2562047h`},
+			{[]string{"acquire", "--node-timeout", "99999999999h", "busy"}, "is too long"},
+			{[]string{"run", "--nodes=redis://127.0.0.1:1", "-n", "busy", "--", "true"}, "--nodes given 2 times"},
 		} {
 			r := cli(t, append(tc.args[:1:1], append([]string{"--nodes", nodes}, tc.args[1:]...)...)...)
 			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {

@@ -78,8 +78,9 @@ type nodeFlags struct {
 // --retry-delay, for the commands that use them.
 func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 	n.fs, n.withTTL = fs, withTTL
-	fs.StringVar(&n.nodes, "nodes", defaultNodes,
-		"comma-separated node `URLs`: redis://[[user]:password@]host[:port][/db], rediss:// for TLS, unix://; "+
+	n.nodes = defaultNodes
+	fs.Var(&onceString{s: &n.nodes}, "nodes",
+		"comma-separated node `URLs`, all in one flag: redis://[[user]:password@]host[:port][/db], rediss:// for TLS, unix://; "+
 			"$"+envNodes+" when the flag is absent; passwords are never printed")
 	n.ttl = defaultTTL
 	if withTTL {
