@@ -72,6 +72,10 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	if err != nil {
 		return nil, err
 	}
+	if !once {
+		c.waiting.enter()
+		defer c.waiting.exit()
+	}
 	if c.tel == nil {
 		lock, err := c.acquireKey(ctx, key, cfg, once, nil)
 		return lock, c.closedDuring(err)

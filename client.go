@@ -49,6 +49,9 @@ type Client struct {
 	// split (trypace.go).
 	tryPacing tryPacing
 	finish    finishers // releases finished in the background
+	// waiting counts the calls that wait for locks, for Close to let them
+	// leave their queues.
+	waiting underway
 	// leftovers are the tokens of releases that a node missed, sent again
 	// when the node refuses the key to this client (leftovers.go).
 	leftovers leftovers
@@ -142,13 +145,16 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // ErrLockExpired, or, for a lock that was being renewed or extended (an
 // election's lead among them), with ErrLockLost and ErrClosed, so that a
 // program can tell its own shutdown from a loss.
-// It first stops the releases being finished in the background and waits
-// for requests still in flight, so that the nodes a Release did not wait
-// for still get the deletion before a program that releases and exits
-// closes the connections. It waits at most three times the per-node
-// timeout in all, as it stands (for the background releases, for the
-// requests in flight, for the connections to close), even with a node that
-// stopped answering:
+// It first stops the releases being finished in the background, ends the
+// calls waiting for a lock and waits for them to take their places out of
+// the nodes' queues (the next in line is not held back until a place
+// lapses, as behind a client that crashed), and waits for requests still
+// in flight, so that the nodes a Release did not wait for still get the
+// deletion before a program that releases and exits closes the
+// connections. It waits at most four times the per-node timeout in all,
+// as it stands (for the background releases, for the waiting calls, for
+// the requests in flight, for the connections to close), even with a node
+// that stopped answering:
 // requests still queued then fail unsent, and a connection that takes longer
 // to close finishes closing in the background. Calls waiting for a lock
 // return ErrClosed, as do the calls made after Close, which send nothing:
@@ -161,6 +167,7 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		c.finish.stop()
+		c.waiting.wait(c.requestTimeout())
 		c.nodes.Drain(c.requestTimeout())
 		c.waker.Close()
 		c.tel.Close()

@@ -14,7 +14,7 @@ import (
 )
 
 // closeBound is how long a call waiting for a lock may take to return once
-// its Client closed: Close waits up to three per-node timeouts, and the
+// its Client closed: Close waits up to four per-node timeouts, and the
 // calls then return at once. Far above that, so that only a call that
 // would wait on can miss it.
 const closeBound = 10 * time.Second
@@ -346,4 +346,107 @@ func TestClose_renewedLockEndsWithErrClosed(t *testing.T) {
 			t.Errorf("%s ended with %v, want ErrLockLost and ErrClosed", name, err)
 		}
 	}
+}
+
+// A call that Close ends while it waits takes its place out of the queues
+// it waited in before the connections close: the next in line is not kept
+// waiting until the place lapses (QueueLasts), as it would be behind a
+// client that crashed. An election's candidate, a mutex's waiter, a set's,
+// a semaphore's and a reader, on three nodes.
+func TestClose_waitingCallsLeaveTheirQueues(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, &redlock.Options{TTL: 30 * time.Second, NodeTimeout: fast().NodeTimeout})
+		for _, name := range []string{"busy", "busy-b", "sem", "leader"} {
+			var opts []redlock.LockOption
+			if name == "sem" {
+				opts = append(opts, redlock.WithLimit(1))
+			}
+			lock, err := holder.Acquire(bg, name, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Release(bg)
+		}
+		// A node timeout far above a loopback round trip: the leaves
+		// that Close waits for are answered within it however busy the
+		// machine.
+		c := newClient(t, cluster, a, &redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second})
+		election, err := c.NewElection("leader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := []func() error{
+			func() error { _, err := c.Acquire(bg, "busy"); return err },
+			func() error { _, err := c.Acquire(bg, "busy", redlock.WithShared()); return err },
+			func() error { _, err := c.AcquireAll(bg, []string{"free", "busy-b"}); return err },
+			func() error { _, err := c.Acquire(bg, "sem", redlock.WithLimit(1)); return err },
+			func() error { return election.Campaign(bg, "me") },
+		}
+		errs := make(chan error, len(waiting))
+		for _, f := range waiting {
+			go func() { errs <- f() }()
+		}
+		queued := []string{"busy", "busy-b", redlock.PermitKey("sem", 1), "leader"}
+		// The reader and the writer of "busy" each have an entry.
+		awaitEntries(t, cluster, c.ID(), queued, len(queued)+1)
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		left := 0
+		for _, n := range cluster.Nodes() {
+			if entries := entriesOf(t, n, c.ID(), queued); entries == 0 {
+				left++
+			} else {
+				t.Logf("node %d still queues the closed client %d times", n.Index(), entries)
+			}
+		}
+		if left < 2 {
+			t.Errorf("the closed client's calls left the queues on %d nodes of 3, want a quorum", left)
+		}
+		for range waiting {
+			if err := <-errs; !errors.Is(err, redlock.ErrClosed) {
+				t.Errorf("a call waiting at Close returned %v, want ErrClosed", err)
+			}
+		}
+	})
+}
+
+// awaitEntries waits until a quorum of cluster's nodes each queue client id
+// want times in the queues of keys (its readers' entries count).
+func awaitEntries(t *testing.T, cluster *redlocktest.Cluster, id string, keys []string, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, node := range cluster.Nodes() {
+			if entriesOf(t, node, id, keys) >= want {
+				n++
+			}
+		}
+		if n >= len(cluster.Nodes())/2+1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("client %s not queued %d times on a quorum of nodes", id, want)
+		}
+	}
+}
+
+// entriesOf counts the entries of client id in the queues of keys on node.
+func entriesOf(t *testing.T, node *redlocktest.Node, id string, keys []string) int {
+	t.Helper()
+	n := 0
+	for _, key := range keys {
+		queue, _ := redlock.QueueKeys(key)
+		v, err := node.Do(bg, "ZRANGE", queue, "0", "-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, entry := range strings.Fields(v) {
+			if strings.HasPrefix(entry, id) {
+				n++
+			}
+		}
+	}
+	return n
 }

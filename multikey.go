@@ -105,6 +105,8 @@ func (c *Client) acquireAll(ctx context.Context, names []string, once bool, opts
 	if once {
 		locks, err = m.try()
 	} else {
+		c.waiting.enter()
+		defer c.waiting.exit()
 		locks, err = m.run()
 	}
 	return locks, c.closedDuring(err)

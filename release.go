@@ -487,11 +487,9 @@ func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, 
 // right after the call returned is not refused for the waiter that gave
 // up, but no later than NodeTimeout after the call's deadline (or after
 // now, for a call cancelled without one), so that a silent node does not
-// hold the call back; the leave goes on in the background.
+// hold the call back; the leave goes on in the background. A call that
+// Close ended leaves too: Close waits for it before the connections close.
 func (c *Client) giveUpQueues(ctx context.Context, entry string, keys []string, since string, ttl time.Duration) {
-	if c.closing() {
-		return // nothing more is sent: the entries lapse (QueueLasts)
-	}
 	until := time.Now().Add(c.opts.NodeTimeout)
 	if deadline, ok := ctx.Deadline(); ok && deadline.Before(time.Now()) {
 		until = deadline.Add(c.opts.NodeTimeout)
