@@ -135,7 +135,7 @@ func (n *Set) Fanout(ctx context.Context, timeout time.Duration, req *Request, i
 // node answered. On the nodes of lag, req waits for their earlier request
 // to end (see Lagging).
 func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Request, lag *Lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []Result, ok int, unfinished *Flight) {
-	if len(n.conns) == 1 && !lag.holds(0) && n.held(0) == nil && n.pipes[0].tryInline() {
+	if len(n.conns) == 1 && !lag.Holds(0) && n.held(0) == nil && n.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.
 		start := time.Now()
 		val, err := n.ask(n.pipes[0].callers.until(ctx, start.Add(timeout), timeout), req, 0)
@@ -337,7 +337,7 @@ func (f *Flight) submit(calls []*call, lag *Lagging) {
 	for i, cl := range calls {
 		switch {
 		case cl == nil:
-		case lag.holds(i):
+		case lag.Holds(i):
 			lag.submitAfter(f.nodes.pipes[i], cl)
 		default:
 			f.nodes.pipes[i].submit(cl.asBatch()...)
@@ -421,7 +421,7 @@ func (n *Set) Towing(ctx context.Context, timeout time.Duration, first *Request,
 		if len(group) == 0 {
 			continue
 		}
-		if lag.holds(i) {
+		if lag.Holds(i) {
 			lag.submitAfter(n.pipes[i], group...)
 		} else {
 			n.pipes[i].submit(group...)

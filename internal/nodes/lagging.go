@@ -17,6 +17,9 @@ type Lagging struct {
 	// release: the requests sent after the wait release the lock that the
 	// earlier fan-out acquired (see submitAfter).
 	release bool
+	// older are the key's earlier lagging fan-outs, newest first, that
+	// the requests held behind this one wait for too (see After).
+	older *Lagging
 }
 
 // LaggingNodes returns the nodes of results whose request may not have
@@ -41,7 +44,50 @@ func (lag *Lagging) Within(timeout time.Duration) *Lagging {
 	if lag == nil || lag.timeout == timeout {
 		return lag
 	}
-	return &Lagging{nodes: lag.nodes, earlier: lag.earlier, timeout: timeout}
+	return &Lagging{nodes: lag.nodes, earlier: lag.earlier, timeout: timeout, older: lag.older}
+}
+
+// After makes lag, a key's newest lagging fan-out, the head of the key's
+// earlier ones still under way, prev, and returns it: the key's next
+// requests wait behind all of them. A newer fan-out does not always cover
+// an older one's nodes: a release is answered for a node without asking
+// it when its attempt's request there was cancelled unsent (see
+// submitAfter), while the release before it may still be under way there,
+// behind an attempt that a later one must not overtake. After takes lag,
+// which Flight.Lagging made for the caller alone. At most maxLagChain
+// fan-outs are kept, the newest.
+func (lag *Lagging) After(prev *Lagging) *Lagging {
+	if lag == nil {
+		return prev.Pending()
+	}
+	lag.older = prev.Pending()
+	return lag.Pending()
+}
+
+// Pending returns lag's chain of fan-outs (see After) without those every
+// node has answered, newest first, at most maxLagChain of them: lag itself
+// when that drops none, nil when none is left.
+func (lag *Lagging) Pending() *Lagging {
+	var keep [maxLagChain]*Lagging
+	n, dropped := 0, false
+	for l := lag; l != nil; l = l.older {
+		if l.earlier.done.Load() || n == len(keep) {
+			dropped = true
+			continue
+		}
+		keep[n] = l
+		n++
+	}
+	if !dropped {
+		return lag
+	}
+	var head *Lagging
+	for i := n - 1; i >= 0; i-- {
+		c := *keep[i] // the fan-outs under way may hold the old one
+		c.older = head
+		head = &c
+	}
+	return head
 }
 
 // Releasing returns lag for the release of the lock its fan-out acquired;
@@ -55,18 +101,26 @@ func (lag *Lagging) Releasing() *Lagging {
 	return &r
 }
 
-// holds reports whether a request to node must wait for the node's earlier
-// request, which lags and has not ended yet; a nil lagging holds none.
-func (lag *Lagging) holds(node int) bool {
-	if lag == nil || !slices.Contains(lag.nodes, node) {
-		return false
+// Holds reports whether a request to node must wait for the key's earlier
+// requests there, which lag and have not ended yet; a nil lagging holds
+// none.
+func (lag *Lagging) Holds(node int) bool { return lag.holder(node) != nil }
+
+// holder returns the newest fan-out of lag's chain whose request to node
+// lags and has not ended yet, or nil.
+func (lag *Lagging) holder(node int) *Lagging {
+	for l := lag; l != nil; l = l.older {
+		if slices.Contains(l.nodes, node) && !l.earlier.done.Load() {
+			return l
+		}
 	}
-	return !lag.earlier.done.Load()
+	return nil
 }
 
-// submitAfter submits calls to their lagging node once the earlier
-// fan-out's requests have all ended: over a connection pool a release or an
-// extension could otherwise reach such a node first; the late acquisition
+// submitAfter submits calls to their lagging node once the key's earlier
+// requests there have all ended (those of lag's chain, see After): over a
+// connection pool a release or an extension could otherwise reach such a
+// node first; the late acquisition
 // would then hold the key there until it expires, or miss the extension.
 // The first call then gets a node timeout of its own, since the fan-out it
 // belongs to has usually been decided by then; the others keep theirs.
@@ -81,10 +135,15 @@ func (lag *Lagging) holds(node int) bool {
 // the earlier requests ended, to take that place out; past the bound, any
 // other call fails unsent (errStillLagging), a vote not given.
 func (lag *Lagging) submitAfter(p *pipe, calls ...*call) {
+	h := lag.holder(calls[0].node)
+	if h == nil {
+		p.submit(calls...) // it ended since
+		return
+	}
 	depth := int32(1)
-	if prior := lag.earlier.callTo(calls[0].node); prior != nil && prior.state.Load() == callDeferred {
+	if prior := h.earlier.callTo(calls[0].node); prior != nil && prior.state.Load() == callDeferred {
 		switch {
-		case lag.release && prior.state.CompareAndSwap(callDeferred, callCancelled):
+		case lag.release && h == lag && prior.state.CompareAndSwap(callDeferred, callCancelled):
 			if !calls[0].req.LeavesQueue {
 				p.deliver(calls[0], int64(0), nil) // "not held"
 				p.refuseWith(calls[1:], errStillLagging)
@@ -100,7 +159,7 @@ func (lag *Lagging) submitAfter(p *pipe, calls ...*call) {
 		cl.depth = depth
 		cl.state.Store(callDeferred)
 	}
-	lag.earlier.AfterLanding(func() { lag.submitDeferred(p, calls) })
+	h.earlier.AfterLanding(func() { lag.submitDeferred(p, calls) })
 }
 
 // maxLagChain bounds how many of a key's calls to a node wait, one behind
@@ -111,6 +170,11 @@ const maxLagChain = 4
 // cancelled meanwhile, which fail unsent, and a lone call that its
 // request's LocalAfterLag answers.
 func (lag *Lagging) submitDeferred(p *pipe, calls []*call) {
+	if h := lag.holder(calls[0].node); h != nil && slices.ContainsFunc(calls, deferred) {
+		// An older fan-out of the chain is still under way there.
+		h.earlier.AfterLanding(func() { lag.submitDeferred(p, calls) })
+		return
+	}
 	live := calls[:0:0]
 	for _, cl := range calls {
 		switch {
@@ -134,6 +198,9 @@ func (lag *Lagging) submitDeferred(p *pipe, calls []*call) {
 	first.deadline = time.Now().Add(lag.timeout)
 	p.submit(live...)
 }
+
+// deferred reports that cl still waits to be submitted (see submitAfter).
+func deferred(cl *call) bool { return cl.state.Load() == callDeferred }
 
 // errStillLagging is the error of a call not sent because the key's earlier
 // requests to its node have not been sent yet (see lagging.submitAfter).

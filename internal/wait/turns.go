@@ -81,8 +81,9 @@ type keyState struct {
 	// handoff is the attempt of the goroutine whose turn it is, offered to
 	// go out with this client's release of the lock; nil when none is.
 	handoff Offer
-	// trailing is the last release of the key whose requests to some nodes
-	// may still be under way; nil when none may be.
+	// trailing are the last releases of the key whose requests to some
+	// nodes may still be under way, newest first (see AddTrailing); nil
+	// when none may be.
 	trailing *nodes.Lagging
 	// trying: a goroutine is in TryAcquire on the key, making the attempt
 	// that the others calling TryAcquire meanwhile share; tried is where
@@ -316,28 +317,36 @@ func (w *Turns) TakeOffer(key string) Offer {
 }
 
 // AddTrailing records the release of key whose requests to lag.nodes may
-// still be under way; nil is a release that every node answered. The record
-// goes once they have all answered.
+// still be under way; nil is a release that every node answered. It takes
+// lag, made for it by the release's Flight.Lagging, and chains the key's
+// earlier releases still under way behind it (see nodes.Lagging.After):
+// the key's next requests wait for all of them. Each goes from the record
+// once its nodes have all answered.
 func (w *Turns) AddTrailing(key string, lag *nodes.Lagging) {
 	if lag == nil {
 		return
 	}
 	s := w.shard(key)
 	s.mu.Lock()
-	s.stateLocked(key).trailing = lag
+	k := s.stateLocked(key)
+	k.trailing = lag.After(k.trailing)
+	if k.trailing == nil {
+		s.dropIfIdleLocked(key, k)
+	}
 	s.mu.Unlock()
 	lag.AfterLanding(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if k := s.keys[key]; k != nil && k.trailing == lag {
-			k.trailing = nil
-			s.dropIfIdleLocked(key, k)
+		if k := s.keys[key]; k != nil && k.trailing != nil {
+			if k.trailing = k.trailing.Pending(); k.trailing == nil {
+				s.dropIfIdleLocked(key, k)
+			}
 		}
 	})
 }
 
-// Trailing returns the nodes where the last release of key may still be
-// under way, or nil when none may be.
+// Trailing returns the nodes where the key's last releases may still be
+// under way (see AddTrailing), or nil when none may be.
 func (w *Turns) Trailing(key string) *nodes.Lagging {
 	s := w.shard(key)
 	s.mu.Lock()
