@@ -72,18 +72,32 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 	if err != nil {
 		return nil, err
 	}
-	if !once {
-		c.waiting.enter()
-		defer c.waiting.exit()
+	c.underway.enter()
+	defer c.underway.exit()
+	var call *telemetry.Call
+	if c.tel != nil {
+		ctx, call = c.tel.StartAcquire(ctx, key, cfg.ttl, once)
 	}
-	if c.tel == nil {
-		lock, err := c.acquireKey(ctx, key, cfg, once, nil)
-		return lock, c.closedDuring(err)
-	}
-	ctx, call := c.tel.StartAcquire(ctx, key, cfg.ttl, once)
 	lock, err := c.acquireKey(ctx, key, cfg, once, call)
-	endAcquire(call, lock, err)
+	if err == nil && c.closing() {
+		lock, err = nil, c.releaseWonAtClose(ctx, "the lock on "+quoteKey(name), lock.Release)
+	}
+	if call != nil {
+		endAcquire(call, lock, err)
+	}
 	return lock, c.closedDuring(err)
+}
+
+// releaseWonAtClose releases what a call won as the Client closed, by
+// release, and returns the call's error, ErrClosed: a closed Client sends
+// nothing more, so its caller could neither renew nor release it, and the
+// nodes would keep it until its TTL. Close waits for the call (see
+// underway), so the release is sent.
+func (c *Client) releaseWonAtClose(ctx context.Context, what string, release func(context.Context) error) error {
+	if err := release(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("%w: %s was won as the Client closed, and its release failed: %w", ErrClosed, what, err)
+	}
+	return fmt.Errorf("%w: %s was won as the Client closed, and released", ErrClosed, what)
 }
 
 // closedDuring returns err, the error of a call, wrapped in ErrClosed when

@@ -49,9 +49,9 @@ type Client struct {
 	// split (trypace.go).
 	tryPacing tryPacing
 	finish    finishers // releases finished in the background
-	// waiting counts the calls that wait for locks, for Close to let them
-	// leave their queues.
-	waiting underway
+	// underway counts the acquisitions under way, for Close to let them
+	// leave their queues, and release what they won as it closed.
+	underway underway
 	// leftovers are the tokens of releases that a node missed, sent again
 	// when the node refuses the key to this client (leftovers.go).
 	leftovers leftovers
@@ -157,17 +157,20 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 // that stopped answering:
 // requests still queued then fail unsent, and a connection that takes longer
 // to close finishes closing in the background. Calls waiting for a lock
-// return ErrClosed, as do the calls made after Close, which send nothing:
+// return ErrClosed; so does a call whose attempt won as Close began, once
+// it released what it won, which its caller could neither renew nor
+// release. So do the calls made after Close, which send nothing:
 // a Release then fails with ErrNotReleased too (the lock runs out at its
 // TTL), and Observe's channel closes. A call that Close cut short wraps
 // its error in ErrClosed. Calls of Close after the first wait for it and
-// return nil.
+// return nil. Close called from a WithRetryNotify function waits out its
+// bound for the call that runs it, whose places in line then lapse.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		c.finish.stop()
-		c.waiting.wait(c.requestTimeout())
+		c.underway.wait(c.requestTimeout())
 		c.nodes.Drain(c.requestTimeout())
 		c.waker.Close()
 		c.tel.Close()

@@ -450,3 +450,57 @@ func entriesOf(t *testing.T, node *redlocktest.Node, id string, keys []string) i
 	}
 	return n
 }
+
+// An attempt that wins as Close begins does not hand its caller a lock it
+// could neither renew nor release, which the nodes would keep until its
+// TTL: the call releases it, and returns ErrClosed.
+func TestClose_lockWonAsItClosesIsReleased(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		// Node timeouts far above the pause below: the attempt waits for
+		// the paused nodes.
+		c := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 5 * time.Second})
+		slow := cluster.Nodes()[:2]
+		for _, n := range slow {
+			if err := n.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Resume() })
+		}
+		type result struct {
+			lock *redlock.Lock
+			err  error
+		}
+		won := make(chan result, 1)
+		go func() {
+			l, err := c.TryAcquire(bg, "k")
+			won <- result{l, err}
+		}()
+		// The attempt is under way: the node that answers granted it.
+		eventually(t, "the attempt reached the node that answers", func() bool { return keyOn(t, cluster.Node(2), "k") != "" })
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		eventually(t, "Close began", c.Closing)
+		for _, n := range slow {
+			if err := n.Resume(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := <-won
+		if !errors.Is(r.err, redlock.ErrClosed) || r.lock != nil {
+			t.Fatalf("an attempt won as Close began returned a lock: %t, error %v; want no lock and ErrClosed", r.lock != nil, r.err)
+		}
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		held := 0
+		for _, n := range cluster.Nodes() {
+			if keyOn(t, n, "k") != "" {
+				held++
+			}
+		}
+		if held >= 2 {
+			t.Errorf("the lock won as Close began still stands on %d nodes of 3", held)
+		}
+	})
+}

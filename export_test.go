@@ -288,3 +288,6 @@ func (l *Lock) StartAndStopRenewal() {
 	l.startRenewal()
 	l.stopRenewal()
 }
+
+// Closing reports that Close has begun.
+func (c *Client) Closing() bool { return c.closing() }

@@ -101,13 +101,16 @@ func (c *Client) acquireAll(ctx context.Context, names []string, once bool, opts
 		return nil, err
 	}
 	m.once = once
+	c.underway.enter()
+	defer c.underway.exit()
 	var locks *Locks
 	if once {
 		locks, err = m.try()
 	} else {
-		c.waiting.enter()
-		defer c.waiting.exit()
 		locks, err = m.run()
+	}
+	if err == nil && c.closing() {
+		locks, err = nil, c.releaseWonAtClose(ctx, fmt.Sprintf("the locks on %d keys", len(names)), locks.Release)
 	}
 	return locks, c.closedDuring(err)
 }

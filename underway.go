@@ -5,11 +5,12 @@ import (
 	"time"
 )
 
-// underway counts the calls under way that wait for locks (Acquire,
-// AcquireAll), for Close to wait for: a call that Close ends takes its
-// place out of the queues it waited in before the connections close, so
+// underway counts the acquisitions under way (Acquire, AcquireAll and
+// their Try forms), for Close to wait for before the connections close: a
+// call that Close ends takes its place out of the queues it waited in, so
 // that the next in line is not held back until the place lapses
-// (QueueLasts).
+// (QueueLasts), and a call that won as Close began releases what it won
+// (see releaseWonAtClose).
 type underway struct {
 	mu sync.Mutex
 	n  int
