@@ -291,3 +291,11 @@ func (l *Lock) StartAndStopRenewal() {
 
 // Closing reports that Close has begun.
 func (c *Client) Closing() bool { return c.closing() }
+
+// Crash cuts the Client's connections, then closes it, as a process that
+// dies does: nothing more reaches the nodes, and its places in the queues
+// stay until they lapse (QueueLasts).
+func (c *Client) Crash() {
+	c.nodes.Close(time.Second)
+	c.Close()
+}

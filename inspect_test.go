@@ -215,7 +215,7 @@ func wantVotingNode(t *testing.T, s redlock.NodeState, when string) {
 }
 
 // Inspect counts the clients that wait, not the entries a client that
-// stopped waiting left behind: a Client closed while it waited sends
+// stopped waiting left behind: a Client that crashed while it waited sends
 // nothing, and its entry lapses (QueueLasts) while another waiter keeps
 // the queue.
 func TestInspect_waitingLeavesOutLapsedEntries(t *testing.T) {
@@ -232,7 +232,7 @@ func TestInspect_waitingLeavesOutLapsedEntries(t *testing.T) {
 	eventually(t, "the first waiter queued", queuedInOrder(t, cluster, "doc", gone.ID()))
 	acquireLater(stays, "doc")
 	eventually(t, "the second waiter queued", queuedInOrder(t, cluster, "doc", gone.ID(), stays.ID()))
-	gone.Close()
+	gone.Crash()
 	closed := time.Now()
 	for {
 		states, err := holder.Inspect(bg, "doc")

@@ -350,7 +350,7 @@ func TestShared_releaseNamingAWriterFirstWakesNoLaterWriter(t *testing.T) {
 }
 
 // A reader yields to a writer waiting behind many readers' places: here
-// 70 places of readers whose Client closed while they waited (their
+// 70 places of readers whose Client crashed while they waited (their
 // entries stay until they lapse), more than a node looked through before.
 func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
@@ -363,7 +363,7 @@ func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
 	eventually(t, "70 readers queued on every node", func() bool {
 		return !slices.ContainsFunc(cluster.Nodes(), func(n *redlocktest.Node) bool { return len(queueEntries(t, n, "doc")) != 70 })
 	})
-	crowd.Close()
+	crowd.Crash()
 	if err := held.Release(bg); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
 }
 
 // A release names the first live clients in line past the places that
-// lapsed, however many: here twelve of readers whose Client closed while
+// lapsed, however many: here twelve of readers whose Client crashed while
 // they waited. Before, a release looked at eight and, finding nobody live,
 // named nobody: it was announced on the key's channel, every writer woke,
 // and a later one could take the key ahead of the first.
@@ -407,7 +407,7 @@ func TestShared_releaseNamesTheFirstWriterPastManyLapsedReaders(t *testing.T) {
 		}
 	}
 	eventually(t, "12 readers queued on every node", queued(12))
-	crowd.Close()
+	crowd.Crash()
 	lapsed := time.Now().Add(redlock.QueueLasts)
 	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
 	acquireLater(writers, "doc", wakeOnly)
