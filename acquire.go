@@ -584,6 +584,7 @@ func retryLoop[T any](ctx context.Context, closed <-chan struct{}, retry RetrySt
 			if !again {
 				return zero, gaveUp(lastErr, s)
 			}
+			delay = max(delay, minRetryPause)
 			var live bool
 			if live, named = waitKeepingPlace(s, slow.pause(paced(delay, named, s.behind()))); !live {
 				if isClosed(closed) {
@@ -677,6 +678,12 @@ func paced(delay time.Duration, named, behind bool) time.Duration {
 	}
 	return delay
 }
+
+// minRetryPause is the least pause between two attempts of a waiting
+// call, whatever its RetryStrategy gives: a strategy that gives 0 would
+// send the nodes attempts as fast as they answer, for a release that wakes
+// the waiter anyway.
+const minRetryPause = time.Millisecond
 
 // splitRetryMax bounds the pause before a waiter tries again after an
 // attempt that a release woke it for failed (see paced).

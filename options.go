@@ -92,8 +92,9 @@ type Options struct {
 	// allowance for clock drift is never left out.
 	DriftFactor float64
 	// Retry paces Acquire's attempts. Default: random pauses growing from
-	// 10 ms to at most 200 ms, as ExponentialJitter gives. Acquire always
-	// stops when its context ends. A waiter that the nodes queued behind
+	// 10 ms to at most 200 ms, as ExponentialJitter gives; a pause under a
+	// millisecond counts as a millisecond. Acquire always stops when its
+	// context ends. A waiter that the nodes queued behind
 	// the clients the next release will wake waits between half a second
 	// and a second between attempts, if Retry gives less: the release that
 	// makes it one of those wakes it (see the package documentation, The
@@ -338,6 +339,8 @@ type lockConfig struct {
 	limited bool
 	shared  bool   // WithShared
 	owner   string // WithOwner, else Options.Owner
+	// named is set by WithOwner, whatever its argument.
+	named bool
 	// delay is the lock-delay (WithLockDelay): the nodes keep the key this
 	// much longer than ttl, which the validity still counts from.
 	delay time.Duration

@@ -11,7 +11,8 @@ import (
 // nodes, or one of this client, ends it at once, and the attempt that
 // follows counts as the next, so that a strategy that gives up after n
 // attempts gives up after n attempts, not after n of its pauses. To bound
-// a wait by time, bound ctx instead.
+// a wait by time, bound ctx instead. A pause under a millisecond counts as
+// a millisecond.
 type RetryStrategy interface {
 	// NextDelay returns the pause before attempt number attempt (2 for the
 	// first retry), or false to give up.

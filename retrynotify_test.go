@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -95,5 +96,40 @@ func TestWithRetryNotify_notCalledByTryAcquire(t *testing.T) {
 	}
 	if called {
 		t.Error("TryAcquire called the retry notification")
+	}
+}
+
+// noPause is a RetryStrategy that never pauses.
+type noPause struct{}
+
+func (noPause) NextDelay(int) (time.Duration, bool) { return 0, true }
+
+// A RetryStrategy that gives no pause does not send the nodes attempts as
+// fast as they answer: a waiter pauses at least a millisecond between two
+// attempts, whether it waits first in line or behind others.
+func TestRetry_aPauseOfNothingIsAMillisecond(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	holder := newClient(t, cluster, adapters[0], nil)
+	waiter := newClient(t, cluster, adapters[0], &redlock.Options{Retry: noPause{}})
+	held, err := holder.Acquire(bg, "unpaced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(bg)
+	var attempts int
+	notify := redlock.WithRetryNotify(func(error) { attempts++ })
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := waiter.Acquire(ctx, "unpaced", notify); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("Acquire of a held key: %v, want ErrNotAcquired", err)
+	}
+	// Each told attempt but the last was followed by a pause of at least
+	// a millisecond before the next.
+	if most := int(time.Since(began)/time.Millisecond) + 1; attempts > most {
+		t.Errorf("%d attempts in %v: more than one a millisecond", attempts, time.Since(began))
+	}
+	if attempts < 2 {
+		t.Errorf("%d attempts in %v: the waiter did not try again", attempts, time.Since(began))
 	}
 }
