@@ -82,7 +82,8 @@ type Election struct {
 // that name. opts apply to the leader's lock: WithTTL (how long a dead
 // leader blocks the election; its lead is renewed meanwhile) and
 // WithLockDelay; WithLimit and WithShared make no sense here and fail with
-// ErrInvalidOptions. The name fails as a lock's does (ErrInvalidKey).
+// ErrInvalidOptions, and so does WithOwner: the leader's owner is the value
+// it campaigns with. The name fails as a lock's does (ErrInvalidKey).
 func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error) {
 	key, cfg, err := c.lockRequest(name, opts)
 	if err != nil {
@@ -90,6 +91,9 @@ func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error)
 	}
 	if cfg.limited || cfg.shared {
 		return nil, fmt.Errorf("%w: an election's lock is a plain lock: no WithLimit, no WithShared", ErrInvalidOptions)
+	}
+	if cfg.named {
+		return nil, fmt.Errorf("%w: an election's owner is the value each candidate campaigns with: no WithOwner", ErrInvalidOptions)
 	}
 	return &Election{client: c, name: name, key: key, opts: slices.Clone(opts), ttl: cfg.ttl,
 		campaigns: map[*context.Context]context.CancelCauseFunc{}}, nil

@@ -25,6 +25,10 @@ func TestNewElection_badInput(t *testing.T) {
 	if _, err := c.NewElection("svc", redlock.WithShared()); !errors.Is(err, redlock.ErrInvalidOptions) {
 		t.Errorf("WithShared: %v, want ErrInvalidOptions", err)
 	}
+	// The leader's owner is its Campaign value.
+	if _, err := c.NewElection("svc", redlock.WithOwner("host-a")); !errors.Is(err, redlock.ErrInvalidOptions) {
+		t.Errorf("WithOwner: %v, want ErrInvalidOptions", err)
+	}
 	if _, err := c.NewElection("svc", redlock.WithLockDelay(-time.Second)); !errors.Is(err, redlock.ErrInvalidLockDelay) {
 		t.Errorf("negative lock-delay: %v, want ErrInvalidLockDelay", err)
 	}

@@ -20,7 +20,7 @@ const MaxOwnerBytes = wire.MaxOwnerBytes
 // is empty, longer than MaxOwnerBytes, or holds a byte outside printable
 // ASCII or a space.
 func WithOwner(owner string) LockOption {
-	return lockOption(func(c *lockConfig) { c.owner = owner })
+	return lockOption(func(c *lockConfig) { c.owner, c.named = owner, true })
 }
 
 // Grant is who was granted a lock, and when, as its token says.

@@ -144,7 +144,6 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	if code := c.checkFlags(s.stderr, 1); code != exitOK {
 		return code
 	}
-	c.lock.owner = value // the leader's value: the owner of its lock, as Election.Campaign sets it
 	c.campaign = value
 	return c.runHolding(ctx, s, []string{name}, argv)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,38 @@ func TestElect_runsCommandWhileLeading(t *testing.T) {
 		t.Errorf("REDLOCK_FENCE %q is not a term", fields[1])
 	}
 	assertReleased(t, cluster, "svc", "after the leader's command ended")
+}
+
+// The leader's lock names its value as its owner, whether it campaigned
+// or made one attempt (-n).
+func TestElect_valueIsTheLeadersOwner(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	for i, flags := range [][]string{nil, {"-n"}} {
+		dir := t.TempDir()
+		led, stop := filepath.Join(dir, "led"), filepath.Join(dir, "stop")
+		value := fmt.Sprintf("host-%d:8080", i)
+		args := append(append([]string{"elect", "--shell"}, flags...), "svc", value, "--",
+			`echo led > `+led+`; while [ ! -f `+stop+` ]; do sleep 0.02; done`)
+		leader := binaryCommand(nodes, args...)
+		var stderr bytes.Buffer
+		leader.Stderr = &stderr
+		if err := leader.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer leader.Process.Kill()
+		waitForFile(t, led, 10*time.Second)
+		var state inspectJSON
+		cli(t, "inspect", "--nodes", nodes, "--json", "svc").expect(t, exitOK, "inspect --json").decode(t, &state)
+		if state.Owner != value {
+			t.Errorf("elect %q: the leader's owner is %q, want %q", flags, state.Owner, value)
+		}
+		if err := os.WriteFile(stop, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := leader.Wait(); err != nil {
+			t.Fatalf("elect %q: %v\n%s", flags, err, stderr.String())
+		}
+	}
 }
 
 // A second candidate waits while the first leads, and is elected as soon

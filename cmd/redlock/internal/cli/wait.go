@@ -173,6 +173,11 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 // takes them all or none. It returns what it holds, or nil and why not.
 func (w *waiting) take(ctx context.Context, once bool, more ...redlock.LockOption) (holding, error) {
 	opts := append(w.opts[:len(w.opts):len(w.opts)], more...)
+	if once && w.campaign != "" {
+		// One attempt takes the lead's lock as Campaign would: the
+		// candidate's value is its owner.
+		opts = append(opts, redlock.WithOwner(w.campaign))
+	}
 	if len(w.keys) > 1 {
 		acquireAll := w.client.AcquireAll
 		if once {
