@@ -51,7 +51,9 @@ SIGINT, so that a shell running it stops too), one line each:
   leader VALUE term TERM since TIME
   vacant
 or with --json one object a line: {"name", "vacant", "value", "term",
-"since", "token"}. Leaders come in the order of their terms; a vacancy is
+"since", "token"}, every field on every line: a vacancy has "value",
+"since" and "token" "" and "term" 0 ("since" is "" too for a leader whose
+token does not say, one of another library). Leaders come in the order of their terms; a vacancy is
 printed when the lead ends without a new leader yet. A leader that came
 and went between two reads of the nodes (every TTL/20, from 50ms to
 500ms, and at each announced release) may go unprinted. While too few
@@ -185,21 +187,26 @@ func (c *electConfig) listenTo(ctx context.Context, s streams, args []string) in
 	return exitOK
 }
 
-// leaderJSON is a leader as elect --listen --json prints it.
+// leaderJSON is a leader as elect --listen --json prints it: every field
+// on every line, a vacancy's with "value", "since" and "token" "" and
+// "term" 0, as check and inspect print a holder that is none.
 type leaderJSON struct {
 	Name   string `json:"name"`
 	Vacant bool   `json:"vacant"`
-	Value  string `json:"value,omitempty"`
-	Term   uint64 `json:"term,omitempty"`
-	Since  string `json:"since,omitempty"`
-	Token  string `json:"token,omitempty"`
+	Value  string `json:"value"`
+	Term   uint64 `json:"term"`
+	Since  string `json:"since"` // "" too when the leader's token does not say
+	Token  string `json:"token"`
 }
 
 // printLeader writes one line for l, the leader of the election name.
 func (c *electConfig) printLeader(w io.Writer, name string, l redlock.Leader) error {
 	if c.json {
-		j := leaderJSON{Name: name, Vacant: l.Vacant(), Value: l.Value, Term: l.Term, Token: l.Token}
-		if !l.Since.IsZero() {
+		j := leaderJSON{Name: name, Vacant: l.Vacant()}
+		if !j.Vacant {
+			j.Value, j.Term, j.Token = l.Value, l.Term, l.Token
+		}
+		if !j.Vacant && !l.Since.IsZero() {
 			j.Since = formatTime(l.Since)
 		}
 		b, err := json.Marshal(j)

@@ -3,10 +3,12 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -172,6 +174,45 @@ func TestElect_listenPrintsEachLeader(t *testing.T) {
 				t.Fatalf("elect --listen ended by SIGTERM: %v\n%s", err, stderr.String())
 			}
 		})
+	}
+}
+
+// elect --listen --json prints every field on every line: a vacancy has
+// "value", "since" and "token" "" and "term" 0, as check and inspect print
+// a holder that is none, rather than leaving them out.
+func TestElect_listenJSONPrintsEveryFieldOfAVacancy(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	ctx, cancel := context.WithCancel(bg)
+	out, errs := newLockedBuffer(), newLockedBuffer()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"elect", "--listen", "--json", "--nodes", nodes, "seat"}, strings.NewReader(""), out, errs)
+	}()
+	defer func() { cancel(); <-done }()
+	line := func(i int) map[string]any {
+		t.Helper()
+		eventually(t, 10*time.Second, fmt.Sprintf("line %d of elect --listen --json", i+1), func() bool {
+			return strings.Count(out.String(), "\n") > i
+		})
+		var l map[string]any
+		if err := json.Unmarshal([]byte(strings.Split(out.String(), "\n")[i]), &l); err != nil {
+			t.Fatalf("line %d: %v\n%s", i+1, err, out.String())
+		}
+		return l
+	}
+	vacancy := map[string]any{"name": "seat", "vacant": true, "value": "", "term": 0.0, "since": "", "token": ""}
+	if l := line(0); !reflect.DeepEqual(l, vacancy) {
+		t.Errorf("first line %v, want %v", l, vacancy)
+	}
+	var lock acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--owner", "host-a:8080", "seat").expect(t, exitOK, "acquire").decode(t, &lock)
+	l := line(1)
+	if l["vacant"] != false || l["value"] != "host-a:8080" || l["term"] != float64(lock.Fence) || l["token"] != lock.Token || l["since"] == "" {
+		t.Errorf("leader's line %v, want host-a:8080, term %d, token %s and since", l, lock.Fence, lock.Token)
+	}
+	cli(t, "release", "--nodes", nodes, "seat", lock.Token).expect(t, exitOK, "release")
+	if l := line(2); !reflect.DeepEqual(l, vacancy) {
+		t.Errorf("line after the release %v, want %v", l, vacancy)
 	}
 }
 
