@@ -371,7 +371,11 @@ print exactly one JSON object on stdout whatever happens; a failure's is
 {"key", "error", "reason", "exit_code", "nodes"} ("keys" too, of several
 keys; a usage error, which asks no node, has no "nodes", and "key" or
 "keys" only once they were read from the arguments), its reason one of conflict, lost, taken_over, unavailable,
-recovering, interrupted, invalid or config. With --log-format json, what a command writes on stderr is JSON
+recovering, interrupted, invalid or config. "nodes" is each node's outcome
+{"node", "outcome", "error"}; where the node list is refused (78), each
+entry of the list, in order: "error", and why, for the entries at fault
+(a malformed URL, an empty entry, a node given twice, credentials
+refused), "not asked" for the others, as no lock operation was sent. With --log-format json, what a command writes on stderr is JSON
 records, one a line: {"time", "level", "msg", "cmd", ...}.
 `, envNodes, defaultNodes, envTLSCA, envTLSCert, envTLSKey, exitUsage, exitUnavailable, exitConflict, exitLockLost, exitTakenOver, exitConfig)
 }

@@ -426,3 +426,54 @@ func TestContract_jsonNodesIsAlwaysAList(t *testing.T) {
 		}
 	}
 }
+
+// A refusal of the node list (78) has "nodes" as every other failure
+// that gets past its flags does: each entry of the list, in order, named
+// as an operation's outcomes name it, "error" with why for the entries at
+// fault and "not asked" for the others, as no lock operation was sent.
+func TestContract_nodeListRefusalJSONHasTheNodes(t *testing.T) {
+	_, nodes := newCluster(t, 1)
+	locked := newFreshCluster(t, 1)
+	if _, err := locked.Node(0).Do(bg, "CONFIG", "SET", "requirepass", "right"); err != nil {
+		t.Fatal(err)
+	}
+	node := strings.TrimPrefix(nodes, "redis://")
+	port := node[strings.LastIndex(node, ":")+1:]
+	secured := strings.Replace(locked.URLs()[0], "redis://", "redis://:wrong@", 1)
+	securedNode := strings.TrimPrefix(locked.URLs()[0], "redis://")
+	type entry struct{ node, outcome, error string }
+	for _, tc := range []struct {
+		args []string
+		want []entry
+	}{
+		{[]string{"acquire", "--nodes", nodes + "," + nodes, "k"},
+			[]entry{{node, "not asked", ""}, {node, "error", "duplicate node: " + node + " is entries 1 and 2"}}},
+		{[]string{"check", "--nodes", nodes + "," + nodes, "k", "token"},
+			[]entry{{node, "not asked", ""}, {node, "error", "duplicate node"}}},
+		{[]string{"inspect", "--nodes", "redis://[::1," + nodes, "k"},
+			[]entry{{"redis://[::1", "error", "invalid node URL: redis://[::1: missing ']' in host"}, {node, "not asked", ""}}},
+		{[]string{"list", "--nodes", nodes + ",,redis://127.0.0.1:1"},
+			[]entry{{node, "not asked", ""}, {"", "error", "entry 2 is empty"}, {"127.0.0.1:1", "not asked", ""}}},
+		{[]string{"extend", "--nodes", nodes + ",redis://localhost:" + port, "k", "token"},
+			[]entry{{node, "not asked", ""}, {"localhost:" + port, "error", "reach one server"}}},
+		{[]string{"release", "--nodes", nodes + "," + secured, "k", "token"},
+			[]entry{{node, "not asked", ""}, {securedNode, "error", "credentials refused"}}},
+		{[]string{"doctor", "--nodes", "redis://:wrong@[::1"},
+			[]entry{{"redis://:xxxxx@[::1", "error", "invalid node URL"}}},
+	} {
+		what := strings.Join(tc.args, " ")
+		r := cli(t, append(tc.args[:1:1], append([]string{"--json"}, tc.args[1:]...)...)...).expect(t, exitConfig, what)
+		var f failureJSON
+		r.decode(t, &f)
+		if f.Reason != failConfig || len(f.Nodes) != len(tc.want) || strings.Contains(r.stdout, "wrong") {
+			t.Errorf("redlock %s --json: %s, want reason config, %d nodes and no password", what, r.stdout, len(tc.want))
+			continue
+		}
+		for i, w := range tc.want {
+			n := f.Nodes[i]
+			if n.Node != w.node || n.Outcome != w.outcome || !strings.Contains(n.Error, w.error) || (w.error == "") != (n.Error == "") {
+				t.Errorf("redlock %s --json: node %d is %+v, want %+v", what, i+1, n, w)
+			}
+		}
+	}
+}

@@ -135,14 +135,14 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		}
 		listed, err := nodes.urls()
 		if err != nil {
-			return r.failedAs(failConfig, err)
+			return r.failedAs(failConfig, nodes.refused(err))
 		}
 		note := nodes.unsetNote()
 		// A node listed twice would make Dial fail; it is a finding instead,
 		// and the audit goes on with each node once.
 		urls, dups, err := dedupe(listed)
 		if err != nil {
-			return r.failedAs(failConfig, err)
+			return r.failedAs(failConfig, nodes.refused(err))
 		}
 		nodes.nodes = strings.Join(urls, ",")
 		nodes.fs.Set("nodes", nodes.nodes)
@@ -164,7 +164,7 @@ func setupDoctor(fs *flag.FlagSet) runner {
 		defer nodes.close(client)
 		conns, err := probeConns(urls)
 		if err != nil {
-			return r.failedAs(failConfig, err)
+			return r.failedAs(failConfig, nodes.refused(err))
 		}
 		defer closeAll(conns)
 		audit, err := doctor.Audit(ctx, client, conns, limits)

@@ -132,12 +132,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, withTTL, withRetry bool) {
 // tlsFlags.apply). An empty list, or an empty entry in it, is an error: a
 // mistyped variable must not fall back to another node list.
 func (n *nodeFlags) urls() ([]string, error) {
-	list, from := n.nodes, "--nodes"
-	if !setFlags(n.fs)["nodes"] {
-		if env, ok := os.LookupEnv(envNodes); ok {
-			list, from = env, "$"+envNodes
-		}
-	}
+	list, from := n.list()
 	if strings.TrimSpace(list) == "" {
 		return nil, fmt.Errorf("%w: %s is empty", redlock.ErrInvalidOptions, from)
 	}
@@ -156,6 +151,18 @@ func (n *nodeFlags) urls() ([]string, error) {
 		urls = append(urls, u)
 	}
 	return n.tls.apply(n.fs, urls)
+}
+
+// list returns the node list as given, from --nodes, else REDLOCK_NODES,
+// else the default, and the flag or variable it came from.
+func (n *nodeFlags) list() (list, from string) {
+	list, from = n.nodes, "--nodes"
+	if !setFlags(n.fs)["nodes"] {
+		if env, ok := os.LookupEnv(envNodes); ok {
+			list, from = env, "$"+envNodes
+		}
+	}
+	return list, from
 }
 
 // unsetNote says that the node is the default one when neither --nodes
@@ -215,7 +222,7 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	}
 	urls, err := n.urls()
 	if err != nil {
-		return nil, failConfig, err
+		return nil, failConfig, n.refused(err)
 	}
 	opts := n.options()
 	logs, asJSON := libraryLog(stderr)
@@ -228,7 +235,7 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	n.telemetry.Errors, n.telemetry.Prefix = stderr, "redlock "+n.fs.Name()
 	if n.started, err = observe.Start(ctx, n.telemetry); err != nil {
 		if errors.Is(err, observe.ErrEndpoint) {
-			return nil, failConfig, err
+			return nil, failConfig, n.refused(err)
 		}
 		return nil, failInvalid, err
 	}
@@ -251,7 +258,7 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 	case ctx.Err() != nil:
 		return nil, failInterrupted, err
 	}
-	return nil, failConfig, err
+	return nil, failConfig, n.refused(err)
 }
 
 // dialRefused returns, for a command that changes nothing, a client of

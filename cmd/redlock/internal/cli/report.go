@@ -453,6 +453,10 @@ func newFailureJSON(key string, err error) failureJSON {
 			out.Nodes = append(out.Nodes, n)
 		}
 	}
+	var lr *listRefusal
+	if out.Nodes == nil && errors.As(err, &lr) {
+		out.Nodes = lr.nodes
+	}
 	return out
 }
 
