@@ -96,7 +96,8 @@ func setupElect(fs *flag.FlagSet) runner {
 	c.nodes.register(fs, true, true)
 	c.lock.registerLockDelay(fs)
 	registerWait(fs, &c.wait)
-	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when not elected within --wait")
+	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when not elected within --wait; "+
+		"0 makes that a success, which says nothing on stderr unless --verbose, as flock -E 0")
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
 	secondsVar(fs, &c.killGrace, "kill-grace", 0, fmt.Sprintf(killGraceUsage, "lead"))
 	c.flags = fs

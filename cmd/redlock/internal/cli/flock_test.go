@@ -40,6 +40,37 @@ func TestRun_flockHabits(t *testing.T) {
 			t.Errorf("the command ran without the lock")
 		}
 	})
+	t.Run("-E 0 is silent", func(t *testing.T) {
+		// As flock -n -E 0: a lock held elsewhere is a success, and says
+		// nothing on stderr; --verbose says it, and any other code too.
+		for _, args := range [][]string{
+			{"run", "-n", "-E", "0", "busy", "--", "true"},
+			{"run", "--wait", "0", "--conflict-exit-code", "0", "busy", "--", "true"},
+			{"run", "-n", "-E", "0", "--log-format", "json", "busy", "--", "true"},
+			{"elect", "-n", "-E", "0", "busy", "v", "--", "true"},
+		} {
+			r := cli(t, append(args[:1:1], append([]string{"--nodes", nodes}, args[1:]...)...)...).
+				expect(t, exitOK, strings.Join(args, " "))
+			if r.stderr != "" || r.stdout != "" {
+				t.Errorf("redlock %s wrote:\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.stdout, r.stderr)
+			}
+		}
+		for _, tc := range []struct {
+			args []string
+			code int
+		}{
+			{[]string{"run", "-n", "-E", "0", "--verbose", "busy", "--", "true"}, exitOK},
+			{[]string{"run", "-n", "-E", "9", "busy", "--", "true"}, 9},
+			{[]string{"run", "-n", "busy", "--", "true"}, exitConflict},
+			{[]string{"elect", "-n", "-E", "0", "--verbose", "busy", "v", "--", "true"}, exitOK},
+		} {
+			r := cli(t, append(tc.args[:1:1], append([]string{"--nodes", nodes}, tc.args[1:]...)...)...).
+				expect(t, tc.code, strings.Join(tc.args, " "))
+			if !strings.Contains(r.stderr, "not acquired: granted on 0 of 3 nodes") {
+				t.Errorf("redlock %s does not say why:\n%s", strings.Join(tc.args, " "), r.stderr)
+			}
+		}
+	})
 	t.Run("-w", func(t *testing.T) {
 		start := time.Now()
 		cli(t, "run", "--nodes", nodes, "-w", "1", "busy", "--", "true").expect(t, exitConflict, "run -w 1 busy")

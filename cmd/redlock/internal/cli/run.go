@@ -112,7 +112,12 @@ when the lock is held by another holder, 69 when too few nodes answer or
 vote. flock's spellings work too: -n is --wait 0, -w SECONDS is --wait,
 -E CODE is --conflict-exit-code; --wait and the other durations counted in
 seconds (--ttl, --kill-grace, --recovery-delay) take a bare number as
-seconds, --wait 1.5 as --wait 1.5s.
+seconds, --wait 1.5 as --wait 1.5s. As with flock -n -E 0, a
+--conflict-exit-code of 0 makes a lock held elsewhere a success, and
+redlock then says nothing of it on stderr (--verbose does): 'redlock run
+-n -E 0 KEY -- COMMAND' in a crontab runs COMMAND where the lock is free
+and is silent where another host holds it (a longer --wait still says
+why it waits, as below, while it waits).
 
 While it waits it says why on stderr, every few seconds when the
 reason changes and every 30s otherwise: who holds the lock (a token, or how
@@ -218,7 +223,8 @@ func setupRun(fs *flag.FlagSet) runner {
 	c.lock.registerOwner(fs)
 	c.lock.registerLockDelay(fs)
 	registerWait(fs, &c.wait)
-	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait")
+	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another holder after --wait; "+
+		"0 makes that a success, which says nothing on stderr unless --verbose, as flock -E 0")
 	aliasVar(fs, "E", "conflict-exit-code", "", "flock's -E: --conflict-exit-code `CODE`")
 	secondsVar(fs, &c.killGrace, "kill-grace", 0, fmt.Sprintf(killGraceUsage, "lock"))
 	c.flags = fs
@@ -457,14 +463,27 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 				sayf(s.stderr, slog.LevelWarn, c.name(), "stopped waiting for %s: %v", quoteKeys(keys), context.Cause(ctx))
 				return nil, interruptedExit(ctx)
 			}
-			printFailure(s.stderr, c.name(), r.err)
-			f := classify(r.err)
-			if f == failConflict {
-				return nil, c.conflictCode
-			}
-			return nil, exitFor(f)
+			return nil, c.notAcquired(s, r.err)
 		}
 	}
+}
+
+// notAcquired says on stderr why the lock was not acquired, err, and
+// returns the exit code: --conflict-exit-code when another holder has it.
+// With --conflict-exit-code 0, which makes a lock held elsewhere a
+// success, as with flock -E 0, that conflict is not said, unless
+// --verbose: a script that runs its command where it finds the lock free,
+// and otherwise leaves it to the holder, writes nothing when it does.
+func (c *runConfig) notAcquired(s streams, err error) int {
+	f := classify(err)
+	if f != failConflict {
+		printFailure(s.stderr, c.name(), err)
+		return exitFor(f)
+	}
+	if c.conflictCode != exitOK || c.verbose {
+		printFailure(s.stderr, c.name(), err)
+	}
+	return c.conflictCode
 }
 
 // supervise waits for the command to exit while forwarding signals and
