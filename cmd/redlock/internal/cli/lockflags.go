@@ -150,3 +150,21 @@ func (l *lockFlags) target(ctx context.Context, client *redlock.Client, key, tok
 	}
 	return findPermit(ctx, client, key, int(l.limit), token)
 }
+
+// permitHeld returns the key of the permit of the semaphore key that token
+// holds, for a verb given KEY and TOKEN without --limit, when res, the
+// check of key by token (with err, the check's error), says that token
+// holds key on no node and nobody holds it on a majority: key then names
+// no lock in use, and may name the semaphore of token's permit, which
+// every permit a semaphore may have is read for (see findAnyPermit). ok
+// is false when --limit was given, the check says otherwise, or no
+// permit of key is token's. A lost lock that another holder took does
+// not cost the search.
+func (l *lockFlags) permitHeld(ctx context.Context, client *redlock.Client, key, token string,
+	res redlock.CheckResult, err error) (permit string, ok bool) {
+	if l.limited() || err != nil || res.Nodes > 0 || res.Holder.Token != "" || res.Shared {
+		return "", false
+	}
+	permit = findAnyPermit(ctx, client, key, token)
+	return permit, permit != ""
+}

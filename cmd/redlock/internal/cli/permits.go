@@ -52,9 +52,14 @@ type permitStates struct {
 // from every node, without changing anything, inspectParallel permits at
 // a time. The error is that of the first permit whose key is invalid.
 func inspectPermits(ctx context.Context, client *redlock.Client, key string, limit int) ([]permitStates, error) {
+	return inspectPermitsAt(ctx, client, key, limit, inspectParallel)
+}
+
+// inspectPermitsAt is inspectPermits, parallel permits at a time.
+func inspectPermitsAt(ctx context.Context, client *redlock.Client, key string, limit, parallel int) ([]permitStates, error) {
 	permits := make([]permitStates, limit)
 	errs := make([]error, limit)
-	slots := make(chan struct{}, inspectParallel)
+	slots := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i := range permits {
 		permits[i].key = permitKey(key, i+1)
@@ -99,4 +104,25 @@ func findPermit(ctx context.Context, client *redlock.Client, key string, limit i
 	}
 	return "", fmt.Errorf("%w: TOKEN holds none of the %d permits of %q on any node: "+
 		"released already, expired, or a wrong token", redlock.ErrNotHeld, limit, key)
+}
+
+// findAnyPermit returns the key of the permit of the semaphore key that
+// token holds on some node, looking through every permit a semaphore may
+// have (redlock.MaxLimit), for a verb that was given KEY and TOKEN without
+// --limit; "" when none is token's, or the permits cannot be read. They
+// are read all at once: a node that does not answer holds the search for
+// one read's timeout, not for one per inspectParallel permits.
+func findAnyPermit(ctx context.Context, client *redlock.Client, key, token string) string {
+	permits, err := inspectPermitsAt(ctx, client, key, redlock.MaxLimit, redlock.MaxLimit)
+	if err != nil {
+		return ""
+	}
+	for _, p := range permits {
+		for _, st := range p.states {
+			if st.Err == nil && st.Holder == token {
+				return p.key
+			}
+		}
+	}
+	return ""
 }

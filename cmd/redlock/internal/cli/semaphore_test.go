@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock"
 )
 
 // holdCheck is how long a third run is given to start while two hold the
@@ -186,6 +188,40 @@ func TestAcquire_limitPrintsThePermitToRelease(t *testing.T) {
 	r = cli(t, "release", "--nodes", nodes, "--limit", "2", "sem", b.Token).expect(t, exitLockLost, "second release --limit")
 	if !strings.Contains(r.stderr, `TOKEN holds none of the 2 permits of "sem" on any node`) {
 		t.Errorf("second release --limit: stderr:\n%s", r.stderr)
+	}
+}
+
+// extend and release given the semaphore's KEY and a permit's token,
+// without --limit, find the permit the token holds, whatever its
+// number, as they do with --limit N: the permit is held, and a script that
+// passes KEY as it passed it to acquire must not be told it was lost.
+func TestLimit_extendAndReleaseFindThePermitWithoutLimit(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, limit := range []string{"3", strconv.Itoa(redlock.MaxLimit)} {
+		sem := "sem-" + limit
+		var p acquiredJSON
+		cli(t, "acquire", "--nodes", nodes, "--json", "--limit", limit, sem).expect(t, exitOK, "acquire --limit "+limit).decode(t, &p)
+
+		r := cli(t, "extend", "--nodes", nodes, sem, p.Token).expect(t, exitOK, "extend of "+sem+" without --limit")
+		if !strings.HasPrefix(r.stdout, "extended "+p.Key+" until ") {
+			t.Errorf("extend of %s without --limit printed %q, want the permit's key %s", sem, r.stdout, p.Key)
+		}
+		var ext extendedJSON
+		cli(t, "extend", "--nodes", nodes, "--json", sem, p.Token).expect(t, exitOK, "extend --json").decode(t, &ext)
+		if ext.Key != p.Key || ext.ValidityMs <= 0 {
+			t.Errorf("extend --json of %s without --limit: %+v, want key %s", sem, ext, p.Key)
+		}
+
+		var rel releasedJSON
+		cli(t, "release", "--nodes", nodes, "--json", sem, p.Token).expect(t, exitOK, "release of "+sem+" without --limit").decode(t, &rel)
+		if rel.Key != p.Key || !rel.Released {
+			t.Errorf("release --json of %s without --limit: %+v, want key %s", sem, rel, p.Key)
+		}
+		assertReleased(t, cluster, p.Key, "after its release without --limit")
+
+		// Released: each says so, as of any lock.
+		cli(t, "extend", "--nodes", nodes, sem, p.Token).expect(t, exitLockLost, "extend after the release")
+		cli(t, "release", "--nodes", nodes, sem, p.Token).expect(t, exitLockLost, "release after the release")
 	}
 }
 

@@ -94,8 +94,11 @@ by an empty line; with --json one object, {"keys": [KEY...], "locks":
   token=$(redlock acquire --print-token --wait 10s nightly) || exit
   trap 'redlock release nightly "$token"' EXIT
 
-extend and release take the permit's key that acquire printed, or KEY and
-the same --limit N, and then find the permit the token holds:
+extend and release take the permit's key that acquire printed, or
+KEY and the token, and then find the permit the token holds: among the N
+permits with the same --limit N; without --limit, among every permit a
+semaphore may have, once the token turned out to hold KEY itself on no
+node, and nobody else to hold KEY:
 
   token=$(redlock acquire --limit 5 --print-token --wait 10s api) || exit
   trap 'redlock release --limit 5 api "$token"' EXIT
@@ -260,8 +263,10 @@ func writeAcquired(w io.Writer, out acquiredJSON) {
 }
 
 // limitByTokenUsage describes --limit for the verbs that act on a token.
-const limitByTokenUsage = "KEY names a semaphore of `N` permits, one of which TOKEN holds: act on that permit, " +
-	"found by reading them all; without it, KEY is the key TOKEN holds (a permit's, as acquire printed it)"
+var limitByTokenUsage = "KEY names a semaphore of `N` permits, one of which TOKEN holds: act on that permit, " +
+	"found by reading the N; without it, KEY is the key TOKEN holds (a permit's, as acquire printed it), or, " +
+	"when TOKEN holds KEY on no node and nobody holds KEY, the semaphore KEY, whose permit TOKEN holds is found " +
+	"by reading every permit a semaphore may have (" + strconv.Itoa(redlock.MaxLimit) + ", all at once)"
 
 func extendCommand() *command {
 	return &command{
@@ -278,7 +283,10 @@ before the deadline 'acquire' printed: once it passes, another holder may
 have the lock.
 
 A permit of a semaphore is extended by its key, KEY:permit:i as acquire
-printed it, or by KEY with the --limit N it was acquired with. A reader
+printed it, or by KEY: given the --limit N it was acquired with, extend
+reads those N permits for the one TOKEN holds; without --limit, it reads
+every permit a semaphore may have once TOKEN turned out to hold KEY itself
+on no node, and nobody else to hold KEY. A reader
 (acquire --shared) is extended by KEY and its token, as a writer is; the
 other readers keep their own deadlines.
 
@@ -359,8 +367,8 @@ func setupExtend(fs *flag.FlagSet) runner {
 		if key, err = lf.target(ctx, client, key, token); err != nil {
 			return r.failed(err)
 		}
+		key, until, err := extendToken(ctx, client, &lf, key, token, ttl)
 		r.key = key
-		until, err := client.ExtendToken(ctx, key, token, ttl)
 		if err != nil {
 			return r.failed(err)
 		}
@@ -374,6 +382,33 @@ func setupExtend(fs *flag.FlagSet) runner {
 	}
 }
 
+// extendToken extends the lock key by token to ttl (0: the token's TTL),
+// and returns the key it extended: key, or, when no node extended key,
+// token holds it on none and nobody holds it, the permit of the semaphore
+// key that token holds (see lockFlags.permitHeld).
+func extendToken(ctx context.Context, client *redlock.Client, lf *lockFlags, key, token string, ttl time.Duration) (string, time.Time, error) {
+	until, err := client.ExtendToken(ctx, key, token, ttl)
+	if !extendedNowhere(err) {
+		return key, until, err
+	}
+	res, checkErr := client.Check(ctx, key, token)
+	permit, ok := lf.permitHeld(ctx, client, key, token, res, checkErr)
+	if !ok {
+		return key, until, err
+	}
+	until, err = client.ExtendToken(ctx, permit, token, ttl)
+	return permit, until, err
+}
+
+// extendedNowhere reports whether err, an extension's failure, says that
+// no node extended the lock, its token held on none that answered, or too
+// few answered; and that it was not forced free.
+func extendedNowhere(err error) bool {
+	var qe *redlock.QuorumError
+	return (errors.Is(err, redlock.ErrLockLost) || errors.Is(err, redlock.ErrNotExtended)) &&
+		!errors.Is(err, redlock.ErrTakenOver) && errors.As(err, &qe) && qe.OK == 0
+}
+
 func releaseCommand() *command {
 	return &command{
 		name:       "release",
@@ -383,10 +418,10 @@ func releaseCommand() *command {
 		about: `
 Deletes the lock KEY on every node where TOKEN still holds it, and never
 another holder's lock. A permit of a semaphore is released by its key,
-KEY:permit:i as acquire printed it, or by KEY with the --limit N it was
-acquired with. A reader (acquire --shared) is released by KEY and its
-token: the other readers keep KEY shared, and a writer gets it once the
-last reader is gone.
+KEY:permit:i as acquire printed it, or by KEY, with the --limit N it was
+acquired with or without --limit, found as extend finds it. A reader
+(acquire --shared) is released by KEY and its token: the other readers
+keep KEY shared, and a writer gets it once the last reader is gone.
 
 Output: "released KEY", or with --json {"key", "released": true}; KEY is
 the permit's for a permit. When TOKEN held the lock on no node that
@@ -460,8 +495,12 @@ func setupRelease(fs *flag.FlagSet) runner {
 		if key, err = lf.target(ctx, client, key, token); err != nil {
 			return r.failed(err)
 		}
-		r.key = key
 		held, checkErr := client.Check(ctx, key, token)
+		if permit, ok := lf.permitHeld(ctx, client, key, token, held, checkErr); ok {
+			key = permit
+			held, checkErr = client.Check(ctx, key, token)
+		}
+		r.key = key
 		if err := client.ReleaseToken(ctx, key, token); err != nil {
 			if errors.Is(err, redlock.ErrNotHeld) {
 				err = notHeldBy(ctx, client, key, token, err)
