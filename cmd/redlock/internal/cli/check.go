@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -24,7 +25,11 @@ or one of its readers), or, given a number, by the writer whose fencing
 token is FENCE: Chubby's sequencer check, for a resource server that can
 reach the nodes and wants to refuse a stale holder before it acts. It
 changes nothing. Readers share the fencing counter with the writers, so a
-reader (--shared) is checked by its TOKEN, not by its FENCE.
+reader (--shared) is checked by its TOKEN, not by its FENCE. A permit of a
+semaphore (acquire --limit N) is checked by its key, KEY:permit:i, or by
+KEY and its TOKEN, as extend finds it: with --limit N, or without when
+TOKEN holds KEY itself on no node and nobody holds KEY; KEY in the output
+is then the permit's. Its FENCE, counted per permit, goes with its key.
 
 The answer describes the nodes at some instant during the check: the lock
 may end, and another client take it, right after. It narrows the window in
@@ -75,6 +80,8 @@ func setupCheck(fs *flag.FlagSet) runner {
 	var nodes nodeFlags
 	nodes.register(fs, false, false)
 	nodes.readOnly = true
+	var lf lockFlags
+	lf.registerLimit(fs, limitByTokenUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object, also on failure")
 	return func(ctx context.Context, s streams, args []string) int {
 		r := report{s: s, cmd: "check", json: *asJSON}
@@ -83,8 +90,12 @@ func setupCheck(fs *flag.FlagSet) runner {
 		}
 		key, held := args[0], args[1]
 		r.key = key
-		if fence, perr := strconv.ParseUint(held, 10, 64); perr == nil && fence == 0 {
+		fence, perr := strconv.ParseUint(held, 10, 64)
+		switch {
+		case perr == nil && fence == 0:
 			return r.usage("the fencing token is 0, which no lock has")
+		case perr == nil && lf.limited():
+			return r.usage("--limit goes with a TOKEN: each permit has fencing tokens of its own, so a permit's FENCE is checked with the permit's key, KEY:permit:i")
 		}
 		client, f, err := nodes.dial(ctx, s.stderr)
 		if err != nil {
@@ -92,10 +103,11 @@ func setupCheck(fs *flag.FlagSet) runner {
 		}
 		defer nodes.close(client)
 		var res redlock.CheckResult
-		if fence, perr := strconv.ParseUint(held, 10, 64); perr == nil {
+		if perr == nil {
 			res, err = client.CheckFence(ctx, key, fence)
 		} else {
-			res, err = client.Check(ctx, key, held)
+			key, res, err = checkToken(ctx, client, &lf, key, held)
+			r.key = key
 		}
 		if err != nil && !res.Current {
 			// Too few nodes answered: nothing was decided, and the
@@ -112,6 +124,28 @@ func setupCheck(fs *flag.FlagSet) runner {
 		}
 		return exitLockLost
 	}
+}
+
+// checkToken checks whether token holds the lock key, and returns the key
+// it checked: key; with --limit, the permit of the semaphore key that token
+// holds, or key when it holds none, which the check then finds it does not
+// hold; without it, when token holds key on no node and nobody holds it,
+// the permit of the semaphore key that token holds (see
+// lockFlags.permitHeld).
+func checkToken(ctx context.Context, client *redlock.Client, lf *lockFlags, key, token string) (string, redlock.CheckResult, error) {
+	permit, err := lf.target(ctx, client, key, token)
+	switch {
+	case err == nil:
+		key = permit
+	case !errors.Is(err, redlock.ErrNotHeld):
+		return key, redlock.CheckResult{}, err
+	}
+	res, err := client.Check(ctx, key, token)
+	if permit, ok := lf.permitHeld(ctx, client, key, token, res, err); ok {
+		key = permit
+		res, err = client.Check(ctx, key, token)
+	}
+	return key, res, err
 }
 
 // otherKinds is the data other than a lock that nodes keep under a key:

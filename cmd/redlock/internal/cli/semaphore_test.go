@@ -191,11 +191,11 @@ func TestAcquire_limitPrintsThePermitToRelease(t *testing.T) {
 	}
 }
 
-// extend and release given the semaphore's KEY and a permit's token,
-// without --limit, find the permit the token holds, whatever its
+// extend, release and check given the semaphore's KEY and a permit's
+// token, without --limit, find the permit the token holds, whatever its
 // number, as they do with --limit N: the permit is held, and a script that
 // passes KEY as it passed it to acquire must not be told it was lost.
-func TestLimit_extendAndReleaseFindThePermitWithoutLimit(t *testing.T) {
+func TestLimit_extendReleaseAndCheckFindThePermitWithoutLimit(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
 	for _, limit := range []string{"3", strconv.Itoa(redlock.MaxLimit)} {
 		sem := "sem-" + limit
@@ -211,6 +211,14 @@ func TestLimit_extendAndReleaseFindThePermitWithoutLimit(t *testing.T) {
 		if ext.Key != p.Key || ext.ValidityMs <= 0 {
 			t.Errorf("extend --json of %s without --limit: %+v, want key %s", sem, ext, p.Key)
 		}
+		var chk checkJSON
+		cli(t, "check", "--nodes", nodes, "--json", sem, p.Token).expect(t, exitOK, "check of "+sem+" without --limit").decode(t, &chk)
+		if chk.Key != p.Key || !chk.Current || chk.Holder != p.Token || chk.Fence != p.Fence {
+			t.Errorf("check --json of %s without --limit: %+v, want %s current with fence %d", sem, chk, p.Key, p.Fence)
+		}
+		cli(t, "check", "--nodes", nodes, "--limit", limit, sem, p.Token).expect(t, exitOK, "check --limit "+limit)
+		cli(t, "check", "--nodes", nodes, "--limit", limit, sem, strconv.FormatUint(p.Fence, 10)).
+			expect(t, exitUsage, "check --limit with a fencing token")
 
 		var rel releasedJSON
 		cli(t, "release", "--nodes", nodes, "--json", sem, p.Token).expect(t, exitOK, "release of "+sem+" without --limit").decode(t, &rel)
@@ -221,6 +229,7 @@ func TestLimit_extendAndReleaseFindThePermitWithoutLimit(t *testing.T) {
 
 		// Released: each says so, as of any lock.
 		cli(t, "extend", "--nodes", nodes, sem, p.Token).expect(t, exitLockLost, "extend after the release")
+		cli(t, "check", "--nodes", nodes, sem, p.Token).expect(t, exitLockLost, "check after the release")
 		cli(t, "release", "--nodes", nodes, sem, p.Token).expect(t, exitLockLost, "release after the release")
 	}
 }

@@ -94,7 +94,7 @@ by an empty line; with --json one object, {"keys": [KEY...], "locks":
   token=$(redlock acquire --print-token --wait 10s nightly) || exit
   trap 'redlock release nightly "$token"' EXIT
 
-extend and release take the permit's key that acquire printed, or
+extend, release and check take the permit's key that acquire printed, or
 KEY and the token, and then find the permit the token holds: among the N
 permits with the same --limit N; without --limit, among every permit a
 semaphore may have, once the token turned out to hold KEY itself on no
