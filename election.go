@@ -27,7 +27,8 @@ type Leader struct {
 	Value string
 	// Term is the leader's fencing token (its Lock.Fence): it strictly
 	// increases from one leader to the next, so a resource can refuse an
-	// older leader's writes.
+	// older leader's writes. It is 0 for a lock of another library, which
+	// has none.
 	Term uint64
 	// Since is when the leader's winning campaign attempt began, by its
 	// own clock, as its lock's token says (NodeState.Since); zero for a
@@ -86,14 +87,14 @@ type Election struct {
 // it campaigns with. The name fails as a lock's does (ErrInvalidKey).
 func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error) {
 	key, cfg, err := c.lockRequest(name, opts)
+	if cfg.named {
+		return nil, fmt.Errorf("%w: an election's owner is the value each candidate campaigns with: no WithOwner", ErrInvalidOptions)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if cfg.limited || cfg.shared {
 		return nil, fmt.Errorf("%w: an election's lock is a plain lock: no WithLimit, no WithShared", ErrInvalidOptions)
-	}
-	if cfg.named {
-		return nil, fmt.Errorf("%w: an election's owner is the value each candidate campaigns with: no WithOwner", ErrInvalidOptions)
 	}
 	return &Election{client: c, name: name, key: key, opts: slices.Clone(opts), ttl: cfg.ttl,
 		campaigns: map[*context.Context]context.CancelCauseFunc{}}, nil
@@ -376,9 +377,11 @@ var closedChan = func() chan struct{} {
 // when there is none, ErrLeaderUnknown (in a *QuorumError) when too few
 // nodes answered to tell, within the larger of Options.NodeTimeout and 3 s
 // or until ctx ends; that error wraps ctx's error when ctx ended it, and
-// ErrClosed wraps it when Close cut the read short. A node that has not answered within four node
-// timeouts is left out when the others settle it, as an observer's reads
-// do: a paused minority does not slow it.
+// ErrClosed wraps it when Close cut the read short. It returns as soon as
+// the nodes that answered settle it (a quorum of them hold one lock, or too
+// few are left to make up a quorum for any): a paused minority does not
+// slow it. A read that they do not settle waits for the others at most
+// four node timeouts, then once more until they answer or ctx ends.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.client.checkCall(ctx); err != nil {
 		return Leader{}, err
@@ -414,10 +417,7 @@ type reading struct {
 func (e *Election) read(ctx context.Context) (reading, error) {
 	c := e.client
 	start := time.Now()
-	states, err := c.Inspect(ctx, e.name)
-	if err != nil {
-		return reading{}, err
-	}
+	states, _ := c.inspectUntil(ctx, e.key, c.operatorTimeout(), e.settles())
 	answered, counts := 0, map[string]int{}
 	for _, s := range states {
 		if s.Err == nil {
@@ -450,6 +450,24 @@ func (e *Election) read(ctx context.Context) (reading, error) {
 	return reading{}, nil
 }
 
+// settles returns the settled function of a read's inspectUntil: the
+// nodes still to answer cannot change who leads once a quorum of those
+// that answered hold one token, or once too few are left to make up a
+// quorum for any.
+func (e *Election) settles() func(NodeState) bool {
+	quorum, all := e.client.quorum, len(e.client.conns)
+	answered, most := 0, 0
+	counts := map[string]int{}
+	return func(s NodeState) bool {
+		answered++
+		if s.Holder != "" && !s.DelayOnly {
+			counts[s.Holder]++
+			most = max(most, counts[s.Holder])
+		}
+		return most >= quorum || most+all-answered < quorum
+	}
+}
+
 // leaderOf builds the leader holding token from the nodes' states. Its
 // term is its lock's fencing token: the counter that a quorum of the nodes
 // holding it reach, the quorum-th largest of theirs. The lock was handed
@@ -470,7 +488,10 @@ func (e *Election) leaderOf(token string, states []NodeState, start time.Time) r
 	q := e.client.quorum
 	slices.Sort(ttls)
 	slices.Sort(fences)
-	r.leader.Term = fences[len(fences)-q]
+	if _, ours := wire.ParseToken(token); ours {
+		r.leader.Term = fences[len(fences)-q]
+	} // else a lock of another library: it has no fencing token
+
 	// The key is gone from a quorum once the quorum-th longest TTL passed.
 	r.expires = start.Add(ttls[len(ttls)-q])
 	return r

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
@@ -46,8 +45,9 @@ const (
 // reads the nodes every twentieth of the TTL (50 ms to 500 ms) meanwhile:
 // the leader's, as its token says, or the observer's own (WithTTL) while
 // nobody leads,
-// each read waiting for the nodes at most four per-node timeouts or the
-// poll. Reads that too few nodes
+// each read ending as soon as the nodes that answered settle it, as
+// Leader's, and waiting for the others at most four per-node timeouts or
+// the poll. Reads that too few nodes
 // answer are retried; nothing is sent for them. A receiver that does not keep up
 // holds the observer back: it reads again once its last change was taken.
 // A nil ctx is taken as context.Background(): the observer then ends with
@@ -91,9 +91,6 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		if err == nil && !r.expires.IsZero() && r.expires.Before(next) {
 			next = r.expires.Add(time.Millisecond)
 		}
-		if errors.Is(err, ErrInvalidKey) {
-			return
-		}
 		waitObserved(ctx, closed, wake, time.Until(next))
 	}
 }
@@ -135,21 +132,25 @@ type observed struct {
 	any    bool   // something was reported
 	vacant bool   // the last report was a vacancy
 	term   uint64 // the largest term reported
+	token  string // the last leader's token
 }
 
 // changed reports whether now is to be reported after what o saw, and
 // records it if so: another leader than the last, never one of an older
 // term (a read that reached nodes that had not yet heard of a resignation
 // must not bring back a leader reported gone), or a vacancy after a
-// leader.
+// leader. A lock of another library has no term: it is reported when its
+// token is not the last leader's.
 func (o *observed) changed(now Leader) bool {
 	switch {
 	case o.any && now.Vacant() && o.vacant:
 		return false
-	case o.any && !now.Vacant() && now.Term <= o.term:
+	case o.any && !now.Vacant() && now.Term == 0 && now.Token == o.token:
+		return false
+	case o.any && !now.Vacant() && now.Term != 0 && now.Term <= o.term:
 		return false
 	}
-	o.any, o.vacant, o.term = true, now.Vacant(), max(o.term, now.Term)
+	o.any, o.vacant, o.term, o.token = true, now.Vacant(), max(o.term, now.Term), now.Token
 	return true
 }
 

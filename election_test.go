@@ -26,8 +26,10 @@ func TestNewElection_badInput(t *testing.T) {
 		t.Errorf("WithShared: %v, want ErrInvalidOptions", err)
 	}
 	// The leader's owner is its Campaign value.
-	if _, err := c.NewElection("svc", redlock.WithOwner("host-a")); !errors.Is(err, redlock.ErrInvalidOptions) {
-		t.Errorf("WithOwner: %v, want ErrInvalidOptions", err)
+	for _, owner := range []string{"host-a", ""} {
+		if _, err := c.NewElection("svc", redlock.WithOwner(owner)); !errors.Is(err, redlock.ErrInvalidOptions) {
+			t.Errorf("WithOwner(%q): %v, want ErrInvalidOptions", owner, err)
+		}
 	}
 	if _, err := c.NewElection("svc", redlock.WithLockDelay(-time.Second)); !errors.Is(err, redlock.ErrInvalidLockDelay) {
 		t.Errorf("negative lock-delay: %v, want ErrInvalidLockDelay", err)

@@ -106,6 +106,15 @@ func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 // inspect is Inspect of the lock key onWire, a valid key on the wire, with
 // timeout for each node's answer.
 func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Duration) ([]NodeState, []NodeResult) {
+	return c.inspectUntil(ctx, onWire, timeout, nil)
+}
+
+// inspectUntil is inspect that stops waiting for the nodes once settled
+// returns true: it is called with each node's state as it comes, in the
+// calling goroutine, and says that the nodes still to answer cannot
+// change what the caller makes of the states. A nil settled waits for
+// every node.
+func (c *Client) inspectUntil(ctx context.Context, onWire string, timeout time.Duration, settled func(NodeState) bool) ([]NodeState, []NodeResult) {
 	keys := c.inspectKeys(onWire)
 	args := []string{c.wire.recovery, strconv.FormatInt(time.Now().UnixMicro(), 10)}
 	// read fills decoded[i]; a node that answers too late may still write its
@@ -117,9 +126,16 @@ func (c *Client) inspect(ctx context.Context, onWire string, timeout time.Durati
 			return nil, err
 		}
 		decoded[node] = s
-		return nil, nil
+		return s, nil
 	})}
-	results, _ := c.fanout(ctx, timeout, read, func(any) bool { return true }, func(int, int) bool { return false })
+	done := false
+	isOK := func(v any) bool {
+		if settled != nil && !done {
+			done = settled(v.(NodeState))
+		}
+		return true
+	}
+	results, _ := c.fanout(ctx, timeout, read, isOK, func(int, int) bool { return done })
 	c.observeNodes(ctx, nil, telemetry.OpInspect, results)
 	states := make([]NodeState, len(c.conns))
 	for i, r := range results {
