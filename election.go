@@ -327,8 +327,9 @@ func (e *Election) Done() <-chan struct{} {
 
 // Err returns nil while this candidate leads, and otherwise why not:
 // ErrNoLeader before its first election or after Resign, the lead's lock
-// error (ErrLockLost) once it lost it, wrapping ErrClosed when the lead
-// ended because its Client was closed.
+// error once it lost it (ErrLockLost, wrapping ErrClosed when the lead
+// ended because its Client was closed; ErrReleased when its Lock was
+// released directly rather than by Resign).
 func (e *Election) Err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -278,7 +278,7 @@ func (e *QuorumError) describe(n NodeResult) string {
 	case OutcomeNotAsked:
 		return "not asked"
 	default:
-		return "no answer"
+		return "not waited for"
 	}
 }
 

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,5 +132,14 @@ func TestRetry_aPauseOfNothingIsAMillisecond(t *testing.T) {
 	}
 	if attempts < 2 {
 		t.Errorf("%d attempts in %v: the waiter did not try again", attempts, time.Since(began))
+	}
+}
+
+// An error names a node whose answer the call did not wait for as such.
+func TestQuorumError_namesANodeNotWaitedFor(t *testing.T) {
+	err := &redlock.QuorumError{Op: "acquire", Key: "k", OK: 1, Quorum: 2, Err: redlock.ErrNotAcquired, Nodes: []redlock.NodeResult{
+		{Node: "a:1", Outcome: redlock.OutcomeOK}, {Node: "b:1", Outcome: redlock.OutcomeHeld}, {Node: "c:1", Outcome: redlock.OutcomeNoAnswer}}}
+	if msg := err.Error(); !strings.HasSuffix(msg, "c:1 not waited for") {
+		t.Errorf("%s: want it to end with c:1 not waited for", msg)
 	}
 }

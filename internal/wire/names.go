@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redlock-go/redlock/internal/hashslot"
 )
@@ -246,10 +247,22 @@ func CheckOwner(owner string) string {
 	}
 	for i := 0; i < len(owner); i++ {
 		if b := owner[i]; b <= ' ' || b > '~' {
-			return "byte " + strconv.Itoa(i) + " is " + strconv.QuoteRune(rune(b)) + ": only printable ASCII without spaces ('!' to '~') is allowed"
+			return "byte " + strconv.Itoa(i) + " is " + byteAt(owner, i) + ": only printable ASCII without spaces ('!' to '~') is allowed"
 		}
 	}
 	return ""
+}
+
+// byteAt describes the byte of s at i for an error: quoted when ASCII, else
+// as the start of the character it begins, or in hex.
+func byteAt(s string, i int) string {
+	if s[i] < utf8.RuneSelf {
+		return strconv.QuoteRune(rune(s[i]))
+	}
+	if r, _ := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError {
+		return "the first of " + strconv.QuoteRune(r) + ", not ASCII"
+	}
+	return "0x" + strconv.FormatUint(uint64(s[i]), 16) + ", not ASCII"
 }
 
 // SanitizeOwner returns owner made acceptable to CheckOwner: each byte

@@ -99,6 +99,11 @@ func TestCheckOwner(t *testing.T) {
 			t.Errorf("SanitizeOwner(%q) = %q, which CheckOwner refuses", bad, got)
 		}
 	}
+	for bad, says := range map[string]string{"é": `byte 0 is the first of 'é', not ASCII`, "a\xffb": `byte 1 is 0xff, not ASCII`, "a b": `byte 1 is ' '`} {
+		if msg := CheckOwner(bad); !strings.HasPrefix(msg, says+":") {
+			t.Errorf("CheckOwner(%q) = %q, want it to begin %q", bad, msg, says)
+		}
+	}
 	for _, good := range []string{"host:1234", "svc/worker-1@host.example", strings.Repeat("o", MaxOwnerBytes)} {
 		if msg := CheckOwner(good); msg != "" {
 			t.Errorf("CheckOwner(%q) = %q", good, msg)
