@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -144,6 +145,8 @@ func (c *Client) inspectUntil(ctx context.Context, onWire string, timeout time.D
 			states[i] = decoded[i]
 		case r.Err != nil:
 			states[i].Err = r.Err
+		case done:
+			states[i].Err = errors.New("not waited for: the others settled it")
 		case ctx.Err() != nil:
 			states[i].Err = fmt.Errorf("no answer: %w", ctx.Err())
 		default:
