@@ -82,10 +82,10 @@ func (w *waiting) acquire(ctx context.Context) (holding, error) {
 	return held, err
 }
 
-// sharedNote explains err, a writer's failed acquisition, when readers
-// hold the key it found held: the nodes' answers say only that the key
-// is held, and Inspect says by whom, as heldBy does while waiting. It
-// returns err otherwise.
+// sharedNote explains err, a writer's failed acquisition, when the key it
+// found held is held by readers, or by a holder that a quorum of the nodes
+// agree on: the nodes' answers say only that the key is held, and Inspect
+// says by whom, as heldBy does while waiting. It returns err otherwise.
 func (w *waiting) sharedNote(ctx context.Context, err error) error {
 	var qe *redlock.QuorumError
 	if w.shared || w.limit > 0 || classify(err) != failConflict || !errors.As(err, &qe) {
@@ -98,6 +98,14 @@ func (w *waiting) sharedNote(ctx context.Context, err error) error {
 	states, ierr := lookAgain(ctx, w.client, key)
 	if ierr != nil {
 		return err
+	}
+	if token, holding, _ := verdict(states, len(states)/2+1); token != "" {
+		owner := ""
+		if g := redlock.TokenGrant(token); g.Owner != "" {
+			owner = ", owner " + g.Owner
+		}
+		return fmt.Errorf("%w: %w", err, &detail{text: fmt.Sprintf("%q is held by another holder on %d of %d nodes (token %s%s, %s)",
+			key, holding, len(states), token, owner, expiresText(states, token))})
 	}
 	shared := sharedText(states)
 	if shared == "" {
