@@ -43,7 +43,8 @@ REDLOCK_HELD=1.
 Without COMMAND it holds the lead until interrupted, as etcdctl elect
 does: once elected it prints "leading NAME, term TERM" on stdout; SIGHUP,
 SIGQUIT or SIGTERM resign the lead and end it with 0, SIGINT (Ctrl-C) by
-SIGINT.
+SIGINT. Should the lead be lost (renewals keep failing, as above), it says
+"lost the lead of NAME" and why on stderr, and exits with 76.
 
 With --listen, it campaigns for nothing: it prints the leader of NAME, then
 each change, until interrupted (exit 0; SIGINT, as Ctrl-C, ends it by
@@ -73,7 +74,7 @@ Examples:
 			docUsage,
 			docUnavailable,
 			{code(exitConflict), "not elected within --wait (--conflict-exit-code)"},
-			{code(exitLockLost), "the lead was lost while the command ran; the command was stopped"},
+			{code(exitLockLost), "the lead was lost while the command ran; the command was stopped. Without COMMAND: the lead was lost"},
 			docTakenOver,
 			docConfig,
 			{code(exitCannotExecute), "the command could not be started"},
@@ -139,7 +140,7 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 			sayf(s.stderr, slog.LevelError, "elect", "%v", err)
 			return exitCannotExecute
 		}
-		argv, c.shell = cmd, false
+		argv, c.shell, c.lead = cmd, false, name
 	}
 	if c.shell {
 		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}

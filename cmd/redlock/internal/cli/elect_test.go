@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -368,5 +369,58 @@ func TestElect_withoutCommandHoldsTheLeadUntilInterrupted(t *testing.T) {
 		runBinary(t, nodes, "elect", "--wait", "1s", "svc", "host-b", "--", "true").
 			expect(t, exitOK, "the next candidate after "+sig.String())
 		assertReleased(t, cluster, "svc", "after the next leader's command ended")
+	}
+}
+
+// Without a command, a lost lead is said as such: the command that held
+// it is redlock's own, so stderr says nothing of a command, its process
+// group or its signals, and elect exits with 76. Two of three nodes
+// paused keep the lead from being renewed.
+func TestElect_withoutCommandSaysTheLeadWasLost(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	leader, stdout, stderr := startHoldingLead(t, nodes, "--ttl", "1s", "svc", "host-a")
+	for _, i := range []int{0, 1} {
+		if err := cluster.Node(i).Pause(); err != nil {
+			t.Fatal(err)
+		}
+		defer cluster.Node(i).Resume()
+	}
+	waitTimeout(leader, 20*time.Second)
+	if code := leader.ProcessState.ExitCode(); code != exitLockLost {
+		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitLockLost, stdout, stderr)
+	}
+	assertLeadLostSaid(t, stderr.String(), `redlock elect: lost the lead of "svc": lock "svc" could not be renewed`)
+}
+
+// startHoldingLead starts 'redlock elect' with args and no command, killed
+// at the end of the test, and waits until it says it leads.
+func startHoldingLead(t *testing.T, nodes string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+	t.Helper()
+	leader := binaryCommand(nodes, append([]string{"elect"}, args...)...)
+	stdout, stderr := newLockedBuffer(), newLockedBuffer()
+	leader.Stdout, leader.Stderr = stdout, stderr
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { leader.Process.Kill() })
+	waitForText(t, stdout, "leading svc, term ", 10*time.Second)
+	return leader, stdout, stderr
+}
+
+// assertLeadLostSaid fails the test unless stderr, of an elect given no
+// command, has want and says nothing of a command or its process group.
+func assertLeadLostSaid(t *testing.T, stderr, want string) {
+	t.Helper()
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr)
+	}
+	var spoken []string
+	for _, bad := range []string{"command", "process group", "SIGTERM", "SIGKILL", "watchdog"} {
+		if strings.Contains(stderr, bad) {
+			spoken = append(spoken, bad)
+		}
+	}
+	if len(spoken) > 0 {
+		t.Errorf("stderr speaks of %q, to a user who gave no command:\n%s", spoken, stderr)
 	}
 }

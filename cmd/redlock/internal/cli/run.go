@@ -212,6 +212,11 @@ type runConfig struct {
 	// campaign is the candidate's value of elect, which waits as an
 	// election's candidate (redlock.Election.Campaign); "" for run.
 	campaign string
+	// lead is the election's NAME of an elect given no COMMAND, whose
+	// command is then this executable's hold verb (holdCommand): its
+	// messages speak of the lead, not of a command the user did not give
+	// nor of its process group; "" otherwise.
+	lead string
 }
 
 func setupRun(fs *flag.FlagSet) runner {
@@ -307,7 +312,9 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 	commandEnded(ctx, ch)
 	if lost != nil {
 		ending.Store(endByStatus) // the loss says more than an interruption
-		sayf(s.stderr, slog.LevelError, c.name(), "the command exited with status %d after the lock was lost", status)
+		if c.lead == "" {
+			sayf(s.stderr, slog.LevelError, c.name(), "the command exited with status %d after the lock was lost", status)
+		}
 		if errors.Is(lost, redlock.ErrTakenOver) {
 			return exitTakenOver
 		}
@@ -600,11 +607,22 @@ func (c *runConfig) killAt(until time.Time) time.Time {
 // SIGTERM now and SIGKILL after --kill-grace.
 func (sv *supervision) stop(reason error) {
 	sv.lost = reason
-	sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "%v: stopping the command: SIGTERM to process group %d, SIGKILL in %s",
-		reason, sv.ch.pgid, sv.c.killGrace)
+	if sv.c.lead != "" {
+		sv.c.leadLost(sv.s, reason)
+	} else {
+		sayf(sv.s.stderr, slog.LevelError, sv.c.name(), "%v: stopping the command: SIGTERM to process group %d, SIGKILL in %s",
+			reason, sv.ch.pgid, sv.c.killGrace)
+	}
 	sv.ch.signal(syscall.SIGTERM)
 	sv.terminated = true
 	sv.kill = time.After(sv.c.killGrace)
+}
+
+// leadLost says that the lead of an elect given no COMMAND (see
+// runConfig.lead) was lost, and why: the command that held it is
+// redlock's own, and ends with it.
+func (c *runConfig) leadLost(s streams, reason error) {
+	sayf(s.stderr, slog.LevelError, c.name(), "lost the lead of %q: %v", c.lead, reason)
 }
 
 // commandExited reports an error other than the command's exit status,
@@ -707,8 +725,15 @@ func (sv *supervision) watchdogExited() {
 		return
 	case sv.ch.watchdog.didKill() && sv.terminated:
 		// Its kill came first, at the same deadline as redlock's.
-		sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "process group %d was killed at the lock's deadline, "+
-			"still running after it was told to stop", sv.ch.pgid)
+		if sv.c.lead == "" {
+			sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "process group %d was killed at the lock's deadline, "+
+				"still running after it was told to stop", sv.ch.pgid)
+		}
+		return
+	case sv.ch.watchdog.didKill() && sv.c.lead != "":
+		// As below, for the lead that redlock's own command held.
+		sv.lost = fmt.Errorf("%s was not renewed by its deadline: redlock was stopped, or starved, past it", sv.name)
+		sv.c.leadLost(sv.s, sv.lost)
 		return
 	case sv.ch.watchdog.didKill():
 		// redlock was stopped, or starved, past the deadline it last gave
@@ -750,6 +775,15 @@ func (c *runConfig) killStragglers(s streams, ch *child, kill <-chan time.Time) 
 	}
 }
 
+// lostWhen says when a lock lost was lost: before the command ended, or
+// for an elect given no COMMAND, while leading.
+func (c *runConfig) lostWhen() string {
+	if c.lead != "" {
+		return "while leading"
+	}
+	return "before the command ended"
+}
+
 // release releases what the command held, which messages call name, after
 // the command ended, and reports a failure.
 func (c *runConfig) release(s streams, held holding, name string) {
@@ -758,8 +792,8 @@ func (c *runConfig) release(s streams, held holding, name string) {
 	case err == nil:
 		c.logf(s, "released %s", name)
 	case errors.Is(err, redlock.ErrNotHeld) && c.lock.delay > 0 && (errors.Is(err, redlock.ErrLockLost) || errors.Is(err, redlock.ErrLockExpired)):
-		sayf(s.stderr, slog.LevelWarn, c.name(), "%s: lost before the command ended, so not released where lost: the %s "+
-			"lock-delay stands where the nodes still keep the key, as after a crash", name, c.lock.delay)
+		sayf(s.stderr, slog.LevelWarn, c.name(), "%s: lost %s, so not released where lost: the %s "+
+			"lock-delay stands where the nodes still keep the key, as after a crash", name, c.lostWhen(), c.lock.delay)
 	case errors.Is(err, redlock.ErrNotHeld) && strings.HasPrefix(name, "locks "):
 		// Of several keys, the others were released.
 		sayf(s.stderr, slog.LevelWarn, c.name(), "%s released, but not every one was still held: %s", name, errText(err))
