@@ -60,8 +60,12 @@ and went between two reads of the nodes (every TTL/20, from 50ms to
 500ms, and at each announced release) may go unprinted. While too few
 nodes answer to tell who leads, nothing is printed: the last line stands
 until they answer again, and stderr says why (a WARN line each time). A
-listener takes no lock: its --ttl, at most --recovery-delay, only paces
-the reads.
+listener takes no lock: its --ttl only paces its reads while nobody leads
+(a leader's own TTL paces them while it leads), and one longer than
+--recovery-delay is taken as --recovery-delay. It waits for nothing and
+runs no command: --wait (-w, -n), --conflict-exit-code (-E),
+--retry-delay, --lock-delay, --kill-grace, --shell and --verbose go with a
+candidate, and are refused with --listen.
 
 Examples:
   redlock elect scheduler "$(hostname):8080" -- ./scheduler
@@ -162,9 +166,32 @@ func checkValue(v string) string {
 	return ""
 }
 
+// candidateFlags are the flags of elect that only a candidate has a use
+// for: a listener takes no lock, so that it neither waits for one, nor
+// retries, nor keeps one from others once lost, and runs no command to
+// stop, run with /bin/sh or report on.
+var candidateFlags = []string{"wait", "w", "n", "conflict-exit-code", "E", "retry-delay", "lock-delay", "kill-grace",
+	"shell", "verbose"}
+
+// candidateFlagGiven says which flag of candidateFlags was given to elect
+// --listen, whose flags fs are, which would otherwise be ignored; "" when
+// none was.
+func candidateFlagGiven(fs *flag.FlagSet) string {
+	msg := ""
+	fs.Visit(func(f *flag.Flag) {
+		if msg == "" && slices.Contains(candidateFlags, f.Name) {
+			msg = dashed(f.Name) + " goes with a candidate, not --listen"
+		}
+	})
+	return msg
+}
+
 // listenTo prints the leader of the election named in args, then each
 // change, until ctx ends.
 func (c *electConfig) listenTo(ctx context.Context, s streams, args []string) int {
+	if msg := candidateFlagGiven(c.flags); msg != "" {
+		return usageError(s.stderr, "elect", msg)
+	}
 	if msg := positional(args, "NAME"); msg != "" {
 		return usageError(s.stderr, "elect", msg)
 	}

@@ -424,3 +424,46 @@ func assertLeadLostSaid(t *testing.T, stderr, want string) {
 		t.Errorf("stderr speaks of %q, to a user who gave no command:\n%s", spoken, stderr)
 	}
 }
+
+// elect --listen refuses the flags that only a candidate has a use for,
+// naming the flag as given, rather than ignore them; a --ttl longer than
+// --recovery-delay only paces its reads, and is taken.
+func TestElect_listenRefusesCandidateFlags(t *testing.T) {
+	_, nodes := newCluster(t, 1)
+	for _, flags := range [][]string{
+		{"-n"},
+		{"--wait", "5s"},
+		{"-w", "5"},
+		{"--conflict-exit-code", "0"},
+		{"-E", "0"},
+		{"--retry-delay", "50ms"},
+		{"--lock-delay", "5s"},
+		{"--kill-grace", "2s"},
+		{"--shell"},
+		{"--verbose"},
+	} {
+		// Before, the listener ignored the flag and listened until ctx ended.
+		ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+		var stdout, stderr bytes.Buffer
+		args := append(append([]string{"elect", "--nodes", nodes, "--listen"}, flags...), "svc")
+		code := Run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+		cancel()
+		if want := flags[0] + " goes with a candidate, not --listen"; code != exitUsage || !strings.Contains(stderr.String(), want) {
+			t.Errorf("elect --listen %s: exit status %d, want %d saying %q\nstdout:\n%s\nstderr:\n%s",
+				strings.Join(flags, " "), code, exitUsage, want, &stdout, &stderr)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(bg)
+	out, errs := newLockedBuffer(), newLockedBuffer()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"elect", "--nodes", nodes, "--listen", "--ttl", "1m", "--node-timeout", "100ms", "svc"},
+			strings.NewReader(""), out, errs)
+	}()
+	eventually(t, 10*time.Second, "elect --listen --ttl 1m to print the vacancy", func() bool { return out.String() == "vacant\n" })
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("elect --listen --ttl 1m: exit status %d, want %d\n%s", code, exitOK, errs)
+	}
+}
