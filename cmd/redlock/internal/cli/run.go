@@ -749,9 +749,12 @@ func (sv *supervision) watchdogExited() {
 		sv.ch.pgid, sv.ch.watchdog.pid)
 }
 
-// killGroup sends SIGKILL to the command's process group.
+// killGroup sends SIGKILL to the command's process group; said only of a
+// command the user gave, not of the hold of an elect given none.
 func (sv *supervision) killGroup() {
-	sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "sending SIGKILL to process group %d", sv.ch.pgid)
+	if sv.c.lead == "" {
+		sayf(sv.s.stderr, slog.LevelWarn, sv.c.name(), "sending SIGKILL to process group %d", sv.ch.pgid)
+	}
 	sv.killed = true
 	sv.ch.signal(syscall.SIGKILL)
 }
