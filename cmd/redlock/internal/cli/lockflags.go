@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -148,7 +149,23 @@ func (l *lockFlags) target(ctx context.Context, client *redlock.Client, key, tok
 	if !l.limited() {
 		return key, nil
 	}
-	return findPermit(ctx, client, key, int(l.limit), token)
+	permit, err := findPermit(ctx, client, key, int(l.limit), token)
+	if err != nil && isPermitKey(key, int(l.limit)) {
+		// KEY is a permit's key, as acquire printed it: act on it.
+		return key, nil
+	}
+	return permit, err
+}
+
+// isPermitKey reports whether key has the form of a permit's key
+// (NAME:permit:i) of a semaphore of limit permits.
+func isPermitKey(key string, limit int) bool {
+	i := strings.LastIndex(key, permitInfix)
+	if i <= 0 {
+		return false
+	}
+	n, err := strconv.Atoi(key[i+len(permitInfix):])
+	return err == nil && n >= 1 && n <= limit
 }
 
 // permitHeld returns the key of the permit of the semaphore key that token

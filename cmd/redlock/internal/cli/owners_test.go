@@ -91,11 +91,12 @@ func TestAcquire_invalidOwner(t *testing.T) {
 }
 
 // A command refused a lock that another holder has says who: its token,
-// owner and expiry, after one attempt (-n) as after a wait that ran out.
+// owner and expiry, after one attempt (-n) as after a wait that ran out,
+// for a reader as for a writer.
 func TestRefused_namesTheHolder(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	cli(t, "acquire", "--nodes", nodes, "--owner", "alice:1", "busy").expect(t, exitOK, "acquire --owner")
-	for _, wait := range [][]string{{"-n"}, {"-w", "0.3"}} {
+	for _, wait := range [][]string{{"-n"}, {"-w", "0.3"}, {"--shared", "-n"}} {
 		args := append(append([]string{"run", "--nodes", nodes}, wait...), "busy", "--", "true")
 		r := cli(t, args...).expect(t, exitConflict, "run "+strings.Join(wait, " ")+" busy")
 		if !regexp.MustCompile(`"busy" is held by another holder on \d of 3 nodes \(token \S+alice:1\S*, owner alice:1, expires in `).MatchString(r.stderr) {

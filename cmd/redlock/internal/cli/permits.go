@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,17 +94,17 @@ func findPermit(ctx context.Context, client *redlock.Client, key string, limit i
 			switch {
 			case st.Err != nil && silent == nil:
 				silent = fmt.Errorf("%s: %w", st.Node, st.Err)
-			case st.Err == nil && st.Holder == token:
+			case st.Err == nil && tokenOf(st, token):
 				return p.key, nil
 			}
 		}
 	}
 	if silent != nil {
-		return "", fmt.Errorf("TOKEN holds none of the %d permits of %q on the nodes that answered, "+
-			"and some did not: %w", limit, key, silent)
+		return "", fmt.Errorf("token %s holds none of the %d permits of %q on the nodes that answered, "+
+			"and some did not: %w", token, limit, key, silent)
 	}
-	return "", fmt.Errorf("%w: TOKEN holds none of the %d permits of %q on any node: "+
-		"released already, expired, or a wrong token", redlock.ErrNotHeld, limit, key)
+	return "", fmt.Errorf("%w: token %s holds none of the %d permits of %q on any node: "+
+		"released already, expired, or a wrong token", redlock.ErrNotHeld, token, limit, key)
 }
 
 // findAnyPermit returns the key of the permit of the semaphore key that
@@ -119,10 +120,17 @@ func findAnyPermit(ctx context.Context, client *redlock.Client, key, token strin
 	}
 	for _, p := range permits {
 		for _, st := range p.states {
-			if st.Err == nil && st.Holder == token {
+			if st.Err == nil && tokenOf(st, token) {
 				return p.key
 			}
 		}
 	}
 	return ""
+}
+
+// tokenOf reports whether st, a permit's state on a node, is token's: it
+// holds the permit, or an operator forced it free from it (so that the
+// verb acting on it says so).
+func tokenOf(st redlock.NodeState, token string) bool {
+	return st.Holder == token || slices.Contains(st.ForcedTokens, token)
 }

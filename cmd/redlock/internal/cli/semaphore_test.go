@@ -186,7 +186,7 @@ func TestAcquire_limitPrintsThePermitToRelease(t *testing.T) {
 	}
 	assertReleased(t, cluster, b.Key, "after release --limit")
 	r = cli(t, "release", "--nodes", nodes, "--limit", "2", "sem", b.Token).expect(t, exitLockLost, "second release --limit")
-	if !strings.Contains(r.stderr, `TOKEN holds none of the 2 permits of "sem" on any node`) {
+	if !strings.Contains(r.stderr, `token `+b.Token+` holds none of the 2 permits of "sem" on any node`) {
 		t.Errorf("second release --limit: stderr:\n%s", r.stderr)
 	}
 }
@@ -232,6 +232,23 @@ func TestLimit_extendReleaseAndCheckFindThePermitWithoutLimit(t *testing.T) {
 		cli(t, "check", "--nodes", nodes, sem, p.Token).expect(t, exitLockLost, "check after the release")
 		cli(t, "release", "--nodes", nodes, sem, p.Token).expect(t, exitLockLost, "release after the release")
 	}
+}
+
+// A permit given by its key with --limit is acted on, as without it; and a
+// permit an operator forced free is found by the semaphore's name, so that
+// extend and release say so (77), not that it was lost.
+func TestLimit_permitKeyWithLimitAndAForcedPermit(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var p acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--limit", "3", "sem").expect(t, exitOK, "acquire --limit 3").decode(t, &p)
+	cli(t, "extend", "--nodes", nodes, "--limit", "3", p.Key, p.Token).expect(t, exitOK, "extend --limit 3 of the permit's key")
+	cli(t, "release", "--nodes", nodes, "--limit", "3", p.Key, p.Token).expect(t, exitOK, "release --limit 3 of the permit's key")
+
+	cli(t, "acquire", "--nodes", nodes, "--json", "--limit", "3", "forced").expect(t, exitOK, "acquire --limit 3").decode(t, &p)
+	cli(t, "release", "--nodes", nodes, "--force", p.Key).expect(t, exitOK, "release --force "+p.Key)
+	cli(t, "extend", "--nodes", nodes, "--limit", "3", "forced", p.Token).expect(t, exitTakenOver, "extend --limit 3 of a forced permit")
+	cli(t, "extend", "--nodes", nodes, "forced", p.Token).expect(t, exitTakenOver, "extend of a forced permit without --limit")
+	cli(t, "release", "--nodes", nodes, "forced", p.Token).expect(t, exitTakenOver, "release of a forced permit without --limit")
 }
 
 // inspect --limit shows each permit's holder and how many are held, and

@@ -82,13 +82,13 @@ func (w *waiting) acquire(ctx context.Context) (holding, error) {
 	return held, err
 }
 
-// sharedNote explains err, a writer's failed acquisition, when the key it
-// found held is held by readers, or by a holder that a quorum of the nodes
-// agree on: the nodes' answers say only that the key is held, and Inspect
+// sharedNote explains err, a failed acquisition, when the key it found
+// held is held by a writer that a quorum of the nodes agree on, or, for a
+// writer, by readers: the nodes' answers say only that the key is held, and Inspect
 // says by whom, as heldBy does while waiting. It returns err otherwise.
 func (w *waiting) sharedNote(ctx context.Context, err error) error {
 	var qe *redlock.QuorumError
-	if w.shared || w.limit > 0 || classify(err) != failConflict || !errors.As(err, &qe) {
+	if w.limit > 0 || classify(err) != failConflict || !errors.As(err, &qe) {
 		return err
 	}
 	key := w.keys[0]
@@ -108,7 +108,9 @@ func (w *waiting) sharedNote(ctx context.Context, err error) error {
 			key, holding, len(states), token, owner, expiresText(states, token))})
 	}
 	shared := sharedText(states)
-	if shared == "" {
+	if shared == "" || w.shared {
+		// Readers refuse a reader only while a writer waits, which the
+		// nodes' answers say.
 		return err
 	}
 	return fmt.Errorf("%w: %w", err, &detail{text: fmt.Sprintf("%q is held %s: a writer gets it once the last of them "+
