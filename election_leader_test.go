@@ -28,10 +28,7 @@ func TestElection_leaderDoesNotWaitForAPausedMinority(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	e, err := c.NewElection("svc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := election(t, c, "svc")
 	if err := e.Campaign(bg, "host-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +62,7 @@ func TestElection_leaderDoesNotWaitForAPausedMinority(t *testing.T) {
 func TestElection_aLockOfAnotherLibraryLeadsWithoutATerm(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	c := newClient(t, cluster, adapters[0], fast())
-	e, err := c.NewElection("svc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := election(t, c, "svc")
 	if err := e.Campaign(bg, "host-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +102,7 @@ func TestElection_aLockOfAnotherLibraryLeadsWithoutATerm(t *testing.T) {
 func TestElection_leaderCutShortSaysWhy(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	c := newClient(t, cluster, adapters[0], nil)
-	e, err := c.NewElection("svc")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := election(t, c, "svc")
 	if err := e.Campaign(bg, "host-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +133,7 @@ func TestElection_leaderCutShortSaysWhy(t *testing.T) {
 	// second read waits 3 s for the paused nodes.
 	time.Sleep(time.Second)
 	c.Close()
-	err = <-done
+	err := <-done
 	var qe *redlock.QuorumError
 	if !errors.Is(err, redlock.ErrClosed) || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrLeaderUnknown) {
 		t.Errorf("Leader cut short by Close: %v; want ErrClosed wrapping the read's *QuorumError (ErrLeaderUnknown)", err)

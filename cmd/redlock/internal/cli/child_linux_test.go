@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,28 +42,36 @@ func TestRun_commandDiesWithRedlock(t *testing.T) {
 func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	cmd, stderr, pid := startWatchedRun(t, nodes, "1s")
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Signal(syscall.SIGCONT)
-	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command (pid %d) still runs 10s after redlock stopped, with a 1s TTL", pid)
-		}
-	}
-	if !stopped(cmd.Process.Pid) {
-		t.Fatal("redlock runs again: the command's end proves nothing of the watchdog")
-	}
 	// Continued, redlock exits as for a lost lock, whichever it sees first
 	// of the command's end, its watchdog's and its own deadline. Before, it
 	// exited 137, the command's status, when it saw the command's end
 	// first.
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	stopUntilKilled(t, cmd, stderr, pid, "the command")
+}
+
+// stopUntilKilled stops redlock with SIGSTOP until its watchdog has killed
+// the process pid (within 10 s), then continues it and waits for it to
+// exit as for a lost lock. what names the process pid in a failure.
+func stopUntilKilled(t *testing.T, redlock *exec.Cmd, stderr fmt.Stringer, pid int, what string) {
+	t.Helper()
+	if err := redlock.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitTimeout(cmd, 20*time.Second)
-	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
-		t.Errorf("redlock continued after its watchdog killed the command: exit %d, want %d\n%s", code, exitLockLost, stderr)
+	defer redlock.Process.Signal(syscall.SIGCONT)
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs 10s after redlock stopped", what, pid)
+		}
+	}
+	if !stopped(redlock.Process.Pid) {
+		t.Fatalf("redlock runs again: the end of %s proves nothing of the watchdog", what)
+	}
+	if err := redlock.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitTimeout(redlock, 20*time.Second)
+	if code := redlock.ProcessState.ExitCode(); code != exitLockLost {
+		t.Fatalf("redlock continued after its watchdog killed %s: exit %d, want %d\n%s", what, code, exitLockLost, stderr)
 	}
 }
 
@@ -321,20 +330,5 @@ func TestRun_watchdogsKillExitsAsALostLockAfterARenewal(t *testing.T) {
 			t.Fatalf("no renewal seen within 10 s of a 3 s TTL (PTTL %d ms)", ms)
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Signal(syscall.SIGCONT)
-	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command (pid %d) still runs 10s after redlock stopped, with a 3s TTL", pid)
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	waitTimeout(cmd, 20*time.Second)
-	if code := cmd.ProcessState.ExitCode(); code != exitLockLost {
-		t.Errorf("redlock continued after its watchdog killed the command: exit %d, want %d\n%s", code, exitLockLost, stderr)
-	}
+	stopUntilKilled(t, cmd, stderr, pid, "the command")
 }

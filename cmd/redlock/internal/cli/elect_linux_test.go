@@ -16,7 +16,7 @@ import (
 // that the lead was lost, in the same words.
 func TestElect_withoutCommandStoppedPastItsDeadlineSaysTheLeadWasLost(t *testing.T) {
 	_, nodes := newCluster(t, 3)
-	leader, stdout, stderr := startHoldingLead(t, nodes, "--ttl", "1s", "svc", "host-a")
+	leader, _, stderr := startHoldingLead(t, nodes, "--ttl", "1s", "svc", "host-a")
 	holder := holdProcess(t, leader.Process.Pid)
 	t.Cleanup(func() { syscall.Kill(holder, syscall.SIGKILL) })
 	// A redlock stopped before it started its watchdog has none.
@@ -25,22 +25,7 @@ func TestElect_withoutCommandStoppedPastItsDeadlineSaysTheLeadWasLost(t *testing
 			t.Fatalf("no watchdog of process group %d", holder)
 		}
 	}
-	if err := leader.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer leader.Process.Signal(syscall.SIGCONT)
-	for deadline := time.Now().Add(10 * time.Second); alive(holder); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the lead's holder (pid %d) still runs 10s after elect stopped, with a 1s TTL", holder)
-		}
-	}
-	if err := leader.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	waitTimeout(leader, 20*time.Second)
-	if code := leader.ProcessState.ExitCode(); code != exitLockLost {
-		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitLockLost, stdout, stderr)
-	}
+	stopUntilKilled(t, leader, stderr, holder, "the lead's holder")
 	assertLeadLostSaid(t, stderr.String(), `redlock elect: lost the lead of "svc": lock "svc" `)
 }
 

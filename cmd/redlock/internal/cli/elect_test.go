@@ -347,14 +347,7 @@ func TestElect_shortRecoveryDelay(t *testing.T) {
 func TestElect_withoutCommandHoldsTheLeadUntilInterrupted(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		leader := binaryCommand(nodes, "elect", "svc", "host-a")
-		stdout, stderr := newLockedBuffer(), newLockedBuffer()
-		leader.Stdout, leader.Stderr = stdout, stderr
-		if err := leader.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { leader.Process.Kill() })
-		waitForText(t, stdout, "leading svc, term ", 10*time.Second)
+		leader, _, stderr := startHoldingLead(t, nodes, "svc", "host-a")
 		if err := leader.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
