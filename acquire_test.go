@@ -242,7 +242,7 @@ func TestAcquire_foreignLockBlocks(t *testing.T) {
 			t.Errorf("%d nodes report held: %v", n, err)
 		}
 		// And a key with a prefix is another lock.
-		prefixed := newClient(t, cluster, a, &redlock.Options{KeyPrefix: "app:"})
+		prefixed := newClient(t, cluster, a, &redlock.Options{KeyPrefix: "app:", TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond})
 		lock, err := prefixed.TryAcquire(bg, "shared-resource")
 		if err != nil {
 			t.Fatalf("prefixed key: %v", err)

@@ -220,7 +220,7 @@ func TestLeftovers_refusingNodeClearedByTheClient(t *testing.T) {
 		const ttl = 30 * time.Second
 		t.Run("one node", func(t *testing.T) {
 			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-			c := newClient(t, cluster, a, &redlock.Options{TTL: ttl})
+			c := newClient(t, cluster, a, &redlock.Options{TTL: ttl, NodeTimeout: 300 * time.Millisecond})
 			for _, key := range []string{"try", "acquire"} {
 				plantStale(t, cluster, key, "old-"+key, []int{0})
 				c.RememberUnswept(key, "old-"+key, ttl, []bool{true})
@@ -248,7 +248,7 @@ func TestLeftovers_refusingNodeClearedByTheClient(t *testing.T) {
 		})
 		t.Run("minority node", func(t *testing.T) {
 			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-			c := newClient(t, cluster, a, &redlock.Options{TTL: ttl})
+			c := newClient(t, cluster, a, &redlock.Options{TTL: ttl, NodeTimeout: 300 * time.Millisecond})
 			plantStale(t, cluster, "minority", "old", []int{0})
 			c.RememberUnswept("minority", "old", ttl, []bool{true, false, false})
 			l, err := c.TryAcquire(bg, "minority")

@@ -47,6 +47,9 @@ func TestRun_commandKilledByItsDeadlineWhileRedlockIsStopped(t *testing.T) {
 	// exited 137, the command's status, when it saw the command's end
 	// first.
 	stopUntilKilled(t, cmd, stderr, pid, "the command")
+	if !strings.Contains(stderr.String(), "the watchdog killed process group") {
+		t.Errorf("redlock does not say that its watchdog killed the command:\n%s", stderr)
+	}
 }
 
 // stopUntilKilled stops redlock with SIGSTOP until its watchdog has killed
@@ -72,6 +75,11 @@ func stopUntilKilled(t *testing.T, redlock *exec.Cmd, stderr fmt.Stringer, pid i
 	waitTimeout(redlock, 20*time.Second)
 	if code := redlock.ProcessState.ExitCode(); code != exitLockLost {
 		t.Fatalf("redlock continued after its watchdog killed %s: exit %d, want %d\n%s", what, code, exitLockLost, stderr)
+	}
+	// Whichever it sees first on being continued, it says that the
+	// watchdog killed the command, and signals nothing more.
+	if said := stderr.String(); strings.Contains(said, "SIGTERM") || strings.Contains(said, "sending SIGKILL") {
+		t.Fatalf("redlock continued after its watchdog killed %s says it signals it:\n%s", what, said)
 	}
 }
 

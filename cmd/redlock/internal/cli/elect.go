@@ -51,7 +51,8 @@ each change, until interrupted (exit 0; SIGINT, as Ctrl-C, ends it by
 SIGINT, so that a shell running it stops too), one line each:
   leader VALUE term TERM since TIME
   vacant
-or with --json one object a line: {"name", "vacant", "value", "term",
+(a leader of another library, whose token names no owner, shows VALUE
+"-", TERM 0 and TIME "unknown"), or with --json one object a line: {"name", "vacant", "value", "term",
 "since", "token"}, every field on every line: a vacancy has "value",
 "since" and "token" "" and "term" 0 ("since" is "" too for a leader whose
 token does not say, one of another library). Leaders come in the order of their terms; a vacancy is
@@ -74,7 +75,7 @@ Examples:
   redlock elect --listen --json scheduler | jq .value`,
 		exits: []exitDoc{
 			{"n", "the command's exit status; 128+n when it was killed by signal n"},
-			{"0", "with --listen: ended by SIGHUP, SIGQUIT or SIGTERM"},
+			{"0", "without COMMAND, or with --listen: ended by SIGHUP, SIGQUIT or SIGTERM (a candidate resigns the lead)"},
 			docUsage,
 			docUnavailable,
 			{code(exitConflict), "not elected within --wait (--conflict-exit-code)"},
@@ -133,6 +134,11 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	}
 	if msg := checkValue(value); msg != "" {
 		return usageError(s.stderr, "elect", msg)
+	}
+	if len(argv) == 1 && argv[0] == "--" {
+		// An empty command, as from a variable that expanded to nothing,
+		// is a mistake, not a request to hold the lead without one.
+		return usageError(s.stderr, "elect", fmt.Sprintf("missing COMMAND after --; to lead without one, end with VALUE %q", value))
 	}
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
@@ -253,6 +259,10 @@ func (c *electConfig) printLeader(w io.Writer, name string, l redlock.Leader) er
 	if !l.Since.IsZero() {
 		since = formatTime(l.Since)
 	}
-	_, err := fmt.Fprintf(w, "leader %s term %s since %s\n", l.Value, strconv.FormatUint(l.Term, 10), since)
+	value := l.Value
+	if value == "" { // another library's lock: its token names no owner
+		value = "-"
+	}
+	_, err := fmt.Fprintf(w, "leader %s term %s since %s\n", value, strconv.FormatUint(l.Term, 10), since)
 	return err
 }

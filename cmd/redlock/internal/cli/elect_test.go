@@ -251,6 +251,7 @@ func TestElect_badArguments(t *testing.T) {
 		{"--listen"},
 		{"svc", "has space", "--", "true"},
 		{"svc", "a", "extra", "--", "true"},
+		{"svc", "a", "--"}, // an empty command, not a hold without one
 	} {
 		r := cli(t, append([]string{"elect", "--nodes", nodes}, args...)...)
 		if r.code != exitUsage {
@@ -458,5 +459,30 @@ func TestElect_listenRefusesCandidateFlags(t *testing.T) {
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Errorf("elect --listen --ttl 1m: exit status %d, want %d\n%s", code, exitOK, errs)
+	}
+}
+
+// A leader of another library (SET NX PX, a token that names no owner)
+// keeps the fields of elect --listen's line in place: VALUE "-", TERM 0,
+// TIME "unknown".
+func TestElect_listenShowsAnotherLibrarysLeader(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, n := range cluster.Nodes() {
+		if _, err := n.Do(bg, "SET", "seat", "their-token", "NX", "PX", "60000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(bg)
+	out, errs := newLockedBuffer(), newLockedBuffer()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"elect", "--listen", "--nodes", nodes, "seat"}, strings.NewReader(""), out, errs)
+	}()
+	defer func() { cancel(); <-done }()
+	eventually(t, 10*time.Second, "the first line of elect --listen", func() bool {
+		return strings.Contains(out.String(), "\n")
+	})
+	if line, want := strings.Split(out.String(), "\n")[0], "leader - term 0 since unknown"; line != want {
+		t.Errorf("elect --listen under another library's lock: %q, want %q\n%s", line, want, errs)
 	}
 }

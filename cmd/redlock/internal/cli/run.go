@@ -542,8 +542,10 @@ func (c *runConfig) supervise(ctx context.Context, s streams, held holding, name
 			sv.noteRenewal()
 		case <-watchdogExited:
 			watchdogExited = nil
-			sv.watchdogGone = true
-			sv.watchdogExited()
+			if !sv.watchdogGone { // killedByWatchdog may have seen it
+				sv.watchdogGone = true
+				sv.watchdogExited()
+			}
 		case <-sv.deadline.C:
 			sv.stopDue()
 		case <-sv.kill:
@@ -606,6 +608,9 @@ func (c *runConfig) killAt(until time.Time) time.Time {
 // stop records why the lock was lost, and sends the command's process group
 // SIGTERM now and SIGKILL after --kill-grace.
 func (sv *supervision) stop(reason error) {
+	if sv.killedByWatchdog() {
+		return
+	}
 	sv.lost = reason
 	if sv.c.lead != "" {
 		sv.c.leadLost(sv.s, reason)
@@ -616,6 +621,21 @@ func (sv *supervision) stop(reason error) {
 	sv.ch.signal(syscall.SIGTERM)
 	sv.terminated = true
 	sv.kill = time.After(sv.c.killGrace)
+}
+
+// killedByWatchdog reports whether the watchdog killed the command's group
+// at the deadline redlock last gave it, and then reports the watchdog's
+// end (see watchdogExited). A redlock continued past that deadline may see
+// its lock lost before the watchdog's end: it says why the command ended,
+// and sends it no SIGTERM.
+func (sv *supervision) killedByWatchdog() bool {
+	w := sv.ch.watchdog
+	if sv.watchdogGone || w == nil || time.Now().Before(sv.killAt(sv.logged)) || !w.saidKill() {
+		return false
+	}
+	sv.watchdogGone = true
+	sv.watchdogExited()
+	return true
 }
 
 // leadLost says that the lead of an elect given no COMMAND (see
