@@ -99,8 +99,10 @@ type ReplicaWaiter interface {
 	// EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout
 	// on the same connection, and returns the script's reply and the number
 	// of replicas that confirmed the connection's writes within timeout
-	// (WAIT's reply). A Conn that cannot do so at all (a cluster's)
-	// returns an error.
+	// (WAIT's reply). It returns by ctx's end: a server ends a WAIT only at
+	// its first tick past the timeout, which may come later, and a script
+	// that ran then counts as confirmed by 0 replicas. A Conn that cannot
+	// do so at all (a cluster's) returns an error.
 	EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (v any, acked int64, err error)
 }
 

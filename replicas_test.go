@@ -95,6 +95,40 @@ func TestWaitReplicas_unconfirmedGrantDoesNotCount(t *testing.T) {
 	})
 }
 
+// A master that no replica confirms says so within a node timeout shorter
+// than the server's tick, where WAIT ends late (at hz 10, up to 100 ms past
+// its timeout), and with its script cache empty, where EVALSHA is refused:
+// each attempt names WaitReplicas, not a timeout. Before, WAIT's late reply
+// made most such attempts time out, and NOSCRIPT made every one of them do
+// so, as the script's source never reached the node in time.
+func TestWaitReplicas_unconfirmedWithinAShortTimeoutSaysWhy(t *testing.T) {
+	t.Parallel()
+	for _, a := range withDial() { // goredis.Dial's lone node is asked inline
+		t.Run(a.name, func(t *testing.T) { unconfirmedWithinAShortTimeout(t, a) })
+	}
+}
+
+// unconfirmedWithinAShortTimeout is
+// TestWaitReplicas_unconfirmedWithinAShortTimeoutSaysWhy over a.
+func unconfirmedWithinAShortTimeout(t *testing.T, a adapter) {
+	master, replica := masterWithReplica(t)
+	if _, err := replica.Node(0).Do(bg, "REPLICAOF", "NO", "ONE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := master.Node(0).Do(bg, "SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	c := newClientOrDial(t, master, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 100 * time.Millisecond,
+		MaxNodeTimeout: 100 * time.Millisecond, WaitReplicas: 1})
+	for i := range 3 {
+		_, err := c.TryAcquire(bg, "unconfirmed")
+		qe := quorumError(t, err)
+		if qe.Nodes[0].Outcome != redlock.OutcomeError || !strings.Contains(qe.Nodes[0].Err.Error(), "WaitReplicas") {
+			t.Fatalf("attempt %d: node result %v, want an error naming WaitReplicas", i+1, qe.Nodes[0])
+		}
+	}
+}
+
 // A Conn that cannot send WAIT (here one that shows only the methods of
 // Conn) is refused with WaitReplicas.
 func TestWaitReplicas_needsAReplicatorConn(t *testing.T) {

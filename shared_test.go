@@ -363,19 +363,26 @@ func TestShared_readerYieldsToAWriterBehindManyReaders(t *testing.T) {
 	eventually(t, "70 readers queued on every node", func() bool {
 		return !slices.ContainsFunc(cluster.Nodes(), func(n *redlocktest.Node) bool { return len(queueEntries(t, n, "doc")) != 70 })
 	})
+	// The crowd's places lapse redlock.QueueLasts after the crash: the
+	// clients below are made before it, so that the writer queues behind
+	// the places well within that time, even on a loaded machine.
+	others := newClient(t, cluster, adapters[0], patientNodes(fast()))
+	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
 	crowd.Crash()
+	lapse := time.Now().Add(redlock.QueueLasts)
 	if err := held.Release(bg); err != nil {
 		t.Fatal(err)
 	}
-	others := newClient(t, cluster, adapters[0], patientNodes(fast()))
 	reading, err := others.TryAcquire(bg, "doc", redlock.WithShared())
 	if err != nil {
 		t.Fatalf("a reader, while no writer waits: %v", err)
 	}
 	defer reading.Release(bg)
-	writers := newClient(t, cluster, adapters[0], patientNodes(fast()))
 	acquireLater(writers, "doc", redlock.WithRetry(redlock.Jittered(time.Minute, time.Minute)))
 	eventually(t, "the writer queued behind them on every node", func() bool {
+		if time.Now().After(lapse) {
+			t.Fatalf("the crowd's places lapsed before the writer queued behind them on every node")
+		}
 		return !slices.ContainsFunc(cluster.Nodes(), func(n *redlocktest.Node) bool {
 			entries := queueEntries(t, n, "doc")
 			return len(entries) != 71 || entries[70] != writers.ID()

@@ -205,26 +205,46 @@ func (c *Conn) scriptArgs(command, name string, keys, args []string) []any {
 }
 
 // EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout on
-// the same connection, in one pipeline, and returns the script's reply and
-// WAIT's: the number of replicas that confirmed the writes in time. It
-// needs a client of one server (*redis.Client, Sentinel's failover client
-// included): a cluster client cannot send WAIT to the node that ran the
-// script.
+// the same connection, and returns the script's reply and WAIT's: the
+// number of replicas that confirmed the writes in time. WAIT goes once the
+// script's reply is in, and is given up when ctx ends: a server ends a
+// WAIT only at its first tick past the timeout (10 a second by default),
+// which may come after ctx's deadline; the script ran, and no replica
+// confirmed it in time. The connection goes back to the pool once WAIT's
+// reply is in. It needs a client of one server (*redis.Client, Sentinel's
+// failover client included): a cluster client cannot send WAIT to the
+// node that ran the script.
 func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (any, int64, error) {
-	if _, ok := c.client.(*redis.Client); !ok {
+	client, ok := c.client.(*redis.Client)
+	if !ok {
 		return nil, 0, errors.New("goredis: WAIT after a script needs a client of one server (*redis.Client)")
 	}
-	v, acked, err := c.evalWait(ctx, "evalsha", sha1, replicas, timeout, keys, args)
+	conn := client.Conn()
+	v, err := evalOn(ctx, conn, "evalsha", sha1, keys, args)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, acked, err = c.evalWait(ctx, "eval", source, replicas, timeout, keys, args)
+		v, err = evalOn(ctx, conn, "eval", source, keys, args)
 	}
-	v, err = reply(v, err)
-	return v, acked, err
+	if v, err = reply(v, err); err != nil {
+		conn.Close()
+		return v, 0, err
+	}
+	wait := redis.NewIntCmd(ctx, "wait", replicas, timeout.Milliseconds())
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		defer conn.Close()
+		_ = conn.Process(context.WithoutCancel(ctx), wait)
+	}()
+	select {
+	case <-waited:
+		return v, wait.Val(), wait.Err()
+	case <-ctx.Done():
+		return v, 0, nil
+	}
 }
 
-// evalWait sends command (EVALSHA or EVAL) with script, then WAIT, in one
-// pipeline.
-func (c *Conn) evalWait(ctx context.Context, command, script string, replicas int, timeout time.Duration, keys, args []string) (any, int64, error) {
+// evalOn runs script by command (EVALSHA or EVAL) on conn.
+func evalOn(ctx context.Context, conn *redis.Conn, command, script string, keys, args []string) (any, error) {
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
 	cmdArgs = append(cmdArgs, command, script, len(keys))
 	for _, k := range keys {
@@ -233,16 +253,9 @@ func (c *Conn) evalWait(ctx context.Context, command, script string, replicas in
 	for _, a := range args {
 		cmdArgs = append(cmdArgs, a)
 	}
-	pipe := c.client.Pipeline()
-	ev := pipe.Do(ctx, cmdArgs...)
-	wait := pipe.Do(ctx, "wait", replicas, timeout.Milliseconds())
-	_, _ = pipe.Exec(ctx)
-	v, err := ev.Result()
-	if err != nil {
-		return v, 0, err
-	}
-	acked, err := wait.Int64()
-	return v, acked, err
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	_ = conn.Process(ctx, cmd)
+	return cmd.Result()
 }
 
 func (c *Conn) eval(ctx context.Context, cmdArgs []any, keys int) (any, error) {

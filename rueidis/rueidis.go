@@ -158,8 +158,13 @@ func (c *Conn) FCall(ctx context.Context, function string, keys []string, args .
 // EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout on
 // the same connection (a dedicated one, as WAIT blocks), and returns the
 // script's reply and WAIT's: the number of replicas that confirmed the
-// writes in time. It needs a client of one server: a cluster client cannot
-// send WAIT to the node that ran the script.
+// writes in time. WAIT goes once the script's reply is in, and is given up
+// when ctx ends: a server ends a WAIT only at its first tick past the
+// timeout (10 a second by default), which may come after ctx's deadline;
+// the script ran, and no replica confirmed it in time. The connection goes
+// back to the pool once WAIT's reply is in. It needs a client of one
+// server: a cluster client cannot send WAIT to the node that ran the
+// script.
 func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Duration, sha1, source string, keys []string, args ...string) (any, int64, error) {
 	client, err := c.get(ctx)
 	if err != nil {
@@ -168,21 +173,30 @@ func (c *Conn) EvalSHAWait(ctx context.Context, replicas int, timeout time.Durat
 	if len(client.Nodes()) != 1 {
 		return nil, 0, errors.New("rueidis: WAIT after a script needs a client of one server")
 	}
-	b := client.B()
-	wait := func() rueidis.Completed {
-		return b.Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()
-	}
-	res := client.DoMulti(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
-	v, err := res[0].ToAny()
+	dc, release := client.Dedicate()
+	b := dc.B()
+	v, err := dc.Do(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
 	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
-		res = client.DoMulti(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait())
-		v, err = res[0].ToAny()
+		v, err = dc.Do(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
 	}
 	if v, err = reply(v, err); err != nil {
+		release()
 		return v, 0, err
 	}
-	acked, err := res[1].AsInt64()
-	return v, acked, err
+	var acked int64
+	var waitErr error
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		defer release()
+		acked, waitErr = dc.Do(context.WithoutCancel(ctx), b.Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()).AsInt64()
+	}()
+	select {
+	case <-waited:
+		return v, acked, waitErr
+	case <-ctx.Done():
+		return v, 0, nil
+	}
 }
 
 // Listen holds one pub/sub connection until ctx ends or the connection

@@ -545,8 +545,14 @@ func (p *pipe) eval(ctx context.Context, deadline time.Time, s *wire.Script, key
 	}
 	// WAIT gets three quarters of the time left, so that its reply (the
 	// replicas that did confirm) arrives before the deadline; WAIT 0 would
-	// wait for ever: wait at least a millisecond.
-	timeout := max((time.Until(deadline) * 3 / 4).Truncate(time.Millisecond), time.Millisecond)
+	// wait for ever: wait at least a millisecond. A server ends a WAIT only
+	// at its first tick past the timeout (10 a second by default): the
+	// request ends at seven eighths, where the Conn returns the script's
+	// reply with no replica confirmed, still in time.
+	left := time.Until(deadline)
+	timeout := max((left * 3 / 4).Truncate(time.Millisecond), time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, left*7/8)
+	defer cancel()
 	v, acked, err = p.conn.(replicaWaiter).EvalSHAWait(ctx, p.replicas, timeout, s.SHA1, s.Source, keys, args...)
 	return v, acked, asNoAuth(err)
 }
