@@ -76,6 +76,20 @@ func newClient(t testing.TB, cluster *redlocktest.Cluster, a adapter, opts *redl
 	return c
 }
 
+// take acquires key by Acquire, which tries again after an attempt whose
+// replies a loaded machine delayed past a short node timeout, for a test
+// whose short timeout is for what follows; within 10 s.
+func take(t testing.TB, c *redlock.Client, key string, opts ...redlock.LockOption) *redlock.Lock {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := c.Acquire(ctx, key, opts...)
+	if err != nil {
+		t.Fatalf("acquire %s: %v", key, err)
+	}
+	return l
+}
+
 // dialAdapter stands for goredis.Dial, which makes its own connections
 // (for one node with ContextTimeoutEnabled, unlike goredis.New's): see
 // newClientOrDial.

@@ -460,10 +460,7 @@ func TestRenew_majorityKilledFiresDoneByDeadline(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5})
 		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 100 * time.Millisecond})
-		lock, err := client.TryAcquire(bg, "doomed", redlock.WithTTL(time.Second), redlock.WithAutoRenew())
-		if err != nil {
-			t.Fatal(err)
-		}
+		lock := take(t, client, "doomed", redlock.WithTTL(time.Second), redlock.WithAutoRenew())
 		for _, i := range []int{0, 1, 2} {
 			if err := cluster.Node(i).Kill(); err != nil {
 				t.Fatal(err)
@@ -480,7 +477,7 @@ func TestRenew_majorityKilledFiresDoneByDeadline(t *testing.T) {
 		if late := at.Sub(deadline); late > 100*time.Millisecond {
 			t.Errorf("Done closed %s after the validity deadline", late)
 		}
-		err = lock.Err()
+		err := lock.Err()
 		if !errors.Is(err, redlock.ErrLockLost) || errors.Is(err, redlock.ErrNotExtended) {
 			t.Fatalf("Err() = %v, want ErrLockLost, not ErrNotExtended", err)
 		}
@@ -831,10 +828,7 @@ func TestRelease_missedNodeIsFinishedInTheBackground(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond})
-		lock, err := client.TryAcquire(bg, "kept")
-		if err != nil {
-			t.Fatal(err)
-		}
+		lock := take(t, client, "kept")
 		waitForKey(t, cluster, "kept", lock.Token())
 		slow := cluster.Node(0)
 		stall(t, client, slow)
@@ -857,10 +851,7 @@ func TestRelease_lateOnASlowNodeIsReleased(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 		client := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 50 * time.Millisecond})
-		lock, err := client.TryAcquire(bg, "slow-release")
-		if err != nil {
-			t.Fatal(err)
-		}
+		lock := take(t, client, "slow-release")
 		node := cluster.Node(0)
 		if err := node.Pause(); err != nil {
 			t.Fatal(err)
@@ -940,10 +931,7 @@ func TestRelease_waitsForTheReleaseFinishedInTheBackground(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, &redlock.Options{TTL: 5 * time.Second, NodeTimeout: 50 * time.Millisecond})
-		lock, err := client.TryAcquire(bg, "paused")
-		if err != nil {
-			t.Fatal(err)
-		}
+		lock := take(t, client, "paused")
 		waitForKey(t, cluster, "paused", lock.Token())
 		for _, i := range []int{1, 2} {
 			if err := cluster.Node(i).Pause(); err != nil {

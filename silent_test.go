@@ -204,10 +204,7 @@ func TestSilentNode_slowNodeKeepsItsConnection(t *testing.T) {
 			c := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 50 * time.Millisecond})
 			slow := cluster.Node(0)
 			cycle := func(key string) {
-				l, err := c.TryAcquire(bg, key)
-				if err != nil {
-					t.Fatalf("acquire %s: %v", key, err)
-				}
+				l := take(t, c, key)
 				if err := l.Release(bg); err != nil {
 					t.Fatalf("release %s: %v", key, err)
 				}
