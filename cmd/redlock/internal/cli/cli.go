@@ -93,6 +93,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fs := newFlagSet(c.name)
 	run := c.setup(fs)
+	args = append(args[:1:1], attachedValues(fs, args[1:])...)
 	err := fs.Parse(args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		writeHelp(stdout, c)

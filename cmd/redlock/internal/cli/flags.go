@@ -189,6 +189,66 @@ func (a *alias) Set(s string) error {
 // IsBoolFlag makes an alias with a fixed value a flag without a value.
 func (a *alias) IsBoolFlag() bool { return a.fixed != "" }
 
+// attachedValues returns args with one-letter flags written together, as
+// getopt takes flock's -nE0 and -w5, split into arguments of their own:
+// -n -E 0, -w 5. It looks at the flags only, up to the first argument that
+// is none or "--": a command's own arguments stay as given. An argument
+// that is not all one-letter flags stays as given too, for Parse to refuse
+// by its name.
+func attachedValues(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args)+2)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return append(out, args[i:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil && a[1] != '-' && !hasValue {
+			if split, last, ok := shortFlags(fs, a[1:]); ok {
+				out = append(out, split...)
+				f = last
+			} else {
+				out = append(out, a)
+			}
+		} else {
+			out = append(out, a)
+		}
+		if f != nil && !hasValue && !isBoolFlag(f) && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+// shortFlags splits letters, an argument without its dash, into one-letter
+// flags of fs, the last of which may take the rest as its value; last is
+// that flag when its value is the next argument, else nil. ok is false
+// when a letter is no flag.
+func shortFlags(fs *flag.FlagSet, letters string) (split []string, last *flag.Flag, ok bool) {
+	for i := 0; i < len(letters); i++ {
+		f := fs.Lookup(letters[i : i+1])
+		if f == nil {
+			return nil, nil, false
+		}
+		split = append(split, "-"+f.Name)
+		if !isBoolFlag(f) {
+			if rest := letters[i+1:]; rest != "" {
+				return append(split, rest), nil, true
+			}
+			return split, f, true
+		}
+	}
+	return split, nil, true
+}
+
+// isBoolFlag reports whether f takes no value.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 // aliasOf returns the name of the flag f sets, or "" when f is no alias.
 func aliasOf(f *flag.Flag) string {
 	if a, ok := f.Value.(*alias); ok {

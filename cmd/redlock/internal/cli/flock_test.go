@@ -48,6 +48,11 @@ func TestRun_flockHabits(t *testing.T) {
 			{"run", "--wait", "0", "--conflict-exit-code", "0", "busy", "--", "true"},
 			{"run", "-n", "-E", "0", "--log-format", "json", "busy", "--", "true"},
 			{"elect", "-n", "-E", "0", "busy", "v", "--", "true"},
+			// A bounded wait for another holder says nothing either.
+			{"run", "-w", "0.3", "-E", "0", "busy", "--", "true"},
+			// Values written against their flags, as getopt takes them.
+			{"run", "-nE0", "busy", "--", "true"},
+			{"run", "-w0.3", "-E0", "busy", "--", "true"},
 		} {
 			r := cli(t, append(args[:1:1], append([]string{"--nodes", nodes}, args[1:]...)...)...).
 				expect(t, exitOK, strings.Join(args, " "))
@@ -62,6 +67,8 @@ func TestRun_flockHabits(t *testing.T) {
 			{[]string{"run", "-n", "-E", "0", "--verbose", "busy", "--", "true"}, exitOK},
 			{[]string{"run", "-n", "-E", "9", "busy", "--", "true"}, 9},
 			{[]string{"run", "-n", "busy", "--", "true"}, exitConflict},
+			{[]string{"run", "-n", "-E7", "busy", "--", "true"}, 7},
+			{[]string{"run", "-w0.3", "-E0", "--verbose", "busy", "--", "true"}, exitOK},
 			{[]string{"elect", "-n", "-E", "0", "--verbose", "busy", "v", "--", "true"}, exitOK},
 		} {
 			r := cli(t, append(tc.args[:1:1], append([]string{"--nodes", nodes}, tc.args[1:]...)...)...).

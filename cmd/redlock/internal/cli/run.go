@@ -110,14 +110,16 @@ redlock retries with random pauses until the lock is acquired or --wait
 passes, and then exits with the code of the last reason: --conflict-exit-code
 when the lock is held by another holder, 69 when too few nodes answer or
 vote. flock's spellings work too: -n is --wait 0, -w SECONDS is --wait,
--E CODE is --conflict-exit-code; --wait and the other durations counted in
+-E CODE is --conflict-exit-code, and they may be written together, as
+getopt takes them: -nE0, -w5; --wait and the other durations counted in
 seconds (--ttl, --kill-grace, --recovery-delay) take a bare number as
 seconds, --wait 1.5 as --wait 1.5s. As with flock -n -E 0, a
 --conflict-exit-code of 0 makes a lock held elsewhere a success, and
 redlock then says nothing of it on stderr (--verbose does): 'redlock run
 -n -E 0 KEY -- COMMAND' in a crontab runs COMMAND where the lock is free
-and is silent where another host holds it (a longer --wait still says
-why it waits, as below, while it waits).
+and is silent where another host holds it, also while a longer --wait
+waits for that host (other reasons to wait, such as nodes that do not
+answer, are said as below).
 
 While it waits it says why on stderr, every few seconds when the
 reason changes and every 30s otherwise: who holds the lock (a token, or how
@@ -444,7 +446,8 @@ func (c *runConfig) acquire(ctx context.Context, s streams, client *redlock.Clie
 		var r result
 		w := waiting{client: client, keys: keys, limit: int(c.lock.limit), shared: c.lock.shared, wait: c.wait,
 			stderr: s.stderr, cmd: c.name(), note: c.nodes.unsetNote(), campaign: c.campaign, start: start,
-			opts: append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
+			quietConflict: c.conflictCode == exitOK && !c.verbose,
+			opts:          append([]redlock.LockOption{redlock.WithTTL(c.nodes.ttl), redlock.WithAutoRenew()}, c.lock.options()...)}
 		r.held, r.err = w.acquire(actx)
 		done <- r
 	}()

@@ -60,6 +60,10 @@ type waiting struct {
 	// campaign is the value of an election's candidate, which waits by
 	// Campaign for the one key, its election's name; "" for a lock.
 	campaign string
+	// quietConflict leaves untold a wait for another holder's release, as
+	// --conflict-exit-code 0 without --verbose asks: its end says nothing
+	// either (runConfig.notAcquired).
+	quietConflict bool
 }
 
 // acquire takes the lock: one attempt when --wait is 0; otherwise attempts
@@ -289,7 +293,7 @@ func endedBy(err error, qe *redlock.QuorumError) error {
 // or was last said progressRepeat ago.
 func (w *waiting) tell(ctx context.Context, err error) {
 	var qe *redlock.QuorumError
-	if !errors.As(err, &qe) {
+	if !errors.As(err, &qe) || w.quietConflict && classify(err) == failConflict {
 		return
 	}
 	reason := waitReason(qe)
