@@ -135,13 +135,16 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // say writes a message of the command cmd on w at level: the line
-// "redlock CMD: MSG", or a record of a JSON log.
+// "redlock CMD: MSG" (a line each for a message of several), or a record
+// of a JSON log.
 func say(w io.Writer, level slog.Level, cmd, msg string) {
 	if l, ok := w.(*jsonLog); ok {
 		l.record(level, msg)
 		return
 	}
-	fmt.Fprintf(w, "redlock %s: %s\n", cmd, msg)
+	for line := range strings.SplitSeq(msg, "\n") { // errors joined, one a line
+		fmt.Fprintf(w, "redlock %s: %s\n", cmd, line)
+	}
 }
 
 // sayf is say with a message formatted as fmt.Sprintf does.

@@ -256,7 +256,7 @@ func failureText(err error) string {
 func failureLines(err error) (summary, hints []string) {
 	var qe *redlock.QuorumError
 	if !errors.As(err, &qe) {
-		return []string{errText(err)}, nil
+		return strings.Split(errText(err), "\n"), nil // errors joined, one a line
 	}
 	line := fmt.Sprintf("%s: %s on %d of %d nodes, %d needed", errText(qe.Err), verb(qe.Op), qe.OK, len(qe.Nodes), qe.Quorum)
 	if len(nodesWith(qe, redlock.OutcomeNotAsked)) == len(qe.Nodes) {

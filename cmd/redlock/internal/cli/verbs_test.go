@@ -340,6 +340,18 @@ func TestVerbs_oneServerUnderTwoNames(t *testing.T) {
 			t.Errorf("%s: stderr does not say why:\n%s", verb, r.stderr)
 		}
 	}
+	// Two servers listed twice each: each finding is a line of redlock's.
+	port1 := strconv.Itoa(cluster.Node(1).Port())
+	nodes = nodes + ",redis://localhost:" + port1
+	r := cli(t, "acquire", "--nodes", nodes, "job").expect(t, exitConfig, "acquire with two servers listed twice")
+	if n := strings.Count(r.stderr, "reach one server"); n != 2 {
+		t.Errorf("%d findings of one server under two names, want 2:\n%s", n, r.stderr)
+	}
+	for line := range strings.Lines(r.stderr) {
+		if !strings.HasPrefix(line, "redlock acquire: ") {
+			t.Errorf("a line of stderr that is not redlock's: %q", line)
+		}
+	}
 }
 
 // A Redis Cluster given as one node URL (?cluster=1): init marks every slot
