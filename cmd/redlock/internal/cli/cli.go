@@ -109,7 +109,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = checkFlags(c, fs, args[1:])
 	}
 	if err != nil {
-		return report{s: s, cmd: c.name, json: wantsJSON(args[1:])}.usage(err.Error())
+		return report{s: s, cmd: c.name, json: c.jsonReport && wantsJSON(args[1:])}.usage(err.Error())
 	}
 	return run(ctx, s, withEndOfFlags(c, fs, args[1:]))
 }

@@ -166,6 +166,22 @@ func TestContract_jsonOnEveryFailure(t *testing.T) {
 	}
 }
 
+// A command without --json prints no JSON when given it: run's stdout is
+// its command's, and --json is an unknown flag there like any other.
+func TestContract_noJSONWhereNoneIsReported(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--json", "k", "--", "true"},
+		{"run", "--bogus", "--json", "k", "--", "true"},
+		{"init", "--json"},
+		{"demo", "--json"},
+	} {
+		r := cli(t, args...).expect(t, exitUsage, strings.Join(args, " "))
+		if r.stdout != "" || !strings.Contains(r.stderr, "flag provided but not defined") {
+			t.Errorf("redlock %s:\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.stdout, r.stderr)
+		}
+	}
+}
+
 // A release says whether the token's lock is held by another holder or by
 // nobody, and its JSON names each node's outcome with the text's words.
 func TestContract_releaseSaysWhyTheTokenHeldNothing(t *testing.T) {

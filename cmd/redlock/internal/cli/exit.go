@@ -17,6 +17,9 @@ const (
 	exitUnavailable = 69
 	// exitSoftware (EX_SOFTWARE): an internal error.
 	exitSoftware = 70
+	// exitIOError (EX_IOERR): what a verb took could not be handed over:
+	// the tokens of 'redlock acquire' could not be written to stdout.
+	exitIOError = 74
 	// exitConflict (EX_TEMPFAIL): the lock is held by another holder; it may
 	// be free later. `redlock run --conflict-exit-code` changes it.
 	exitConflict = 75

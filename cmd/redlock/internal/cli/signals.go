@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 // signalled is the cause of a context that a signal ended (see
@@ -50,4 +51,13 @@ func interruptedExit(ctx context.Context) int {
 		return exitSignalBase + signalNumber(s.sig)
 	}
 	return exitInterrupted
+}
+
+// catchSIGPIPE makes a write to stdout, when it is a pipe whose reader
+// left, fail with EPIPE instead of ending the process by SIGPIPE, until
+// stop is called: a verb can then undo what nobody received.
+func catchSIGPIPE() (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGPIPE)
+	return func() { signal.Stop(sigs) }
 }

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,6 +127,7 @@ the permits are held), which nodes are recovering or do not answer. When
 			{"0", "acquired"},
 			docUsage,
 			docUnavailable,
+			{code(exitIOError), "acquired, but the tokens could not be written to standard output (closed, full, a pipe nobody reads): released again"},
 			{code(exitConflict), "not acquired: held by another holder, or readers, or, for --shared, a writer is waiting"},
 			docConfig,
 			docInterrupted,
@@ -205,9 +208,29 @@ func setupAcquire(fs *flag.FlagSet) runner {
 			}
 			outs = append(outs, out)
 		}
-		writeAcquiredAll(s.stdout, keys, outs, *tokenOnly, *asJSON)
+		return handOver(ctx, s, keys, held, func(w io.Writer) { writeAcquiredAll(w, keys, outs, *tokenOnly, *asJSON) })
+	}
+}
+
+// handOver writes what acquire took, as write puts it, to stdout in one
+// piece, and returns exitOK. When stdout refuses it (closed, full, a pipe
+// whose reader left), nobody has the tokens: it releases held, says so, and
+// returns exitIOError, rather than leave the keys locked for their TTL.
+func handOver(ctx context.Context, s streams, keys []string, held holding, write func(io.Writer)) int {
+	var out bytes.Buffer
+	write(&out)
+	stopPipe := catchSIGPIPE()
+	_, err := s.stdout.Write(out.Bytes())
+	stopPipe()
+	if err == nil {
 		return exitOK
 	}
+	if rerr := held.Release(context.WithoutCancel(ctx)); rerr != nil {
+		sayf(s.stderr, slog.LevelError, "acquire", "could not write the tokens to stdout: %v; %s not released either: %v", err, heldName(keys, held), rerr)
+	} else {
+		sayf(s.stderr, slog.LevelError, "acquire", "could not write the tokens to stdout: %v; %s released", err, heldName(keys, held))
+	}
+	return exitIOError
 }
 
 // acquiredSetJSON is acquire's JSON output for several keys: each lock as

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -365,4 +369,51 @@ func TestVerbs_redisClusterNode(t *testing.T) {
 	cli(t, "acquire", "--nodes", nodes, "--wait", "0", "job").expect(t, exitConflict, "a second acquire of a held lock")
 	cli(t, "release", "--nodes", nodes, "job", lock.Token).expect(t, exitOK, "release on a Redis Cluster")
 	cli(t, "run", "--nodes", nodes, "job", "--", "true").expect(t, exitOK, "run on a Redis Cluster")
+}
+
+// acquire that cannot write its tokens to stdout (a pipe whose reader
+// left, a full disk) releases the locks it took and exits 74: nobody
+// received their tokens, and the keys would stay locked for their TTL.
+func TestAcquire_tokensNobodyReceivedAreReleased(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	for _, tc := range []struct {
+		name string
+		args []string
+		out  func(t *testing.T) *os.File
+	}{
+		{"a pipe nobody reads", []string{"acquire", "--print-token", "piped"}, func(t *testing.T) *os.File {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			t.Cleanup(func() { w.Close() })
+			return w
+		}},
+		{"a full disk", []string{"acquire", "--json", "full-a", "full-b"}, func(t *testing.T) *os.File {
+			f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return f
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := binaryCommand(nodes, tc.args...)
+			var stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = tc.out(t), &stderr
+			err := cmd.Run()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitIOError {
+				t.Fatalf("redlock %s: %v, want exit status %d\nstderr:\n%s", strings.Join(tc.args, " "), err, exitIOError, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "could not write the tokens to stdout") || !strings.Contains(stderr.String(), "released") {
+				t.Errorf("stderr does not say what became of the locks:\n%s", stderr.String())
+			}
+			for _, key := range tc.args[2:] {
+				cli(t, "acquire", "--nodes", nodes, "-n", key).expect(t, exitOK, "acquire -n "+key+" after the tokens were lost")
+			}
+		})
+	}
 }
