@@ -250,6 +250,54 @@ func TestDial_unreachableNodesAreReported(t *testing.T) {
 	}
 }
 
+// A node that does not answer while a majority does is not waited for
+// past the check's grace, however long the client library's own read
+// timeout: Dial lists it as timing out, says why, and the node votes once
+// it answers. Before, a paused node of three held Dial, and every redlock
+// command, for the client library's read timeout (a second over go-redis).
+func TestDial_silentMinorityIsNotWaitedFor(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	silent := cluster.Node(2)
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		if err := silent.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		client, err := d.dial(bg, cluster.URLs(), fast())
+		if err != nil {
+			silent.Resume()
+			t.Fatalf("Dial with one node of three paused: %v", err)
+		}
+		defer client.Close()
+		down := client.UnreachableAtDial()
+		if len(down) != 1 || down[0].Node != silent.Addr() || down[0].Outcome != redlock.OutcomeTimeout ||
+			!strings.Contains(down[0].Err.Error(), "a majority of the nodes answered") {
+			t.Errorf("UnreachableAtDial = %+v, want %s timing out once a majority answered", down, silent.Addr())
+		}
+		if _, err := client.List(bg, ""); !errors.Is(err, redlock.ErrListIncomplete) || !strings.Contains(err.Error(), "not counted yet") {
+			t.Errorf("List with a node out since Dial: %v, want ErrListIncomplete saying the node is not counted yet", err)
+		}
+		if err := silent.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		// Once it answers, it votes: a lock reaches it too.
+		key := "after-" + d.name
+		eventually(t, "a lock reaches the resumed node", func() bool {
+			l, err := client.TryAcquire(bg, key)
+			if err != nil {
+				return false
+			}
+			defer l.Release(bg)
+			for range 20 {
+				if keyOn(t, silent, key) == l.Token() {
+					return true
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return false
+		})
+	})
+}
+
 // One server listed under two names (localhost and 127.0.0.1) fails Dial
 // with ErrDuplicateNode naming both entries: its two votes would break the
 // quorum's independence.

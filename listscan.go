@@ -97,6 +97,9 @@ func (c *Client) scanLocks(ctx context.Context, prefix string) ([]string, []erro
 // scanTarget runs SCAN over t to its end, a step at a time, handing each
 // step's lock keys to found, which returns false to stop.
 func (c *Client) scanTarget(ctx context.Context, t scanTarget, pattern string, found func([]string) bool) error {
+	if err := c.nodes.Held(t.node); err != nil {
+		return err // out of every call: it did not answer at Dial, say
+	}
 	conn, s := c.conns[t.node], wire.ListScanScript
 	cursor := "0"
 	for {

@@ -49,8 +49,10 @@ const lockPoolSize = 8
 // NewURL. The rueidis package's Dial takes the same forms of URL, with its
 // own tuning parameters.
 //
-// Dial pings every node at once, bounded by ctx and a few seconds. What it
-// tolerates: nodes that cannot be reached (refused connections, timeouts, a
+// Dial pings every node at once, bounded by ctx and a few seconds; once
+// a majority answered, the others get as long again, at least a quarter of
+// a second, and a node that has not answered by then counts as timing
+// out. What it tolerates: nodes that cannot be reached (refused connections, timeouts, a
 // server still loading), however many, since Redlock works while a majority
 // answers and each call tries them again; the Client lists them, with their
 // errors, in Client.UnreachableAtDial. What it refuses, naming each node: a

@@ -54,8 +54,10 @@ const sentinelRefreshInterval = 5 * time.Second
 // library's own: go-redis's read_timeout or pool_size mean nothing to
 // rueidis, and NewURL refuses them.
 //
-// Dial pings every node at once, bounded by ctx and a few seconds. What it
-// tolerates: nodes that cannot be reached (refused connections, timeouts, a
+// Dial pings every node at once, bounded by ctx and a few seconds; once
+// a majority answered, the others get as long again, at least a quarter of
+// a second, and a node that has not answered by then counts as timing
+// out. What it tolerates: nodes that cannot be reached (refused connections, timeouts, a
 // server still loading), however many, since Redlock works while a majority
 // answers and each call tries them again; the Client lists them, with their
 // errors, in Client.UnreachableAtDial. What it refuses, naming each node: a

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -35,7 +34,8 @@ type verdict struct {
 }
 
 // Check pings every node at once, bounded by ctx and a few seconds, and
-// returns an error naming each problem with the node list when
+// once a majority answered by as long again as they took (see checkAll),
+// and returns an error naming each problem with the node list when
 //
 //   - a node answers but refuses its configuration (bad credentials, a
 //     database that does not exist, a cluster URL to a server outside
@@ -80,24 +80,60 @@ func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel strin
 }
 
 // checkAll checks every node at once, and returns each one's verdict.
+// Once a majority of the nodes answered their PING, the others get as long
+// again, and at least lateGrace: a node that does not answer by then
+// (paused, cut off) is down at Dial, as one that answers nothing is, and
+// votes once it answers (see dialreport.Down). Until a majority answered,
+// each PING waits for checkTimeout.
 func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe, channel string) []verdict {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
+	pings, cut := context.WithCancelCause(ctx)
+	defer cut(nil)
 	verdicts := make([]verdict, len(conns))
-	var wg sync.WaitGroup
+	answered := make(chan bool, len(conns))
+	start := time.Now()
 	for i, conn := range conns {
-		wg.Go(func() { verdicts[i] = checkNode(ctx, conn, probe, channel) })
+		go func() {
+			verdicts[i] = checkNode(ctx, pings, conn, probe, channel)
+			answered <- verdicts[i].down == nil
+		}()
 	}
-	wg.Wait()
+	quorum, answers := len(conns)/2+1, 0
+	for range conns {
+		if !<-answered {
+			continue
+		}
+		if answers++; answers == quorum {
+			grace := max(time.Since(start), lateGrace)
+			stop := time.AfterFunc(grace, func() { cut(&lateError{grace: grace}) })
+			defer stop.Stop()
+		}
+	}
 	return verdicts
 }
 
-// checkNode pings one node, and reads the identities of a node that
-// answers PONG, then what it may refuse its URL's user; a node that does
-// not answer goes to probe.
-func checkNode(ctx context.Context, conn redlock.Conn, probe Probe, channel string) verdict {
+// lateGrace is the least time the nodes still to answer a PING get once a
+// majority answered.
+const lateGrace = 250 * time.Millisecond
+
+// lateError is why the check stopped waiting for a node's PING once a
+// majority of the nodes answered: a timeout, as it unwraps to
+// context.DeadlineExceeded.
+type lateError struct{ grace time.Duration }
+
+func (e *lateError) Unwrap() error { return context.DeadlineExceeded }
+
+func (e *lateError) Error() string {
+	return fmt.Sprintf("a majority of the nodes answered, and this one not %s later", e.grace.Round(time.Millisecond))
+}
+
+// checkNode pings one node until pings ends, and reads the identities of
+// a node that answers PONG, then what it may refuse its URL's user, until
+// ctx ends; a node that does not answer goes to probe.
+func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, channel string) verdict {
 	start := time.Now()
-	r := ping(ctx, conn, probe)
+	r := ping(pings, conn, probe)
 	if v, settled := pingVerdict(r); settled {
 		return v
 	}
@@ -275,6 +311,9 @@ func ping(ctx context.Context, conn redlock.Conn, probe Probe) pinged {
 
 // unanswered is the error of a PING that ctx ended before its answer.
 func unanswered(ctx context.Context) error {
+	if late := (*lateError)(nil); errors.As(context.Cause(ctx), &late) {
+		return fmt.Errorf("no answer to PING within the check: %w", late)
+	}
 	return fmt.Errorf("no answer to PING within the check: %w", ctx.Err())
 }
 

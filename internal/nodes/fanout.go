@@ -135,7 +135,7 @@ func (n *Set) Fanout(ctx context.Context, timeout time.Duration, req *Request, i
 // node answered. On the nodes of lag, req waits for their earlier request
 // to end (see Lagging).
 func (n *Set) TrackedFanout(ctx context.Context, timeout time.Duration, req *Request, lag *Lagging, isOK func(any) bool, enough func(ok, others int) bool) (results []Result, ok int, unfinished *Flight) {
-	if len(n.conns) == 1 && !lag.Holds(0) && n.held(0) == nil && n.pipes[0].tryInline() {
+	if len(n.conns) == 1 && !lag.Holds(0) && n.Held(0) == nil && n.pipes[0].tryInline() {
 		// One node with room: ask it from this goroutine.
 		start := time.Now()
 		val, err := n.ask(n.pipes[0].callers.until(ctx, start.Add(timeout), timeout), req, 0)
@@ -306,7 +306,7 @@ func (f *Flight) calls(req *Request) []*call {
 		calls, slab = make([]*call, n), make([]call, n)
 	}
 	for i := range calls {
-		if err := f.nodes.held(i); err != nil {
+		if err := f.nodes.Held(i); err != nil {
 			f.deliver(answer{node: i, err: err})
 			continue
 		}

@@ -13,9 +13,9 @@ func (n *Set) Hold(node int, err error) { n.gates[node].Store(&err) }
 // Open sends the calls to node again.
 func (n *Set) Open(node int) { n.gates[node].Store(nil) }
 
-// held returns the error that node's calls answer while Hold keeps it out,
+// Held returns the error that node's calls answer while Hold keeps it out,
 // and nil while it is open.
-func (n *Set) held(node int) error {
+func (n *Set) Held(node int) error {
 	if err := n.gates[node].Load(); err != nil {
 		return *err
 	}
