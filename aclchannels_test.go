@@ -14,6 +14,25 @@ import (
 	"github.com/redlock-go/redlock/rueidis"
 )
 
+// A user that has every channel but may not run PUBLISH is refused by
+// Dial with the command to grant, not the channels: before, the advice
+// named the channels the user already had.
+func TestACL_userWithoutPublish(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	n := cluster.Node(0)
+	do(t, n, "ACL", "SETUSER", "nopub", "on", ">pw", "~*", "&*", "+@all", "-publish")
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, []string{"redis://nopub:pw@" + n.Addr()}, fast())
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial took a node that refuses the user PUBLISH")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "+publish") || strings.Contains(err.Error(), "allchannels") {
+			t.Errorf("Dial: %v, want %v saying to grant +publish", err, d.errInvalidURL)
+		}
+	})
+}
+
 // A Redis 7 ACL user made with ~* +@all gets no pub/sub channel
 // (acl-pubsub-default resetchannels): it may take and release locks, but
 // not announce releases to waiters. Dial refuses such a node as it

@@ -66,7 +66,7 @@ func defaultOwner() string {
 // given, for an owner that cannot go in a token.
 func checkOwner(owner, given string) error {
 	if msg := wire.CheckOwner(owner); msg != "" {
-		return fmt.Errorf("%w: %s %q: %s", ErrInvalidOwner, given, owner, msg)
+		return fmt.Errorf("%w: %s %s: %s", ErrInvalidOwner, given, quoteKey(owner), msg)
 	}
 	return nil
 }

@@ -143,6 +143,11 @@ func TestOwner_invalid(t *testing.T) {
 			t.Errorf("New with Owner %q: %v, want ErrInvalidOwner and ErrInvalidOptions", bad, err)
 		}
 	}
+	// A huge owner is quoted in part, as a huge key is.
+	_, err := redlock.New(conns, &redlock.Options{Owner: strings.Repeat("x", 5000)})
+	if !errors.Is(err, redlock.ErrInvalidOwner) || len(err.Error()) > 500 || !strings.Contains(err.Error(), "(5000 bytes)") {
+		t.Errorf("New with an owner of 5,000 bytes: %d bytes of error, want its size and at most 500: %.200s", len(err.Error()), err)
+	}
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		client := newClient(t, cluster, a, nil)
 		for _, bad := range []string{"", "has space", "new\nline", strings.Repeat("o", redlock.MaxOwnerBytes+1)} {

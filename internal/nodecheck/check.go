@@ -212,12 +212,18 @@ func roleRefusal(ctx context.Context, conn redlock.Conn) error {
 // on which releases are announced, which waiters subscribe to: PUBLISH on
 // channel, a channel of theirs that no waiter listens on, is refused with
 // NOPERM (an ACL user without &redlock:released:*; Redis 7 gives a new
-// user no channel unless acl-pubsub-default says allchannels). It returns
-// nil when PUBLISH is allowed, or fails otherwise.
+// user no channel unless acl-pubsub-default says allchannels), or the
+// command itself is (a user without +publish). It returns nil when PUBLISH
+// is allowed, or fails otherwise.
 func channelRefusal(ctx context.Context, conn redlock.Conn, channel string) error {
 	_, err := conn.Do(ctx, "PUBLISH", channel, "")
 	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		return nil
+	}
+	if strings.Contains(err.Error(), "command") {
+		// "no permissions to run the 'publish' command"
+		return fmt.Errorf("%w (the user may not run PUBLISH, which announces releases to waiters: "+
+			"grant it, as in ACL SETUSER <user> +publish)", err)
 	}
 	return fmt.Errorf("%w (the user may not use the channels that announce releases to waiters: "+
 		"grant them, as in ACL SETUSER <user> &%s*, or allchannels)", err, wire.ReleaseChannelPrefix)
