@@ -153,3 +153,36 @@ func TestExtendToken_zeroTTLKeepsTheAcquiredTTL(t *testing.T) {
 		t.Errorf("validity %s after extending a 20 s lock by its own TTL", left)
 	}
 }
+
+// An expired lock's extension is told as lost also when a node down
+// leaves the refusals one short of a majority at first: the extension
+// waits for the nodes still to answer once their answers can make the
+// loss certain. Before, with one node of three held out since Dial,
+// its error and the first refusal ended the call as ErrNotExtended ("too
+// few nodes answered"), the other refusal not waited for.
+func TestExtendToken_expiredWithANodeDownIsLost(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	down := cluster.Node(2)
+	if err := down.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { down.Resume() })
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, cluster.URLs(), fast())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		key := "expired-" + d.name
+		lock := take(t, client, key, redlock.WithTTL(100*time.Millisecond))
+		for _, n := range cluster.Nodes()[:2] {
+			waitGone(t, n, key, "the lock did not expire")
+		}
+		for range 5 {
+			_, err := client.ExtendToken(bg, key, lock.Token(), time.Second)
+			if !errors.Is(err, redlock.ErrLockLost) || countOutcomes(quorumError(t, err))[redlock.OutcomeHeld] != 2 {
+				t.Fatalf("ExtendToken of an expired lock, one node of three paused: %v, want ErrLockLost from the two others", err)
+			}
+		}
+	})
+}

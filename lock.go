@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
@@ -188,7 +189,8 @@ func (l *Lock) context(parent context.Context) (context.Context, context.CancelF
 // Extend resets the lock's time-to-live to ttl (the acquisition TTL when ttl
 // is 0) on every node that still holds it, and moves the validity deadline to
 // start + ttl - drift if a quorum did so in time. It blocks for at most the
-// per-node timeout.
+// per-node timeout. It returns once a quorum extended the lock, or once no
+// quorum can and the nodes still to answer cannot make the lock lost.
 //
 // A call marks the lock as one its holder keeps: from then on, reaching
 // the deadline loses it (ErrLockLost) instead of expiring it.
@@ -252,7 +254,8 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key, c.keys.FenceKey(l.key)},
 		Args: []string{l.token, c.wire.millis(ttl + l.delay), c.wire.counterMillis(ttl + l.delay)}}
 	start := time.Now()
-	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, nodes.IsOne, c.decided)
+	isOK, enough := c.extendDecided()
+	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, isOK, enough)
 	if ok >= c.quorum {
 		unfinished.Keep() // as an acquisition keeps what it won (see conclude)
 	}
@@ -284,6 +287,29 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	}
 	l.extendFailedLocked(qe, forced)
 	return qe
+}
+
+// extendDecided returns the isOK and enough functions of an extension's
+// fan-out. It ends at a quorum of extensions, or once no quorum can extend
+// and the nodes still to answer cannot change what failed: the lock is
+// gone from a majority, or cannot be. Until then a failure waits for them,
+// so that an expired lock is told as lost, not as a lack of answers, when
+// a node down leaves the refusals one short of a majority.
+func (c *Client) extendDecided() (isOK func(any) bool, enough func(ok, others int) bool) {
+	var gone atomic.Int32 // nodes that no longer hold the token; isOK may run after enough's last call
+	isOK = func(v any) bool {
+		if nodes.IsOne(v) {
+			return true
+		}
+		gone.Add(1)
+		return false
+	}
+	n, quorum := len(c.conns), c.quorum
+	enough = func(ok, others int) bool {
+		left, gone := n-ok-others, int(gone.Load())
+		return ok >= quorum || gone > n-quorum || ok+left < quorum && gone+left <= n-quorum
+	}
+	return isOK, enough
 }
 
 // extendable returns why the lock cannot be extended: it ended, or reached
