@@ -91,7 +91,9 @@ type NodeState struct {
 // ended, or the larger of Options.NodeTimeout and 3 s passed (an operator's
 // call, not a lock operation), and returns one NodeState per node in client
 // order. The error is non-nil only for an invalid key (ErrInvalidKey) or a
-// nil ctx; a node's failure is in its NodeState.Err.
+// nil ctx; a node's failure is in its NodeState.Err. A lock this Client
+// just took may not show on every node yet: Acquire returns at a quorum,
+// and its requests to the others may still be under way.
 func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err := c.checkCall(ctx); err != nil {
 		return nil, err
