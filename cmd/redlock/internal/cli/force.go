@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/user"
 	"slices"
@@ -63,7 +64,11 @@ func forceRelease(ctx context.Context, r report, nodes *nodeFlags, lf *lockFlags
 	defer nodes.close(client)
 	grants, err := client.ForceRelease(ctx, key, by)
 	if err != nil {
-		return r.failed(otherData(ctx, client, key, err))
+		code := r.failed(otherData(ctx, client, key, err))
+		if hint := permitsHint(ctx, client, key, err); hint != "" {
+			say(r.s.stderr, slog.LevelInfo, "release", hint)
+		}
+		return code
 	}
 	if r.json {
 		out := releasedJSON{Key: key, Released: true, ForcedBy: by, Grants: []grantJSON{}}
@@ -77,6 +82,22 @@ func forceRelease(ctx context.Context, r report, nodes *nodeFlags, lf *lockFlags
 		fmt.Fprintf(r.s.stdout, "forced %s free, held by %s\n", shown(key), holderText(g))
 	}
 	return exitOK
+}
+
+// permitsHint returns, when err says the lock key is held by nobody, and
+// key is a semaphore's name whose permits are held, how to force one of
+// them free; "" otherwise. A semaphore's name is no lock of its own.
+func permitsHint(ctx context.Context, client *redlock.Client, key string, err error) string {
+	if !errors.Is(err, redlock.ErrNotHeld) {
+		return ""
+	}
+	held, _ := client.List(ctx, key+":permit:")
+	held = slices.DeleteFunc(held, func(h redlock.HeldLock) bool { return h.Semaphore != key })
+	if len(held) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%q is a semaphore, %d of whose permits are held: --force frees a permit by its key, as in 'redlock release --force %s'",
+		key, len(held), held[0].Key)
 }
 
 // holderText describes who held a grant: "OWNER since TIME (AGO ago)",

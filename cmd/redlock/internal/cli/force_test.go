@@ -54,6 +54,15 @@ func TestRelease_force(t *testing.T) {
 		t.Errorf("release of a forced token: %s", r.stderr)
 	}
 	r = cli(t, "release", "--nodes", nodes, "--force", "k").expect(t, exitLockLost, "release --force of a free key")
+	if strings.Contains(r.stderr, "semaphore") {
+		t.Errorf("release --force of a free key hints at a semaphore:\n%s", r.stderr)
+	}
+	// A semaphore's name is no lock: the hint names a permit's key.
+	cli(t, "acquire", "--nodes", nodes, "--limit", "2", "--ttl", "20s", "sem").expect(t, exitOK, "acquire --limit 2 sem")
+	r = cli(t, "release", "--nodes", nodes, "--force", "sem").expect(t, exitLockLost, "release --force of a semaphore's name")
+	if !strings.Contains(r.stderr, `"sem" is a semaphore, 1 of whose permits are held`) || !strings.Contains(r.stderr, "release --force sem:permit:") {
+		t.Errorf("release --force of a semaphore's name does not say how to free a permit:\n%s", r.stderr)
+	}
 	if !strings.Contains(r.stderr, "held by nobody") || strings.Contains(r.stderr, "granted") || strings.Contains(r.stderr, "this token") {
 		t.Errorf("release --force of a free key: %s", r.stderr)
 	}
