@@ -208,8 +208,9 @@ func exitFor(f failure) int {
 
 // recoveringHint is added to errors where recovering nodes withheld the
 // quorum, and to a failed acquisition that a node refused as recovering.
-const recoveringHint = "nodes that lost their data, or were never used, sit out every quorum for " +
-	"--recovery-delay: wait, or on a brand-new deployment run 'redlock init' once"
+const recoveringHint = "nodes that restarted, failed over, lost their data or were never used sit out every " +
+	"quorum for --recovery-delay: wait; only a brand-new deployment, which never granted a lock, may skip it " +
+	"by 'redlock init'"
 
 // printFailure explains a failed lock operation on stderr: what
 // failureLines says, with each node's outcome between its summary and its

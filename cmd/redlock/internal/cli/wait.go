@@ -366,7 +366,7 @@ func (w *waiting) describe(ctx context.Context, qe *redlock.QuorumError) string 
 			left = max(left, r.RecoveringLeft)
 		}
 		parts = append(parts, fmt.Sprintf("%s recovering, for up to %s more "+
-			"(on a brand-new deployment, 'redlock init' ends this at once)",
+			"(only on a brand-new deployment may 'redlock init' end this at once)",
 			strings.TrimPrefix(refusedOn(qe, len(rec)), "on "), left.Round(time.Second)))
 	}
 	for _, r := range qe.Nodes {
@@ -426,6 +426,11 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 	}
 	shared := sharedText(states)
 	if shared == "" {
+		if waiting := mostWaiting(states); waiting > 0 && writersWait(qe) == 0 {
+			// Free, but the nodes keep it for the clients queued before
+			// this one: an earlier candidate, a waiter polled first.
+			return fmt.Sprintf("%sfree, but kept for the clients queued before this one (%d queued in all)", which, waiting)
+		}
 		return unknown
 	}
 	s := what + " " + shared
@@ -434,6 +439,18 @@ func (w *waiting) heldBy(ctx context.Context, qe *redlock.QuorumError, held int)
 		s += "; a writer waits for it, and new readers wait until it has had its turn"
 	}
 	return s
+}
+
+// mostWaiting returns the most clients a node that answered queues for
+// the key, by states.
+func mostWaiting(states []redlock.NodeState) int {
+	most := 0
+	for _, st := range states {
+		if st.Err == nil {
+			most = max(most, st.Waiting)
+		}
+	}
+	return most
 }
 
 // sharedText says that readers hold the lock whose nodes' states are
