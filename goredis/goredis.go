@@ -26,9 +26,10 @@
 // so Dial of a single URL turns ContextTimeoutEnabled on (a slow lone node
 // fails every request anyway).
 //
-// go-redis writes a line through its own global logger (redis.SetLogger)
-// for each failed dial, which this package leaves alone unless SetLogger is
-// called. A URL's pool holds 8 connections, so a node that is down costs at
+// go-redis writes lines through its own global logger (redis.SetLogger):
+// one for each failed dial and, for a Sentinel-managed node, one for each
+// Sentinel and master it finds, a successful Dial's included. This
+// package leaves that logger alone unless SetLogger is called. A URL's pool holds 8 connections, so a node that is down costs at
 // most 15 such lines per outage (8 failures in a row, and up to 7 dials
 // already under way then): go-redis then probes it once a second in
 // silence. SetLogger sends them to a *slog.Logger, and SetLogger(nil)

@@ -42,7 +42,11 @@ A Redis Cluster node (?cluster) is audited master by master, each named by
 its address and slots: the checks above on each master, its cluster_state,
 slots that no master serves, and the restart markers of its slots (a
 master restarted or promoted sits out slot by slot; a new cluster's slots
-are unmarked until 'redlock init').
+are unmarked until 'redlock init'); its row says "some slots unserved"
+while a master is down or slots have none. A Sentinel-managed node
+(?master_name) is also checked for what its failovers need: a replica to
+promote, and min-replicas-to-write, without which an old master cut off
+from the Sentinels keeps granting locks the promoted one never sees.
 
 A critical finding makes locks unsafe or impossible now; warnings weaken them
 under some failure.
@@ -86,8 +90,11 @@ type auditNodeJSON struct {
 	ConnectedReplicas int     `json:"replicas"`
 	Cluster           bool    `json:"cluster,omitempty"`
 	// UncoveredSlots are the slots no master of a Redis Cluster serves.
-	UncoveredSlots []string    `json:"uncovered_slots,omitempty"`
-	Shards         []shardJSON `json:"shards,omitempty"`
+	UncoveredSlots []string `json:"uncovered_slots,omitempty"`
+	// SlotsUnserved: some slots of a Redis Cluster node have no reachable
+	// master that serves them now (see doctor.Node.SlotsUnserved).
+	SlotsUnserved bool        `json:"slots_unserved,omitempty"`
+	Shards        []shardJSON `json:"shards,omitempty"`
 }
 
 // shardJSON is one master of a Redis Cluster node in doctor's JSON output:
@@ -303,6 +310,7 @@ func doctorReportJSON(r *doctor.Report, findings []doctor.Finding, unsafe, avail
 	for _, n := range r.Nodes {
 		j := auditNodeOf(n)
 		j.UncoveredSlots = slotStrings(n.Uncovered)
+		j.SlotsUnserved = n.SlotsUnserved()
 		for _, s := range n.Shards {
 			m := s.Markers
 			j.Shards = append(j.Shards, shardJSON{auditNodeJSON: auditNodeOf(s.Master), ID: s.ID, Slots: slotStrings(s.Slots),
@@ -436,6 +444,8 @@ func quarantineText(n doctor.Node) string {
 		return fmt.Sprintf("recovering, %s from the next acquisition", n.RecoveringLeft.Round(time.Second))
 	case n.Recovering:
 		return fmt.Sprintf("recovering, %s left", n.RecoveringLeft.Round(time.Second))
+	case n.SlotsUnserved():
+		return "some slots unserved"
 	}
 	return "ready"
 }

@@ -39,6 +39,21 @@ func TestDoctor_redisClusterNode(t *testing.T) {
 			t.Errorf("after init: %+v", f)
 		}
 	}
+	if report.Nodes[0].SlotsUnserved {
+		t.Errorf("doctor --json after init: slots unserved, though every master answers")
+	}
+
+	// A master down: the cluster's row says its slots are unserved.
+	if err := cluster.Node(1).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, "doctor", "--nodes", nodes)
+	wantDoctorSays(t, r.stdout, "some slots unserved")
+	report = doctorJSON{}
+	cli(t, "doctor", "--nodes", nodes, "--json").decode(t, &report)
+	if !report.Nodes[0].SlotsUnserved {
+		t.Errorf("doctor --json with a master down: slots_unserved false")
+	}
 }
 
 // On brand-new nodes, every node sits out its recovery delay from the first

@@ -89,3 +89,23 @@ func TestServerFindings_replicaOrSentinelAsNode(t *testing.T) {
 		}
 	}
 }
+
+// A Redis Cluster node serves some slots no more when a master is
+// unreachable, its cluster state is fail, or slots are unassigned.
+func TestNode_slotsUnserved(t *testing.T) {
+	up := Shard{Master: Node{Reachable: true}, ClusterState: "ok"}
+	for _, tc := range []struct {
+		n    Node
+		want bool
+	}{
+		{Node{Cluster: true, Shards: []Shard{up, up}}, false},
+		{Node{Cluster: true, Shards: []Shard{up, {Master: Node{}}}}, true},
+		{Node{Cluster: true, Shards: []Shard{up, {Master: Node{Reachable: true}, ClusterState: "fail"}}}, true},
+		{Node{Cluster: true, Shards: []Shard{up}, Uncovered: []SlotRange{{First: 0, Last: 10}}}, true},
+		{Node{Reachable: true}, false},
+	} {
+		if got := tc.n.SlotsUnserved(); got != tc.want {
+			t.Errorf("SlotsUnserved of %+v = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}

@@ -151,6 +151,15 @@ func (r *Report) votingForEveryKey() int {
 	return usable
 }
 
+// SlotsUnserved reports a Redis Cluster node some of whose slots no
+// reachable master serves now: slots unassigned, a master unreachable,
+// or one whose cluster state is fail.
+func (n Node) SlotsUnserved() bool {
+	return len(n.Uncovered) > 0 || slices.ContainsFunc(n.Shards, func(s Shard) bool {
+		return !s.Master.Reachable || s.ClusterState == "fail"
+	})
+}
+
 // servesEverySlot reports whether a Redis Cluster node would vote for a
 // lock whatever slot its key hashes to: every slot assigned, every master
 // reachable and its cluster state ok, and no slot sitting out. It is true
@@ -235,6 +244,27 @@ func replicaFindings(fs *findingList, n Node, l Limits) {
 	case n.Replicas > 0:
 		fs.add(n.Node, Warning, "replica", "set --wait-replicas (Options.WaitReplicas) so that grants reach a replica before they count",
 			"master with %d replica(s) and grants that do not wait for them: a failover can lose the locks it granted; the restart quarantine keeps the promoted replica out for the recovery delay, which keeps them safe but none can be taken meanwhile", n.Replicas)
+	}
+	sentinelFindings(fs, n)
+}
+
+// sentinelFindings checks a Sentinel-managed master for what its failovers
+// need (SAFETY.md, "Redis Cluster and Sentinel nodes"): a replica to
+// promote, and min-replicas-to-write, without which an old master cut off
+// from the Sentinels but not from clients keeps granting locks that the
+// promoted one never sees.
+func sentinelFindings(fs *findingList, n Node) {
+	if !n.SentinelManaged || n.Role != "master" {
+		return
+	}
+	if n.Replicas == 0 {
+		fs.add(n.Node, Warning, "failover", "attach a replica, for the Sentinels to promote when the master fails",
+			"Sentinel-managed master with no replica connected: no failover can replace it")
+	}
+	if n.MinReplicasToWrite == "0" {
+		fs.add(n.Node, Warning, "failover", "CONFIG SET min-replicas-to-write 1 and min-replicas-max-lag 10 on the master and its replicas (and in their redis.conf)",
+			"min-replicas-to-write 0: a master cut off from the Sentinels and its replicas, but not from clients, keeps granting "+
+				"locks after a failover, which the promoted master never sees")
 	}
 }
 
@@ -388,6 +418,9 @@ func (r *Report) quorumFindings(fs *findingList) {
 			"%d of %d nodes %s, %d needed: one more failure stops locking", r.Reachable, total, reachable, r.Quorum)
 	}
 	switch {
+	case total == 1 && (r.Nodes[0].SentinelManaged || r.Nodes[0].Cluster):
+		fs.add("", Info, "quorum", "use 3 or 5 independent deployments to survive the loss of one",
+			"one node: its failover survives the crash of a master, not the loss of the whole deployment or a failover that loses a lock (SAFETY.md)")
 	case total == 1:
 		fs.add("", Info, "quorum", "use 3 or 5 independent masters to survive a node failure",
 			"one node: no fault tolerance")

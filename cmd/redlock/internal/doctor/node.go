@@ -65,6 +65,12 @@ type Node struct {
 	// MaxMemoryPolicy is the maxmemory-policy setting (from INFO when CONFIG
 	// GET is refused).
 	MaxMemoryPolicy string
+	// SentinelManaged reports a node named through its Sentinels
+	// (master_name): a master that a failover replaces.
+	SentinelManaged bool
+	// MinReplicasToWrite is the min-replicas-to-write setting; "" when
+	// unknown.
+	MinReplicasToWrite string
 	// Loading reports a node still loading its data set from disk; it
 	// refuses most commands until done.
 	Loading bool
@@ -109,6 +115,8 @@ func probe(ctx context.Context, conn redlock.Conn) Node {
 	if c, ok := conn.(interface{ IsCluster() bool }); ok {
 		n.Cluster = c.IsCluster()
 	}
+	// Both adapters name a Sentinel-managed node MASTER@sentinel:ADDRS.
+	n.SentinelManaged = strings.Contains(n.Node, "@sentinel:")
 
 	start := time.Now()
 	info, err := conn.Do(ctx, "INFO")
@@ -235,6 +243,7 @@ func (n *Node) readConfig(ctx context.Context, conn redlock.Conn) error {
 		{"appendfsync", &n.AppendFsync},
 		{"maxmemory-policy", &n.MaxMemoryPolicy},
 		{"save", &n.Save},
+		{"min-replicas-to-write", &n.MinReplicasToWrite},
 	} {
 		v, err := conn.Do(ctx, "CONFIG", "GET", p.name)
 		if err != nil {
