@@ -137,6 +137,9 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	c.voted = make([]atomic.Bool, len(conns))
 	c.waker = wait.NewWaker(listeners(conns), c.quorum, c.id, c.keys, c.requestTimeout)
 	c.tel = c.newTelemetry(given)
+	if c.tel != nil {
+		c.nodes.OnLateFailure(c.lateFailure)
+	}
 	return c, nil
 }
 

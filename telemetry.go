@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // This file connects the library to its telemetry (internal/telemetry):
@@ -249,4 +251,29 @@ func (c *Client) observeBackgroundRelease(key string, tries int, missed []bool) 
 		}
 	}
 	c.tel.BackgroundRelease(key, tries, left)
+}
+
+// lateFailure records a node's request that failed after its call returned
+// without it (see nodes.Set.OnLateFailure), which the call recorded as
+// not waited for: a node that never answers, while the others decide every
+// call, shows in the metrics and the log as failing. Requests of other
+// kinds than the ops recorded per node are left out.
+func (c *Client) lateFailure(node int, script *wire.Script, err error, took time.Duration) {
+	op, ok := lateOps[script]
+	if !ok {
+		return
+	}
+	outcome := telemetry.Error
+	if nodes.IsTimeout(err) {
+		outcome = telemetry.Timeout
+	}
+	c.tel.Node(context.Background(), node, op, telemetry.Answer{Node: c.conns[node].Name(), Outcome: outcome, Err: err, Latency: took})
+}
+
+// lateOps are the ops of the scripts whose late failures lateFailure
+// records.
+var lateOps = map[*wire.Script]telemetry.Op{
+	wire.AcquireScript: telemetry.OpAcquire, wire.QueuedAcquireScript: telemetry.OpAcquire, wire.AcquireSharedScript: telemetry.OpAcquire,
+	wire.ExtendScript: telemetry.OpExtend, wire.ReleaseScript: telemetry.OpRelease, wire.InspectScript: telemetry.OpInspect,
+	wire.MarkReadyScript: telemetry.OpMarkReady,
 }

@@ -440,6 +440,36 @@ func TestLog_nodeDownThenBack(t *testing.T) {
 	}
 }
 
+// A node that stops answering (paused) while the others decide every call
+// is reported failing, and its requests count as timeouts, once they end:
+// each call returned without it (no_answer). Before, such a node showed
+// nowhere, neither in the log nor as a timeout, for as long as it was
+// paused.
+func TestLog_silentMinorityNodeIsReported(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	o, opts := observe(t)
+	c := newClient(t, cluster, adapters[0], opts)
+	silent := cluster.Node(2)
+	node := c.Nodes()[2]
+	if err := silent.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Resume() })
+	i := 0
+	eventually(t, "the paused node is reported failing", func() bool {
+		i++
+		cycle(t, c, "silent-"+strconv.Itoa(i))
+		return o.logs.count(slog.LevelWarn, "redlock: node failing", attrs{"node": node}) > 0
+	})
+	if n := o.sum(t, "redlock.node.requests", attrs{"redlock.node": node, "redlock.outcome": "timeout"}); n < 3 {
+		t.Errorf("%d timeout outcomes of the paused node, want at least 3", n)
+	}
+	if n := o.logs.count(slog.LevelWarn, "redlock: node failing", nil); n != 1 {
+		t.Errorf("%d failing records in all, want 1: the paused node's", n)
+		o.logs.dump(t)
+	}
+}
+
 // A renewed lock whose key vanishes from the nodes is lost at its next
 // renewal: counted as taken over, logged once, and its hold time ends.
 func TestTelemetry_lostLockCountedAndLoggedOnce(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // Set is the Redis nodes of a client, each with the queue of requests to
@@ -29,6 +31,18 @@ type Set struct {
 	replies replyTimes
 	// gates hold nodes out of every fan-out (see Hold).
 	gates gates
+	// lateFailure, when set, hears of the requests that failed after
+	// their fan-out returned (see OnLateFailure).
+	lateFailure func(node int, script *wire.Script, err error, took time.Duration)
+}
+
+// OnLateFailure makes the Set call fn for each request that fails (times
+// out, or answers an error) after its fan-out returned without it: the
+// only news of a node that never answers while the others decide every
+// call. fn runs on the request's goroutine and must not block; set it
+// before the first request.
+func (n *Set) OnLateFailure(fn func(node int, script *wire.Script, err error, took time.Duration)) {
+	n.lateFailure = fn
 }
 
 // New returns the Set of conns. replicas is how many replicas must confirm
@@ -173,6 +187,8 @@ type Flight struct {
 	keep atomic.Bool
 	// tallied is what Collect returned, when some nodes had not answered.
 	tallied []Result
+	// returned: Collect returned before every node answered.
+	returned atomic.Bool
 
 	mu     sync.Mutex
 	landed bool     // every node answered; under mu, for onLand
@@ -214,6 +230,11 @@ func (n *Set) NewFlight(ctx context.Context, timeout time.Duration) *Flight {
 // caller may have returned before.
 func (f *Flight) deliver(a answer) {
 	f.nodes.heard(a.err, a.took, f.timeout)
+	if a.err != nil && f.returned.Load() && f.nodes.lateFailure != nil && !errors.Is(a.err, context.Canceled) {
+		if cl := f.sent[a.node]; cl != nil && cl.req != nil {
+			f.nodes.lateFailure(a.node, cl.req.Script, a.err, a.took)
+		}
+	}
 	f.answers <- a
 	f.nodes.inflight.done()
 	if f.pending.Add(-1) == 0 {
@@ -375,6 +396,7 @@ func (f *Flight) Collect(isOK func(any) bool, enough func(ok, others int) bool) 
 	}
 	if !t.complete() {
 		f.tallied = t.results
+		f.returned.Store(true)
 		return t.results, t.ok, f
 	}
 	return t.results, t.ok, nil
