@@ -213,9 +213,14 @@ func (l *Lock) observeGrant(ctx context.Context) {
 }
 
 // observeEnd records the end of an observed lock, released, lost or
-// expired with err. It runs under l.mu.
+// expired with err. It runs under l.mu. The lock was held until its
+// validity deadline at the latest: a holder whose process was paused past
+// it learns of the end only when it runs again.
 func (l *Lock) observeEnd(err error) {
 	heldFor := time.Since(*l.granted)
+	if until := l.until.Sub(*l.granted); heldFor > until {
+		heldFor = max(until, 0)
+	}
 	switch {
 	case errors.Is(err, ErrReleased):
 		l.client.tel.LockEnded(l.key, heldFor, telemetry.EndReleased, 0, nil)

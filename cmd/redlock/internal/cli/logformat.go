@@ -8,13 +8,16 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+
+	"github.com/redlock-go/redlock/cmd/redlock/internal/observe"
 )
 
 // logFormat is --log-format: how a command writes on stderr its own
 // messages and the library's log records. With text, its default, each
 // message is a line "redlock CMD: MSG" and each record a line of slog's
 // text handler; with json, each is one JSON object a line, as slog's JSON
-// handler writes them: {"time", "level", "msg", "cmd", ...}.
+// handler writes them: {"time", "level", "msg", "cmd", ...}, durations as
+// text ("2.5s").
 type logFormat string
 
 const (
@@ -79,7 +82,7 @@ type jsonLog struct {
 // newJSONLog returns the JSON log of the command cmd on w.
 func newJSONLog(w io.Writer, cmd string) *jsonLog {
 	out := &lockedWriter{w: w}
-	h := slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})
+	h := slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: observe.DurationText})
 	return &jsonLog{out: out, cmd: cmd, log: slog.New(h).With("cmd", cmd)}
 }
 

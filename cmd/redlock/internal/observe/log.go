@@ -30,7 +30,16 @@ func NewLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q is not one of %s", level, strings.Join(LogLevels, ", "))
 	}
 	if asJSON {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: DurationText})), nil
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// DurationText is a ReplaceAttr of JSON logs that writes a duration as the
+// text logs do, "2.5s", not as a bare number of nanoseconds.
+func DurationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
