@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +138,18 @@ func TestElection_leaderCutShortSaysWhy(t *testing.T) {
 	var qe *redlock.QuorumError
 	if !errors.Is(err, redlock.ErrClosed) || !errors.As(err, &qe) || !errors.Is(err, redlock.ErrLeaderUnknown) {
 		t.Errorf("Leader cut short by Close: %v; want ErrClosed wrapping the read's *QuorumError (ErrLeaderUnknown)", err)
+	}
+}
+
+// A leader read that enough nodes answered, naming no one leader on a
+// quorum of them, says so, not the acquisition's "validity left".
+func TestElection_unknownLeaderWordsItsReason(t *testing.T) {
+	qe := &redlock.QuorumError{Op: "leader", Key: "svc", OK: 4, Quorum: 3, Err: redlock.ErrLeaderUnknown,
+		Nodes: make([]redlock.NodeResult, 5)}
+	for i := range qe.Nodes {
+		qe.Nodes[i] = redlock.NodeResult{Node: fmt.Sprint("n", i), Outcome: redlock.OutcomeOK}
+	}
+	if msg := qe.Error(); !strings.Contains(msg, "no one leader on a quorum of them") || strings.Contains(msg, "validity") {
+		t.Errorf("unknown leader with 4 of 5 answers: %q", msg)
 	}
 }

@@ -211,7 +211,12 @@ func (e *QuorumError) Error() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, ": key %s: %s on %d/%d nodes, %d needed", quoteKey(e.Key), e.verb(), e.OK, len(e.Nodes), e.Quorum)
-	if e.OK >= e.Quorum {
+	switch {
+	case e.OK >= e.Quorum && e.Op == "leader":
+		// A read that enough nodes answered, which name no one leader
+		// on a quorum of them: a lead changing hands as they were read.
+		b.WriteString(", but no one leader on a quorum of them")
+	case e.OK >= e.Quorum:
 		fmt.Fprintf(&b, ", but validity left was %s", e.Validity.Round(time.Microsecond))
 	}
 	if e.Cause != nil {

@@ -60,7 +60,9 @@ printed when the lead ends without a new leader yet. A leader that came
 and went between two reads of the nodes (every TTL/20, from 50ms to
 500ms, and at each announced release) may go unprinted. While too few
 nodes answer to tell who leads, nothing is printed: the last line stands
-until they answer again, and stderr says why (a WARN line each time). A
+until they answer again, and the library's records on stderr say which
+nodes fail (a WARN "node failing" each, unless --log-level is error or
+off). A
 listener takes no lock: its --ttl only paces its reads while nobody leads
 (a leader's own TTL paces them while it leads), and one longer than
 --recovery-delay is taken as --recovery-delay. It waits for nothing and
