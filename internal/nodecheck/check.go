@@ -33,9 +33,9 @@ type verdict struct {
 	took    time.Duration // time to the PING's error, for a node down
 }
 
-// Check pings every node at once, bounded by ctx and a few seconds, and
-// once a majority answered by as long again as they took (see checkAll),
-// and returns an error naming each problem with the node list when
+// Check pings every node at once, bounded by ctx and a few seconds, and,
+// once a majority answered, by as long again as they took (see checkAll).
+// It returns an error naming each problem with the node list when
 //
 //   - a node answers but refuses its configuration (bad credentials, a
 //     database that does not exist, a cluster URL to a server outside
