@@ -329,6 +329,10 @@ func nodeState(st redlock.NodeState) string {
 	switch {
 	case st.Recovering && st.NoMarker:
 		return fmt.Sprintf("recovering: no restart marker, sits out %s from the next acquisition", st.RecoveringLeft.Round(time.Second))
+	case st.Recovering && st.Restarted:
+		// Its marker is another process's: the countdown starts when an
+		// acquisition writes the new one, as doctor says.
+		return fmt.Sprintf("recovering: restarted or failed over, sits out %s from the next acquisition", st.RecoveringLeft.Round(time.Second))
 	case st.Recovering:
 		return fmt.Sprintf("recovering: votes again in %s", st.RecoveringLeft.Round(100*time.Millisecond))
 	}

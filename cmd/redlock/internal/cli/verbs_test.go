@@ -417,3 +417,25 @@ func TestAcquire_tokensNobodyReceivedAreReleased(t *testing.T) {
 		})
 	}
 }
+
+// inspect of a node that restarted says that its recovery delay starts at
+// the next acquisition, as doctor does, and counts down once one reached
+// it: before, it showed a countdown that did not run.
+func TestInspect_restartedNodeSitsOutFromTheNextAcquisition(t *testing.T) {
+	// Its data, the restart marker included, survives the restart.
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, AppendFsyncAlways: true, Unmarked: true})
+	nodes := cluster.URLs()[0]
+	cli(t, "init", "--nodes", nodes).expect(t, exitOK, "redlock init")
+	if err := cluster.Node(0).Restart(bg); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "inspect", "--nodes", nodes, "job").expect(t, exitOK, "inspect after a restart")
+	if !strings.Contains(r.stdout, "restarted or failed over, sits out 30s from the next acquisition") {
+		t.Errorf("inspect after a restart:\n%s", r.stdout)
+	}
+	cli(t, "acquire", "--nodes", nodes, "-n", "job").expect(t, exitUnavailable, "acquire on a recovering node")
+	r = cli(t, "inspect", "--nodes", nodes, "job").expect(t, exitOK, "inspect once an acquisition reached it")
+	if !strings.Contains(r.stdout, "recovering: votes again in") {
+		t.Errorf("inspect once an acquisition reached the restarted node:\n%s", r.stdout)
+	}
+}
