@@ -108,11 +108,14 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 	states, results := c.inspect(ctx, onWire, timeout)
 	r.Took, r.All = time.Since(r.Started), len(states)
 	for i := range states {
+		// A holder's or a reader's TTL ran out there: only its
+		// lock-delay keeps the key, and its grant is over.
 		if states[i].DelayOnly {
-			// The holder's TTL ran out there: only its lock-delay
-			// keeps the key, and its grant is over.
 			states[i].Holder = ""
 		}
+		states[i].Readers = slices.DeleteFunc(states[i].Readers, func(token string) bool {
+			return slices.Contains(states[i].DelayOnlyReaders, token)
+		})
 	}
 	r.tally(states, c.quorum, holds)
 	if !r.Current && r.Answered < c.quorum {

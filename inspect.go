@@ -32,6 +32,11 @@ type NodeState struct {
 	// ReaderGrants are what each of Readers says of its grant, in the same
 	// order: each reader's owner and since when it holds the lock.
 	ReaderGrants []Grant
+	// DelayOnlyReaders are the readers among Readers whose own TTL ran out
+	// on the node, kept only by the lock-delay their tokens carry
+	// (WithLockDelay): they keep writers out, but their grants there have
+	// ended. Check counts them as not holding the lock.
+	DelayOnlyReaders []string
 	// TTL is the lock key's remaining time to live: 0 when the key is
 	// absent, negative when it has no expiry (it was not set by a lock
 	// client).
@@ -170,21 +175,22 @@ func (c *Client) inspectKeys(onWire string) []string {
 
 // inspectReply is the inspect script's reply: {holder, PTTL, counter,
 // marker, microseconds left recovering or -1, restarted, readers, waiting,
-// forced record, the type of data that is no lock}.
+// forced record, the type of data that is no lock, the readers kept only by
+// their lock-delay}.
 type inspectReply struct {
 	holder, counter, marker, forced, other string
 	pttl, left, restarted, waiting         int64
-	readers                                []string
+	readers, delayed                       []string
 }
 
 // parseInspect checks the shape of the inspect script's reply.
 func parseInspect(v any) (inspectReply, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 10 {
-		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 10 elements): %v", v)
+	if !ok || len(a) != 11 {
+		return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (not 11 elements): %v", v)
 	}
 	var r inspectReply
-	var oks [10]bool
+	var oks [11]bool
 	r.holder, oks[0] = a[0].(string)
 	r.pttl, oks[1] = a[1].(int64)
 	r.counter, oks[2] = a[2].(string)
@@ -195,6 +201,7 @@ func parseInspect(v any) (inspectReply, error) {
 	r.waiting, oks[7] = a[7].(int64)
 	r.forced, oks[8] = a[8].(string)
 	r.other, oks[9] = a[9].(string)
+	r.delayed, oks[10] = stringsOf(a[10])
 	for i, ok := range oks {
 		if !ok {
 			return inspectReply{}, fmt.Errorf("redlock: unexpected reply to the inspect script (element %d): %v", i+1, v)
@@ -248,7 +255,7 @@ func (c *Client) decodeInspect(v any) (NodeState, error) {
 	// microseconds. A node sitting out a quarantine that a restart started
 	// has a marker of its own process, and fewer left.
 	whole := r.left > 0 && r.left == c.opts.RecoveryDelay.Microseconds()
-	s := NodeState{Holder: r.holder, Readers: r.readers, NoMarker: r.marker == "", Restarted: r.restarted == 1 && whole, Waiting: int(r.waiting),
+	s := NodeState{Holder: r.holder, Readers: r.readers, DelayOnlyReaders: r.delayed, NoMarker: r.marker == "", Restarted: r.restarted == 1 && whole, Waiting: int(r.waiting),
 		Data: r.other}
 	if r.holder != "" {
 		g := TokenGrant(r.holder)

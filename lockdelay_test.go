@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -444,5 +445,37 @@ func TestWithLockDelay_expiredHolderIsNotCurrent(t *testing.T) {
 	}
 	if l, err := e.Leader(bg); !errors.Is(err, redlock.ErrNoLeader) {
 		t.Errorf("Leader once only the lock-delay keeps the key: %+v %v, want ErrNoLeader", l, err)
+	}
+}
+
+// A reader kept only by its lock-delay keeps writers out, but is no longer
+// current: Inspect says so, and Check does not count it.
+func TestWithLockDelay_expiredReaderIsNotCurrent(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], &redlock.Options{TTL: time.Second, RecoveryDelay: 10 * time.Second})
+	reader, err := c.TryAcquire(bg, "delayed", redlock.WithShared(), redlock.WithLockDelay(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Check(bg, "delayed", reader.Token()); err != nil || !r.Current || !r.Shared {
+		t.Fatalf("Check while the reader is valid: %+v %v, want current, shared", r, err)
+	}
+	eventually(t, "the reader's TTL ran out on every node", func() bool {
+		states, err := c.Inspect(bg, "delayed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range states {
+			if !slices.Equal(st.Readers, []string{reader.Token()}) || !slices.Equal(st.DelayOnlyReaders, st.Readers) {
+				return false
+			}
+		}
+		return true
+	})
+	if r, err := c.Check(bg, "delayed", reader.Token()); err != nil || r.Current || r.Shared {
+		t.Errorf("Check once only the lock-delay keeps the reader: %+v %v, want not current, not shared", r, err)
+	}
+	if _, err := c.TryAcquire(bg, "delayed"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("a writer's TryAcquire during the reader's lock-delay: %v, want ErrNotAcquired", err)
 	}
 }

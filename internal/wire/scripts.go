@@ -161,7 +161,7 @@ var (
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc, delayStandsFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc, nextFenceFunc}}
-	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, nodeMillisFunc}}
+	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, nodeMillisFunc, readerDelayStandsFunc}}
 	markerStateFunc    = &luaFunction{name: "markerState", source: markerStateSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, processIDFunc}}
 	asCheckedFunc      = &luaFunction{name: "asChecked", source: asCheckedSource}
 	markReadyFunc      = &luaFunction{name: "markReady", source: markReadySource,

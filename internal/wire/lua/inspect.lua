@@ -10,15 +10,16 @@
 -- ARGV[a+1] recovery delay in microseconds, "0" when the quarantine is off;
 -- ARGV[a+2] the caller's clock in microseconds.
 -- Returns {holder, lock PTTL in ms, counter, marker, left, restarted,
--- readers, waiting, forced, other}, where waiting is the number of live
+-- readers, waiting, forced, other, delayed}, where waiting is the number of live
 -- entries in the key's queue (their deadline not past: a client that
 -- stopped waiting without leaving lapses at its deadline, though the queue
 -- key lasts while others wait), forced the forced record, other the type of the data
 -- the key holds when it is neither a lock nor a lock's readers (a hash, a
 -- list...: another program's key), and where an absent string is "",
 -- readers are the tokens of the
--- unexpired readers of a shared lock (see readers.lua), holder is "" when
--- they hold it, left is the microseconds the node stays
+-- unexpired readers of a shared lock (see readers.lua), delayed those of
+-- them whose own TTL ran out, kept only by their lock-delay (see
+-- reader_delay.lua), holder is "" when they hold it, left is the microseconds the node stays
 -- recovering (0 when it is not, the whole delay when it has no marker or
 -- restarted, -1 when the marker is not a number), and restarted is 1 when
 -- the node's process changed since its marker was written, or it sits out a
@@ -40,13 +41,21 @@ local function inspect(KEYS, ARGV, k, a, shared)
 	local marker, writer = restartMarker(shared, KEYS[k + 3], KEYS[k + 4])
 	local left, restarted, afterRestart = recoveryLeft(shared, marker, writer, tonumber(ARGV[a + 1]))
 	-- pcall: GET fails on the readers' sorted set.
-	local holder, readers, other = redis.pcall("GET", KEYS[k + 1]), {}, ""
+	local holder, readers, delayed, other = redis.pcall("GET", KEYS[k + 1]), {}, {}, ""
 	if type(holder) == "table" and holder.err then
 		holder = ""
 		other = redis.call("TYPE", KEYS[k + 1]).ok
 		-- A readers' set always has an expiry (see acquireShared).
 		if other == "zset" and redis.call("PTTL", KEYS[k + 1]) ~= -1 then
-			readers, other = redis.call("ZRANGEBYSCORE", KEYS[k + 1], "(" .. nodeMillis(shared), "+inf"), ""
+			local now = nodeMillis(shared)
+			local scored = redis.call("ZRANGEBYSCORE", KEYS[k + 1], "(" .. now, "+inf", "WITHSCORES")
+			for i = 1, #scored, 2 do
+				readers[#readers + 1] = scored[i]
+				if readerDelayStands(scored[i], tonumber(scored[i + 1]), now) then
+					delayed[#delayed + 1] = scored[i]
+				end
+			end
+			other = ""
 		end
 	end
 	return {
@@ -60,5 +69,6 @@ local function inspect(KEYS, ARGV, k, a, shared)
 		liveEntries(KEYS[k + 5], KEYS[k + 7], tonumber(ARGV[a + 2])),
 		redis.call("GET", KEYS[k + 6]) or "",
 		other,
+		delayed,
 	}
 end

@@ -82,6 +82,7 @@ type nodeStateJSON struct {
 	Readers          []string    `json:"readers"`       // tokens of the readers holding it there
 	ReaderGrants     []grantJSON `json:"reader_grants"` // each reader's owner and since, as in readers
 	TTLMs            int64       `json:"ttl_ms"`
+	DelayOnly        bool        `json:"delay_only,omitempty"` // the holder's or every reader's TTL ran out there: only a lock-delay keeps the key
 	Fence            uint64      `json:"fence"`
 	Recovering       bool        `json:"recovering"`
 	RecoveringLeftMs int64       `json:"recovering_left_ms"`
@@ -210,11 +211,17 @@ func writeLock(w io.Writer, key string, states []redlock.NodeState) {
 	case answered < quorum:
 		fmt.Fprintf(w, "%d of %d nodes answered, %d needed: nobody can acquire or renew %q now\n",
 			answered, len(states), quorum, key)
+	case holder != "" && delayKept(states, holder) >= quorum:
+		fmt.Fprintf(w, "not held: the TTL of %s ran out; its lock-delay keeps others out on %d of %d nodes%s\n",
+			shown(holder), delayKept(states, holder), len(states), withOwner(holder))
 	case holder != "":
 		fmt.Fprintf(w, "held by %s on %d of %d nodes (%d needed)%s\n", shown(holder), holding, len(states), quorum, withOwner(holder))
 	case len(readers) > 0:
 		fmt.Fprintf(w, "held shared by %s, each on at least %d of %d nodes\n",
 			countReaders(len(readers)), quorum, len(states))
+	case delayedOn(states) >= quorum:
+		fmt.Fprintf(w, "not held: its holders' TTLs ran out; their lock-delay keeps others out on %d of %d nodes\n",
+			delayedOn(states), len(states))
 	case dataOn(states) > 0:
 		fmt.Fprintf(w, "not held: %q holds data of another type than a lock's on %d of %d nodes (another program's key?)\n",
 			key, dataOn(states), len(states))
@@ -263,7 +270,7 @@ func lockStateJSON(key string, quorum int, holder string, states []redlock.NodeS
 		n := nodeStateJSON{Node: st.Node, Holder: st.Holder, Owner: st.Owner, Since: sinceText(st.Since),
 			Readers: append([]string{}, st.Readers...), ReaderGrants: grantsJSON(st.Readers), TTLMs: st.TTL.Milliseconds(), Fence: st.Fence,
 			Recovering: st.Recovering, RecoveringLeftMs: st.RecoveringLeft.Milliseconds(), NoMarker: st.NoMarker,
-			ForcedBy: st.ForcedBy, ForcedAt: sinceText(st.ForcedAt), Data: st.Data}
+			ForcedBy: st.ForcedBy, ForcedAt: sinceText(st.ForcedAt), Data: st.Data, DelayOnly: delayOnly(st)}
 		if st.TTL < 0 {
 			n.TTLMs = -1
 		}
@@ -317,10 +324,43 @@ func writeStates(w io.Writer, key string, states []redlock.NodeState) {
 			if st.TTL < 0 {
 				ttl = "no expiry"
 			}
+			if delayOnly(st) {
+				ttl += " (lock-delay)"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", st.Node, holder, ttl, st.Fence, nodeState(st))
 	}
 	tw.Flush()
+}
+
+// delayOnly reports that only a lock-delay keeps the key on a node: its
+// holder's TTL, or every reader's, ran out there.
+func delayOnly(st redlock.NodeState) bool {
+	return st.DelayOnly || (len(st.Readers) > 0 && len(st.DelayOnlyReaders) == len(st.Readers))
+}
+
+// delayKept counts the nodes where holder's TTL ran out and only its
+// lock-delay keeps the key.
+func delayKept(states []redlock.NodeState, holder string) int {
+	n := 0
+	for _, st := range states {
+		if st.Err == nil && st.Holder == holder && st.DelayOnly {
+			n++
+		}
+	}
+	return n
+}
+
+// delayedOn counts the nodes that answered where only a lock-delay keeps
+// the key (see delayOnly).
+func delayedOn(states []redlock.NodeState) int {
+	n := 0
+	for _, st := range states {
+		if st.Err == nil && delayOnly(st) {
+			n++
+		}
+	}
+	return n
 }
 
 // nodeState says whether a node that answered votes: "ready", or how it

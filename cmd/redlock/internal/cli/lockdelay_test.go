@@ -96,3 +96,41 @@ func TestExtend_checksTheTokensTTLAndDelay(t *testing.T) {
 		t.Errorf("acquire by the default TTL: stderr:\n%s", r.stderr)
 	}
 }
+
+// A reader whose TTL ran out, kept only by its lock-delay, keeps writers
+// out but holds nothing: check says it is not current, inspect marks its
+// TTL as the lock-delay's and says the lock is not held, and a waiting
+// writer says why it waits.
+func TestInspect_readerKeptByItsLockDelay(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	var reader acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "--shared", "--ttl", "1s", "--lock-delay", "8s", "shelf").expect(t, exitOK, "acquire").decode(t, &reader)
+	var state inspectJSON
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		cli(t, "inspect", "--nodes", nodes, "--json", "shelf").expect(t, exitOK, "inspect").decode(t, &state)
+		delayed := 0
+		for _, n := range state.Nodes {
+			if n.DelayOnly {
+				delayed++
+			}
+		}
+		if delayed == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inspect %+v: want every node to keep the reader by its lock-delay alone", state)
+		}
+	}
+	if len(state.Readers) != 0 {
+		t.Errorf("inspect: readers %q on a quorum, want none: their grants ended", state.Readers)
+	}
+	r := cli(t, "inspect", "--nodes", nodes, "shelf").expect(t, exitOK, "inspect")
+	if !strings.Contains(r.stdout, "(lock-delay)") || !strings.Contains(r.stdout, "not held: its holders' TTLs ran out; their lock-delay keeps others out on 3 of 3 nodes") {
+		t.Errorf("inspect:\n%s", r.stdout)
+	}
+	cli(t, "check", "--nodes", nodes, "shelf", reader.Token).expect(t, exitLockLost, "check of the reader")
+	r = cli(t, "run", "--nodes", nodes, "--wait", "0.3", "--verbose", "shelf", "--", "true").expect(t, exitConflict, "a writer's run")
+	if !strings.Contains(r.stderr, "kept by the lock-delay of readers whose TTLs ran out") {
+		t.Errorf("a writer's run: stderr:\n%s", r.stderr)
+	}
+}

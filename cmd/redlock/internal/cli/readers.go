@@ -10,27 +10,33 @@ import (
 )
 
 // readerNodes returns, for each reader token found on some node that
-// answered, on how many nodes it holds the lock shared.
-func readerNodes(states []redlock.NodeState) map[string]int {
-	nodes := map[string]int{}
+// answered, on how many nodes it holds the lock shared, and on how many
+// of them only its lock-delay keeps it (NodeState.DelayOnlyReaders).
+func readerNodes(states []redlock.NodeState) (nodes, delayed map[string]int) {
+	nodes, delayed = map[string]int{}, map[string]int{}
 	for _, st := range states {
 		if st.Err != nil {
 			continue
 		}
 		for _, token := range st.Readers {
 			nodes[token]++
+			if slices.Contains(st.DelayOnlyReaders, token) {
+				delayed[token]++
+			}
 		}
 	}
-	return nodes
+	return nodes, delayed
 }
 
 // sharedBy returns the tokens of the readers that hold the lock shared on
-// a quorum of the nodes, sorted: those whose acquisition stands. Never nil,
+// a quorum of the nodes, sorted: those whose acquisition stands, not
+// counting the nodes where only a reader's lock-delay keeps it. Never nil,
 // so that JSON shows none as [].
 func sharedBy(states []redlock.NodeState, quorum int) []string {
 	readers := []string{}
-	for token, n := range readerNodes(states) {
-		if n >= quorum {
+	nodes, delayed := readerNodes(states)
+	for token, n := range nodes {
+		if n-delayed[token] >= quorum {
 			readers = append(readers, token)
 		}
 	}
@@ -50,7 +56,7 @@ func countReaders(n int) string {
 // found on some node and on how many nodes it holds the lock shared;
 // nothing when no node has readers.
 func writeReaders(w io.Writer, states []redlock.NodeState) {
-	nodes := readerNodes(states)
+	nodes, delayed := readerNodes(states)
 	if len(nodes) == 0 {
 		return
 	}
@@ -61,7 +67,11 @@ func writeReaders(w io.Writer, states []redlock.NodeState) {
 	}
 	fmt.Fprintln(w, "readers:")
 	for _, token := range tokens {
-		fmt.Fprintf(w, "  %-*s  on %d of %d nodes%s\n", width, shown(token), nodes[token], len(states), withOwner(token))
+		kept := ""
+		if delayed[token] > 0 {
+			kept = fmt.Sprintf(" (its TTL ran out on %d: only its lock-delay keeps it there)", delayed[token])
+		}
+		fmt.Fprintf(w, "  %-*s  on %d of %d nodes%s%s\n", width, shown(token), nodes[token], len(states), kept, withOwner(token))
 	}
 }
 

@@ -462,6 +462,10 @@ func sharedText(states []redlock.NodeState) string {
 	if token, _, _ := verdict(states, quorum); token != "" {
 		return ""
 	}
+	if delayedOn(states) >= quorum {
+		return fmt.Sprintf("kept by the lock-delay of readers whose TTLs ran out, on %d of %d nodes, for %s", delayedOn(states), len(states),
+			longestTTL(states, "").Round(100*time.Millisecond))
+	}
 	readers := sharedBy(states, quorum)
 	if len(readers) == 0 {
 		return ""
@@ -506,13 +510,17 @@ func writersWait(qe *redlock.QuorumError) int {
 }
 
 // expiresText says when the key that token holds expires: in the longest
-// TTL it has left on a node, unless extended, or never, on a node where it
-// has no expiry (a lock of another library that sets none).
+// TTL it has left on a node, unless extended; or never, on a node where it
+// has no expiry (a lock of another library that sets none); or when its
+// lock-delay ends, where only that keeps the key.
 func expiresText(states []redlock.NodeState, token string) string {
 	for _, st := range states {
 		if st.Err == nil && st.Holder == token && st.TTL < 0 {
 			return "no expiry: only its holder's release frees it"
 		}
+	}
+	if delayKept(states, token) > 0 {
+		return fmt.Sprintf("its TTL ran out; its lock-delay keeps the key for %s", longestTTL(states, token).Round(100*time.Millisecond))
 	}
 	return fmt.Sprintf("expires in %s unless extended", longestTTL(states, token).Round(100*time.Millisecond))
 }
