@@ -43,8 +43,6 @@ import (
 // the nodes. A node that restarted or failed over between the two, or lost
 // the marker the check read, is refused when it would be marked; the others
 // are marked, and MarkReady returns a *QuorumError saying so: call it again.
-// A restart in between goes unseen only on a node that refuses INFO, whose
-// restarts the quarantine cannot see either.
 //
 // With a Redis Cluster node, each hash slot has its own restart marker
 // ("redlock:marker:{tag}"), and only the markers of a lock's slot vote for it: each slot is

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -130,25 +131,61 @@ func tryAcquireRetrying(c *redlock.Client, key string) (*redlock.Lock, error) {
 	return nil, err
 }
 
-// Where an ACL refuses INFO, restarts cannot be seen by the process, but
-// locks still work: the marker's time alone counts, as before.
-func TestQuarantine_infoRefusedStillLocks(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Unmarked: true})
-	node := cluster.Node(0)
-	c := clientAs(t, node, "locker", "-info")
-	if err := c.MarkReady(bg, false); err != nil {
-		t.Fatalf("MarkReady with INFO refused: %v", err)
+// Where an ACL refuses INFO, the quarantine cannot see a restart that
+// reloaded older data (the marker's writer is the node's run_id), and such
+// a node would vote with a lock forgotten: Dial refuses it as it refuses a
+// wrong password, a Client made without Dial fails fast on it and leaves
+// nothing locked, and with the quarantine off it takes locks.
+func TestQuarantine_infoRefusedIsAConfigurationError(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	var urls []string
+	for _, n := range cluster.Nodes() {
+		do(t, n, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-@dangerous")
+		urls = append(urls, "redis://locker:pw@"+n.Addr())
 	}
-	lock, err := c.TryAcquire(bg, "no-info")
-	if err != nil {
-		t.Fatalf("TryAcquire with INFO refused: %v", err)
-	}
-	if err := lock.Release(bg); err != nil {
-		t.Fatal(err)
-	}
-	if v := keyOn(t, node, redlock.ProcessKey); v != "" {
-		t.Errorf("process key %q recorded without INFO", v)
-	}
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, urls, fast())
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial took nodes that refuse the user INFO")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "+info") {
+			t.Errorf("Dial: %v, want %v saying to grant +info", err, d.errInvalidURL)
+		}
+		off := fast()
+		off.DisableQuarantine = true
+		c, err = d.dial(bg, urls, off)
+		if err != nil {
+			t.Fatalf("Dial with the quarantine off: %v", err)
+		}
+		defer c.Close()
+		lockAndRelease(t, c, "no-info-no-quarantine")
+	})
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		var conns []redlock.Conn
+		for _, u := range urls {
+			conns = append(conns, urlConn(t, a, u))
+		}
+		c, err := redlock.New(conns, fast())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		_, err = c.Acquire(ctx, "no-info")
+		if !errors.Is(err, redlock.ErrInvalidOptions) || !strings.Contains(err.Error(), "INFO") || ctx.Err() != nil {
+			t.Errorf("Acquire with INFO refused: %v, want ErrInvalidOptions naming INFO, at once", err)
+		}
+		for _, n := range cluster.Nodes() {
+			if v := keyOn(t, n, "no-info"); v != "" {
+				t.Errorf("%s: the key holds %q after a refused acquisition", n.Addr(), v)
+			}
+		}
+		if err := c.MarkReady(bg, false); err == nil || !strings.Contains(err.Error(), "INFO") {
+			t.Errorf("MarkReady with INFO refused: %v, want an error naming INFO", err)
+		}
+	})
 }
 
 // MarkReady refuses a node that restarted and has not sat out its recovery

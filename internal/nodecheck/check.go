@@ -42,7 +42,9 @@ type verdict struct {
 //     cluster mode, anything but PONG, an answer that is no RESP), is a
 //     replica or a Sentinel, which cannot hold locks, or refuses the URL's
 //     user the release channels (PUBLISH on channel, an ACL without them)
-//     or every way to run the scripts (EVALSHA and FCALL): the error wraps
+//     or every way to run the scripts (EVALSHA and FCALL), or, with runID
+//     set (the restart quarantine on), refuses INFO, without which a
+//     restart goes unseen: the error wraps
 //     nodeurl.ErrInvalidURL, with the node's name and its answer, however
 //     few such nodes there are: no retry fixes them;
 //   - a node's TLS handshake fails on a certificate (see
@@ -56,8 +58,8 @@ type verdict struct {
 // answers: Check returns them, with the error of their PING and, in a list
 // of several, the check of duplicates to finish once they answer
 // (dialreport.Down.Identify).
-func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel string) ([]dialreport.Down, error) {
-	verdicts := checkAll(ctx, conns, probe, channel)
+func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel string, runID bool) ([]dialreport.Down, error) {
+	verdicts := checkAll(ctx, conns, probe, channel, runID)
 	ids := newRegistry(conns)
 	errs := listErrors(ids, verdicts)
 	var down []dialreport.Down
@@ -85,7 +87,7 @@ func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel strin
 // (paused, cut off) is down at Dial, as one that answers nothing is, and
 // votes once it answers (see dialreport.Down). Until a majority answered,
 // each PING waits for checkTimeout.
-func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe, channel string) []verdict {
+func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe, channel string, runID bool) []verdict {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	pings, cut := context.WithCancelCause(ctx)
@@ -95,7 +97,7 @@ func checkAll(ctx context.Context, conns []redlock.Conn, probe Probe, channel st
 	start := time.Now()
 	for i, conn := range conns {
 		go func() {
-			verdicts[i] = checkNode(ctx, pings, conn, probe, channel)
+			verdicts[i] = checkNode(ctx, pings, conn, probe, channel, runID)
 			answered <- verdicts[i].down == nil
 		}()
 	}
@@ -131,7 +133,7 @@ func (e *lateError) Error() string {
 // checkNode pings one node until pings ends, and reads the identities of
 // a node that answers PONG, then what it may refuse its URL's user, until
 // ctx ends; a node that does not answer goes to probe.
-func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, channel string) verdict {
+func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, channel string, runID bool) verdict {
 	start := time.Now()
 	r := ping(pings, conn, probe)
 	if v, settled := pingVerdict(r); settled {
@@ -152,6 +154,9 @@ func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, chann
 		return verdict{ids: ids, refused: err}
 	}
 	if err := scriptRefusal(ctx, conn); err != nil {
+		return verdict{ids: ids, refused: err}
+	}
+	if err := infoRefusal(ctx, conn); runID && err != nil {
 		return verdict{ids: ids, refused: err}
 	}
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
@@ -247,6 +252,22 @@ func scriptRefusal(ctx context.Context, conn redlock.Conn) error {
 	}
 	return fmt.Errorf("%w (the user may run none of the scripts that take, extend and release locks: grant it "+
 		"+@scripting, or at least +evalsha +eval +fcall +function|load)", err)
+}
+
+// infoRefusal returns why the restart quarantine cannot see a restart of
+// the server behind conn: its user may not run INFO, by which the scripts
+// read the run_id that they compare with the process that wrote the
+// node's restart marker. It returns nil for a Redis Cluster, whose INFO
+// reaches one node of many: the scripts refuse there as they run.
+func infoRefusal(ctx context.Context, conn redlock.Conn) error {
+	if c, ok := conn.(interface{ IsCluster() bool }); ok && c.IsCluster() {
+		return nil
+	}
+	if _, err := conn.Do(ctx, "INFO", "server"); err != nil && isConfigError(err) {
+		return fmt.Errorf("%w (the restart quarantine reads the run_id of the node's process by INFO server to see "+
+			"a restart that reloaded older data: allow the user +info, or give that guarantee up with Options.DisableQuarantine)", err)
+	}
+	return nil
 }
 
 // probeAfter is how long a node's first PING goes unanswered before the

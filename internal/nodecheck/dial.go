@@ -46,11 +46,11 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 		client.Close()
 		return nil, fmt.Errorf("redlock: node check failed: %w", err)
 	}
-	prefix := ""
+	prefix, quarantine := "", true
 	if opts != nil {
-		prefix = opts.KeyPrefix
+		prefix, quarantine = opts.KeyPrefix, !opts.DisableQuarantine
 	}
-	down, err := Check(ctx, conns, probe, wire.ReleaseChannelPrefix+prefix+"redlock-dial-check")
+	down, err := Check(ctx, conns, probe, wire.ReleaseChannelPrefix+prefix+"redlock-dial-check", quarantine)
 	if err != nil {
 		client.Close()
 		return nil, err

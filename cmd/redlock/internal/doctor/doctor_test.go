@@ -594,8 +594,9 @@ func TestAudit_masterWithReplica(t *testing.T) {
 	}
 }
 
-// A user without INFO leaves the quarantine blind to restarts that reload
-// older data: a warning while the quarantine is on.
+// A user without INFO would leave the quarantine blind to restarts that
+// reload older data, and the scripts refuse it every acquisition: critical
+// while the quarantine is on.
 func TestAudit_infoRefused(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	if _, err := cluster.Node(0).Do(bg, "ACL", "SETUSER", "auditor", "on", ">pw", "~*", "&*", "+@all", "-info"); err != nil {
@@ -608,8 +609,8 @@ func TestAudit_infoRefused(t *testing.T) {
 	t.Cleanup(func() { conn.Close() })
 	conns := []redlock.Conn{conn}
 	r := audit(t, conns, nil)
-	f := wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Warning)
-	if !strings.Contains(f.Message, "restart") {
+	f := wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Critical)
+	if !strings.Contains(f.Message, "restart") || !r.Unsafe() {
 		t.Errorf("message %q does not say restarts go unseen", f.Message)
 	}
 	r = audit(t, conns, &redlock.Options{DisableQuarantine: true})

@@ -197,20 +197,16 @@ func (n Node) servesSomeSlot() bool {
 // sit out their recovery delay, whatever the findings' severities.
 func (r *Report) Available() bool { return r.voting() >= r.Quorum }
 
-// sevWithoutInfo rates a node that refuses INFO: the quarantine then
-// cannot see restarts that reload older data, which matters only with it on.
-func sevWithoutInfo(l Limits) Severity {
-	if l.Quarantine {
-		return Warning
-	}
-	return Info
-}
-
 func versionFindings(fs *findingList, n Node, l Limits) {
 	switch {
+	case n.infoErr != nil && l.Quarantine:
+		// The quarantine could not see a restart that reloads older
+		// data: the scripts refuse to vote rather than vote blind.
+		fs.add(n.Node, Critical, "version", "allow INFO for this user (+info): the restart quarantine needs the run_id to see restarts",
+			"INFO refused (%s): the node refuses every acquisition, as a restart that reloads older data would go unseen", errText(n.infoErr))
 	case n.infoErr != nil:
-		fs.add(n.Node, sevWithoutInfo(l), "version", "allow INFO for this user: the restart quarantine needs the run_id to see restarts",
-			"INFO refused (%s): version, role and run_id unknown, and a restart that reloads older data is not seen", errText(n.infoErr))
+		fs.add(n.Node, Info, "version", "allow INFO for this user",
+			"INFO refused (%s): version, role and run_id unknown", errText(n.infoErr))
 	case n.Version == "":
 		fs.add(n.Node, Info, "version", "", "INFO has no redis_version: not a Redis server, or a proxy")
 	case versionBelow(n.Version, 2, 6, 12):
@@ -339,7 +335,7 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 	case n.Loading:
 		fs.add(n.Node, sev, "recovering", "wait until the node has loaded its data",
 			"loading its data set: it refuses lock commands until done")
-	case n.markerErr != nil:
+	case n.markerErr != nil && n.infoErr == nil:
 		fs.add(n.Node, Info, "recovering", "allow EVALSHA and the restart marker key for this user",
 			"restart marker unreadable (%s): quarantine state unknown", errText(n.markerErr))
 	case n.Restarted:
