@@ -34,9 +34,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -127,8 +129,7 @@ func (c *Conn) Do(ctx context.Context, args ...string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := client.B().Arbitrary(args[0]).Args(args[1:]...).Build()
-	return reply(client.Do(ctx, cmd).ToAny())
+	return reply(sent(ctx, client, client.B().Arbitrary(args[0]).Args(args[1:]...).Build()))
 }
 
 // EvalSHA runs a script by EVALSHA, falling back to EVAL on NOSCRIPT.
@@ -138,9 +139,9 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 		return nil, err
 	}
 	b := client.B()
-	v, err := client.Do(ctx, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
+	v, err := sent(ctx, client, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
-		v, err = client.Do(ctx, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny()
+		v, err = sent(ctx, client, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	return reply(v, err)
 }
@@ -152,7 +153,36 @@ func (c *Conn) FCall(ctx context.Context, function string, keys []string, args .
 		return nil, err
 	}
 	b := client.B()
-	return reply(client.Do(ctx, b.Fcall().Function(function).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToAny())
+	return reply(sent(ctx, client, b.Fcall().Function(function).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()))
+}
+
+// sent sends cmd, and again when the connection it went out on was closed
+// by the server (CLIENT KILL, its idle timeout) before its answer came, up
+// to resends times: rueidis dials again in its place, and a client may
+// hold several connections to a node, each closed. rueidis keeps a command
+// that failed so for sending again, as its own retries do. Every request the library sends may run twice: a
+// repeated acquisition answers as the grant it was, an extension extends
+// again, and a release run twice finds the key gone (it then reports the
+// lock as not held there). go-redis does the same by its retries.
+func sent(ctx context.Context, client rueidis.Client, cmd rueidis.Completed) (any, error) {
+	v, err := client.Do(ctx, cmd).ToAny()
+	for range resends {
+		if !closedByServer(err) || ctx.Err() != nil {
+			break
+		}
+		v, err = client.Do(ctx, cmd).ToAny()
+	}
+	return v, err
+}
+
+// resends bounds how many times sent sends a command again: more than
+// the connections a rueidis client keeps to a node by default.
+const resends = 8
+
+// closedByServer reports an error that says the connection was closed
+// under a request, not that the server cannot be reached.
+func closedByServer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // EvalSHAWait runs a script as EvalSHA does, then WAIT replicas timeout on
