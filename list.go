@@ -46,9 +46,10 @@ type HeldLock struct {
 }
 
 // ErrListIncomplete means Client.List could not scan every node (or every
-// master of a Redis Cluster) to its end, or found more than MaxListed
-// locks: the locks it returns are those it found. The error names the
-// nodes and their errors.
+// master of a Redis Cluster) to its end, could not read some lock it found
+// on every node that answered, or found more than MaxListed locks: the
+// locks it returns are those it found. The error names the nodes and their
+// errors.
 var ErrListIncomplete = errors.New("redlock: list incomplete")
 
 // listInspectors bounds how many locks List inspects at once.
@@ -64,7 +65,9 @@ const listInspectors = 8
 // libraries (redsync, node-redlock) on the same nodes are not listed:
 // their values are not this library's tokens (Inspect shows them). Errors:
 // ErrListIncomplete, with the locks found, when some node could not be
-// scanned or there are more than MaxListed; a nil ctx.
+// scanned, or could not be read for a lock found (refused: a node out of
+// memory, say, or timed out), or there are more than MaxListed; a nil
+// ctx.
 func (c *Client) List(ctx context.Context, prefix string) ([]HeldLock, error) {
 	if err := c.checkCall(ctx); err != nil {
 		return nil, err
@@ -72,6 +75,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]HeldLock, error) {
 	keys, errs := c.scanLocks(ctx, c.opts.KeyPrefix+prefix)
 	held := make([]HeldLock, len(keys))
 	found := make([]bool, len(keys))
+	failed := make([][]NodeState, len(keys))
 	var next sync.Mutex
 	i := 0
 	forEach(min(listInspectors, len(keys)), func(int) {
@@ -83,7 +87,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]HeldLock, error) {
 			if k >= len(keys) {
 				return
 			}
-			held[k], found[k] = c.heldLock(ctx, keys[k])
+			held[k], found[k], failed[k] = c.heldLock(ctx, keys[k])
 		}
 	})
 	var out []HeldLock
@@ -92,6 +96,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]HeldLock, error) {
 			out = append(out, held[k])
 		}
 	}
+	errs = append(errs, unread(keys, failed, c.opts.KeyPrefix, errs)...)
 	if len(errs) > 0 {
 		return out, fmt.Errorf("%w: %w", ErrListIncomplete, errors.Join(errs...))
 	}
@@ -99,14 +104,51 @@ func (c *Client) List(ctx context.Context, prefix string) ([]HeldLock, error) {
 }
 
 // heldLock reads the lock key key on every node and merges what they
-// hold; false when no node holds it.
-func (c *Client) heldLock(ctx context.Context, key string) (HeldLock, bool) {
+// hold; false when no node that answered holds it. It also returns the
+// states of the nodes that did not answer.
+func (c *Client) heldLock(ctx context.Context, key string) (HeldLock, bool, []NodeState) {
 	name := strings.TrimPrefix(key, c.opts.KeyPrefix)
 	states, err := c.Inspect(ctx, name)
 	if err != nil {
-		return HeldLock{}, false
+		return HeldLock{}, false, []NodeState{{Node: "all nodes", Err: err}}
 	}
-	return mergeHeld(name, states, c.quorum)
+	var failed []NodeState
+	for _, st := range states {
+		if st.Err != nil {
+			failed = append(failed, st)
+		}
+	}
+	h, found := mergeHeld(name, states, c.quorum)
+	return h, found, failed
+}
+
+// unread returns an error for each node that could not be read for some
+// lock found, the keys' (in order) failed states say, naming the first
+// such lock and how many there were; none for a node that scanned, an
+// error of the scan, already names.
+func unread(keys []string, failed [][]NodeState, prefix string, scanned []error) []error {
+	first, count := map[string]error{}, map[string]int{}
+	var order []string
+	for k, states := range failed {
+		for _, st := range states {
+			if slices.ContainsFunc(scanned, func(err error) bool { return strings.HasPrefix(err.Error(), st.Node+": ") }) {
+				continue
+			}
+			if count[st.Node]++; count[st.Node] == 1 {
+				order = append(order, st.Node)
+				first[st.Node] = fmt.Errorf("reading %s: %w", quoteKey(strings.TrimPrefix(keys[k], prefix)), st.Err)
+			}
+		}
+	}
+	errs := make([]error, 0, len(order))
+	for _, node := range order {
+		more := ""
+		if n := count[node] - 1; n > 0 {
+			more = fmt.Sprintf(" (and %d more locks)", n)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w%s", node, first[node], more))
+	}
+	return errs
 }
 
 // mergeHeld merges what states, every node's, say of the lock name; false

@@ -81,3 +81,48 @@ func TestOOM_releaseAndExtendRunOnANodeOutOfMemory(t *testing.T) {
 		}
 	})
 }
+
+// On nodes out of memory, what only reads answers as before: Check finds
+// the holder current, Inspect shows it, and List lists it. Before, the
+// reading functions were refused as writes (their function had no flag),
+// Check said "not checked", and List listed nothing and said it was
+// complete.
+func TestOOM_readsRunOnANodeOutOfMemory(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		for _, disable := range []bool{false, true} {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+			opts := fast()
+			opts.DisableFunctions = disable
+			opts.TTL = 30 * time.Second
+			c := newClient(t, cluster, a, opts)
+			lock := take(t, c, "oom-read")
+			waitForKey(t, cluster, lock.Key(), lock.Token())
+			for _, node := range cluster.Nodes() {
+				do(t, node, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+				do(t, node, "CONFIG", "SET", "maxmemory", "1")
+			}
+			if r, err := c.Check(bg, "oom-read", lock.Token()); err != nil || !r.Current || r.Answered != 3 {
+				t.Errorf("functions off %v: Check on nodes out of memory: %+v %v, want current on 3 nodes", disable, r, err)
+			}
+			states, err := c.Inspect(bg, "oom-read")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range states {
+				if st.Err != nil || st.Holder != lock.Token() {
+					t.Errorf("functions off %v: Inspect of %s on a node out of memory: %+v", disable, st.Node, st)
+				}
+			}
+			held, err := c.List(bg, "oom-")
+			if err != nil || len(held) != 1 || held[0].Key != "oom-read" {
+				t.Errorf("functions off %v: List on nodes out of memory: %+v %v, want the lock", disable, held, err)
+			}
+			for _, node := range cluster.Nodes() {
+				do(t, node, "CONFIG", "SET", "maxmemory", "0")
+			}
+			if err := lock.Release(bg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -55,6 +55,9 @@ func newLibrary(scripts []*Script) (source, name string) {
 
 // flags returns the flags of s's function, as a Lua list's items.
 func (s *Script) flags() string {
+	if s.ReadOnly {
+		return "'no-writes'"
+	}
 	if s.AllowOOM {
 		return "'allow-oom'"
 	}

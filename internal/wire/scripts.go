@@ -195,6 +195,11 @@ type Script struct {
 	// memory (maxmemory with noeviction), as DEL and PEXPIRE do; a script
 	// sent by EVALSHA is judged command by command anyway.
 	AllowOOM bool
+	// ReadOnly: the script writes nothing (an inspection, a listing's
+	// step, a read of the restart markers); its function is flagged
+	// no-writes, so that it runs on a node out of memory too, and it
+	// AllowOOM.
+	ReadOnly bool
 	// onCluster, when set, is the script to run instead on a Redis Cluster
 	// node, with the same keys and arguments (see ForNode).
 	onCluster *Script
@@ -221,15 +226,15 @@ var (
 	ReleaseScript       = newScript(releaseFunc).withClusterVariant(ShardedReleaseScript).allowingOOM()
 	ExtendScript        = replicatedScript(extendFunc).allowingOOM()
 	RaiseScript         = replicatedScript(raiseFunc)
-	InspectScript       = newScript(inspectFunc)
+	InspectScript       = newScript(inspectFunc).readOnly()
 	MarkReadyScript     = newScript(markReadyFunc)
-	MarkerStateScript   = newScript(markerStateFunc)
+	MarkerStateScript   = newScript(markerStateFunc).readOnly()
 	// ShardedReleaseScript is ReleaseScript on a Redis Cluster node: it
 	// announces by SPUBLISH (see Layout.ReleaseChannel).
 	ShardedReleaseScript = newScript(shardedReleaseFunc).allowingOOM()
 	// ListScanScript takes one step of a listing's SCAN of a node; it is
 	// sent by itself, never in a batch.
-	ListScanScript = newScript(listScanFunc)
+	ListScanScript = newScript(listScanFunc).readOnly()
 	// ForceReleaseScript frees a lock without its token (Client.ForceRelease).
 	ForceReleaseScript = newScript(forceReleaseFunc).withClusterVariant(ShardedForceReleaseScript)
 	// ListenScript sets a key's waiting mark for an observer that listens
@@ -255,6 +260,12 @@ var (
 // allowingOOM sets s.AllowOOM, and returns s.
 func (s *Script) allowingOOM() *Script {
 	s.AllowOOM = true
+	return s
+}
+
+// readOnly sets s.ReadOnly and s.AllowOOM, and returns s.
+func (s *Script) readOnly() *Script {
+	s.ReadOnly, s.AllowOOM = true, true
 	return s
 }
 
