@@ -166,3 +166,20 @@ func TestACL_userWithoutScripts(t *testing.T) {
 		}
 	})
 }
+
+// A server with PUBLISH renamed away cannot wake waiters: Dial refuses it
+// as it refuses a user without +publish. Before, it passed, and waiters
+// slowed to their retry delays without a word.
+func TestDial_publishRenamedAway(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{`rename-command PUBLISH ""`}})
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, cluster.URLs(), fast())
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial took a node with PUBLISH renamed away")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "rename-command") {
+			t.Errorf("Dial: %v, want %v naming rename-command", err, d.errInvalidURL)
+		}
+	})
+}

@@ -218,10 +218,15 @@ func roleRefusal(ctx context.Context, conn redlock.Conn) error {
 // channel, a channel of theirs that no waiter listens on, is refused with
 // NOPERM (an ACL user without &redlock:released:*; Redis 7 gives a new
 // user no channel unless acl-pubsub-default says allchannels), or the
-// command itself is (a user without +publish). It returns nil when PUBLISH
-// is allowed, or fails otherwise.
+// command itself is (a user without +publish), or PUBLISH is renamed away
+// on a server of its own (rename-command). It returns nil when PUBLISH is
+// allowed, or fails otherwise.
 func channelRefusal(ctx context.Context, conn redlock.Conn, channel string) error {
 	_, err := conn.Do(ctx, "PUBLISH", channel, "")
+	if c, ok := conn.(interface{ IsCluster() bool }); err != nil && strings.Contains(err.Error(), "unknown command") && (!ok || !c.IsCluster()) {
+		return fmt.Errorf("%w (PUBLISH, which announces releases to waiters, is renamed away: waiters would wait out "+
+			"their retry delays instead of being woken; restore it on the server (rename-command))", err)
+	}
 	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		return nil
 	}
