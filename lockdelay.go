@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -15,7 +16,8 @@ const MaxLockDelay = time.Minute
 // ErrInvalidLockDelay means a lock-delay (WithLockDelay) is negative, above
 // MaxLockDelay, or, added to the lock's TTL, above Options.RecoveryDelay
 // while the restart quarantine is on: a node that restarted without its
-// data could then grant the lock again before the delay is over.
+// data could then grant the lock again before the delay is over. Added to a
+// TTL beyond the longest time.Duration, it is ErrInvalidTTL as well.
 var ErrInvalidLockDelay = errors.New("redlock: invalid lock-delay")
 
 // WithLockDelay gives the lock a lock-delay, as Chubby's: when the lock
@@ -52,6 +54,10 @@ func (c *Client) checkLockDelay(d, ttl time.Duration) error {
 		return fmt.Errorf("%w: %s is negative", ErrInvalidLockDelay, d)
 	case d > MaxLockDelay:
 		return fmt.Errorf("%w: %s is above the %s maximum", ErrInvalidLockDelay, d, MaxLockDelay)
+	}
+	if ttl.Truncate(time.Millisecond) > math.MaxInt64-d.Truncate(time.Millisecond) {
+		return fmt.Errorf("%w: %w: the %s TTL plus the %s delay is beyond the longest time.Duration", ErrInvalidLockDelay,
+			ErrInvalidTTL, ttl, d)
 	}
 	hold := ttl.Truncate(time.Millisecond) + d.Truncate(time.Millisecond)
 	if !c.opts.DisableQuarantine && hold > c.opts.RecoveryDelay {

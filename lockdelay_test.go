@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"testing"
@@ -48,6 +49,28 @@ func TestWithLockDelay_badInput(t *testing.T) {
 	}
 	if err := lock.Extend(bg, 3*time.Second); !errors.Is(err, redlock.ErrInvalidLockDelay) {
 		t.Errorf("Extend past the recovery delay: %v, want ErrInvalidLockDelay", err)
+	}
+	lock.Release(bg)
+
+	// Without the quarantine, a TTL whose sum with the delay is beyond a
+	// time.Duration: before, the sum wrapped negative, and Extend reported
+	// success while the nodes deleted the key.
+	off := newClient(t, cluster, adapters[0], &redlock.Options{TTL: 2 * time.Second, DisableQuarantine: true})
+	lock, err = off.TryAcquire(bg, "wrap", redlock.WithLockDelay(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := time.Duration(math.MaxInt64) - 30*time.Second
+	if err := lock.Extend(bg, huge); !errors.Is(err, redlock.ErrInvalidLockDelay) || !errors.Is(err, redlock.ErrInvalidTTL) {
+		t.Errorf("Extend by a TTL that wraps with the delay: %v, want ErrInvalidLockDelay and ErrInvalidTTL", err)
+	}
+	if _, err := off.TryAcquire(bg, "wrap"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("TryAcquire of the lock after the refused Extend: %v, want ErrNotAcquired: it is still held", err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	if _, err := off.Acquire(ctx, "wrap-2", redlock.WithTTL(huge), redlock.WithLockDelay(time.Minute)); !errors.Is(err, redlock.ErrInvalidTTL) || ctx.Err() != nil {
+		t.Errorf("Acquire by a TTL that wraps with the delay: %v, want ErrInvalidTTL at once", err)
 	}
 	lock.Release(bg)
 }
