@@ -272,6 +272,11 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	if l.err != nil {
 		return l.err
 	}
+	if l.releaseSent {
+		// Released meanwhile: what the extension found, the keys gone,
+		// is the release's doing, not a loss.
+		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
+	}
 	if ok >= c.quorum && validity > 0 {
 		l.until = until
 		l.extensions++

@@ -39,3 +39,28 @@ func TestDo_releaseWhileRenewingIsRaceFree(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// An Extend that runs while the lock is released finds the keys the
+// release deleted: the lock was released, not lost. Before, it was marked
+// lost (Err ErrLockLost, counted and logged as a loss) now and then, seen
+// on a semaphore's permit.
+func TestExtend_duringReleaseIsNoLoss(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], fast())
+	shapes := [][]redlock.LockOption{nil, {redlock.WithShared()}, {redlock.WithLimit(2)}}
+	for i := range 300 {
+		lock := take(t, c, "raced", shapes[i%len(shapes)]...)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			if g%2 == 0 {
+				wg.Go(func() { lock.Release(bg) })
+			} else {
+				wg.Go(func() { lock.Extend(bg, 0) })
+			}
+		}
+		wg.Wait()
+		if err := lock.Err(); !errors.Is(err, redlock.ErrReleased) {
+			t.Fatalf("round %d: Err after a release raced by extensions: %v, want ErrReleased", i, err)
+		}
+	}
+}
