@@ -645,3 +645,39 @@ func TestAudit_functions(t *testing.T) {
 		t.Errorf("finding %+v on Redis 6.2: want its version named, and an upgrade to Redis 7 as the remedy", f)
 	}
 }
+
+// A node at its maxmemory with noeviction refuses every new lock, and a
+// node whose TIME is renamed away fails every acquisition of a new lock:
+// both are critical. Before, doctor said OK for both.
+func TestAudit_outOfMemoryAndTimeRenamed(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2, Config: []string{`rename-command TIME ""`}})
+	full := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	if _, err := full.Node(0).Do(bg, "CONFIG", "SET", "maxmemory", "1"); err != nil {
+		t.Fatal(err)
+	}
+	var conns []redlock.Conn
+	for _, addr := range append(cluster.Addrs(), full.Addrs()...) {
+		conn, err := goredis.NewURL("redis://" + addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conns = append(conns, conn)
+	}
+	r := audit(t, conns, nil)
+	for _, n := range r.Nodes[:2] {
+		f := wantFinding(t, r, n.Node, "clock", doctor.Critical)
+		if !strings.Contains(f.Message, "every acquisition of a new lock fails") {
+			t.Errorf("TIME renamed: %+v", f)
+		}
+		wantNoFinding(t, r, n.Node, "memory")
+	}
+	f := wantFinding(t, r, r.Nodes[2].Node, "memory", doctor.Critical)
+	if !strings.Contains(f.Message, "refuses every new lock") {
+		t.Errorf("out of memory: %+v", f)
+	}
+	wantNoFinding(t, r, r.Nodes[2].Node, "clock")
+	if !r.Unsafe() {
+		t.Error("Unsafe() = false")
+	}
+}

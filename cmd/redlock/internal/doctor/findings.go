@@ -76,7 +76,7 @@ func unreachableFindings(fs *findingList, n Node) {
 // serverFindings runs the checks of one server: a standalone node, or a
 // master of a Redis Cluster node.
 func serverFindings(fs *findingList, n Node, l Limits) {
-	checks := []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings,
+	checks := []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings, memoryFindings,
 		persistenceFindings, configFindings, clockFindings, functionsFindings}
 	if !n.lockNode() {
 		// Not a node for locks at all: what it lacks as one is noise.
@@ -279,6 +279,23 @@ func evictionFindings(fs *findingList, n Node, _ Limits) {
 // persistenceFindings: without durable writes a restarted node can grant a
 // lock still held elsewhere; the quarantine covers that, and without it
 // nothing does.
+// memoryFindings flags a node with maxmemory and noeviction that is at its
+// limit: it refuses every new lock (OOM) until memory is freed, though it
+// still takes releases, extensions and reads.
+func memoryFindings(fs *findingList, n Node, _ Limits) {
+	if n.MaxMemory <= 0 || n.UsedMemory < n.MaxMemory || (n.MaxMemoryPolicy != "" && n.MaxMemoryPolicy != "noeviction") {
+		return
+	}
+	fs.add(n.Node, Critical, "memory", "raise maxmemory, or free memory on the node",
+		"out of memory: %d bytes used of maxmemory %d, so the node refuses every new lock (OOM)", n.UsedMemory, n.MaxMemory)
+}
+
+// refusedTIME reports an error of TIME that is a refusal, an ACL's or a
+// rename's, not a node that failed to answer.
+func refusedTIME(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "NOPERM") || strings.Contains(err.Error(), "unknown command"))
+}
+
 func persistenceFindings(fs *findingList, n Node, l Limits) {
 	sev, remedy := Warning,
 		"keep the restart quarantine on, so that a node without its marker key sits out the recovery delay, or set appendfsync always"
@@ -318,6 +335,11 @@ func configFindings(fs *findingList, n Node, _ Limits) {
 
 func clockFindings(fs *findingList, n Node, l Limits) {
 	switch {
+	case !n.ClockKnown && refusedTIME(n.timeErr):
+		// The scripts read the node's clock too: a new lock's fencing
+		// counter starts from it.
+		fs.add(n.Node, Critical, "clock", "allow TIME for this user, and do not rename it away (rename-command)",
+			"TIME refused (%s): the scripts read the node's clock with it, and every acquisition of a new lock fails", errText(n.timeErr))
 	case !n.ClockKnown:
 		fs.add(n.Node, Info, "clock", "allow TIME for this user to check the node's clock",
 			"TIME refused (%s): clock offset unknown", errText(n.timeErr))

@@ -65,6 +65,9 @@ type Node struct {
 	// MaxMemoryPolicy is the maxmemory-policy setting (from INFO when CONFIG
 	// GET is refused).
 	MaxMemoryPolicy string
+	// UsedMemory and MaxMemory are INFO's used_memory and maxmemory, in
+	// bytes; MaxMemory is 0 when there is no limit.
+	UsedMemory, MaxMemory int64
 	// SentinelManaged reports a node named through its Sentinels
 	// (master_name): a master that a failover replaces.
 	SentinelManaged bool
@@ -198,6 +201,8 @@ func (n *Node) applyInfo(f map[string]string) {
 		n.AppendOnly = "yes"
 	}
 	n.MaxMemoryPolicy = f["maxmemory_policy"]
+	n.UsedMemory, _ = strconv.ParseInt(f["used_memory"], 10, 64)
+	n.MaxMemory, _ = strconv.ParseInt(f["maxmemory"], 10, 64)
 	n.Loading = f["loading"] == "1"
 }
 
