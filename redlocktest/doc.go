@@ -9,8 +9,12 @@
 // on a free port, lives in its own directory (<dir>/node-<i>) with a
 // generated redis.conf, redis.log and redis.out (stdout and stderr), and can
 // be killed (SIGKILL), stopped (SIGTERM), started again on the same port,
-// paused (SIGSTOP) and resumed (SIGCONT). In a test (Example runs the
-// same with New and Close):
+// paused (SIGSTOP) and resumed (SIGCONT). A node's ports stay its own while
+// it is down: each port picked is claimed by a locked file of
+// $TMPDIR/redlocktest-ports until Close (or the process's end), and no
+// other Cluster, in this test process or in another run at the same time,
+// takes a claimed port. In a test (Example runs the same with New and
+// Close):
 //
 //	func TestJob_runsOnce(t *testing.T) {
 //		nodes := redlocktest.Start(t, redlocktest.Options{Nodes: 3}) // closed when the test ends

@@ -268,6 +268,7 @@ func (n *Node) shutdown(grace time.Duration) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.closed = true
+	defer releasePorts(n.port, n.busPort, n.tlsPort) // once the process is gone
 	if !n.runningLocked() {
 		return nil
 	}
@@ -299,6 +300,7 @@ func (n *Node) firstStart(ctx context.Context) error {
 		if err = n.launchLocked(ctx); !errors.Is(err, errAddrInUse) {
 			return err
 		}
+		releasePorts(n.port, n.busPort, n.tlsPort) // taken by a process that claims nothing
 	}
 	return err
 }
@@ -513,14 +515,23 @@ func quote(s string) string {
 // minPort is the lowest port freePort picks by itself.
 const minPort = 20000
 
-// freePort returns a loopback port that is free right now, and whose
-// port + offset is free too when offset is not 0 (a Redis Cluster bus
-// before 7.0). It prefers ports below the kernel's ephemeral range (both
+// freePort returns a loopback port that is free right now and claimed by
+// no one (see claimPort), and whose port + offset is too when offset is not
+// 0 (a Redis Cluster bus before 7.0); this process claims it. It prefers ports below the kernel's ephemeral range (both
 // of them): source ports of outgoing connections come from that range, so
 // no client connection can take a node's port while the node is down.
 // Elsewhere it asks the kernel for a port.
 func freePort(offset int) (int, error) {
-	free := func(port int) bool { return portsFree(port, offset) }
+	free := func(port int) bool {
+		if !portsFree(port, offset) || !claimPort(port) {
+			return false
+		}
+		if offset != 0 && !claimPort(port+offset) {
+			releasePorts(port)
+			return false
+		}
+		return true
+	}
 	if low, ok := ephemeralLow(); ok && low-offset > minPort {
 		for range 20 {
 			if port := minPort + rand.IntN(low-offset-minPort); free(port) {
@@ -530,11 +541,11 @@ func freePort(offset int) (int, error) {
 	}
 	for range 20 {
 		port, err := kernelPort()
-		if err != nil || offset == 0 || free(port) {
+		if err != nil || free(port) {
 			return port, err
 		}
 	}
-	return 0, fmt.Errorf("redlocktest: find a free port: no port p with p+%d free too", offset)
+	return 0, fmt.Errorf("redlocktest: find a free port: none free and unclaimed (with p+%d free too)", offset)
 }
 
 // portsFree reports whether port is free, and port + offset too when

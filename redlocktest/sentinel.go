@@ -312,6 +312,7 @@ func (s *Sentinel) Close() error {
 		if s.proc.waitExit(closeGrace) != nil {
 			errs = append(errs, s.proc.kill())
 		}
+		releasePorts(s.port)
 		if err := os.RemoveAll(s.dir); err != nil {
 			errs = append(errs, fmt.Errorf("redlocktest: remove Sentinel dir: %w", err))
 		}
