@@ -60,15 +60,7 @@ func TestACL_userWithoutTheReleaseChannels(t *testing.T) {
 	})
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		holder := newClient(t, cluster, a, fast())
-		var conns []redlock.Conn
-		for _, u := range urls {
-			conns = append(conns, urlConn(t, a, u))
-		}
-		c, err := redlock.New(conns, fast())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := urlClient(t, a, urls)
 		lock, err := c.TryAcquire(bg, "acl-job")
 		if err != nil {
 			t.Fatal(err)
@@ -96,6 +88,21 @@ func TestACL_userWithoutTheReleaseChannels(t *testing.T) {
 			t.Errorf("the waiter: %v", err)
 		}
 	})
+}
+
+// urlClient returns a Client made by New over conns to urls, closed when
+// the test ends: no check of the nodes, as Dial makes.
+func urlClient(t *testing.T, a adapter, urls []string) *redlock.Client {
+	var conns []redlock.Conn
+	for _, u := range urls {
+		conns = append(conns, urlConn(t, a, u))
+	}
+	c, err := redlock.New(conns, fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // urlConn returns a Conn of adapter a for a node URL.

@@ -11,6 +11,17 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
+// oomClient returns three nodes and a client of them over a, its scripts
+// run by EVALSHA when disable is true, whose locks last longer than
+// waitGone waits: a key gone was released, not expired.
+func oomClient(t *testing.T, a adapter, disable bool) (*redlocktest.Cluster, *redlock.Client) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	opts := fast()
+	opts.DisableFunctions = disable
+	opts.TTL = 30 * time.Second
+	return cluster, newClient(t, cluster, a, opts)
+}
+
 // A node out of memory (maxmemory with noeviction, the policy SAFETY.md
 // asks for) refuses new locks, and still takes releases and extensions,
 // as it takes DEL and PEXPIRE: with the scripts as functions (the
@@ -18,12 +29,7 @@ import (
 func TestOOM_releaseAndExtendRunOnANodeOutOfMemory(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		for _, disable := range []bool{false, true} {
-			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-			opts := fast()
-			opts.DisableFunctions = disable
-			// Longer than waitGone waits: a key gone was released, not expired.
-			opts.TTL = 30 * time.Second
-			c := newClient(t, cluster, a, opts)
+			cluster, c := oomClient(t, a, disable)
 			const n = 8
 			locks := make([]*redlock.Lock, n)
 			for i := range locks {
@@ -90,11 +96,7 @@ func TestOOM_releaseAndExtendRunOnANodeOutOfMemory(t *testing.T) {
 func TestOOM_readsRunOnANodeOutOfMemory(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		for _, disable := range []bool{false, true} {
-			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-			opts := fast()
-			opts.DisableFunctions = disable
-			opts.TTL = 30 * time.Second
-			c := newClient(t, cluster, a, opts)
+			cluster, c := oomClient(t, a, disable)
 			lock := take(t, c, "oom-read")
 			waitForKey(t, cluster, lock.Key(), lock.Token())
 			for _, node := range cluster.Nodes() {

@@ -162,18 +162,10 @@ func TestQuarantine_infoRefusedIsAConfigurationError(t *testing.T) {
 		lockAndRelease(t, c, "no-info-no-quarantine")
 	})
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		var conns []redlock.Conn
-		for _, u := range urls {
-			conns = append(conns, urlConn(t, a, u))
-		}
-		c, err := redlock.New(conns, fast())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := urlClient(t, a, urls)
 		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()
-		_, err = c.Acquire(ctx, "no-info")
+		_, err := c.Acquire(ctx, "no-info")
 		if !errors.Is(err, redlock.ErrInvalidOptions) || !strings.Contains(err.Error(), "INFO") || ctx.Err() != nil {
 			t.Errorf("Acquire with INFO refused: %v, want ErrInvalidOptions naming INFO, at once", err)
 		}
