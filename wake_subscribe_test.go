@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,5 +138,37 @@ func TestAcquire_manyChannelsAllSubscribedAndAllEnded(t *testing.T) {
 			l.Release(bg)
 		}
 		eventually(t, "every channel unsubscribed after the linger", func() bool { return subscribed() == 0 })
+	})
+}
+
+// A release announced while the nodes had dropped the waiter's
+// subscriptions (CLIENT KILL TYPE pubsub, a connection that failed) is
+// not missed: once the nodes confirm the subscriptions made again, the
+// waiter tries again, long before its retry delay. Before, it slept
+// through its whole retry pause with the key free, and so did every
+// waiter queued behind it.
+func TestAcquire_releaseWhileTheSubscriptionsAreDownIsNotMissed(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, fast())
+		opts := fast()
+		opts.Retry = redlock.Jittered(time.Minute, time.Minute)
+		waiter := newClient(t, cluster, a, opts)
+		lock := take(t, holder, "dropped")
+		// The waiter's first attempt, refused, and the one its
+		// subscription's confirmation makes; then it waits a minute (an
+		// attempt more now and then changes nothing).
+		var attempts atomic.Int32
+		got := acquireLater(waiter, "dropped", redlock.WithRetryNotify(func(error) { attempts.Add(1) }))
+		eventually(t, "the waiter subscribed and waiting out its retry pause", func() bool {
+			return attempts.Load() >= 2 && waiter.Listening("dropped") == 1
+		})
+		for _, n := range cluster.Nodes() {
+			do(t, n, "CLIENT", "KILL", "TYPE", "pubsub")
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		wantWoken(t, got, "the waiter whose subscriptions were dropped")
 	})
 }

@@ -76,9 +76,9 @@ type Waker struct {
 	queues map[string][]*Wakeup    // key's channel → waiters, oldest first
 	idle   map[string]*time.Timer  // subscribed channels with no waiter
 	heard  map[string]announcement // channel → the latest release heard on it
-	// confirmed counts, per key channel, the nodes that confirmed its
+	// confirmed records, per key channel, which nodes confirmed its
 	// subscription since it was last sent (see confirmLocked).
-	confirmed map[string]int
+	confirmed map[string][]bool
 	pending   []*pendingSubs // per node
 	changes   uint64         // numbers the subscription changes, in order
 	started   bool
@@ -181,7 +181,7 @@ func NewWaker(ns []Listener, quorum int, id string, keys wire.Layout, behind fun
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Waker{listeners: ns, keys: keys, quorum: min(quorum, len(ns)), id: id, behind: behind, queues: map[string][]*Wakeup{},
-		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, confirmed: map[string]int{}, ctx: ctx, stop: stop}
+		idle: map[string]*time.Timer{}, heard: map[string]announcement{}, confirmed: map[string][]bool{}, ctx: ctx, stop: stop}
 }
 
 // registerAs queues wake, a waiter's signals, on channel: one waiter may
@@ -203,7 +203,7 @@ func (w *Waker) registerAs(channel string, wake *Wakeup) {
 			// subscribed, the releases that name this client are heard too.
 			w.sendLocked(subscription{channel: w.namedChannel(channel), add: true})
 			w.sendLocked(subscription{channel: channel, add: true})
-			w.confirmed[channel] = 0
+			w.confirmed[channel] = make([]bool, len(w.listeners))
 		}
 	}
 	w.queues[channel] = append(q, wake)
@@ -279,12 +279,12 @@ func (w *Waker) namedChannel(channel string) string {
 // once, has tried by then, and takes the key in its turn instead of racing
 // the one behind it, which takes it only if the first did not try (its
 // wake-up was lost, or it stopped waiting).
-func (w *Waker) deliver(channel, message string) {
+func (w *Waker) deliver(node int, channel, message string) {
 	token, names, _ := strings.Cut(message, " ")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if message == "" {
-		w.confirmLocked(channel)
+		w.confirmLocked(node, channel)
 		return
 	}
 	_, waiting := w.queues[channel]
@@ -337,7 +337,7 @@ func (w *Waker) wakeLater(channel, token string) {
 	}
 }
 
-// confirmLocked counts a node's confirmation of a subscription to channel
+// confirmLocked records node's confirmation of a subscription to channel
 // (an empty message, see Listener). A subscription takes a round trip or
 // more to be up, and a release announced before it is not heard: the
 // waiters that registered meanwhile, whose attempt failed before that
@@ -346,6 +346,9 @@ func (w *Waker) wakeLater(channel, token string) {
 // waiters are told to try now, as by a release that names nobody: from
 // then on, every release that can let an attempt succeed is announced by
 // a quorum of nodes that they hear, or by one that names this client.
+// A node that confirms again subscribed again after its connection failed
+// (see listen): a release it announced meanwhile went unheard, and may be
+// the one that frees the key, so the waiters are told to try again then.
 // The named channel is subscribed before the key's on each node, which
 // serves a connection's commands in order: its confirmation says nothing
 // more.
@@ -354,16 +357,30 @@ func (w *Waker) wakeLater(channel, token string) {
 // first: the client ahead, whom releases name first, takes the key in its
 // turn instead of racing an attempt made for a release that most likely
 // never was (that client has yet to take the key and let it go).
-func (w *Waker) confirmLocked(channel string) {
-	n, sent := w.confirmed[channel]
-	if !sent {
+func (w *Waker) confirmLocked(node int, channel string) {
+	nodes, sent := w.confirmed[channel]
+	if !sent || node >= len(nodes) {
 		return // the named channel, or one no longer awaited
 	}
-	n++
-	w.confirmed[channel] = n
-	if n == w.quorum {
+	if nodes[node] {
+		w.signalLocked(channel, true) // subscribed again
+		return
+	}
+	nodes[node] = true
+	if n := countTrue(nodes); n == w.quorum {
 		w.signalLocked(channel, true)
 	}
+}
+
+// countTrue counts the true values of bs.
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // signalFirstLocked tells the oldest waiter on channel that does not hear
@@ -406,7 +423,7 @@ func (w *Waker) startLocked() {
 	w.pending = make([]*pendingSubs, len(w.listeners))
 	for i, l := range w.listeners {
 		w.pending[i] = &pendingSubs{changes: map[string]pendingSub{}, ready: make(chan struct{}, 1)}
-		go w.listen(l, w.pending[i])
+		go w.listen(i, l, w.pending[i])
 	}
 }
 
@@ -443,7 +460,8 @@ func (w *Waker) takePending(p *pendingSubs) []subscription {
 // a Redis Cluster ended as its slot moved), it calls it again after
 // listenRetryDelay and subscribes again the channels that are still
 // subscribed here, those with waiters and those lingering.
-func (w *Waker) listen(l Listener, p *pendingSubs) {
+func (w *Waker) listen(node int, l Listener, p *pendingSubs) {
+	deliver := func(channel, message string) { w.deliver(node, channel, message) }
 	channels := map[string]bool{}
 	for w.ctx.Err() == nil {
 		sub, unsub := make(chan string), make(chan string)
@@ -451,7 +469,7 @@ func (w *Waker) listen(l Listener, p *pendingSubs) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			l.Listen(ctx, sub, unsub, w.deliver)
+			l.Listen(ctx, sub, unsub, deliver)
 		}()
 		forward := func(s subscription) bool {
 			to := unsub

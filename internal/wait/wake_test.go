@@ -68,20 +68,20 @@ func TestWaker_clientNamedSecondLetsTheFirstTry(t *testing.T) {
 	defer stop()
 	named := wire.Layout{}.ReleaseChannel("job") + " me"
 
-	w.deliver(named, "t1 me other")
+	w.deliver(0, named, "t1 me other")
 	if !woken(wake) {
 		t.Fatal("named first: not woken at once")
 	}
-	w.deliver(named, "t2 other me")
-	w.deliver(named, "t2 other me")
+	w.deliver(0, named, "t2 other me")
+	w.deliver(0, named, "t2 other me")
 	if woken(wake) {
 		t.Fatal("named second by two nodes: woken at once, want the first named to try first")
 	}
-	w.deliver(named, "t2 me other")
+	w.deliver(0, named, "t2 me other")
 	if !woken(wake) {
 		t.Fatal("named second, then first by another node: not woken at once")
 	}
-	w.deliver(named, "t2 other me")
+	w.deliver(0, named, "t2 other me")
 	if woken(wake) {
 		t.Fatal("woken twice for one release")
 	}
@@ -97,7 +97,7 @@ func TestWaker_clientNamedSecondWakesAfterTheDelay(t *testing.T) {
 	wake, stop := w.ListenFor("job", false)
 	defer stop()
 	start := time.Now()
-	w.deliver(wire.Layout{}.ReleaseChannel("job")+" me", "t1 other me")
+	w.deliver(0, wire.Layout{}.ReleaseChannel("job")+" me", "t1 other me")
 	select {
 	case <-wake.Now():
 		if took := time.Since(start); took < behind {
@@ -120,7 +120,7 @@ func TestWaker_confirmationLetsTheClientAheadTryFirst(t *testing.T) {
 		channel := wire.Layout{}.ReleaseChannel("job")
 		wake, stop := w.ListenFor("job", second)
 		start := time.Now()
-		w.deliver(channel, "")
+		w.deliver(0, channel, "")
 		if got := woken(wake); got == second {
 			t.Fatalf("second %v: woken at once by the confirmation: %v", second, got)
 		}
@@ -148,8 +148,8 @@ func TestWaker_releaseBeforeTheLaterWakeupReplacesIt(t *testing.T) {
 	channel := wire.Layout{}.ReleaseChannel("job")
 	wake, stop := w.ListenFor("job", true)
 	defer stop()
-	w.deliver(channel, "")
-	w.deliver(channel+" me", "t1 me")
+	w.deliver(0, channel, "")
+	w.deliver(0, channel+" me", "t1 me")
 	if !woken(wake) {
 		t.Fatal("named first: not woken at once")
 	}
@@ -173,7 +173,7 @@ func TestWaker_unusedWakeupGoesOnWhereItCameFrom(t *testing.T) {
 	defer stopK1()
 	onK2, stopK2 := w.ListenFor("k2", false)
 	defer stopK2()
-	w.deliver(wire.Layout{}.ReleaseChannel("k2"), "t1")
+	w.deliver(0, wire.Layout{}.ReleaseChannel("k2"), "t1")
 	if !woken(both) {
 		t.Fatal("the oldest waiter on k2 was not woken by its release")
 	}
@@ -191,3 +191,35 @@ func TestWaker_unusedWakeupGoesOnWhereItCameFrom(t *testing.T) {
 
 // fixed is a Waker's behind of a client whose node timeout stays d.
 func fixed(d time.Duration) func() time.Duration { return func() time.Duration { return d } }
+
+// A node that confirms a subscription again subscribed again after its
+// connection failed, and a release it announced meanwhile went unheard:
+// the waiters are told to try, as by a quorum's first confirmations. A
+// node's first confirmation past the quorum tells nothing more.
+func TestWaker_resubscriptionWakesTheWaiter(t *testing.T) {
+	var ls []Listener
+	for range 3 {
+		ls = append(ls, recordingListener{subscribed: make(chan string, 8)})
+	}
+	w := NewWaker(ls, 2, "me", wire.Layout{}, fixed(time.Millisecond))
+	defer w.Close()
+	channel := wire.Layout{}.ReleaseChannel("job")
+	wake, stop := w.ListenFor("job", false)
+	defer stop()
+	w.deliver(0, channel, "")
+	if woken(wake) {
+		t.Fatal("woken by one confirmation of three, before a quorum")
+	}
+	w.deliver(1, channel, "")
+	if !woken(wake) {
+		t.Fatal("not woken by a quorum's confirmations")
+	}
+	w.deliver(2, channel, "")
+	if woken(wake) {
+		t.Fatal("woken by the third node's first confirmation")
+	}
+	w.deliver(0, channel, "")
+	if !woken(wake) {
+		t.Fatal("not woken by a node's second confirmation: a resubscription")
+	}
+}
