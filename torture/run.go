@@ -328,6 +328,7 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 			RetryMin:          scenario.DefaultRetryMin,
 			RetryMax:          scenario.DefaultRetryMax,
 			RetryPause:        sc.RetryPause,
+			Rueidis:           sc.Rueidis,
 			HoldMargin:        sc.HoldMargin,
 			Seed:              derive(seed, sc.Name, i),
 			Goroutines:        sc.Goroutines,

@@ -55,6 +55,11 @@ const (
 	// waiter that stopped trying holds those behind it back for as long,
 	// when the lock expires unreleased (SAFETY.md, Liveness point 4).
 	queueLasts = 2 * time.Second
+	// resubscribe is how long a client takes to subscribe again once a
+	// node dropped its subscriptions, and the nodes to confirm it: the
+	// half second before the library listens again (over rueidis, whose
+	// Listen returns), a dial and a round trip, on the busy machine.
+	resubscribe = time.Second
 	// replicaSettle is how long the start of a run whose grants wait for
 	// replicas (WaitReplicas) counts as a fault: no grant counts until the
 	// replicas, started with their nodes, caught up with them, which took
@@ -135,8 +140,14 @@ func harmless(f faults.Fault) (kind, why string) {
 // waiting stays bounded all along f, but longer: a holder killed and the
 // waiters but one stopped (StrandWaiters) hold the survivor back until the
 // lock expires and the stopped waiters' places in line lapse, whichever
-// comes last. Its kinds are nil for other faults.
+// comes last; dropped subscriptions (DropSubscriptions) until its client
+// subscribed again. Its kinds are nil for other faults.
 func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, why string) {
+	if _, ok := f.(faults.DropSubscriptions); ok && s.Wait {
+		return []string{faults.KindDropSubscriptions}, resubscribe, fmt.Sprintf("a waiter that a drop of the "+
+			"subscriptions touches may wait %v more: a release announced before its client subscribed again "+
+			"goes unheard, and the confirmations of the new subscriptions tell it to try", resubscribe)
+	}
 	if _, ok := f.(faults.StrandWaiters); !ok || !s.Wait {
 		return nil, 0, ""
 	}

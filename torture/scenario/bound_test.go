@@ -60,6 +60,8 @@ func TestScenario_Liveness_derivation(t *testing.T) {
 		// then a renewal of the place in line: not the 6 to 12 s retry
 		// pause.
 		"liveness/long-retry-pause": 5*670*time.Millisecond + 1300*time.Millisecond,
+		// The same, a drop of the subscriptions costing a second more.
+		"liveness/long-retry-pause-dropped-subscriptions": 5*670*time.Millisecond + 1300*time.Millisecond,
 		// Loops: ten rounds of a 50 ms attempt and a 10 ms pause, and a
 		// stall.
 		"liveness/try-crowd-64": 900 * time.Millisecond,
@@ -91,6 +93,10 @@ var livenessShapes = []struct {
 	}},
 	{"liveness/long-retry-pause", "several clients waiting with retry pauses past a place's and a mark's life", func(s scenario.Scenario) bool {
 		return s.Workers >= 3 && s.Wait && s.RetryPause/2 > 3*time.Second
+	}},
+	{"liveness/long-retry-pause-dropped-subscriptions", "the long retry pauses, every subscription dropped now and then", func(s scenario.Scenario) bool {
+		b := s.Liveness()
+		return s.Workers >= 3 && s.Wait && s.RetryPause/2 > 3*time.Second && b.Costs[faults.KindDropSubscriptions] == time.Second
 	}},
 	{"liveness/stranded-waiter", "several clients waiting, holders killed and waiters stopped past a place's life", func(s scenario.Scenario) bool {
 		b := s.Liveness()

@@ -30,6 +30,12 @@ const longHoldTTL = 2 * time.Second
 // unrenewed, so that theirs lapse while they are stopped.
 const strandStop = 3 * time.Second
 
+// dropEvery is how often the "liveness/long-retry-pause-dropped-subscriptions"
+// row drops every subscription: further apart than the row's bound on
+// waiting, so that a wait within the bound meets one drop at most, whose
+// cost its bound allows (see Scenario.costly).
+const dropEvery = 5 * time.Second
+
 // livenessNames are the ten names of the "liveness/multikey-random-3-of-10"
 // row, of which each acquisition takes three at random.
 var livenessNames = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
@@ -66,6 +72,18 @@ func livenessRows() []Scenario {
 				"that makes it next",
 			Workers: 6, Wait: true, TTL: longHoldTTL, ThinkMin: 400 * time.Millisecond, ThinkMax: 600 * time.Millisecond,
 			RetryPause: longRetryPause, Duration: livenessDuration,
+		},
+		{
+			Name: "liveness/long-retry-pause-dropped-subscriptions",
+			About: "the long-retry-pause row's six clients, over the rueidis adapter, while every node drops every " +
+				"subscription connection (CLIENT KILL TYPE pubsub) every 5 s: a release announced before a client " +
+				"subscribed again goes unheard, and its waiter must still be served in turn, not sleep out its 6 to " +
+				"12 s pause",
+			Workers: 6, Wait: true, TTL: longHoldTTL, ThinkMin: 400 * time.Millisecond, ThinkMax: 600 * time.Millisecond,
+			RetryPause: longRetryPause, Duration: livenessDuration, Rueidis: true,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.DropSubscriptions{Every: dropEvery}}
+			},
 		},
 		{
 			Name: "liveness/stranded-waiter",

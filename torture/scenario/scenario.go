@@ -120,6 +120,9 @@ type Scenario struct {
 	// all of it), in place of the library's default
 	// (traffic.Config.RetryPause).
 	RetryPause time.Duration
+	// Rueidis makes the workers' lock clients talk to the nodes over the
+	// rueidis adapter instead of go-redis (traffic.Config.Rueidis).
+	Rueidis bool
 	// HoldMargin makes workers hold the lock until this long before its
 	// validity deadline; 0 releases right after the write.
 	HoldMargin time.Duration

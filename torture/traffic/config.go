@@ -77,6 +77,9 @@ type Config struct {
 	// (redlock.Options.Retry) pause between half of it and all of it after
 	// every refused attempt in Acquire, instead of the library's default.
 	RetryPause time.Duration `json:"retry_pause"`
+	// Rueidis makes the lock client's Conns the rueidis adapter's
+	// (rueidis.NewURL) instead of go-redis's (goredis.NewURL).
+	Rueidis bool `json:"rueidis"`
 	// HoldMargin, when positive, makes the worker keep the lock after its
 	// write until HoldMargin before the validity deadline, so that the end
 	// of every validity period is exercised. Zero releases at once.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
+	"github.com/redlock-go/redlock/rueidis"
 	"github.com/redlock-go/redlock/torture/history"
 )
 
@@ -48,6 +49,14 @@ func workerMain(raw string) int {
 	return 0
 }
 
+// newConn returns the Conn to the node at url over cfg's adapter.
+func newConn(cfg Config, url string) (redlock.Conn, error) {
+	if cfg.Rueidis {
+		return rueidis.NewURL(url)
+	}
+	return goredis.NewURL(url)
+}
+
 // Run runs the worker loop of cfg until ctx ends, writing its history events
 // to out as JSON lines. It finishes the cycle in progress when ctx ends
 // (releasing a lock it holds), so that the history ends without operations
@@ -58,7 +67,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	conns := make([]redlock.Conn, len(cfg.Nodes))
 	for i, u := range cfg.Nodes {
-		c, err := goredis.NewURL(u)
+		c, err := newConn(cfg, u)
 		if err != nil {
 			for _, c := range conns[:i] {
 				c.Close()
