@@ -179,3 +179,41 @@ func TestList_bytePrefix(t *testing.T) {
 		t.Errorf("List(%q) = %+v, %v; want the one key", "bin:\xff", held, err)
 	}
 }
+
+// List, Inspect and Check answer while every node pauses its writers
+// (CLIENT PAUSE WRITE, as an operator does before a failover): they run
+// no-writes functions, which a pause of writes lets through.
+func TestList_whileTheNodesPauseWrites(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		client := newClient(t, cluster, a, &redlock.Options{TTL: time.Minute, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: time.Minute})
+		lock, err := client.TryAcquire(bg, "paused")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Release(bg)
+		waitForKey(t, cluster, lock.Key(), lock.Token())
+		for _, n := range cluster.Nodes() {
+			do(t, n, "CLIENT", "PAUSE", "60000", "WRITE")
+			t.Cleanup(func() { n.Do(bg, "CLIENT", "UNPAUSE") })
+		}
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		held, err := client.List(ctx, "")
+		if err != nil || len(held) != 1 || held[0].Key != "paused" || held[0].Answered != 3 {
+			t.Errorf("List while the nodes pause writes = %+v, %v; want paused, held on 3 nodes", held, err)
+		}
+		states, err := client.Inspect(ctx, "paused")
+		if err != nil || len(states) != 3 {
+			t.Errorf("Inspect while the nodes pause writes = %+v, %v; want 3 nodes", states, err)
+		}
+		for _, st := range states {
+			if st.Err != nil || st.Holder != lock.Token() {
+				t.Errorf("Inspect while the nodes pause writes: %+v; want held by %s", st, lock.Token())
+			}
+		}
+		if r, err := client.Check(ctx, "paused", lock.Token()); err != nil || !r.Current {
+			t.Errorf("Check while the nodes pause writes = %+v, %v; want current", r, err)
+		}
+	})
+}

@@ -100,12 +100,12 @@ func (c *Client) scanTarget(ctx context.Context, t scanTarget, pattern string, f
 	if err := c.nodes.Held(t.node); err != nil {
 		return err // out of every call: it did not answer at Dial, say
 	}
-	conn, s := c.conns[t.node], wire.ListScanScript
+	conn := c.conns[t.node]
 	cursor := "0"
 	for {
 		stepCtx, cancel := context.WithTimeout(ctx, c.operatorTimeout())
 		v, err := nodes.Within(stepCtx, conn, func(ctx context.Context) (any, error) {
-			return conn.EvalSHA(ctx, s.SHA1, s.Source, t.keys, cursor, pattern, listScanCount)
+			return c.nodes.Call(ctx, t.node, wire.ListScanScript, t.keys, []string{cursor, pattern, listScanCount})
 		})
 		cancel()
 		if err != nil {

@@ -522,6 +522,15 @@ func (t *tally) markSilent(timeout time.Duration) {
 	}
 }
 
+// Call runs s on node i by itself, from the calling goroutine, outside
+// every batch and fan-out: by FCALL where the node runs the library's
+// functions (so that a no-writes function passes a CLIENT PAUSE WRITE), by
+// EVALSHA elsewhere. It is for a request of one node, as a listing's step.
+func (n *Set) Call(ctx context.Context, i int, s *wire.Script, keys, args []string) (any, error) {
+	v, _, err := n.pipes[i].eval(ctx, time.Time{}, s, keys, args)
+	return v, err
+}
+
 // ask sends req to node i from the calling goroutine, by itself.
 func (n *Set) ask(ctx context.Context, req *Request, i int) (any, error) {
 	if req.Local != nil {
