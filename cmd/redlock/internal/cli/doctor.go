@@ -61,7 +61,7 @@ refuses its URL, no replica or Sentinel named as a node).`,
 		exits: []exitDoc{
 			{"0", "no finding makes locks unsafe, and a majority votes now (warnings may remain)"},
 			{code(exitFailure), "a critical finding: eviction policy, a node listed twice, credentials refused, an unreachable majority, a clock beyond the drift allowance, a replica, ..."},
-			{code(exitUnavailable), "safe, but no lock can be taken now: too few nodes vote (recovering, loading); on a brand-new deployment, run 'redlock init'"},
+			{code(exitUnavailable), "safe, but no lock can be taken now: too few nodes vote (recovering, loading, writes paused); on a brand-new deployment, run 'redlock init'"},
 			docUsage,
 			{code(exitConfig), "a node URL that does not parse (a node listed twice or refusing its credentials is a critical finding: 1)"},
 			docInterrupted,
@@ -84,6 +84,7 @@ type auditNodeJSON struct {
 	ClockKnown        bool    `json:"clock_known"`
 	RTTMs             float64 `json:"rtt_ms"`
 	Recovering        bool    `json:"recovering"`
+	WritesStalled     bool    `json:"writes_stalled,omitempty"`    // answers reads, takes no write (CLIENT PAUSE WRITE)
 	PartlyRecovering  bool    `json:"partly_recovering,omitempty"` // some slots of a Redis Cluster node sit out
 	RecoveringLeftMs  int64   `json:"recovering_left_ms"`
 	UptimeSeconds     int64   `json:"uptime_s"`
@@ -332,7 +333,7 @@ func auditNodeOf(n doctor.Node) auditNodeJSON {
 	j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
 		AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, MaxMemoryPolicy: n.MaxMemoryPolicy,
 		ClockOffsetMs: ms(n.ClockOffset), ClockKnown: n.ClockKnown, RTTMs: ms(n.RTT),
-		Recovering: n.Recovering, PartlyRecovering: n.PartlyRecovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
+		Recovering: n.Recovering, WritesStalled: n.WritesStalled, PartlyRecovering: n.PartlyRecovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
 		UptimeSeconds: int64(n.Uptime / time.Second), ConnectedReplicas: n.Replicas, Cluster: n.Cluster}
 	if n.Err != nil {
 		j.Error = n.Err.Error()
@@ -423,7 +424,11 @@ func writeAuditRow(tw io.Writer, name string, n doctor.Node, quarantine string) 
 	if n.ClockKnown {
 		clock = fmt.Sprintf("%+.3fms ±%.3fms", ms(n.ClockOffset), ms(n.RTT/2))
 	}
-	fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%s\t%s\t%.3fms\t%s\n", name, or(n.Version), or(n.Role),
+	status := "up"
+	if n.WritesStalled {
+		status = "no writes"
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3fms\t%s\n", name, status, or(n.Version), or(n.Role),
 		persistence(n), or(n.MaxMemoryPolicy), clock, ms(n.RTT), quarantine)
 }
 

@@ -77,7 +77,7 @@ func unreachableFindings(fs *findingList, n Node) {
 // master of a Redis Cluster node.
 func serverFindings(fs *findingList, n Node, l Limits) {
 	checks := []func(*findingList, Node, Limits){versionFindings, replicaFindings, evictionFindings, memoryFindings,
-		persistenceFindings, configFindings, clockFindings, functionsFindings}
+		persistenceFindings, configFindings, clockFindings, functionsFindings, writesFindings}
 	if !n.lockNode() {
 		// Not a node for locks at all: what it lacks as one is noise.
 		checks = checks[:2]
@@ -135,7 +135,7 @@ func (n Node) lockNode() bool { return n.Role != "replica" && n.Role != "sentine
 // votes reports whether n would vote in an acquisition now, for some key
 // at least (see voting).
 func (n Node) votes() bool {
-	return n.Reachable && !n.Recovering && !n.Loading && n.lockNode() && n.servesSomeSlot()
+	return n.Reachable && !n.Recovering && !n.Loading && !n.WritesStalled && n.lockNode() && n.servesSomeSlot()
 }
 
 // votingForEveryKey counts the nodes that would vote now whatever the
@@ -468,6 +468,18 @@ func ttlFindings(fs *findingList, l Limits) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// writesFindings reports a node that answers reads but takes no write: it
+// votes in no acquisition, and frees no lock, until its writes resume.
+func writesFindings(fs *findingList, n Node, _ Limits) {
+	if !n.WritesStalled {
+		return
+	}
+	fs.add(n.Node, Warning, "writes",
+		"wait for the pause to end (CLIENT UNPAUSE ends it at once), or find what blocks the node (SLOWLOG GET, CLIENT LIST)",
+		"answers reads but took no write within %s (FUNCTION LOAD timed out): it pauses writes (CLIENT PAUSE … WRITE, as before a failover) or is busy, "+
+			"and grants, renews and releases no lock until its writes resume", NodeTimeout)
 }
 
 // functionsFindings reports a node that refuses the library's functions:

@@ -77,6 +77,11 @@ type Node struct {
 	// Loading reports a node still loading its data set from disk; it
 	// refuses most commands until done.
 	Loading bool
+	// WritesStalled reports a node that answered reads but took no write
+	// within the audit's time (its FUNCTION LOAD timed out): its writes are
+	// paused (CLIENT PAUSE … WRITE, as before a failover), or it is busy.
+	// It grants and releases no lock until writes resume.
+	WritesStalled bool
 	// Recovering reports a node kept out of every quorum by the restart
 	// quarantine: it has no restart marker (it restarted empty, or no
 	// client has used it yet), or its marker is younger than the recovery
@@ -142,6 +147,11 @@ func probe(ctx context.Context, conn redlock.Conn) Node {
 	}
 	if n.Reachable {
 		n.functionsErr = checkFunctions(ctx, conn, n.Cluster)
+		if isTimeout(n.functionsErr) {
+			// FUNCTION LOAD is a write: a node that answered the reads
+			// above in time and not this one holds its writers back.
+			n.WritesStalled, n.functionsErr = true, nil
+		}
 	}
 	if !n.Reachable {
 		n.Err, n.RTT = n.infoErr, 0
