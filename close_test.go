@@ -199,6 +199,7 @@ func closeLaterCallsFail(t *testing.T, a adapter, n int) {
 		"MarkReady":     func() error { return c.MarkReady(bg, false) },
 		"Campaign":      func() error { return election.Campaign(bg, "me") },
 		"Leader":        func() error { _, err := election.Leader(bg); return err },
+		"NewElection":   func() error { _, err := c.NewElection("svc2"); return err },
 		"Release":       func() error { return lock.Release(bg) },
 		"ReleaseToken":  func() error { return c.ReleaseToken(bg, "k", lock.Token()) },
 	} {

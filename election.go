@@ -84,8 +84,12 @@ type Election struct {
 // leader blocks the election; its lead is renewed meanwhile) and
 // WithLockDelay; WithLimit and WithShared make no sense here and fail with
 // ErrInvalidOptions, and so does WithOwner: the leader's owner is the value
-// it campaigns with. The name fails as a lock's does (ErrInvalidKey).
+// it campaigns with. The name fails as a lock's does (ErrInvalidKey), and
+// a Client closed already with ErrClosed.
 func (c *Client) NewElection(name string, opts ...LockOption) (*Election, error) {
+	if c.closing() {
+		return nil, ErrClosed
+	}
 	key, cfg, err := c.lockRequest(name, opts)
 	if cfg.named {
 		return nil, fmt.Errorf("%w: an election's owner is the value each candidate campaigns with: no WithOwner", ErrInvalidOptions)
