@@ -79,6 +79,9 @@ func (c *Client) acquire(ctx context.Context, name string, once bool, opts []Loc
 		ctx, call = c.tel.StartAcquire(ctx, key, cfg.ttl, once)
 	}
 	lock, err := c.acquireKey(ctx, key, cfg, once, call)
+	// A permit's or a reader's single attempt says, as every other failed
+	// acquisition does, when no retry would help (ErrInvalidOptions).
+	failFast(err)
 	if err == nil && c.closing() {
 		lock, err = nil, c.releaseWonAtClose(ctx, "the lock on "+quoteKey(name), lock.Release)
 	}

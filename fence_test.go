@@ -757,6 +757,24 @@ func TestAcquire_keyHoldingDataFailsFast(t *testing.T) {
 			}
 		}
 	}
+	// A single attempt says so too, for a writer, a reader and a permit,
+	// as ErrInvalidOptions, which no retry fixes: a caller that polls
+	// stops there rather than take it for contention.
+	for i := range 3 {
+		do(t, cluster.Node(i), "HSET", "pool:permit:1", "f", "v")
+		do(t, cluster.Node(i), "HSET", "pool:permit:2", "f", "v")
+	}
+	for _, c := range []struct {
+		key  string
+		opts []redlock.LockOption
+	}{
+		{"profile", nil}, {"profile", []redlock.LockOption{redlock.WithShared()}},
+		{"scores", []redlock.LockOption{redlock.WithShared()}}, {"pool", []redlock.LockOption{redlock.WithLimit(2)}},
+	} {
+		if _, err := client.TryAcquire(bg, c.key, c.opts...); !errors.Is(err, redlock.ErrInvalidOptions) || !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Errorf("TryAcquire(%q, %d options) = %v, want ErrNotAcquired and ErrInvalidOptions", c.key, len(c.opts), err)
+		}
+	}
 	// Inspect says what each node's key holds when it is no lock.
 	for key, want := range map[string]string{"profile": "hash", "jobs": "list", "setting": "", "scores": "zset"} {
 		states, err := client.Inspect(bg, key)
