@@ -14,7 +14,10 @@ import (
 )
 
 // Acquire takes the lock named key, retrying with random delays until it is
-// acquired or ctx ends. It blocks. On failure the error wraps ErrNotAcquired
+// acquired or ctx ends. It blocks; when ctx ends during an attempt, it
+// returns once that attempt's clean-up (a release of what the attempt took,
+// so that nothing stays locked) is answered, at most one per-node timeout
+// later. On failure the error wraps ErrNotAcquired
 // (with each node's outcome in a *QuorumError) and, when ctx ended, ctx's
 // error too: errors.Is(err, context.DeadlineExceeded) tells "gave up waiting"
 // apart from a failed attempt with a retry strategy that stopped. When so

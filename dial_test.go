@@ -88,7 +88,8 @@ func dialOneNodeDown(t *testing.T, d dialer, urls []string) {
 // refused, and no error shows a password.
 func dialInvalidURLs(t *testing.T, d dialer, urls []string) {
 	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis://:pw@host:port%zz", "redis://127.0.0.1:6379/notadb", "::::",
-		"redis://127.0.0.1:99999", "redis://127.0.0.1:0", "redis://h:6379?cluster=1&addr=h:70000", "127.0.0.1:6379", ":pw@127.0.0.1:6379"} {
+		"redis://127.0.0.1:99999", "redis://127.0.0.1:0", "redis://h:6379?cluster=1&addr=h:70000", "127.0.0.1:6379", ":pw@127.0.0.1:6379",
+		"redis://:6379", "redis://127.0.0.1:6379/-1", "unix:///tmp/redis.sock?db=-1", "redis://127.0.0.1:6379#primary"} {
 		_, err := d.dial(bg, []string{bad}, nil)
 		if !errors.Is(err, d.errInvalidURL) {
 			t.Errorf("Dial(%q): %v, want ErrInvalidURL", bad, err)
@@ -102,6 +103,10 @@ func dialInvalidURLs(t *testing.T, d dialer, urls []string) {
 	}
 	if _, err := d.dial(bg, nil, nil); !errors.Is(err, redlock.ErrInvalidOptions) {
 		t.Errorf("no URLs: %v", err)
+	}
+	// strings.Split of an unset variable: one empty URL, said as no URL.
+	if _, err := d.dial(bg, strings.Split("", ","), nil); !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "no node URL given") {
+		t.Errorf("an empty list: %v, want ErrInvalidURL saying no node URL was given", err)
 	}
 }
 

@@ -53,8 +53,9 @@ var (
 	// "redlock:forced:" (forced releases).
 	ErrInvalidKey = errors.New("redlock: invalid key")
 	// ErrInvalidTTL means the TTL leaves no validity after the drift
-	// allowance, or is below Redis's 1 ms resolution, or is above
-	// Options.RecoveryDelay while the restart quarantine is on: a node that
+	// allowance, or is below Redis's 1 ms resolution, or, cut to whole
+	// milliseconds as Redis keeps it, is above Options.RecoveryDelay while
+	// the restart quarantine is on: a node that
 	// restarted without its data could then vote again while such a lock is
 	// still valid. Long work keeps a TTL within the delay and renews the
 	// lock (WithAutoRenew, Do); or every client raises the delay together.

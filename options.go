@@ -399,7 +399,9 @@ func WithAutoRenew() LockOption {
 // of any of them; this client's goroutines waiting for one semaphore are
 // served in the order they called, and across clients the nodes queue the
 // waiters of a semaphore in the order they began waiting, keeping a free
-// permit for the first in line. limit must be in 1..MaxLimit.
+// permit for the first in line. limit must be in 1..MaxLimit, and the key
+// of the last permit, name:permit:limit, within the 4096 bytes of a key
+// (ErrInvalidKey).
 func WithLimit(limit int) LockOption {
 	return lockOption(func(c *lockConfig) { c.limit, c.limited = limit, true })
 }

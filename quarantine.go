@@ -200,7 +200,7 @@ func (c *Client) notBrandNew(states []markerState) string {
 			" recovering (no restart marker, or within the recovery delay)")
 	}
 	if len(restarted) > 0 {
-		why = append(why, strings.Join(restarted, ", ")+" restarted or failed over since it last voted")
+		why = append(why, strings.Join(restarted, ", ")+" restarted, failed over or lost its data since it last voted")
 	}
 	return strings.Join(why, "; ")
 }

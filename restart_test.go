@@ -197,7 +197,7 @@ func TestMarkReady_refusesARestartedNodeUnlessForced(t *testing.T) {
 	}
 	for _, phase := range []string{"restarted", "quarantine started"} {
 		err := c.MarkReady(bg, false)
-		if !errors.Is(err, redlock.ErrNotBrandNew) || !strings.Contains(err.Error(), cluster.Node(1).Addr()+" restarted or failed over") {
+		if !errors.Is(err, redlock.ErrNotBrandNew) || !strings.Contains(err.Error(), cluster.Node(1).Addr()+" restarted, failed over or lost its data") {
 			t.Fatalf("%s: MarkReady = %v, want node 1 refused", phase, err)
 		}
 		if states, err := c.Inspect(bg, "held"); err != nil || !states[1].Recovering {

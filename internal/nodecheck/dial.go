@@ -6,9 +6,11 @@ package nodecheck
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/dialreport"
+	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -24,6 +26,10 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redlock: dial: %w", err) // no node could be checked
+	}
+	if len(urls) == 1 && strings.TrimSpace(urls[0]) == "" {
+		// strings.Split of an empty variable ($REDLOCK_NODES unset).
+		return nil, fmt.Errorf("%w: no node URL given, only an empty string", nodeurl.ErrInvalidURL)
 	}
 	conns := make([]redlock.Conn, 0, len(urls))
 	for _, raw := range urls {

@@ -60,15 +60,36 @@ func Parse(raw string) (*url.URL, error) {
 	}
 	if u.Scheme != "unix" {
 		for _, hostport := range append([]string{u.Host}, u.Query()["addr"]...) {
-			if err := checkPort(hostport); err != nil {
+			if err := checkHostPort(hostport); err != nil {
 				return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
 			}
 		}
+	}
+	if err := checkDB(u); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
 	}
 	if err := checkCluster(u.Query()); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
 	}
 	return u, nil
+}
+
+// checkDB refuses a database number that is not a whole number from 0, in
+// the path of a redis:// or rediss:// URL or in a db parameter: go-redis
+// took a negative one for database 0, where rueidis refuses it.
+func checkDB(u *url.URL) error {
+	dbs := u.Query()["db"]
+	if u.Scheme != "unix" {
+		if path := strings.Trim(u.Path, "/"); path != "" && !strings.Contains(path, "/") {
+			dbs = append(dbs, path)
+		}
+	}
+	for _, db := range dbs {
+		if n, err := strconv.Atoi(db); err != nil || n < 0 {
+			return fmt.Errorf("database %q is not a number from 0", db)
+		}
+	}
+	return nil
 }
 
 // checkCluster refuses a cluster parameter that does not say yes: its
@@ -108,6 +129,10 @@ func checkUserinfo(raw string) error {
 	end := strings.IndexAny(rest, "/?#")
 	at := strings.IndexByte(rest, '@')
 	switch {
+	case strings.Contains(rest, "#") && at < 0:
+		before, _, _ := strings.Cut(raw, "#") // what follows may be a parameter's secret
+		return fmt.Errorf("%w: %s#…: a '#' ends a URL, and a fragment is no part of a node URL; in a parameter's value, write it %%23",
+			ErrInvalidURL, Redact(before))
 	case strings.Contains(rest, "#"):
 	case at < 0 || end < 0 || at < end:
 		return nil // no '@', or it ends the userinfo before the host ends
@@ -145,12 +170,17 @@ func hostPort(authority string) bool {
 	return host != "" && err == nil && n >= 1 && n <= 65535
 }
 
-// checkPort refuses a host:port whose port is not a number from 1 to
-// 65535; a host without a port gets the default one.
-func checkPort(hostport string) error {
-	_, port, err := net.SplitHostPort(hostport)
+// checkHostPort refuses a host:port without its host (redis://:6379, as
+// from an empty variable, which would mean this machine) or whose port is
+// not a number from 1 to 65535; a host without a port gets the default
+// one.
+func checkHostPort(hostport string) error {
+	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return nil // no port: the default
+	}
+	if host == "" {
+		return fmt.Errorf("no host before the port in %s: write 127.0.0.1%s for this machine", hostport, hostport)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("port %q of %s is not a number from 1 to 65535", port, hostport)

@@ -21,6 +21,7 @@ func TestParse_unencodedPassword(t *testing.T) {
 		"unix://user:4242/Secret@/tmp/r.sock",
 		"unix://:4242#Secret@/tmp/r.sock",
 		"redis://host:6379/0?client_name=a#Secret",
+		"redis://host:6379?password=4242#Secret",
 	} {
 		_, err := Parse(raw)
 		if !errors.Is(err, ErrInvalidURL) {
@@ -90,6 +91,32 @@ func TestParse_schemeWithoutItsColon(t *testing.T) {
 		_, err := Parse(raw)
 		if !errors.Is(err, ErrInvalidURL) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Parse(%q): %v, want %q", raw, err, want)
+		}
+	}
+}
+
+// A URL that names no host before its port, a negative or non-numeric
+// database, or a fragment is refused, saying which: go-redis took the
+// first for this machine and a negative database for database 0.
+func TestParse_noHostNegativeDatabaseFragment(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://:6379":                       "no host before the port in :6379: write 127.0.0.1:6379",
+		"redis://:pw@:6379":                   "no host before the port",
+		"redis://h:6379?cluster=1&addr=:6380": "no host before the port in :6380",
+		"redis://127.0.0.1:6379/-1":           `database "-1" is not a number from 0`,
+		"rediss://127.0.0.1:6379/x":           `database "x" is not a number from 0`,
+		"redis://127.0.0.1:6379/3?db=-2":      `database "-2" is not a number from 0`,
+		"unix:///tmp/redis.sock?db=-1":        `database "-1" is not a number from 0`,
+		"redis://127.0.0.1:6379#primary":      "redis://127.0.0.1:6379#…: a '#' ends a URL, and a fragment is no part of a node URL",
+	} {
+		_, err := Parse(raw)
+		if !errors.Is(err, ErrInvalidURL) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want ErrInvalidURL saying %q", raw, err, want)
+		}
+	}
+	for _, raw := range []string{"redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/15", "redis://127.0.0.1:6379/", "unix:///tmp/redis.sock?db=2"} {
+		if _, err := Parse(raw); err != nil {
+			t.Errorf("Parse(%q): %v", raw, err)
 		}
 	}
 }
