@@ -273,6 +273,12 @@ func (c *runConfig) runHolding(ctx context.Context, s streams, keys, argv []stri
 	// Catch signals from the start: one arriving while waiting ends the wait.
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
+	// A message to a stderr whose reader left (2>&1 | head, a logger that
+	// exited) fails with EPIPE rather than end redlock by SIGPIPE, which
+	// would leave the lock held for its TTL and have the watchdog kill the
+	// command: only a lost lock or a signal stops it. The command gets
+	// SIGPIPE's default, as a handler does not outlive exec.
+	defer catchSIGPIPE()()
 
 	start := time.Now()
 	if c.wait >= 0 {

@@ -513,3 +513,28 @@ func TestFailure_aRecoveringNodePointsToInit(t *testing.T) {
 		t.Errorf("hints %q without a recovering node, want no recovering hint", hints)
 	}
 }
+
+// A stderr whose reader left (2>&1 | head, a logger that exited) does not
+// end run: its messages fail unseen, the command runs to its end, and the
+// lock is released. Before, the first message (here the renewal report)
+// ended redlock by SIGPIPE, its watchdog killed the command, and the lock
+// stayed held for its TTL.
+func TestRun_stderrNobodyReadsKeepsTheCommand(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	done := filepath.Join(t.TempDir(), "done")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	cmd := binaryCommand(nodes, "run", "--verbose", "--ttl", "1.5s", "piped-stderr", "--", "sh", "-c", "sleep 1.2; touch "+done)
+	cmd.Stderr = w
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("redlock run with a stderr nobody reads: %v, want exit 0", err)
+	}
+	if _, err := os.Stat(done); err != nil {
+		t.Errorf("the command did not run to its end: %v", err)
+	}
+	cli(t, "acquire", "--nodes", nodes, "-n", "piped-stderr").expect(t, exitOK, "acquire -n after the run ended")
+}

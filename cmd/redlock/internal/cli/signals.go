@@ -53,9 +53,10 @@ func interruptedExit(ctx context.Context) int {
 	return exitInterrupted
 }
 
-// catchSIGPIPE makes a write to stdout, when it is a pipe whose reader
-// left, fail with EPIPE instead of ending the process by SIGPIPE, until
-// stop is called: a verb can then undo what nobody received.
+// catchSIGPIPE makes a write to stdout or stderr, when it is a pipe whose
+// reader left, fail with EPIPE instead of ending the process by SIGPIPE,
+// until stop is called: a verb can then undo what nobody received, or go
+// on without its messages.
 func catchSIGPIPE() (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGPIPE)
