@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,12 +123,14 @@ the reason changes and every 30s otherwise: who holds the lock (or that all
 the permits are held), which nodes are recovering or do not answer. When
 --wait passes, the exit status is that of the last reason. As with flock,
 -n is --wait 0 and -w SECONDS is --wait; --wait, --ttl and
---recovery-delay take a bare number as seconds.`,
+--recovery-delay take a bare number as seconds. A standard output on
+/dev/null, or closed (which a Go program finds on /dev/null), discards the
+tokens: acquire then warns that the locks stay held until their TTL.`,
 		exits: []exitDoc{
 			{"0", "acquired"},
 			docUsage,
 			docUnavailable,
-			{code(exitIOError), "acquired, but the tokens could not be written to standard output (closed, full, a pipe nobody reads): released again"},
+			{code(exitIOError), "acquired, but the tokens could not be written to standard output (full, a pipe nobody reads): released again"},
 			{code(exitConflict), "not acquired: held by another holder, or readers, or, for --shared, a writer is waiting"},
 			docConfig,
 			docInterrupted,
@@ -219,6 +222,10 @@ func setupAcquire(fs *flag.FlagSet) runner {
 func handOver(ctx context.Context, s streams, keys []string, held holding, write func(io.Writer)) int {
 	var out bytes.Buffer
 	write(&out)
+	if onDevNull(s.stdout) {
+		sayf(s.stderr, slog.LevelWarn, "acquire", "standard output is /dev/null, or was closed: nobody receives the tokens, and %s stays held until its TTL ends ('redlock release --force' frees it sooner)",
+			heldName(keys, held))
+	}
 	stopPipe := catchSIGPIPE()
 	_, err := s.stdout.Write(out.Bytes())
 	stopPipe()
@@ -231,6 +238,22 @@ func handOver(ctx context.Context, s streams, keys []string, held holding, write
 		sayf(s.stderr, slog.LevelError, "acquire", "could not write the tokens to stdout: %v; %s released", err, heldName(keys, held))
 	}
 	return exitIOError
+}
+
+// onDevNull reports whether w is /dev/null, where a write succeeds and
+// nobody reads: what a Go program finds on a standard stream that was
+// closed when it started, as the runtime opens /dev/null there.
+func onDevNull(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
 }
 
 // acquiredSetJSON is acquire's JSON output for several keys: each lock as

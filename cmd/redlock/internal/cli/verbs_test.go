@@ -439,3 +439,24 @@ func TestInspect_restartedNodeSitsOutFromTheNextAcquisition(t *testing.T) {
 		t.Errorf("inspect once an acquisition reached the restarted node:\n%s", r.stdout)
 	}
 }
+
+// acquire with its standard output on /dev/null, or closed (which a Go
+// program finds on /dev/null), warns that nobody receives the token and
+// that the lock stays held until its TTL: before, it said nothing.
+func TestAcquire_tokensToDevNullAreWarnedOf(t *testing.T) {
+	_, nodes := newCluster(t, 3)
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	cmd := binaryCommand(nodes, "acquire", "--ttl", "30s", "discarded")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = null, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("redlock acquire >/dev/null: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "nobody receives the tokens") || !strings.Contains(stderr.String(), "stays held until its TTL") {
+		t.Errorf("stderr does not warn of the discarded token:\n%s", stderr.String())
+	}
+}
