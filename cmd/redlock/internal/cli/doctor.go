@@ -72,24 +72,27 @@ refuses its URL, no replica or Sentinel named as a node).`,
 
 // auditNodeJSON is one node in doctor's JSON output.
 type auditNodeJSON struct {
-	Node              string  `json:"node"`
-	Reachable         bool    `json:"reachable"`
-	Error             string  `json:"error,omitempty"`
-	Version           string  `json:"version,omitempty"`
-	Role              string  `json:"role,omitempty"`
-	AppendOnly        string  `json:"appendonly,omitempty"`
-	AppendFsync       string  `json:"appendfsync,omitempty"`
-	MaxMemoryPolicy   string  `json:"maxmemory_policy,omitempty"`
-	ClockOffsetMs     float64 `json:"clock_offset_ms"`
-	ClockKnown        bool    `json:"clock_known"`
-	RTTMs             float64 `json:"rtt_ms"`
-	Recovering        bool    `json:"recovering"`
-	WritesStalled     bool    `json:"writes_stalled,omitempty"`    // answers reads, takes no write (CLIENT PAUSE WRITE)
-	PartlyRecovering  bool    `json:"partly_recovering,omitempty"` // some slots of a Redis Cluster node sit out
-	RecoveringLeftMs  int64   `json:"recovering_left_ms"`
-	UptimeSeconds     int64   `json:"uptime_s"`
-	ConnectedReplicas int     `json:"replicas"`
-	Cluster           bool    `json:"cluster,omitempty"`
+	Node            string  `json:"node"`
+	Reachable       bool    `json:"reachable"`
+	Error           string  `json:"error,omitempty"`
+	Version         string  `json:"version,omitempty"`
+	Role            string  `json:"role,omitempty"`
+	AppendOnly      string  `json:"appendonly,omitempty"`
+	AppendFsync     string  `json:"appendfsync,omitempty"`
+	MaxMemoryPolicy string  `json:"maxmemory_policy,omitempty"`
+	ClockOffsetMs   float64 `json:"clock_offset_ms"`
+	ClockKnown      bool    `json:"clock_known"`
+	RTTMs           float64 `json:"rtt_ms"`
+	Recovering      bool    `json:"recovering"`
+	WritesStalled   bool    `json:"writes_stalled,omitempty"` // answers reads, takes no write (CLIENT PAUSE WRITE)
+	// QuarantineUnknown: the restart marker could not be read, so
+	// "recovering" says nothing of the node.
+	QuarantineUnknown bool  `json:"quarantine_unknown,omitempty"`
+	PartlyRecovering  bool  `json:"partly_recovering,omitempty"` // some slots of a Redis Cluster node sit out
+	RecoveringLeftMs  int64 `json:"recovering_left_ms"`
+	UptimeSeconds     int64 `json:"uptime_s"`
+	ConnectedReplicas int   `json:"replicas"`
+	Cluster           bool  `json:"cluster,omitempty"`
 	// UncoveredSlots are the slots no master of a Redis Cluster serves.
 	UncoveredSlots []string `json:"uncovered_slots,omitempty"`
 	// SlotsUnserved: some slots of a Redis Cluster node have no reachable
@@ -333,7 +336,7 @@ func auditNodeOf(n doctor.Node) auditNodeJSON {
 	j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
 		AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, MaxMemoryPolicy: n.MaxMemoryPolicy,
 		ClockOffsetMs: ms(n.ClockOffset), ClockKnown: n.ClockKnown, RTTMs: ms(n.RTT),
-		Recovering: n.Recovering, WritesStalled: n.WritesStalled, PartlyRecovering: n.PartlyRecovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
+		Recovering: n.Recovering, WritesStalled: n.WritesStalled, QuarantineUnknown: n.QuarantineUnknown(), PartlyRecovering: n.PartlyRecovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
 		UptimeSeconds: int64(n.Uptime / time.Second), ConnectedReplicas: n.Replicas, Cluster: n.Cluster}
 	if n.Err != nil {
 		j.Error = n.Err.Error()
@@ -441,6 +444,8 @@ func quarantineText(n doctor.Node) string {
 	switch {
 	case n.Loading:
 		return "loading"
+	case n.QuarantineUnknown():
+		return "unknown: marker unreadable"
 	case n.Recovering && n.Shards != nil:
 		return "slots recovering"
 	case n.PartlyRecovering:

@@ -712,3 +712,29 @@ func TestAudit_writesPaused(t *testing.T) {
 		t.Errorf("Available() %v, Unsafe() %v: want a report of no lock to take now, nothing unsafe", r.Available(), r.Unsafe())
 	}
 }
+
+// A node whose restart marker this user may not read (no scripts in its
+// ACL) has an unknown quarantine state, which the table and the JSON say,
+// rather than "ready": the node itself may be recovering.
+func TestAudit_markerUnreadable(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	if _, err := cluster.Node(0).Do(bg, "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := goredis.NewURL("redis://noscripts:pw@" + cluster.Node(0).Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	r := audit(t, []redlock.Conn{conn}, nil)
+	if n := r.Nodes[0]; !n.Reachable || !n.QuarantineUnknown() || n.Recovering {
+		t.Errorf("Reachable %v, QuarantineUnknown %v, Recovering %v: want a reachable node whose quarantine is unknown",
+			n.Reachable, n.QuarantineUnknown(), n.Recovering)
+	}
+	wantFinding(t, r, r.Nodes[0].Node, "recovering", doctor.Info)
+	// Read with the scripts allowed, the same node is no unknown.
+	r = audit(t, goredisConns(t, cluster.Addrs()), nil)
+	if r.Nodes[0].QuarantineUnknown() {
+		t.Error("QuarantineUnknown with a user that may read the marker")
+	}
+}

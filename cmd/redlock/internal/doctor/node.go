@@ -283,6 +283,13 @@ func (n Node) MasterUnknown() bool {
 	return n.Err != nil && strings.Contains(strings.ToLower(n.Err.Error()), "no such master")
 }
 
+// QuarantineUnknown reports a reachable node whose restart marker could
+// not be read (an ACL without the library's scripts, say): whether it sits
+// out a recovery delay is unknown, and Recovering says nothing.
+func (n Node) QuarantineUnknown() bool {
+	return n.Reachable && n.markerErr != nil && n.Shards == nil
+}
+
 // CredentialsRefused reports a node that answered but refused the
 // connection's credentials, or asked for some (WRONGPASS, NOAUTH): it runs
 // and is reached, but cannot vote with this configuration.
