@@ -91,9 +91,11 @@ that name overlapping keys in any order cannot deadlock. Each key is a lock
 of its own, renewed with the others; the command is stopped when any of
 them is lost. With --shared it reads every key; --limit takes one key only.
 Keys are taken all at once at each attempt; while it waits, the run keeps
-a place in every key's queue, dated when it began, so that waiters are
-served in order, and a writer of several keys keeps new readers out as a
-writer of one does. Lock these three accounts together:
+a place in every key's queue, dated when it began, so that runs of
+several keys whose sets overlap are served in order, and a writer of
+several keys keeps new readers out as a writer of one does. Runs of one
+key do not defer to such a place: a stream of them on its keys can delay
+it. Lock these three accounts together:
   redlock run acct-17 acct-42 acct-99 -- ./transfer.sh
 
 Semaphores: with --limit N, redlock takes one of N permits of the semaphore

@@ -124,12 +124,17 @@ func (w *waiting) sharedNote(ctx context.Context, err error) error {
 // attempts is acquire without what it adds to the error: the attempts,
 // and what it says while they fail.
 func (w *waiting) attempts(ctx context.Context) (holding, error) {
-	// The first attempt is made whatever the check of the nodes left of
-	// the wait: it is bounded by the node timeout.
-	held, err := w.take(ctx, true)
-	if err == nil || w.wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) ||
-		errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
-		return held, err
+	var err error
+	queued := w.queuesFromTheStart()
+	if !queued {
+		// The first attempt is made whatever the check of the nodes left
+		// of the wait: it is bounded by the node timeout.
+		var held holding
+		held, err = w.take(ctx, true)
+		if err == nil || w.wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) ||
+			errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
+			return held, err
+		}
 	}
 	if w.wait > 0 {
 		start := w.start
@@ -139,18 +144,27 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, start.Add(time.Duration(w.wait)))
 		defer cancel()
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !queued {
 			return nil, &cutShort{err: err, cause: ctx.Err()} // the wait ran out
 		}
 	}
 	w.began, w.last, w.recent = time.Now(), err, err
-	w.tell(ctx, err)
+	if !queued {
+		w.tell(ctx, err)
+	}
 	// One Acquire waits to the end, keeping the client's place in the
 	// key's queue on the nodes, which a call that ends gives up; it tells
 	// each failed attempt, and every progressCheck the last one told is
 	// the reason said.
 	var told atomic.Pointer[error]
-	notify := redlock.WithRetryNotify(func(err error) { told.Store(&err) })
+	first := make(chan struct{}, 1) // the first failed attempt, told at once
+	notify := redlock.WithRetryNotify(func(err error) {
+		told.Store(&err)
+		select {
+		case first <- struct{}{}:
+		default:
+		}
+	})
 	type taken struct {
 		held holding
 		err  error
@@ -175,11 +189,29 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 		case t := <-done:
 			latest()
 			return t.held, w.reason(t.err)
+		case <-first:
+			first = nil
+			if queued {
+				latest()
+				w.tell(ctx, w.recent)
+			}
 		case <-check.C:
 			latest()
 			w.tell(ctx, w.recent)
 		}
 	}
+}
+
+// queuesFromTheStart reports whether the first attempt is AcquireAll's own,
+// rather than one of TryAcquireAll: for a writer that waits for several
+// keys, with time left to wait. Its first attempt defers to the waiters for
+// overlapping sets that came before it, where TryAcquireAll's would take
+// their keys from them (see redlock.Client.AcquireAll).
+func (w *waiting) queuesFromTheStart() bool {
+	if len(w.keys) < 2 || w.shared || w.wait == 0 {
+		return false
+	}
+	return w.wait < 0 || w.start.IsZero() || time.Now().Before(w.start.Add(time.Duration(w.wait)))
 }
 
 // take makes one attempt when once is set, else attempts until ctx ends:

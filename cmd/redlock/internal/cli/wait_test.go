@@ -309,3 +309,45 @@ func TestWait_noWaitBoundsTheCheckOfTheNodes(t *testing.T) {
 		}
 	}
 }
+
+// Runs of several keys whose sets overlap run in the order they came: a
+// later run finds a key of the earlier one's set free, but defers to its
+// place there. Before, a run's first attempt was TryAcquireAll's, which
+// defers to no set's place, so that 'run b c' took b while 'run a b'
+// waited for a, and ran first.
+func TestWait_overlappingSetsRunInTheOrderTheyCame(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	order := filepath.Join(t.TempDir(), "order")
+	var first acquiredJSON
+	cli(t, "acquire", "--nodes", nodes, "--json", "a").expect(t, exitOK, "acquire").decode(t, &first)
+
+	start := func(name string, keys ...string) (*exec.Cmd, *lockedBuffer) {
+		args := append(append([]string{"run", "--shell"}, keys...), "--", "echo "+name+" >> "+order)
+		cmd := binaryCommand(nodes, args...)
+		stderr := newLockedBuffer()
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd, stderr
+	}
+	early, earlyErr := start("early", "a", "b")
+	waitForText(t, earlyErr, "waiting for", 10*time.Second)
+	// Its place in the queue of b, the key it is not refused, comes with
+	// its second attempt.
+	waitQueued(t, cluster, "b")
+	late, lateErr := start("late", "b", "c")
+	waitForText(t, lateErr, "waiting for", 10*time.Second)
+
+	cli(t, "release", "--nodes", nodes, "a", first.Token).expect(t, exitOK, "release of the first holder")
+	if err := waitTimeout(early, 20*time.Second); err != nil {
+		t.Errorf("the early run: %v\n%s", err, earlyErr)
+	}
+	if err := waitTimeout(late, 20*time.Second); err != nil {
+		t.Errorf("the late run: %v\n%s", err, lateErr)
+	}
+	if b, _ := os.ReadFile(order); string(b) != "early\nlate\n" {
+		t.Errorf("ran in the order %q, want early then late\nearly:\n%s\nlate:\n%s", b, earlyErr, lateErr)
+	}
+}
