@@ -125,6 +125,9 @@ func runBuiltin(s streams, args []string) (code int, ok bool) {
 	case holdVerb:
 		return hold(s.stdout), true
 	case "version", "-version", "--version":
+		if len(args) > 1 {
+			return usageError(s.stderr, "version", fmt.Sprintf("takes no arguments, got %q", args[1:])), true
+		}
 		fmt.Fprintf(s.stdout, "redlock %s\n", version())
 		return exitOK, true
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/wire"
 )
 
 // lockFlags choose what a command takes, or acts on, under the name KEY:
@@ -34,12 +35,16 @@ func (l *lockFlags) registerOwner(fs *flag.FlagSet) {
 }
 
 // ownerValue is --owner's value: an empty one is refused, where it would
-// quietly stand for the default.
+// quietly stand for the default, and so is one the library would refuse,
+// before any node is asked.
 type ownerValue struct{ describedString }
 
 func (o ownerValue) Set(s string) error {
 	if s == "" {
 		return errors.New("empty: give 1 to 255 bytes, or leave --owner out for the default")
+	}
+	if msg := wire.CheckOwner(s); msg != "" {
+		return errors.New(msg)
 	}
 	return o.describedString.Set(s)
 }

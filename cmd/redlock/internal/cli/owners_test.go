@@ -73,18 +73,20 @@ func TestInspect_ownersOfReadersAndPermits(t *testing.T) {
 }
 
 // An owner that cannot go in a token is bad input, said with the flag
-// that gave it, not the library's name for it.
+// that gave it, not the library's name for it, and refused before any node
+// is asked, with the usage hint of every usage error.
 func TestAcquire_invalidOwner(t *testing.T) {
 	_, nodes := newCluster(t, 1)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"acquire", "--nodes", nodes, "--owner", "two words", "k"}, `invalid owner: --owner "two words"`},
+		{[]string{"acquire", "--nodes", nodes, "--owner", "two words", "k"}, `invalid value "two words" for flag -owner: byte 3 is ' '`},
 		{[]string{"release", "--nodes", nodes, "--force", "--by", "two words", "k"}, `invalid owner: --by "two words"`},
 	} {
 		r := cli(t, tc.args...).expect(t, exitUsage, strings.Join(tc.args, " "))
-		if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "WithOwner") || strings.Contains(r.stderr, "ForceRelease") {
+		if !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "WithOwner") || strings.Contains(r.stderr, "ForceRelease") ||
+			!strings.Contains(r.stderr, "Run 'redlock help "+tc.args[0]+"' for usage.") {
 			t.Errorf("%s: stderr: %s", tc.args[0], r.stderr)
 		}
 	}

@@ -57,3 +57,12 @@ func TestVersion_saysWhatIsUnknown(t *testing.T) {
 		t.Errorf("redlock version printed %q", r.stdout)
 	}
 }
+
+// 'redlock version' takes no arguments: an extra one is a usage error, as
+// for every other verb.
+func TestVersion_refusesArguments(t *testing.T) {
+	r := cli(t, "version", "extra").expect(t, exitUsage, "version extra")
+	if r.stdout != "" || !strings.Contains(r.stderr, `takes no arguments, got ["extra"]`) {
+		t.Errorf("redlock version extra: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
