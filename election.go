@@ -213,12 +213,16 @@ func (e *Election) nudgeAtLeadExpiry(ctx context.Context, nudge chan<- struct{})
 		defer close(done)
 		for {
 			// At least a request's time between reads of the nodes.
-			t := time.NewTimer(max(time.Until(e.leadExpiry(ctx)), e.client.requestTimeout()))
+			at, lead := e.leadExpiry(ctx)
+			t := time.NewTimer(max(time.Until(at), e.client.requestTimeout()))
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
+			}
+			if !lead {
+				continue // read again for the next lead
 			}
 			select {
 			case nudge <- struct{}{}:
@@ -233,19 +237,24 @@ func (e *Election) nudgeAtLeadExpiry(ctx context.Context, nudge chan<- struct{})
 }
 
 // leadExpiry returns when the current lead's key expires on a quorum of
-// nodes, as far as they tell, a millisecond past; a long way off when
-// nobody leads or too few nodes answer within two node timeouts, for the Acquire that waits for the
-// lead to end by a release or its retry delays.
-func (e *Election) leadExpiry(ctx context.Context) time.Time {
+// nodes, as far as they tell, a millisecond past, and lead true. When
+// nobody leads, or too few nodes answer within two node timeouts, it
+// returns when to read again, an observer's poll away (a twentieth of the
+// TTL, 50 to 500 ms), and lead false: a lead is usually won right after
+// the one that expired, by another candidate, whose expiry the next read
+// finds. Before, it read again an hour later, and a candidate that had
+// waited through one failover slept through the next leader's expiry
+// until its retry delay.
+func (e *Election) leadExpiry(ctx context.Context) (at time.Time, lead bool) {
 	now := time.Now()
-	far := now.Add(time.Hour)
+	next := now.Add(min(max(e.ttl/observePollDivisor, minObservePoll), maxObservePoll))
 	// Within a round to the nodes: a node that does not answer makes
 	// Inspect wait for it far longer.
 	ictx, cancel := context.WithTimeout(ctx, 2*e.client.requestTimeout())
 	defer cancel()
 	states, err := e.client.Inspect(ictx, e.name)
 	if err != nil {
-		return far
+		return next, false
 	}
 	ttls := make([]time.Duration, 0, len(states))
 	for _, st := range states {
@@ -255,10 +264,10 @@ func (e *Election) leadExpiry(ctx context.Context) time.Time {
 	}
 	quorum := e.client.quorum
 	if len(ttls) < quorum {
-		return far
+		return next, false
 	}
 	slices.Sort(ttls)
-	return now.Add(ttls[quorum-1] + time.Millisecond)
+	return now.Add(ttls[quorum-1] + time.Millisecond), true
 }
 
 // Resign gives up the lead, so that the next candidate is elected at once,

@@ -249,3 +249,54 @@ func leadToken(t *testing.T, cluster *redlocktest.Cluster, key string) string {
 	}
 	return best
 }
+
+// A candidate that waited through one failover is nudged at the next
+// leader's expiry too: a leader elected at one lead's expiry that dies in
+// turn is followed within the TTL it had left, not at the next retry of
+// the candidates (here 6 s or more). Before, the candidate read the nodes
+// again right after the first expiry, found nobody leading yet, and slept
+// an hour; it was elected at its next retry.
+func TestElection_secondFailoverIsOnTime(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	const candidates, ttl = 3, time.Second
+	queue, _ := redlock.QueueKeys("twice")
+	opts := fast()
+	opts.Retry = redlock.ExponentialJitter(6*time.Second, 12*time.Second)
+	clients := make([]*redlock.Client, candidates)
+	elected := make(chan int, candidates)
+	for i := range candidates {
+		clients[i] = newClient(t, cluster, adapters[i%len(adapters)], opts)
+		e := election(t, clients[i], "twice", redlock.WithTTL(ttl))
+		go func() {
+			if err := e.Campaign(bg, fmt.Sprintf("candidate-%d", i)); err == nil {
+				elected <- i
+			}
+		}()
+		if i == 0 {
+			if got := <-elected; got != 0 {
+				t.Fatalf("candidate %d elected first, alone", got)
+			}
+			continue
+		}
+		awaitQueueLength(t, cluster, queue, i)
+	}
+	for leader := range candidates - 1 {
+		died := time.Now()
+		if err := clients[leader].Close(); err != nil { // dies leading
+			t.Fatal(err)
+		}
+		select {
+		case next := <-elected:
+			if next != leader+1 {
+				t.Fatalf("candidate %d elected after candidate %d died, want %d", next, leader, leader+1)
+			}
+			// Its lead had at most the TTL left, and a candidate reads the
+			// nodes a twentieth of it after a vacancy.
+			if took := time.Since(died); took > 3*ttl {
+				t.Errorf("candidate %d elected %s after candidate %d died with at most %s of its lead left", next, took, leader, ttl)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("nobody elected 30 s after candidate %d died", leader)
+		}
+	}
+}
