@@ -342,7 +342,10 @@ func (e *Election) Done() <-chan struct{} {
 // ErrNoLeader before its first election or after Resign, the lead's lock
 // error once it lost it (ErrLockLost, wrapping ErrClosed when the lead
 // ended because its Client was closed; ErrReleased when its Lock was
-// released directly rather than by Resign).
+// released directly rather than by Resign). A Client closed while leading
+// renews the lead no more but does not end it: Err stays nil, and Done
+// open, until the loss margin before its validity ends, up to a TTL after
+// Close. Resign before Close to end it at once.
 func (e *Election) Err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -54,8 +54,9 @@ SIGINT, so that a shell running it stops too), one line each:
 (a leader of another library, whose token names no owner, shows VALUE
 "-", TERM 0 and TIME "unknown"), or with --json one object a line: {"name", "vacant", "value", "term",
 "since", "token"}, every field on every line: a vacancy has "value",
-"since" and "token" "" and "term" 0 ("since" is "" too for a leader whose
-token does not say, one of another library). Leaders come in the order of their terms; a vacancy is
+"since" and "token" "" and "term" 0 ("value" and "since" are "" too for
+a leader whose token does not say, one of another library, which the
+"token" field then shows). Leaders come in the order of their terms; a vacancy is
 printed when the lead ends without a new leader yet. A leader that came
 and went between two reads of the nodes (every TTL/20, from 50ms to
 500ms, and at each announced release) may go unprinted. While too few
