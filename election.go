@@ -204,16 +204,29 @@ func (e *Election) register(ctx *context.Context, stop context.CancelCauseFunc) 
 var errLeadsAlready = errors.New("redlock: this candidate leads already")
 
 // nudgeAtLeadExpiry sends on nudge each time the current lead's key
-// expires on a quorum (see leadExpiry), until ctx ends or the returned stop
-// is called, which waits for it to end.
+// expires on a quorum (see leadExpiry), and at each read of the nodes that
+// finds nobody leading, until ctx ends or the returned stop is called,
+// which waits for it to end.
 func (e *Election) nudgeAtLeadExpiry(ctx context.Context, nudge chan<- struct{}) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		send := func() {
+			select {
+			case nudge <- struct{}{}:
+			default:
+			}
+		}
 		for {
-			// At least a request's time between reads of the nodes.
 			at, lead := e.leadExpiry(ctx)
+			if !lead {
+				// Nobody leads: the key is free, and an attempt of the
+				// waiting candidate is due (one that the expiry's nudge
+				// began may have failed, its nodes late).
+				send()
+			}
+			// At least a request's time between reads of the nodes.
 			t := time.NewTimer(max(time.Until(at), e.client.requestTimeout()))
 			select {
 			case <-ctx.Done():
@@ -221,12 +234,8 @@ func (e *Election) nudgeAtLeadExpiry(ctx context.Context, nudge chan<- struct{})
 				return
 			case <-t.C:
 			}
-			if !lead {
-				continue // read again for the next lead
-			}
-			select {
-			case nudge <- struct{}{}:
-			default:
+			if lead {
+				send()
 			}
 		}
 	}()
@@ -244,7 +253,7 @@ func (e *Election) nudgeAtLeadExpiry(ctx context.Context, nudge chan<- struct{})
 // the one that expired, by another candidate, whose expiry the next read
 // finds. Before, it read again an hour later, and a candidate that had
 // waited through one failover slept through the next leader's expiry
-// until its retry delay.
+// until its retry delay, as did one whose attempt at the expiry failed.
 func (e *Election) leadExpiry(ctx context.Context) (at time.Time, lead bool) {
 	now := time.Now()
 	next := now.Add(min(max(e.ttl/observePollDivisor, minObservePoll), maxObservePoll))
