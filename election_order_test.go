@@ -124,28 +124,7 @@ func TestElection_concurrentCampaignsOfOneCandidate(t *testing.T) {
 func TestElection_afterLeadersDieCandidatesAreElectedInOrder(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	const candidates, ttl = 4, time.Second
-	queue, _ := redlock.QueueKeys("crashing")
-	clients := make([]*redlock.Client, candidates)
-	elected := make(chan int, candidates)
-	for i := range candidates {
-		clients[i] = newClient(t, cluster, adapters[i%len(adapters)], nil)
-		e, err := clients[i].NewElection("crashing", redlock.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			if err := e.Campaign(bg, fmt.Sprintf("candidate-%d", i)); err == nil {
-				elected <- i
-			}
-		}()
-		if i == 0 {
-			if got := <-elected; got != 0 {
-				t.Fatalf("candidate %d elected first, alone", got)
-			}
-			continue
-		}
-		awaitQueueLength(t, cluster, queue, i) // in line before the next one comes
-	}
+	clients, elected := campaignInLine(t, cluster, "crashing", candidates, ttl, nil)
 	for leader := range candidates - 1 {
 		if err := clients[leader].Close(); err != nil { // dies leading
 			t.Fatal(err)
@@ -159,6 +138,35 @@ func TestElection_afterLeadersDieCandidatesAreElectedInOrder(t *testing.T) {
 			t.Fatalf("nobody elected %s after candidate %d died", 10*ttl, leader)
 		}
 	}
+}
+
+// campaignInLine starts n candidates in the election name, each a Client of
+// its own with opts over cluster, alternating the adapters, each with a
+// lead of ttl: the first is elected, and each of the others is in line
+// before the next one comes. It returns the clients and the channel on
+// which each candidate's index is sent when it is elected.
+func campaignInLine(t *testing.T, cluster *redlocktest.Cluster, name string, n int, ttl time.Duration, opts *redlock.Options) ([]*redlock.Client, <-chan int) {
+	t.Helper()
+	queue, _ := redlock.QueueKeys(name)
+	clients := make([]*redlock.Client, n)
+	elected := make(chan int, n)
+	for i := range n {
+		clients[i] = newClient(t, cluster, adapters[i%len(adapters)], opts)
+		e := election(t, clients[i], name, redlock.WithTTL(ttl))
+		go func() {
+			if err := e.Campaign(bg, fmt.Sprintf("candidate-%d", i)); err == nil {
+				elected <- i
+			}
+		}()
+		if i == 0 {
+			if got := <-elected; got != 0 {
+				t.Fatalf("candidate %d elected first, alone", got)
+			}
+			continue
+		}
+		awaitQueueLength(t, cluster, queue, i) // in line before the next one comes
+	}
+	return clients, elected
 }
 
 // awaitQueueLength waits until the sorted set queue holds at least n
@@ -259,27 +267,9 @@ func leadToken(t *testing.T, cluster *redlocktest.Cluster, key string) string {
 func TestElection_secondFailoverIsOnTime(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	const candidates, ttl = 3, time.Second
-	queue, _ := redlock.QueueKeys("twice")
 	opts := fast()
 	opts.Retry = redlock.ExponentialJitter(6*time.Second, 12*time.Second)
-	clients := make([]*redlock.Client, candidates)
-	elected := make(chan int, candidates)
-	for i := range candidates {
-		clients[i] = newClient(t, cluster, adapters[i%len(adapters)], opts)
-		e := election(t, clients[i], "twice", redlock.WithTTL(ttl))
-		go func() {
-			if err := e.Campaign(bg, fmt.Sprintf("candidate-%d", i)); err == nil {
-				elected <- i
-			}
-		}()
-		if i == 0 {
-			if got := <-elected; got != 0 {
-				t.Fatalf("candidate %d elected first, alone", got)
-			}
-			continue
-		}
-		awaitQueueLength(t, cluster, queue, i)
-	}
+	clients, elected := campaignInLine(t, cluster, "twice", candidates, ttl, opts)
 	for leader := range candidates - 1 {
 		died := time.Now()
 		if err := clients[leader].Close(); err != nil { // dies leading
