@@ -106,8 +106,8 @@ func TestAcquire_otlpExportsMetricsAndSpans(t *testing.T) {
 			defer srv.Close()
 			cmd := binaryCommand(nodes, append(append([]string{"acquire"}, tc.args...), "--wait", "0", "job-"+tc.name)...)
 			cmd.Env = append(cmd.Env, append(tc.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
+			var stdout, stderr bytes.Buffer // the token goes somewhere: no warning of its loss
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
 				t.Fatalf("redlock acquire: %v\n%s", err, stderr.String())
 			}
@@ -133,8 +133,8 @@ func TestAcquire_otlpCollectorDownIsSaidOnce(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	cmd := binaryCommand(nodes, "acquire", "--metrics", "otlp", "--traces", "otlp", "--wait", "0", "job")
 	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+freeAddr(t))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer // the token goes somewhere: no warning of its loss
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("redlock acquire: %v\n%s", err, stderr.String())
 	}

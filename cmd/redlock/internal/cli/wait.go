@@ -176,6 +176,7 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 	}()
 	check := time.NewTicker(progressCheck)
 	defer check.Stop()
+	firstFailed := (<-chan struct{})(first)
 	latest := func() {
 		if err := told.Swap(nil); err != nil {
 			w.recent = *err
@@ -189,8 +190,8 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 		case t := <-done:
 			latest()
 			return t.held, w.reason(t.err)
-		case <-first:
-			first = nil
+		case <-firstFailed:
+			firstFailed = nil // told once
 			if queued {
 				latest()
 				w.tell(ctx, w.recent)
