@@ -25,21 +25,7 @@ var secretParams = []string{"password", "sentinel_password"}
 // rediss or unix scheme, and a host unless it is a unix socket. Errors
 // wrap ErrInvalidURL and never contain a password.
 func Parse(raw string) (*url.URL, error) {
-	if strings.TrimSpace(raw) == "" {
-		return nil, fmt.Errorf("%w: an empty URL (a list with a comma too many?)", ErrInvalidURL)
-	}
-	if !strings.Contains(raw, "://") {
-		if scheme, rest, typo := missingColon(raw); typo {
-			fixed := Redact(scheme + "://" + rest)
-			return nil, fmt.Errorf("%w: %s//…: the scheme lacks its ':': write %s", ErrInvalidURL, scheme, fixed)
-		}
-		if err := checkUserinfo("redis://" + raw); err != nil {
-			return nil, err
-		}
-		withScheme := strings.TrimPrefix(Redact("redis://"+raw), "redis://")
-		return nil, fmt.Errorf("%w: %s: not a URL: write redis://%s (rediss:// for TLS)", ErrInvalidURL, withScheme, withScheme)
-	}
-	if err := checkUserinfo(raw); err != nil {
+	if err := checkWritten(raw); err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(raw)
@@ -50,28 +36,54 @@ func Parse(raw string) (*url.URL, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
 	}
-	switch u.Scheme {
-	case "redis", "rediss", "unix":
-	default:
-		return nil, fmt.Errorf("%w: %s: scheme must be redis, rediss or unix", ErrInvalidURL, Redact(raw))
-	}
-	if u.Scheme != "unix" && u.Host == "" {
-		return nil, fmt.Errorf("%w: %s: no host", ErrInvalidURL, Redact(raw))
-	}
-	if u.Scheme != "unix" {
-		for _, hostport := range append([]string{u.Host}, u.Query()["addr"]...) {
-			if err := checkHostPort(hostport); err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
-			}
-		}
-	}
-	if err := checkDB(u); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
-	}
-	if err := checkCluster(u.Query()); err != nil {
+	if err := checkParts(u); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidURL, Redact(raw), err)
 	}
 	return u, nil
+}
+
+// checkWritten refuses what cannot be parsed as a node URL safely: an
+// empty string, a URL without its scheme (or with a scheme that lacks its
+// ':'), and a user name or password with characters that would end it.
+func checkWritten(raw string) error {
+	if strings.TrimSpace(raw) == "" {
+		return fmt.Errorf("%w: an empty URL (a list with a comma too many?)", ErrInvalidURL)
+	}
+	if strings.Contains(raw, "://") {
+		return checkUserinfo(raw)
+	}
+	if scheme, rest, typo := missingColon(raw); typo {
+		fixed := Redact(scheme + "://" + rest)
+		return fmt.Errorf("%w: %s//…: the scheme lacks its ':': write %s", ErrInvalidURL, scheme, fixed)
+	}
+	if err := checkUserinfo("redis://" + raw); err != nil {
+		return err
+	}
+	withScheme := strings.TrimPrefix(Redact("redis://"+raw), "redis://")
+	return fmt.Errorf("%w: %s: not a URL: write redis://%s (rediss:// for TLS)", ErrInvalidURL, withScheme, withScheme)
+}
+
+// checkParts checks the parts of a parsed node URL: its scheme, its host
+// and ports, its database and its cluster parameter.
+func checkParts(u *url.URL) error {
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Host == "" {
+			return errors.New("no host")
+		}
+		for _, hostport := range append([]string{u.Host}, u.Query()["addr"]...) {
+			if err := checkHostPort(hostport); err != nil {
+				return err
+			}
+		}
+	case "unix":
+	default:
+		return errors.New("scheme must be redis, rediss or unix")
+	}
+	if err := checkDB(u); err != nil {
+		return err
+	}
+	return checkCluster(u.Query())
 }
 
 // checkDB refuses a database number that is not a whole number from 0, in
