@@ -50,8 +50,9 @@ type Bound struct {
 	// stays bounded, but longer, with how much longer: a call that one
 	// touches, from its start to its cost past its end, is held to Wait
 	// plus the cost rather than left out (FaultFree), unless it is a call
-	// of the process the fault hit (its Target), which is left out. Loops
-	// count them as faults.
+	// of the process the fault hit (its Target), which is left out. A
+	// loop's run is likewise held to Wait plus the cost over the stretches
+	// in which the lock was free for it.
 	Costs map[string]time.Duration
 	// Settle is how long the history's start counts as a fault, as the
 	// nodes settle, and at least until every process made its first call:
@@ -247,7 +248,7 @@ func faultWindows(faults []history.Fault, b Bound, start, allStarted int64) []sp
 // kind, rather than left out (see Costs).
 func (b Bound) costs(kind string) bool {
 	_, ok := b.Costs[kind]
-	return ok && !b.Loops
+	return ok
 }
 
 // MostCost returns the longest cost of Costs: the most a call may wait
@@ -319,10 +320,9 @@ func touched(windows []span, from, to int64) bool {
 func (l *liveness) measure(a acquisition) {
 	faulted := touched(l.windows, a.start, a.end)
 	cost, by, own := l.extra(a)
-	faulted = faulted || own
-	if faulted {
+	if faulted || own {
 		l.waits.Outside++
-		if !l.bound.Loops {
+		if !l.bound.Loops || own {
 			return
 		}
 	}

@@ -275,3 +275,34 @@ func TestCheckLiveness_whatIsFreeForWhom(t *testing.T) {
 		})
 	}
 }
+
+// A loop that a fault of a kind in Costs touches is held to the bound
+// plus its cost over the stretches in which the lock was free for it,
+// rather than only outside the fault: a leader killed while it leads
+// leaves the lock to expire, and the next is held to how long it stays
+// free past that expiry.
+func TestCheckLiveness_costlyFaultsLengthenTheLoopsBound(t *testing.T) {
+	bound := looping
+	bound.FaultFree, bound.Recovery = true, 50*time.Millisecond
+	bound.Costs = map[string]time.Duration{"kill-leader": 200 * time.Millisecond}
+	// worker-0 leads from 1 ms until 100 ms and is killed at 10 ms: it
+	// never releases, and its next campaign never returns. worker-1
+	// campaigns from 5 ms until it leads at granted.
+	killed := func(granted int64) *builder {
+		b := newBuilder()
+		b.grant("worker-0", 0, 1*ms, 100*ms, 0, 0, 1)
+		b.op("worker-0", history.OpAcquire, 9*ms, 0, "", nil)
+		b.grant("worker-1", 5*ms, granted, granted+500*ms, granted+5*ms, granted+6*ms, 2)
+		b.events = append(b.events, history.Event{Time: 10 * ms, Process: history.ProcNemesis, Type: history.Info,
+			Op: "kill-leader", ID: 1, Target: "worker-0"})
+		b.op("worker-2", history.OpRead, 900*ms, 901*ms, history.OK, nil) // the history ends at 901 ms
+		return b
+	}
+	r := liveness(t, killed(300*ms), bound)
+	wantStarved(t, r, 0)
+	if r.Waits.Outside != 1 || r.Waits.Longest != 200*time.Millisecond {
+		t.Fatalf("%d left out, longest %v; want the killed leader's campaign left out, 200ms", r.Waits.Outside, r.Waits.Longest)
+	}
+	wantStarved(t, liveness(t, killed(400*ms), bound), 1, "the lock was free for it for 300 ms, from +0.100s",
+		"past the bound of 250 ms (50 ms, and 200 ms for the kill-leader of worker-0 at +0.010s)")
+}

@@ -143,6 +143,11 @@ func harmless(f faults.Fault) (kind, why string) {
 // comes last; dropped subscriptions (DropSubscriptions) until its client
 // subscribed again. Its kinds are nil for other faults.
 func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, why string) {
+	if _, ok := f.(faults.KillLeadersAtRead); ok {
+		return []string{faults.KindKillLeader}, s.TTL, fmt.Sprintf("a candidate that a leader's death touches may "+
+			"find the lead free %v longer: the history knows the deadline of the lead's grant, and its renewals, "+
+			"up to the death, keep it on the nodes up to a TTL later; the killed workers' own calls are left out", s.TTL)
+	}
 	if _, ok := f.(faults.DropSubscriptions); ok && s.Wait {
 		return []string{faults.KindDropSubscriptions}, resubscribe, fmt.Sprintf("a waiter that a drop of the "+
 			"subscriptions touches may wait %v more: a release announced before its client subscribed again "+
@@ -162,8 +167,16 @@ func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, wh
 // up: four TTLs, or a TTL past the longest a waiter may wait (the bound on
 // waiting and the most a fault lengthens it by) if that is longer, so that
 // a give-up always means a wait past the bound.
+//
+// Candidates of an election with long retry pauses campaign for the whole
+// row, as a long-lived candidate does: a new Campaign call reads the
+// nodes afresh, so that only a call that waits through several failovers
+// shows whether it learns of each lead's expiry.
 func (s Scenario) WaitFor() time.Duration {
 	s = s.WithDefaults()
+	if s.Elect && s.RetryPause > 0 {
+		return s.Duration
+	}
 	if !s.Wait {
 		return 0
 	}
@@ -251,7 +264,7 @@ func (s Scenario) hold() time.Duration {
 // at least so many grants in the row's duration, each ending one loop's
 // run of attempts, while at most one run per loop is cut short at the end.
 func (s Scenario) loopBound() check.Bound {
-	round := roundTrip + DefaultRetryMax
+	round, pause := s.loopRound()
 	wait := loopRounds*round + stall
 	loops := s.Workers * max(s.Goroutines, 1)
 	grants := int(s.Duration / (wait + s.hold() + stall))
@@ -259,8 +272,24 @@ func (s Scenario) loopBound() check.Bound {
 	if grants > 0 {
 		b.MinServed = float64(grants) / float64(grants+loops)
 	}
-	b.Derivation = fmt.Sprintf("lock free while loops try: %d rounds × (attempt ≤ round %v + pause ≤ %v) + stall %v; "+
+	b.Derivation = fmt.Sprintf("lock free while loops try: %d rounds × (%s) + stall %v; "+
 		"served: at least %v / (that + hold %v + stall) = %d grants, so %d of %d runs (one per loop cut short at the end)",
-		loopRounds, roundTrip, DefaultRetryMax, stall, s.Duration, s.hold(), grants, grants, grants+loops)
+		loopRounds, pause, stall, s.Duration, s.hold(), grants, grants, grants+loops)
 	return b
+}
+
+// loopRound returns how long one round of a loop's attempts takes at most
+// while the lock is free, and says why: an attempt and a pause of the
+// retry policy; for candidates of an election whose retry pauses are
+// longer (RetryPause), a read of the nodes that finds the lead free, at
+// the lead's expiry or at the poll that follows a failed attempt (the
+// library's observer poll, a twentieth of the TTL, 50 to 500 ms), and the
+// attempt it nudges.
+func (s Scenario) loopRound() (time.Duration, string) {
+	if s.Elect && s.RetryPause > 0 {
+		poll := min(max(s.TTL/20, 50*time.Millisecond), 500*time.Millisecond)
+		return 2*roundTrip + poll, fmt.Sprintf("read ≤ round %v + attempt ≤ round %v + poll ≤ %v, not the %v retry pause: "+
+			"a candidate reads the nodes at the lead's expiry and while the lead is free", roundTrip, roundTrip, poll, s.RetryPause)
+	}
+	return roundTrip + DefaultRetryMax, fmt.Sprintf("attempt ≤ round %v + pause ≤ %v", roundTrip, DefaultRetryMax)
 }

@@ -21,7 +21,9 @@ const (
 // the validity windows (Overlap, Linearizable), terms strictly increasing
 // (FenceOrder), no write by a leader that lost the lead (LostUpdate), and
 // each observer's leaders in term order (Observed), under faults of the
-// leader (killed, paused, cut off) and of the nodes. Candidates are held to the bound of workers
+// leader (killed, paused, cut off; leader-kills: one leader after another,
+// with retry pauses that only the candidates' reads of the nodes make up
+// for) and of the nodes. Candidates are held to the bound of workers
 // that loop TryAcquire, not of waiters in Acquire: an election promises no
 // candidate its turn, only that it does not stay vacant for long while
 // candidates campaign.
@@ -49,6 +51,17 @@ func electionRows() []Scenario {
 			func() []faults.Fault {
 				return []faults.Fault{faults.IsolateWorkerAtRead{Worker: 0, Cooldown: 200 * time.Millisecond}}
 			}),
+		{
+			Name: "election/leader-kills", About: "eight candidates whose retry pauses are 12 s campaign for the whole row; " +
+				"six leaders, one after another, are killed with SIGKILL at their first read: nobody resigns, and each next " +
+				"leader is elected within the bound past the dead lead's expiry, which the waiting candidates must learn of " +
+				"from their own reads of the nodes, failover after failover",
+			Workers: 8, Elect: true, Observe: true, Renew: true, RetryPause: longRetryPause,
+			ThinkMin: electionThinkMin, ThinkMax: electionThinkMax, Duration: 10 * time.Second,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.KillLeadersAtRead{Kills: 6}}
+			},
+		},
 		elect("minority-kill", "kill -9 one or two nodes and restart them empty while candidates campaign and lead", minorityKill),
 		elect("node-pause", "SIGSTOP one or two nodes for up to 700 ms while candidates campaign and lead",
 			func() []faults.Fault {
