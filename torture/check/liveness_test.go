@@ -148,18 +148,9 @@ func TestCheckLiveness_costlyFaultsLengthenTheBound(t *testing.T) {
 	bound.FaultFree, bound.Recovery = true, 50*time.Millisecond
 	bound.Costs = map[string]time.Duration{"kill-holder": 300 * time.Millisecond}
 	// worker-0 holds from 1 ms and is killed at 10 ms, holding: it never
-	// releases, and its next call never returns, waiting past any bound. worker-1 waits from 5 ms
-	// for its grant at granted.
-	stranded := func(granted int64) *builder {
-		b := newBuilder()
-		b.grant("worker-0", 0, 1*ms, 500*ms, 0, 0, 1)
-		b.op("worker-0", history.OpAcquire, 9*ms, 0, "", nil)
-		b.grant("worker-1", 5*ms, granted, granted+500*ms, granted+5*ms, granted+6*ms, 2)
-		b.events = append(b.events, history.Event{Time: 10 * ms, Process: history.ProcNemesis, Type: history.Info,
-			Op: "kill-holder", ID: 1, Target: "worker-0"})
-		b.op("worker-2", history.OpRead, 800*ms, 801*ms, history.OK, nil) // the history ends at 801 ms
-		return b
-	}
+	// releases, and its next call never returns, waiting past any bound.
+	// worker-1 waits from 5 ms for its grant at granted.
+	stranded := func(granted int64) *builder { return diesHolding("kill-holder", 500*ms, granted, 801*ms) }
 	r := liveness(t, stranded(395*ms), bound)
 	wantStarved(t, r, 0)
 	if r.Waits.Outside != 1 || r.Waits.Measured != 2 || r.Waits.Longest != 390*time.Millisecond {
@@ -175,6 +166,21 @@ func TestCheckLiveness_costlyFaultsLengthenTheBound(t *testing.T) {
 	if r.Waits.Outside != 2 {
 		t.Fatalf("%d left out, want worker-0's second call and worker-1's", r.Waits.Outside)
 	}
+}
+
+// diesHolding records worker-0 granted the lock from 1 ms to deadline and
+// killed at 10 ms by a fault of kind, holding it: it never releases, and
+// its next call, from 9 ms, never returns. worker-1 waits from 5 ms for
+// its grant at granted. The history ends at end.
+func diesHolding(kind string, deadline, granted, end int64) *builder {
+	b := newBuilder()
+	b.grant("worker-0", 0, 1*ms, deadline, 0, 0, 1)
+	b.op("worker-0", history.OpAcquire, 9*ms, 0, "", nil)
+	b.grant("worker-1", 5*ms, granted, granted+500*ms, granted+5*ms, granted+6*ms, 2)
+	b.events = append(b.events, history.Event{Time: 10 * ms, Process: history.ProcNemesis, Type: history.Info,
+		Op: kind, ID: 1, Target: "worker-0"})
+	b.op("worker-2", history.OpRead, end-1*ms, end, history.OK, nil)
+	return b
 }
 
 // Readers are held to the bound as writers are.
@@ -288,16 +294,7 @@ func TestCheckLiveness_costlyFaultsLengthenTheLoopsBound(t *testing.T) {
 	// worker-0 leads from 1 ms until 100 ms and is killed at 10 ms: it
 	// never releases, and its next campaign never returns. worker-1
 	// campaigns from 5 ms until it leads at granted.
-	killed := func(granted int64) *builder {
-		b := newBuilder()
-		b.grant("worker-0", 0, 1*ms, 100*ms, 0, 0, 1)
-		b.op("worker-0", history.OpAcquire, 9*ms, 0, "", nil)
-		b.grant("worker-1", 5*ms, granted, granted+500*ms, granted+5*ms, granted+6*ms, 2)
-		b.events = append(b.events, history.Event{Time: 10 * ms, Process: history.ProcNemesis, Type: history.Info,
-			Op: "kill-leader", ID: 1, Target: "worker-0"})
-		b.op("worker-2", history.OpRead, 900*ms, 901*ms, history.OK, nil) // the history ends at 901 ms
-		return b
-	}
+	killed := func(granted int64) *builder { return diesHolding("kill-leader", 100*ms, granted, 901*ms) }
 	r := liveness(t, killed(300*ms), bound)
 	wantStarved(t, r, 0)
 	if r.Waits.Outside != 1 || r.Waits.Longest != 200*time.Millisecond {
