@@ -130,32 +130,55 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 		// The first attempt is made whatever the check of the nodes left
 		// of the wait: it is bounded by the node timeout.
 		var held holding
-		held, err = w.take(ctx, true)
-		if err == nil || w.wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) ||
-			errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil {
+		if held, err = w.take(ctx, true); w.firstIsLast(ctx, err) {
 			return held, err
 		}
 	}
-	if w.wait > 0 {
-		start := w.start
-		if start.IsZero() {
-			start = time.Now()
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, start.Add(time.Duration(w.wait)))
-		defer cancel()
-		if ctx.Err() != nil && !queued {
-			return nil, &cutShort{err: err, cause: ctx.Err()} // the wait ran out
-		}
+	ctx, cancel := w.withinWait(ctx)
+	defer cancel()
+	if w.wait > 0 && ctx.Err() != nil && !queued {
+		return nil, &cutShort{err: err, cause: ctx.Err()} // the wait ran out
 	}
 	w.began, w.last, w.recent = time.Now(), err, err
 	if !queued {
 		w.tell(ctx, err)
 	}
-	// One Acquire waits to the end, keeping the client's place in the
-	// key's queue on the nodes, which a call that ends gives up; it tells
-	// each failed attempt, and every progressCheck the last one told is
-	// the reason said.
+	return w.waitTelling(ctx, queued)
+}
+
+// firstIsLast reports whether the first attempt, which ended with err, ends
+// the wait: it won, there is no wait, or it failed for a reason other than
+// the key held, or ctx ended.
+func (w *waiting) firstIsLast(ctx context.Context, err error) bool {
+	return err == nil || w.wait == 0 || !errors.Is(err, redlock.ErrNotAcquired) ||
+		errors.Is(err, redlock.ErrInvalidOptions) || ctx.Err() != nil
+}
+
+// withinWait returns ctx bounded by --wait from the wait's start (now when
+// it has none), and ctx itself when the wait is unbounded.
+func (w *waiting) withinWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if w.wait <= 0 {
+		return ctx, func() {}
+	}
+	start := w.start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	return context.WithDeadline(ctx, start.Add(time.Duration(w.wait)))
+}
+
+// taken is what the waiting call returned.
+type taken struct {
+	held holding
+	err  error
+}
+
+// waitTelling makes the one Acquire (AcquireAll, Campaign) that waits to
+// the end, keeping the client's place in the key's queue on the nodes,
+// which a call that ends gives up. It tells the first failed attempt of a
+// wait that queued from the start at once, and every progressCheck the
+// last one told is the reason said.
+func (w *waiting) waitTelling(ctx context.Context, queued bool) (holding, error) {
 	var told atomic.Pointer[error]
 	first := make(chan struct{}, 1) // the first failed attempt, told at once
 	notify := redlock.WithRetryNotify(func(err error) {
@@ -165,10 +188,6 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 		default:
 		}
 	})
-	type taken struct {
-		held holding
-		err  error
-	}
 	done := make(chan taken, 1)
 	go func() {
 		held, err := w.take(ctx, false, notify)
@@ -177,28 +196,31 @@ func (w *waiting) attempts(ctx context.Context) (holding, error) {
 	check := time.NewTicker(progressCheck)
 	defer check.Stop()
 	firstFailed := (<-chan struct{})(first)
-	latest := func() {
-		if err := told.Swap(nil); err != nil {
-			w.recent = *err
-			if answered(*err) {
-				w.last = *err
-			}
-		}
-	}
 	for {
 		select {
 		case t := <-done:
-			latest()
+			w.latest(&told)
 			return t.held, w.reason(t.err)
 		case <-firstFailed:
 			firstFailed = nil // told once
 			if queued {
-				latest()
+				w.latest(&told)
 				w.tell(ctx, w.recent)
 			}
 		case <-check.C:
-			latest()
+			w.latest(&told)
 			w.tell(ctx, w.recent)
+		}
+	}
+}
+
+// latest takes the failed attempt told last, if any since, as the recent
+// reason, and as the last one when nodes answered it.
+func (w *waiting) latest(told *atomic.Pointer[error]) {
+	if err := told.Swap(nil); err != nil {
+		w.recent = *err
+		if answered(*err) {
+			w.last = *err
 		}
 	}
 }
