@@ -404,7 +404,8 @@ func (r *Report) duplicateFindings(fs *findingList) {
 }
 
 // quorumFindings reports a majority lost or at its edge, and node counts
-// that tolerate no failure or no more than one node fewer would.
+// that tolerate no failure or no more than one node fewer would
+// (countFindings).
 func (r *Report) quorumFindings(fs *findingList) {
 	total := len(r.Nodes)
 	// A node that answers but refuses this client's credentials counts
@@ -435,6 +436,13 @@ func (r *Report) quorumFindings(fs *findingList) {
 		fs.add("", Warning, "quorum", back,
 			"%d of %d nodes %s, %d needed: one more failure stops locking", r.Reachable, total, reachable, r.Quorum)
 	}
+	r.countFindings(fs)
+}
+
+// countFindings reports node counts that tolerate no failure, or no more
+// than one node fewer would.
+func (r *Report) countFindings(fs *findingList) {
+	total := len(r.Nodes)
 	switch {
 	case total == 1 && (r.Nodes[0].SentinelManaged || r.Nodes[0].Cluster):
 		fs.add("", Info, "quorum", "use 3 or 5 independent deployments to survive the loss of one",
