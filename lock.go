@@ -582,7 +582,9 @@ func (c *Client) ExtendToken(ctx context.Context, key, token string, ttl time.Du
 // empty token). A permit of a semaphore is a lock of its own key, the
 // permit's Lock.Key, not the semaphore's name: released under that name,
 // its token is found nowhere (ErrNotHeld) and the permit stays held until
-// its TTL passes.
+// its TTL passes. The Lock of the same acquisition, released right after,
+// may still find its token on a node this release had not reached yet, and
+// then returns nil rather than ErrNotHeld.
 func (c *Client) ReleaseToken(ctx context.Context, key, token string) error {
 	l, err := c.tokenLock(key, token, c.opts.TTL)
 	if err != nil {

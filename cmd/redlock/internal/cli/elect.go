@@ -124,27 +124,9 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	if c.json {
 		return usageError(s.stderr, "elect", "--json goes with --listen")
 	}
-	if len(args) < 2 || args[0] == "--" || args[1] == "--" {
-		return usageError(s.stderr, "elect", "want NAME VALUE [-- COMMAND [ARGS...]]")
-	}
-	if dashes := slices.Index(args, "--"); dashes > 2 {
-		return usageError(s.stderr, "elect", fmt.Sprintf("want NAME VALUE [-- COMMAND [ARGS...]]: %d words before the first --; "+
-			"put -- right after VALUE when the command has a -- of its own", dashes))
-	}
-	name, value, argv := args[0], args[1], args[2:]
-	if msg := checkKeys([]string{name}); msg != "" {
-		return usageError(s.stderr, "elect", strings.Replace(msg, "KEY", "NAME", 1))
-	}
-	if msg := checkValue(value); msg != "" {
+	name, value, argv, msg := electArgs(args)
+	if msg != "" {
 		return usageError(s.stderr, "elect", msg)
-	}
-	if len(argv) == 1 && argv[0] == "--" {
-		// An empty command, as from a variable that expanded to nothing,
-		// is a mistake, not a request to hold the lead without one.
-		return usageError(s.stderr, "elect", fmt.Sprintf("missing COMMAND after --; to lead without one, end with VALUE %q", value))
-	}
-	if len(argv) > 0 && argv[0] == "--" {
-		argv = argv[1:]
 	}
 	if len(argv) == 0 {
 		// Hold the lead until interrupted, as etcdctl elect does.
@@ -163,6 +145,35 @@ func (c *electConfig) elect(ctx context.Context, s streams, args []string) int {
 	}
 	c.campaign = value
 	return c.runHolding(ctx, s, []string{name}, argv)
+}
+
+// electArgs splits elect's arguments, NAME VALUE [-- COMMAND [ARGS...]],
+// into the election's name, the candidate's value and the command (none
+// to hold the lead until interrupted), or says what is wrong with them.
+func electArgs(args []string) (name, value string, argv []string, msg string) {
+	if len(args) < 2 || args[0] == "--" || args[1] == "--" {
+		return "", "", nil, "want NAME VALUE [-- COMMAND [ARGS...]]"
+	}
+	if dashes := slices.Index(args, "--"); dashes > 2 {
+		return "", "", nil, fmt.Sprintf("want NAME VALUE [-- COMMAND [ARGS...]]: %d words before the first --; "+
+			"put -- right after VALUE when the command has a -- of its own", dashes)
+	}
+	name, value, argv = args[0], args[1], args[2:]
+	if msg := checkKeys([]string{name}); msg != "" {
+		return "", "", nil, strings.Replace(msg, "KEY", "NAME", 1)
+	}
+	if msg := checkValue(value); msg != "" {
+		return "", "", nil, msg
+	}
+	if len(argv) == 1 && argv[0] == "--" {
+		// An empty command, as from a variable that expanded to nothing,
+		// is a mistake, not a request to hold the lead without one.
+		return "", "", nil, fmt.Sprintf("missing COMMAND after --; to lead without one, end with VALUE %q", value)
+	}
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	return name, value, argv, ""
 }
 
 // checkValue says what is wrong with an election's VALUE, which is the
