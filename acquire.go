@@ -415,13 +415,33 @@ func (a *acquisition) wait(delay time.Duration) (live, named bool) {
 		wake = wait.NoWakeup
 	}
 	var polled bool
-	live, named, polled = waitForRelease(a.ctx, a.c.closed, wake, freed, offer.sentOrNil(), delay)
+	for {
+		live, named, polled = waitForRelease(a.ctx, a.c.closed, wake, freed, offer.sentOrNil(), delay)
+		if delay = a.heldHereFor(offer, polled); delay == 0 {
+			break
+		}
+	}
 	a.place.polled = polled
 	if offer != nil && !offer.Withdraw() {
 		a.carried = offer // the release took the attempt with it
 		return true, false
 	}
 	return live, named
+}
+
+// heldHereFor returns how much longer the first wait of a call whose
+// turn started while this client holds the lock goes on, once its delay
+// ran out (polled) with the attempt still offered to that lock's release:
+// while the lock is held, up to its validity deadline, an attempt would be
+// refused, and the release would find no attempt to carry. 0 when the
+// wait ends: the lock is no longer held (released, lost, expired), or the
+// wait did not run out.
+func (a *acquisition) heldHereFor(offer *handoff, polled bool) time.Duration {
+	h := a.turn.Holder
+	if !polled || offer == nil || h == nil || h.Err() != nil {
+		return 0
+	}
+	return max(time.Until(h.Until()), minRetryPause)
 }
 
 // carrying reports that a release carried the call's attempt.
@@ -463,8 +483,15 @@ func (a *acquisition) failed() {
 	a.wake.SetSecond(a.place.second)
 }
 
-// notAsked is the error of a call that gave up before its first attempt.
-func (a *acquisition) notAsked() error { return a.c.notAsked(a.key, a.ctx) }
+// notAsked is the error of a call that gave up before its first attempt:
+// one whose context ended while this client held the lock says so.
+func (a *acquisition) notAsked() error {
+	err := a.c.notAsked(a.key, a.ctx)
+	if h := a.turn.Holder; h != nil && h.Err() == nil {
+		return &detailed{"redlock: " + quoteKey(a.key) + " is held by a lock of this client", err}
+	}
+	return err
+}
 
 // listen starts listening for release announcements of the key, once.
 func (a *acquisition) listen() {
@@ -485,11 +512,11 @@ func (a *acquisition) end(acquired *Lock) {
 			lock.Release(context.WithoutCancel(a.ctx))
 		}
 	}
-	holding := a.c.waiters.GiveBack(a.key, acquired != nil)
 	if acquired != nil {
-		acquired.holding = holding
+		acquired.holding = a.c.waiters.GiveBackHeld(a.key, acquired)
 		return
 	}
+	a.c.waiters.GiveBack(a.key, false)
 	if a.place.since != "" {
 		// It gave up: its entry would keep readers out, and the first
 		// place in line, until it lapsed.

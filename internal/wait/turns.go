@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redlock-go/redlock/internal/nodes"
 )
@@ -20,6 +21,13 @@ type Offer interface {
 	// Withdraw takes the offer back, and reports whether no release had
 	// taken it.
 	Withdraw() bool
+}
+
+// Holder is a lock this client holds, acquired in an earlier turn: Err is
+// nil while it is held, Until its validity deadline (renewals move it).
+type Holder interface {
+	Err() error
+	Until() time.Time
 }
 
 // keyShards spreads the per-key state over independent mutexes so that
@@ -78,6 +86,9 @@ type keyState struct {
 	heldHere bool
 	holding  uint64
 	freed    chan struct{}
+	// holder is the lock held here, when the goroutine that acquired it
+	// said (GiveBackHeld); nil otherwise.
+	holder Holder
 	// handoff is the attempt of the goroutine whose turn it is, offered to
 	// go out with this client's release of the lock; nil when none is.
 	handoff Offer
@@ -147,6 +158,7 @@ type waiter struct {
 	// reports that the offer was parked.
 	heldHere bool
 	freed    chan struct{}
+	holder   Holder
 }
 
 // Turn is the outcome of take.
@@ -157,6 +169,8 @@ type Turn struct {
 	// Freed is closed when the lock held here is released; nil unless
 	// HeldHere.
 	Freed <-chan struct{}
+	// Holder is the lock held here, when known; nil unless HeldHere.
+	Holder Holder
 }
 
 // NewTurns returns the turns of a client with no key.
@@ -186,7 +200,7 @@ func (w *Turns) Take(ctx context.Context, key string, offer Offer) Turn {
 		if offer != nil && k.heldHere {
 			k.handoff = offer
 		}
-		tn := Turn{Taken: true, HeldHere: k.heldHere, Freed: k.freedLocked()}
+		tn := Turn{Taken: true, HeldHere: k.heldHere, Freed: k.freedLocked(), Holder: k.holder}
 		s.mu.Unlock()
 		return tn
 	}
@@ -196,7 +210,7 @@ func (w *Turns) Take(ctx context.Context, key string, offer Offer) Turn {
 
 	select {
 	case <-wt.handed:
-		return Turn{Taken: true, Queued: true, HeldHere: wt.heldHere, Freed: wt.freed}
+		return Turn{Taken: true, Queued: true, HeldHere: wt.heldHere, Freed: wt.freed, Holder: wt.holder}
 	case <-ctx.Done():
 	}
 	return w.leave(s, key, k, wt)
@@ -216,7 +230,7 @@ func (w *Turns) leave(s *keyShard, key string, k *keyState, wt *waiter) Turn {
 		}
 	}
 	if wt.offer != nil && !wt.offer.Withdraw() {
-		return Turn{Taken: true, Queued: true, HeldHere: true, Freed: wt.freed}
+		return Turn{Taken: true, Queued: true, HeldHere: true, Freed: wt.freed, Holder: wt.holder}
 	}
 	w.giveLocked(s, key, k, false)
 	return Turn{Queued: true}
@@ -228,10 +242,23 @@ func (w *Turns) leave(s *keyShard, key string, k *keyState, wt *waiter) Turn {
 // returns the number of its holding, to pass to Released when the lock is
 // released; 0 otherwise.
 func (w *Turns) GiveBack(key string, acquired bool) (holding uint64) {
+	return w.giveBack(key, acquired, nil)
+}
+
+// GiveBackHeld is GiveBack of a turn in which the caller acquired lock:
+// the next in line learns which lock it waits for (Turn.Holder).
+func (w *Turns) GiveBackHeld(key string, lock Holder) (holding uint64) {
+	return w.giveBack(key, true, lock)
+}
+
+func (w *Turns) giveBack(key string, acquired bool, lock Holder) (holding uint64) {
 	s := w.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := s.keys[key]
+	if acquired {
+		k.holder = lock
+	}
 	w.giveLocked(s, key, k, acquired)
 	if acquired {
 		return k.holding
@@ -254,7 +281,7 @@ func (w *Turns) Released(key string, holding uint64) {
 	if k.freed != nil {
 		close(k.freed)
 	}
-	k.heldHere, k.holding, k.freed, k.handoff = false, 0, nil, nil
+	k.heldHere, k.holding, k.freed, k.handoff, k.holder = false, 0, nil, nil, nil
 	s.dropIfIdleLocked(key, k)
 }
 
@@ -274,6 +301,9 @@ func (w *Turns) giveLocked(s *keyShard, key string, k *keyState, acquired bool) 
 		k.handoff = next.offer
 	}
 	next.heldHere, next.freed = k.heldHere, k.freedLocked()
+	if k.heldHere {
+		next.holder = k.holder
+	}
 	close(next.handed)
 }
 
