@@ -476,7 +476,7 @@ func (c *Client) releaseEverywhere(ctx context.Context, key, token string, ttl t
 	req.LocalAfterLag = func(node int) (any, bool) { return int64(0), refusedLate(replies[node]) }
 	results, _, unfinished := c.trackedFanout(ctx, timeout, req, lag.Releasing(), nodes.IsOne,
 		func(ok, others int) bool { return ok+others >= wait })
-	c.observeNodes(ctx, nil, telemetry.OpRelease, results)
+	c.observeSent(ctx, telemetry.OpRelease, results, req.Local)
 	c.waiters.AddTrailing(key, unfinished.Lagging())
 	c.finishMissed(key, token, ttl, results, unfinished, false) // nobody waits for its reports
 }

@@ -357,8 +357,8 @@
 //	    Locks the client holds now.
 //	redlock.node.requests          counter {request}      redlock.node, redlock.op, redlock.outcome
 //	    Each node's requests (op acquire, extend, release, inspect,
-//	    mark_ready; release includes the clean-up after a failed attempt)
-//	    by its outcome: ok, held, recovering, timeout, error, no_answer (the
+//	    mark_ready; release includes the clean-up after a failed attempt,
+//	    sent only to the nodes that did not refuse it) by its outcome: ok, held, recovering, timeout, error, no_answer (the
 //	    call was decided before it answered). redlock.node is Conn.Name.
 //	redlock.node.request.duration  histogram s            redlock.node, redlock.op
 //	    Each node's reply time, for the requests it served (ok, held,

@@ -65,6 +65,20 @@ func (c *Client) observeNodes(ctx context.Context, call *telemetry.Call, op tele
 	}
 }
 
+// observeSent records each node's answer to op as observeNodes does, for
+// the nodes that were sent the request: those that local answered for
+// without asking them are left out.
+func (c *Client) observeSent(ctx context.Context, op telemetry.Op, results []NodeResult, local func(int) (any, bool)) {
+	if c.tel == nil {
+		return
+	}
+	for i, r := range results {
+		if _, answered := local(i); !answered {
+			c.tel.Node(ctx, i, op, answerOf(r))
+		}
+	}
+}
+
 // endAcquire ends the observation of an acquisition.
 func endAcquire(call *telemetry.Call, lock *Lock, err error) {
 	var nodes []NodeResult

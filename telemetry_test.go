@@ -856,3 +856,45 @@ func countEvents(s sdktrace.ReadOnlySpan, name string) int {
 	}
 	return n
 }
+
+// The clean-up after a failed attempt is sent only to the nodes that may
+// hold something of it: a node that refused it is answered for without a
+// request, and is counted as no request in redlock.node.requests, nor
+// timed in redlock.node.request.duration. Before, each refusing node
+// counted a release "held" at about 0 ms that it never received.
+func TestMetric_cleanUpCountsOnlyTheReleasesSent(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	o, opts := observe(t)
+	opts.NodeTimeout = 100 * time.Millisecond
+	c := newClient(t, cluster, adapters[0], opts)
+	lock, err := holder.Acquire(bg, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	waitForKey(t, cluster, "busy", lock.Token())
+	paused := cluster.Nodes()[2]
+	if err := paused.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer paused.Resume()
+	if _, err := c.TryAcquire(bg, "busy"); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("TryAcquire of a held lock: %v", err)
+	}
+	names := c.Nodes()
+	for i, name := range names[:2] {
+		if n := o.sum(t, "redlock.node.requests", attrs{"redlock.node": name, "redlock.op": "acquire", "redlock.outcome": "held"}); n != 1 {
+			t.Errorf("node %d: %d acquisitions refused, want 1", i, n)
+		}
+		if n := o.sum(t, "redlock.node.requests", attrs{"redlock.node": name, "redlock.op": "release"}); n != 0 {
+			t.Errorf("node %d refused the attempt: %d clean-up releases counted, want none (none is sent)", i, n)
+		}
+	}
+	if n := o.sum(t, "redlock.node.requests", attrs{"redlock.node": names[2], "redlock.op": "release"}); n != 1 {
+		t.Errorf("the paused node: %d clean-up releases counted, want 1", n)
+	}
+	if n := o.count(t, "redlock.node.request.duration", attrs{"redlock.op": "release"}); n != 0 {
+		t.Errorf("%d release latencies, want none: no node answered a release", n)
+	}
+}
