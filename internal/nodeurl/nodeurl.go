@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -63,9 +64,13 @@ func checkWritten(raw string) error {
 	return fmt.Errorf("%w: %s: not a URL: write redis://%s (rediss:// for TLS)", ErrInvalidURL, withScheme, withScheme)
 }
 
-// checkParts checks the parts of a parsed node URL: its scheme, its host
-// and ports, its database and its cluster parameter.
+// checkParts checks the parts of a parsed node URL: its query's encoding,
+// its scheme, its host and ports, its database and its cluster parameter.
 func checkParts(u *url.URL) error {
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		// Query drops such a parameter, a password say, without a word.
+		return errors.New("a query parameter is not URL-encoded: write a % in a value as %25")
+	}
 	switch u.Scheme {
 	case "redis", "rediss":
 		if u.Host == "" {
@@ -212,20 +217,11 @@ func Invalid(raw string, u *url.URL, err error) error {
 // raw does not parse.
 func Redact(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		q := u.Query()
-		secret := u.User != nil
-		for _, k := range secretParams {
-			if q.Get(k) != "" {
-				q.Set(k, "xxxxx")
-				secret = true
-			}
-		}
-		if !secret {
+		query, secret := redactQuery(u.RawQuery)
+		if u.User == nil && !secret {
 			return raw // as written: "redis://" stays so
 		}
-		if len(q) > 0 {
-			u.RawQuery = q.Encode()
-		}
+		u.RawQuery = query
 		return u.Redacted()
 	}
 	scheme := strings.Index(raw, "://")
@@ -238,6 +234,27 @@ func Redact(raw string) string {
 		userinfo = userinfo[:colon+1] + "xxxxx"
 	}
 	return raw[:scheme+3] + userinfo + raw[at:]
+}
+
+// redactQuery returns rawQuery with the values of its password parameters
+// replaced, and whether it had any: read pair by pair, so that a value
+// that is not URL-encoded, which url.ParseQuery drops, is replaced too.
+func redactQuery(rawQuery string) (string, bool) {
+	if rawQuery == "" {
+		return "", false
+	}
+	pairs := strings.Split(rawQuery, "&")
+	secret := false
+	for i, pair := range pairs {
+		key, value, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if value != "" && slices.Contains(secretParams, key) {
+			pairs[i], secret = key+"=xxxxx", true
+		}
+	}
+	return strings.Join(pairs, "&"), secret
 }
 
 // RedactSecrets replaces the passwords of u, userinfo and query, in msg.

@@ -120,3 +120,26 @@ func TestParse_noHostNegativeDatabaseFragment(t *testing.T) {
 		}
 	}
 }
+
+// A query parameter that is not URL-encoded, a password with a bare %
+// say, is refused: url.URL.Query drops it without a word, and the node
+// then refused the credentials it never got. The message shows no part of
+// the password.
+func TestParse_queryNotEncoded(t *testing.T) {
+	for _, raw := range []string{
+		"redis://127.0.0.1:26379?master_name=m&password=s3cr%zzPW",
+		"redis://127.0.0.1:26379?master_name=m&sentinel_password=s3cr%PW",
+		"redis://127.0.0.1:6379?db=1%",
+	} {
+		_, err := Parse(raw)
+		if !errors.Is(err, ErrInvalidURL) || !strings.Contains(err.Error(), "a query parameter is not URL-encoded: write a % in a value as %25") {
+			t.Errorf("Parse(%q) = %v, want ErrInvalidURL saying the query is not URL-encoded", raw, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "s3cr") || strings.Contains(err.Error(), "zzPW")) {
+			t.Errorf("Parse(%q) = %v: the password shows", raw, err)
+		}
+	}
+	if _, err := Parse("redis://127.0.0.1:26379?master_name=m&password=s3cr%25PW"); err != nil {
+		t.Errorf("an encoded %%: %v", err)
+	}
+}
