@@ -168,7 +168,9 @@ func (c *Cluster) promoted(ctx context.Context, slot int, former *Node) (*Node, 
 // Failover makes replica take over its master's slots with CLUSTER
 // FAILOVER, the coordinated manual failover: the master stops taking
 // writes, the replica catches up with its replication stream, is promoted,
-// and the former master becomes its replica. Failover returns once every
+// and the former master becomes its replica. It waits first for the
+// replica to be in sync with its master (one just restarted copies its
+// data first). Failover returns once every
 // running node sees replica serve those slots (as WaitPromoted does), or
 // an error. For a failover without the master's help, send CLUSTER
 // FAILOVER FORCE or TAKEOVER with Node.Do and call WaitPromoted.
@@ -180,6 +182,9 @@ func (c *Cluster) Failover(ctx context.Context, replica *Node) error {
 	if err != nil {
 		return err
 	}
+	if err := waitInSync(ctx, replica); err != nil {
+		return err
+	}
 	if _, err := replica.Do(ctx, "CLUSTER", "FAILOVER"); err != nil {
 		return fmt.Errorf("redlocktest: node %d: CLUSTER FAILOVER: %w", replica.index, err)
 	}
@@ -189,6 +194,44 @@ func (c *Cluster) Failover(ctx context.Context, replica *Node) error {
 	}
 	if promoted != replica {
 		return fmt.Errorf("redlocktest: node %d's slots went to node %d, not to node %d", former.index, promoted.index, replica.index)
+	}
+	return nil
+}
+
+// waitInSync waits, up to 15 seconds or until ctx is done, for replica's
+// link to its master to be up with no sync under way: a replica just
+// restarted copies its master's data first, and a CLUSTER FAILOVER sent
+// meanwhile is accepted, then times out on its own five seconds later.
+func waitInSync(ctx context.Context, replica *Node) error {
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
+	defer cancel()
+	tick := time.NewTicker(clusterPoll)
+	defer tick.Stop()
+	for {
+		err := inSync(ctx, replica)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redlocktest: node %d never in sync with its master: %w: %w", replica.index, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// inSync checks once that replica's link to its master is up, with no
+// sync under way.
+func inSync(ctx context.Context, replica *Node) error {
+	info, err := replica.Do(ctx, "INFO", "replication")
+	if err != nil {
+		return err
+	}
+	if link := infoField(info, "master_link_status"); link != "up" {
+		return fmt.Errorf("master_link_status:%s", link)
+	}
+	if syncing := infoField(info, "master_sync_in_progress"); syncing != "0" {
+		return fmt.Errorf("master_sync_in_progress:%s", syncing)
 	}
 	return nil
 }

@@ -399,3 +399,28 @@ func TestRedisClusterPromotedReplicaMissesWrites(t *testing.T) {
 		t.Fatalf("GET %s on the promoted replica = %q, %v; want nil", missed, reply, err)
 	}
 }
+
+// The package documentation's Redis Cluster example, step by step: a
+// master killed, its replica promoted, the old master restarted, and at
+// once a Failover back to it. Failover waits for the restarted node to be
+// in sync with its master: a CLUSTER FAILOVER sent while it still copied
+// the data was accepted and timed out on its own, and Failover failed
+// after 15 s in most runs.
+func TestRedisClusterFailoverRightAfterARestart(t *testing.T) {
+	c := redlocktest.Start(t, redlocktest.Options{RedisCluster: true, ClusterReplicas: 1})
+	slot := redlocktest.KeySlot("orders:{42}")
+	master := c.NodeForSlot(slot)
+	if err := master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitPromoted(t.Context(), slot, master); err != nil {
+		t.Fatal(err)
+	}
+	if err := master.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Failover(t.Context(), master); err != nil {
+		t.Fatal(err)
+	}
+	checkMasterOf(t, c, slot, master)
+}
