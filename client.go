@@ -94,6 +94,11 @@ func isNil(c Conn) bool {
 // no I/O. opts may be nil for the defaults. It fails with ErrInvalidOptions
 // when conns is empty or holds nil, ErrDuplicateNode when two conns have the
 // same Name, and ErrInvalidOptions or ErrInvalidTTL for out-of-range options.
+// As it asks no node, it cannot tell one server reached under two names
+// (localhost and 127.0.0.1, a DNS alias): that server would vote twice,
+// and a lock would rest on fewer servers than a quorum. The adapters'
+// Dial checks each server's identity (its run_id, a cluster's node ids),
+// as does `redlock doctor`; over conns of one's own, list each server once.
 func New(conns []Conn, opts *Options) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalidOptions)

@@ -197,7 +197,7 @@
 // between attempts, so that a crowd does not keep overloaded nodes so.
 //
 // A node that stops answering costs bounded memory: its queue of calls has
-// a bound past which calls fail at once, and Close returns within three
+// a bound past which calls fail at once, and Close returns within four
 // per-node timeouts.
 //
 // # Architecture

@@ -116,7 +116,10 @@ type Options struct {
 	// name of one of the library's own keys, which every lock key would then
 	// begin with ("redlock:fence:", "redlock:marker"...: see ErrInvalidKey),
 	// is refused; a shorter one ("redlock:") is not, and a key that it makes
-	// one of those names is refused when locked.
+	// one of those names is refused when locked. The library's own keys
+	// (fencing counters, queues, marks, the restart marker) are not
+	// prefixed: an ACL user limited to the prefix's keys needs ~redlock:*
+	// too, or every call is refused (NOPERM).
 	KeyPrefix string
 	// MaxExtensions bounds how many times one lock can be extended, by Extend
 	// or by renewal; 0 means no bound. A renewing lock that reaches it is

@@ -121,9 +121,19 @@ type Conn struct {
 }
 
 // New wraps client. The node is named after the client's address. Close does
-// not close client: its owner does.
+// not close client: its owner does. A go-redis failover client (Sentinel)
+// does not say which master it reaches: it is named "FailoverClient@" and
+// the client's identity, so that two such clients are two nodes; NewNamed
+// gives it a name that says more (its master set's, say).
 func New(client redis.UniversalClient) *Conn {
 	return &Conn{client: client, name: nameOf(client)}
+}
+
+// NewNamed is New with the node named name, in errors, logs and metrics
+// and in the Client's check of nodes listed twice: for a client whose
+// options do not say where it goes, as a failover client's do not.
+func NewNamed(client redis.UniversalClient, name string) *Conn {
+	return &Conn{client: client, name: name}
 }
 
 // NewOwned wraps client and takes ownership: Close closes it.
@@ -356,16 +366,27 @@ func toAny(args []string) []any {
 	return a
 }
 
+// failoverAddr is the address go-redis gives a failover client's options.
+const failoverAddr = "FailoverClient"
+
 // nameOf names a client after the server(s) it reaches, without credentials.
 func nameOf(client redis.UniversalClient) string {
 	switch c := client.(type) {
 	case *redis.Client:
 		o := c.Options()
-		if o.Network == "unix" {
+		switch {
+		case o.Network == "unix":
 			return "unix:" + o.Addr
+		case o.Addr == failoverAddr:
+			return fmt.Sprintf("%s@%p", failoverAddr, c)
 		}
 		return o.Addr
 	case *redis.ClusterClient:
+		if len(c.Options().Addrs) == 0 {
+			// A failover cluster client, or one of ClusterSlots: no seed
+			// says where it goes.
+			return fmt.Sprintf("cluster@%p", c)
+		}
 		addrs := append([]string(nil), c.Options().Addrs...)
 		sort.Strings(addrs)
 		return "cluster:" + strings.Join(addrs, ",")

@@ -2,12 +2,14 @@ package goredis_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/goredis"
 	"github.com/redlock-go/redlock/redlocktest"
 )
@@ -71,5 +73,33 @@ func TestEvalSHA_sendsAndPrintsItsArguments(t *testing.T) {
 	}
 	if evals != 4 {
 		t.Errorf("saw %d evalsha/eval commands, want 4 (each EVALSHA answered NOSCRIPT, then EVAL): %q", evals, log.commands)
+	}
+}
+
+// A go-redis failover client's options name no server: two of them, for
+// two masters, are two nodes, where both were named "FailoverClient" and
+// redlock.New refused them as one node listed twice. The same client
+// twice is still one node, and NewNamed names a node as its caller says.
+func TestNew_failoverClientsAreNodesOfTheirOwn(t *testing.T) {
+	a := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "locks", SentinelAddrs: []string{"127.0.0.1:1"}})
+	b := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "locks2", SentinelAddrs: []string{"127.0.0.1:1"}})
+	defer a.Close()
+	defer b.Close()
+	if ca, cb := goredis.New(a), goredis.New(b); ca.Name() == cb.Name() || !strings.HasPrefix(ca.Name(), "FailoverClient@") {
+		t.Errorf("names %q and %q, want two FailoverClient@… names", ca.Name(), cb.Name())
+	}
+	if _, err := redlock.New([]redlock.Conn{goredis.New(a), goredis.New(b), goredis.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:2"}))}, nil); err != nil {
+		t.Errorf("two failover clients and a plain one: %v", err)
+	}
+	if _, err := redlock.New([]redlock.Conn{goredis.New(a), goredis.New(a), goredis.New(b)}, nil); !errors.Is(err, redlock.ErrDuplicateNode) {
+		t.Errorf("one failover client twice: %v, want ErrDuplicateNode", err)
+	}
+	if got := goredis.NewNamed(a, "locks@sentinel").Name(); got != "locks@sentinel" {
+		t.Errorf("NewNamed: %q", got)
+	}
+	fc := redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: "locks", SentinelAddrs: []string{"127.0.0.1:1"}})
+	defer fc.Close()
+	if got := goredis.New(fc).Name(); !strings.HasPrefix(got, "cluster@") {
+		t.Errorf("a failover cluster client named %q, want cluster@…", got)
 	}
 }
