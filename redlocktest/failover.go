@@ -170,10 +170,12 @@ func (c *Cluster) promoted(ctx context.Context, slot int, former *Node) (*Node, 
 // writes, the replica catches up with its replication stream, is promoted,
 // and the former master becomes its replica. It waits first for the
 // replica to be in sync with its master (one just restarted copies its
-// data first). Failover returns once every
-// running node sees replica serve those slots (as WaitPromoted does), or
-// an error. For a failover without the master's help, send CLUSTER
-// FAILOVER FORCE or TAKEOVER with Node.Do and call WaitPromoted.
+// data first), and sends the failover again when Redis let one time out
+// (after five seconds: a busy machine), for up to 30 seconds in all.
+// Failover returns once every running node sees replica serve those slots
+// (as WaitPromoted does), or an error. For a failover without the
+// master's help, send CLUSTER FAILOVER FORCE or TAKEOVER with Node.Do and
+// call WaitPromoted.
 func (c *Cluster) Failover(ctx context.Context, replica *Node) error {
 	if c.masters == 0 {
 		return errNotRedisCluster
@@ -182,20 +184,38 @@ func (c *Cluster) Failover(ctx context.Context, replica *Node) error {
 	if err != nil {
 		return err
 	}
-	if err := waitInSync(ctx, replica); err != nil {
-		return err
+	ctx, cancel := context.WithTimeout(ctx, 2*clusterTimeout)
+	defer cancel()
+	for {
+		promoted, err := c.failoverOnce(ctx, replica, slot, former)
+		if err == nil && promoted != replica {
+			return fmt.Errorf("redlocktest: node %d's slots went to node %d, not to node %d", former.index, promoted.index, replica.index)
+		}
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
 	}
-	if _, err := replica.Do(ctx, "CLUSTER", "FAILOVER"); err != nil {
-		return fmt.Errorf("redlocktest: node %d: CLUSTER FAILOVER: %w", replica.index, err)
+}
+
+// manualFailoverWait is how long Failover waits for one CLUSTER FAILOVER
+// to take effect: Redis gives up a manual failover after five seconds.
+const manualFailoverWait = 6 * time.Second
+
+// failoverOnce sends replica one CLUSTER FAILOVER, unless it was promoted
+// already, and waits up to manualFailoverWait for a node other than former
+// to serve slot.
+func (c *Cluster) failoverOnce(ctx context.Context, replica *Node, slot int, former *Node) (*Node, error) {
+	if _, _, err := c.masterOfReplica(ctx, replica); err == nil {
+		if err := waitInSync(ctx, replica); err != nil {
+			return nil, err
+		}
+		if _, err := replica.Do(ctx, "CLUSTER", "FAILOVER"); err != nil {
+			return nil, fmt.Errorf("redlocktest: node %d: CLUSTER FAILOVER: %w", replica.index, err)
+		}
 	}
-	promoted, err := c.WaitPromoted(ctx, slot, former)
-	if err != nil {
-		return err
-	}
-	if promoted != replica {
-		return fmt.Errorf("redlocktest: node %d's slots went to node %d, not to node %d", former.index, promoted.index, replica.index)
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, manualFailoverWait)
+	defer cancel()
+	return c.WaitPromoted(ctx, slot, former)
 }
 
 // waitInSync waits, up to 15 seconds or until ctx is done, for replica's
