@@ -866,7 +866,9 @@ func TestMetric_cleanUpCountsOnlyTheReleasesSent(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
 	o, opts := observe(t)
-	opts.NodeTimeout = 100 * time.Millisecond
+	// Long enough for the two running nodes to refuse in time on a loaded
+	// machine; the paused one times out.
+	opts.TTL, opts.NodeTimeout = 5*time.Second, time.Second
 	c := newClient(t, cluster, adapters[0], opts)
 	lock, err := holder.Acquire(bg, "busy")
 	if err != nil {
@@ -891,8 +893,10 @@ func TestMetric_cleanUpCountsOnlyTheReleasesSent(t *testing.T) {
 			t.Errorf("node %d refused the attempt: %d clean-up releases counted, want none (none is sent)", i, n)
 		}
 	}
-	if n := o.sum(t, "redlock.node.requests", attrs{"redlock.node": names[2], "redlock.op": "release"}); n != 1 {
-		t.Errorf("the paused node: %d clean-up releases counted, want 1", n)
+	// The release is sent to the paused node, and may be sent again in
+	// the background before this reads the counts.
+	if n := o.sum(t, "redlock.node.requests", attrs{"redlock.node": names[2], "redlock.op": "release"}); n < 1 {
+		t.Errorf("the paused node: %d clean-up releases counted, want at least 1", n)
 	}
 	if n := o.count(t, "redlock.node.request.duration", attrs{"redlock.op": "release"}); n != 0 {
 		t.Errorf("%d release latencies, want none: no node answered a release", n)
