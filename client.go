@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/dialreport"
+	"github.com/redlock-go/redlock/internal/identity"
 	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/telemetry"
 	"github.com/redlock-go/redlock/internal/wait"
@@ -67,6 +68,9 @@ type Client struct {
 	tel *telemetry.Telemetry
 	// unreachable are the nodes Dial could not reach (UnreachableAtDial).
 	unreachable []NodeResult
+	// servers are the identities of the nodes' servers, read before each
+	// node's first request (see identifyNode).
+	servers identity.Registry
 	// permitLanes are the turns of this client's goroutines waiting for a
 	// permit (wait.Lanes), by semaphore key: up to the semaphore's limit
 	// of them try at once.
@@ -94,11 +98,17 @@ func isNil(c Conn) bool {
 // no I/O. opts may be nil for the defaults. It fails with ErrInvalidOptions
 // when conns is empty or holds nil, ErrDuplicateNode when two conns have the
 // same Name, and ErrInvalidOptions or ErrInvalidTTL for out-of-range options.
-// As it asks no node, it cannot tell one server reached under two names
-// (localhost and 127.0.0.1, a DNS alias): that server would vote twice,
-// and a lock would rest on fewer servers than a quorum. The adapters'
-// Dial checks each server's identity (its run_id, a cluster's node ids),
-// as does `redlock doctor`; over conns of one's own, list each server once.
+// One server reached under two names (localhost and 127.0.0.1, a DNS
+// alias) would vote twice, and a lock would rest on fewer servers than a
+// quorum: of two or more conns, each node's first request therefore
+// reads its server's identity first (its run_id, a cluster's node ids:
+// one INFO server per node and Client, and CLUSTER MYID on a server in
+// cluster mode, or CLUSTER NODES for a whole cluster), and a node found
+// to be another entry's server is left out for good: its calls fail with
+// an error wrapping ErrDuplicateNode, which Options.Logger is told. A
+// node that does not answer that read fails its requests as it would the
+// request itself, and is read again at the next. The adapters' Dial
+// checks the identities before it returns.
 func New(conns []Conn, opts *Options) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalidOptions)
@@ -144,6 +154,9 @@ func New(conns []Conn, opts *Options) (*Client, error) {
 	c.tel = c.newTelemetry(given)
 	if c.tel != nil {
 		c.nodes.OnLateFailure(c.lateFailure)
+	}
+	if len(conns) > 1 {
+		c.nodes.IdentifyFirst(c.identifyNode)
 	}
 	return c, nil
 }
@@ -221,11 +234,16 @@ func listeners(conns []Conn) []wait.Listener {
 
 func init() { dialreport.Attach = attachUnreachable }
 
-// attachUnreachable records on client, a *Client, the nodes its Dial could
-// not reach (see UnreachableAtDial), and holds each out of its calls until
-// it is checked (see holdUntilIdentified).
+// attachUnreachable records on client, a *Client, that its Dial checked
+// the identities of the nodes it reached (New's check is not needed), and
+// the nodes it could not reach (see UnreachableAtDial), and holds each of
+// those out of its calls until it is checked (see holdUntilIdentified).
 func attachUnreachable(client any, down []dialreport.Down) {
 	c := client.(*Client)
+	c.nodes.Identified()
+	if len(down) == 0 {
+		return
+	}
 	c.unreachable = make([]NodeResult, len(down))
 	for i, d := range down {
 		outcome := OutcomeError

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/dialreport"
+	"github.com/redlock-go/redlock/internal/identity"
 )
 
 // lateCheckPause is the pause between two checks of a node that Dial could
@@ -69,4 +70,26 @@ func identify(ctx context.Context, check func(context.Context) error) error {
 		}
 		t.Reset(lateCheckPause)
 	}
+}
+
+// identifyNode reads the identities of node's server (see identity.Of)
+// before its first request, for a Client from New: it returns the error
+// of a read the node did not answer, and an error wrapping
+// ErrDuplicateNode when an earlier entry of the node list reaches the
+// same server. Such a node is held out for good (see New).
+func (c *Client) identifyNode(ctx context.Context, node int) error {
+	ids, err := identity.Of(ctx, c.conns[node])
+	if err != nil {
+		return err
+	}
+	j, id, dup := c.servers.Admit(node, ids)
+	if !dup {
+		return nil
+	}
+	name := c.conns[node].Name()
+	err = fmt.Errorf("%w: %s and %s reach one server (%s); only the first counts", ErrDuplicateNode, c.conns[j].Name(), name, id)
+	c.nodes.Hold(node, err)
+	c.opts.Logger.Error("redlock: node left out: another entry of the node list reaches its server, whose vote would count twice",
+		"node", name, "error", err)
+	return err
 }

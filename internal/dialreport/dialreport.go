@@ -27,6 +27,8 @@ type Down struct {
 // ErrNoAnswer is Identify's error while the node does not answer.
 var ErrNoAnswer = errors.New("no answer")
 
-// Attach records down on client, a *redlock.Client that no goroutine uses
-// yet. Package redlock sets it at initialisation, before any Dial can run.
+// Attach records on client, a *redlock.Client that no goroutine uses yet,
+// that Dial checked the identities of the nodes it reached, and down, the
+// nodes it could not reach. Package redlock sets it at initialisation,
+// before any Dial can run.
 var Attach func(client any, down []Down)

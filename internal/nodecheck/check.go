@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/dialreport"
+	"github.com/redlock-go/redlock/internal/identity"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -26,7 +27,7 @@ type Probe func(conn redlock.Conn) error
 
 // verdict is what the check found out about one node.
 type verdict struct {
-	ids     []string      // what identifies the servers behind the node (see identities)
+	ids     []string      // what identifies the servers behind the node (see identity.Of)
 	refused error         // an answer showing the node refuses its configuration
 	listErr error         // what the probe found wrong with the node's URL
 	down    error         // why the node could not be reached, when nothing else is wrong
@@ -146,7 +147,7 @@ func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, chann
 		}
 		return down
 	}
-	ids := identities(ctx, conn)
+	ids, _ := identity.Of(ctx, conn) // the node answered its PING
 	if err := roleRefusal(ctx, conn); err != nil {
 		return verdict{ids: ids, refused: err}
 	}
@@ -389,67 +390,9 @@ func listErrors(r *registry, verdicts []verdict) []error {
 	return append(errs, duplicates(r, verdicts)...)
 }
 
-// identities returns what identifies the servers behind conn, each as
-// "run_id ID" or "cluster node ID": two entries of a node list that share
-// one reach a common server. A Redis Cluster node is every node of the
-// cluster (CLUSTER NODES, whichever node answers), so the same cluster
-// reached through different seeds shares them all. A single server is its
-// run_id, and its cluster node id when it runs in cluster mode, so that a
-// plain URL to one master of a cluster listed whole is caught too. What a
-// node refuses to tell leaves it out: it cannot be told apart.
-func identities(ctx context.Context, conn redlock.Conn) []string {
-	if c, ok := conn.(interface{ IsCluster() bool }); ok && c.IsCluster() {
-		return clusterNodeIDs(ctx, conn)
-	}
-	var ids []string
-	if id := runID(ctx, conn); id != "" {
-		ids = append(ids, "run_id "+id)
-	}
-	if v, err := conn.Do(ctx, "CLUSTER", "MYID"); err == nil {
-		if id, _ := v.(string); id != "" {
-			ids = append(ids, "cluster node "+id)
-		}
-	}
-	return ids
-}
-
-// clusterNodeIDs returns the ids of the nodes of the Redis Cluster behind
-// conn, as its CLUSTER NODES reply lists them, or nil.
-func clusterNodeIDs(ctx context.Context, conn redlock.Conn) []string {
-	v, err := conn.Do(ctx, "CLUSTER", "NODES")
-	nodes, _ := v.(string)
-	if err != nil {
-		return nil
-	}
-	var ids []string
-	// rueidis over RESP3 keeps the verbatim string's format: "txt:".
-	for _, line := range strings.Split(strings.TrimPrefix(nodes, "txt:"), "\n") {
-		if id, _, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
-			ids = append(ids, "cluster node "+id)
-		}
-	}
-	return ids
-}
-
-// runID returns the run_id of the Redis process behind conn, or "" when it
-// cannot be read (INFO refused, the node down).
-func runID(ctx context.Context, conn redlock.Conn) string {
-	v, err := conn.Do(ctx, "INFO", "server")
-	info, _ := v.(string)
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			return id
-		}
-	}
-	return ""
-}
-
 // duplicates returns an error wrapping redlock.ErrDuplicateNode for each
 // entry of conns that shares an identity with an earlier one (see
-// identities and registry.admit), naming both, after recording every
+// identity.Of and registry.admit), naming both, after recording every
 // entry's identities in r.
 func duplicates(r *registry, verdicts []verdict) []error {
 	var errs []error

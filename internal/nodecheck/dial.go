@@ -61,9 +61,7 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 		client.Close()
 		return nil, err
 	}
-	if len(down) > 0 {
-		dialreport.Attach(client, down)
-	}
+	dialreport.Attach(client, down)
 	return client, nil
 }
 

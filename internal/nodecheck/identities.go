@@ -3,46 +3,33 @@ package nodecheck
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/dialreport"
+	"github.com/redlock-go/redlock/internal/identity"
 )
 
 // registry is what identifies the servers behind the entries of one node
-// list (see identities), for Dial's check of duplicates and for the late
+// list (see identity.Of), for Dial's check of duplicates and for the late
 // checks of the nodes Dial could not reach, which may run at once.
 type registry struct {
 	conns []redlock.Conn
-	mu    sync.Mutex
-	first map[string]int // each identity, to the first entry found with it
+	ids   identity.Registry
 }
 
 func newRegistry(conns []redlock.Conn) *registry {
-	return &registry{conns: conns, first: map[string]int{}}
+	return &registry{conns: conns}
 }
 
 // admit records ids, the identities of entry i, and returns an error
 // wrapping redlock.ErrDuplicateNode, naming both entries, when an earlier
 // entry has one of them: two votes from one server would break the
-// quorum's independence. The identities no entry had are recorded either
-// way.
+// quorum's independence.
 func (r *registry) admit(i int, ids []string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var err error
-	for _, id := range ids {
-		if j, seen := r.first[id]; seen && j != i {
-			err = fmt.Errorf("%w: %s and %s reach one server (%s)", redlock.ErrDuplicateNode, r.conns[j].Name(), r.conns[i].Name(), id)
-			break
-		}
+	if j, id, dup := r.ids.Admit(i, ids); dup {
+		return fmt.Errorf("%w: %s and %s reach one server (%s)", redlock.ErrDuplicateNode, r.conns[j].Name(), r.conns[i].Name(), id)
 	}
-	for _, id := range ids {
-		if _, seen := r.first[id]; !seen {
-			r.first[id] = i
-		}
-	}
-	return err
+	return nil
 }
 
 // lateCheck returns the check of entry i, which did not answer Dial's
@@ -60,6 +47,7 @@ func (r *registry) lateCheck(i int) func(ctx context.Context) error {
 		if p.err != nil {
 			return nil
 		}
-		return r.admit(i, identities(ctx, conn))
+		ids, _ := identity.Of(ctx, conn)
+		return r.admit(i, ids)
 	}
 }

@@ -3,12 +3,11 @@ package nodes
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/identity"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -141,16 +140,5 @@ func functionsRefused(err error) bool {
 }
 
 // isServerError reports whether err is a reply of the node, rather than a
-// failure to reach it (a network error, a connection closed) or a context
-// that ended. The adapters word the node's errors differently (go-redis
-// keeps the "ERR " prefix, rueidis drops it), so they are told apart from
-// the failures to reach the node instead.
-func isServerError(err error) bool {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
-		return false
-	}
-	return true
-}
+// failure to reach it or a context that ended (see identity.Answered).
+func isServerError(err error) bool { return err != nil && identity.Answered(err) }

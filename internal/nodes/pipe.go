@@ -174,6 +174,9 @@ type pipe struct {
 
 	// functions runs the scripts by FCALL or EVALSHA.
 	functions *functions
+	// identity holds the node's requests until it is identified (see
+	// Set.IdentifyFirst); nil when none is needed.
+	identity *firstUse
 }
 
 // submit sends calls at once when the node has room, and queues them
@@ -535,6 +538,9 @@ func replicasBehind(err error) *errReplicasBehind {
 // script.forNode); for a replicated script with Options.WaitReplicas set,
 // then WAIT on the same connection, up to deadline (acked is -1 otherwise).
 func (p *pipe) eval(ctx context.Context, deadline time.Time, s *wire.Script, keys, args []string) (v any, acked int64, err error) {
+	if err := p.identity.wait(ctx, p.node); err != nil {
+		return nil, -1, err
+	}
 	s = s.ForNode(p.cluster)
 	if !p.cluster {
 		keys = wire.ServerKeys(keys)
