@@ -47,7 +47,8 @@ With --json one object: {"key", "current", "holder", "owner", "since",
 "fence", "shared", "data", "data_nodes", "holding", "answered", "all",
 "took_ms"}; "shared" when readers hold KEY on a majority; "data" the type
 of the data that is no lock ("hash", "list", ...) on the most nodes, and
-"data_nodes" on how many nodes KEY holds such data, "" and 0 when none.`,
+"data_nodes" on how many nodes KEY holds such data, "" and 0 when none;
+not current, "reason": "lost" and "exit_code": 76 too, as a failure's.`,
 		exits: []exitDoc{
 			{"0", "current: a majority of the nodes hold KEY with TOKEN (or FENCE)"},
 			docUsage,
@@ -74,6 +75,10 @@ type checkJSON struct {
 	Answered  int    `json:"answered"`
 	All       int    `json:"all"`
 	TookMs    int64  `json:"took_ms"`
+	// Reason and ExitCode say, for a token that is not current, what a
+	// failure's would (see failureJSON): lost, 76. Absent when current.
+	Reason   failure `json:"reason,omitempty"`
+	ExitCode int     `json:"exit_code,omitempty"`
 }
 
 func setupCheck(fs *flag.FlagSet) runner {
@@ -194,6 +199,9 @@ func writeCheck(r report, key, held string, res redlock.CheckResult, data otherK
 		out := checkJSON{Key: key, Current: res.Current, Holder: res.Holder.Token, Owner: res.Holder.Owner, Since: sinceText(res.Holder.Since),
 			Fence: res.Fence, Shared: res.Shared, Data: data.main(), DataNodes: data.nodes,
 			Holding: res.Nodes, Answered: res.Answered, All: res.All, TookMs: res.Took.Milliseconds()}
+		if !res.Current {
+			out.Reason, out.ExitCode = failLost, exitLockLost
+		}
 		writeJSON(r.s.stdout, out)
 		return
 	}

@@ -20,6 +20,9 @@ func TestCheck(t *testing.T) {
 	if !out.Current || out.Holder != lock.Token || out.Owner != "writer-1" || out.Fence != lock.Fence || out.Holding != 3 {
 		t.Errorf("check --json: %+v", out)
 	}
+	if out.Reason != "" || out.ExitCode != 0 {
+		t.Errorf("check --json of a current token: reason %q, exit_code %d; want neither", out.Reason, out.ExitCode)
+	}
 	text := cli(t, "check", "--nodes", nodes, "res", strconv.FormatUint(lock.Fence, 10)).expect(t, exitOK, "check FENCE").stdout
 	if !strings.HasPrefix(text, "current: fence "+strconv.FormatUint(lock.Fence, 10)+" is the holder's, "+lock.Token+", which holds res on 3 of 3 nodes") {
 		t.Errorf("check FENCE:\n%s", text)
@@ -91,5 +94,9 @@ func TestCheck_otherData(t *testing.T) {
 	cli(t, "check", "--nodes", nodes, "--json", "free", "some-token").expect(t, exitLockLost, "check --json of a free key").decode(t, &out)
 	if out.Data != "" || out.DataNodes != 0 {
 		t.Errorf("check --json of a free key: %+v, want no data", out)
+	}
+	// Not current: the reason and status a failure's JSON would give.
+	if out.Reason != failLost || out.ExitCode != exitLockLost {
+		t.Errorf("check --json of a free key: reason %q, exit_code %d; want %q, %d", out.Reason, out.ExitCode, failLost, exitLockLost)
 	}
 }
