@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	rueidisclient "github.com/redis/rueidis"
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlocktest"
+	"github.com/redlock-go/redlock/rueidis"
 )
 
 // Redlock over three Sentinel-managed masters, each one node: the lock is
@@ -199,4 +201,45 @@ func TestSentinel_waitReplicas(t *testing.T) {
 			t.Errorf("a grant no replica confirmed: %v, want an error naming WaitReplicas", qe.Nodes[0])
 		}
 	})
+}
+
+// rueidis.New of a rueidis Sentinel client names the node after the
+// client, not after the master it reaches now: two such clients, of two
+// masters, are two nodes, and a name does not move with a failover.
+// Before, each was named after its master's address at New.
+func TestSentinel_rueidisClientsAreNodesOfTheirOwn(t *testing.T) {
+	masters := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	sentinel, _ := monitorEach(t, masters)
+	clients := make([]rueidisclient.Client, 2)
+	for i := range clients {
+		c, err := rueidisclient.NewClient(rueidisclient.ClientOption{InitAddress: []string{sentinel.Addr()},
+			Sentinel: rueidisclient.SentinelOption{MasterSet: "locks" + strconv.Itoa(i)}, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	a, b := rueidis.New(clients[0]), rueidis.New(clients[1])
+	if a.Name() == b.Name() || !strings.HasPrefix(a.Name(), "sentinel@") || strings.Contains(a.Name(), masters.Node(0).Addr()) {
+		t.Errorf("names %q and %q, want two sentinel@… names", a.Name(), b.Name())
+	}
+	if _, err := redlock.New([]redlock.Conn{a, rueidis.New(clients[0])}, nil); !errors.Is(err, redlock.ErrDuplicateNode) {
+		t.Errorf("one Sentinel client twice: %v, want ErrDuplicateNode", err)
+	}
+	if got := rueidis.NewNamed(clients[0], "locks0@sentinel").Name(); got != "locks0@sentinel" {
+		t.Errorf("NewNamed: %q", got)
+	}
+	client, err := redlock.New([]redlock.Conn{a, b}, fast())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	lock, err := client.TryAcquire(bg, "sentinel-names")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
 }

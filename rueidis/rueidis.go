@@ -34,6 +34,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -76,9 +77,19 @@ type Conn struct {
 }
 
 // New wraps client. The node is named after the addresses the client knows.
-// Close does not close client: its owner does.
+// A Sentinel client's master moves at each failover, and its options do
+// not say which master set it follows: it is named "sentinel@" and the
+// client's identity, so that two such clients are two nodes, and the name
+// stays after a failover; NewNamed gives it a name that says more (its
+// master set's, say). Close does not close client: its owner does.
 func New(client rueidis.Client) *Conn {
-	return &Conn{client: client, name: nameOf(client), cluster: client.Mode() == rueidis.ClientModeCluster}
+	return NewNamed(client, nameOf(client))
+}
+
+// NewNamed is New with the node named name, in errors, logs and metrics
+// and in the Client's check of nodes listed twice.
+func NewNamed(client rueidis.Client, name string) *Conn {
+	return &Conn{client: client, name: name, cluster: client.Mode() == rueidis.ClientModeCluster}
 }
 
 // NewOwned wraps client and takes ownership: Close closes it.
@@ -325,7 +336,11 @@ func reply(v any, err error) (any, error) {
 	return v, err
 }
 
+// nameOf names the node of client (see New).
 func nameOf(client rueidis.Client) string {
+	if client.Mode() == rueidis.ClientModeSentinel {
+		return fmt.Sprintf("sentinel@%p", client)
+	}
 	addrs := make([]string, 0, 1)
 	for addr := range client.Nodes() {
 		addrs = append(addrs, addr)
