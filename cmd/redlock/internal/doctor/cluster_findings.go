@@ -37,6 +37,7 @@ func shardFindings(fs *findingList, s Shard, l Limits, recoveringSev Severity, w
 		unreachableFindings(fs, m)
 		return
 	}
+	l.shard = true
 	serverFindings(fs, m, l)
 	down := s.ClusterState != "" && s.ClusterState != "ok"
 	if down {

@@ -347,3 +347,26 @@ func wantVotesForSomeKeysOnly(t *testing.T, r *doctor.Report) {
 		t.Errorf("quorum warnings %v; want one, that the node votes for some keys only\n%s", warned, report(r))
 	}
 }
+
+// A Redis Cluster master with a replica is not told to set --wait-replicas,
+// which every verb refuses for a cluster node (its client cannot send WAIT
+// after a script to the node that ran it): the finding says so, and what
+// keeps its locks safe; without the quarantine it is critical.
+func TestAudit_redisClusterReplicasWithoutWaitReplicas(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, RedisCluster: true, ClusterReplicas: 1})
+	conns := []redlock.Conn{clusterConn(t, cluster)}
+	for _, quarantine := range []bool{true, false} {
+		r := audit(t, conns, &redlock.Options{DisableQuarantine: !quarantine})
+		for _, s := range r.Nodes[0].Shards {
+			fs := shardFindings(r, s.Name(), "replica")
+			want := doctor.Info
+			if !quarantine {
+				want = doctor.Critical
+			}
+			if len(fs) != 1 || fs[0].Severity != want || strings.Contains(fs[0].Remedy, "set --wait-replicas") ||
+				!strings.Contains(fs[0].Message, "cannot wait for on a Redis Cluster") {
+				t.Errorf("quarantine %v, %s: replica findings %v; want one %v that does not advise --wait-replicas", quarantine, s.Name(), fs, want)
+			}
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Limits struct {
 	// WaitReplicas is how many replicas must confirm a grant
 	// (Options.WaitReplicas); 0 when grants do not wait.
 	WaitReplicas int
+	// shard: the findings are about a master of a Redis Cluster, whose
+	// client cannot wait for replicas (WaitReplicas is refused there).
+	shard bool
 }
 
 // Severity ranks a Finding.

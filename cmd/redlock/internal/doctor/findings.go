@@ -234,6 +234,8 @@ func replicaFindings(fs *findingList, n Node, l Limits) {
 	case n.Replicas > 0 && l.WaitReplicas > 0:
 		fs.add(n.Node, Info, "replica", "nothing to do",
 			"master with %d replica(s); grants wait for %d of them (WAIT), so a failover to one of them hands the locks over", n.Replicas, l.WaitReplicas)
+	case n.Replicas > 0 && l.shard:
+		shardReplicaFindings(fs, n, l)
 	case n.Replicas > 0 && !l.Quarantine:
 		fs.add(n.Node, Critical, "replica", "set --wait-replicas (Options.WaitReplicas), or turn the restart quarantine back on, or turn off automatic failover for lock nodes",
 			"master with %d replica(s), grants that do not wait for them, and no restart quarantine: a failover can promote a replica that never received a lock, and it votes at once", n.Replicas)
@@ -242,6 +244,19 @@ func replicaFindings(fs *findingList, n Node, l Limits) {
 			"master with %d replica(s) and grants that do not wait for them: a failover can lose the locks it granted; the restart quarantine keeps the promoted replica out for the recovery delay, which keeps them safe but none can be taken meanwhile", n.Replicas)
 	}
 	sentinelFindings(fs, n)
+}
+
+// shardReplicaFindings rates a Redis Cluster master with replicas, whose
+// grants cannot wait for them: a cluster's client cannot send WAIT after
+// a script to the node that ran it, so WaitReplicas is no remedy there.
+func shardReplicaFindings(fs *findingList, n Node, l Limits) {
+	if !l.Quarantine {
+		fs.add(n.Node, Critical, "replica", "turn the restart quarantine back on, or turn off automatic failover for this cluster (cluster-replica-no-failover yes on its replicas)",
+			"master with %d replica(s), which grants cannot wait for on a Redis Cluster, and no restart quarantine: a failover can promote a replica that never received a lock, and it votes at once", n.Replicas)
+		return
+	}
+	fs.add(n.Node, Info, "replica", "nothing to set (a Redis Cluster's client cannot wait for replicas, so --wait-replicas is refused here); keep the restart quarantine on",
+		"master with %d replica(s), which grants cannot wait for on a Redis Cluster: a failover can lose the locks it granted; the restart quarantine keeps the promoted master's slots out for the recovery delay, which keeps them safe but none can be taken there meanwhile", n.Replicas)
 }
 
 // sentinelFindings checks a Sentinel-managed master for what its failovers
