@@ -217,3 +217,47 @@ func TestList_whileTheNodesPauseWrites(t *testing.T) {
 		}
 	})
 }
+
+// List, Inspect and Check answer while every master of a Redis Cluster
+// pauses writes: on a cluster, where the library runs no functions, their
+// scripts go by EVALSHA_RO, which the pause does not hold back. Before,
+// List failed ("context deadline exceeded") and Inspect waited for the
+// pause's end.
+func TestList_whileARedisClusterPausesWrites(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, RedisCluster: true})
+	url := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		client, err := d.dial(bg, []string{url}, &redlock.Options{TTL: 20 * time.Second, NodeTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		key := "paused-" + d.name
+		lock, err := client.TryAcquire(bg, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range cluster.Nodes() {
+			do(t, n, "CLIENT", "PAUSE", "60000", "WRITE")
+		}
+		defer func() {
+			for _, n := range cluster.Nodes() {
+				n.Do(bg, "CLIENT", "UNPAUSE")
+			}
+			lock.Release(bg)
+		}()
+		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+		defer cancel()
+		held, err := client.List(ctx, "paused-")
+		if err != nil || len(held) != 1 || held[0].Key != key {
+			t.Errorf("List while the cluster pauses writes = %+v, %v; want %s", held, err, key)
+		}
+		states, err := client.Inspect(ctx, key)
+		if err != nil || len(states) != 1 || states[0].Holder != lock.Token() {
+			t.Errorf("Inspect while the cluster pauses writes = %+v, %v; want held by %s", states, err, lock.Token())
+		}
+		if r, err := client.Check(ctx, key, lock.Token()); err != nil || !r.Current {
+			t.Errorf("Check while the cluster pauses writes = %+v, %v; want current", r, err)
+		}
+	})
+}

@@ -100,6 +100,7 @@ var (
 	_ redlock.ClusterConn     = (*Conn)(nil)
 	_ redlock.ContextHonourer = (*Conn)(nil)
 	_ redlock.FunctionCaller  = (*Conn)(nil)
+	_ redlock.ReadOnlyEvaler  = (*Conn)(nil)
 )
 
 // Conn is one Redis master reached through a go-redis client. It is safe for
@@ -188,6 +189,25 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 	v, err := c.eval(ctx, cmdArgs, len(keys))
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		cmdArgs[0], cmdArgs[1] = "eval", source
+		v, err = c.eval(ctx, cmdArgs, len(keys))
+	}
+	return reply(v, err)
+}
+
+// EvalSHARO runs a script that writes nothing by EVALSHA_RO, and by EVAL_RO
+// when the server answers NOSCRIPT (see redlock.ReadOnlyEvaler). A cluster
+// client that sends read-only commands to replicas (ReadOnly,
+// RouteByLatency, RouteRandomly) runs it by EvalSHA instead, on the master.
+func (c *Conn) EvalSHARO(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
+	if cluster, ok := c.client.(*redis.ClusterClient); ok {
+		if o := cluster.Options(); o.ReadOnly || o.RouteByLatency || o.RouteRandomly {
+			return c.EvalSHA(ctx, sha1, source, keys, args...)
+		}
+	}
+	cmdArgs := c.scriptArgs("evalsha_ro", sha1, keys, args)
+	v, err := c.eval(ctx, cmdArgs, len(keys))
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmdArgs[0], cmdArgs[1] = "eval_ro", source
 		v, err = c.eval(ctx, cmdArgs, len(keys))
 	}
 	return reply(v, err)

@@ -56,6 +56,7 @@ var (
 	_ redlock.ClusterConn     = (*Conn)(nil)
 	_ redlock.ContextHonourer = (*Conn)(nil)
 	_ redlock.FunctionCaller  = (*Conn)(nil)
+	_ redlock.ReadOnlyEvaler  = (*Conn)(nil)
 )
 
 // Conn is one Redis master reached through a rueidis client. It is safe for
@@ -153,6 +154,28 @@ func (c *Conn) EvalSHA(ctx context.Context, sha1, source string, keys []string, 
 	v, err := sent(ctx, client, b.Evalsha().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
 		v, err = sent(ctx, client, b.Eval().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	}
+	return reply(v, err)
+}
+
+// EvalSHARO runs a script that writes nothing by EVALSHA_RO, and by EVAL_RO
+// when the server answers NOSCRIPT (see redlock.ReadOnlyEvaler), on a
+// client that NewURL or Dial made, which sends every command to masters. A
+// client of one's own (New) may send read-only commands to replicas
+// (SendToReplicas, ReplicaOnly), which rueidis does not tell: it runs the
+// script by EvalSHA instead.
+func (c *Conn) EvalSHARO(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error) {
+	if c.connect == nil {
+		return c.EvalSHA(ctx, sha1, source, keys, args...)
+	}
+	client, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := client.B()
+	v, err := sent(ctx, client, b.EvalshaRo().Sha1(sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if re, ok := rueidis.IsRedisErr(err); ok && re.IsNoScript() {
+		v, err = sent(ctx, client, b.EvalRo().Script(source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	return reply(v, err)
 }

@@ -38,6 +38,19 @@ type functions struct {
 	// refusedAt is when the node last refused the library, in Unix
 	// nanoseconds: 0 while it takes FCALL.
 	refusedAt atomic.Int64
+
+	// readOnly is the node's Conn when it can run the scripts that write
+	// nothing by EVALSHA_RO, which they then use where they do not run as
+	// functions; nil otherwise. readOnlyRefusedAt is when the node last
+	// refused EVALSHA_RO (as refusedAt).
+	readOnly          readOnlyEvaler
+	readOnlyRefusedAt atomic.Int64
+}
+
+// readOnlyEvaler is a Conn that runs a script that writes nothing by
+// EVALSHA_RO: the root package's ReadOnlyEvaler.
+type readOnlyEvaler interface {
+	EvalSHARO(ctx context.Context, sha1, source string, keys []string, args ...string) (any, error)
 }
 
 // newFunctions returns how conn runs the scripts: by FCALL when enabled
@@ -47,16 +60,15 @@ func newFunctions(conn Conn, enabled bool) *functions {
 	if c, ok := conn.(functionCaller); ok && enabled && !IsCluster(conn) {
 		f.caller = c
 	}
+	if c, ok := conn.(readOnlyEvaler); ok {
+		f.readOnly = c
+	}
 	return f
 }
 
 // use reports whether to call the next script by FCALL.
 func (f *functions) use() bool {
-	if f.caller == nil {
-		return false
-	}
-	at := f.refusedAt.Load()
-	return at == 0 || time.Since(time.Unix(0, at)) >= functionsRetry
+	return f.caller != nil && !refusedLately(&f.refusedAt)
 }
 
 // refuse records that the node refused the library.
@@ -75,7 +87,7 @@ func (f *functions) accept() {
 // node refuses either.
 func (f *functions) call(ctx context.Context, conn Conn, s *wire.Script, keys, args []string) (any, error) {
 	if !f.use() {
-		return conn.EvalSHA(ctx, s.SHA1, s.Source, keys, args...)
+		return f.evalSHA(ctx, conn, s, keys, args)
 	}
 	v, err := f.caller.FCall(ctx, s.Function, keys, args...)
 	if err == nil || !isServerError(err) {
@@ -93,7 +105,37 @@ func (f *functions) call(ctx context.Context, conn Conn, s *wire.Script, keys, a
 		return v, err // the function's own error: an error reply of lua/
 	}
 	f.refuse()
+	return f.evalSHA(ctx, conn, s, keys, args)
+}
+
+// evalSHA runs s on the node by EVALSHA; a script that writes nothing by
+// EVALSHA_RO where the node takes it, which a CLIENT PAUSE … WRITE does
+// not hold back.
+func (f *functions) evalSHA(ctx context.Context, conn Conn, s *wire.Script, keys, args []string) (any, error) {
+	if s.ReadOnly && f.readOnly != nil && !refusedLately(&f.readOnlyRefusedAt) {
+		v, err := f.readOnly.EvalSHARO(ctx, s.SHA1, s.Source, keys, args...)
+		if !isServerError(err) || !readOnlyRefused(err) {
+			return v, err
+		}
+		f.readOnlyRefusedAt.Store(time.Now().UnixNano())
+	}
 	return conn.EvalSHA(ctx, s.SHA1, s.Source, keys, args...)
+}
+
+// refusedLately reports whether at holds a refusal less than
+// functionsRetry old.
+func refusedLately(at *atomic.Int64) bool {
+	t := at.Load()
+	return t != 0 && time.Since(time.Unix(0, t)) < functionsRetry
+}
+
+// readOnlyRefused reports whether err says that the node does not run
+// EVALSHA_RO or EVAL_RO: it does not know them (Redis before 7.0), or
+// refuses them to the connection's user (NOPERM).
+func readOnlyRefused(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "NOPERM") && (strings.Contains(msg, "'evalsha_ro'") || strings.Contains(msg, "'eval_ro'"))
 }
 
 // load loads the library on the node. One loaded already (by another
