@@ -255,6 +255,37 @@ func TestDial_unreachableNodesAreReported(t *testing.T) {
 	}
 }
 
+// A node that pauses writes (CLIENT PAUSE … WRITE, as an old master does
+// during a failover) answers PING, and Dial's checks of what it refuses
+// (PUBLISH, EVALSHA), which the pause holds back, wait for it no longer
+// than the grace: a node refuses such a command before the pause would
+// hold it. Before, each waited out the client library's read timeout (a
+// second over go-redis) or the check's bound (3 s over rueidis). Dial's
+// time with the pause is compared with its time without, so that a slow
+// machine slows both.
+func TestDial_nodePausingWritesIsNotWaitedFor(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	paused := cluster.Node(2)
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		timed := func() time.Duration {
+			start := time.Now()
+			client, err := d.dial(bg, cluster.URLs(), fast())
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
+			}
+			client.Close()
+			return took
+		}
+		alone := timed()
+		do(t, paused, "CLIENT", "PAUSE", "60000", "WRITE")
+		defer paused.Do(bg, "CLIENT", "UNPAUSE")
+		if took := timed(); took > alone+time.Second {
+			t.Errorf("Dial took %s with a node pausing writes, %s without: held back by the pause", took, alone)
+		}
+	})
+}
+
 // A node that does not answer while a majority does is not waited for
 // past the check's grace, however long the client library's own read
 // timeout: Dial lists it as timing out, says why, and the node votes once

@@ -17,9 +17,10 @@ var permanentCodes = []string{"NOPERM", "NOAUTH", "WRONGPASS", "READONLY", "WRON
 
 // permanentPhrases are parts of generic ERR replies that no retry fixes:
 // EVALSHA renamed away, a command a script calls renamed away (7.x:
-// "called from script", 6.2: "called from Lua script"), and the errors of
-// the library's own scripts.
-var permanentPhrases = []string{"unknown command", "Unknown Redis command called from", "redlock: "}
+// "called from script", 6.2: "called from Lua script"; Valkey: "Unknown
+// command called from script"), and the errors of the library's own
+// scripts.
+var permanentPhrases = []string{"unknown command", "Unknown Redis command called from", "Unknown command called from", "redlock: "}
 
 // codelessErrors map errors that a script's command meets without their
 // own error code, by how their text begins, to the code such an error has
@@ -27,6 +28,7 @@ var permanentPhrases = []string{"unknown command", "Unknown Redis command called
 // key (Redis 7.0 tells it with ERR, 6.2 with no code at all).
 var codelessErrors = []struct{ prefix, code string }{
 	{"The user executing the script ", "NOPERM"},
+	{"ACL failure in script", "NOPERM"}, // Valkey
 }
 
 // scriptErrorPrefix begins the error of a script that failed before Redis

@@ -84,6 +84,10 @@ func TestIsPermanent_scriptErrors(t *testing.T) {
 		{"ERR The user executing the script can't access at least one of the keys mentioned in the command arguments script: " + scriptSHA + ", on @user_script:9.", "NOPERM", true},
 		{"ERR Unknown Redis command called from script script: " + scriptSHA + ", on @user_script:3.", "ERR", true},
 		{"ERR user_script:5: attempt to compare nil with number script: " + scriptSHA + ", on @user_script:5.", "ERR", false},
+		// Valkey 8, which words them its own way (rueidis drops the "ERR ").
+		{"ERR ACL failure in script: User notime has no permissions to run the 'time' command script: redlock_35737d7a20e2_queuedAcquire, on @user_function:31.", "NOPERM", true},
+		{"ACL failure in script: No permissions to access a key script: " + scriptSHA + ", on @user_script:9.", "NOPERM", true},
+		{"ERR Unknown command called from script script: redlock_35737d7a20e2_queuedAcquire, on @user_function:12.", "ERR", true},
 		// Not a server's reply.
 		{"dial tcp 127.0.0.1:1: connect: connection refused", "", false},
 		{"context deadline exceeded", "", false},

@@ -382,7 +382,9 @@ func (c *declaredOnly) channels(keys []string) []string {
 // for the user's ACL: a key or a channel it may not use (Redis 6.2 and
 // 7.x).
 func refused(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "executing the script can't") || strings.Contains(err.Error(), "NOPERM"))
+	msg := fmt.Sprint(err)
+	return err != nil && (strings.Contains(msg, "executing the script can't") || strings.Contains(msg, "NOPERM") ||
+		strings.Contains(msg, "ACL failure in script")) // Valkey
 }
 
 // globEscape escapes the characters of s that an ACL pattern reads as a

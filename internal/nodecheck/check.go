@@ -11,6 +11,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/dialreport"
 	"github.com/redlock-go/redlock/internal/identity"
+	"github.com/redlock-go/redlock/internal/nodes"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/wire"
 )
@@ -147,20 +148,40 @@ func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, chann
 		}
 		return down
 	}
+	pingTook := time.Since(start)
 	ids, _ := identity.Of(ctx, conn) // the node answered its PING
 	if err := roleRefusal(ctx, conn); err != nil {
 		return verdict{ids: ids, refused: err}
 	}
-	if err := channelRefusal(ctx, conn, channel); err != nil {
-		return verdict{ids: ids, refused: err}
-	}
-	if err := scriptRefusal(ctx, conn); err != nil {
+	if err := writeRefusal(ctx, max(4*pingTook, lateGrace), conn, channel); err != nil {
 		return verdict{ids: ids, refused: err}
 	}
 	if err := infoRefusal(ctx, conn); runID && err != nil {
 		return verdict{ids: ids, refused: err}
 	}
 	return verdict{ids: ids, listErr: shardOfCluster(ctx, conn, ids)}
+}
+
+// writeRefusal returns why the node refuses its URL's user the commands
+// that a CLIENT PAUSE … WRITE holds back (see channelRefusal and
+// scriptRefusal), asked for at most bound in all: a node refuses such a
+// command (NOPERM, an unknown command) before a pause would hold it back,
+// so one held past bound refuses nothing, and a node that pauses writes,
+// as an old master does during a failover, holds Dial back no longer.
+func writeRefusal(ctx context.Context, bound time.Duration, conn redlock.Conn, channel string) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	refusal := func(check func(context.Context) error) error {
+		_, err := nodes.Within(ctx, conn, func(ctx context.Context) (any, error) { return nil, check(ctx) })
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := refusal(func(ctx context.Context) error { return channelRefusal(ctx, conn, channel) }); err != nil {
+		return err
+	}
+	return refusal(func(ctx context.Context) error { return scriptRefusal(ctx, conn) })
 }
 
 // pingVerdict returns the verdict that r, a node's first PING, settles by

@@ -193,7 +193,7 @@ func (n *Node) applyInfo(f map[string]string) {
 	n.Version = f["redis_version"]
 	n.RunID = f["run_id"]
 	switch {
-	case f["redis_mode"] == "sentinel":
+	case f["redis_mode"] == "sentinel", f["server_mode"] == "sentinel": // Valkey says server_mode
 		n.Role = "sentinel"
 	case f["role"] == "master":
 		n.Role = "master"
