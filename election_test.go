@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -373,5 +374,65 @@ func TestElection_campaignAgainWhileLeading(t *testing.T) {
 	}
 	if leader, err := l.Leader(bg); err != nil || leader.Value != "host-a" || leader.Term != term {
 		t.Errorf("Leader: %+v %v, want host-a in term %d", leader, err, term)
+	}
+}
+
+// A candidate second in line while the nodes sit out their restart
+// quarantine hears that they recover, on every attempt: a waiter for a
+// set of keys, as a candidate is, applies the quarantine before it defers
+// to the clients queued before it. Before, its later attempts were
+// refused as if the key were kept for those clients, the Logger said the
+// nodes voted again 4 ms after it said they were recovering, and the
+// nodes' recovery delays did not start at its attempts.
+func TestElection_secondCandidateHearsTheNodesRecover(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Unmarked: true})
+	candidate := func(name string) (*redlock.Election, *records) {
+		log := &records{}
+		opts := &redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second, RecoveryDelay: 20 * time.Second, Logger: slog.New(log)}
+		c, err := redlock.New(goredisConns(t, cluster.Addrs()), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		e, err := c.NewElection("recovering")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, log
+	}
+	first, firstLog := candidate("first")
+	second, secondLog := candidate("second")
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	go first.Campaign(ctx, "first")
+	eventually(t, "the first candidate queued on the recovering nodes", func() bool {
+		return strings.Count(firstLog.text(), "node recovering from a restart") >= 2
+	})
+	short, cancelShort := context.WithTimeout(bg, 2*time.Second)
+	defer cancelShort()
+	err := second.Campaign(short, "second")
+	if err == nil {
+		t.Fatal("the second candidate was elected while every node recovers")
+	}
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatalf("Campaign = %v, want the last attempt's QuorumError", err)
+	}
+	// A quorum refused as recovering decides the attempt: the last node
+	// may not have been waited for.
+	recovering := 0
+	for _, n := range qe.Nodes {
+		switch n.Outcome {
+		case redlock.OutcomeRecovering:
+			recovering++
+		case redlock.OutcomeHeld:
+			t.Errorf("the second candidate's last attempt: %s held, want recovering: %v", n.Node, err)
+		}
+	}
+	if recovering < 2 {
+		t.Errorf("the second candidate's last attempt: %d nodes recovering, want a quorum: %v", recovering, err)
+	}
+	if text := secondLog.text(); strings.Contains(text, "voting again") {
+		t.Errorf("the Logger was told the nodes vote again while they recover:\n%s", text)
 	}
 }

@@ -52,21 +52,26 @@ local function enqueue(KEYS, ARGV, k, a)
 	return enterQueue(KEYS[k + 5], KEYS[k + 6], KEYS[k + 7], ARGV[a + 6], ARGV[a + 7], ARGV[a + 5], ARGV[a + 8])
 end
 
--- setAcquire is queuedAcquire for a waiter for a set of keys: it queues
--- the caller first, then grants a free key only when the caller is the
--- first live client in line. Granted, the caller stays queued until its
--- release, or its next attempt, takes it out or renews it.
+-- setAcquire is queuedAcquire for a waiter for a set of keys (and an
+-- election's candidate): it queues the caller first, applies the restart
+-- quarantine (see admit), then grants a free key only when the caller is
+-- the first live client in line. The quarantine comes before the
+-- deferral, so that a recovering node says so, and its recovery delay
+-- starts at the first attempt of a waiter that is not first in line.
+-- Granted, the caller stays queued until its release, or its next
+-- attempt, takes it out or renews it.
 local function setAcquire(KEYS, ARGV, k, a, shared)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
 	local place = enqueue(KEYS, ARGV, k, a)
-	if redis.call("EXISTS", KEYS[k + 1]) == 0 then
+	local reply, counter, _, held = admit(KEYS, ARGV, k, a, shared)
+	if not reply and not held then
 		local names = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
 		local first = string.match(names, "^ (%S+)")
 		if first ~= nil and first ~= id then
 			return {0, "0", redis.call("ZRANK", queue, id) or place}
 		end
 	end
-	local reply = acquire(KEYS, ARGV, k, a, shared)
+	reply = reply or grant(KEYS, ARGV, k, a, shared, counter, held)
 	if reply[1] == 0 then
 		reply = {0, reply[2], redis.call("ZRANK", queue, id) or place}
 	elseif reply[1] == 1 then
