@@ -273,7 +273,8 @@ func sentinelFindings(fs *findingList, n Node) {
 			"Sentinel-managed master with no replica connected: no failover can replace it")
 	}
 	if n.MinReplicasToWrite == "0" {
-		fs.add(n.Node, Warning, "failover", "CONFIG SET min-replicas-to-write 1 and min-replicas-max-lag 10 on the master and its replicas (and in their redis.conf)",
+		fs.add(n.Node, Warning, "failover", "CONFIG SET min-replicas-to-write 1 and min-replicas-max-lag 10 on the master and its replicas (and in their redis.conf); "+
+			"with one replica, a promoted master then refuses writes (NOREPLICAS) until the old one syncs again as its replica: attach two",
 			"min-replicas-to-write 0: a master cut off from the Sentinels and its replicas, but not from clients, keeps granting "+
 				"locks after a failover, which the promoted master never sees")
 	}
