@@ -33,8 +33,8 @@ import (
 //     without it, it must.
 //   - FunctionCaller: the scripts run as Redis 7 functions, by FCALL;
 //     without it, by EVALSHA.
-//   - ReadOnlyEvaler: the reads that write nothing run by EVALSHA_RO where
-//     they do not run as functions; without it, by EVALSHA.
+//   - ReadOnlyEvaler: on a Redis Cluster, the reads that write nothing
+//     run by EVALSHA_RO; without it, by EVALSHA.
 //
 // Both adapters have all six, and assert them at compile time, as an
 // adapter should for those it implements:
@@ -156,10 +156,9 @@ type FunctionCaller interface {
 // ReadOnlyEvaler is the optional capability of a Conn that can run a script
 // that writes nothing by EVALSHA_RO (Redis 7.0 and later), which a CLIENT
 // PAUSE … WRITE does not hold back, as it holds back EVALSHA. The Client
-// runs its reads (Inspect, List, Check) so where it does not run them as
-// functions flagged no-writes: on a Redis Cluster, and on a node that
-// refuses functions. A node that refuses EVALSHA_RO (Redis 6.2, an ACL
-// without it) gets EVALSHA instead.
+// runs its reads (Inspect, List, Check) so on a Redis Cluster, where it
+// does not run them as functions flagged no-writes. A node that refuses
+// EVALSHA_RO (Redis 6.2, an ACL without it) gets EVALSHA instead.
 type ReadOnlyEvaler interface {
 	// EvalSHARO runs a script that writes nothing by EVALSHA_RO sha1, and by
 	// EVAL_RO source when the server answers NOSCRIPT, on the master that

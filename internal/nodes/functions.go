@@ -39,9 +39,10 @@ type functions struct {
 	// nanoseconds: 0 while it takes FCALL.
 	refusedAt atomic.Int64
 
-	// readOnly is the node's Conn when it can run the scripts that write
-	// nothing by EVALSHA_RO, which they then use where they do not run as
-	// functions; nil otherwise. readOnlyRefusedAt is when the node last
+	// readOnly is the node's Conn when it is a Redis Cluster, where the
+	// scripts never run as functions, and can run the scripts that write
+	// nothing by EVALSHA_RO, which they then use; nil otherwise: where
+	// functions are refused (Redis 6.2, an ACL, an emulator), EVALSHA. readOnlyRefusedAt is when the node last
 	// refused EVALSHA_RO (as refusedAt).
 	readOnly          readOnlyEvaler
 	readOnlyRefusedAt atomic.Int64
@@ -60,7 +61,7 @@ func newFunctions(conn Conn, enabled bool) *functions {
 	if c, ok := conn.(functionCaller); ok && enabled && !IsCluster(conn) {
 		f.caller = c
 	}
-	if c, ok := conn.(readOnlyEvaler); ok {
+	if c, ok := conn.(readOnlyEvaler); ok && IsCluster(conn) {
 		f.readOnly = c
 	}
 	return f
@@ -129,12 +130,14 @@ func refusedLately(at *atomic.Int64) bool {
 	return t != 0 && time.Since(time.Unix(0, t)) < functionsRetry
 }
 
-// readOnlyRefused reports whether err says that the node does not run
-// EVALSHA_RO or EVAL_RO: it does not know them (Redis before 7.0), or
-// refuses them to the connection's user (NOPERM).
+// readOnlyRefused reports whether err says that the node does not run the
+// script by EVALSHA_RO or EVAL_RO: it does not know them (Redis before
+// 7.0), refuses them to the connection's user (NOPERM), or takes a command
+// the script reads with as a write (an emulator, such as miniredis, that
+// holds INFO for one), which it refused before running it.
 func readOnlyRefused(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "unknown command") ||
+	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "read-only scripts") ||
 		strings.Contains(msg, "NOPERM") && (strings.Contains(msg, "'evalsha_ro'") || strings.Contains(msg, "'eval_ro'"))
 }
 

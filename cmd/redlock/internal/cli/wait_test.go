@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -349,5 +350,30 @@ func TestWait_overlappingSetsRunInTheOrderTheyCame(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(order); string(b) != "early\nlate\n" {
 		t.Errorf("ran in the order %q, want early then late\nearly:\n%s\nlate:\n%s", b, earlyErr, lateErr)
+	}
+}
+
+// A waiter for a set of keys behind a client queued before it, on nodes
+// that vote and a key nobody holds, says that the key is free but kept for
+// that client, not that another holder has it. The client queued first is
+// written into the key's queue, live for a minute, and never takes the
+// key. (An election's candidate second in line says so too; while the
+// nodes recover, it says that they recover: see the library's
+// TestElection_secondCandidateHearsTheNodesRecover.)
+func TestWait_setBehindAnEarlierClientSaysTheKeyIsFree(t *testing.T) {
+	cluster, nodes := newCluster(t, 1)
+	deadline := strconv.FormatInt(time.Now().Add(time.Minute).UnixMicro(), 10)
+	for _, cmd := range [][]string{
+		{"ZADD", "redlock:queue:svc", "1", "earlier-client"},
+		{"HSET", "redlock:queue-until:svc", "earlier-client", deadline},
+		{"SET", "redlock:waiting:svc", "1", "PX", "60000"},
+	} {
+		if _, err := cluster.Node(0).Do(bg, cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cli(t, "acquire", "--nodes", nodes, "--wait", "2s", "svc", "other").expect(t, exitConflict, "acquire behind an earlier client")
+	if !strings.Contains(r.stderr, `"svc" free, but kept for the clients queued before this one`) {
+		t.Errorf("the waiter does not say the key is kept for the client before it:\n%s", r.stderr)
 	}
 }
