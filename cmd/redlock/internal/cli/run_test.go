@@ -346,7 +346,11 @@ func TestRun_recoveringNodesNeedInit(t *testing.T) {
 
 func TestAcquire_waitingOnRecoveringNodesSaysWhy(t *testing.T) {
 	cluster := newFreshCluster(t, 3)
-	r := cli(t, "acquire", "--nodes", strings.Join(cluster.URLs(), ","), "--wait", "300ms", "k")
+	// A node timeout that a loaded machine does not reach: with the
+	// default 50 ms, a first request that dials and loads the function
+	// library could time out on all three nodes, and the wait then says
+	// "no answer in time".
+	r := cli(t, "acquire", "--nodes", strings.Join(cluster.URLs(), ","), "--node-timeout", "1s", "--wait", "300ms", "k")
 	r.expect(t, exitUnavailable, "acquire on brand-new nodes")
 	// A failure is decided once a quorum is out of reach: 2 or 3 of the
 	// nodes have answered by then.
