@@ -104,8 +104,10 @@ func isNil(c Conn) bool {
 // reads its server's identity first (its run_id, a cluster's node ids:
 // one INFO server per node and Client, and CLUSTER MYID on a server in
 // cluster mode, or CLUSTER NODES for a whole cluster), and a node found
-// to be another entry's server is left out for good: its calls fail with
-// an error wrapping ErrDuplicateNode, which Options.Logger is told. A
+// to be the server of an entry identified before it is left out for good
+// (which of the two counts is the one that answered first, not the
+// list's order): its calls fail with an error wrapping ErrDuplicateNode,
+// which Options.Logger is told once. A
 // node that does not answer that read fails its requests as it would the
 // request itself, and is read again at the next. The adapters' Dial
 // checks the identities before it returns.

@@ -74,22 +74,23 @@ func identify(ctx context.Context, check func(context.Context) error) error {
 
 // identifyNode reads the identities of node's server (see identity.Of)
 // before its first request, for a Client from New: it returns the error
-// of a read the node did not answer, and an error wrapping
-// ErrDuplicateNode when an earlier entry of the node list reaches the
-// same server. Such a node is held out for good (see New).
-func (c *Client) identifyNode(ctx context.Context, node int) error {
+// of a read the node did not answer, and, final, an error wrapping
+// ErrDuplicateNode when an entry identified before it reaches the same
+// server. Such a node is held out for good (see New), and the Logger is
+// told once.
+func (c *Client) identifyNode(ctx context.Context, node int) (err error, final bool) {
 	ids, err := identity.Of(ctx, c.conns[node])
 	if err != nil {
-		return err
+		return err, false
 	}
 	j, id, dup := c.servers.Admit(node, ids)
 	if !dup {
-		return nil
+		return nil, false
 	}
 	name := c.conns[node].Name()
-	err = fmt.Errorf("%w: %s and %s reach one server (%s); only the first counts", ErrDuplicateNode, c.conns[j].Name(), name, id)
+	err = fmt.Errorf("%w: %s and %s reach one server (%s); %s, identified first, counts", ErrDuplicateNode, c.conns[j].Name(), name, id, c.conns[j].Name())
 	c.nodes.Hold(node, err)
 	c.opts.Logger.Error("redlock: node left out: another entry of the node list reaches its server, whose vote would count twice",
 		"node", name, "error", err)
-	return err
+	return err, true
 }

@@ -10,16 +10,19 @@ import (
 // Client's check that the node is no other entry's server (see
 // Set.IdentifyFirst). A nil *firstUse holds nothing.
 type firstUse struct {
-	check  func(ctx context.Context, node int) error
+	check  func(ctx context.Context, node int) (err error, final bool)
 	mu     sync.Mutex // one check at a time
 	passed atomic.Bool
+	failed error // a final verdict of check, under mu
 }
 
 // IdentifyFirst makes each node of the set pass check before its first
 // request is sent: until check returns nil for a node, each request to
-// it runs check again instead, and fails with check's error unsent. The
-// caller calls it before the set's first request.
-func (n *Set) IdentifyFirst(check func(ctx context.Context, node int) error) {
+// it runs check again instead, and fails with check's error unsent. An
+// error check calls final fails the node's requests for good, without
+// running check again. The caller calls it before the set's first
+// request.
+func (n *Set) IdentifyFirst(check func(ctx context.Context, node int) (err error, final bool)) {
 	for _, p := range n.pipes {
 		p.identity = &firstUse{check: check}
 	}
@@ -45,7 +48,14 @@ func (f *firstUse) wait(ctx context.Context, node int) error {
 	if f.passed.Load() {
 		return nil
 	}
-	if err := f.check(ctx, node); err != nil {
+	if f.failed != nil {
+		return f.failed
+	}
+	err, final := f.check(ctx, node)
+	if err != nil {
+		if final {
+			f.failed = err
+		}
 		return err
 	}
 	f.passed.Store(true)
