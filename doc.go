@@ -41,8 +41,12 @@
 // implements Conn's four methods (Name, Do, EvalSHA, Close), and may add
 // its optional capabilities, each an interface of one method: Listener
 // (waiters wake at a release instead of polling), ReplicaWaiter
-// (Options.WaitReplicas), ClusterConn (a Redis Cluster as one node) and
-// ContextHonourer (a Conn that may not return at its deadline).
+// (Options.WaitReplicas), ClusterConn (a Redis Cluster as one node),
+// ContextHonourer (a Conn that may not return at its deadline),
+// FunctionCaller (the scripts as Redis 7 functions, by FCALL) and
+// ReadOnlyEvaler (a cluster's reads by EVALSHA_RO, which a write pause
+// lets through). Of two Conns or more, New reads each server's identity
+// at its first request (see New).
 //
 // # Semaphores and read-write locks
 //
