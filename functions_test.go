@@ -1,7 +1,6 @@
 package redlock_test
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,9 +11,26 @@ import (
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
-// redis62 is a build of Redis 6.2, which has no functions; the tests that
-// run on it skip where it is missing.
-const redis62 = "/work/redis62/src/redis-server"
+// asRedis62 is the configuration that makes the redis-server the tests
+// start answer the library as Redis 6.2 does: none when it is a 6.x release
+// (put a 6.2 build first on PATH to run the tests on it), else FUNCTION,
+// FCALL and the read-only script commands renamed away, which 7.0 added
+// and 6.2 calls unknown.
+func asRedis62(t *testing.T) []string {
+	t.Helper()
+	v, err := redlocktest.ServerVersion("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.AtLeast(7, 0) {
+		return nil
+	}
+	var config []string
+	for _, cmd := range []string{"FUNCTION", "FCALL", "FCALL_RO", "EVALSHA_RO", "EVAL_RO"} {
+		config = append(config, "rename-command "+cmd+` ""`)
+	}
+	return config
+}
 
 // On Redis 7 the scripts run as functions of one library, loaded on first
 // use: a cycle costs two FCALL and no EVALSHA, and the library reads the
@@ -87,13 +103,12 @@ func TestFunctions_refusedByACLFallsBackToScripts(t *testing.T) {
 
 // On Redis 6.2, which has no functions, the scripts run by EVALSHA, with
 // every guarantee: waiters are woken by a release, and a restart from a
-// snapshot puts the node in quarantine.
+// snapshot puts the node in quarantine. Unless PATH puts a 6.2 build first,
+// the servers are later releases told to answer as 6.2 (see asRedis62).
 func TestFunctions_redis62RunsScripts(t *testing.T) {
-	if _, err := os.Stat(redis62); err != nil {
-		t.Skipf("no Redis 6.2 build at %s", redis62)
-	}
+	config := asRedis62(t)
 	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, ServerPath: redis62})
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Config: config})
 		c := newClient(t, cluster, a, fast())
 		lock, err := c.Acquire(bg, "job")
 		if err != nil {

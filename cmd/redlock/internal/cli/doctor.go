@@ -76,6 +76,7 @@ type auditNodeJSON struct {
 	Reachable       bool    `json:"reachable"`
 	Error           string  `json:"error,omitempty"`
 	Version         string  `json:"version,omitempty"`
+	ValkeyVersion   string  `json:"valkey_version,omitempty"`
 	Role            string  `json:"role,omitempty"`
 	AppendOnly      string  `json:"appendonly,omitempty"`
 	AppendFsync     string  `json:"appendfsync,omitempty"`
@@ -333,7 +334,7 @@ func doctorReportJSON(r *doctor.Report, findings []doctor.Finding, unsafe, avail
 // auditNodeOf is the JSON of one node, or of a master of a Redis Cluster node,
 // without its shards.
 func auditNodeOf(n doctor.Node) auditNodeJSON {
-	j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, Role: n.Role,
+	j := auditNodeJSON{Node: n.Node, Reachable: n.Reachable, Version: n.Version, ValkeyVersion: n.ValkeyVersion, Role: n.Role,
 		AppendOnly: n.AppendOnly, AppendFsync: n.AppendFsync, MaxMemoryPolicy: n.MaxMemoryPolicy,
 		ClockOffsetMs: ms(n.ClockOffset), ClockKnown: n.ClockKnown, RTTMs: ms(n.RTT),
 		Recovering: n.Recovering, WritesStalled: n.WritesStalled, QuarantineUnknown: n.QuarantineUnknown(), PartlyRecovering: n.PartlyRecovering, RecoveringLeftMs: n.RecoveringLeft.Milliseconds(),
@@ -431,8 +432,18 @@ func writeAuditRow(tw io.Writer, name string, n doctor.Node, quarantine string) 
 	if n.WritesStalled {
 		status = "no writes"
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3fms\t%s\n", name, status, or(n.Version), or(n.Role),
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3fms\t%s\n", name, status, or(serverVersion(n)), or(n.Role),
 		persistence(n), or(n.MaxMemoryPolicy), clock, ms(n.RTT), quarantine)
+}
+
+// serverVersion is a node's release in the table: Valkey's own, named,
+// where the server is Valkey (whose redis_version is the Redis release it
+// is compatible with).
+func serverVersion(n doctor.Node) string {
+	if n.ValkeyVersion != "" {
+		return "valkey " + n.ValkeyVersion
+	}
+	return n.Version
 }
 
 // quarantineText is a node's restart quarantine state in the table. A

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redlock-go/redlock/cmd/redlock/internal/doctor"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -192,5 +193,16 @@ func TestNodes_defaultIsSaid(t *testing.T) {
 		if r := cli(t, tc.args...); strings.Contains(r.stdout+r.stderr, "default node") {
 			t.Errorf("$%s=%q redlock %s: says the node is the default:\n%s%s", envNodes, tc.env, strings.Join(tc.args, " "), r.stdout, r.stderr)
 		}
+	}
+}
+
+// doctor's table names a Valkey node's own release, not the Redis release
+// its INFO says it is compatible with.
+func TestServerVersion_valkeyNamed(t *testing.T) {
+	if got := serverVersion(doctor.Node{Version: "7.2.4", ValkeyVersion: "8.0.1"}); got != "valkey 8.0.1" {
+		t.Errorf("Valkey: %q", got)
+	}
+	if got := serverVersion(doctor.Node{Version: "7.0.15"}); got != "7.0.15" {
+		t.Errorf("Redis: %q", got)
 	}
 }

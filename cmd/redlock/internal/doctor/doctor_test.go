@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -619,6 +618,28 @@ func TestAudit_infoRefused(t *testing.T) {
 	wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Info)
 }
 
+// A user refused TIME cannot read the restart marker either, as the
+// scripts read the node's clock: both findings name TIME as the remedy.
+// Before, the marker's remedy said to allow EVALSHA, which the user had.
+func TestAudit_timeRefusedNamedForTheMarker(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	if _, err := cluster.Node(0).Do(bg, "ACL", "SETUSER", "notime", "on", ">pw", "~*", "&*", "+@all", "-time"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := goredis.NewURL("redis://notime:pw@" + cluster.Node(0).Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	r := audit(t, []redlock.Conn{conn}, nil)
+	for _, check := range []string{"clock", "recovering"} {
+		f := wantFinding(t, r, r.Nodes[0].Node, check, map[string]doctor.Severity{"clock": doctor.Critical, "recovering": doctor.Info}[check])
+		if !strings.Contains(f.Remedy, "allow TIME") || strings.Contains(f.Remedy, "EVALSHA") {
+			t.Errorf("%s finding %+v: want TIME named as what to allow, and not EVALSHA", check, f)
+		}
+	}
+}
+
 // A node that refuses the library's functions, by its ACL or as Redis
 // 6.2, gets an Info finding that says the scripts run by EVALSHA and what
 // that costs; a Redis 7 node that takes them gets none.
@@ -636,15 +657,24 @@ func TestAudit_functions(t *testing.T) {
 			t.Errorf("finding %+v: want EVALSHA named, and +fcall in the remedy", f)
 		}
 	})
-	const redis62 = "/work/redis62/src/redis-server"
-	if _, err := os.Stat(redis62); err != nil {
-		t.Skipf("no Redis 6.2 build at %s", redis62)
+	// Without FUNCTION and FCALL: Redis 6.2 when PATH puts it first, or
+	// else a later release with both renamed away.
+	v, err := redlocktest.ServerVersion("")
+	if err != nil {
+		t.Fatal(err)
 	}
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, ServerPath: redis62})
+	var config []string
+	if v.AtLeast(7, 0) {
+		config = []string{`rename-command FUNCTION ""`, `rename-command FCALL ""`}
+	}
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: config})
 	r := audit(t, adapters[0].conns(t, cluster.Addrs()), &redlock.Options{DisableQuarantine: true})
 	f := wantFinding(t, r, r.Nodes[0].Node, "functions", doctor.Info)
-	if !strings.Contains(f.Message, "6.2") || !strings.Contains(f.Remedy, "Redis 7") {
-		t.Errorf("finding %+v on Redis 6.2: want its version named, and an upgrade to Redis 7 as the remedy", f)
+	switch {
+	case !v.AtLeast(7, 0) && (!strings.Contains(f.Message, v.String()) || !strings.Contains(f.Remedy, "Redis 7")):
+		t.Errorf("finding %+v on Redis %s: want its version named, and an upgrade to Redis 7 as the remedy", f, v)
+	case v.AtLeast(7, 0) && (!strings.Contains(f.Message, "EVALSHA") || !strings.Contains(f.Remedy, "rename-command")):
+		t.Errorf("finding %+v with FUNCTION renamed away: want EVALSHA named, and rename-command in the remedy", f)
 	}
 }
 

@@ -374,7 +374,7 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 		fs.add(n.Node, sev, "recovering", "wait until the node has loaded its data",
 			"loading its data set: it refuses lock commands until done")
 	case n.markerErr != nil && n.infoErr == nil:
-		fs.add(n.Node, Info, "recovering", "allow EVALSHA and the restart marker key for this user",
+		fs.add(n.Node, Info, "recovering", markerRemedy(n),
 			"restart marker unreadable (%s): quarantine state unknown", errText(n.markerErr))
 	case n.Restarted:
 		fs.add(n.Node, sev, "recovering", "nothing: the next acquisition starts its delay, which keeps safe the locks it held before; 'redlock init --force' lifts it, only when no lock can be outstanding",
@@ -389,6 +389,21 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 			"sitting out its recovery delay (it restarted, lost its data, or was never used before): out of every quorum for %s more",
 			n.RecoveringLeft.Round(time.Millisecond))
 	}
+}
+
+// markerRemedy is what lets n's restart marker be read again: the command
+// the refusal names (Valkey names it; Redis 7 does not within a script),
+// TIME where the node refused it to this user too (the scripts run it), or
+// else the scripts and the marker's key.
+func markerRemedy(n Node) string {
+	cmd := refusedCommand(n.markerErr)
+	if cmd == "" && n.timeErr != nil && refusedCommand(n.timeErr) != "" {
+		cmd = refusedCommand(n.timeErr)
+	}
+	if cmd != "" {
+		return "allow " + strings.ToUpper(cmd) + " for this user: the library's scripts run it"
+	}
+	return "allow EVALSHA and the restart marker key for this user"
 }
 
 // duplicateFindings reports nodes that are the same server, by run_id; the
@@ -520,7 +535,10 @@ func functionsFindings(fs *findingList, n Node, _ Limits) {
 			"Redis %s has no functions (FUNCTION LOAD, FCALL): %s", n.Version, cost)
 		return
 	}
-	fs.add(n.Node, Info, "functions",
-		"allow this user FUNCTION LOAD and FCALL (+function|load +fcall), or set Options.DisableFunctions to keep the node's function libraries untouched",
+	remedy := "allow this user FUNCTION LOAD and FCALL (+function|load +fcall), or set Options.DisableFunctions to keep the node's function libraries untouched"
+	if strings.Contains(n.functionsErr.Error(), "unknown command") {
+		remedy = "do not rename FUNCTION and FCALL away (rename-command), or set Options.DisableFunctions to keep the node's function libraries untouched"
+	}
+	fs.add(n.Node, Info, "functions", remedy,
 		"the library's functions are refused (%s): %s", errText(n.functionsErr), cost)
 }

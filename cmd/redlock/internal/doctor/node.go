@@ -34,8 +34,13 @@ type Node struct {
 	Uncovered []SlotRange
 	// Err is why the node is unreachable; nil when it is reachable.
 	Err error
-	// Version is redis_version from INFO.
+	// Version is redis_version from INFO: on Valkey, the Redis release it
+	// is compatible with.
 	Version string
+
+	// ValkeyVersion is valkey_version from INFO: empty unless the server
+	// is Valkey.
+	ValkeyVersion string
 	// RunID identifies the server process (INFO run_id). Two nodes with the
 	// same RunID are the same server.
 	RunID string
@@ -191,6 +196,7 @@ func applyQuarantine(ctx context.Context, client *redlock.Client, nodes []Node) 
 // applyInfo takes the fields of an INFO reply.
 func (n *Node) applyInfo(f map[string]string) {
 	n.Version = f["redis_version"]
+	n.ValkeyVersion = f["valkey_version"]
 	n.RunID = f["run_id"]
 	switch {
 	case f["redis_mode"] == "sentinel", f["server_mode"] == "sentinel": // Valkey says server_mode

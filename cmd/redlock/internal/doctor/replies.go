@@ -94,3 +94,20 @@ func versionBelow(version string, want ...int) bool {
 func errText(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
+
+// refusedCommand is the command an ACL refusal names ("… no permissions to
+// run the 'time' command"), or "" when err names none.
+func refusedCommand(err error) string {
+	const before, after = "to run the '", "' command"
+	text := err.Error()
+	i := strings.Index(text, before)
+	if i < 0 {
+		return ""
+	}
+	rest := text[i+len(before):]
+	j := strings.Index(rest, after)
+	if j <= 0 {
+		return ""
+	}
+	return rest[:j]
+}
