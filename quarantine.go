@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -37,7 +38,8 @@ import (
 // this Client a lock, which shows they were ready: a node that did and is
 // not ready now lost its data since, and is refused as one that restarted.
 // The rule sees only the client's nodes: give MarkReady every node of the
-// deployment.
+// deployment. An entry that New left out as another entry's server
+// (ErrDuplicateNode) is marked through that entry.
 //
 // The check runs in the client before the marking, not atomically across
 // the nodes. A node that restarted or failed over between the two, or lost
@@ -75,7 +77,7 @@ func (c *Client) MarkReady(ctx context.Context, force bool) error {
 	return firstError(eachSet(ctx, len(sets), func(i int) error {
 		args := []string{delay, "1"}
 		if !force {
-			args = append([]string{delay, "0", strconv.Itoa(len(c.conns))}, checked[i]...)
+			args = append([]string{delay, "0", strconv.Itoa(len(checked[i]) / 2)}, checked[i]...)
 		}
 		return c.markReady(ctx, c.markRequest(sets[i], args))
 	}))
@@ -142,7 +144,9 @@ func (c *Client) checkBrandNew(ctx context.Context, sets, checked [][]string) er
 		}
 		refusals[i] = c.notBrandNew(states)
 		for _, s := range states {
-			checked[i] = append(checked[i], s.process, s.marker)
+			if !s.duplicate {
+				checked[i] = append(checked[i], s.process, s.marker)
+			}
 		}
 		return nil
 	}))
@@ -172,6 +176,10 @@ type markerState struct {
 	ready     bool   // the node votes
 	restarted bool   // its process changed since the marker was written
 	process   string // the run_id of the node's process
+
+	// duplicate is set, and nothing else, for a node left out as another
+	// entry's server (ErrDuplicateNode): that entry's state is its own.
+	duplicate bool
 }
 
 // notBrandNew returns "" when states, one per node, show a brand-new
@@ -182,6 +190,7 @@ func (c *Client) notBrandNew(states []markerState) string {
 	for i, s := range states {
 		name := c.conns[i].Name()
 		switch {
+		case s.duplicate:
 		case s.restarted:
 			restarted = append(restarted, name)
 		case !s.ready && !c.keys.Cluster && c.voted[i].Load():
@@ -216,9 +225,11 @@ func (c *Client) readMarkers(ctx context.Context, keys []string) ([]markerState,
 	}
 	c.observeNodes(ctx, nil, telemetry.OpMarkReady, results)
 	var failed []string
-	for _, r := range results {
+	for i, r := range results {
 		switch {
 		case r.Outcome == OutcomeOK:
+		case errors.Is(r.Err, ErrDuplicateNode):
+			states[i] = markerState{duplicate: true}
 		case r.Err != nil:
 			failed = append(failed, r.Node+" "+r.Outcome.String()+": "+r.Err.Error())
 		default:
@@ -287,6 +298,18 @@ func (c *Client) markRequest(keys, args []string) *nodes.Request {
 	})}
 }
 
+// duplicates counts the nodes of results left out as another entry's server
+// (ErrDuplicateNode): MarkReady marks that server through the other entry.
+func duplicates(results []NodeResult) int {
+	n := 0
+	for _, r := range results {
+		if errors.Is(r.Err, ErrDuplicateNode) {
+			n++
+		}
+	}
+	return n
+}
+
 // markReady sends mark, a mark-ready request, to every node. A node that
 // did not answer in time is asked once more: its first request may have
 // landed (a cold connection, a loaded node), and marking a ready node again
@@ -298,7 +321,7 @@ func (c *Client) markReady(ctx context.Context, mark *nodes.Request) error {
 		results, ok = c.fanout(ctx, c.operatorTimeout(), mark, answered, func(int, int) bool { return false })
 	}
 	c.observeNodes(ctx, nil, telemetry.OpMarkReady, results)
-	if ok == len(c.conns) {
+	if ok+duplicates(results) == len(c.conns) {
 		return nil
 	}
 	return &QuorumError{Op: "mark ready", Key: mark.Keys[0], OK: ok, Quorum: len(c.conns), Nodes: results,

@@ -81,3 +81,35 @@ func TestNew_oneServerUnderTwoNamesVotesOnce(t *testing.T) {
 		}
 	})
 }
+
+// MarkReady over a node list with one server under two names marks that
+// server through the entry that counts: the entry left out is no node of
+// its own. Before, MarkReady failed for it, its error not wrapping
+// ErrDuplicateNode, and brand-new nodes could not be marked ready.
+func TestMarkReady_oneServerUnderTwoNames(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		for _, force := range []bool{false, true} {
+			cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+			port := strconv.Itoa(cluster.Node(0).Port())
+			addrs := []string{"localhost:" + port, "127.0.0.1:" + port, cluster.Node(1).Addr()}
+			client, err := redlock.New(a.conns(t, addrs), &redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			if err := client.MarkReady(bg, force); err != nil {
+				t.Fatalf("MarkReady(force %v): %v", force, err)
+			}
+			for _, n := range cluster.Nodes() {
+				if m := keyOn(t, n, redlock.MarkerKey); m != "0" {
+					t.Errorf("force %v: node %d's restart marker %q, want 0 (ready)", force, n.Index(), m)
+				}
+			}
+			lock, err := client.TryAcquire(bg, "marked")
+			if err != nil {
+				t.Fatalf("force %v: TryAcquire after MarkReady: %v", force, err)
+			}
+			lock.Release(bg)
+		}
+	})
+}
