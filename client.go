@@ -109,8 +109,10 @@ func isNil(c Conn) bool {
 // list's order): its calls fail with an error wrapping ErrDuplicateNode,
 // which Options.Logger is told once. A
 // node that does not answer that read fails its requests as it would the
-// request itself, and is read again at the next. The adapters' Dial
-// checks the identities before it returns.
+// request itself, and is read again at the next. A node whose user is
+// refused INFO cannot be identified: it votes, and Options.Logger is
+// warned once. The adapters' Dial checks the identities before it returns
+// (and refuses a user without INFO).
 func New(conns []Conn, opts *Options) (*Client, error) {
 	if len(conns) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalidOptions)

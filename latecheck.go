@@ -77,17 +77,23 @@ func identify(ctx context.Context, check func(context.Context) error) error {
 // of a read the node did not answer, and, final, an error wrapping
 // ErrDuplicateNode when an entry identified before it reaches the same
 // server. Such a node is held out for good (see New), and the Logger is
-// told once.
+// told once. A node whose server cannot be identified (its INFO refused)
+// votes, and the Logger is warned once.
 func (c *Client) identifyNode(ctx context.Context, node int) (err error, final bool) {
 	ids, err := identity.Of(ctx, c.conns[node])
 	if err != nil {
 		return err, false
 	}
+	name := c.conns[node].Name()
+	if len(ids) == 0 {
+		c.opts.Logger.Warn("redlock: node's server not identified (INFO refused to this user): listed again under another name, it would vote twice",
+			"node", name)
+		return nil, false
+	}
 	j, id, dup := c.servers.Admit(node, ids)
 	if !dup {
 		return nil, false
 	}
-	name := c.conns[node].Name()
 	err = fmt.Errorf("%w: %s and %s reach one server (%s); %s, identified first, counts", ErrDuplicateNode, c.conns[j].Name(), name, id, c.conns[j].Name())
 	c.nodes.Hold(node, err)
 	c.opts.Logger.Error("redlock: node left out: another entry of the node list reaches its server, whose vote would count twice",

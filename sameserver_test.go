@@ -113,3 +113,36 @@ func TestMarkReady_oneServerUnderTwoNames(t *testing.T) {
 		}
 	})
 }
+
+// A node whose server cannot be identified, as its user is refused INFO,
+// votes, and the Logger is warned once that it would vote twice if listed
+// again under another name. Before, nothing said that New could not check
+// it.
+func TestNew_unidentifiedServerIsWarnedOf(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	do(t, cluster.Node(0), "ACL", "SETUSER", "default", "-info")
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		log := &records{}
+		client, err := redlock.New(a.conns(t, cluster.Addrs()), &redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second,
+			DisableQuarantine: true, Logger: slog.New(log)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		for i := range 3 {
+			lock, err := client.TryAcquire(bg, "unidentified:"+a.name+strconv.Itoa(i))
+			if err != nil {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			lock.Release(bg)
+		}
+		client.Close()
+		text := log.text()
+		if n := strings.Count(text, "not identified"); n != 1 || !strings.Contains(text, cluster.Node(0).Addr()) {
+			t.Errorf("the Logger was warned %d times of the node not identified, want once, naming %s:\n%s", n, cluster.Node(0).Addr(), text)
+		}
+		if strings.Contains(text, cluster.Node(1).Addr()) {
+			t.Errorf("the Logger named the node identified:\n%s", text)
+		}
+	})
+}
