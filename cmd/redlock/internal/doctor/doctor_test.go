@@ -600,14 +600,7 @@ func TestAudit_masterWithReplica(t *testing.T) {
 // while the quarantine is on.
 func TestAudit_infoRefused(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	if _, err := cluster.Node(0).Do(bg, "ACL", "SETUSER", "auditor", "on", ">pw", "~*", "&*", "+@all", "-info"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := goredis.NewURL("redis://auditor:pw@" + cluster.Node(0).Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := connAs(t, cluster.Node(0), "auditor", "-info")
 	conns := []redlock.Conn{conn}
 	r := audit(t, conns, nil)
 	f := wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Critical)
@@ -618,19 +611,27 @@ func TestAudit_infoRefused(t *testing.T) {
 	wantFinding(t, r, r.Nodes[0].Node, "version", doctor.Info)
 }
 
+// connAs returns a Conn to node as user, an ACL user made with every key,
+// channel and command but those rules take away.
+func connAs(t *testing.T, node *redlocktest.Node, user string, rules ...string) redlock.Conn {
+	t.Helper()
+	if _, err := node.Do(bg, append([]string{"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all"}, rules...)...); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := goredis.NewURL("redis://" + user + ":pw@" + node.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 // A user refused TIME cannot read the restart marker either, as the
 // scripts read the node's clock: both findings name TIME as the remedy.
 // Before, the marker's remedy said to allow EVALSHA, which the user had.
 func TestAudit_timeRefusedNamedForTheMarker(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	if _, err := cluster.Node(0).Do(bg, "ACL", "SETUSER", "notime", "on", ">pw", "~*", "&*", "+@all", "-time"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := goredis.NewURL("redis://notime:pw@" + cluster.Node(0).Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := connAs(t, cluster.Node(0), "notime", "-time")
 	r := audit(t, []redlock.Conn{conn}, nil)
 	for _, check := range []string{"clock", "recovering"} {
 		f := wantFinding(t, r, r.Nodes[0].Node, check, map[string]doctor.Severity{"clock": doctor.Critical, "recovering": doctor.Info}[check])
@@ -750,14 +751,7 @@ func TestAudit_writesPaused(t *testing.T) {
 // rather than "ready": the node itself may be recovering.
 func TestAudit_markerUnreadable(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-	if _, err := cluster.Node(0).Do(bg, "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := goredis.NewURL("redis://noscripts:pw@" + cluster.Node(0).Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := connAs(t, cluster.Node(0), "noscripts", "-@scripting")
 	r := audit(t, []redlock.Conn{conn}, nil)
 	if n := r.Nodes[0]; !n.Reachable || !n.QuarantineUnknown() || n.Recovering {
 		t.Errorf("Reachable %v, QuarantineUnknown %v, Recovering %v: want a reachable node whose quarantine is unknown",
