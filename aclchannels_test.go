@@ -190,3 +190,45 @@ func TestDial_publishRenamedAway(t *testing.T) {
 		}
 	})
 }
+
+// A user that may not run a command the scripts run is refused by Dial,
+// naming the command: without DEL, ZREM, HDEL or ZSCORE a lock was granted
+// and its release refused, which left it locked for its TTL, as were the
+// grants of a failed attempt; without TIME every new lock failed. A server
+// that does not know such a command (rename-command) is refused too.
+func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	renamed := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{`rename-command DEL ""`}})
+	lacks := []string{"del", "zrem", "hdel", "zscore", "exists", "time"}
+	for _, n := range cluster.Nodes() {
+		for _, cmd := range lacks {
+			do(t, n, "ACL", "SETUSER", "no"+cmd, "on", ">pw", "~*", "&*", "+@all", "-"+cmd)
+		}
+	}
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		for _, cmd := range lacks {
+			var urls []string
+			for _, addr := range cluster.Addrs() {
+				urls = append(urls, "redis://no"+cmd+":pw@"+addr)
+			}
+			c, err := d.dial(bg, urls, fast())
+			if err == nil {
+				c.Close()
+				t.Errorf("Dial took nodes that refuse the user %s", strings.ToUpper(cmd))
+				continue
+			}
+			if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "may not run "+strings.ToUpper(cmd)) ||
+				!strings.Contains(err.Error(), "+"+cmd) {
+				t.Errorf("Dial without %s: %v, want %v naming it, and +%s", cmd, err, d.errInvalidURL, cmd)
+			}
+		}
+		c, err := d.dial(bg, renamed.URLs(), fast())
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial took a node with DEL renamed away")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "knows no DEL") {
+			t.Errorf("Dial with DEL renamed away: %v, want %v naming DEL", err, d.errInvalidURL)
+		}
+	})
+}

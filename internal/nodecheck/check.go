@@ -44,7 +44,8 @@ type verdict struct {
 //     cluster mode, anything but PONG, an answer that is no RESP), is a
 //     replica or a Sentinel, which cannot hold locks, or refuses the URL's
 //     user the release channels (PUBLISH on channel, an ACL without them)
-//     or every way to run the scripts (EVALSHA and FCALL), or, with runID
+//     or every way to run the scripts (EVALSHA and FCALL), or a command
+//     the scripts run (see commandRefusal), or, with runID
 //     set (the restart quarantine on), refuses INFO, without which a
 //     restart goes unseen: the error wraps
 //     nodeurl.ErrInvalidURL, with the node's name and its answer, however
@@ -154,6 +155,9 @@ func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, chann
 		return verdict{ids: ids, refused: err}
 	}
 	if err := writeRefusal(ctx, max(4*pingTook, lateGrace), conn, channel); err != nil {
+		return verdict{ids: ids, refused: err}
+	}
+	if err := commandRefusal(ctx, conn); err != nil {
 		return verdict{ids: ids, refused: err}
 	}
 	if err := infoRefusal(ctx, conn); runID && err != nil {
