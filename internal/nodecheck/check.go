@@ -282,7 +282,7 @@ func scriptRefusal(ctx context.Context, conn redlock.Conn) error {
 		}
 	}
 	return fmt.Errorf("%w (the user may run none of the scripts that take, extend and release locks: grant it "+
-		"+@scripting, or at least +evalsha +eval +fcall +function|load)", err)
+		"+@scripting, or at least +evalsha +eval (and, from Redis 7.0, +fcall +function|load))", err)
 }
 
 // infoRefusal returns why the restart quarantine cannot see a restart of

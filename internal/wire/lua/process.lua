@@ -21,9 +21,12 @@ local function processID(shared)
 	if not id then
 		local info = redis.pcall("INFO", "server")
 		if type(info) == "table" and info.err and not string.find(info.err, "not supported", 1, true) then
-			error({err = "redlock: INFO server refused (" .. info.err .. "): the restart quarantine reads the " ..
+			local msg = "redlock: INFO server refused (" .. info.err .. "): the restart quarantine reads the " ..
 				"run_id of the node's process to see a restart; allow INFO for this user (+info), or give that " ..
-				"guarantee up with Options.DisableQuarantine"})
+				"guarantee up with Options.DisableQuarantine"
+			-- Redis 6.2 (no REDIS_VERSION) cannot raise a table: its error
+			-- handler concatenates the error with its line.
+			error(redis.REDIS_VERSION and {err = msg} or msg)
 		end
 		local at = type(info) == "string" and string.find(info, "run_id:", 1, true)
 		id = at and string.match(info, "^%x+", at + 7) or ""

@@ -373,6 +373,9 @@ func recoveringFindings(fs *findingList, n Node, sev Severity) {
 	case n.Loading:
 		fs.add(n.Node, sev, "recovering", "wait until the node has loaded its data",
 			"loading its data set: it refuses lock commands until done")
+	case n.markerErr != nil && n.WritesStalled && isTimeout(n.markerErr):
+		// A marker read that a write pause held back (by EVALSHA, where
+		// the node runs no functions): the writes finding says it.
 	case n.markerErr != nil && n.infoErr == nil:
 		fs.add(n.Node, Info, "recovering", markerRemedy(n),
 			"restart marker unreadable (%s): quarantine state unknown", errText(n.markerErr))
@@ -517,7 +520,7 @@ func writesFindings(fs *findingList, n Node, _ Limits) {
 	}
 	fs.add(n.Node, Warning, "writes",
 		"wait for the pause to end (CLIENT UNPAUSE ends it at once), or find what blocks the node (SLOWLOG GET, CLIENT LIST)",
-		"answers reads but took no write within %s (FUNCTION LOAD timed out): it pauses writes (CLIENT PAUSE … WRITE, as before a failover) or is busy, "+
+		"answers reads but took no write within %s: it pauses writes (CLIENT PAUSE … WRITE, as before a failover) or is busy, "+
 			"and grants, renews and releases no lock until its writes resume", NodeTimeout)
 }
 
@@ -537,7 +540,8 @@ func functionsFindings(fs *findingList, n Node, _ Limits) {
 	}
 	remedy := "allow this user FUNCTION LOAD and FCALL (+function|load +fcall), or set Options.DisableFunctions to keep the node's function libraries untouched"
 	if strings.Contains(n.functionsErr.Error(), "unknown command") {
-		remedy = "do not rename FUNCTION and FCALL away (rename-command), or set Options.DisableFunctions to keep the node's function libraries untouched"
+		// Renamed away, or a release before 7.0 whose INFO went unread.
+		remedy = "upgrade to Redis 7.0 or later if the node runs an older release; otherwise do not rename FUNCTION and FCALL away (rename-command)"
 	}
 	fs.add(n.Node, Info, "functions", remedy,
 		"the library's functions are refused (%s): %s", errText(n.functionsErr), cost)

@@ -83,9 +83,10 @@ type Node struct {
 	// refuses most commands until done.
 	Loading bool
 	// WritesStalled reports a node that answered reads but took no write
-	// within the audit's time (its FUNCTION LOAD timed out): its writes are
-	// paused (CLIENT PAUSE … WRITE, as before a failover), or it is busy.
-	// It grants and releases no lock until writes resume.
+	// within the audit's time (its FUNCTION LOAD, or where it has no
+	// functions its PUBLISH, timed out): its writes are paused (CLIENT
+	// PAUSE … WRITE, as before a failover), or it is busy. It grants and
+	// releases no lock until writes resume.
 	WritesStalled bool
 	// Recovering reports a node kept out of every quorum by the restart
 	// quarantine: it has no restart marker (it restarted empty, or no
@@ -152,10 +153,9 @@ func probe(ctx context.Context, conn redlock.Conn) Node {
 	}
 	if n.Reachable {
 		n.functionsErr = checkFunctions(ctx, conn, n.Cluster)
+		n.WritesStalled = writesStalled(ctx, conn, n.functionsErr)
 		if isTimeout(n.functionsErr) {
-			// FUNCTION LOAD is a write: a node that answered the reads
-			// above in time and not this one holds its writers back.
-			n.WritesStalled, n.functionsErr = true, nil
+			n.functionsErr = nil
 		}
 	}
 	if !n.Reachable {
@@ -305,6 +305,19 @@ func (n Node) CredentialsRefused() bool {
 	}
 	msg := n.Err.Error()
 	return strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH")
+}
+
+// writesStalled reports whether a node that answered the reads above in
+// time holds its writers back: functionsErr, the answer to FUNCTION LOAD
+// (a write), timed out, or, where the node refused it (Redis 6.2, an
+// ACL), a PUBLISH on a channel nobody listens on, which a write pause
+// holds back too, times out.
+func writesStalled(ctx context.Context, conn redlock.Conn, functionsErr error) bool {
+	if functionsErr == nil || isTimeout(functionsErr) {
+		return functionsErr != nil
+	}
+	_, err := conn.Do(ctx, "PUBLISH", wire.ReleaseChannelPrefix+"doctor", "")
+	return isTimeout(err)
 }
 
 // checkFunctions loads the library's scripts as a function library on the
