@@ -138,6 +138,7 @@ func waitingOn(t testing.TB, n *redlocktest.Node, key string) bool {
 // user that may run functions only still passes: the library runs its
 // scripts as functions.
 func TestACL_userWithoutScripts(t *testing.T) {
+	needs(t, redlocktest.Functions) // a user of functions only
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	for _, n := range cluster.Nodes() {
 		do(t, n, "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-@scripting")
@@ -197,6 +198,7 @@ func TestDial_publishRenamedAway(t *testing.T) {
 // grants of a failed attempt; without TIME every new lock failed. A server
 // that does not know such a command (rename-command) is refused too.
 func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
+	needs(t, redlocktest.Functions) // redis.acl_check_cmd came with them, in 7.0
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	renamed := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{`rename-command DEL ""`}})
 	lacks := []string{"del", "zrem", "hdel", "zscore", "exists", "time"}

@@ -386,6 +386,11 @@ func TestPipe_batchMixesScriptsOverOneClockAndMarker(t *testing.T) {
 // node's clock and restart marker as TestPipe_batchMixesScriptsOverOneClockAndMarker
 // says, and no INFO once the library knows the node's run_id.
 func TestPipe_batchRunsAsOneFunctionCall(t *testing.T) {
+	if v, err := redlocktest.ServerVersion(""); err != nil {
+		t.Fatal(err)
+	} else if !v.Has(redlocktest.Functions) {
+		t.Skipf("redis-server %s lacks %s", v, redlocktest.Functions)
+	}
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	node := cluster.Node(0)
 	c := mixedBatchClient(t, cluster, false)

@@ -36,6 +36,7 @@ func asRedis62(t *testing.T) []string {
 // use: a cycle costs two FCALL and no EVALSHA, and the library reads the
 // node's run_id once for the process, not once per call.
 func TestFunctions_runIDReadOncePerProcess(t *testing.T) {
+	needs(t, redlocktest.Functions)
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 		node := cluster.Node(0)
@@ -70,6 +71,7 @@ func TestFunctions_runIDReadOncePerProcess(t *testing.T) {
 // A library flushed from a node (FUNCTION FLUSH, or a restart without
 // persistence) is loaded again by the next call, which succeeds.
 func TestFunctions_flushedLibraryIsLoadedAgain(t *testing.T) {
+	needs(t, redlocktest.Functions)
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 		node := cluster.Node(0)
@@ -86,6 +88,7 @@ func TestFunctions_flushedLibraryIsLoadedAgain(t *testing.T) {
 // A user whose ACL refuses FCALL and FUNCTION still locks, by EVALSHA, with
 // every guarantee: the restart marker is written with its process.
 func TestFunctions_refusedByACLFallsBackToScripts(t *testing.T) {
+	needs(t, redlocktest.Functions) // the ACL rule -fcall
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	node := cluster.Node(0)
 	c := clientAs(t, node, "scripts-only", "-fcall", "-function")

@@ -146,6 +146,25 @@ func loadScripts(t testing.TB, cluster *redlocktest.Cluster) {
 	}
 }
 
+// needs skips the test where the redis-server the tests start lacks f:
+// the tests run against an older release only when PATH puts it first.
+func needs(t testing.TB, f redlocktest.Feature) {
+	t.Helper()
+	if !installedHas(t, f) {
+		t.Skipf("the redis-server first on PATH lacks %s", f)
+	}
+}
+
+// installedHas reports whether the redis-server the tests start has f.
+func installedHas(t testing.TB, f redlocktest.Feature) bool {
+	t.Helper()
+	v, err := redlocktest.ServerVersion("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Has(f)
+}
+
 // forEachAdapter runs f once per adapter as a subtest.
 func forEachAdapter(t *testing.T, f func(t *testing.T, a adapter)) {
 	for _, a := range adapters {

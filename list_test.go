@@ -184,6 +184,7 @@ func TestList_bytePrefix(t *testing.T) {
 // (CLIENT PAUSE WRITE, as an operator does before a failover): they run
 // no-writes functions, which a pause of writes lets through.
 func TestList_whileTheNodesPauseWrites(t *testing.T) {
+	needs(t, redlocktest.Functions) // reads by functions, which a pause lets through
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, &redlock.Options{TTL: time.Minute, NodeTimeout: 300 * time.Millisecond, RecoveryDelay: time.Minute})
@@ -224,6 +225,7 @@ func TestList_whileTheNodesPauseWrites(t *testing.T) {
 // List failed ("context deadline exceeded") and Inspect waited for the
 // pause's end.
 func TestList_whileARedisClusterPausesWrites(t *testing.T) {
+	needs(t, redlocktest.Functions) // EVALSHA_RO
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, RedisCluster: true})
 	url := cluster.URLs()[0] + "?cluster=1&addr=" + cluster.Addrs()[1]
 	forEachDialer(t, func(t *testing.T, d dialer) {

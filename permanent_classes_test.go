@@ -100,6 +100,7 @@ func (c redis62Errors) EvalSHA(ctx context.Context, sha1, source string, keys []
 // A node whose scripting commands are renamed away (EVAL, EVALSHA, FCALL
 // and FUNCTION unknown) fails Acquire at once.
 func TestAcquire_scriptingDisabledFailsFast(t *testing.T) {
+	needs(t, redlocktest.Functions) // 6.2 refuses to rename FCALL and FUNCTION
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		node := redlocktest.Start(t, redlocktest.Options{Nodes: 1,
 			Config: []string{`rename-command EVALSHA ""`, `rename-command EVAL ""`, `rename-command FCALL ""`, `rename-command FUNCTION ""`}})

@@ -38,7 +38,10 @@ import (
 // in the same way.
 func TestWire_scriptsTouchOnlyDeclaredKeysAndPublishInTheirSlot(t *testing.T) {
 	t.Run("independent servers", func(t *testing.T) { checkDeclaredOnly(t, false, false) })
-	t.Run("independent servers, functions", func(t *testing.T) { checkDeclaredOnly(t, false, true) })
+	t.Run("independent servers, functions", func(t *testing.T) {
+		needs(t, redlocktest.Functions)
+		checkDeclaredOnly(t, false, true)
+	})
 	t.Run("redis cluster layout", func(t *testing.T) { checkDeclaredOnly(t, true, false) })
 }
 

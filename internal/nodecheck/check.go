@@ -157,9 +157,6 @@ func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, chann
 	if err := writeRefusal(ctx, max(4*pingTook, lateGrace), conn, channel); err != nil {
 		return verdict{ids: ids, refused: err}
 	}
-	if err := commandRefusal(ctx, conn); err != nil {
-		return verdict{ids: ids, refused: err}
-	}
 	if err := infoRefusal(ctx, conn); runID && err != nil {
 		return verdict{ids: ids, refused: err}
 	}
@@ -167,8 +164,8 @@ func checkNode(ctx, pings context.Context, conn redlock.Conn, probe Probe, chann
 }
 
 // writeRefusal returns why the node refuses its URL's user the commands
-// that a CLIENT PAUSE … WRITE holds back (see channelRefusal and
-// scriptRefusal), asked for at most bound in all: a node refuses such a
+// that a CLIENT PAUSE … WRITE holds back (see channelRefusal,
+// scriptRefusal and commandRefusal), asked for at most bound in all: a node refuses such a
 // command (NOPERM, an unknown command) before a pause would hold it back,
 // so one held past bound refuses nothing, and a node that pauses writes,
 // as an old master does during a failover, holds Dial back no longer.
@@ -185,7 +182,11 @@ func writeRefusal(ctx context.Context, bound time.Duration, conn redlock.Conn, c
 	if err := refusal(func(ctx context.Context) error { return channelRefusal(ctx, conn, channel) }); err != nil {
 		return err
 	}
-	return refusal(func(ctx context.Context) error { return scriptRefusal(ctx, conn) })
+	if err := refusal(func(ctx context.Context) error { return scriptRefusal(ctx, conn) }); err != nil {
+		return err
+	}
+	// Redis 6.2 holds EVAL back too: it runs no script flagged no-writes.
+	return refusal(func(ctx context.Context) error { return commandRefusal(ctx, conn) })
 }
 
 // pingVerdict returns the verdict that r, a node's first PING, settles by

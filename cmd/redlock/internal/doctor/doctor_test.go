@@ -192,7 +192,7 @@ func wantReachableMaster(t *testing.T, node *redlocktest.Node, n doctor.Node) {
 	if !strings.HasSuffix(n.Node, ":"+strconv.Itoa(node.Port())) {
 		t.Errorf("node %d is %q, want %s", i, n.Node, node.Addr())
 	}
-	if !strings.HasPrefix(n.Version, "7.") || len(n.RunID) != 40 || n.Role != "master" {
+	if n.Version != installedVersion(t).String() || len(n.RunID) != 40 || n.Role != "master" {
 		t.Errorf("node %d: Version %q, RunID %q, Role %q", i, n.Version, n.RunID, n.Role)
 	}
 }
@@ -626,6 +626,25 @@ func connAs(t *testing.T, node *redlocktest.Node, user string, rules ...string) 
 	return conn
 }
 
+// installedVersion is the release of the redis-server the tests start.
+func installedVersion(t *testing.T) redlocktest.Version {
+	t.Helper()
+	v, err := redlocktest.ServerVersion("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// needs skips the test where the redis-server the tests start lacks f:
+// the tests run against an older release only when PATH puts it first.
+func needs(t *testing.T, f redlocktest.Feature) {
+	t.Helper()
+	if v := installedVersion(t); !v.Has(f) {
+		t.Skipf("redis-server %s lacks %s", v, f)
+	}
+}
+
 // A user refused TIME cannot read the restart marker either, as the
 // scripts read the node's clock: both findings name TIME as the remedy.
 // Before, the marker's remedy said to allow EVALSHA, which the user had.
@@ -646,6 +665,7 @@ func TestAudit_timeRefusedNamedForTheMarker(t *testing.T) {
 // that costs; a Redis 7 node that takes them gets none.
 func TestAudit_functions(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
+		needs(t, redlocktest.Functions) // the ACL rule -fcall
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
 		if _, err := cluster.Node(1).Do(bg, "ACL", "SETUSER", "default", "-fcall", "-function"); err != nil {
 			t.Fatal(err)
@@ -660,10 +680,7 @@ func TestAudit_functions(t *testing.T) {
 	})
 	// Without FUNCTION and FCALL: Redis 6.2 when PATH puts it first, or
 	// else a later release with both renamed away.
-	v, err := redlocktest.ServerVersion("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := installedVersion(t)
 	var config []string
 	if v.AtLeast(7, 0) {
 		config = []string{`rename-command FUNCTION ""`, `rename-command FCALL ""`}
@@ -724,7 +741,12 @@ func TestAudit_outOfMemoryAndTimeRenamed(t *testing.T) {
 func TestAudit_writesPaused(t *testing.T) {
 	for _, functions := range []bool{true, false} {
 		var config []string
-		if !functions {
+		switch {
+		case !installedVersion(t).Has(redlocktest.Functions):
+			if functions {
+				continue // none to rename away: the case below runs as is
+			}
+		case !functions:
 			config = []string{`rename-command FUNCTION ""`, `rename-command FCALL ""`}
 		}
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3, Config: config})
