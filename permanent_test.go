@@ -46,6 +46,29 @@ func TestAcquire_permanentErrorsFailFast(t *testing.T) {
 	})
 }
 
+// A fencing counter that no INCR can raise (2^63 - 1, and past it) or
+// that is negative fails Acquire at once, as one that is no number does,
+// saying what a counter must be. Before, the largest ones met INCR's
+// overflow error, which was retried until the context ended.
+func TestAcquire_counterOutOfRangeFailsFast(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	c := newClient(t, cluster, adapters[0], fast())
+	for _, counter := range []string{"9223372036854775807", "18446744073709551615", "-5"} {
+		for _, n := range cluster.Nodes() {
+			do(t, n, "SET", redlock.FenceKey("huge"), counter)
+		}
+		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+		_, err := c.Acquire(ctx, "huge")
+		cancel()
+		if !errors.Is(err, redlock.ErrInvalidOptions) || !strings.Contains(err.Error(), "below 10^18") {
+			t.Errorf("counter %s: %v, want ErrInvalidOptions saying what a counter is", counter, err)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("counter %s: Acquire retried until its context ended", counter)
+		}
+	}
+}
+
 // An ACL that denies the library's keys (NOPERM) on every node fails fast.
 func TestAcquire_noPermissionFailsFast(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})

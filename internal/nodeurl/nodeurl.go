@@ -82,6 +82,14 @@ func checkParts(u *url.URL) error {
 			}
 		}
 	case "unix":
+		if u.Host != "" {
+			// unix://dir/r.sock reads "dir" as a host, which the clients
+			// drop: the socket would be /r.sock.
+			return fmt.Errorf("a unix socket's URL has no host (%q): write its absolute path after unix://, as in unix:///path/to/redis.sock", u.Host)
+		}
+		if u.Path == "" || u.Path == "/" {
+			return errors.New("no socket path: write it after unix://, as in unix:///path/to/redis.sock")
+		}
 	default:
 		return errors.New("scheme must be redis, rediss or unix")
 	}

@@ -107,6 +107,9 @@ func TestParse_noHostNegativeDatabaseFragment(t *testing.T) {
 		"rediss://127.0.0.1:6379/x":           `database "x" is not a number from 0`,
 		"redis://127.0.0.1:6379/3?db=-2":      `database "-2" is not a number from 0`,
 		"unix:///tmp/redis.sock?db=-1":        `database "-1" is not a number from 0`,
+		"unix://tmp/redis.sock":               `a unix socket's URL has no host ("tmp")`,
+		"unix://127.0.0.1:6379/tmp/r.sock":    `a unix socket's URL has no host ("127.0.0.1:6379")`,
+		"unix://":                             "no socket path",
 		"redis://127.0.0.1:6379#primary":      "redis://127.0.0.1:6379#…: a '#' ends a URL, and a fragment is no part of a node URL",
 	} {
 		_, err := Parse(raw)

@@ -25,8 +25,8 @@ local function raise(KEYS, ARGV, k, a, shared)
 		return 0
 	end
 	local counter = redis.call("GET", KEYS[k + 2])
-	if counter and not string.match(counter, "^%d+$") then
-		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is not an integer")
+	if counter and (not string.match(counter, "^%d+$") or #counter > 18) then
+		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is no fencing counter (a whole number from 0, below 10^18)")
 	end
 	local token = ARGV[a + 2]
 	if not counter then
