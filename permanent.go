@@ -124,8 +124,9 @@ func isCode(word string) bool {
 
 // failFast adds to a failed acquisition's QuorumError, when so many nodes
 // refused for a reason no retry fixes that a quorum is out of reach, a
-// cause that wraps ErrInvalidOptions and names the first such node, and
-// reports whether it did: retrying would only wait for the context to end.
+// cause that wraps ErrInvalidOptions and the first such node's error
+// (ErrDuplicateNode, say), naming the node, and reports whether it did:
+// retrying would only wait for the context to end.
 func (e *QuorumError) failFast() bool {
 	n, first := 0, -1
 	for i, r := range e.Nodes {
@@ -140,7 +141,7 @@ func (e *QuorumError) failFast() bool {
 		return false
 	}
 	r := e.Nodes[first]
-	e.Cause = fmt.Errorf("%w: %d of %d nodes refuse for a reason no retry fixes, first %s: %v; fix them or take them out of the node list",
+	e.Cause = fmt.Errorf("%w: %d of %d nodes refuse for a reason no retry fixes, first %s: %w; fix them or take them out of the node list",
 		ErrInvalidOptions, n, len(e.Nodes), r.Node, r.Err)
 	return true
 }

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -143,6 +144,35 @@ func TestNew_unidentifiedServerIsWarnedOf(t *testing.T) {
 		}
 		if strings.Contains(text, cluster.Node(1).Addr()) {
 			t.Errorf("the Logger named the node identified:\n%s", text)
+		}
+	})
+}
+
+// Where the entry left out as a duplicate leaves too few nodes for a
+// quorum, the call fails at once with an error that wraps both
+// ErrInvalidOptions and ErrDuplicateNode. Before, only the node's own
+// entry in the QuorumError wrapped ErrDuplicateNode.
+func TestNew_duplicateLeavingNoQuorumIsSaidByErrorsIs(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	port := strconv.Itoa(cluster.Node(0).Port())
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		client, err := redlock.New(a.conns(t, []string{"localhost:" + port, "127.0.0.1:" + port}), &redlock.Options{NodeTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		var lastErr error
+		eventually(t, "a call fails for the duplicate", func() bool {
+			lock, err := client.TryAcquire(bg, "dup-quorum:"+a.name)
+			if err == nil {
+				lock.Release(bg)
+				t.Fatal("one server listed twice granted a lock of two nodes")
+			}
+			lastErr = err
+			return duplicateIn(err)
+		})
+		if !errors.Is(lastErr, redlock.ErrDuplicateNode) || !errors.Is(lastErr, redlock.ErrInvalidOptions) {
+			t.Errorf("TryAcquire = %v, want it to wrap ErrDuplicateNode and ErrInvalidOptions", lastErr)
 		}
 	})
 }
