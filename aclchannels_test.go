@@ -206,6 +206,8 @@ func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
 		for _, cmd := range lacks {
 			do(t, n, "ACL", "SETUSER", "no"+cmd, "on", ">pw", "~*", "&*", "+@all", "-"+cmd)
 		}
+		do(t, n, "ACL", "SETUSER", "keys", "on", ">pw", "~redlock:*", "~app:*", "&*", "+@all")
+		do(t, n, "ACL", "SETUSER", "appkeys", "on", ">pw", "~app:*", "&*", "+@all")
 	}
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		for _, cmd := range lacks {
@@ -222,6 +224,30 @@ func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
 			if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "may not run "+strings.ToUpper(cmd)) ||
 				!strings.Contains(err.Error(), "+"+cmd) {
 				t.Errorf("Dial without %s: %v, want %v naming it, and +%s", cmd, err, d.errInvalidURL, cmd)
+			}
+		}
+		// Key patterns: the library's keys besides the locks' are what it
+		// needs. Before the check named each command's arguments, it
+		// crashed a Redis 7.0 server for such a user.
+		for user, refused := range map[string]bool{"keys": false, "appkeys": true} {
+			var urls []string
+			for _, addr := range cluster.Addrs() {
+				urls = append(urls, "redis://"+user+":pw@"+addr)
+			}
+			c, err := d.dial(bg, urls, fast())
+			switch {
+			case !refused && err != nil:
+				t.Errorf("Dial of a user with the library's keys: %v", err)
+			case refused && (!errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "~redlock:*")):
+				t.Errorf("Dial of a user without the library's keys: %v, want %v naming ~redlock:*", err, d.errInvalidURL)
+			}
+			if err == nil {
+				c.Close()
+			}
+			for _, n := range cluster.Nodes() {
+				if _, err := n.Do(bg, "PING"); err != nil {
+					t.Fatalf("node %d after Dial of user %s: %v", n.Index(), user, err)
+				}
 			}
 		}
 		c, err := d.dial(bg, renamed.URLs(), fast())

@@ -55,3 +55,4 @@ func newConns(t *testing.T, cluster *redlocktest.Cluster) []redlock.Conn {
 	}
 	return conns
 }
+

@@ -10,30 +10,69 @@ import (
 )
 
 // aclCheck is a script that runs nothing: it asks the node, by
-// redis.acl_check_cmd (Redis 7.0 and later), which of the commands in ARGV
-// its user may not run, and which it does not know (renamed away). It
-// writes nothing, so a node that pauses writes runs it.
+// redis.acl_check_cmd (Redis 7.0 and later), which of the commands in
+// ARGV, each with its arguments (see commandArgs) as one string split at
+// spaces, its user may not run, and which it does not know (renamed away).
+// It writes nothing, so a node that pauses writes runs it.
 const aclCheck = `#!lua flags=no-writes
 local refused, unknown = {}, {}
-for _, cmd in ipairs(ARGV) do
-	local known, allowed = pcall(redis.acl_check_cmd, cmd)
+for _, call in ipairs(ARGV) do
+	local args = {}
+	for word in string.gmatch(call, "%S+") do
+		table.insert(args, word)
+	end
+	local known, allowed = pcall(redis.acl_check_cmd, unpack(args))
 	if not known then
-		table.insert(unknown, cmd)
+		table.insert(unknown, args[1])
 	elseif not allowed then
-		table.insert(refused, cmd)
+		table.insert(refused, args[1])
 	end
 end
 return {refused, unknown}`
 
+// probeKey is the key the check names to each command: one of the
+// library's own (wire.KeyPrefix), which its scripts need the user to read
+// and write beside the locks' own names.
+const probeKey = wire.KeyPrefix + "probe"
+
+// commandArgs are the arguments each command of wire.LockCommands is
+// checked with: as many as it takes, on probeKey, so that the check
+// weighs the key patterns of the user's ACL too. A command given too few
+// crashes Redis 7.0's acl_check_cmd (redis/redis#14843), and later
+// releases refuse it.
+var commandArgs = map[string]string{
+	"DEL": "k", "EXISTS": "k", "GET": "k", "HDEL": "k f", "HGET": "k f", "HMGET": "k f", "HSET": "k f v",
+	"INCR": "k", "MGET": "k", "PEXPIRE": "k 1", "PEXPIREAT": "k 1", "PTTL": "k", "SET": "k v", "TIME": "",
+	"TYPE": "k", "ZADD": "k 1 m", "ZRANGE": "k 0 1", "ZRANGEBYSCORE": "k 0 1", "ZRANK": "k m", "ZREM": "k m",
+	"ZREMRANGEBYSCORE": "k 0 1", "ZSCORE": "k m",
+}
+
+// commandCalls returns each command of wire.LockCommands with its
+// arguments (see commandArgs), as aclCheck reads them, and the commands
+// that have none there.
+func commandCalls() (calls, unchecked []string) {
+	for _, cmd := range wire.LockCommands() {
+		args, ok := commandArgs[cmd]
+		if !ok {
+			unchecked = append(unchecked, cmd)
+			continue
+		}
+		calls = append(calls, strings.TrimSpace(cmd+" "+strings.ReplaceAll(" "+args, " k", " "+probeKey)))
+	}
+	return calls, unchecked
+}
+
 // commandRefusal returns why the node's scripts would fail for its URL's
-// user: a command they run (wire.LockCommands) that the user may not run,
-// or that the server does not know (rename-command). Some fail only at a
-// release, after the lock was granted, which would leave it locked for its
-// TTL; the others fail every acquisition. It returns nil when the user may
-// run them all, and where the node cannot tell (Redis 6.2 has no
-// acl_check_cmd), or the check fails otherwise.
+// user: a command they run (wire.LockCommands) that the user may not run
+// on the library's keys, or that the server does not know
+// (rename-command). Some fail only at a release, after the lock was
+// granted, which would leave it locked for its TTL; the others fail every
+// acquisition. It returns nil when the user may run them all, and where
+// the node cannot tell (Redis 6.2 has no acl_check_cmd), or the check
+// fails otherwise.
 func commandRefusal(ctx context.Context, conn redlock.Conn) error {
-	v, err := conn.Do(ctx, append([]string{"EVAL", aclCheck, "0"}, wire.LockCommands()...)...)
+	calls, _ := commandCalls()
+	v, err := conn.Do(ctx, append([]string{"EVAL", aclCheck, "0"}, calls...)...)
 	lists, ok := v.([]any)
 	if err != nil || !ok || len(lists) != 2 {
 		return nil
@@ -41,9 +80,9 @@ func commandRefusal(ctx context.Context, conn redlock.Conn) error {
 	refused, unknown := strs(lists[0]), strs(lists[1])
 	switch {
 	case len(refused) > 0:
-		return fmt.Errorf("the user may not run %s, which the scripts that take and release locks run: a lock "+
-			"could be granted and never released; grant them, as in ACL SETUSER <user> +%s",
-			strings.Join(refused, ", "), strings.ToLower(strings.Join(refused, " +")))
+		return fmt.Errorf("the user may not run %s on the library's keys (%s…), which the scripts that take and release "+
+			"locks run: a lock could be granted and never released; grant them, as in ACL SETUSER <user> +%s ~%s*",
+			strings.Join(refused, ", "), wire.KeyPrefix, strings.ToLower(strings.Join(refused, " +")), wire.KeyPrefix)
 	case len(unknown) > 0:
 		return fmt.Errorf("the server knows no %s, which the scripts that take and release locks run: "+
 			"restore it on the server (rename-command)", strings.Join(unknown, ", "))

@@ -21,6 +21,10 @@ import (
 // the names given (plus Options.KeyPrefix), as redsync and node-redlock
 // write them.
 
+// KeyPrefix begins every key and channel the library names beside the lock
+// keys: an ACL user needs its keys (~redlock:*) as well as the locks'.
+const KeyPrefix = "redlock:"
+
 // MarkerKey is the restart marker every node keeps, without a TTL, while the
 // restart quarantine is on. It holds the node's TIME in microseconds when the
 // first acquisition found it missing, or "0" once MarkReady declared the node
