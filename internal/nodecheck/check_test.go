@@ -55,4 +55,3 @@ func newConns(t *testing.T, cluster *redlocktest.Cluster) []redlock.Conn {
 	}
 	return conns
 }
-
