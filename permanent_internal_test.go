@@ -16,7 +16,7 @@ func TestIsPermanent(t *testing.T) {
 		"ERR Error running script (call to f_1): @user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value": true,
 		"CROSSSLOT Keys in request don't hash to the same slot":                                                                     true,
 		"ERR unknown command 'evalsha', with args beginning with: ":                                                                 true,
-		"redlock: fencing counter redlock:fence:k is no fencing counter (a whole number from 0, below 10^18)":                       true,
+		"redlock: fencing counter redlock:fence:k is no fencing counter (a whole number from 0 that INCR can raise, below 2^63 - 1)":                       true,
 		"LOADING Redis is loading the dataset in memory":                                                                            false,
 		"BUSY Redis is busy running a script.":                                                                                      false,
 		"TRYAGAIN Multiple keys request during rehashing of slot":                                                                   false,

@@ -53,20 +53,36 @@ func TestAcquire_permanentErrorsFailFast(t *testing.T) {
 func TestAcquire_counterOutOfRangeFailsFast(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	c := newClient(t, cluster, adapters[0], fast())
-	for _, counter := range []string{"9223372036854775807", "18446744073709551615", "-5"} {
+	for _, counter := range []string{"9223372036854775807", "18446744073709551615", "10000000000000000000", "-5"} {
 		for _, n := range cluster.Nodes() {
 			do(t, n, "SET", redlock.FenceKey("huge"), counter)
 		}
 		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 		_, err := c.Acquire(ctx, "huge")
 		cancel()
-		if !errors.Is(err, redlock.ErrInvalidOptions) || !strings.Contains(err.Error(), "below 10^18") {
+		if !errors.Is(err, redlock.ErrInvalidOptions) || !strings.Contains(err.Error(), "below 2^63 - 1") {
 			t.Errorf("counter %s: %v, want ErrInvalidOptions saying what a counter is", counter, err)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("counter %s: Acquire retried until its context ended", counter)
 		}
 	}
+}
+
+// A counter INCR can still raise, however large, is raised: the library
+// refuses only the counters it cannot raise.
+func TestAcquire_largestCounterIsRaised(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	c := newClient(t, cluster, adapters[0], fast())
+	do(t, cluster.Node(0), "SET", redlock.FenceKey("large"), "9223372036854775806")
+	lock, err := c.TryAcquire(bg, "large")
+	if err != nil {
+		t.Fatalf("counter 2^63 - 2: %v", err)
+	}
+	if lock.Fence() != 1<<63-1 {
+		t.Errorf("fencing token %d, want 2^63 - 1", lock.Fence())
+	}
+	lock.Release(bg)
 }
 
 // An ACL that denies the library's keys (NOPERM) on every node fails fast.

@@ -40,7 +40,7 @@ local function admit(KEYS, ARGV, k, a, shared, waitingKey)
 		local read = redis.call("MGET", KEYS[k + 2], KEYS[k + 1])
 		counter, holder = read[1], read[2]
 	end
-	if counter and (not string.match(counter, "^%d+$") or #counter > 18) then
+	if counter and (not string.match(counter, "^%d+$") or #counter > 19 or (#counter == 19 and counter >= "9223372036854775807")) then
 		return brokenCounter(KEYS[k + 2])
 	end
 	if holder == ARGV[a + 1] then

@@ -60,11 +60,11 @@ local function nextFence(fenceKey, counter, hint, ttl, shared)
 end
 
 -- brokenCounter is the error of an acquisition whose fencing counter
--- fenceKey is no whole number from 0 below 10^18 (a counter starts from a
--- clock in microseconds, 16 digits, and INCR fails past 2^63 - 1): the
--- node's own WRONGTYPE error where it is not a string (a GET raises it),
--- else a reply that says so.
+-- fenceKey is no whole number from 0 that INCR can raise, below 2^63 - 1
+-- (a counter starts from a clock in microseconds, 16 digits): the node's
+-- own WRONGTYPE error where it is not a string (a GET raises it), else a
+-- reply that says so.
 local function brokenCounter(fenceKey)
 	redis.call("GET", fenceKey)
-	return redis.error_reply("redlock: fencing counter " .. fenceKey .. " is no fencing counter (a whole number from 0, below 10^18)")
+	return redis.error_reply("redlock: fencing counter " .. fenceKey .. " is no fencing counter (a whole number from 0 that INCR can raise, below 2^63 - 1)")
 end

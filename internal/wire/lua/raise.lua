@@ -25,8 +25,8 @@ local function raise(KEYS, ARGV, k, a, shared)
 		return 0
 	end
 	local counter = redis.call("GET", KEYS[k + 2])
-	if counter and (not string.match(counter, "^%d+$") or #counter > 18) then
-		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is no fencing counter (a whole number from 0, below 10^18)")
+	if counter and (not string.match(counter, "^%d+$") or #counter > 19 or (#counter == 19 and counter >= "9223372036854775807")) then
+		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is no fencing counter (a whole number from 0 that INCR can raise, below 2^63 - 1)")
 	end
 	local token = ARGV[a + 2]
 	if not counter then
