@@ -260,3 +260,20 @@ func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
 		}
 	})
 }
+
+// A user refused PING, which the clients check a node with, is refused by
+// Dial with what to grant.
+func TestDial_userRefusedPingIsToldWhatToGrant(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	do(t, cluster.Node(0), "ACL", "SETUSER", "noping", "on", ">pw", "~*", "&*", "+@all", "-ping")
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, []string{"redis://noping:pw@" + cluster.Node(0).Addr()}, fast())
+		if err == nil {
+			c.Close()
+			t.Fatal("Dial took a node that refuses the user PING")
+		}
+		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "+ping") {
+			t.Errorf("Dial: %v, want %v with +ping to grant", err, d.errInvalidURL)
+		}
+	})
+}

@@ -203,13 +203,26 @@ func pingVerdict(r pinged) (v verdict, settled bool) {
 	case isCredentialError(r.err):
 		return verdict{refused: fmt.Errorf("%w (credentials refused: check the URL's user and password)", r.err)}, true
 	case isConfigError(r.err):
-		return verdict{refused: r.err}, true
+		return verdict{refused: withRemedy(r.err)}, true
 	case isNotRESP(r.err):
 		return verdict{refused: fmt.Errorf("not a Redis server, its answer is no RESP (%w): check the URL's host and port", r.err)}, true
 	case nodeurl.IsTLSRefusal(r.err):
 		return verdict{refused: fmt.Errorf("%w: %w", nodeurl.ErrTLS, tlsRefusal(r.err))}, true
 	}
 	return verdict{}, false
+}
+
+// withRemedy adds to err, a refusal of the first request to a node (its
+// PING, or what a cluster client sends first), what to grant when it
+// names the command the user may not run.
+func withRemedy(err error) error {
+	text := err.Error()
+	i := strings.Index(text, "no permissions to run the '")
+	if !strings.Contains(text, "NOPERM") || i < 0 {
+		return err
+	}
+	cmd, _, _ := strings.Cut(text[i+len("no permissions to run the '"):], "'")
+	return fmt.Errorf("%w (the clients check a node with it: grant it, as in ACL SETUSER <user> +%s)", err, cmd)
 }
 
 // roleRefusal returns why the server behind conn cannot hold locks by its
