@@ -236,15 +236,25 @@ func listeners(conns []Conn) []wait.Listener {
 	return ls
 }
 
-func init() { dialreport.Attach = attachUnreachable }
+func init() { dialreport.Attach = attachReport }
 
-// attachUnreachable records on client, a *Client, that its Dial checked
-// the identities of the nodes it reached (New's check is not needed), and
-// the nodes it could not reach (see UnreachableAtDial), and holds each of
-// those out of its calls until it is checked (see holdUntilIdentified).
-func attachUnreachable(client any, down []dialreport.Down) {
+// attachReport records on client, a *Client, that its Dial checked the
+// identities of the nodes it reached (New's check is not needed), warns
+// Options.Logger of those whose server it could not identify, and records
+// the nodes it could not reach (see attachUnreachable).
+func attachReport(client any, r dialreport.Report) {
 	c := client.(*Client)
 	c.nodes.Identified()
+	for _, i := range r.Unidentified {
+		c.warnUnidentified(c.conns[i].Name())
+	}
+	attachUnreachable(c, r.Down)
+}
+
+// attachUnreachable records on c the nodes its Dial could not reach (see
+// UnreachableAtDial), and holds each of them out of its calls until it is
+// checked (see holdUntilIdentified).
+func attachUnreachable(c *Client, down []dialreport.Down) {
 	if len(down) == 0 {
 		return
 	}

@@ -72,6 +72,13 @@ func identify(ctx context.Context, check func(context.Context) error) error {
 	}
 }
 
+// warnUnidentified tells Options.Logger that the server of node, by its
+// name, could not be identified.
+func (c *Client) warnUnidentified(node string) {
+	c.opts.Logger.Warn("redlock: node's server not identified (INFO refused to this user): listed again under another name, it would vote twice",
+		"node", node)
+}
+
 // identifyNode reads the identities of node's server (see identity.Of)
 // before its first request, for a Client from New: it returns the error
 // of a read the node did not answer, and, final, an error wrapping
@@ -86,8 +93,7 @@ func (c *Client) identifyNode(ctx context.Context, node int) (err error, final b
 	}
 	name := c.conns[node].Name()
 	if len(ids) == 0 {
-		c.opts.Logger.Warn("redlock: node's server not identified (INFO refused to this user): listed again under another name, it would vote twice",
-			"node", name)
+		c.warnUnidentified(name)
 		return nil, false
 	}
 	j, id, dup := c.servers.Admit(node, ids)

@@ -176,3 +176,34 @@ func TestNew_duplicateLeavingNoQuorumIsSaidByErrorsIs(t *testing.T) {
 		}
 	})
 }
+
+// Dial of nodes whose user is refused INFO, the quarantine off, cannot
+// tell whether two entries reach one server: the Logger is warned once
+// per node. Before, nothing was said, where New warned.
+func TestDial_unidentifiedServersAreWarnedOf(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
+	var urls []string
+	for _, n := range cluster.Nodes() {
+		do(t, n, "ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "&*", "+@all", "-info")
+		urls = append(urls, "redis://noinfo:pw@"+n.Addr())
+	}
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		log := &records{}
+		c, err := d.dial(bg, urls, &redlock.Options{DisableQuarantine: true, NodeTimeout: time.Second, Logger: slog.New(log)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock, err := c.TryAcquire(bg, "unidentified-dial")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock.Release(bg)
+		c.Close()
+		text := log.text()
+		for _, n := range cluster.Nodes() {
+			if k := strings.Count(text, "not identified"); k != 2 || !strings.Contains(text, n.Addr()) {
+				t.Errorf("%d warnings, want one naming each node (%s):\n%s", k, n.Addr(), text)
+			}
+		}
+	})
+}

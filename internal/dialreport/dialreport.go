@@ -27,8 +27,18 @@ type Down struct {
 // ErrNoAnswer is Identify's error while the node does not answer.
 var ErrNoAnswer = errors.New("no answer")
 
+// Report is what Dial found out about the nodes.
+type Report struct {
+	// Down are the nodes it could not reach.
+	Down []Down
+	// Unidentified are the nodes, by index, that answered but whose
+	// server it could not identify (its user refused INFO), in a list of
+	// several: listed again under another name, such a server would vote
+	// twice.
+	Unidentified []int
+}
+
 // Attach records on client, a *redlock.Client that no goroutine uses yet,
-// that Dial checked the identities of the nodes it reached, and down, the
-// nodes it could not reach. Package redlock sets it at initialisation,
-// before any Dial can run.
-var Attach func(client any, down []Down)
+// that Dial checked the identities of the nodes it reached, and r. Package
+// redlock sets it at initialisation, before any Dial can run.
+var Attach func(client any, r Report)

@@ -61,11 +61,11 @@ type verdict struct {
 // answers: Check returns them, with the error of their PING and, in a list
 // of several, the check of duplicates to finish once they answer
 // (dialreport.Down.Identify).
-func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel string, runID bool) ([]dialreport.Down, error) {
+func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel string, runID bool) (dialreport.Report, error) {
 	verdicts := checkAll(ctx, conns, probe, channel, runID)
 	ids := newRegistry(conns)
 	errs := listErrors(ids, verdicts)
-	var down []dialreport.Down
+	var r dialreport.Report
 	for i, v := range verdicts {
 		switch {
 		case v.refused != nil:
@@ -75,13 +75,15 @@ func Check(ctx context.Context, conns []redlock.Conn, probe Probe, channel strin
 			if len(conns) > 1 {
 				d.Identify = ids.lateCheck(i)
 			}
-			down = append(down, d)
+			r.Down = append(r.Down, d)
+		case len(v.ids) == 0 && len(conns) > 1:
+			r.Unidentified = append(r.Unidentified, i)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("redlock: node check failed: %w", errors.Join(errs...))
+		return dialreport.Report{}, fmt.Errorf("redlock: node check failed: %w", errors.Join(errs...))
 	}
-	return down, nil
+	return r, nil
 }
 
 // checkAll checks every node at once, and returns each one's verdict.

@@ -24,7 +24,8 @@ func TestCheck_refusesARefusalAndReturnsNodesDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	down, err := nodecheck.Check(ctx, newConns(t, cluster), nil, "redlock:released:check", true)
+	r, err := nodecheck.Check(ctx, newConns(t, cluster), nil, "redlock:released:check", true)
+	down := r.Down
 	if err != nil {
 		t.Fatalf("two of five down: %v", err)
 	}
@@ -34,8 +35,8 @@ func TestCheck_refusesARefusalAndReturnsNodesDown(t *testing.T) {
 	if _, err := cluster.Node(0).Do(ctx, "CONFIG", "SET", "requirepass", "s3cret"); err != nil {
 		t.Fatal(err)
 	}
-	down, err = nodecheck.Check(ctx, newConns(t, cluster), nil, "redlock:released:check", true)
-	if !errors.Is(err, nodeurl.ErrInvalidURL) || !strings.Contains(err.Error(), cluster.Node(0).Addr()+": NOAUTH") || !strings.Contains(err.Error(), "credentials refused") || down != nil {
+	r, err = nodecheck.Check(ctx, newConns(t, cluster), nil, "redlock:released:check", true)
+	if down = r.Down; !errors.Is(err, nodeurl.ErrInvalidURL) || !strings.Contains(err.Error(), cluster.Node(0).Addr()+": NOAUTH") || !strings.Contains(err.Error(), "credentials refused") || down != nil {
 		t.Errorf("one of five refusing: %v, %v; want ErrInvalidURL naming %s", down, err, cluster.Node(0).Addr())
 	}
 }

@@ -56,12 +56,12 @@ func Dial(ctx context.Context, urls []string, opts *redlock.Options, newConn fun
 	if opts != nil {
 		prefix, quarantine = opts.KeyPrefix, !opts.DisableQuarantine
 	}
-	down, err := Check(ctx, conns, probe, wire.ReleaseChannelPrefix+prefix+"redlock-dial-check", quarantine)
+	report, err := Check(ctx, conns, probe, wire.ReleaseChannelPrefix+prefix+"redlock-dial-check", quarantine)
 	if err != nil {
 		client.Close()
 		return nil, err
 	}
-	dialreport.Attach(client, down)
+	dialreport.Attach(client, report)
 	return client, nil
 }
 
