@@ -544,5 +544,5 @@ func functionsFindings(fs *findingList, n Node, _ Limits) {
 		remedy = "upgrade to Redis 7.0 or later if the node runs an older release; otherwise do not rename FUNCTION and FCALL away (rename-command)"
 	}
 	fs.add(n.Node, Info, "functions", remedy,
-		"the library's functions are refused (%s): %s", errText(n.functionsErr), cost)
+		"the library's functions are refused (%s): %s", shortErrText(n.functionsErr), cost)
 }

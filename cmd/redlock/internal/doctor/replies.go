@@ -111,3 +111,11 @@ func refusedCommand(err error) string {
 	}
 	return rest[:j]
 }
+
+// shortErrText is errText cut where the server starts quoting the
+// command's arguments ("with args beginning with: …"), which for FUNCTION
+// LOAD are the library's source.
+func shortErrText(err error) string {
+	text, _, _ := strings.Cut(errText(err), ", with args beginning with")
+	return text
+}
