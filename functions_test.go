@@ -169,6 +169,19 @@ func TestFunctions_redis62RunsScripts(t *testing.T) {
 	})
 }
 
+// userURLs makes user on every node of cluster, an ACL user with every
+// key, channel and command but those rules take away, and returns its
+// URLs to the nodes.
+func userURLs(t *testing.T, cluster *redlocktest.Cluster, user string, rules ...string) []string {
+	t.Helper()
+	var urls []string
+	for _, n := range cluster.Nodes() {
+		do(t, n, append([]string{"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all"}, rules...)...)
+		urls = append(urls, "redis://"+user+":pw@"+n.Addr())
+	}
+	return urls
+}
+
 // clientAs returns a Client over node alone, logged in as user, an ACL
 // user made with every key, channel and command but those rules take away.
 func clientAs(t *testing.T, node *redlocktest.Node, user string, rules ...string) *redlock.Client {

@@ -138,11 +138,7 @@ func tryAcquireRetrying(c *redlock.Client, key string) (*redlock.Lock, error) {
 // nothing locked, and with the quarantine off it takes locks.
 func TestQuarantine_infoRefusedIsAConfigurationError(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	var urls []string
-	for _, n := range cluster.Nodes() {
-		do(t, n, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-@dangerous")
-		urls = append(urls, "redis://locker:pw@"+n.Addr())
-	}
+	urls := userURLs(t, cluster, "locker", "-@dangerous")
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		c, err := d.dial(bg, urls, fast())
 		if err == nil {

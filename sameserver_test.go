@@ -182,11 +182,7 @@ func TestNew_duplicateLeavingNoQuorumIsSaidByErrorsIs(t *testing.T) {
 // per node. Before, nothing was said, where New warned.
 func TestDial_unidentifiedServersAreWarnedOf(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 2})
-	var urls []string
-	for _, n := range cluster.Nodes() {
-		do(t, n, "ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "&*", "+@all", "-info")
-		urls = append(urls, "redis://noinfo:pw@"+n.Addr())
-	}
+	urls := userURLs(t, cluster, "noinfo", "-info")
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		log := &records{}
 		c, err := d.dial(bg, urls, &redlock.Options{DisableQuarantine: true, NodeTimeout: time.Second, Logger: slog.New(log)})
