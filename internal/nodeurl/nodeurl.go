@@ -57,6 +57,10 @@ func checkWritten(raw string) error {
 		fixed := Redact(scheme + "://" + rest)
 		return fmt.Errorf("%w: %s//…: the scheme lacks its ':': write %s", ErrInvalidURL, scheme, fixed)
 	}
+	if path, ok := strings.CutPrefix(raw, "unix:"); ok {
+		return fmt.Errorf("%w: %s: not a URL: write a socket's absolute path after unix://, as in unix:///path/to/redis.sock",
+			ErrInvalidURL, Redact("unix://"+strings.TrimLeft(path, "/")))
+	}
 	if err := checkUserinfo("redis://" + raw); err != nil {
 		return err
 	}
@@ -89,6 +93,9 @@ func checkParts(u *url.URL) error {
 		}
 		if u.Path == "" || u.Path == "/" {
 			return errors.New("no socket path: write it after unix://, as in unix:///path/to/redis.sock")
+		}
+		if strings.HasSuffix(u.Path, "/") {
+			return fmt.Errorf("%s ends in '/', a directory: write the socket's own path, as in unix:///path/to/redis.sock", u.Path)
 		}
 	default:
 		return errors.New("scheme must be redis, rediss or unix")

@@ -110,6 +110,9 @@ func TestParse_noHostNegativeDatabaseFragment(t *testing.T) {
 		"unix://tmp/redis.sock":               `a unix socket's URL has no host ("tmp")`,
 		"unix://127.0.0.1:6379/tmp/r.sock":    `a unix socket's URL has no host ("127.0.0.1:6379")`,
 		"unix://":                             "no socket path",
+		"unix:":                               "write a socket's absolute path after unix://",
+		"unix:///tmp/dir/":                    "/tmp/dir/ ends in '/', a directory",
+		"unix:sock/r.sock":                    "write a socket's absolute path after unix://",
 		"redis://127.0.0.1:6379#primary":      "redis://127.0.0.1:6379#…: a '#' ends a URL, and a fragment is no part of a node URL",
 	} {
 		_, err := Parse(raw)
