@@ -198,10 +198,11 @@ func TestDial_publishRenamedAway(t *testing.T) {
 // grants of a failed attempt; without TIME every new lock failed. A server
 // that does not know such a command (rename-command) is refused too.
 func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
-	needs(t, redlocktest.Functions) // redis.acl_check_cmd came with them, in 7.0
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	renamed := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{`rename-command DEL ""`}})
 	lacks := []string{"del", "zrem", "hdel", "zscore", "exists", "time"}
+	// On Redis 6.2, which has no acl_check_cmd, Dial runs the commands
+	// that change nothing instead: these are all of them.
 	for _, n := range cluster.Nodes() {
 		for _, cmd := range lacks {
 			do(t, n, "ACL", "SETUSER", "no"+cmd, "on", ">pw", "~*", "&*", "+@all", "-"+cmd)

@@ -30,6 +30,31 @@ for _, call in ipairs(ARGV) do
 end
 return {refused, unknown}`
 
+// runCheck is the check where the node has no acl_check_cmd (Redis 6.2):
+// a script that runs each command in ARGV, as aclCheck reads them, by
+// pcall, and returns those refused to the user and those unknown. Only
+// commands that change nothing on probeKey, which does not exist, are
+// sent: those that would create it (SET, INCR, ZADD, HSET) are left out,
+// and an acquisition refused them fails at once anyway.
+const runCheck = `local refused, unknown = {}, {}
+local creates = {SET = true, INCR = true, ZADD = true, HSET = true}
+for _, call in ipairs(ARGV) do
+	local args = {}
+	for word in string.gmatch(call, "%S+") do
+		table.insert(args, word)
+	end
+	if not creates[args[1]] then
+		local reply = redis.pcall(unpack(args))
+		local err = type(reply) == "table" and reply.err
+		if err and string.find(err, "Unknown", 1, true) then
+			table.insert(unknown, args[1])
+		elseif err and (string.find(err, "can't", 1, true) or string.find(err, "NOPERM", 1, true)) then
+			table.insert(refused, args[1])
+		end
+	end
+end
+return {refused, unknown}`
+
 // probeKey is the key the check names to each command: one of the
 // library's own (wire.KeyPrefix), which its scripts need the user to read
 // and write beside the locks' own names.
@@ -67,12 +92,17 @@ func commandCalls() (calls, unchecked []string) {
 // on the library's keys, or that the server does not know
 // (rename-command). Some fail only at a release, after the lock was
 // granted, which would leave it locked for its TTL; the others fail every
-// acquisition. It returns nil when the user may run them all, and where
-// the node cannot tell (Redis 6.2 has no acl_check_cmd), or the check
-// fails otherwise.
+// acquisition. Where the node has no acl_check_cmd (Redis 6.2), it runs
+// those of the commands that change nothing instead (see runCheck). It
+// returns nil when the user may run them all, or the check fails
+// otherwise.
 func commandRefusal(ctx context.Context, conn redlock.Conn) error {
 	calls, _ := commandCalls()
 	v, err := conn.Do(ctx, append([]string{"EVAL", aclCheck, "0"}, calls...)...)
+	if err != nil && (strings.Contains(err.Error(), "Error compiling script") || strings.Contains(err.Error(), "acl_check_cmd")) {
+		// Redis 6.2: no script flags, no acl_check_cmd.
+		v, err = conn.Do(ctx, append([]string{"EVAL", runCheck, "0"}, calls...)...)
+	}
 	lists, ok := v.([]any)
 	if err != nil || !ok || len(lists) != 2 {
 		return nil
