@@ -539,7 +539,11 @@ func functionsFindings(fs *findingList, n Node, _ Limits) {
 		return
 	}
 	remedy := "allow this user FUNCTION LOAD and FCALL (+function|load +fcall), or set Options.DisableFunctions to keep the node's function libraries untouched"
-	if strings.Contains(n.functionsErr.Error(), "unknown command") {
+	switch {
+	case !strings.Contains(n.functionsErr.Error(), "unknown command"):
+	case n.Version != "":
+		remedy = "do not rename FUNCTION and FCALL away (rename-command), or set Options.DisableFunctions to keep the node's function libraries untouched"
+	default:
 		// Renamed away, or a release before 7.0 whose INFO went unread.
 		remedy = "upgrade to Redis 7.0 or later if the node runs an older release; otherwise do not rename FUNCTION and FCALL away (rename-command)"
 	}
