@@ -278,3 +278,43 @@ func TestDial_userRefusedPingIsToldWhatToGrant(t *testing.T) {
 		}
 	})
 }
+
+// The ACL user the README gives passes Dial, and locks, waits, lists and
+// releases.
+func TestACL_theREADMEsUser(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	var urls []string
+	for _, n := range cluster.Nodes() {
+		do(t, n, "ACL", "SETUSER", "locker", "on", ">pw", "~redlock:*", "~jobs:*", "&redlock:released:*",
+			"+@read", "+@write", "+@scripting", "+@pubsub", "+@connection", "+info", "+time")
+		urls = append(urls, "redis://locker:pw@"+n.Addr())
+	}
+	forEachDialer(t, func(t *testing.T, d dialer) {
+		c, err := d.dial(bg, urls, fast())
+		if err != nil {
+			t.Fatalf("Dial of the README's user: %v", err)
+		}
+		defer c.Close()
+		if err := c.MarkReady(bg, false); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := c.Acquire(bg, "jobs:readme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiter := acquireLater(c, "jobs:readme")
+		if _, err := c.List(bg, "jobs:"); err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		got := <-waiter
+		if got == nil {
+			t.Fatal("the waiter did not get the lock")
+		}
+		if err := got.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
