@@ -63,8 +63,9 @@ const sentinelRefreshInterval = 5 * time.Second
 // errors, in Client.UnreachableAtDial. What it refuses, naming each node: a
 // node that answers but refuses its URL (no password where one is needed, a
 // wrong one, a database that does not exist, a cluster URL to a server
-// outside cluster mode, a user that may run no script, anything but PONG,
-// an answer that is no RESP), a replica or a Sentinel named as a node, be
+// outside cluster mode, a user that may run no script, or not a command
+// the scripts run on the library's keys, a server with such a command
+// renamed away, anything but PONG, an answer that is no RESP), a replica or a Sentinel named as a node, be
 // it one node of many, and a rediss:// node whose port answers in
 // plaintext, both wrapping ErrInvalidURL; a rediss:// node whose TLS
 // handshake fails on a certificate (a CA that did not sign the server's, an
