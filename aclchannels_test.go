@@ -181,15 +181,32 @@ func TestACL_userWithoutScripts(t *testing.T) {
 func TestDial_publishRenamedAway(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1, Config: []string{`rename-command PUBLISH ""`}})
 	forEachDialer(t, func(t *testing.T, d dialer) {
-		c, err := d.dial(bg, cluster.URLs(), fast())
-		if err == nil {
-			c.Close()
-			t.Fatal("Dial took a node with PUBLISH renamed away")
-		}
-		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "rename-command") {
-			t.Errorf("Dial: %v, want %v naming rename-command", err, d.errInvalidURL)
-		}
+		wantDialRefused(t, d, cluster.URLs(), "a node with PUBLISH renamed away", "rename-command")
 	})
+}
+
+// urlsAs returns the URLs of cluster's nodes for user, password "pw".
+func urlsAs(cluster *redlocktest.Cluster, user string) []string {
+	var urls []string
+	for _, addr := range cluster.Addrs() {
+		urls = append(urls, "redis://"+user+":pw@"+addr)
+	}
+	return urls
+}
+
+// wantDialRefused fails the test unless d's Dial of urls, what they are,
+// fails with ErrInvalidURL saying want.
+func wantDialRefused(t *testing.T, d dialer, urls []string, what, want string) {
+	t.Helper()
+	c, err := d.dial(bg, urls, fast())
+	if err == nil {
+		c.Close()
+		t.Errorf("Dial took %s", what)
+		return
+	}
+	if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Dial of %s: %v, want %v saying %q", what, err, d.errInvalidURL, want)
+	}
 }
 
 // A user that may not run a command the scripts run is refused by Dial,
@@ -212,30 +229,16 @@ func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
 	}
 	forEachDialer(t, func(t *testing.T, d dialer) {
 		for _, cmd := range lacks {
-			var urls []string
-			for _, addr := range cluster.Addrs() {
-				urls = append(urls, "redis://no"+cmd+":pw@"+addr)
-			}
-			c, err := d.dial(bg, urls, fast())
-			if err == nil {
-				c.Close()
-				t.Errorf("Dial took nodes that refuse the user %s", strings.ToUpper(cmd))
-				continue
-			}
-			if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "may not run "+strings.ToUpper(cmd)) ||
-				!strings.Contains(err.Error(), "+"+cmd) {
-				t.Errorf("Dial without %s: %v, want %v naming it, and +%s", cmd, err, d.errInvalidURL, cmd)
-			}
+			urls := urlsAs(cluster, "no"+cmd)
+			what := "nodes that refuse the user " + strings.ToUpper(cmd)
+			wantDialRefused(t, d, urls, what, "may not run "+strings.ToUpper(cmd))
+			wantDialRefused(t, d, urls, what, "+"+cmd)
 		}
 		// Key patterns: the library's keys besides the locks' are what it
 		// needs. Before the check named each command's arguments, it
 		// crashed a Redis 7.0 server for such a user.
 		for user, refused := range map[string]bool{"keys": false, "appkeys": true} {
-			var urls []string
-			for _, addr := range cluster.Addrs() {
-				urls = append(urls, "redis://"+user+":pw@"+addr)
-			}
-			c, err := d.dial(bg, urls, fast())
+			c, err := d.dial(bg, urlsAs(cluster, user), fast())
 			switch {
 			case !refused && err != nil:
 				t.Errorf("Dial of a user with the library's keys: %v", err)
@@ -251,14 +254,7 @@ func TestDial_userRefusedACommandOfTheScripts(t *testing.T) {
 				}
 			}
 		}
-		c, err := d.dial(bg, renamed.URLs(), fast())
-		if err == nil {
-			c.Close()
-			t.Fatal("Dial took a node with DEL renamed away")
-		}
-		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "knows no DEL") {
-			t.Errorf("Dial with DEL renamed away: %v, want %v naming DEL", err, d.errInvalidURL)
-		}
+		wantDialRefused(t, d, renamed.URLs(), "a node with DEL renamed away", "knows no DEL")
 	})
 }
 
@@ -268,14 +264,7 @@ func TestDial_userRefusedPingIsToldWhatToGrant(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
 	do(t, cluster.Node(0), "ACL", "SETUSER", "noping", "on", ">pw", "~*", "&*", "+@all", "-ping")
 	forEachDialer(t, func(t *testing.T, d dialer) {
-		c, err := d.dial(bg, []string{"redis://noping:pw@" + cluster.Node(0).Addr()}, fast())
-		if err == nil {
-			c.Close()
-			t.Fatal("Dial took a node that refuses the user PING")
-		}
-		if !errors.Is(err, d.errInvalidURL) || !strings.Contains(err.Error(), "+ping") {
-			t.Errorf("Dial: %v, want %v with +ping to grant", err, d.errInvalidURL)
-		}
+		wantDialRefused(t, d, urlsAs(cluster, "noping"), "a node that refuses the user PING", "+ping")
 	})
 }
 

@@ -174,12 +174,10 @@ func TestFunctions_redis62RunsScripts(t *testing.T) {
 // URLs to the nodes.
 func userURLs(t *testing.T, cluster *redlocktest.Cluster, user string, rules ...string) []string {
 	t.Helper()
-	var urls []string
 	for _, n := range cluster.Nodes() {
 		do(t, n, append([]string{"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all"}, rules...)...)
-		urls = append(urls, "redis://"+user+":pw@"+n.Addr())
 	}
-	return urls
+	return urlsAs(cluster, user)
 }
 
 // clientAs returns a Client over node alone, logged in as user, an ACL
