@@ -61,6 +61,10 @@ type queuePlace struct {
 	// newcomer: with set, the attempt is the call's first, which defers
 	// only as a newcomer to a mutex does, and queues only when refused.
 	newcomer bool
+	// passed: with set, the client that let its turn pass before the
+	// attempt (wait.Wakeup.Passed), to which it does not defer (see
+	// lua/queued_acquire.lua, mode 5); "" when none did.
+	passed string
 	// asked: the call's last try asked for the key (permits.behind).
 	asked bool
 	// queued: a try of the call asked for the key, so that the nodes may
@@ -123,12 +127,14 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 			mode, place.handoff = "3", false
 		case first || place.newcomer:
 			mode = "1"
+		case place.set && place.passed != "":
+			mode = "5"
 		case place.set:
 			mode = "2"
 		case place.second && place.polled:
 			mode = "4"
 		}
-		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, mode)
+		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, mode, place.passed)
 		a.place, a.queuedSince, a.queuedAs = place, place.since, c.id
 	}
 	a.start = time.Now()
@@ -333,7 +339,7 @@ type acquireReply struct {
 func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string, ttl time.Duration, replies []acquireReply) *nodes.Request {
 	marker, process := c.keys.MarkerKeys(key)
 	r.keys = [7]string{key, fenceKey, marker, process}
-	r.args = [9]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterMillis(ttl), clock}
+	r.args = [10]string{token, c.wire.millis(ttl), c.wire.recovery, c.wire.counterMillis(ttl), clock}
 	r.replies = replies
 	r.Request = nodes.Request{Script: wire.AcquireScript, Keys: r.keys[:4], Args: r.args[:5], Decode: r}
 	return &r.Request
@@ -343,11 +349,17 @@ func (c *Client) acquirer(r *acquireRequest, key, fenceKey, token, clock string,
 // client id, when it began waiting, and how long its place lasts (see
 // lua/queued_acquire.lua); mode is "1" on a waiter's first attempt, "2"
 // on every attempt of a waiter for a set of keys, "3" on the attempt that
-// a release of this client carries (see handoff), and "0" otherwise.
-func (r *acquireRequest) queue(queue, deadlines, waiting, id, since, lasts, mode string) {
+// a release of this client carries (see handoff), "4" on a poll of the
+// second in line, "5" on a set waiter's attempt that does not defer to
+// passed, and "0" otherwise.
+func (r *acquireRequest) queue(queue, deadlines, waiting, id, since, lasts, mode, passed string) {
 	r.keys[4], r.keys[5], r.keys[6] = queue, deadlines, waiting
 	r.args[5], r.args[6], r.args[7], r.args[8] = id, since, lasts, mode
-	r.Request.Script, r.Request.Keys, r.Request.Args = wire.QueuedAcquireScript, r.keys[:], r.args[:]
+	r.Request.Script, r.Request.Keys, r.Request.Args = wire.QueuedAcquireScript, r.keys[:], r.args[:9]
+	if mode == "5" {
+		r.args[9] = passed
+		r.Request.Args = r.args[:]
+	}
 }
 
 // share turns r into the request of a shared (read) acquisition, which
@@ -366,7 +378,7 @@ func (r *acquireRequest) share(queue, deadlines, waiting, lasts, entry, since st
 type acquireRequest struct {
 	nodes.Request
 	keys    [7]string
-	args    [9]string
+	args    [10]string
 	replies []acquireReply
 }
 

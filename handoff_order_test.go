@@ -165,3 +165,47 @@ func TestQueue_secondInLinePollDefersToTheFirst(t *testing.T) {
 		t.Fatalf("the second's poll, first in line now: reply %q, want a grant", got)
 	}
 }
+
+// A set or permit waiter's attempt that a release woke a node timeout
+// after it named another client first (mode 5) does not defer to that
+// client, which let its turn pass; it still defers to any other live
+// client in line before it, as every attempt of a set waiter does (mode
+// 2).
+func TestQueue_setWaiterPassesOnlyTheClientThatLetItsTurnPass(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	now := time.Now().UnixMicro()
+	clock, lasts, until := fmt.Sprint(now), fmt.Sprint(time.Minute.Microseconds()), fmt.Sprint(now+time.Minute.Microseconds())
+	attempt := func(key string, queued []string, mode ...string) string {
+		t.Helper()
+		queue, deadlines := redlock.QueueKeys(key)
+		for i, id := range append(queued, "me") {
+			do(t, node, "ZADD", queue, fmt.Sprint(now-int64(10-i)*1000), id)
+			do(t, node, "HSET", deadlines, id, until)
+		}
+		do(t, node, "SET", redlock.WaitingKey(key), "1", "PX", "60000")
+		args := append([]string{"EVAL", redlock.QueuedAcquireScriptSource, "7", key, redlock.FenceKey(key), redlock.MarkerKey,
+			redlock.ProcessKey, queue, deadlines, redlock.WaitingKey(key),
+			"t-" + key, "10000", "0", "60000", clock, "me", fmt.Sprint(now - 1000), lasts}, mode...)
+		v, err := node.Do(bg, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v[:1]
+	}
+	for _, c := range []struct {
+		key    string
+		queued []string
+		mode   []string
+		want   string
+	}{
+		{"k1", []string{"gone"}, []string{"2"}, "0"},
+		{"k2", []string{"gone"}, []string{"5", "gone"}, "1"},
+		{"k3", []string{"live"}, []string{"5", "gone"}, "0"},
+		{"k4", []string{"gone", "live"}, []string{"5", "gone"}, "0"},
+	} {
+		if got := attempt(c.key, c.queued, c.mode...); got != c.want {
+			t.Errorf("queued behind %v, mode %v: reply %q, want %q", c.queued, c.mode, got, c.want)
+		}
+	}
+}

@@ -263,6 +263,10 @@ func (m *multiAcquisition) try() (*Locks, error) {
 	n := len(m.keys)
 	locks := make([]*Lock, n)
 	errs := make([]error, n)
+	passed := m.wake.Passed()
+	for i := range m.places {
+		m.places[i].passed = passed
+	}
 	// Renewal starts once the set is held, not for keys about to be
 	// released.
 	forEach(n, func(i int) {

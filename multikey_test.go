@@ -791,3 +791,49 @@ func TestAcquireAll_disjointSetsOfOneClientDoNotWaitForEachOther(t *testing.T) {
 	waiting("order:1")
 	wantSet("x", "y")
 }
+
+// A waiter for a set is not kept from its free keys by a client that died
+// while first in their queues (its places here are written by hand, and
+// last an hour): the releases name the dead client first and the waiter
+// second, which tries a node timeout later and does not defer to a client
+// that let its turn pass. Its retry delay is a minute: only that wake-up
+// can serve it in time.
+func TestAcquireAll_aDeadFirstInLineLetsTheSecondServe(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		keys := []string{"a", "b"}
+		held, err := newClient(t, cluster, a, fast()).TryAcquireAll(bg, keys, redlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const ghost = "ghost-client"
+		for _, key := range keys {
+			queueGhost(t, cluster, key, ghost)
+		}
+		w := newClient(t, cluster, a, slowWaiter())
+		got := make(chan *redlock.Locks, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+			defer cancel()
+			set, err := w.AcquireAll(ctx, keys)
+			if err != nil {
+				t.Errorf("AcquireAll: %v", err)
+			}
+			got <- set
+		}()
+		awaitQueues(t, cluster, keys, []string{ghost, w.ID()})
+		awaitListening(t, cluster, w, keys)
+		if err := held.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case set := <-got:
+			if set == nil {
+				t.FailNow()
+			}
+			set.Release(bg)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the released keys were kept for a dead client first in line")
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/telemetry"
+	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -59,9 +60,10 @@ type permits struct {
 	places []queuePlace
 	// waits: the call waits for a permit (Acquire), and queues for one.
 	waits bool
-	// wokenBy, when set, returns the release channel of the permit whose
-	// release last woke the call, or "".
-	wokenBy func() string
+	// woken, when set, returns the signals of the releases that wake the
+	// call: the release channel of the permit whose release last woke it
+	// (From), and the client that let its turn pass before (Passed).
+	woken func() *wait.Wakeup
 	// claimed are the permits the call claimed (see permitClaims), in the
 	// order it did; a call that does not wait claims none. claimedElsewhere
 	// are those the last try skipped as another call here claimed them,
@@ -102,7 +104,7 @@ func (c *Client) acquirePermit(ctx context.Context, key string, cfg lockConfig, 
 	if !once {
 		r.behindOthers = p.behind
 		r.carrier = p
-		p.wokenBy = func() string { return r.wake.From() }
+		p.woken = func() *wait.Wakeup { return r.wake }
 	}
 	lock, err := r.acquire(once)
 	if err != nil && p.places != nil {
@@ -255,8 +257,8 @@ func (p *permits) tryAll() (*Lock, error) {
 // one whose release woke the call, for which the nodes named it, or a
 // random one, so that clients spread over the permits.
 func (p *permits) firstToTry() int {
-	if p.wokenBy != nil {
-		channel := p.wokenBy()
+	if p.woken != nil {
+		channel := p.woken().From()
 		if n, ok := wire.PermitNumber(channel); ok && n <= p.cfg.limit {
 			return n - 1
 		}
@@ -275,7 +277,8 @@ func (p *permits) place(n int) *queuePlace {
 }
 
 // startTry gives a waiting call its places in the permits' queues at its
-// first try, and marks none as asked by this try yet.
+// first try, and marks none as asked by this try yet; the try does not
+// defer to a client that let its turn pass (see wait.Wakeup.Passed).
 func (p *permits) startTry() {
 	if p.places == nil && p.waits {
 		p.queue()
@@ -284,8 +287,12 @@ func (p *permits) startTry() {
 		p.claimsEnded, p.handoffsFailed = p.c.permitClaims.ended.generation(), p.c.handoffsFailed.generation()
 		p.skipped = false
 	}
+	passed := ""
+	if p.woken != nil {
+		passed = p.woken().Passed()
+	}
 	for i := range p.places {
-		p.places[i].asked = false
+		p.places[i].asked, p.places[i].passed = false, passed
 	}
 }
 

@@ -127,13 +127,24 @@ func acquirePermitInBackground(t *testing.T, c *redlock.Client, name string, lim
 // that order, for every permit of name's limit.
 func awaitPermitQueues(t *testing.T, cluster *redlocktest.Cluster, name string, limit int, ids []string) {
 	t.Helper()
+	keys := make([]string, limit)
+	for i := range keys {
+		keys[i] = name + ":permit:" + strconv.Itoa(i+1)
+	}
+	awaitQueues(t, cluster, keys, ids)
+}
+
+// awaitQueues waits until a quorum of cluster's nodes queue ids, in that
+// order, for every one of keys.
+func awaitQueues(t *testing.T, cluster *redlocktest.Cluster, keys []string, ids []string) {
+	t.Helper()
 	want := strings.Join(ids, " ")
-	eventually(t, "the waiters "+want+" queued for every permit of "+name, func() bool {
+	eventually(t, "the waiters "+want+" queued for "+strings.Join(keys, ", "), func() bool {
 		nodes := 0
 		for _, n := range cluster.Nodes() {
 			all := true
-			for i := 1; i <= limit; i++ {
-				queue, _ := redlock.QueueKeys(name + ":permit:" + strconv.Itoa(i))
+			for _, key := range keys {
+				queue, _ := redlock.QueueKeys(key)
 				all = all && strings.Join(strings.Fields(do(t, n, "ZRANGE", queue, "0", "-1")), " ") == want
 			}
 			if all {
@@ -230,5 +241,76 @@ func TestQueue_leavingAFreeKeysQueuePassesTheTurnOn(t *testing.T) {
 	do(t, n, "PUBLISH", held, "marker")
 	if msg := <-sub.Channel(); msg.Channel != held || msg.Payload != "marker" {
 		t.Errorf("heard %q on %q: leaving a held key's queue named someone", msg.Payload, msg.Channel)
+	}
+}
+
+// A waiter that died while first in line (its place here is written by
+// hand, and lasts an hour) does not keep a released permit from the
+// waiter behind it: the release names the dead client first and the live
+// one second, which tries a node timeout later and does not defer to a
+// client that let its turn pass. Its retry delay is a minute: only that
+// wake-up can serve it in time.
+func TestSemaphore_aDeadFirstInLineLetsTheSecondServe(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, fast()), "pool", 2)
+		const ghost = "ghost-client"
+		for i := 1; i <= 2; i++ {
+			queueGhost(t, cluster, "pool:permit:"+strconv.Itoa(i), ghost)
+		}
+		w := newClient(t, cluster, a, slowWaiter())
+		got := acquirePermitInBackground(t, w, "pool", 2)
+		awaitPermitQueues(t, cluster, "pool", 2, []string{ghost, w.ID()})
+		awaitListening(t, cluster, w, []string{"pool:permit:1", "pool:permit:2"})
+		if err := held[0].Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case l := <-got:
+			if l == nil {
+				t.FailNow()
+			}
+			if l.Key() != held[0].Key() {
+				t.Errorf("the waiter got %s, want the released %s", l.Key(), held[0].Key())
+			}
+			l.Release(bg)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the released permit was kept for a dead client first in line")
+		}
+	})
+}
+
+// awaitListening waits until every node of cluster has c's channel for
+// each of keys subscribed, on which a release names c: a release before
+// that would go unheard, and the waiter's next attempt would be one that
+// no release named it for.
+func awaitListening(t *testing.T, cluster *redlocktest.Cluster, c *redlock.Client, keys []string) {
+	t.Helper()
+	eventually(t, c.ID()+" listening for the releases of "+strings.Join(keys, ", "), func() bool {
+		for _, n := range cluster.Nodes() {
+			for _, key := range keys {
+				if do(t, n, "PUBSUB", "CHANNELS", redlock.ReleaseChannel(key, false)+" "+c.ID()) == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// queueGhost puts id first in key's queue on every node of cluster, as a
+// client that queued an hour ago and died would have left it, but lasting
+// an hour more.
+func queueGhost(t *testing.T, cluster *redlocktest.Cluster, key, id string) {
+	t.Helper()
+	queue, deadlines := redlock.QueueKeys(key)
+	now := time.Now()
+	since := strconv.FormatInt(now.Add(-time.Hour).UnixMicro(), 10)
+	until := strconv.FormatInt(now.Add(time.Hour).UnixMicro(), 10)
+	for _, n := range cluster.Nodes() {
+		do(t, n, "ZADD", queue, since, id)
+		do(t, n, "HSET", deadlines, id, until)
+		do(t, n, "PEXPIRE", queue, "3600000")
+		do(t, n, "PEXPIRE", deadlines, "3600000")
 	}
 }

@@ -106,6 +106,10 @@ type Wakeup struct {
 	// confirmed is the pending wake-up of a second waiter by a
 	// confirmation; guarded by the Waker's mu.
 	confirmed *time.Timer
+	// passed is the client that a release named first when it named this
+	// one second, if the latest signal came a node timeout after that
+	// release (see deliver); nil otherwise.
+	passed atomic.Pointer[string]
 }
 
 // SetSecond tells whether the waiter's last attempt was queued behind
@@ -121,6 +125,19 @@ func (wake *Wakeup) SetSecond(second bool) {
 // first.
 func (wake *Wakeup) From() string {
 	if p := wake.from.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Passed returns, once, the client that let its turn pass: the one named
+// first by the release that named this client second, when the latest
+// signal came a node timeout after that release and nothing woke the
+// waiter meanwhile. "" otherwise. A waiter for a set of keys or a permit
+// need not defer to that client on its next attempt (see
+// lua/queued_acquire.lua, mode 5): most likely it died while first in line.
+func (wake *Wakeup) Passed() string {
+	if p := wake.passed.Swap(nil); p != nil {
 		return *p
 	}
 	return ""
@@ -305,7 +322,8 @@ func (w *Waker) deliver(node int, channel, message string) {
 	case a.woken || !named && a.nodes < w.quorum:
 	case named && w.behind() > 0 && !w.namedFirst(names):
 		if a.later == nil {
-			a.later = time.AfterFunc(w.behind(), func() { w.wakeLater(channel, token) })
+			first, _, _ := strings.Cut(names, " ")
+			a.later = time.AfterFunc(w.behind(), func() { w.wakeLater(channel, token, first) })
 		}
 	default:
 		a.woken = true
@@ -326,14 +344,16 @@ func (w *Waker) namedFirst(names string) bool {
 }
 
 // wakeLater wakes the waiter on channel for the release whose token is
-// token, which named this client second, unless it woke it already.
-func (w *Waker) wakeLater(channel, token string) {
+// token, which named this client second and first the client first,
+// unless it woke it already: first had a node timeout to try, and let its
+// turn pass (see Wakeup.Passed).
+func (w *Waker) wakeLater(channel, token, first string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if a, ok := w.heard[channel]; ok && a.token == token && !a.woken {
 		a.woken = true
 		w.heard[channel] = a
-		w.signalFirstLocked(channel)
+		w.signalLocked(channel, false, first)
 	}
 }
 
@@ -363,12 +383,12 @@ func (w *Waker) confirmLocked(node int, channel string) {
 		return // the named channel, or one no longer awaited
 	}
 	if nodes[node] {
-		w.signalLocked(channel, true) // subscribed again
+		w.signalLocked(channel, true, "") // subscribed again
 		return
 	}
 	nodes[node] = true
 	if n := countTrue(nodes); n == w.quorum {
-		w.signalLocked(channel, true)
+		w.signalLocked(channel, true, "")
 	}
 }
 
@@ -386,11 +406,13 @@ func countTrue(bs []bool) int {
 // signalFirstLocked tells the oldest waiter on channel that does not hear
 // every release, and every waiter that does, to try now: a writer waiting
 // behind this client's readers is woken too.
-func (w *Waker) signalFirstLocked(channel string) { w.signalLocked(channel, false) }
+func (w *Waker) signalFirstLocked(channel string) { w.signalLocked(channel, false, "") }
 
 // signalLocked is signalFirstLocked; for a subscription's confirmation
 // (confirmed), a second waiter is told w.behind() later (see confirmLocked).
-func (w *Waker) signalLocked(channel string, confirmed bool) {
+// passed, when not "", is the client that let its turn pass before this
+// signal (see wakeLater).
+func (w *Waker) signalLocked(channel string, confirmed bool, passed string) {
 	first := true
 	for _, wake := range w.queues[channel] {
 		if !wake.everyone && !first {
@@ -401,6 +423,11 @@ func (w *Waker) signalLocked(channel string, confirmed bool) {
 		if wake.confirmed != nil {
 			wake.confirmed.Stop()
 			wake.confirmed = nil
+		}
+		if passed != "" {
+			wake.passed.Store(&passed)
+		} else {
+			wake.passed.Store(nil)
 		}
 		if confirmed && wake.second.Load() && w.behind() > 0 {
 			wake.confirmed = time.AfterFunc(w.behind(), wake.signal)

@@ -72,6 +72,9 @@ func TestWaker_clientNamedSecondLetsTheFirstTry(t *testing.T) {
 	if !woken(wake) {
 		t.Fatal("named first: not woken at once")
 	}
+	if p := wake.Passed(); p != "" {
+		t.Fatalf("named first: Passed %q, want none", p)
+	}
 	w.deliver(0, named, "t2 other me")
 	w.deliver(0, named, "t2 other me")
 	if woken(wake) {
@@ -105,6 +108,12 @@ func TestWaker_clientNamedSecondWakesAfterTheDelay(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("named second: never woken")
+	}
+	if p := wake.Passed(); p != "other" {
+		t.Fatalf("Passed %q, want the client named first, which let its turn pass", p)
+	}
+	if p := wake.Passed(); p != "" {
+		t.Fatalf("Passed again %q, want it told once", p)
 	}
 }
 

@@ -43,7 +43,14 @@
 -- key in the instant between a release and the attempt of the first in
 -- line, which the release woke. Every such refusal queues it again, so the
 -- nodes' queues agree after a round of attempts, and the first in line
--- everywhere is second nowhere: it takes the key.
+-- everywhere is second nowhere: it takes the key. "5" on the attempt of a
+-- waiter for a set of keys (or for a permit) that a release named second,
+-- made a node timeout after that release named the client ARGV[a+10]
+-- first (only a request with mode "5" has this tenth argument): it defers
+-- as with "2", but not to that client, which let its turn pass (most
+-- likely it died while first in line), so that a crashed waiter keeps
+-- free keys from the others for a node timeout, not for the rest of its
+-- place's life.
 -- Returns as acquire does, except that a refusal's third element is the
 -- caller's place in the queue (0 for the first in line): {0, "0", place}.
 -- enqueue puts or keeps the caller in the key's queue (see queuedAcquire)
@@ -55,19 +62,23 @@ end
 -- setAcquire is queuedAcquire for a waiter for a set of keys (and an
 -- election's candidate): it queues the caller first, applies the restart
 -- quarantine (see admit), then grants a free key only when the caller is
--- the first live client in line. The quarantine comes before the
+-- the first live client in line, or the second behind passed, a client
+-- that let its turn pass (mode "5"). The quarantine comes before the
 -- deferral, so that a recovering node says so, and its recovery delay
 -- starts at the first attempt of a waiter that is not first in line.
 -- Granted, the caller stays queued until its release, or its next
 -- attempt, takes it out or renews it.
-local function setAcquire(KEYS, ARGV, k, a, shared)
+local function setAcquire(KEYS, ARGV, k, a, shared, passed)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
 	local place = enqueue(KEYS, ARGV, k, a)
 	local reply, counter, _, held = admit(KEYS, ARGV, k, a, shared)
 	if not reply and not held then
 		local names = nextWaiters(queue, deadlines, tonumber(ARGV[a + 5]))
-		local first = string.match(names, "^ (%S+)")
-		if first ~= nil and first ~= id then
+		local first, second = string.match(names, "^ (%S+) ?(%S*)")
+		if passed and first == passed then
+			first = second
+		end
+		if first ~= nil and first ~= "" and first ~= id then
 			return {0, "0", redis.call("ZRANK", queue, id) or place}
 		end
 	end
@@ -117,6 +128,9 @@ local function queuedAcquire(KEYS, ARGV, k, a, shared)
 	local queue, deadlines, id = KEYS[k + 5], KEYS[k + 6], ARGV[a + 6]
 	if ARGV[a + 9] == "2" then
 		return setAcquire(KEYS, ARGV, k, a, shared)
+	end
+	if ARGV[a + 9] == "5" then
+		return setAcquire(KEYS, ARGV, k, a, shared, ARGV[a + 10])
 	end
 	if ARGV[a + 9] == "3" then
 		return handoffAcquire(KEYS, ARGV, k, a, shared)
