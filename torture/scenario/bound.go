@@ -141,7 +141,9 @@ func harmless(f faults.Fault) (kind, why string) {
 // waiters but one stopped (StrandWaiters) hold the survivor back until the
 // lock expires and the stopped waiters' places in line lapse, whichever
 // comes last; dropped subscriptions (DropSubscriptions) until its client
-// subscribed again. Its kinds are nil for other faults.
+// subscribed again; the death of the semaphore waiter first in line
+// (KillFirstWaiter) by a node timeout for each grant ahead, while its place
+// lasts. Its kinds are nil for other faults.
 func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, why string) {
 	if _, ok := f.(faults.KillLeadersAtRead); ok {
 		return []string{faults.KindKillLeader}, s.TTL, fmt.Sprintf("a candidate that a leader's death touches may "+
@@ -152,6 +154,15 @@ func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, wh
 		return []string{faults.KindDropSubscriptions}, resubscribe, fmt.Sprintf("a waiter that a drop of the "+
 			"subscriptions touches may wait %v more: a release announced before its client subscribed again "+
 			"goes unheard, and the confirmations of the new subscriptions tell it to try", resubscribe)
+	}
+	if _, ok := f.(faults.KillFirstWaiter); ok && s.Wait {
+		waiters := s.Workers*max(s.Goroutines, 1) - 1
+		cost = max(s.TTL, min(time.Duration(waiters)*roundTrip, queueLasts))
+		return []string{faults.KindKillWaiter}, cost, fmt.Sprintf("a waiter that the death of the client first in "+
+			"line touches may wait %v more: until the dead client's place lapses, each grant to one of the %d "+
+			"other waiters waits a node timeout (round %v) for it, the second named trying only then; or the "+
+			"TTL %v, when the worker killed had just been granted a permit, which then expires unreleased; "+
+			"the killed workers' own calls are left out", cost, waiters, roundTrip, s.TTL)
 	}
 	if _, ok := f.(faults.StrandWaiters); !ok || !s.Wait {
 		return nil, 0, ""

@@ -103,6 +103,10 @@ var livenessShapes = []struct {
 		return s.Workers >= 6 && s.Wait && b.Costs[faults.KindKillHolder] == 2*time.Second && b.Costs[faults.KindStopWaiter] == 2*time.Second &&
 			s.WaitFor() >= b.Wait+2*time.Second+s.WithDefaults().TTL
 	}},
+	{"liveness/semaphore-dead-first-waiter", "clients waiting for a semaphore, the one first in line killed now and then", func(s scenario.Scenario) bool {
+		b := s.Liveness()
+		return s.Workers >= 6 && s.Wait && s.Limit > 1 && b.Costs[faults.KindKillWaiter] > 0 && b.Costs[faults.KindKillWaiter] < time.Second
+	}},
 	{"liveness/multikey-random-3-of-10", "8 clients of two goroutines waiting for 3 of 10 names", func(s scenario.Scenario) bool {
 		return s.Workers == 8 && s.Goroutines == 2 && s.Wait && s.Pick == 3 && len(s.Names(0, "k")) == 10
 	}},

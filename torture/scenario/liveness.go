@@ -30,6 +30,11 @@ const longHoldTTL = 2 * time.Second
 // unrenewed, so that theirs lapse while they are stopped.
 const strandStop = 3 * time.Second
 
+// deadWaiterEvery is how often the "liveness/semaphore-dead-first-waiter"
+// row kills the worker waiting longest: further apart than a place in line
+// lasts unrenewed (2 s), so that each kill leaves one dead client first.
+const deadWaiterEvery = 3 * time.Second
+
 // dropEvery is how often the "liveness/long-retry-pause-dropped-subscriptions"
 // row drops every subscription: further apart than the row's bound on
 // waiting, so that a wait within the bound meets one drop at most, whose
@@ -94,6 +99,17 @@ func livenessRows() []Scenario {
 			Workers: 6, Wait: true, Duration: livenessDuration,
 			Faults: func() []faults.Fault {
 				return []faults.Fault{faults.StrandWaiters{Stop: strandStop, Every: time.Second}}
+			},
+		},
+		{
+			Name: "liveness/semaphore-dead-first-waiter",
+			About: "ten worker processes, each its own client, wait in Acquire for one of three permits of one " +
+				"name; every 3 s the worker waiting longest, first in line, is killed: the releases keep naming " +
+				"it first for as long as its place lasts (2 s), and the permits must go on to the others",
+			Workers: 10, Limit: 3, Wait: true, ThinkMin: 100 * time.Millisecond, ThinkMax: 200 * time.Millisecond,
+			Duration: livenessDuration,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.KillFirstWaiter{Every: deadWaiterEvery}}
 			},
 		},
 		{
