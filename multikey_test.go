@@ -159,16 +159,7 @@ func TestAcquireAll_allOrNothing(t *testing.T) {
 		}
 		waitForKey(t, cluster, "a", "")
 		waitForKey(t, cluster, "c", "")
-		got := make(chan *redlock.Locks, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
-			defer cancel()
-			set, err := waiter.AcquireAll(ctx, []string{"c", "b", "a"})
-			if err != nil {
-				t.Errorf("waiter: %v", err)
-			}
-			got <- set
-		}()
+		got := acquireAllInBackground(t, waiter, []string{"c", "b", "a"}, 10*time.Second)
 		// Each attempt takes the free a and c, and so moves their fencing
 		// counters on at least a quorum, which decides it; renewing its
 		// places in the queues, as it does every second, does not. The
@@ -811,16 +802,7 @@ func TestAcquireAll_aDeadFirstInLineLetsTheSecondServe(t *testing.T) {
 			queueGhost(t, cluster, key, ghost)
 		}
 		w := newClient(t, cluster, a, slowWaiter())
-		got := make(chan *redlock.Locks, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(bg, 20*time.Second)
-			defer cancel()
-			set, err := w.AcquireAll(ctx, keys)
-			if err != nil {
-				t.Errorf("AcquireAll: %v", err)
-			}
-			got <- set
-		}()
+		got := acquireAllInBackground(t, w, keys, 20*time.Second)
 		awaitQueues(t, cluster, keys, []string{ghost, w.ID()})
 		awaitListening(t, cluster, w, keys)
 		if err := held.Release(bg); err != nil {
@@ -836,4 +818,20 @@ func TestAcquireAll_aDeadFirstInLineLetsTheSecondServe(t *testing.T) {
 			t.Fatal("the released keys were kept for a dead client first in line")
 		}
 	})
+}
+
+// acquireAllInBackground takes names with c.AcquireAll, with a deadline of
+// within, and sends the set, nil on failure.
+func acquireAllInBackground(t *testing.T, c *redlock.Client, names []string, within time.Duration) chan *redlock.Locks {
+	got := make(chan *redlock.Locks, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(bg, within)
+		defer cancel()
+		set, err := c.AcquireAll(ctx, names)
+		if err != nil {
+			t.Errorf("%s: AcquireAll: %v", c.ID(), err)
+		}
+		got <- set
+	}()
+	return got
 }
