@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/internal/wait"
 	"github.com/redlock-go/redlock/internal/wire"
 )
 
@@ -436,11 +437,32 @@ type reading struct {
 	// at the latest, by this client's clock: a leader that stopped renewing
 	// is gone by then. Zero when vacant.
 	expires time.Time
+	// unsettled: the nodes that hold the leader's lock do not agree on its
+	// term yet (see leaderOf).
+	unsettled bool
 }
 
+// settleReads is how many times read reads the nodes while the leader's
+// term is unsettled, a node timeout apart.
+const settleReads = 3
+
 // read reads the election's lock from every node and tells who leads: the
-// token that a quorum of nodes hold.
+// token that a quorum of nodes hold. While the nodes that hold it do not
+// agree on its term, the leader's acquisition is raising their counters
+// to its fencing token (see SAFETY.md, "Fencing tokens"),
+// which takes a request: read reads again a node timeout later, up to
+// settleReads times, so as not to report a term the leader does not have.
 func (e *Election) read(ctx context.Context) (reading, error) {
+	for tries := 1; ; tries++ {
+		r, err := e.readOnce(ctx)
+		if err != nil || !r.unsettled || tries == settleReads || !wait.Sleep(ctx, e.client.requestTimeout()) {
+			return r, err
+		}
+	}
+}
+
+// readOnce is one read of read's.
+func (e *Election) readOnce(ctx context.Context) (reading, error) {
 	c := e.client
 	start := time.Now()
 	states, _ := c.inspectUntil(ctx, e.key, c.operatorTimeout(), e.settles())
@@ -498,7 +520,9 @@ func (e *Election) settles() func(NodeState) bool {
 // term is its lock's fencing token: the counter that a quorum of the nodes
 // holding it reach, the quorum-th largest of theirs. The lock was handed
 // out with a token that a quorum holds, and only a minority can be above
-// it: nodes whose grants the acquisition did not wait for.
+// it: nodes whose grants the acquisition did not wait for. Until a quorum
+// holds that very counter, the reading is unsettled: the acquisition's
+// granting nodes disagreed, and its raise has yet to reach them.
 func (e *Election) leaderOf(token string, states []NodeState, start time.Time) reading {
 	r := reading{leader: Leader{Token: token}}
 	var ttls []time.Duration
@@ -516,9 +540,21 @@ func (e *Election) leaderOf(token string, states []NodeState, start time.Time) r
 	slices.Sort(fences)
 	if _, ours := wire.ParseToken(token); ours {
 		r.leader.Term = fences[len(fences)-q]
+		r.unsettled = countOf(fences, r.leader.Term) < q
 	} // else a lock of another library: it has no fencing token
 
 	// The key is gone from a quorum once the quorum-th longest TTL passed.
 	r.expires = start.Add(ttls[len(ttls)-q])
 	return r
+}
+
+// countOf counts the elements of vs equal to v.
+func countOf(vs []uint64, v uint64) int {
+	n := 0
+	for _, x := range vs {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }

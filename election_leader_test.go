@@ -153,3 +153,62 @@ func TestElection_unknownLeaderWordsItsReason(t *testing.T) {
 		t.Errorf("unknown leader with 4 of 5 answers: %q", msg)
 	}
 }
+
+// A read that meets the nodes holding the leader's lock with counters
+// that disagree, as while the leader's acquisition raises them to its
+// fencing token (its granting nodes disagreed), reads the nodes again a
+// node timeout later: Leader reports the term they settle on, the lock's
+// fencing token, not one the leader never has (the quorum-th largest of
+// the counters it met first).
+func TestElection_leaderReadsAgainWhileTheTermSettles(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	holder := newClient(t, cluster, adapters[0], fast())
+	lock, err := holder.TryAcquire(bg, "lead", redlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, cluster, lock.WireKey(), lock.Token())
+	observer := newClient(t, cluster, adapters[0], &redlock.Options{NodeTimeout: time.Second})
+	e := election(t, observer, "lead")
+	term := lock.Fence()
+	setCounters := func(values ...uint64) {
+		for i, n := range cluster.Nodes() {
+			do(t, n, "SET", redlock.FenceKey(lock.WireKey()), fmt.Sprint(values[i]), "KEEPTTL")
+		}
+	}
+	reads := func(n *redlocktest.Node) string {
+		var calls []string
+		for line := range strings.Lines(do(t, n, "INFO", "commandstats")) {
+			if name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls="); ok && strings.Contains(name, "cmdstat_fcall") ||
+				ok && strings.Contains(name, "cmdstat_eval") {
+				calls = append(calls, name+stats)
+			}
+		}
+		return strings.Join(calls, " ")
+	}
+	setCounters(term-2, term-1, term)
+	before := make([]string, 3)
+	for i, n := range cluster.Nodes() {
+		before[i] = reads(n)
+	}
+	got := make(chan redlock.Leader, 1)
+	go func() {
+		l, err := e.Leader(bg)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	eventually(t, "the observer's first read on every node", func() bool {
+		for i, n := range cluster.Nodes() {
+			if reads(n) == before[i] {
+				return false
+			}
+		}
+		return true
+	})
+	setCounters(term, term, term)
+	if l := <-got; l.Term != term {
+		t.Fatalf("Leader reported term %d, want the lock's fencing token %d", l.Term, term)
+	}
+}
