@@ -408,7 +408,10 @@ var closedChan = func() chan struct{} {
 // the nodes that answered settle it (a quorum of them hold one lock, or too
 // few are left to make up a quorum for any): a paused minority does not
 // slow it. A read that they do not settle waits for the others at most
-// four node timeouts, then once more until they answer or ctx ends.
+// four node timeouts, then once more until they answer or ctx ends. While
+// the nodes that hold the lead disagree on its term (its acquisition is
+// raising their fencing counters), it reads again a node timeout later, up
+// to three reads in all, so that Term is the lead's Lock.Fence.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.client.checkCall(ctx); err != nil {
 		return Leader{}, err
