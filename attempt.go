@@ -80,6 +80,26 @@ type queuePlace struct {
 	entry string
 }
 
+// mode returns the mode of the place's next attempt (see
+// lua/queued_acquire.lua), first telling whether it is the call's first;
+// it clears handoff, which one attempt uses.
+func (place *queuePlace) mode(first bool) string {
+	switch {
+	case place.handoff:
+		place.handoff = false
+		return "3"
+	case first || place.newcomer:
+		return "1"
+	case place.set && place.passed != "":
+		return "5"
+	case place.set:
+		return "2"
+	case place.second && place.polled:
+		return "4"
+	}
+	return "0"
+}
+
 // namedWaiters is how many clients, first in a key's queue, a release
 // names to try (see lua/next_waiters.lua).
 const namedWaiters = 2
@@ -121,20 +141,7 @@ func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, 
 		if first {
 			place.since = clock
 		}
-		mode := "0"
-		switch {
-		case place.handoff:
-			mode, place.handoff = "3", false
-		case first || place.newcomer:
-			mode = "1"
-		case place.set && place.passed != "":
-			mode = "5"
-		case place.set:
-			mode = "2"
-		case place.second && place.polled:
-			mode = "4"
-		}
-		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, mode, place.passed)
+		a.acquire.queue(queue, deadlines, waiting, c.id, place.since, c.wire.queueLasts, place.mode(first), place.passed)
 		a.place, a.queuedSince, a.queuedAs = place, place.since, c.id
 	}
 	a.start = time.Now()
