@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -255,7 +256,12 @@ func testNodeTimeoutRisesOverOneNode(t *testing.T, a adapter) {
 
 // A set's or a permit's waiter that gives up returns by its deadline: it
 // leaves the queues in the background, not waiting for a silent node to
-// answer the leave (up to its node timeout, 1 s here).
+// answer the leave (up to its node timeout, 1 s here). It waits for a
+// quorum of the nodes to leave, at most a node timeout past its deadline
+// (Client.giveUpQueues): now and then, on a loaded machine, the live nodes'
+// answers do not make that quorum in time, and the call returns at that
+// bound. So each call must return within it (with a timer's lateness), and
+// the fastest of three well before it.
 func TestNodeTimeout_waiterThatGivesUpDoesNotWaitForASilentNode(t *testing.T) {
 	const nodeTimeout, deadline = time.Second, 300 * time.Millisecond
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
@@ -291,16 +297,26 @@ func TestNodeTimeout_waiterThatGivesUpDoesNotWaitForASilentNode(t *testing.T) {
 			return err
 		},
 	} {
-		ctx, cancel := context.WithTimeout(bg, deadline)
-		start := time.Now()
-		err := acquire(ctx)
-		took := time.Since(start)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%s: %v, want DeadlineExceeded", name, err)
+		fastest := time.Duration(math.MaxInt64)
+		for range 3 {
+			ctx, cancel := context.WithTimeout(bg, deadline)
+			start := time.Now()
+			err := acquire(ctx)
+			took := time.Since(start)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("%s: %v, want DeadlineExceeded", name, err)
+			}
+			if took > deadline+nodeTimeout+timerLateness {
+				t.Errorf("%s returned %v after it began, past its deadline of %v plus a node timeout", name, took, deadline)
+			}
+			fastest = min(fastest, took)
 		}
-		if took >= deadline+nodeTimeout {
-			t.Errorf("%s returned %v after it began, past its deadline of %v plus a node timeout", name, took, deadline)
+		if fastest >= deadline+nodeTimeout/2 {
+			t.Errorf("%s: the fastest of three calls returned %v after it began, waiting for the silent node", name, fastest)
 		}
 	}
 }
+
+// timerLateness is how late a timer may fire on a loaded machine.
+const timerLateness = 100 * time.Millisecond
