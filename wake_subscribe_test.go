@@ -98,7 +98,9 @@ func TestAcquire_manyChannelsAllSubscribedAndAllEnded(t *testing.T) {
 	const permits = 300
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
-		holder := newClient(t, cluster, a, fast())
+		// The permits outlast the test: one that lapsed would grant the
+		// waiter, whose channels would then end before all were counted.
+		holder := newClient(t, cluster, a, &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond})
 		waiter := newClient(t, cluster, a, fast())
 		var held []*redlock.Lock
 		for range permits {
@@ -121,7 +123,12 @@ func TestAcquire_manyChannelsAllSubscribedAndAllEnded(t *testing.T) {
 			return strings.Count(v, "\n") + 1
 		}
 		// Each permit's channel, and the waiter's own for it.
-		eventually(t, "every permit's channels subscribed", func() bool { return subscribed() == 2*permits })
+		last, began := 0, time.Now()
+		eventually(t, "every permit's channels subscribed", func() bool {
+			last = subscribed()
+			return last == 2*permits
+		})
+		t.Logf("%d channels subscribed in %v", last, time.Since(began))
 		if err := held[0].Release(bg); err != nil {
 			t.Fatal(err)
 		}
