@@ -551,6 +551,8 @@ type wireArgs struct {
 	// queueLastsMillis is wire.QueueLasts in milliseconds: how long a
 	// refused reader's waiting mark lasts (see lua/waiting.lua).
 	queueLastsMillis string
+	nodeTimeout      time.Duration
+	namedArg         string // namedLasts of Options.NodeTimeout, in microseconds
 }
 
 func newWireArgs(o Options) wireArgs {
@@ -562,6 +564,8 @@ func newWireArgs(o Options) wireArgs {
 		recovery:         "0",
 		queueLasts:       strconv.FormatInt(wire.QueueLasts.Microseconds(), 10),
 		queueLastsMillis: strconv.FormatInt(wire.QueueLasts.Milliseconds(), 10),
+		nodeTimeout:      o.NodeTimeout,
+		namedArg:         strconv.FormatInt(namedLasts(o.NodeTimeout).Microseconds(), 10),
 	}
 	if !o.DisableQuarantine {
 		w.recovery = strconv.FormatInt(o.RecoveryDelay.Microseconds(), 10)
@@ -589,6 +593,31 @@ func (w *wireArgs) counterMillis(ttl time.Duration) string {
 func counterLife(ttl, recoveryDelay time.Duration) time.Duration {
 	return max(ttl+recoveryDelay, time.Second)
 }
+
+// namedFor returns, in microseconds for a script, how long a release made
+// with the per-node timeout nodeTimeout keeps the places of the clients it
+// names, unless they try for the key (see namedLasts).
+func (w *wireArgs) namedFor(nodeTimeout time.Duration) string {
+	if nodeTimeout == w.nodeTimeout {
+		return w.namedArg
+	}
+	return strconv.FormatInt(namedLasts(nodeTimeout).Microseconds(), 10)
+}
+
+// namedLasts returns how long the places in line of the clients a release
+// names last unless they try for the key (see lua/next_waiters.lua): three
+// per-node timeouts, as the second client named tries a node timeout after
+// the release (see wait.Waker), and its request may take another; at
+// least minNamedLasts, at most wire.QueueLasts. A client named that is
+// alive tries at once and keeps its place; one that died while named
+// stops holding the line that much later, not a place's whole life.
+func namedLasts(nodeTimeout time.Duration) time.Duration {
+	return min(max(3*nodeTimeout, minNamedLasts), wire.QueueLasts)
+}
+
+// minNamedLasts is the least time a named client's place lasts unrenewed:
+// room for a woken client's scheduling and a busy machine's delays.
+const minNamedLasts = 250 * time.Millisecond
 
 // millis formats a TTL in milliseconds for a script.
 func (w *wireArgs) millis(ttl time.Duration) string {

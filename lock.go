@@ -355,7 +355,7 @@ func (l *Lock) extendFailedLocked(qe *QuorumError, forced error) {
 // releaser returns the request of a release that is not announced: the
 // release of a failed attempt, or one that carries the next attempt.
 func releaser(key, token string) *nodes.Request {
-	r := &releaseRequest{keys: [4]string{key}, args: [6]string{token}}
+	r := &releaseRequest{keys: [4]string{key}, args: [7]string{token}}
 	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:1], Args: r.args[:2]}
 	return &r.Request
 }
@@ -365,12 +365,13 @@ func releaser(key, token string) *nodes.Request {
 // the key's queue (see wire.QueueKeys). It takes client id out of the
 // queue while the entry is the one made by the acquisition that began
 // waiting at since (see Lock.queuedSince); with since "", it leaves the
-// queue alone.
-func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Request {
-	r := &releaseRequest{keys: [4]string{key}, args: [6]string{token}}
+// queue alone. The places of the clients it names last named microseconds
+// unless they try for the key (see namedLasts).
+func announcedReleaser(key, token, id, since, named string, keys wire.Layout) *nodes.Request {
+	r := &releaseRequest{keys: [4]string{key}, args: [7]string{token}}
 	channel, clock, queue, deadlines, waiting := wire.ReleaseStrings(key, time.Now(), keys.Tag(key))
 	r.keys[1], r.keys[2], r.keys[3] = queue, deadlines, waiting
-	r.args[1], r.args[2], r.args[3], r.args[4] = channel, clock, id, since
+	r.args[1], r.args[2], r.args[3], r.args[4], r.args[6] = channel, clock, id, since, named
 	r.Request = nodes.Request{Script: wire.ReleaseScript, Keys: r.keys[:], Args: r.args[:], LeavesQueue: since != ""}
 	return &r.Request
 }
@@ -379,8 +380,8 @@ func announcedReleaser(key, token, id, since string, keys wire.Layout) *nodes.Re
 // attempt of this client's next goroutine waiting for the key (see
 // handoff): it announces only to the clients that the key's queue names,
 // who may be ahead of that attempt in line, and not on the key's channel.
-func handingOffReleaser(key, token, id, since string, keys wire.Layout) *nodes.Request {
-	req := announcedReleaser(key, token, id, since, keys)
+func handingOffReleaser(key, token, id, since, named string, keys wire.Layout) *nodes.Request {
+	req := announcedReleaser(key, token, id, since, named, keys)
 	req.Args[5] = "1"
 	return req
 }
@@ -390,7 +391,7 @@ func handingOffReleaser(key, token, id, since string, keys wire.Layout) *nodes.R
 type releaseRequest struct {
 	nodes.Request
 	keys [4]string
-	args [6]string
+	args [7]string
 }
 
 // watchLocked arms the lost-lock signal: a context cancelled on release, loss,

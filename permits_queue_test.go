@@ -280,6 +280,52 @@ func TestSemaphore_aDeadFirstInLineLetsTheSecondServe(t *testing.T) {
 	})
 }
 
+// Two clients that died together while first and second in a semaphore's
+// line (their places here are written by hand, and last an hour) keep a
+// freed permit from the third for a moment only: the release that names
+// them shortens their places to a few node timeouts, which they do not
+// renew, and the third's next attempt finds them gone. A client behind,
+// whom no release named, keeps its place.
+func TestSemaphore_twoDeadClientsFirstInLineLetTheThirdServe(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		holder := newClient(t, cluster, a, &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 100 * time.Millisecond})
+		held := holdEveryPermit(t, cluster, holder, "pool", 2)
+		keys := []string{"pool:permit:1", "pool:permit:2"}
+		for _, key := range keys {
+			queueGhost(t, cluster, key, "ghost-1", "ghost-2")
+			queueGhostAt(t, cluster, key, "ghost-behind", time.Now().Add(time.Hour))
+		}
+		w := newClient(t, cluster, a, &redlock.Options{TTL: 10 * time.Second, NodeTimeout: 300 * time.Millisecond,
+			Retry: redlock.Jittered(100*time.Millisecond, 200*time.Millisecond)})
+		got := acquirePermitInBackground(t, w, "pool", 2)
+		awaitPermitQueues(t, cluster, "pool", 2, []string{"ghost-1", "ghost-2", w.ID(), "ghost-behind"})
+		_, deadlines := redlock.QueueKeys(held[0].Key())
+		behind := do(t, cluster.Node(0), "HGET", deadlines, "ghost-behind")
+		if err := held[0].Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case l := <-got:
+			if l == nil {
+				t.FailNow()
+			}
+			if l.Key() != held[0].Key() {
+				t.Errorf("the waiter got %s, want the released %s", l.Key(), held[0].Key())
+			}
+			// Before the waiter's release, which names it.
+			for _, n := range cluster.Nodes() {
+				if v := do(t, n, "HGET", deadlines, "ghost-behind"); v != behind {
+					t.Errorf("node %s: the place of a client no release named lasts until %s, want %s", n.Addr(), v, behind)
+				}
+			}
+			l.Release(bg)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the released permit was kept for two dead clients first in line")
+		}
+	})
+}
+
 // awaitListening waits until every node of cluster has c's channel for
 // each of keys subscribed, on which a release names c: a release before
 // that would go unheard, and the waiter's next attempt would be one that
@@ -298,17 +344,25 @@ func awaitListening(t *testing.T, cluster *redlocktest.Cluster, c *redlock.Clien
 	})
 }
 
-// queueGhost puts id first in key's queue on every node of cluster, as a
-// client that queued an hour ago and died would have left it, but lasting
-// an hour more.
-func queueGhost(t *testing.T, cluster *redlocktest.Cluster, key, id string) {
+// queueGhost puts ids first in key's queue on every node of cluster, in
+// that order, as clients that queued an hour ago and died would have left
+// them, but lasting an hour more.
+func queueGhost(t *testing.T, cluster *redlocktest.Cluster, key string, ids ...string) {
+	t.Helper()
+	now := time.Now()
+	for i, id := range ids {
+		queueGhostAt(t, cluster, key, id, now.Add(-time.Hour+time.Duration(i)*time.Millisecond))
+	}
+}
+
+// queueGhostAt puts id in key's queue on every node of cluster, as a
+// client that began waiting at since, lasting an hour.
+func queueGhostAt(t *testing.T, cluster *redlocktest.Cluster, key, id string, since time.Time) {
 	t.Helper()
 	queue, deadlines := redlock.QueueKeys(key)
-	now := time.Now()
-	since := strconv.FormatInt(now.Add(-time.Hour).UnixMicro(), 10)
-	until := strconv.FormatInt(now.Add(time.Hour).UnixMicro(), 10)
+	until := strconv.FormatInt(time.Now().Add(time.Hour).UnixMicro(), 10)
 	for _, n := range cluster.Nodes() {
-		do(t, n, "ZADD", queue, since, id)
+		do(t, n, "ZADD", queue, strconv.FormatInt(since.UnixMicro(), 10), id)
 		do(t, n, "HSET", deadlines, id, until)
 		do(t, n, "PEXPIRE", queue, "3600000")
 		do(t, n, "PEXPIRE", deadlines, "3600000")

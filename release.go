@@ -155,8 +155,9 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		l.mu.Unlock()
 		results, ok, unfinished = l.releaseCarrying(ctx, h.(*permitHandoff).bind(l.key), enough)
 	} else {
-		release := announcedReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.keys)
-		results, ok, unfinished = c.trackedFanout(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), nodes.IsOne, enough)
+		timeout := c.nodeTimeout(l.ttl)
+		release := announcedReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.wire.namedFor(timeout), c.keys)
+		results, ok, unfinished = c.trackedFanout(ctx, timeout, release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
 	c.waiters.AddTrailing(l.key, unfinished.Lagging())
 	return results, ok, c.finishMissed(l.key, l.token, l.ttl+l.delay, results, unfinished, valid)
@@ -473,8 +474,9 @@ func (h *handoff) sentOrNil() <-chan struct{} {
 func (l *Lock) releaseCarrying(ctx context.Context, h *handoff, enough func(ok, others int) bool) ([]NodeResult, int, *nodes.Flight) {
 	c := l.client
 	h.launch()
-	release := handingOffReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.keys)
-	f := c.nodes.Towing(ctx, c.nodeTimeout(l.ttl), release, l.lagging.Releasing(), h.flight, h.attempt.req)
+	timeout := c.nodeTimeout(l.ttl)
+	release := handingOffReleaser(l.key, l.token, l.queuedAs, l.queuedSince, c.wire.namedFor(timeout), c.keys)
+	f := c.nodes.Towing(ctx, timeout, release, l.lagging.Releasing(), h.flight, h.attempt.req)
 	close(h.sent)
 	results, ok, unfinished := f.Collect(nodes.IsOne, enough)
 	return nodeResults(results), ok, unfinished
@@ -522,7 +524,7 @@ func (c *Client) leaveQueues(ctx context.Context, entry string, keys []string, s
 	enough := func(ok, others int) bool { return ok >= c.quorum || ok+others >= len(c.conns) }
 	forEach(len(keys), func(i int) {
 		token, _, _, _, _, _ := wire.AttemptStrings(keys[i], time.Now(), ttl, 0, c.opts.Owner, "", false)
-		req := announcedReleaser(keys[i], token, entry, since, c.keys)
+		req := announcedReleaser(keys[i], token, entry, since, c.wire.namedFor(timeout), c.keys)
 		// Behind the last attempt's clean-up still under way on a node,
 		// and so behind the attempt: an attempt that landed after the
 		// leave would queue the call again.

@@ -31,7 +31,9 @@
 -- goroutine (a handoff, see handoffAcquire), "" otherwise: it then
 -- announces only to the clients it names, who may be ahead of that
 -- attempt in the queue, and not on the key's channel, as the key is most
--- likely taken again at once.
+-- likely taken again at once. ARGV[a+7] how long, in microseconds, the
+-- places of the clients it names last unless they try for the key (see
+-- nextWaiters), or absent.
 -- A release that names nobody is not announced where nobody listens on the
 -- key's channel (see listened): no client waits for it unqueued. Nor is
 -- one where the key has no waiting mark: every client that waits for the
@@ -82,7 +84,11 @@ local function release(KEYS, ARGV, k, a, shared, announce)
 	end
 	if waiting then
 		local channel = ARGV[a + 2] .. key
-		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], tonumber(ARGV[a + 3]))
+		local clock, upto = tonumber(ARGV[a + 3]), nil
+		if ARGV[a + 7] then
+			upto = clock + tonumber(ARGV[a + 7])
+		end
+		local names = nextWaiters(KEYS[k + 2], KEYS[k + 3], clock, upto)
 		local message = ARGV[a + 1] .. names
 		-- On the key's channel only when it names nobody: whether anybody
 		-- listens there is asked only then.
