@@ -1,9 +1,11 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/redlock-go/redlock/torture/history"
@@ -14,18 +16,25 @@ import (
 const KindKillWaiter = "kill-waiter"
 
 // KillFirstWaiter kills with SIGKILL, Every from the start and from one
-// kill to the next, the live worker whose acquisition under way began
-// first, while more than two workers live: the first in the nodes' queue
-// of waiting clients. Its place there stays for as long as a place lasts
-// unrenewed (2 s), and the releases keep naming it first: the waiters
-// behind it must not wait for it all that time.
+// kill to the next, the live workers whose acquisitions under way began
+// first (Together of them, one when 0), while more than Together+1 workers
+// live: the first in the nodes' queue of waiting clients. Their places
+// there stay for as long as a place lasts unrenewed (2 s), and the
+// releases name them first: the waiters behind them must not wait for
+// them all that time.
 type KillFirstWaiter struct {
 	// Every is the time before the first kill and between two.
 	Every time.Duration
+	// Together is how many of the workers waiting longest each kill
+	// kills at once; one when 0.
+	Together int
 }
 
 // Name describes the fault.
 func (f KillFirstWaiter) Name() string {
+	if f.Together > 1 {
+		return fmt.Sprintf("SIGKILL the %d workers waiting longest every %v", f.Together, f.Every)
+	}
 	return fmt.Sprintf("SIGKILL the worker waiting longest every %v", f.Every)
 }
 
@@ -36,13 +45,11 @@ func (f KillFirstWaiter) Run(ctx context.Context, env *Env, _ *rand.Rand) error 
 		// a moment ago may still look waiting, and the kill then strands
 		// a permit until its TTL. One that has waited a while is more
 		// likely still first in line.
-		w := firstWaiter(env, leastWaited)
-		if w == nil {
-			continue
-		}
-		env.instant(KindKillWaiter, w.Name(), "SIGKILL while waiting first in line")
-		if err := w.Kill(); err != nil && ctx.Err() == nil {
-			return err
+		for _, w := range firstWaiters(env, leastWaited, max(f.Together, 1)) {
+			env.instant(KindKillWaiter, w.Name(), "SIGKILL while waiting first in line")
+			if err := w.Kill(); err != nil && ctx.Err() == nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -52,17 +59,17 @@ func (f KillFirstWaiter) Run(ctx context.Context, env *Env, _ *rand.Rand) error 
 // least, by the history.
 const leastWaited = 30 * time.Millisecond
 
-// firstWaiter returns the live worker whose acquisition under way began
-// first, by the history so far, if it began least ago or earlier; nil
-// when no more than two workers live or none waits.
-func firstWaiter(env *Env, least time.Duration) *traffic.Worker {
+// firstWaiters returns the n live workers whose acquisitions under way
+// began first, by the history so far, if each began least ago or earlier;
+// none when no more than n+1 workers live or fewer than n wait so.
+func firstWaiters(env *Env, least time.Duration, n int) []*traffic.Worker {
 	byName := map[string]*traffic.Worker{}
 	for _, w := range env.Workers {
 		if !w.Exited() {
 			byName[w.Name()] = w
 		}
 	}
-	if len(byName) <= 2 {
+	if len(byName) <= n+1 {
 		return nil
 	}
 	type call struct {
@@ -80,15 +87,19 @@ func firstWaiter(env *Env, least time.Duration) *traffic.Worker {
 			delete(waiting, ev.Process)
 		}
 	}
-	var first *traffic.Worker
-	var since int64
+	names := make([]string, 0, len(waiting))
 	for name, c := range waiting {
-		if first == nil || c.since < since {
-			first, since = byName[name], c.since
+		if history.Now()-c.since >= int64(least) {
+			names = append(names, name)
 		}
 	}
-	if first == nil || history.Now()-since < int64(least) {
+	if len(names) < n {
 		return nil
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(waiting[a].since, waiting[b].since) })
+	first := make([]*traffic.Worker, n)
+	for i, name := range names[:n] {
+		first[i] = byName[name]
 	}
 	return first
 }

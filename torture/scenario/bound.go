@@ -55,6 +55,10 @@ const (
 	// waiter that stopped trying holds those behind it back for as long,
 	// when the lock expires unreleased (SAFETY.md, Liveness point 4).
 	queueLasts = 2 * time.Second
+	// namedLasts is how long the places of the clients a release names
+	// last unless they try for the key: three node timeouts, at least a
+	// quarter second (the library's namedLasts).
+	namedLasts = 250 * time.Millisecond
 	// resubscribe is how long a client takes to subscribe again once a
 	// node dropped its subscriptions, and the nodes to confirm it: the
 	// half second before the library listens again (over rueidis, whose
@@ -143,7 +147,8 @@ func harmless(f faults.Fault) (kind, why string) {
 // comes last; dropped subscriptions (DropSubscriptions) until its client
 // subscribed again; the death of the semaphore waiter first in line
 // (KillFirstWaiter) by a node timeout for each grant ahead, while its place
-// lasts. Its kinds are nil for other faults.
+// lasts, and that of the first two together until the release that names
+// them has their places lapse. Its kinds are nil for other faults.
 func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, why string) {
 	if _, ok := f.(faults.KillLeadersAtRead); ok {
 		return []string{faults.KindKillLeader}, s.TTL, fmt.Sprintf("a candidate that a leader's death touches may "+
@@ -154,6 +159,15 @@ func (s Scenario) costly(f faults.Fault) (kinds []string, cost time.Duration, wh
 		return []string{faults.KindDropSubscriptions}, resubscribe, fmt.Sprintf("a waiter that a drop of the "+
 			"subscriptions touches may wait %v more: a release announced before its client subscribed again "+
 			"goes unheard, and the confirmations of the new subscriptions tell it to try", resubscribe)
+	}
+	if k, ok := f.(faults.KillFirstWaiter); ok && s.Wait && k.Together > 1 {
+		cost = max(s.TTL, namedLasts+retryPause+roundTrip)
+		return []string{faults.KindKillWaiter}, cost, fmt.Sprintf("a waiter that the death of the %d clients first "+
+			"in line touches may wait %v more: the next release names them, and their places, which it shortens, "+
+			"last %v unrenewed; the others then find them gone at their next attempt (a retry pause, %v, and a "+
+			"round, %v); or the TTL %v, when a worker killed had just been granted a permit, which then expires "+
+			"unreleased; the killed workers' own calls are left out", k.Together, cost, namedLasts, retryPause,
+			roundTrip, s.TTL)
 	}
 	if _, ok := f.(faults.KillFirstWaiter); ok && s.Wait {
 		waiters := s.Workers*max(s.Goroutines, 1) - 1

@@ -107,6 +107,12 @@ var livenessShapes = []struct {
 		b := s.Liveness()
 		return s.Workers >= 6 && s.Wait && s.Limit > 1 && b.Costs[faults.KindKillWaiter] > 0 && b.Costs[faults.KindKillWaiter] < time.Second
 	}},
+	{"liveness/semaphore-two-dead-first-waiters", "clients waiting for a semaphore, the two first in line killed together now and then", func(s scenario.Scenario) bool {
+		b := s.Liveness()
+		k, ok := s.Faults()[0].(faults.KillFirstWaiter)
+		return s.Workers >= 6 && s.Wait && s.Limit > 1 && ok && k.Together == 2 && b.Costs[faults.KindKillWaiter] > 0 &&
+			b.Costs[faults.KindKillWaiter] < time.Second
+	}},
 	{"liveness/multikey-random-3-of-10", "8 clients of two goroutines waiting for 3 of 10 names", func(s scenario.Scenario) bool {
 		return s.Workers == 8 && s.Goroutines == 2 && s.Wait && s.Pick == 3 && len(s.Names(0, "k")) == 10
 	}},

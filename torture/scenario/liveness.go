@@ -113,6 +113,18 @@ func livenessRows() []Scenario {
 			},
 		},
 		{
+			Name: "liveness/semaphore-two-dead-first-waiters",
+			About: "ten worker processes, each its own client, wait in Acquire for one of three permits of one " +
+				"name; every 3 s the two workers waiting longest, first and second in line, are killed together: " +
+				"the next release names both, and the permits must go on to the others once their places, " +
+				"which that release shortened, lapse",
+			Workers: 10, Limit: 3, Wait: true, ThinkMin: 100 * time.Millisecond, ThinkMax: 200 * time.Millisecond,
+			Duration: livenessDuration,
+			Faults: func() []faults.Fault {
+				return []faults.Fault{faults.KillFirstWaiter{Every: deadWaiterEvery, Together: 2}}
+			},
+		},
+		{
 			Name: "liveness/multikey-random-3-of-10",
 			About: "eight worker processes, each its own client of two goroutines, wait in AcquireAll for three of " +
 				"ten names chosen at random for each acquisition",
