@@ -14,7 +14,9 @@ import (
 func TestExtendToken_extendsAnotherProcessLock(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	holder := newClient(t, cluster, adapters[0], fast())
-	lock, err := holder.TryAcquire(bg, "handed-over", redlock.WithTTL(time.Second))
+	// A second client, as another process would, knows only key and token.
+	other := newClient(t, cluster, adapters[1], fast())
+	lock, err := holder.TryAcquire(bg, "handed-over", redlock.WithTTL(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,8 +24,6 @@ func TestExtendToken_extendsAnotherProcessLock(t *testing.T) {
 	// not ordered after the holder's requests still on their way: every
 	// node holds the lock before it is extended.
 	waitForKey(t, cluster, "handed-over", lock.Token())
-	// A second client, as another process would, knows only key and token.
-	other := newClient(t, cluster, adapters[1], fast())
 	start := time.Now()
 	until, err := other.ExtendToken(bg, "handed-over", lock.Token(), 5*time.Second)
 	if err != nil {
@@ -33,7 +33,7 @@ func TestExtendToken_extendsAnotherProcessLock(t *testing.T) {
 		t.Errorf("deadline %s after extending by 5 s at %s", until, start)
 	}
 	// The last node answers after the quorum; unextended, the lock has at
-	// most a second left.
+	// most two seconds left.
 	for _, n := range cluster.Nodes() {
 		eventually(t, fmt.Sprintf("node %d: PTTL in [4000, 5000] ms after extending to 5 s", n.Index()), func() bool {
 			ms, _ := strconv.Atoi(do(t, n, "PTTL", "handed-over"))

@@ -25,7 +25,7 @@ import (
 func TestQueue_refusedClientsAreQueuedAndNamedInOrder(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 	slow := redlock.Jittered(time.Minute, time.Minute) // only a wake-up can serve them
-	holder := newClient(t, cluster, adapters[0], fast())
+	holder := newClient(t, cluster, adapters[0], lasting())
 	var waiters []*redlock.Client
 	for range 3 {
 		waiters = append(waiters, newClient(t, cluster, adapters[0], &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: slow}))

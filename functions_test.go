@@ -117,7 +117,8 @@ func TestFunctions_redis62RunsScripts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lock.Extend(bg, 2*time.Second); err != nil {
+		// Held until its release below, past the waiter's setup.
+		if err := lock.Extend(bg, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		other := newClient(t, cluster, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond,

@@ -241,6 +241,14 @@ func fast() *redlock.Options {
 	return &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond}
 }
 
+// lasting returns options for a holder whose locks must outlast a test's
+// setup (other clients dialled, queued, subscribed) on a busy machine,
+// where fast's 2 s TTL may run out first: 30 s, the most the default
+// recovery delay allows.
+func lasting() *redlock.Options {
+	return &redlock.Options{TTL: 30 * time.Second, NodeTimeout: 300 * time.Millisecond}
+}
+
 // scriptCalls returns how many scripts every node has run (EVAL, EVALSHA
 // and FCALL), by its command statistics.
 func scriptCalls(t *testing.T, cluster *redlocktest.Cluster) int {

@@ -20,7 +20,7 @@ import (
 func TestSemaphore_separateClientsServedInOrder(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		holder := newClient(t, cluster, a, fast())
+		holder := newClient(t, cluster, a, lasting())
 		lock, err := holder.TryAcquire(bg, "jobs", redlock.WithLimit(1))
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func TestSemaphore_separateClientsServedInOrder(t *testing.T) {
 func TestSemaphore_aServedWaiterLeavesTheOtherPermitsQueues(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, fast()), "pool", 2)
+		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, lasting()), "pool", 2)
 		first, second := newClient(t, cluster, a, slowWaiter()), newClient(t, cluster, a, slowWaiter())
 		gotFirst := acquirePermitInBackground(t, first, "pool", 2)
 		awaitPermitQueues(t, cluster, "pool", 2, []string{first.ID()})
@@ -162,7 +162,7 @@ func awaitQueues(t *testing.T, cluster *redlocktest.Cluster, keys []string, ids 
 func TestSemaphore_aServedWaiterPassesItsTurnOn(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, fast()), "pair", 2)
+		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, lasting()), "pair", 2)
 		first, second := newClient(t, cluster, a, slowWaiter()), newClient(t, cluster, a, slowWaiter())
 		got := []chan *redlock.Lock{acquirePermitInBackground(t, first, "pair", 2)}
 		awaitPermitQueues(t, cluster, "pair", 2, []string{first.ID()})
@@ -253,7 +253,7 @@ func TestQueue_leavingAFreeKeysQueuePassesTheTurnOn(t *testing.T) {
 func TestSemaphore_aDeadFirstInLineLetsTheSecondServe(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, fast()), "pool", 2)
+		held := holdEveryPermit(t, cluster, newClient(t, cluster, a, lasting()), "pool", 2)
 		const ghost = "ghost-client"
 		for i := 1; i <= 2; i++ {
 			queueGhost(t, cluster, "pool:permit:"+strconv.Itoa(i), ghost)

@@ -134,11 +134,12 @@ func TestSemaphore_fullThenExpired(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
 		client := newClient(t, cluster, a, fast())
-		first, err := client.TryAcquire(bg, "pool", redlock.WithLimit(2), redlock.WithTTL(time.Second))
+		// first expires below; second is held to the end.
+		first, err := client.TryAcquire(bg, "pool", redlock.WithLimit(2), redlock.WithTTL(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := client.TryAcquire(bg, "pool", redlock.WithLimit(2))
+		second, err := client.TryAcquire(bg, "pool", redlock.WithLimit(2), redlock.WithTTL(20*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ func TestSemaphore_fullThenExpired(t *testing.T) {
 func TestSemaphore_releaseWakesWaiter(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		holder := newClient(t, cluster, a, fast())
+		holder := newClient(t, cluster, a, lasting())
 		slow := redlock.Jittered(time.Minute, time.Minute) // only a wake-up can serve it
 		waiter := newClient(t, cluster, a, &redlock.Options{TTL: 2 * time.Second, NodeTimeout: 300 * time.Millisecond, Retry: slow})
 		var held []*redlock.Lock
@@ -205,7 +206,9 @@ func TestSemaphore_releaseWakesWaiter(t *testing.T) {
 			}
 			got <- l
 		}()
-		time.Sleep(300 * time.Millisecond) // the waiter tried every permit, and waits
+		// The waiter tried every permit, and waits.
+		awaitPermitQueues(t, cluster, "workers", 3, []string{waiter.ID()})
+		awaitListening(t, cluster, waiter, []string{"workers:permit:1", "workers:permit:2", "workers:permit:3"})
 		if err := held[1].Release(bg); err != nil {
 			t.Fatal(err)
 		}

@@ -207,7 +207,8 @@ func acquireOnceRecovered(t *testing.T, r restartedUnderLock) {
 func TestQuarantine_restartWithAOFSitsOut(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 5, AppendFsyncAlways: true})
 	client := newClient(t, cluster, adapters[0], fast())
-	held, err := client.TryAcquire(bg, "durable")
+	// Held well past the restart: the AOF keeps the key's deadline.
+	held, err := client.TryAcquire(bg, "durable", redlock.WithTTL(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,8 @@ func TestRedisCluster_locksWithEveryFeature(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer waiter.Close()
-			lock, err := c.Acquire(bg, "wake")
+			// Held until its release below, past the waiter's setup.
+			lock, err := c.Acquire(bg, "wake", redlock.WithTTL(20*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -908,7 +908,7 @@ func wantWoken(t *testing.T, got <-chan *redlock.Lock, who string) {
 // long before their retry delay, and they hold it together.
 func TestShared_releaseWakesEveryReader(t *testing.T) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	writer := newClient(t, cluster, adapters[0], fast())
+	writer := newClient(t, cluster, adapters[0], lasting())
 	// The readers retry only after a minute: each is granted by the wake-up.
 	o, slow := observe(t)
 	slow.TTL, slow.NodeTimeout, slow.Retry = 2*time.Second, 300*time.Millisecond, redlock.Jittered(time.Minute, time.Minute)

@@ -17,7 +17,7 @@ import (
 func TestAcquire_releaseBeforeTheSubscriptionIsUpIsNotMissed(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		holder := newClient(t, cluster, a, fast())
+		holder := newClient(t, cluster, a, lasting())
 		gate := make(chan struct{})
 		var conns []redlock.Conn
 		for _, c := range a.conns(t, cluster.Addrs()) {
@@ -157,7 +157,7 @@ func TestAcquire_manyChannelsAllSubscribedAndAllEnded(t *testing.T) {
 func TestAcquire_releaseWhileTheSubscriptionsAreDownIsNotMissed(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		holder := newClient(t, cluster, a, fast())
+		holder := newClient(t, cluster, a, lasting())
 		opts := fast()
 		opts.Retry = redlock.Jittered(time.Minute, time.Minute)
 		waiter := newClient(t, cluster, a, opts)

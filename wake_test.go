@@ -13,7 +13,7 @@ import (
 func TestAcquire_wokenByRelease(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		holder := newClient(t, cluster, a, fast())
+		holder := newClient(t, cluster, a, lasting())
 		// The waiter's retry delay is far longer than the test's deadline:
 		// only the release announcement can get it the lock in time.
 		waiter := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 300 * time.Millisecond,

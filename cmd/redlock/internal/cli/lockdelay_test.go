@@ -15,15 +15,15 @@ import (
 func TestLockDelay(t *testing.T) {
 	_, nodes := newCluster(t, 3)
 	var lock acquiredJSON
-	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "2s", "--lock-delay", "10s", "job").expect(t, exitOK, "acquire").decode(t, &lock)
-	if lock.ValidityMs > 2000 {
-		t.Errorf("acquire: validity %d ms, above the 2s TTL", lock.ValidityMs)
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "5s", "--lock-delay", "10s", "job").expect(t, exitOK, "acquire").decode(t, &lock)
+	if lock.ValidityMs > 5000 {
+		t.Errorf("acquire: validity %d ms, above the 5s TTL", lock.ValidityMs)
 	}
 	awaitDelayed(t, nodes, lock.Token, "after acquire")
 	var ext extendedJSON
 	cli(t, "extend", "--nodes", nodes, "--json", "job", lock.Token).expect(t, exitOK, "extend").decode(t, &ext)
-	if ext.ValidityMs > 2000 {
-		t.Errorf("extend: validity %d ms, above the 2s TTL", ext.ValidityMs)
+	if ext.ValidityMs > 5000 {
+		t.Errorf("extend: validity %d ms, above the 5s TTL", ext.ValidityMs)
 	}
 	awaitDelayed(t, nodes, lock.Token, "after extend")
 	r := cli(t, "extend", "--nodes", nodes, "--ttl", "25s", "--recovery-delay", "30s", "job", lock.Token).expect(t, exitUsage, "extend past the recovery delay")
@@ -55,7 +55,7 @@ func TestLockDelay(t *testing.T) {
 }
 
 // awaitDelayed polls 'redlock inspect' until a quorum of nodes holds job
-// for token with more than its 2s TTL to live: the delay is on them.
+// for token with more than its 5s TTL to live: the delay is on them.
 func awaitDelayed(t *testing.T, nodes, token, when string) {
 	t.Helper()
 	var state inspectJSON
@@ -63,7 +63,7 @@ func awaitDelayed(t *testing.T, nodes, token, when string) {
 		cli(t, "inspect", "--nodes", nodes, "--json", "job").expect(t, exitOK, "inspect").decode(t, &state)
 		delayed := 0
 		for _, n := range state.Nodes {
-			if n.Holder == token && n.TTLMs > 2000 {
+			if n.Holder == token && n.TTLMs > 5000 {
 				delayed++
 			}
 		}
@@ -71,7 +71,7 @@ func awaitDelayed(t *testing.T, nodes, token, when string) {
 			return
 		}
 	}
-	t.Fatalf("%s: inspect %+v: want 2 of 3 nodes holding the key for more than 2s", when, state)
+	t.Fatalf("%s: inspect %+v: want 2 of 3 nodes holding the key for more than 5s", when, state)
 }
 
 // extend without --ttl keeps the token's TTL and lock-delay, and checks

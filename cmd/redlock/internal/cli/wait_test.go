@@ -192,7 +192,8 @@ func TestWait_keepsItsPlaceInLinePastAProgressCheck(t *testing.T) {
 	cluster, nodes := newCluster(t, 3)
 	order := filepath.Join(t.TempDir(), "order")
 	var first acquiredJSON
-	cli(t, "acquire", "--nodes", nodes, "--json", "line").expect(t, exitOK, "acquire").decode(t, &first)
+	// Held until its release below, past a progress check and two starts.
+	cli(t, "acquire", "--nodes", nodes, "--json", "--ttl", "30s", "line").expect(t, exitOK, "acquire").decode(t, &first)
 
 	start := func(name string) (*exec.Cmd, *lockedBuffer) {
 		// A release names the first two in line, and the second tries one
