@@ -19,9 +19,9 @@ const KindKillWaiter = "kill-waiter"
 // kill to the next, the live workers whose acquisitions under way began
 // first (Together of them, one when 0), while more than Together+1 workers
 // live: the first in the nodes' queue of waiting clients. Their places
-// there stay for as long as a place lasts unrenewed (2 s), and the
-// releases name them first: the waiters behind them must not wait for
-// them all that time.
+// there stay for as long as a place lasts unrenewed (2 s), or until a few
+// node timeouts after a release names them, and the releases name them
+// first: the waiters behind them must not wait for them all that time.
 type KillFirstWaiter struct {
 	// Every is the time before the first kill and between two.
 	Every time.Duration
