@@ -41,6 +41,10 @@ var AcquireScriptSource = wire.AcquireScript.Source
 // for tests that run it directly.
 var RaiseScriptSource = wire.RaiseScript.Source
 
+// ReleaseScriptSource is the release script as sent, for tests that run
+// it by hand.
+var ReleaseScriptSource = wire.ReleaseScript.Source
+
 // QueuedAcquireScriptSource is the acquire script of a waiting caller
 // (Acquire) as sent, for tests that run it directly.
 var QueuedAcquireScriptSource = wire.QueuedAcquireScript.Source

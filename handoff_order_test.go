@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -207,5 +208,45 @@ func TestQueue_setWaiterPassesOnlyTheClientThatLetItsTurnPass(t *testing.T) {
 		if got := attempt(c.key, c.queued, c.mode...); got != c.want {
 			t.Errorf("queued behind %v, mode %v: reply %q, want %q", c.queued, c.mode, got, c.want)
 		}
+	}
+}
+
+// A release shortens the places of the two clients it names, and only
+// theirs, to its clock plus the time it is given (its seventh argument),
+// never lengthening one that ends sooner; a release without that argument
+// leaves every place as it was.
+func TestQueue_releaseShortensOnlyThePlacesOfTheClientsItNames(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	now := time.Now().UnixMicro()
+	soon, later := fmt.Sprint(now+100_000), fmt.Sprint(now+time.Minute.Microseconds())
+	release := func(key string, named ...string) map[string]string {
+		t.Helper()
+		queue, deadlines := redlock.QueueKeys(key)
+		for i, id := range []string{"first", "second", "third"} {
+			do(t, node, "ZADD", queue, fmt.Sprint(now-int64(10-i)*1000), id)
+			do(t, node, "HSET", deadlines, id, later)
+		}
+		do(t, node, "HSET", deadlines, "second", soon)
+		do(t, node, "SET", redlock.WaitingKey(key), "1", "PX", "60000")
+		do(t, node, "SET", key, "t-"+key, "PX", "60000")
+		args := append([]string{"EVAL", redlock.ReleaseScriptSource, "4", key, queue, deadlines, redlock.WaitingKey(key),
+			"t-" + key, redlock.ReleaseChannel("", false), fmt.Sprint(now), "holder", "", ""}, named...)
+		if _, err := node.Do(bg, args...); err != nil {
+			t.Fatal(err)
+		}
+		ends := map[string]string{}
+		for _, id := range []string{"first", "second", "third"} {
+			ends[id] = do(t, node, "HGET", deadlines, id)
+		}
+		return ends
+	}
+	want := map[string]string{"first": fmt.Sprint(now + 500_000), "second": soon, "third": later}
+	if got := release("k1", "500000"); !maps.Equal(got, want) {
+		t.Errorf("a release that names first and second for 500 ms: places end at %v, want %v", got, want)
+	}
+	want = map[string]string{"first": later, "second": soon, "third": later}
+	if got := release("k2"); !maps.Equal(got, want) {
+		t.Errorf("a release without the time: places end at %v, want %v", got, want)
 	}
 }
