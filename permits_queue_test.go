@@ -265,19 +265,28 @@ func TestSemaphore_aDeadFirstInLineLetsTheSecondServe(t *testing.T) {
 		if err := held[0].Release(bg); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case l := <-got:
-			if l == nil {
-				t.FailNow()
-			}
-			if l.Key() != held[0].Key() {
-				t.Errorf("the waiter got %s, want the released %s", l.Key(), held[0].Key())
-			}
-			l.Release(bg)
-		case <-time.After(10 * time.Second):
-			t.Fatal("the released permit was kept for a dead client first in line")
-		}
+		awaitPermit(t, got, held[0], "the released permit was kept for a dead client first in line").Release(bg)
 	})
+}
+
+// awaitPermit waits up to 10 s for the lock that got sends, fails the test
+// with why if none comes, and returns it, after checking that it is the
+// permit of the lock released.
+func awaitPermit(t *testing.T, got chan *redlock.Lock, released *redlock.Lock, why string) *redlock.Lock {
+	t.Helper()
+	select {
+	case l := <-got:
+		if l == nil {
+			t.FailNow()
+		}
+		if l.Key() != released.Key() {
+			t.Errorf("the waiter got %s, want the released %s", l.Key(), released.Key())
+		}
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+		return nil
+	}
 }
 
 // Two clients that died together while first and second in a semaphore's
@@ -305,24 +314,14 @@ func TestSemaphore_twoDeadClientsFirstInLineLetTheThirdServe(t *testing.T) {
 		if err := held[0].Release(bg); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case l := <-got:
-			if l == nil {
-				t.FailNow()
+		l := awaitPermit(t, got, held[0], "the released permit was kept for two dead clients first in line")
+		// Before the waiter's release, which names it.
+		for _, n := range cluster.Nodes() {
+			if v := do(t, n, "HGET", deadlines, "ghost-behind"); v != behind {
+				t.Errorf("node %s: the place of a client no release named lasts until %s, want %s", n.Addr(), v, behind)
 			}
-			if l.Key() != held[0].Key() {
-				t.Errorf("the waiter got %s, want the released %s", l.Key(), held[0].Key())
-			}
-			// Before the waiter's release, which names it.
-			for _, n := range cluster.Nodes() {
-				if v := do(t, n, "HGET", deadlines, "ghost-behind"); v != behind {
-					t.Errorf("node %s: the place of a client no release named lasts until %s, want %s", n.Addr(), v, behind)
-				}
-			}
-			l.Release(bg)
-		case <-time.After(10 * time.Second):
-			t.Fatal("the released permit was kept for two dead clients first in line")
 		}
+		l.Release(bg)
 	})
 }
 
