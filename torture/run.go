@@ -169,6 +169,9 @@ func run(ctx context.Context, sc scenario.Scenario, opts Options, out *Outcome) 
 	if err != nil {
 		return err
 	}
+	if err := awaitWorkers(setupCtx, env.Workers); err != nil {
+		return errors.Join(err, stopWorkers())
+	}
 	faultErr := runFaults(ctx, sc, opts, env, fs)
 	err = errors.Join(faultErr, stopWorkers())
 	out.End = history.Now()
@@ -346,6 +349,23 @@ func spawnWorkers(exe string, sc scenario.Scenario, seed uint64, env *faults.Env
 		env.Workers = append(env.Workers, w)
 	}
 	return stop, nil
+}
+
+// awaitWorkers waits until every worker is ready to begin its first cycle,
+// so that the scenario's duration, and its faults, begin with the traffic:
+// a loaded machine may take seconds to start a worker's process. It fails
+// when a worker exits first, or ctx ends.
+func awaitWorkers(ctx context.Context, workers []*traffic.Worker) error {
+	for _, w := range workers {
+		select {
+		case <-w.Ready():
+		case <-w.Done():
+			return fmt.Errorf("torture: %s exited before it was ready", w.Name())
+		case <-ctx.Done():
+			return fmt.Errorf("torture: %s not ready: %w", w.Name(), ctx.Err())
+		}
+	}
+	return nil
 }
 
 // runFaults runs the faults for the scenario's duration, reporting

@@ -2,9 +2,12 @@ package torture_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/torture"
+	"github.com/redlock-go/redlock/torture/history"
 	"github.com/redlock-go/redlock/torture/scenario"
 	"github.com/redlock-go/redlock/torture/traffic"
 )
@@ -78,4 +81,47 @@ func historyDir(t *testing.T) string {
 		return dir
 	}
 	return t.TempDir()
+}
+
+// A worker process slow to start (a loaded machine, a -race build) still
+// gets the scenario's whole duration: Run begins the faults and the clock
+// once every worker is ready. Its workers here start two seconds late, in
+// a scenario of one second.
+func TestRun_slowWorkersGetTheWholeDuration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes for a few seconds; skipped with -short")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(t.TempDir(), "slow-worker")
+	script := "#!/bin/sh\nsleep 2\nexec '" + self + "' \"$@\"\n"
+	if err := os.WriteFile(slow, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	table, err := scenario.Select(scenario.Table(), "^no-faults$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const duration = time.Second
+	out := torture.Run(t.Context(), table[0], torture.Options{Seed: 1, Duration: duration, Executable: slow})
+	logOutcome(t, out)
+	if out.Verdict != torture.Pass {
+		t.Fatalf("verdict %s: %v", out.Verdict, out.Err)
+	}
+	// Workers started after the run's end would each finish one cycle at
+	// most: their acquisitions would begin within moments of each other.
+	var first, last int64
+	for _, ev := range out.Events {
+		if ev.Type == history.Invoke && ev.Op == history.OpAcquire {
+			if first == 0 {
+				first = ev.Time
+			}
+			last = ev.Time
+		}
+	}
+	if span := time.Duration(last - first); span < duration/2 {
+		t.Fatalf("the workers' acquisitions began within %v, in a run of %v", span, duration)
+	}
 }

@@ -40,6 +40,7 @@ type Worker struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	done   chan struct{} // closed once the process exited and its output is read
+	ready  chan struct{} // closed once the worker said it is ready (see Ready)
 	stderr *tailBuffer
 	grace  time.Duration // how long Stop waits for the cycle to end
 
@@ -63,7 +64,7 @@ func Spawn(exe string, cfg Config, rec *history.Recorder) (*Worker, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), EnvWorker+"="+raw)
 	cmd.SysProcAttr = sysProcAttr()
-	w := &Worker{name: cfg.Name, cmd: cmd, done: make(chan struct{}), stderr: &tailBuffer{},
+	w := &Worker{name: cfg.Name, cmd: cmd, done: make(chan struct{}), ready: make(chan struct{}), stderr: &tailBuffer{},
 		grace: stopGrace + 2*(cfg.TTL+cfg.ThinkMax) + max(0, cfg.waitFor()-4*cfg.ttl())}
 	cmd.Stderr = w.stderr
 	if w.stdin, err = cmd.StdinPipe(); err != nil {
@@ -87,6 +88,10 @@ func (w *Worker) collect(stdout io.Reader, rec *history.Recorder) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
+		if string(sc.Bytes()) == readyLine {
+			close(w.ready)
+			continue
+		}
 		var ev history.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			fmt.Fprintf(w.stderr, "unreadable history line %q: %v\n", sc.Bytes(), err)
@@ -112,6 +117,11 @@ func processName(process, worker string) string {
 	return worker
 }
 
+// Ready returns a channel closed once the worker made its client and is
+// about to begin its first cycle: how long a process takes to start is not
+// part of a scenario's run.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
 // isOf reports whether process is worker or one of worker's goroutines.
 func isOf(process, worker string) bool {
 	return process == worker || strings.HasPrefix(process, worker+".")
@@ -128,6 +138,10 @@ func (w *Worker) Name() string { return w.name }
 
 // PID returns the worker's process id.
 func (w *Worker) PID() int { return w.cmd.Process.Pid }
+
+// Done returns a channel closed once the worker process exited and its
+// output was read.
+func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // Exited reports whether the worker process has exited.
 func (w *Worker) Exited() bool {

@@ -42,7 +42,10 @@ func workerMain(raw string) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
-	if err := Run(ctx, cfg, os.Stdout); err != nil {
+	if err := run(ctx, cfg, os.Stdout, func() error {
+		_, err := io.WriteString(os.Stdout, readyLine+"\n")
+		return err
+	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -62,6 +65,16 @@ func newConn(cfg Config, url string) (redlock.Conn, error) {
 // (releasing a lock it holds), so that the history ends without operations
 // left open. It blocks.
 func Run(ctx context.Context, cfg Config, out io.Writer) error {
+	return run(ctx, cfg, out, nil)
+}
+
+// readyLine is the line a worker process writes on its standard output,
+// before any history event, once its client is made: Spawn's Ready.
+const readyLine = "ready"
+
+// run is Run, calling ready, when not nil, once the client is made and
+// before the first cycle.
+func run(ctx context.Context, cfg Config, out io.Writer, ready func() error) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
@@ -92,6 +105,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		return fmt.Errorf("traffic: %s: %w", cfg.Name, err)
 	}
 	defer client.Close()
+	if ready != nil {
+		if err := ready(); err != nil {
+			return fmt.Errorf("traffic: %s: %w", cfg.Name, err)
+		}
+	}
 	loops := max(cfg.Goroutines, 1)
 	shared := &lockedWriter{w: out}
 	errs := make([]error, loops)
