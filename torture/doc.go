@@ -21,5 +21,7 @@
 //
 // Workers are separate processes started from the running executable, so a
 // program that calls Run must call traffic.RunIfWorker first thing in main
-// (or TestMain).
+// (or TestMain). A scenario's duration and its faults begin once every
+// worker has made its client: a worker slow to start costs the run none
+// of its time.
 package torture
