@@ -30,6 +30,8 @@ type attempt struct {
 	// settle: when it fails, it returns once its clean-up is done (see
 	// Client.tryAttempt).
 	settle bool
+	// shared: a reader's attempt (see Client.attemptShared).
+	shared bool
 
 	acquire  acquireRequest
 	replyBuf [nodes.InlineNodes]acquireReply // replies' backing array while it fits
@@ -117,7 +119,7 @@ const namedWaiters = 2
 // goes in the key's queue as its client's reader entry when refused, and
 // which the lock's release leaves.
 func (c *Client) newAttempt(key string, ttl, delay time.Duration, owner string, place *queuePlace, shared bool) *attempt {
-	a := &attempt{key: key, ttl: ttl, delay: delay}
+	a := &attempt{key: key, ttl: ttl, delay: delay, shared: shared}
 	if n := len(c.conns); n <= nodes.InlineNodes {
 		a.replies = a.replyBuf[:n]
 	} else {
@@ -258,6 +260,7 @@ func (c *Client) granted(ctx context.Context, a *attempt, until time.Time, fence
 	lock := newLock(c, a.key, a.token, a.ttl, a.delay, until, autoRenew)
 	lock.fence = fence
 	lock.queuedSince, lock.queuedAs = a.queuedSince, a.queuedAs
+	lock.exclusive = !a.shared
 	if len(results) <= nodes.InlineNodes {
 		// results may live in the fan-out's own memory.
 		lock.nodes = append(lock.nodesBuf[:0], results...)

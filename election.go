@@ -523,7 +523,8 @@ func (e *Election) settles() func(NodeState) bool {
 // term is its lock's fencing token: the counter that a quorum of the nodes
 // holding it reach, the quorum-th largest of theirs. The lock was handed
 // out with a token that a quorum holds, and only a minority can be above
-// it: nodes whose grants the acquisition did not wait for. Until a quorum
+// it: nodes whose grants the acquisition did not wait for, and nodes that
+// a renewal reclaimed whose counter was above it (see Lock.reclaim). Until a quorum
 // holds that very counter, the reading is unsettled: the acquisition's
 // granting nodes disagreed, and its raise has yet to reach them.
 func (e *Election) leaderOf(token string, states []NodeState, start time.Time) reading {

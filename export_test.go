@@ -33,6 +33,10 @@ func WaitingKey(key string) string { return wire.Layout{}.WaitingKey(key) }
 // ID is the client's id in the queues of waiting clients.
 func (c *Client) ID() string { return c.id }
 
+// ReclaimScriptSource is the script that takes a held lock on one more
+// node as sent, for tests that run it directly.
+var ReclaimScriptSource = wire.ReclaimScript.Source
+
 // AcquireScriptSource is the acquire script as sent, for tests that run it
 // directly.
 var AcquireScriptSource = wire.AcquireScript.Source

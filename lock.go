@@ -55,6 +55,10 @@ type Lock struct {
 	// acquisition's (lua/leave_queue.lua), also on the nodes that refused
 	// the acquisition. Both set once before the lock is handed out.
 	queuedSince, queuedAs string
+	// exclusive: a writer's lock, not a reader's; its renewal reclaims
+	// the nodes that refused it (see reclaim). Set once before the lock
+	// is handed out.
+	exclusive bool
 	// granted is when the acquisition granted the lock, for its telemetry
 	// (telemetry.go); set once before the lock is handed out. Nil without
 	// telemetry, and for a lock rebuilt from a token (tokenLock). Set
@@ -221,12 +225,20 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 		return err
 	}
 	ttl = ttl.Truncate(time.Millisecond)
+	heardOut := renewing && l.exclusive && len(c.conns) > 1
+	var refused []int
+	var err error
 	if c.tel == nil {
-		return l.extendBy(ctx, ttl, nil)
+		refused, err = l.extendBy(ctx, ttl, nil, heardOut)
+	} else {
+		var call *telemetry.Call
+		ctx, call = c.tel.StartExtend(ctx, l.key, ttl, l.extendKind(renewing))
+		refused, err = l.extendBy(ctx, ttl, call, heardOut)
+		call.EndExtend(extendResult(err), err)
 	}
-	ctx, call := c.tel.StartExtend(ctx, l.key, ttl, l.extendKind(renewing))
-	err := l.extendBy(ctx, ttl, call)
-	call.EndExtend(extendResult(err), err)
+	if err == nil && len(refused) > 0 {
+		l.reclaim(ttl, refused)
+	}
 	return err
 }
 
@@ -241,20 +253,26 @@ func (l *Lock) markKept() {
 }
 
 // extendBy extends the lock by ttl, a valid TTL; call, when not nil,
-// observes it (telemetry.go).
-func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.Call) error {
+// observes it (telemetry.go). With heardOut, it waits for every node's
+// answer once a quorum extended, up to the node timeout, and returns the
+// nodes that answered without extending it: their key is another's, or
+// gone (see reclaim).
+func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.Call, heardOut bool) (refused []int, err error) {
 	if err := l.extendable(); err != nil {
-		return err
+		return nil, err
 	}
 	c := l.client
 	if ctx.Err() != nil {
 		// Nothing is asked: the lock stays as it is, valid until Until.
-		return &QuorumError{Op: "extend", Key: l.key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotExtended, Cause: ctxEnded(ctx)}
+		return nil, &QuorumError{Op: "extend", Key: l.key, Quorum: c.quorum, Nodes: c.unasked(), Err: ErrNotExtended, Cause: ctxEnded(ctx)}
 	}
 	extend := &nodes.Request{Script: wire.ExtendScript, Keys: []string{l.key, c.keys.FenceKey(l.key)},
 		Args: []string{l.token, c.wire.millis(ttl + l.delay), c.wire.counterMillis(ttl + l.delay)}}
 	start := time.Now()
 	isOK, enough := c.extendDecided()
+	if heardOut {
+		enough = c.everyAnswer(enough)
+	}
 	results, ok, unfinished := c.trackedFanout(ctx, c.nodeTimeout(ttl), extend, l.lagging, isOK, enough)
 	if ok >= c.quorum {
 		unfinished.Keep() // as an acquisition keeps what it won (see conclude)
@@ -270,12 +288,12 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
-		return l.err
+		return nil, l.err
 	}
 	if l.releaseSent {
 		// Released meanwhile: what the extension found, the keys gone,
 		// is the release's doing, not a loss.
-		return fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
+		return nil, fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
 	}
 	if ok >= c.quorum && validity > 0 {
 		l.until = until
@@ -284,14 +302,17 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		if l.timer != nil {
 			l.timer.Reset(validity - l.margin)
 		}
-		return nil
+		if heardOut {
+			refused = nodesWith(results, OutcomeHeld)
+		}
+		return refused, nil
 	}
 	qe := &QuorumError{Op: "extend", Key: l.key, OK: ok, Quorum: c.quorum, Validity: validity, Nodes: results, Err: ErrNotExtended}
 	if qe.Cause = ctxEnded(ctx); qe.Cause == nil {
 		qe.failFast() // a key of another type, an ACL: no retry fixes it
 	}
 	l.extendFailedLocked(qe, forced)
-	return qe
+	return nil, qe
 }
 
 // extendDecided returns the isOK and enough functions of an extension's

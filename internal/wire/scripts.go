@@ -89,6 +89,8 @@ var (
 	readerDelaySource string
 	//go:embed lua/raise.lua
 	raiseSource string
+	//go:embed lua/reclaim.lua
+	reclaimSource string
 	//go:embed lua/inspect.lua
 	inspectSource string
 	//go:embed lua/marker_state.lua
@@ -161,6 +163,7 @@ var (
 	shardedReleaseFunc = &luaFunction{name: "shardedRelease", source: shardedReleaseSource, calls: []*luaFunction{releaseFunc}}
 	extendFunc         = &luaFunction{name: "extend", source: extendSource, calls: []*luaFunction{extendSharedFunc, delayStandsFunc}}
 	raiseFunc          = &luaFunction{name: "raise", source: raiseSource, calls: []*luaFunction{nodeMillisFunc, nextFenceFunc}}
+	reclaimFunc        = &luaFunction{name: "reclaim", source: reclaimSource, calls: []*luaFunction{admitFunc, nextFenceFunc}}
 	inspectFunc        = &luaFunction{name: "inspect", source: inspectSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, nodeMillisFunc, readerDelayStandsFunc}}
 	markerStateFunc    = &luaFunction{name: "markerState", source: markerStateSource, calls: []*luaFunction{restartMarkerFunc, recoveryLeftFunc, processIDFunc}}
 	asCheckedFunc      = &luaFunction{name: "asChecked", source: asCheckedSource}
@@ -226,9 +229,12 @@ var (
 	ReleaseScript       = newScript(releaseFunc).withClusterVariant(ShardedReleaseScript).allowingOOM()
 	ExtendScript        = replicatedScript(extendFunc).allowingOOM()
 	RaiseScript         = replicatedScript(raiseFunc)
-	InspectScript       = newScript(inspectFunc).readOnly()
-	MarkReadyScript     = newScript(markReadyFunc)
-	MarkerStateScript   = newScript(markerStateFunc).readOnly()
+	// ReclaimScript takes a lock that a quorum holds on one more node
+	// (Lock.reclaim).
+	ReclaimScript     = replicatedScript(reclaimFunc)
+	InspectScript     = newScript(inspectFunc).readOnly()
+	MarkReadyScript   = newScript(markReadyFunc)
+	MarkerStateScript = newScript(markerStateFunc).readOnly()
 	// ShardedReleaseScript is ReleaseScript on a Redis Cluster node: it
 	// announces by SPUBLISH (see Layout.ReleaseChannel).
 	ShardedReleaseScript = newScript(shardedReleaseFunc).allowingOOM()
@@ -251,7 +257,7 @@ var (
 	// script call; see pipe.
 	BatchScript = newBatchScript(AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript,
 		ShardedReleaseScript, AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript,
-		KeepPlaceScript)
+		KeepPlaceScript, ReclaimScript)
 	// BatchOOMScript is BatchScript for a batch of requests whose scripts
 	// all AllowOOM: its function runs on a node out of memory too.
 	BatchOOMScript = BatchScript.oomVariant()
@@ -356,7 +362,7 @@ func definitions(fns ...*luaFunction) string {
 
 // Scripts are all the library's scripts, the batch script last.
 var Scripts = []*Script{AcquireScript, QueuedAcquireScript, AcquireSharedScript, ReleaseScript, ShardedReleaseScript,
-	ExtendScript, RaiseScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, KeepPlaceScript, BatchScript, BatchOOMScript}
+	ExtendScript, RaiseScript, ReclaimScript, InspectScript, MarkReadyScript, MarkerStateScript, ListScanScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, KeepPlaceScript, BatchScript, BatchOOMScript}
 
 // Name returns the name of the function of lua/ that the script runs, or
 // "batch" for the batch script.

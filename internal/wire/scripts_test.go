@@ -47,12 +47,12 @@ func TestScripts_defineEachFunctionOnceAfterItsCallees(t *testing.T) {
 
 // The batch script's table lists the scripts' functions by their batchID.
 func TestScripts_batchIDsNumberTheBatchTable(t *testing.T) {
-	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady, shardedRelease, acquireShared, markerState, forceRelease, shardedForceRelease, listen, keepPlace})\n"
+	want := "\nreturn batch(KEYS, ARGV, {acquire, queuedAcquire, release, extend, raise, inspect, markReady, shardedRelease, acquireShared, markerState, forceRelease, shardedForceRelease, listen, keepPlace, reclaim})\n"
 	if !strings.HasSuffix(BatchScript.Source, want) {
 		t.Fatalf("the batch script does not end with %q", want)
 	}
 	for i, s := range []*Script{AcquireScript, QueuedAcquireScript, ReleaseScript, ExtendScript, RaiseScript, InspectScript, MarkReadyScript, ShardedReleaseScript,
-		AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, KeepPlaceScript} {
+		AcquireSharedScript, MarkerStateScript, ForceReleaseScript, ShardedForceReleaseScript, ListenScript, KeepPlaceScript, ReclaimScript} {
 		if s.BatchID != strconv.Itoa(i+1) {
 			t.Errorf("%s: batchID %q, want %d", s.fn.name, s.BatchID, i+1)
 		}

@@ -1,0 +1,127 @@
+package redlock_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// A lock won while another client's attempt held one of three nodes (two
+// candidates of an election trying at once) rested on the other two for as
+// long as it was renewed: its renewals extend only where it is held. One
+// of those two down, the lock was lost while two nodes of three were up.
+// Now a renewal takes the lock on the nodes that refused it once the key is
+// free there, and the lock outlives one node down.
+func TestRenewal_reclaimsANodeThatRefusedTheLock(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+		const ttl = 1500 * time.Millisecond
+		client := newClient(t, cluster, a, &redlock.Options{TTL: ttl, NodeTimeout: 300 * time.Millisecond})
+		// Another client's attempt holds node 2 as the lock is won, and
+		// its clean-up frees the key there afterwards; the node's fencing
+		// counter is behind the others'.
+		if _, err := cluster.Node(2).Do(bg, "SET", "split", "another-attempt"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cluster.Node(2).Do(bg, "SET", "redlock:fence:split", "1"); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := client.TryAcquire(bg, "split", redlock.WithAutoRenew())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Release(bg)
+		if _, err := cluster.Node(2).Do(bg, "DEL", "split"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the lock taken on node 2 by a renewal", func() bool {
+			return keyOn(t, cluster.Node(2), "split") == lock.Token()
+		})
+		// Raised to the lock's fencing token, not past it: the node
+		// agrees with those that granted the lock.
+		if fence := keyOn(t, cluster.Node(2), "redlock:fence:split"); fence != strconv.FormatUint(lock.Fence(), 10) {
+			t.Fatalf("node 2's fencing counter is %s, want the lock's %d", fence, lock.Fence())
+		}
+		if err := cluster.Node(0).Kill(); err != nil {
+			t.Fatal(err)
+		}
+		// Two renewals later, on nodes 1 and 2, the lock still holds.
+		past := lock.Until().Add(ttl)
+		eventually(t, "the lock renewed with node 0 down", func() bool {
+			if err := lock.Err(); err != nil {
+				t.Fatalf("lost with node 0 down: %v", err)
+			}
+			return lock.Until().After(past)
+		})
+		if res, err := client.CheckFence(bg, "split", lock.Fence()); err != nil || !res.Current {
+			t.Fatalf("CheckFence with node 0 down: %+v, %v; want current", res, err)
+		}
+		if err := lock.Release(bg); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{1, 2} {
+			if v := keyOn(t, cluster.Node(i), "split"); v != "" {
+				t.Errorf("node %d still holds %q after the release", i, v)
+			}
+		}
+	})
+}
+
+// The script that takes a held lock on one more node sets the key only
+// where it is free and the node is out of its restart quarantine, and
+// raises the key's fencing counter to the lock's fencing token, never past
+// it and never lowering it.
+func TestReclaim_takesOnlyAFreeKeyAndRaisesTheCounterToTheLocksToken(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 1})
+	node := cluster.Node(0)
+	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	reclaim := func(key, recovery, fence string) string {
+		t.Helper()
+		return do(t, node, "EVAL", redlock.ReclaimScriptSource, "4", key, "redlock:fence:"+key, "redlock:marker", "redlock:process",
+			"mine", "60000", recovery, "90000", now, fence)
+	}
+	for _, tc := range []struct {
+		name, holder, counter, recovery string
+		want, holds, fence              string
+	}{
+		{name: "free, counter behind", counter: "5", recovery: "0", want: "1", holds: "mine", fence: "100"},
+		{name: "free, counter ahead", counter: "200", recovery: "0", want: "1", holds: "mine", fence: "200"},
+		{name: "free, no counter", recovery: "0", want: "1", holds: "mine", fence: "100"},
+		{name: "held by another", holder: "other", counter: "5", recovery: "0", want: "0", holds: "other", fence: "5"},
+		{name: "held by the lock", holder: "mine", counter: "100", recovery: "0", want: "1", holds: "mine", fence: "100"},
+		{name: "recovering", counter: "5", recovery: "30000000", want: "0", holds: "", fence: "5"},
+	} {
+		key := "reclaim:" + strings.ReplaceAll(tc.name, " ", "-")
+		if tc.holder != "" {
+			do(t, node, "SET", key, tc.holder, "PX", "60000")
+		}
+		if tc.counter != "" {
+			do(t, node, "SET", "redlock:fence:"+key, tc.counter, "PX", "60000")
+		}
+		if tc.recovery != "0" {
+			// A node without its restart marker, as after a restart
+			// that lost its data: it recovers.
+			do(t, node, "DEL", "redlock:marker", "redlock:process")
+		}
+		// The lock's own fencing token is 100; "no counter" restarts no
+		// higher, the node's clock less a second being far below now's.
+		fence := "100"
+		if tc.counter == "" {
+			fence = now
+			tc.fence = now
+		}
+		if got := reclaim(key, tc.recovery, fence); got != tc.want {
+			t.Errorf("%s: reclaim answered %s, want %s", tc.name, got, tc.want)
+		}
+		if got := keyOn(t, node, key); got != tc.holds {
+			t.Errorf("%s: the key holds %q, want %q", tc.name, got, tc.holds)
+		}
+		if got := keyOn(t, node, "redlock:fence:"+key); got != tc.fence {
+			t.Errorf("%s: the counter is %q, want %q", tc.name, got, tc.fence)
+		}
+	}
+}
