@@ -117,6 +117,7 @@ func TestRun_flockHabits(t *testing.T) {
 			{[]string{"acquire", "--node-timeout", "100ms", "--max-node-timeout", "50ms", "busy"}, "--max-node-timeout 50ms is below --node-timeout 100ms"},
 			{[]string{"run", "--wait", "3s", "--retry-delay", "0s", "busy", "--", "true"}, "--retry-delay 0s is below 10ms: a waiter would ask every node again without a pause"},
 			{[]string{"acquire", "--retry-delay", "1ns", "busy"}, "--retry-delay 1ns is below 10ms"},
+			{[]string{"acquire", "--node-timeout", "1ns", "--ttl", "2s", "busy"}, "--node-timeout 1ns is below the 1ms minimum"},
 			{[]string{"run", "--node-timeout", "20s", "-n", "busy", "--", "true"}, "--node-timeout 20s is not small against --ttl 10s (the default)"},
 			{[]string{"acquire", "--ttl", "1s", "--node-timeout", "600ms", "busy"}, "--node-timeout 600ms is not small against --ttl 1s:"},
 			{[]string{"acquire", "--nodes", "redis://127.0.0.1:1", "busy"}, "--nodes given 2 times: give it once, with every value in it"},

@@ -39,6 +39,10 @@ const (
 // most of the TTL.
 const minTTL = 500 * time.Millisecond
 
+// minNodeTimeout is the shortest --node-timeout any command accepts, the
+// library's (Options.NodeTimeout): below it no node answers in time.
+const minNodeTimeout = time.Millisecond
+
 // retryFloor is the first pause between attempts to acquire; pauses double
 // from it up to --retry-delay, each drawn at random between half and all of
 // it, so that contenders do not retry in lock step.
@@ -324,6 +328,8 @@ func (n *nodeFlags) check() error {
 			"commands that extend and release it", n.ttl, minTTL)
 	case n.nodeTimeout <= 0:
 		return errors.New("--node-timeout must be positive")
+	case n.nodeTimeout < minNodeTimeout:
+		return fmt.Errorf("--node-timeout %s is below the %s minimum: no node answers in time", n.nodeTimeout, minNodeTimeout)
 	case n.maxTimeout != 0 && n.maxTimeout < n.nodeTimeout:
 		return fmt.Errorf("--max-node-timeout %s is below --node-timeout %s", n.maxTimeout, n.nodeTimeout)
 	case n.retryDelay < retryFloor:
