@@ -97,6 +97,8 @@ func setupCheck(fs *flag.FlagSet) runner {
 		r.key = key
 		fence, perr := strconv.ParseUint(held, 10, 64)
 		switch {
+		case errors.Is(perr, strconv.ErrRange):
+			return r.usage(fmt.Sprintf("the fencing token %s is out of range: fencing tokens are below 2^63", held))
 		case perr == nil && fence == 0:
 			return r.usage("the fencing token is 0, which no lock has")
 		case perr == nil && lf.limited():

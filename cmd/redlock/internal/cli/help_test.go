@@ -139,6 +139,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "true"}, `missing COMMAND after KEY "true" (if "true" is the command, put the KEY before it)`},
 		{[]string{"run", "--", "true"}, "missing KEY before --"},
 		{[]string{"check", "k", "0"}, "fencing token is 0"},
+		{[]string{"check", "k", "99999999999999999999999"}, "the fencing token 99999999999999999999999 is out of range"},
 		{[]string{"acquire", "--nodes", "redis://127.0.0.1:1", "-n", "--owner", "", "k"}, "empty: give 1 to 255 bytes, or leave --owner out for the default"},
 		{[]string{"elect", "el", "bad value", "--", "true"}, `VALUE "bad value" must be 1 to 255 bytes of printable ASCII without spaces`},
 		{[]string{"run", "--bogus", "k", "--", "true"}, "flag provided but not defined: -bogus"},
