@@ -44,7 +44,10 @@ Without COMMAND it holds the lead until interrupted, as etcdctl elect
 does: once elected it prints "leading NAME, term TERM" on stdout; SIGHUP,
 SIGQUIT or SIGTERM resign the lead and end it with 0, SIGINT (Ctrl-C) by
 SIGINT. Should the lead be lost (renewals keep failing, as above), it says
-"lost the lead of NAME" and why on stderr, and exits with 76.
+"lost the lead of NAME" and why on stderr, and exits with 76: it does not
+campaign again, so run it under a supervisor that starts it again
+(systemd's Restart=, a Kubernetes pod's restartPolicy), or nobody may be
+left to lead.
 
 With --listen, it campaigns for nothing: it prints the leader of NAME, then
 each change, until interrupted (exit 0; SIGINT, as Ctrl-C, ends it by
