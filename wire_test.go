@@ -81,7 +81,7 @@ func checkDeclaredOnly(t *testing.T, cluster, functions bool) {
 		// Its scripts are checked over independent servers, where they
 		// are the same but for the names of the marker keys; here the
 		// slots the test uses are marked ready by hand.
-		for _, k := range []string{key, "busy", "doc", "pool:permit:1", "pool:permit:2", "a", "b", "user:{7}:cart"} {
+		for _, k := range []string{key, "busy", "split", "doc", "pool:permit:1", "pool:permit:2", "a", "b", "user:{7}:cart"} {
 			for _, n := range nodes.Nodes() {
 				do(t, n, "SET", redlock.SlotMarkerKey(hashslot.Of(k)), "0")
 			}
@@ -138,6 +138,15 @@ func checkDeclaredOnly(t *testing.T, cluster, functions bool) {
 	if _, err := client.TryAcquire(ctx, "busy"); !errors.Is(err, redlock.ErrNotAcquired) {
 		t.Fatalf("try acquire a key held on two nodes: %v", err)
 	}
+
+	// A lock won while another value held one node: a renewal takes it
+	// there once the key is free (Lock.reclaim).
+	do(t, nodes.Node(2), "SET", "split", "foreign")
+	split, err := client.TryAcquire(ctx, "split", redlock.WithAutoRenew(), redlock.WithTTL(3*time.Second))
+	must("acquire beside a foreign value", err)
+	do(t, nodes.Node(2), "DEL", "split")
+	eventually(t, "a renewal took the lock on the node freed", func() bool { return ran.count("reclaim") > 0 })
+	must("release the renewed lock", split.Release(ctx))
 
 	readers := make([]*redlock.Lock, 2)
 	for i := range readers {
