@@ -385,7 +385,9 @@ func WithTTL(ttl time.Duration) LockOption {
 // TTL each time a third of the TTL has passed, until Release. When the
 // extensions fail, the lock is declared lost a margin before its validity
 // deadline (Options.LossMargin): Done closes and Err returns ErrLockLost.
-// Do always renews.
+// A renewal also takes the lock on the nodes that answered without holding
+// it, where the key is free, so that the lock does not rest on the bare
+// majority that granted it. Do always renews.
 func WithAutoRenew() LockOption {
 	return lockOption(func(c *lockConfig) { c.autoRenew = true })
 }
