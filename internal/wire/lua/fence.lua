@@ -68,3 +68,25 @@ local function brokenCounter(fenceKey)
 	redis.call("GET", fenceKey)
 	return redis.error_reply("redlock: fencing counter " .. fenceKey .. " is no fencing counter (a whole number from 0 that INCR can raise, below 2^63 - 1)")
 end
+
+-- raiseFence raises the fencing counter fenceKey, which held counter (a
+-- decimal string, false when absent), to at least token (decimal, no
+-- leading zeros), with a TTL of ttl milliseconds when it sets it. A
+-- counter lost or expired since token was handed out (this node's clock
+-- jumped, say) may have given later tokens since: it starts again where an
+-- acquisition's would (see nextFence), above all of them. It returns false
+-- when fenceKey holds another type than a string (MGET reads it as
+-- absent), and true otherwise.
+local function raiseFence(fenceKey, counter, token, ttl, shared)
+	if not counter then
+		local restart = restartFence(shared)
+		if below(token, restart) then
+			token = restart
+		end
+		return redis.call("SET", fenceKey, token, "NX", "PX", ttl) ~= false
+	end
+	if below(counter, token) then
+		redis.call("SET", fenceKey, token, "PX", ttl)
+	end
+	return true
+end

@@ -28,20 +28,7 @@ local function raise(KEYS, ARGV, k, a, shared)
 	if counter and (not string.match(counter, "^%d+$") or #counter > 19 or (#counter == 19 and counter >= "9223372036854775807")) then
 		return redis.error_reply("redlock: fencing counter " .. KEYS[k + 2] .. " is no fencing counter (a whole number from 0 that INCR can raise, below 2^63 - 1)")
 	end
-	local token = ARGV[a + 2]
-	if not counter then
-		-- Lost or expired since the caller's grant (this node's clock
-		-- jumped, say): the node may have handed out later tokens since,
-		-- from the counter that is gone. It starts again where an
-		-- acquisition would (see nextFence), above all of them.
-		local restart = restartFence(shared)
-		if below(token, restart) then
-			token = restart
-		end
-	end
-	if not counter or below(counter, token) then
-		redis.call("SET", KEYS[k + 2], token, "PX", ARGV[a + 3])
-	end
+	raiseFence(KEYS[k + 2], counter, ARGV[a + 2], ARGV[a + 3], shared)
 	if holds then
 		return 1
 	end

@@ -24,22 +24,11 @@ local function reclaim(KEYS, ARGV, k, a, shared)
 	if held or not redis.call("SET", KEYS[k + 1], ARGV[a + 1], "NX", "PX", ARGV[a + 2]) then
 		return 0
 	end
-	local fence = ARGV[a + 6]
-	if not counter then
-		-- Lost or expired: it starts again where an acquisition's would
-		-- (see nextFence), above every token the node gave before.
-		local restart = restartFence(shared)
-		if below(fence, restart) then
-			fence = restart
-		end
-		if not redis.call("SET", KEYS[k + 2], fence, "NX", "PX", ARGV[a + 4]) then
-			-- MGET read a key of another type as absent: no counter.
-			redis.call("DEL", KEYS[k + 1])
-			return 0
-		end
-	elseif below(counter, fence) then
-		redis.call("SET", KEYS[k + 2], fence, "PX", ARGV[a + 4])
-	elseif redis.call("PTTL", KEYS[k + 2]) < tonumber(ARGV[a + 4]) then
+	if not raiseFence(KEYS[k + 2], counter, ARGV[a + 6], ARGV[a + 4], shared) then
+		redis.call("DEL", KEYS[k + 1]) -- a key of another type: no counter
+		return 0
+	end
+	if redis.call("PTTL", KEYS[k + 2]) < tonumber(ARGV[a + 4]) then
 		redis.call("PEXPIRE", KEYS[k + 2], ARGV[a + 4])
 	end
 	return 1
