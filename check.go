@@ -22,7 +22,8 @@ type CheckResult struct {
 	Current bool
 	// Holder is the writer's grant that a quorum of nodes hold now, zero
 	// when none does (the lock is free, held shared, or contested); Fence
-	// is its fencing token, the counter a quorum of them agree on.
+	// is its fencing token, the counter that a quorum of the nodes holding
+	// it reach (see holderFence).
 	Holder Grant
 	Fence  uint64
 	// Shared reports that a quorum of the nodes hold the lock shared, by
@@ -74,28 +75,30 @@ func (c *Client) Check(ctx context.Context, key, token string) (CheckResult, err
 	if token == "" {
 		return CheckResult{}, fmt.Errorf("%w: Check's token is empty", ErrInvalidToken)
 	}
-	return c.check(ctx, key, func(st NodeState, _ string) bool {
+	return c.check(ctx, key, func(st NodeState, _ string, _ uint64) bool {
 		return st.Holder == token || slices.Contains(st.Readers, token)
 	})
 }
 
 // CheckFence is Check by fencing token (Lock.Fence) instead of token: the
 // answer is Current only when a quorum of the nodes hold the lock with one
-// writer's token and have fence as their fencing counter for key, so that
-// fence is that writer's. A reader's fencing token is not checked this
-// way (readers share the counter): check a reader by its token.
+// writer's token, and fence is that writer's: the counter that a quorum of
+// the nodes holding it reach (CheckResult.Fence). A reader's fencing token
+// is not checked this way (readers share the counter): check a reader by
+// its token.
 func (c *Client) CheckFence(ctx context.Context, key string, fence uint64) (CheckResult, error) {
 	if fence == 0 {
 		return CheckResult{}, fmt.Errorf("%w: CheckFence's fencing token is 0, which no lock has", ErrInvalidToken)
 	}
-	return c.check(ctx, key, func(st NodeState, holder string) bool {
-		return holder != "" && st.Holder == holder && st.Fence == fence
+	return c.check(ctx, key, func(st NodeState, holder string, holderFence uint64) bool {
+		return holder != "" && st.Holder == holder && holderFence == fence
 	})
 }
 
 // check is Check with holds, which says whether a node's state holds the
-// checked grant, given the writer's token held on a quorum ("" if none).
-func (c *Client) check(ctx context.Context, key string, holds func(st NodeState, holder string) bool) (CheckResult, error) {
+// checked grant, given the writer's token held on a quorum ("" if none)
+// and its fencing token.
+func (c *Client) check(ctx context.Context, key string, holds func(st NodeState, holder string, holderFence uint64) bool) (CheckResult, error) {
 	if err := c.checkCall(ctx); err != nil {
 		return CheckResult{}, err
 	}
@@ -128,8 +131,8 @@ func (c *Client) check(ctx context.Context, key string, holds func(st NodeState,
 // tally fills r from the nodes' states: how many answered and how many
 // hold the checked grant (holds), the writer's grant that a quorum hold
 // and its fencing token, and whether a quorum hold the lock shared.
-func (r *CheckResult) tally(states []NodeState, quorum int, holds func(st NodeState, holder string) bool) {
-	holders, fences := map[string]int{}, map[uint64]int{}
+func (r *CheckResult) tally(states []NodeState, quorum int, holds func(st NodeState, holder string, holderFence uint64) bool) {
+	holders := map[string]int{}
 	shared := 0
 	for _, st := range states {
 		if st.Err == nil {
@@ -144,34 +147,35 @@ func (r *CheckResult) tally(states []NodeState, quorum int, holds func(st NodeSt
 	if holders[holder] < quorum {
 		holder = ""
 	}
-	for _, st := range states {
-		if st.Err != nil {
-			continue
-		}
-		if holder != "" && st.Holder == holder {
-			fences[st.Fence]++
-		}
-		if holds(st, holder) {
-			r.Nodes++
-		}
-	}
+	var fence uint64
 	if holder != "" {
 		r.Holder = TokenGrant(holder)
-		r.Fence = mostFenced(fences)
+		fence = holderFence(states, holder, quorum)
+		r.Fence = fence
+	}
+	for _, st := range states {
+		if st.Err == nil && holds(st, holder, fence) {
+			r.Nodes++
+		}
 	}
 	r.Shared = shared >= quorum
 	r.Current = r.Nodes >= quorum
 }
 
-// mostFenced returns the fencing counter most nodes have, the highest of
-// those tied.
-func mostFenced(counts map[uint64]int) uint64 {
-	var best uint64
-	most := 0
-	for fence, n := range counts {
-		if n > most || (n == most && fence > best) {
-			best, most = fence, n
+// holderFence returns the fencing token of the writer holding token on a
+// quorum of the nodes: the counter that a quorum of the nodes holding it
+// reach, the quorum-th largest of theirs. The nodes that granted the lock
+// hold its token (an acquisition raises them to one counter); the others
+// that hold it may differ either way: grants the acquisition did not wait
+// for, and nodes a renewal reclaimed whose counter was above it (see
+// Lock.reclaim), a minority.
+func holderFence(states []NodeState, token string, quorum int) uint64 {
+	var fences []uint64
+	for _, st := range states {
+		if st.Err == nil && st.Holder == token {
+			fences = append(fences, st.Fence)
 		}
 	}
-	return best
+	slices.Sort(fences)
+	return fences[len(fences)-quorum]
 }

@@ -22,8 +22,9 @@ import (
 // and while another token holds the key or a lock-delay stands. The lock's validity is
 // the extension's: a node reclaimed adds none. The node's fencing counter
 // is raised to the lock's fencing token, not bumped past it (see
-// lua/reclaim.lua), so that Check, CheckFence and an election's Leader
-// read the lock's token there as on the nodes that granted it.
+// lua/reclaim.lua); one that other clients' attempts took past it stays,
+// and Check, CheckFence and an election's Leader read the lock's token as
+// the counter a quorum of the nodes holding it reach (see holderFence).
 //
 // It holds the lock's release back until every node answered or the node
 // timeout passed, so that a release cannot reach a node before the

@@ -15,60 +15,68 @@ import (
 // long as it was renewed: its renewals extend only where it is held. One
 // of those two down, the lock was lost while two nodes of three were up.
 // Now a renewal takes the lock on the nodes that refused it once the key is
-// free there, and the lock outlives one node down.
+// free there, and the lock outlives one node down. The node's fencing
+// counter is raised to the lock's fencing token when behind it, and left
+// where the other client's attempts took it past: either way CheckFence,
+// with one of the nodes that granted the lock down, still finds the lock's
+// token current.
 func TestRenewal_reclaimsANodeThatRefusedTheLock(t *testing.T) {
-	forEachAdapter(t, func(t *testing.T, a adapter) {
-		cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-		const ttl = 1500 * time.Millisecond
-		client := newClient(t, cluster, a, &redlock.Options{TTL: ttl, NodeTimeout: 300 * time.Millisecond})
-		// Another client's attempt holds node 2 as the lock is won, and
-		// its clean-up frees the key there afterwards; the node's fencing
-		// counter is behind the others'.
-		if _, err := cluster.Node(2).Do(bg, "SET", "split", "another-attempt"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cluster.Node(2).Do(bg, "SET", "redlock:fence:split", "1"); err != nil {
-			t.Fatal(err)
-		}
-		lock, err := client.TryAcquire(bg, "split", redlock.WithAutoRenew())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lock.Release(bg)
-		if _, err := cluster.Node(2).Do(bg, "DEL", "split"); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "the lock taken on node 2 by a renewal", func() bool {
-			return keyOn(t, cluster.Node(2), "split") == lock.Token()
+	for _, counter := range []string{"1", "9000000000000000000"} {
+		t.Run("counter "+counter, func(t *testing.T) {
+			forEachAdapter(t, func(t *testing.T, a adapter) { reclaimAfterASplitVote(t, a, counter) })
 		})
-		// Raised to the lock's fencing token, not past it: the node
-		// agrees with those that granted the lock.
-		if fence := keyOn(t, cluster.Node(2), "redlock:fence:split"); fence != strconv.FormatUint(lock.Fence(), 10) {
-			t.Fatalf("node 2's fencing counter is %s, want the lock's %d", fence, lock.Fence())
-		}
-		if err := cluster.Node(0).Kill(); err != nil {
-			t.Fatal(err)
-		}
-		// Two renewals later, on nodes 1 and 2, the lock still holds.
-		past := lock.Until().Add(ttl)
-		eventually(t, "the lock renewed with node 0 down", func() bool {
-			if err := lock.Err(); err != nil {
-				t.Fatalf("lost with node 0 down: %v", err)
-			}
-			return lock.Until().After(past)
-		})
-		if res, err := client.CheckFence(bg, "split", lock.Fence()); err != nil || !res.Current {
-			t.Fatalf("CheckFence with node 0 down: %+v, %v; want current", res, err)
-		}
-		if err := lock.Release(bg); err != nil {
-			t.Fatal(err)
-		}
-		for _, i := range []int{1, 2} {
-			if v := keyOn(t, cluster.Node(i), "split"); v != "" {
-				t.Errorf("node %d still holds %q after the release", i, v)
-			}
-		}
+	}
+}
+
+// reclaimAfterASplitVote wins a lock while node 2 of three holds another
+// value and has counter as its fencing counter, frees node 2, and checks
+// that a renewal takes it there and that the lock outlives node 0 down.
+func reclaimAfterASplitVote(t *testing.T, a adapter, counter string) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	const ttl = 1500 * time.Millisecond
+	client := newClient(t, cluster, a, &redlock.Options{TTL: ttl, NodeTimeout: 300 * time.Millisecond})
+	// Another client's attempt holds node 2 as the lock is won, and its
+	// clean-up frees the key there afterwards.
+	do(t, cluster.Node(2), "SET", "split", "another-attempt")
+	do(t, cluster.Node(2), "SET", "redlock:fence:split", counter)
+	lock, err := client.TryAcquire(bg, "split", redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	do(t, cluster.Node(2), "DEL", "split")
+	eventually(t, "the lock taken on node 2 by a renewal", func() bool {
+		return keyOn(t, cluster.Node(2), "split") == lock.Token()
 	})
+	// Raised to the lock's fencing token, not past it; never lowered.
+	behind, _ := strconv.ParseUint(counter, 10, 64)
+	want := max(lock.Fence(), behind)
+	if fence := keyOn(t, cluster.Node(2), "redlock:fence:split"); fence != strconv.FormatUint(want, 10) {
+		t.Fatalf("node 2's fencing counter is %s, want %d (the lock's is %d)", fence, want, lock.Fence())
+	}
+	if err := cluster.Node(0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Two renewals later, on nodes 1 and 2, the lock still holds.
+	past := lock.Until().Add(ttl)
+	eventually(t, "the lock renewed with node 0 down", func() bool {
+		if err := lock.Err(); err != nil {
+			t.Fatalf("lost with node 0 down: %v", err)
+		}
+		return lock.Until().After(past)
+	})
+	res, err := client.CheckFence(bg, "split", lock.Fence())
+	if err != nil || !res.Current || res.Fence != lock.Fence() {
+		t.Fatalf("CheckFence with node 0 down: %+v, %v; want current, with the lock's fencing token %d", res, err, lock.Fence())
+	}
+	if err := lock.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		if v := keyOn(t, cluster.Node(i), "split"); v != "" {
+			t.Errorf("node %d still holds %q after the release", i, v)
+		}
+	}
 }
 
 // The script that takes a held lock on one more node sets the key only
