@@ -23,7 +23,8 @@ type CheckResult struct {
 	// Holder is the writer's grant that a quorum of nodes hold now, zero
 	// when none does (the lock is free, held shared, or contested); Fence
 	// is its fencing token, the counter that a quorum of the nodes holding
-	// it reach (see holderFence).
+	// it reach (the quorum-th largest of theirs), as an election's
+	// Leader.Term is.
 	Holder Grant
 	Fence  uint64
 	// Shared reports that a quorum of the nodes hold the lock shared, by
