@@ -366,7 +366,8 @@ Exit codes (each command's help lists its own):
          but inspect, list, check and elect --listen, which change
          nothing, warn of a node that refuses them (a wrong password, an
          ACL), show it as an error and exit as the other nodes' answers
-         say, as with a node down (an incomplete list: 69)
+         say, as with a node down (an incomplete list: 69), unless the
+         refusing nodes leave no majority
   126    run: the command could not be started; 127: it was not found
   128+n  run: the command was killed by signal n; any: interrupted while waiting
 

@@ -66,7 +66,8 @@ and went between two reads of the nodes (every TTL/20, from 50ms to
 nodes answer to tell who leads, nothing is printed: the last line stands
 until they answer again, and the library's records on stderr say which
 nodes fail (a WARN "node failing" each, unless --log-level is error or
-off). A
+off); nodes that refuse the listener (a wrong password, an ACL) and
+leave no majority end it at once with exit 78. A
 listener takes no lock: its --ttl only paces its reads while nobody leads
 (a leader's own TTL paces them while it leads), and one longer than
 --recovery-delay is taken as --recovery-delay. It waits for nothing and

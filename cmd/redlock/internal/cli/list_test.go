@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -171,4 +174,28 @@ func TestReadOnlyVerbs_showTheOtherNodesPastARefusingNode(t *testing.T) {
 		}
 	}
 	cli(t, "acquire", "--nodes", nodes, "--wait", "0", "other").expect(t, exitConfig, "acquire with a node that refuses its password")
+}
+
+// Nodes that refuse their configuration and leave no majority make the
+// commands that change nothing fail as a bad node list, as the others do:
+// no answer of theirs could be complete, and elect --listen would wait
+// for ever.
+func TestReadOnlyVerbs_refuseTheNodeListWhereRefusingNodesLeaveNoMajority(t *testing.T) {
+	cluster, nodes := newCluster(t, 3)
+	for _, i := range []int{1, 2} {
+		if _, err := cluster.Node(i).Do(bg, "CONFIG", "SET", "requirepass", "s3cret-pw"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"inspect", "job"}, {"list"}, {"check", "job", "a-token"}, {"elect", "--listen", "job"}} {
+		ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		var stdout, stderr bytes.Buffer
+		code := Run(ctx, append([]string{args[0], "--nodes", nodes}, args[1:]...), strings.NewReader(""), &stdout, &stderr)
+		cancel()
+		if code != exitConfig || !strings.Contains(stderr.String(), cluster.Node(1).Addr()+": NOAUTH") ||
+			!strings.Contains(stderr.String(), cluster.Node(2).Addr()+": NOAUTH") {
+			t.Errorf("redlock %s with 2 of 3 nodes refusing their password: exit %d, want %d naming both\nstdout:\n%s\nstderr:\n%s",
+				strings.Join(args, " "), code, exitConfig, stdout.String(), stderr.String())
+		}
+	}
 }

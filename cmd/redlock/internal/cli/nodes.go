@@ -270,9 +270,13 @@ func (n *nodeFlags) dial(ctx context.Context, stderr io.Writer) (*redlock.Client
 // configuration (credentials, ACL, a replica...), having said so on stderr:
 // that node's requests fail, and the command shows what the other nodes
 // hold, as it does with a node down. A list that is wrong in itself (a
-// malformed URL, a node given twice) stays refused.
+// malformed URL, a node given twice) stays refused, and so do nodes that
+// refuse too many to leave a majority: no answer could then be complete.
 func dialRefused(urls []string, opts *redlock.Options, refusal error, stderr io.Writer, cmd string) (*redlock.Client, error) {
 	if !errors.Is(refusal, goredis.ErrInvalidURL) || errors.Is(refusal, redlock.ErrDuplicateNode) {
+		return nil, refusal
+	}
+	if len(urls)-refusingNodes(refusal) < len(urls)/2+1 {
 		return nil, refusal
 	}
 	conns := make([]redlock.Conn, 0, len(urls))
@@ -296,6 +300,24 @@ func dialRefused(urls []string, opts *redlock.Options, refusal error, stderr io.
 	}
 	sayf(stderr, slog.LevelWarn, cmd, "%s; showing what every node answers, the refusing ones as errors", errText(refusal))
 	return client, nil
+}
+
+// refusingNodes returns how many nodes refusal, an error of Dial's node
+// check that wraps goredis.ErrInvalidURL, names: its first error of
+// several joined holds one per node at fault.
+func refusingNodes(refusal error) int {
+	for err := refusal; err != nil; err = errors.Unwrap(err) {
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			n := 0
+			for _, e := range joined.Unwrap() {
+				if errors.Is(e, goredis.ErrInvalidURL) {
+					n++
+				}
+			}
+			return n
+		}
+	}
+	return 1
 }
 
 // warnUnreachable logs each of the n nodes that client could not reach as
