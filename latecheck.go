@@ -75,7 +75,7 @@ func identify(ctx context.Context, check func(context.Context) error) error {
 // warnUnidentified tells Options.Logger that the server of node, by its
 // name, could not be identified.
 func (c *Client) warnUnidentified(node string) {
-	c.opts.Logger.Warn("redlock: node's server not identified (INFO refused to this user): listed again under another name, it would vote twice",
+	c.opts.Logger.Warn("redlock: node's server not identified (it refused INFO: an ACL without it, or credentials refused): listed again under another name, it would vote twice",
 		"node", node)
 }
 

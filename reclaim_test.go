@@ -33,17 +33,21 @@ func TestRenewal_reclaimsANodeThatRefusedTheLock(t *testing.T) {
 // that a renewal takes it there and that the lock outlives node 0 down.
 func reclaimAfterASplitVote(t *testing.T, a adapter, counter string) {
 	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	const ttl = 1500 * time.Millisecond
-	client := newClient(t, cluster, a, &redlock.Options{TTL: ttl, NodeTimeout: 300 * time.Millisecond})
+	const ttl = 3 * time.Second
+	client := newClient(t, cluster, a, &redlock.Options{TTL: ttl, NodeTimeout: 500 * time.Millisecond})
 	// Another client's attempt holds node 2 as the lock is won, and its
 	// clean-up frees the key there afterwards.
 	do(t, cluster.Node(2), "SET", "split", "another-attempt")
 	do(t, cluster.Node(2), "SET", "redlock:fence:split", counter)
+	do(t, cluster.Node(2), "CONFIG", "RESETSTAT")
 	lock, err := client.TryAcquire(bg, "split", redlock.WithAutoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Release(bg)
+	// TryAcquire returns at a quorum: node 2 refuses the attempt before the
+	// key is freed there, or the attempt itself takes it.
+	eventually(t, "node 2 answered the attempt", func() bool { return scriptCallsOn(t, cluster.Node(2)) > 0 })
 	do(t, cluster.Node(2), "DEL", "split")
 	eventually(t, "the lock taken on node 2 by a renewal", func() bool {
 		return keyOn(t, cluster.Node(2), "split") == lock.Token()
