@@ -64,6 +64,10 @@ type waiting struct {
 	// --conflict-exit-code 0 without --verbose asks: its end says nothing
 	// either (runConfig.notAcquired).
 	quietConflict bool
+	// settled is set once the waiting call returned: a reason looked up as
+	// it won would name the command's own attempt as the holder, and is
+	// not told.
+	settled atomic.Bool
 }
 
 // acquire takes the lock: one attempt when --wait is 0; otherwise attempts
@@ -191,6 +195,7 @@ func (w *waiting) waitTelling(ctx context.Context, queued bool) (holding, error)
 	done := make(chan taken, 1)
 	go func() {
 		held, err := w.take(ctx, false, notify)
+		w.settled.Store(true)
 		done <- taken{held, err}
 	}()
 	check := time.NewTicker(progressCheck)
@@ -361,6 +366,9 @@ func (w *waiting) tell(ctx context.Context, err error) {
 	why := w.describe(ctx, qe)
 	if unchanged && w.holder == told {
 		return
+	}
+	if w.settled.Load() {
+		return // what describe found may be the attempt that won
 	}
 	w.said, w.saidAt = reason, time.Now()
 	if w.note != "" && failingNodes(err) {

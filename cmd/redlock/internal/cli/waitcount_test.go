@@ -54,4 +54,16 @@ func TestWait_saysNoCountItCannotKnow(t *testing.T) {
 		}
 	}
 	says("busy", attempt("busy", held, held, noAnswer), "held by another holder on 3 of 3 nodes (token "+lock.Token)
+
+	// Once the waiting call has returned, the holder Inspect finds may be
+	// the attempt that won it: nothing is said.
+	for _, settled := range []bool{false, true} {
+		var stderr strings.Builder
+		w := waiting{client: client, keys: []string{"busy"}, stderr: &stderr, cmd: "acquire", began: time.Now()}
+		w.settled.Store(settled)
+		w.tell(bg, attempt("busy", held, held, noAnswer))
+		if told := strings.Contains(stderr.String(), lock.Token); told == settled {
+			t.Errorf("settled %v: told %q", settled, stderr.String())
+		}
+	}
 }
