@@ -144,6 +144,9 @@ func checkDeclaredOnly(t *testing.T, cluster, functions bool) {
 	do(t, nodes.Node(2), "SET", "split", "foreign")
 	split, err := client.TryAcquire(ctx, "split", redlock.WithAutoRenew(), redlock.WithTTL(3*time.Second))
 	must("acquire beside a foreign value", err)
+	// TryAcquire returns at a quorum: node 2 refuses the attempt before the
+	// key is freed there, or the attempt itself takes it.
+	eventually(t, "node 2 answered the attempt", func() bool { return ran.count(answeredOn(nodes.Node(2).Addr(), "split")) > 0 })
 	do(t, nodes.Node(2), "DEL", "split")
 	eventually(t, "a renewal took the lock on the node freed", func() bool { return ran.count("reclaim") > 0 })
 	must("release the renewed lock", split.Release(ctx))
@@ -268,6 +271,10 @@ func (r *scriptsRun) add(name string) {
 	r.mu.Unlock()
 }
 
+// answeredOn names, for scriptsRun, the calls whose first key was key
+// that node answered.
+func answeredOn(node, key string) string { return node + " answered a call on " + key }
+
 func (r *scriptsRun) count(name string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -325,6 +332,9 @@ func (c *declaredOnly) under(ctx context.Context, keys []string, call func() (an
 // checked reports every command the node refused the named script or
 // function in its reply v or error err.
 func (c *declaredOnly) checked(name string, keys, args []string, v any, err error) {
+	if len(keys) > 0 {
+		c.ran.add(answeredOn(c.Conn.Name(), keys[0]))
+	}
 	refusals := []error{err}
 	if replies, ok := v.([]any); ok {
 		for _, r := range replies {
