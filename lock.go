@@ -67,11 +67,14 @@ type Lock struct {
 	// its allocation size class.
 	granted *time.Time
 
-	releasing  sync.Mutex // serialises Release calls
-	mu         sync.Mutex
-	until      time.Time     // validity deadline, with a monotonic clock reading
-	margin     time.Duration // the lock ends this long before until
-	extensions int
+	releasing sync.Mutex // serialises Release calls
+	mu        sync.Mutex
+	until     time.Time // validity deadline, with a monotonic clock reading
+	// lastTTL is the TTL of the grant or of the last extension, which the
+	// renewal keeps and paces itself by; margin, the lock's loss margin,
+	// is that TTL's: the lock ends this long before until.
+	lastTTL, margin time.Duration
+	extensions      int
 	// keep is set once the holder asked to keep the lock: WithAutoRenew, or
 	// a call of Extend before its end. A lock that ends at its deadline is
 	// lost with it, expired without it.
@@ -95,13 +98,17 @@ type Lock struct {
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
 	renewal chan struct{} // closed to stop the renewal goroutine
+	// extended tells the renewal goroutine of an extension by Extend,
+	// after which it paces itself by the new TTL.
+	extended chan struct{}
 }
 
 // newLock returns the Lock of a grant. With autoRenew, the caller starts
 // its renewal (startRenewal) once it has set every field, which the
 // renewal reads.
 func newLock(c *Client, key, token string, ttl, delay time.Duration, until time.Time, autoRenew bool) *Lock {
-	return &Lock{client: c, key: key, token: token, ttl: ttl, delay: delay, until: until, margin: c.opts.lossMargin(ttl), keep: autoRenew}
+	return &Lock{client: c, key: key, token: token, ttl: ttl, delay: delay, until: until,
+		lastTTL: ttl, margin: c.opts.lossMargin(ttl), keep: autoRenew}
 }
 
 // startRenewal arms the lost-lock signal and starts renewing the lock in
@@ -113,8 +120,8 @@ func (l *Lock) startRenewal() {
 	if l.err != nil {
 		return
 	}
-	l.renewal = make(chan struct{})
-	go l.renew(l.renewal)
+	l.renewal, l.extended = make(chan struct{}), make(chan struct{}, 1)
+	go l.renew(l.renewal, l.extended)
 }
 
 // Nodes returns each node's answer to the acquisition that granted the
@@ -196,6 +203,10 @@ func (l *Lock) context(parent context.Context) (context.Context, context.CancelF
 // per-node timeout. It returns once a quorum extended the lock, or once no
 // quorum can and the nodes still to answer cannot make the lock lost.
 //
+// ttl may be shorter or longer than the acquisition TTL: from then on the
+// loss margin (Options.LossMargin) is that of ttl, and a lock renewed
+// (WithAutoRenew, Do, an election) is renewed for ttl, every third of it.
+//
 // A call marks the lock as one its holder keeps: from then on, reaching
 // the deadline loses it (ErrLockLost) instead of expiring it.
 //
@@ -239,7 +250,28 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 	if err == nil && len(refused) > 0 {
 		l.reclaim(ttl, refused)
 	}
+	if err == nil && !renewing {
+		l.tellRenewal()
+	}
 	return err
+}
+
+// tellRenewal tells the renewal goroutine, if any, of an extension by
+// Extend, which it then paces itself by.
+func (l *Lock) tellRenewal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case l.extended <- struct{}{}:
+	default: // told already; a nil channel: no renewal
+	}
+}
+
+// ttlNow returns the TTL of the grant or of the last extension.
+func (l *Lock) ttlNow() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastTTL
 }
 
 // markKept records that the holder wants to keep the lock, unless it has
@@ -296,7 +328,7 @@ func (l *Lock) extendBy(ctx context.Context, ttl time.Duration, call *telemetry.
 		return nil, fmt.Errorf("%w: %s", ErrReleased, quoteKey(l.key))
 	}
 	if ok >= c.quorum && validity > 0 {
-		l.until = until
+		l.until, l.lastTTL, l.margin = until, ttl, c.opts.lossMargin(ttl)
 		l.extensions++
 		l.refused = nil
 		if l.timer != nil {

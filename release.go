@@ -160,7 +160,7 @@ func (l *Lock) release(ctx context.Context) ([]NodeResult, int, <-chan finishRep
 		results, ok, unfinished = c.trackedFanout(ctx, timeout, release, l.lagging.Releasing(), nodes.IsOne, enough)
 	}
 	c.waiters.AddTrailing(l.key, unfinished.Lagging())
-	return results, ok, c.finishMissed(l.key, l.token, l.ttl+l.delay, results, unfinished, valid)
+	return results, ok, c.finishMissed(l.key, l.token, l.ttlNow()+l.delay, results, unfinished, valid)
 }
 
 // answeredRelease reports that a node answered a release: it deleted the
@@ -170,10 +170,10 @@ func answeredRelease(r NodeResult) bool {
 }
 
 // expiry returns when the lock's key expires on the nodes by this client's
-// clock: at the end of its validity plus the drift allowance its TTL took
-// off, and its lock-delay.
+// clock: at the end of its validity plus the drift allowance the TTL of
+// its grant or last extension took off, and its lock-delay.
 func (l *Lock) expiry() time.Time {
-	return l.Until().Add(drift(l.ttl, l.client.opts.DriftFactor) + l.delay)
+	return l.Until().Add(drift(l.ttlNow(), l.client.opts.DriftFactor) + l.delay)
 }
 
 // finishReport counts the nodes that a release finished in the background

@@ -20,13 +20,15 @@ const (
 )
 
 // renew extends the lock in the background until it is released or lost, or
-// its Client is closed. It never declares the loss itself: the deadline timer armed by watchLocked
-// does, at the validity deadline at the latest, and Extend does earlier when
-// a majority of nodes no longer holds the lock.
-// stop is the renewal's channel, which stopRenewalLocked closes: passed
-// in, not read here, since it may be closed and cleared before this runs.
-func (l *Lock) renew(stop <-chan struct{}) {
-	timer := time.NewTimer(time.Until(l.Until()) - l.ttl*(renewAfterDivisor-1)/renewAfterDivisor)
+// its Client is closed, for the TTL of its grant or last extension, once a
+// third of it has passed. It never declares the loss itself: the deadline
+// timer armed by watchLocked does, at the validity deadline at the latest,
+// and Extend does earlier when a majority of nodes no longer holds the lock.
+// stop is the renewal's channel, which stopRenewalLocked closes, and
+// extended tells of an extension by Extend: passed in, not read here, since
+// they may be closed and cleared before this runs.
+func (l *Lock) renew(stop, extended <-chan struct{}) {
+	timer := time.NewTimer(l.renewalDue())
 	defer timer.Stop()
 	for {
 		select {
@@ -34,18 +36,30 @@ func (l *Lock) renew(stop <-chan struct{}) {
 			return
 		case <-l.client.closed:
 			return
+		case <-extended:
+			timer.Reset(l.renewalDue())
+			continue
 		case <-timer.C:
 		}
-		err := l.extend(context.Background(), l.ttl, true)
+		ttl := l.ttlNow()
+		err := l.extend(context.Background(), ttl, true)
 		switch {
 		case err == nil:
-			timer.Reset(time.Until(l.Until()) - l.ttl*(renewAfterDivisor-1)/renewAfterDivisor)
+			timer.Reset(l.renewalDue())
 		case errors.Is(err, ErrNotExtended):
-			timer.Reset(l.ttl / renewRetryDivisor)
+			timer.Reset(ttl / renewRetryDivisor)
 		default: // lost, released, or the extension limit: nothing more to do
 			return
 		}
 	}
+}
+
+// renewalDue returns how long until the lock's next renewal: a third of the
+// TTL of its grant or last extension after that began.
+func (l *Lock) renewalDue() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Until(l.until) - l.lastTTL*(renewAfterDivisor-1)/renewAfterDivisor
 }
 
 // Do acquires the lock named key (blocking like Acquire), runs fn while

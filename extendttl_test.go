@@ -1,0 +1,114 @@
+package redlock_test
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlocktest"
+)
+
+// Extend to a TTL shorter than the acquisition's keeps the lock until the
+// loss margin of that TTL: the margin of the acquisition TTL, a second of
+// ten, ended a lock extended for one second as soon as it was extended.
+func TestExtend_shorterTTLTakesItsOwnLossMargin(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], &redlock.Options{NodeTimeout: 200 * time.Millisecond})
+	lock, err := client.TryAcquire(bg, "shortened", redlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Extend(bg, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Held until about 100 ms (the margin of 1 s) before its deadline.
+	select {
+	case <-lock.Done():
+		t.Fatalf("ended %v before its deadline, extended for 1 s: %v", time.Until(lock.Until()), lock.Err())
+	case <-time.After(time.Until(lock.Until()) - 300*time.Millisecond):
+	}
+	select {
+	case <-lock.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not ended 5 s after its deadline")
+	}
+	if !errors.Is(lock.Err(), redlock.ErrLockLost) {
+		t.Errorf("Err() = %v, want ErrLockLost: it was extended", lock.Err())
+	}
+}
+
+// A renewed lock extended for a shorter TTL is renewed for that TTL, every
+// third of it: extended for less than a third of its acquisition TTL, it
+// was lost before its first renewal.
+func TestExtend_renewalKeepsAShorterTTL(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], &redlock.Options{NodeTimeout: 200 * time.Millisecond})
+	const ttl = 600 * time.Millisecond
+	lock, err := client.TryAcquire(bg, "shortened", redlock.WithTTL(3*time.Second), redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	if err := lock.Extend(bg, ttl); err != nil {
+		t.Fatal(err)
+	}
+	extensions := lock.Extensions()
+	eventually(t, "two renewals", func() bool {
+		if err := lock.Err(); err != nil {
+			t.Fatalf("lost: %v", err)
+		}
+		return lock.Extensions() >= extensions+2
+	})
+	if left := time.Until(lock.Until()); left > ttl {
+		t.Errorf("validity left %v after two renewals, want at most %v", left, ttl)
+	}
+	if n := nodesWithPTTL(t, cluster, "shortened", 1, ttl); n < 2 {
+		t.Errorf("%d nodes hold the key for at most %v, want a majority", n, ttl)
+	}
+}
+
+// A renewed lock extended for a longer TTL is renewed for that TTL, a
+// third of it later: its next renewal cut it back to the acquisition TTL, a
+// third of that after it was granted.
+func TestExtend_renewalKeepsALongerTTL(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], &redlock.Options{NodeTimeout: 200 * time.Millisecond})
+	const ttl = 20 * time.Second
+	lock, err := client.TryAcquire(bg, "lengthened", redlock.WithTTL(time.Second), redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(bg)
+	if err := lock.Extend(bg, ttl); err != nil {
+		t.Fatal(err)
+	}
+	extensions := lock.Extensions()
+	eventually(t, "the next renewal", func() bool {
+		if err := lock.Err(); err != nil {
+			t.Fatalf("lost: %v", err)
+		}
+		return lock.Extensions() > extensions
+	})
+	if left := time.Until(lock.Until()); left < ttl-3*time.Second {
+		t.Errorf("validity left %v after the renewal that followed an extension for %v", left, ttl)
+	}
+	if n := nodesWithPTTL(t, cluster, "lengthened", ttl-3*time.Second, ttl); n < 2 {
+		t.Errorf("%d nodes hold the key for %v to %v, want a majority", n, ttl-3*time.Second, ttl)
+	}
+}
+
+// nodesWithPTTL returns how many nodes hold key with a PTTL from least to
+// most.
+func nodesWithPTTL(t *testing.T, cluster *redlocktest.Cluster, key string, least, most time.Duration) int {
+	t.Helper()
+	n := 0
+	for _, node := range cluster.Nodes() {
+		ms, _ := strconv.Atoi(do(t, node, "PTTL", key))
+		if d := time.Duration(ms) * time.Millisecond; d >= least && d <= most {
+			n++
+		}
+	}
+	return n
+}
