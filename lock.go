@@ -595,6 +595,13 @@ func (o Options) lossMargin(ttl time.Duration) time.Duration {
 // validity deadline, start + ttl - drift allowance, when a quorum did so in
 // time. It blocks for at most the per-node timeout.
 //
+// A ttl shorter than the time the lock had left shortens it. A *Lock of
+// the same acquisition, in another process or this one, does not learn of
+// it and keeps its own deadline: another client may then take the lock
+// while that Lock still counts it held. Extend a lock by token only where
+// nothing else holds it as a *Lock (a shell script's `redlock acquire`), or
+// for no less time than it has left.
+//
 // The validity the lock had before the call is unknown here, so a failure
 // says nothing reassuring about it. Errors: ErrLockLost (with each node's
 // outcome in a *QuorumError) when too many nodes no longer hold token: the

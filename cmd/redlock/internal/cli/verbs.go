@@ -326,7 +326,9 @@ still holds it, to --ttl when given, else to the TTL the lock was acquired
 with, and prints the new validity deadline when a majority did; a lock
 acquired with --lock-delay keeps its delay, which TOKEN carries. Extend well
 before the deadline 'acquire' printed: once it passes, another holder may
-have the lock.
+have the lock. A --ttl shorter than the time the lock has left shortens
+it: whoever holds TOKEN must go by the deadline printed here, not by an
+earlier one.
 
 A permit of a semaphore is extended by its key, KEY:permit:i as acquire
 printed it, or by KEY: given the --limit N it was acquired with, extend
