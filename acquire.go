@@ -25,7 +25,11 @@ import (
 // the wrong type, a lock name whose key holds data of another type than a
 // lock's, without an expiry, or for a reader a sorted set that is no lock's
 // readers) that no quorum is possible, it fails at once, with
-// errors.Is(err, ErrInvalidOptions) and the first such node named. Bad input
+// errors.Is(err, ErrInvalidOptions) and the first such node named. A string
+// without an expiry is taken for the lock of a library that sets none, and
+// Acquire waits for its holder to delete it, as long as ctx lets it;
+// ForceRelease leaves such a key alone: where it is no lock, delete it by
+// hand (Inspect shows its TTL as negative). Bad input
 // fails at once, before any request: a nil ctx, an empty key or one above
 // 4096 bytes (ErrInvalidKey), a TTL that leaves no validity or exceeds the
 // recovery delay (ErrInvalidTTL). Once the Client closes, it stops waiting
