@@ -41,6 +41,11 @@ import (
 // Goroutines of one Client that wait for the same key are served in the
 // order they called Acquire: only the first of them tries the nodes, woken
 // by the release announcements (see Conn) or its retry delay.
+//
+// A lock is not reentrant: Acquire of a key that this Client, or this
+// goroutine, holds already waits for that lock's release or expiry as for
+// any other holder's, and for a renewed lock until ctx ends. Readers
+// (WithShared) share a key.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, key, false, opts)
 }

@@ -251,7 +251,8 @@
 //
 // Done, Err and Do's context signal the end of a lock, lost or expired, by
 // a local timer a margin before the validity deadline (Options.LossMargin:
-// by default a tenth of the TTL, at least 100 ms), so that a holder that
+// by default a tenth of the TTL, at least 100 ms and at most a fifth of
+// it), so that a holder that
 // reacts to them still has validity to stop in, not when a server notices.
 // While
 // a majority of nodes is up, locks can be acquired and released; a lock whose

@@ -98,7 +98,9 @@ type NodeState struct {
 // order. The error is non-nil only for an invalid key (ErrInvalidKey) or a
 // nil ctx; a node's failure is in its NodeState.Err. A lock this Client
 // just took may not show on every node yet: Acquire returns at a quorum,
-// and its requests to the others may still be under way.
+// and its requests to the others may still be under way. A semaphore's
+// permits are locks of their own keys, name:permit:i: Inspect of the
+// semaphore's name shows none of them; List shows them together.
 func (c *Client) Inspect(ctx context.Context, key string) ([]NodeState, error) {
 	if err := c.checkCall(ctx); err != nil {
 		return nil, err
