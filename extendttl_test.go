@@ -43,24 +43,8 @@ func TestExtend_shorterTTLTakesItsOwnLossMargin(t *testing.T) {
 // third of it: extended for less than a third of its acquisition TTL, it
 // was lost before its first renewal.
 func TestExtend_renewalKeepsAShorterTTL(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	client := newClient(t, cluster, adapters[0], &redlock.Options{NodeTimeout: 200 * time.Millisecond})
 	const ttl = 600 * time.Millisecond
-	lock, err := client.TryAcquire(bg, "shortened", redlock.WithTTL(3*time.Second), redlock.WithAutoRenew())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Release(bg)
-	if err := lock.Extend(bg, ttl); err != nil {
-		t.Fatal(err)
-	}
-	extensions := lock.Extensions()
-	eventually(t, "two renewals", func() bool {
-		if err := lock.Err(); err != nil {
-			t.Fatalf("lost: %v", err)
-		}
-		return lock.Extensions() >= extensions+2
-	})
+	cluster, lock := renewedAndExtended(t, "shortened", 3*time.Second, ttl, 2)
 	if left := time.Until(lock.Until()); left > ttl {
 		t.Errorf("validity left %v after two renewals, want at most %v", left, ttl)
 	}
@@ -73,30 +57,40 @@ func TestExtend_renewalKeepsAShorterTTL(t *testing.T) {
 // third of it later: its next renewal cut it back to the acquisition TTL, a
 // third of that after it was granted.
 func TestExtend_renewalKeepsALongerTTL(t *testing.T) {
-	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
-	client := newClient(t, cluster, adapters[0], &redlock.Options{NodeTimeout: 200 * time.Millisecond})
 	const ttl = 20 * time.Second
-	lock, err := client.TryAcquire(bg, "lengthened", redlock.WithTTL(time.Second), redlock.WithAutoRenew())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Release(bg)
-	if err := lock.Extend(bg, ttl); err != nil {
-		t.Fatal(err)
-	}
-	extensions := lock.Extensions()
-	eventually(t, "the next renewal", func() bool {
-		if err := lock.Err(); err != nil {
-			t.Fatalf("lost: %v", err)
-		}
-		return lock.Extensions() > extensions
-	})
+	cluster, lock := renewedAndExtended(t, "lengthened", time.Second, ttl, 1)
 	if left := time.Until(lock.Until()); left < ttl-3*time.Second {
 		t.Errorf("validity left %v after the renewal that followed an extension for %v", left, ttl)
 	}
 	if n := nodesWithPTTL(t, cluster, "lengthened", ttl-3*time.Second, ttl); n < 2 {
 		t.Errorf("%d nodes hold the key for %v to %v, want a majority", n, ttl-3*time.Second, ttl)
 	}
+}
+
+// renewedAndExtended takes key on three nodes for acquired with
+// WithAutoRenew, extends it for extended, and returns once that many
+// renewals followed with the lock still held; the lock is released as the
+// test ends.
+func renewedAndExtended(t *testing.T, key string, acquired, extended time.Duration, renewals int) (*redlocktest.Cluster, *redlock.Lock) {
+	t.Helper()
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	client := newClient(t, cluster, adapters[0], &redlock.Options{NodeTimeout: 200 * time.Millisecond})
+	lock, err := client.TryAcquire(bg, key, redlock.WithTTL(acquired), redlock.WithAutoRenew())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Release(bg) })
+	if err := lock.Extend(bg, extended); err != nil {
+		t.Fatal(err)
+	}
+	extensions := lock.Extensions()
+	eventually(t, "the renewals after the extension", func() bool {
+		if err := lock.Err(); err != nil {
+			t.Fatalf("lost: %v", err)
+		}
+		return lock.Extensions() >= extensions+renewals
+	})
+	return cluster, lock
 }
 
 // nodesWithPTTL returns how many nodes hold key with a PTTL from least to
