@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +106,40 @@ func nodesWithPTTL(t *testing.T, cluster *redlocktest.Cluster, key string, least
 		}
 	}
 	return n
+}
+
+// Extensions of one lock with different TTLs, made at once (Extend beside
+// a renewal, say), leave the deadline of the one the nodes ran last: the
+// lock believed itself held for 5 s while a majority of the nodes kept it
+// for 700 ms, in a third to a half of the tries, before they took turns.
+func TestExtend_concurrentExtensionsLeaveADeadlineTheNodesKeep(t *testing.T) {
+	cluster := redlocktest.Start(t, redlocktest.Options{Nodes: 3})
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		client := newClient(t, cluster, a, &redlock.Options{NodeTimeout: 500 * time.Millisecond})
+		for range 40 {
+			lock, err := client.TryAcquire(bg, "extended-at-once", redlock.WithTTL(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for _, ttl := range []time.Duration{700 * time.Millisecond, 5 * time.Second} {
+				wg.Go(func() { lock.Extend(bg, ttl) })
+			}
+			wg.Wait()
+			// A majority keeps the key for at least the validity left.
+			until := lock.Until()
+			for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if nodesWithPTTL(t, cluster, "extended-at-once", time.Until(until), time.Hour) >= 2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					left := time.Until(until)
+					t.Fatalf("the lock believes itself valid for %v; fewer than 2 nodes keep it as long", left)
+				}
+			}
+			if err := lock.Release(bg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

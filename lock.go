@@ -68,6 +68,10 @@ type Lock struct {
 	granted *time.Time
 
 	releasing sync.Mutex // serialises Release calls
+	// extending serialises extensions, Extend's and the renewal's: the
+	// deadline and TTL they leave are those of the last sent, which may
+	// differ in TTL.
+	extending sync.Mutex
 	mu        sync.Mutex
 	until     time.Time // validity deadline, with a monotonic clock reading
 	// lastTTL is the TTL of the grant or of the last extension, which the
@@ -200,8 +204,9 @@ func (l *Lock) context(parent context.Context) (context.Context, context.CancelF
 // Extend resets the lock's time-to-live to ttl (the acquisition TTL when ttl
 // is 0) on every node that still holds it, and moves the validity deadline to
 // start + ttl - drift if a quorum did so in time. It blocks for at most the
-// per-node timeout. It returns once a quorum extended the lock, or once no
-// quorum can and the nodes still to answer cannot make the lock lost.
+// per-node timeout (twice while a renewal is under way, which it waits
+// for). It returns once a quorum extended the lock, or once no quorum can
+// and the nodes still to answer cannot make the lock lost.
 //
 // ttl may be shorter or longer than the acquisition TTL: from then on the
 // loss margin (Options.LossMargin) is that of ttl, and a lock renewed
@@ -239,6 +244,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 	heardOut := renewing && l.exclusive && len(c.conns) > 1
 	var refused []int
 	var err error
+	l.extending.Lock()
 	if c.tel == nil {
 		refused, err = l.extendBy(ctx, ttl, nil, heardOut)
 	} else {
@@ -247,6 +253,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, renewing bool) err
 		refused, err = l.extendBy(ctx, ttl, call, heardOut)
 		call.EndExtend(extendResult(err), err)
 	}
+	l.extending.Unlock()
 	if err == nil && len(refused) > 0 {
 		l.reclaim(ttl, refused)
 	}
