@@ -176,7 +176,9 @@ type Options struct {
 	// lock grants it again, unless the restart quarantine keeps it out (see
 	// SAFETY.md). Each adapter's Conn supports it over a single Redis
 	// server; New fails with ErrInvalidOptions for a Conn that does not,
-	// a Redis Cluster's among them.
+	// a Redis Cluster's among them. A node with fewer replicas connected
+	// grants and extends nothing until they are, as a node down: set it to
+	// at most the replicas each master keeps connected.
 	// Default 0 (no wait).
 	WaitReplicas int
 	// Logger receives what an operator needs to know and no call returns:
