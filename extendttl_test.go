@@ -44,8 +44,8 @@ func TestExtend_shorterTTLTakesItsOwnLossMargin(t *testing.T) {
 // third of it: extended for less than a third of its acquisition TTL, it
 // was lost before its first renewal.
 func TestExtend_renewalKeepsAShorterTTL(t *testing.T) {
-	const ttl = 600 * time.Millisecond
-	cluster, lock := renewedAndExtended(t, "shortened", 3*time.Second, ttl, 2)
+	const ttl = 1500 * time.Millisecond
+	cluster, lock := renewedAndExtended(t, "shortened", 6*time.Second, ttl, 2)
 	if left := time.Until(lock.Until()); left > ttl {
 		t.Errorf("validity left %v after two renewals, want at most %v", left, ttl)
 	}
